@@ -1,0 +1,12 @@
+//! Pure core of visual-workflow. No I/O, no clock, no randomness: callers pass `now` and ids.
+
+pub mod limits;
+pub mod names;
+pub mod refs;
+pub mod view;
+pub mod expr;
+pub mod template;
+pub mod schedule;
+pub mod design;
+pub mod spec;
+pub mod validate;

@@ -1,0 +1,40 @@
+//! Every number of the contract's limits table (SPEC §18) and the per-type ranges of §3, in one place.
+//! The validator, the engine and the drivers read these; nothing else spells a limit.
+
+/// Nodes per design, notes included.
+pub const MAX_NODES: usize = 50;
+/// Length of a node id or a design name.
+pub const MAX_ID_LEN: usize = 64;
+/// Agent retries (attempts = 1 + retries).
+pub const AGENT_RETRIES: (u64, u64) = (0, 3);
+/// Agent timeout in seconds and its default.
+pub const AGENT_TIMEOUT_SECONDS: (u64, u64) = (1, 3600);
+pub const AGENT_TIMEOUT_DEFAULT: u64 = 300;
+/// Approval deadline in minutes (three days at most).
+pub const APPROVAL_TIMEOUT_MINUTES: (u64, u64) = (1, 4320);
+/// Command timeout in seconds and its default.
+pub const COMMAND_TIMEOUT_SECONDS: (u64, u64) = (1, 3600);
+pub const COMMAND_TIMEOUT_DEFAULT: u64 = 300;
+/// HTTP timeout in seconds and its default.
+pub const HTTP_TIMEOUT_SECONDS: (u64, u64) = (1, 300);
+pub const HTTP_TIMEOUT_DEFAULT: u64 = 30;
+/// Loop item cap per pass list and its default; loop concurrency and its default.
+pub const LOOP_MAX_ITEMS: (u64, u64) = (1, 10_000);
+pub const LOOP_MAX_ITEMS_DEFAULT: u64 = 100;
+pub const LOOP_CONCURRENCY: (u64, u64) = (1, 16);
+pub const LOOP_CONCURRENCY_DEFAULT: u64 = 1;
+/// Wait duration in seconds (one second to one hour).
+pub const WAIT_SECONDS: (u64, u64) = (1, 3600);
+/// Heartbeat interval in seconds (one minute to one day).
+pub const HEARTBEAT_SECONDS: (u64, u64) = (60, 86_400);
+/// Step output kept inline, in bytes.
+pub const STEP_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Request body accepted by the server and the tools, in bytes.
+pub const REQUEST_BODY_BYTES: usize = 1024 * 1024;
+/// Depth of design-emits-event-starts-design chains before the chain is cut.
+pub const EVENT_DEPTH: u32 = 8;
+
+/// `true` when `v` lies in the inclusive range.
+pub fn within(v: u64, range: (u64, u64)) -> bool {
+    v >= range.0 && v <= range.1
+}

@@ -1,0 +1,1755 @@
+//! Time rules of triggers and the wait node (SPEC §3 wait, §10, §18): cron validation and
+//! next-fire computation, schedule presets, the human line, durations, heartbeat windows and days.
+//!
+//! It exists so that the validator, the designer's verdict, the scheduler and the engine read one
+//! rule for every time-shaped field instead of each parsing strings its own way.
+//!
+//! Invariants:
+//! - Pure: no clock, no I/O; callers pass `after`/`minute_of_day`. Everything is UTC for now (a
+//!   `tz` is only syntax-checked until a zone database is available to the core).
+//! - No function panics on any input; every problem is a [`ScheduleError`] whose `field` names the
+//!   JSON field it is about and whose message names the offending value.
+//! - Cron is the strict five-field subset of SPEC §10 (`*`, `n`, `a-b`, `*/n`, `a-b/n`, lists);
+//!   what [`validate_cron`] accepts, [`next_cron_fire`] can schedule, and [`human`] never guesses.
+//! - Day-of-month and day-of-week combine as in Vixie cron and croner: when both fields are not
+//!   literally `*`, a day matches when either matches; otherwise both must.
+
+use chrono::{DateTime, Datelike, NaiveDate, Timelike, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::limits;
+
+/// A problem with a schedule, trigger or wait field. `field` is the JSON field name the problem is
+/// about (for example `"cron"`, `"time"`, `"every"`), `None` when no single field is to blame.
+#[derive(thiserror::Error, Debug, Clone, PartialEq)]
+#[error("{message}")]
+pub struct ScheduleError {
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl ScheduleError {
+    fn new(field: &str, message: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.to_string()),
+            message: message.into(),
+        }
+    }
+    fn bare(message: impl Into<String>) -> Self {
+        Self {
+            field: None,
+            message: message.into(),
+        }
+    }
+    fn in_field(mut self, field: &str) -> Self {
+        self.field = Some(field.to_string());
+        self
+    }
+}
+
+// Ranges of SPEC §10 that `limits.rs` does not hold yet. They belong there (reported to the lead);
+// until then they are spelled once here and nowhere else.
+const FOLDER_DEBOUNCE_MS: (u64, u64) = (0, 60_000);
+const WATCH_RESTART_DELAY_SECONDS: (u64, u64) = (1, 300);
+const WATCH_DEDUPE_MINUTES: (u64, u64) = (0, 1440);
+
+/// How far ahead [`next_cron_fire`] looks: about five years of days (an algorithm bound, not a
+/// contract limit).
+const CRON_SEARCH_DAYS: u32 = 5 * 366 + 1;
+
+const DAY_NAMES: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+const DAY_ABBREVIATIONS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+const PRESETS: &str = "hourly, daily, weekdays, weekly or custom";
+const TRIGGER_MODES: &str = "manual, schedule, heartbeat, event, folder or watch";
+const DURATION_HINT: &str = "use whole numbers with h, m or s, e.g. \"30s\", \"5m\", \"1h30m\"";
+
+// ---------------------------------------------------------------------------------------------
+// Cron
+// ---------------------------------------------------------------------------------------------
+
+struct CronField {
+    name: &'static str,
+    lo: u32,
+    hi: u32,
+}
+
+const CRON_FIELDS: [CronField; 5] = [
+    CronField {
+        name: "minute",
+        lo: 0,
+        hi: 59,
+    },
+    CronField {
+        name: "hour",
+        lo: 0,
+        hi: 23,
+    },
+    CronField {
+        name: "day-of-month",
+        lo: 1,
+        hi: 31,
+    },
+    CronField {
+        name: "month",
+        lo: 1,
+        hi: 12,
+    },
+    CronField {
+        name: "day-of-week",
+        lo: 0,
+        hi: 6,
+    },
+];
+
+/// A parsed expression: bit `n` of a mask set when value `n` matches.
+struct CronSpec {
+    masks: [u64; 5],
+    /// Day-of-month / day-of-week written literally as `*`.
+    dom_star: bool,
+    dow_star: bool,
+}
+
+impl CronSpec {
+    fn parse(expr: &str) -> Result<Self, ScheduleError> {
+        let parts: Vec<&str> = expr.split_whitespace().collect();
+        if parts.len() != 5 {
+            return Err(ScheduleError::new(
+                "cron",
+                format!(
+                    "cron needs exactly five fields (minute hour day-of-month month day-of-week), got {}",
+                    parts.len()
+                ),
+            ));
+        }
+        let mut masks = [0u64; 5];
+        for ((mask, text), field) in masks.iter_mut().zip(&parts).zip(&CRON_FIELDS) {
+            *mask = parse_cron_field(text, field)?;
+        }
+        Ok(Self {
+            masks,
+            dom_star: parts[2] == "*",
+            dow_star: parts[4] == "*",
+        })
+    }
+
+    fn has(&self, index: usize, value: u32) -> bool {
+        value < 64 && self.masks[index] & (1u64 << value) != 0
+    }
+
+    fn day_matches(&self, date: NaiveDate) -> bool {
+        if !self.has(3, date.month()) {
+            return false;
+        }
+        let dom = self.has(2, date.day());
+        let dow = self.has(4, date.weekday().num_days_from_sunday());
+        if self.dom_star || self.dow_star {
+            dom && dow
+        } else {
+            dom || dow
+        }
+    }
+}
+
+fn parse_cron_field(text: &str, field: &CronField) -> Result<u64, ScheduleError> {
+    let fail = |detail: String| {
+        ScheduleError::new("cron", format!("{} field \"{text}\": {detail}", field.name))
+    };
+    let number = |s: &str| -> Result<u32, ScheduleError> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            let shown = if s.is_empty() {
+                "(nothing)".to_string()
+            } else {
+                format!("\"{s}\"")
+            };
+            return Err(fail(format!("{shown} is not a number")));
+        }
+        match s.parse::<u32>() {
+            Ok(n) if (field.lo..=field.hi).contains(&n) => Ok(n),
+            _ => Err(fail(format!(
+                "value {s} out of range {}-{}",
+                field.lo, field.hi
+            ))),
+        }
+    };
+    let span = field.hi - field.lo + 1;
+    let mut mask = 0u64;
+    for item in text.split(',') {
+        if item.is_empty() {
+            return Err(fail("empty list item".into()));
+        }
+        let (base, step) = match item.split_once('/') {
+            None => (item, None),
+            Some((base, step)) => {
+                if step.is_empty() || !step.bytes().all(|b| b.is_ascii_digit()) {
+                    let shown = if step.is_empty() {
+                        "(nothing)".to_string()
+                    } else {
+                        format!("\"{step}\"")
+                    };
+                    return Err(fail(format!("step {shown} is not a number")));
+                }
+                match step.parse::<u32>() {
+                    Ok(0) => return Err(fail("step must be at least 1, got 0".into())),
+                    Ok(n) if n <= span => (base, Some(n)),
+                    _ => {
+                        return Err(fail(format!(
+                            "step {step} is larger than the field's {span} values"
+                        )));
+                    }
+                }
+            }
+        };
+        let (start, end) = if base == "*" {
+            (field.lo, field.hi)
+        } else if let Some((a, b)) = base.split_once('-') {
+            let (a, b) = (number(a)?, number(b)?);
+            if a > b {
+                return Err(fail(format!("range start {a} is greater than its end {b}")));
+            }
+            (a, b)
+        } else if step.is_some() {
+            return Err(fail(format!(
+                "a step needs * or a range before the slash (e.g. */{0} or 0-30/{0})",
+                step.unwrap_or(1)
+            )));
+        } else {
+            let n = number(base)?;
+            (n, n)
+        };
+        let step = step.unwrap_or(1) as usize;
+        for v in (start..=end).step_by(step) {
+            mask |= 1u64 << v;
+        }
+    }
+    Ok(mask)
+}
+
+/// Checks a five-field cron expression (SPEC §10). The error names the field at fault, e.g.
+/// `hour field "25": value 25 out of range 0-23`; its `field` is `"cron"`.
+pub fn validate_cron(expr: &str) -> Result<(), ScheduleError> {
+    CronSpec::parse(expr).map(|_| ())
+}
+
+/// The first whole minute strictly after `after` that matches `cron` (UTC), or `None` when the
+/// expression is invalid or nothing matches within about five years (e.g. `0 0 31 2 *`).
+pub fn next_cron_fire(cron: &str, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let spec = CronSpec::parse(cron).ok()?;
+    let after = after.naive_utc();
+    let start = after
+        .date()
+        .and_hms_opt(after.hour(), after.minute(), 0)?
+        .checked_add_signed(chrono::TimeDelta::minutes(1))?;
+    let mut date = start.date();
+    let (mut first_hour, mut first_minute) = (start.hour(), start.minute());
+    for _ in 0..CRON_SEARCH_DAYS {
+        if spec.day_matches(date) {
+            for hour in (first_hour..24).filter(|&h| spec.has(1, h)) {
+                let from = if hour == first_hour { first_minute } else { 0 };
+                if let Some(minute) = (from..60).find(|&m| spec.has(0, m)) {
+                    return Some(date.and_hms_opt(hour, minute, 0)?.and_utc());
+                }
+            }
+        }
+        date = date.succ_opt()?;
+        (first_hour, first_minute) = (0, 0);
+    }
+    None
+}
+
+/// A human line for a cron expression when it can be said exactly (SPEC §10), else
+/// `Cron <expression>`: `Hourly at :15`, `Daily at 09:00`, `Weekdays at 09:00`,
+/// `Weekly on Monday at 09:00`.
+pub fn human(cron: &str) -> String {
+    let expr = cron.trim();
+    phrase(expr).unwrap_or_else(|| format!("Cron {expr}").trim_end().to_string())
+}
+
+fn phrase(expr: &str) -> Option<String> {
+    validate_cron(expr).ok()?;
+    let f: Vec<&str> = expr.split_whitespace().collect();
+    let single = |s: &str, hi: u32| -> Option<u32> {
+        if !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse::<u32>().ok().filter(|&n| n <= hi)
+    };
+    let minute = single(f[0], 59)?;
+    if f[2] != "*" || f[3] != "*" {
+        return None;
+    }
+    if f[1] == "*" {
+        return (f[4] == "*").then(|| format!("Hourly at :{minute:02}"));
+    }
+    let at = format!("{:02}:{minute:02}", single(f[1], 23)?);
+    match f[4] {
+        "*" => Some(format!("Daily at {at}")),
+        "1-5" => Some(format!("Weekdays at {at}")),
+        d => {
+            let day = single(d, 6)?;
+            Some(format!("Weekly on {} at {at}", DAY_NAMES[day as usize]))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schedule objects
+// ---------------------------------------------------------------------------------------------
+
+/// The `schedule` object of a schedule trigger: `{preset, time?, minute?, dow?, cron?, tz?}`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Schedule {
+    pub preset: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minute: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dow: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+}
+
+/// Reads a schedule object, with an error naming the field for every wrong JSON type. A `null`
+/// field counts as absent; unknown fields are ignored. Values are checked by [`to_cron`].
+pub fn schedule_from_value(v: &Value) -> Result<Schedule, ScheduleError> {
+    let Some(obj) = v.as_object() else {
+        return Err(ScheduleError::bare(format!(
+            "schedule must be an object like {{\"preset\": \"daily\", \"time\": \"09:00\"}}, got {}",
+            describe(v)
+        )));
+    };
+    let preset = match present(obj, "preset") {
+        None => {
+            return Err(ScheduleError::new(
+                "preset",
+                format!("schedule needs a preset ({PRESETS})"),
+            ));
+        }
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(ScheduleError::new(
+                "preset",
+                format!(
+                    "preset must be a string ({PRESETS}), got {}",
+                    describe(other)
+                ),
+            ));
+        }
+    };
+    Ok(Schedule {
+        preset,
+        time: optional_string(obj, "time", "a 24-hour time like \"09:00\"")?,
+        minute: optional_u32(obj, "minute", "0-59")?,
+        dow: optional_u32(obj, "dow", "0-6, 0 = Sunday")?,
+        cron: optional_string(obj, "cron", "a cron expression like \"*/15 * * * *\"")?,
+        tz: optional_string(obj, "tz", "a time zone like \"UTC\" or \"Europe/Paris\"")?,
+    })
+}
+
+fn optional_string(
+    obj: &Map<String, Value>,
+    key: &str,
+    what: &str,
+) -> Result<Option<String>, ScheduleError> {
+    match present(obj, key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ScheduleError::new(
+            key,
+            format!("{key} must be a string ({what}), got {}", describe(other)),
+        )),
+    }
+}
+
+fn optional_u32(
+    obj: &Map<String, Value>,
+    key: &str,
+    range: &str,
+) -> Result<Option<u32>, ScheduleError> {
+    match present(obj, key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                ScheduleError::new(
+                    key,
+                    format!(
+                        "{key} must be a whole number ({range}), got {}",
+                        describe(v)
+                    ),
+                )
+            }),
+    }
+}
+
+/// The cron expression a schedule stands for (SPEC §10 presets). Fields a preset does not use are
+/// ignored; `tz` is syntax-checked whatever the preset.
+pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
+    if let Some(tz) = &s.tz {
+        validate_tz(tz)?;
+    }
+    match s.preset.as_str() {
+        "hourly" => {
+            let from_time = match &s.time {
+                Some(t) => Some(parse_time(t)?.1),
+                None => None,
+            };
+            let minute = match s.minute {
+                Some(m) if m > 59 => {
+                    return Err(ScheduleError::new(
+                        "minute",
+                        format!("minute {m} out of range 0-59"),
+                    ));
+                }
+                Some(m) => m,
+                None => from_time.unwrap_or(0),
+            };
+            Ok(format!("{minute} * * * *"))
+        }
+        preset @ ("daily" | "weekdays" | "weekly") => {
+            let Some(time) = &s.time else {
+                return Err(ScheduleError::new(
+                    "time",
+                    format!("a {preset} schedule needs a time, e.g. \"09:00\""),
+                ));
+            };
+            let (hour, minute) = parse_time(time)?;
+            let dow = match (preset, s.dow) {
+                ("daily", _) => "*".to_string(),
+                ("weekdays", _) => "1-5".to_string(),
+                (_, Some(d)) if d > 6 => {
+                    return Err(ScheduleError::new(
+                        "dow",
+                        format!("dow {d} out of range 0-6 (0 = Sunday)"),
+                    ));
+                }
+                (_, d) => d.unwrap_or(1).to_string(),
+            };
+            Ok(format!("{minute} {hour} * * {dow}"))
+        }
+        "custom" => {
+            let cron = s.cron.as_deref().map(str::trim).unwrap_or("");
+            if cron.is_empty() {
+                return Err(ScheduleError::new(
+                    "cron",
+                    "a custom schedule needs a cron expression, e.g. \"*/15 * * * *\"",
+                ));
+            }
+            validate_cron(cron)?;
+            Ok(cron.to_string())
+        }
+        "" => Err(ScheduleError::new(
+            "preset",
+            format!("schedule needs a preset ({PRESETS})"),
+        )),
+        other => Err(ScheduleError::new(
+            "preset",
+            format!("unknown preset \"{other}\" (use {PRESETS})"),
+        )),
+    }
+}
+
+/// A 24-hour `HH:MM` (two digits each); surrounding whitespace is ignored. Field `"time"`.
+fn parse_time(s: &str) -> Result<(u32, u32), ScheduleError> {
+    hh_mm(s).map_err(|detail| ScheduleError::new("time", format!("time \"{s}\" {detail}")))
+}
+
+fn hh_mm(s: &str) -> Result<(u32, u32), String> {
+    let b = s.trim().as_bytes();
+    let shape_ok =
+        b.len() == 5 && b[2] == b':' && [0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_digit());
+    if !shape_ok {
+        return Err("must be a 24-hour time HH:MM, e.g. \"09:00\"".into());
+    }
+    let hour = u32::from(b[0] - b'0') * 10 + u32::from(b[1] - b'0');
+    let minute = u32::from(b[3] - b'0') * 10 + u32::from(b[4] - b'0');
+    if hour > 23 {
+        return Err(format!("has hour {hour:02} out of range 00-23"));
+    }
+    if minute > 59 {
+        return Err(format!("has minute {minute:02} out of range 00-59"));
+    }
+    Ok((hour, minute))
+}
+
+/// Syntax check of a time zone: `UTC`, `Z` or an IANA-looking `Area/City` (letters, digits, `_`,
+/// `-`, `+`, segments separated by `/`). Whether the zone exists is checked later. Field `"tz"`.
+pub fn validate_tz(tz: &str) -> Result<(), ScheduleError> {
+    let t = tz.trim();
+    let segment_ok = |seg: &str| {
+        !seg.is_empty()
+            && seg
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+'))
+    };
+    let iana = t.contains('/')
+        && t.starts_with(|c: char| c.is_ascii_alphabetic())
+        && t.split('/').all(segment_ok);
+    if t == "UTC" || t == "Z" || iana {
+        Ok(())
+    } else {
+        Err(ScheduleError::new(
+            "tz",
+            format!(
+                "tz \"{tz}\" is not a time zone (use \"UTC\" or an IANA name like \"Europe/Paris\")"
+            ),
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durations, windows, days
+// ---------------------------------------------------------------------------------------------
+
+/// Seconds in a duration like `"30s"`, `"5m"`, `"1h"` or `"1h30m"`: positive whole numbers, each
+/// followed by one of h, m, s, in that order and each at most once. `field` is `None`; callers
+/// set it.
+pub fn parse_duration(s: &str) -> Result<u64, ScheduleError> {
+    let fail = |detail: String| ScheduleError::bare(format!("duration \"{s}\" {detail}"));
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(ScheduleError::bare(format!(
+            "duration is empty ({DURATION_HINT})"
+        )));
+    }
+    let mut rest = t;
+    let mut total: u64 = 0;
+    let mut last_rank: Option<usize> = None;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(fail(format!("is not a duration ({DURATION_HINT})")));
+        }
+        let (number, after) = rest.split_at(digits);
+        let Some(unit) = after.chars().next() else {
+            return Err(fail(format!(
+                "has no unit after {number} ({DURATION_HINT})"
+            )));
+        };
+        let (rank, scale) = match unit {
+            'h' => (0, 3600),
+            'm' => (1, 60),
+            's' => (2, 1),
+            other => {
+                return Err(fail(format!(
+                    "has unknown unit \"{other}\" ({DURATION_HINT})"
+                )));
+            }
+        };
+        if last_rank.is_some_and(|r| r >= rank) {
+            return Err(fail(
+                "must give h, m, s in that order, each at most once".into(),
+            ));
+        }
+        last_rank = Some(rank);
+        let amount = number
+            .parse::<u64>()
+            .map_err(|_| fail("is too large".into()))?;
+        if amount == 0 {
+            return Err(fail(format!("must use positive amounts ({DURATION_HINT})")));
+        }
+        total = amount
+            .checked_mul(scale)
+            .and_then(|secs| total.checked_add(secs))
+            .ok_or_else(|| fail("is too large".into()))?;
+        rest = &after[unit.len_utf8()..];
+    }
+    Ok(total)
+}
+
+/// A daily window `"HH:MM-HH:MM"` as minutes since midnight `(start, end)`; the end is exclusive.
+/// `start > end` wraps midnight; `start == end` is an error. Field `"window"`.
+pub fn parse_window(s: &str) -> Result<(u32, u32), ScheduleError> {
+    let fail = |detail: String| ScheduleError::new("window", format!("window \"{s}\" {detail}"));
+    let Some((a, b)) = s.split_once('-') else {
+        return Err(fail("must look like \"08:00-18:00\"".into()));
+    };
+    let start = hh_mm(a).map_err(|d| fail(format!("start {d}")))?;
+    let end = hh_mm(b).map_err(|d| fail(format!("end {d}")))?;
+    let (start, end) = (start.0 * 60 + start.1, end.0 * 60 + end.1);
+    if start == end {
+        return Err(fail("is empty: start and end are the same".into()));
+    }
+    Ok((start, end))
+}
+
+/// Days of the week as `[bool; 7]`, index 0 = Sunday: `"mon-fri"`, `"sat,sun"`, `"mon,wed-fri"`,
+/// `"fri-mon"` (a range may wrap), `"daily"` or `"*"` for all. Three-letter names, any case.
+/// Field `"days"`.
+pub fn parse_days(s: &str) -> Result<[bool; 7], ScheduleError> {
+    let fail = |detail: String| ScheduleError::new("days", format!("days \"{s}\" {detail}"));
+    let hint = "use sun, mon, tue, wed, thu, fri, sat, ranges like mon-fri, or daily";
+    let t = s.trim().to_ascii_lowercase();
+    if t == "daily" || t == "*" {
+        return Ok([true; 7]);
+    }
+    if t.is_empty() {
+        return Err(fail(format!("is empty ({hint})")));
+    }
+    let day = |name: &str| -> Result<usize, ScheduleError> {
+        let name = name.trim();
+        DAY_ABBREVIATIONS
+            .iter()
+            .position(|&d| d == name)
+            .ok_or_else(|| fail(format!("has unknown day \"{name}\" ({hint})")))
+    };
+    let mut days = [false; 7];
+    for item in t.split(',') {
+        if item.trim().is_empty() {
+            return Err(fail(format!("has an empty item ({hint})")));
+        }
+        match item.split_once('-') {
+            None => days[day(item)?] = true,
+            Some((a, b)) => {
+                let (mut d, last) = (day(a)?, day(b)?);
+                loop {
+                    days[d] = true;
+                    if d == last {
+                        break;
+                    }
+                    d = (d + 1) % 7;
+                }
+            }
+        }
+    }
+    Ok(days)
+}
+
+/// `true` when `minute_of_day` lies in the window (start inclusive, end exclusive, wrapping
+/// midnight when start > end). No window means always.
+pub fn in_window(window: Option<(u32, u32)>, minute_of_day: u32) -> bool {
+    match window {
+        None => true,
+        Some((start, end)) if start < end => minute_of_day >= start && minute_of_day < end,
+        Some((start, end)) if start > end => minute_of_day >= start || minute_of_day < end,
+        Some(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trigger and wait nodes
+// ---------------------------------------------------------------------------------------------
+
+/// Every problem of a flat trigger node (SPEC §10): its `mode` and that mode's fields. Each error's
+/// `field` is a field of the node (`"mode"`, `"schedule"`, `"every"`, `"sources"`, …); problems
+/// inside the schedule object are reported on `"schedule"` with a message naming the inner field.
+/// `null` counts as absent. Fields of other modes are ignored.
+pub fn validate_trigger(node: &Map<String, Value>) -> Vec<ScheduleError> {
+    let mut issues = Vec::new();
+    let mode = match present(node, "mode") {
+        None => {
+            issues.push(ScheduleError::new(
+                "mode",
+                format!("trigger needs a mode ({TRIGGER_MODES})"),
+            ));
+            return issues;
+        }
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            issues.push(ScheduleError::new(
+                "mode",
+                format!(
+                    "mode must be a string ({TRIGGER_MODES}), got {}",
+                    describe(other)
+                ),
+            ));
+            return issues;
+        }
+    };
+    match mode {
+        "manual" => {}
+        "schedule" => check_schedule_mode(node, &mut issues),
+        "heartbeat" => check_heartbeat_mode(node, &mut issues),
+        "event" => check_event_mode(node, &mut issues),
+        "folder" => check_folder_mode(node, &mut issues),
+        "watch" => check_watch_mode(node, &mut issues),
+        other => issues.push(ScheduleError::new(
+            "mode",
+            format!("unknown mode \"{other}\" (use {TRIGGER_MODES})"),
+        )),
+    }
+    issues
+}
+
+fn check_schedule_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
+    let Some(value) = present(node, "schedule") else {
+        issues.push(ScheduleError::new(
+            "schedule",
+            "a schedule trigger needs a schedule, e.g. {\"preset\": \"daily\", \"time\": \"09:00\"}",
+        ));
+        return;
+    };
+    if let Err(e) = schedule_from_value(value).and_then(|s| to_cron(&s)) {
+        issues.push(e.in_field("schedule"));
+    }
+}
+
+fn check_heartbeat_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
+    let (lo, hi) = limits::HEARTBEAT_SECONDS;
+    match present(node, "every") {
+        None => issues.push(ScheduleError::new("every", "a heartbeat trigger needs every, e.g. \"30m\" (1m to 24h)")),
+        Some(Value::String(s)) => match parse_duration(s) {
+            Err(e) => issues.push(e.in_field("every")),
+            Ok(secs) if !limits::within(secs, limits::HEARTBEAT_SECONDS) => issues.push(ScheduleError::new(
+                "every",
+                format!("every \"{s}\" is {secs} seconds; a heartbeat must be every {lo} to {hi} seconds (1m to 24h)"),
+            )),
+            Ok(_) => {}
+        },
+        Some(other) => issues.push(ScheduleError::new(
+            "every",
+            format!("every must be a duration string like \"30m\", got {}", describe(other)),
+        )),
+    }
+    type Check = fn(&str) -> Result<(), ScheduleError>;
+    let checks: [(&str, &str, Check); 3] = [
+        ("window", "\"08:00-18:00\"", |s| parse_window(s).map(|_| ())),
+        ("days", "\"mon-fri\"", |s| parse_days(s).map(|_| ())),
+        ("tz", "\"Europe/Paris\"", validate_tz),
+    ];
+    for (key, example, check) in checks {
+        match present(node, key) {
+            None => {}
+            Some(Value::String(s)) => {
+                if let Err(e) = check(s) {
+                    issues.push(e.in_field(key));
+                }
+            }
+            Some(other) => issues.push(ScheduleError::new(
+                key,
+                format!(
+                    "{key} must be a string like {example}, got {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+}
+
+fn check_event_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
+    let need = "an event trigger needs sources: a list of event names or prefixes like [\"deploy.done\", \"alerts.*\"]";
+    match present(node, "sources") {
+        None => issues.push(ScheduleError::new("sources", need)),
+        Some(Value::Array(items)) if items.is_empty() => {
+            issues.push(ScheduleError::new("sources", need))
+        }
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let ok = item.as_str().is_some_and(|s| {
+                    let name = s.strip_suffix(".*").unwrap_or(s);
+                    is_event_name(name)
+                });
+                if !ok {
+                    let shown = match item {
+                        Value::String(s) => format!("\"{s}\""),
+                        other => describe(other),
+                    };
+                    issues.push(ScheduleError::new(
+                        "sources",
+                        format!(
+                            "sources[{i}] {shown} is not an event name (letters, digits, _ . : -) or a prefix ending in .*"
+                        ),
+                    ));
+                }
+            }
+        }
+        Some(other) => issues.push(ScheduleError::new(
+            "sources",
+            format!("{need}; got {}", describe(other)),
+        )),
+    }
+    check_int(node, "cooldown_seconds", (0, u64::MAX), issues);
+}
+
+/// An event name: one or more of `A-Z a-z 0-9 _ . : -` (SPEC §10 sources, emit `event`).
+pub fn is_event_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
+}
+
+fn check_folder_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
+    match present(node, "path") {
+        Some(Value::String(s)) if !s.trim().is_empty() => {}
+        None | Some(Value::String(_)) => {
+            issues.push(ScheduleError::new(
+                "path",
+                "a folder trigger needs a path (the folder to watch)",
+            ));
+        }
+        Some(other) => {
+            issues.push(ScheduleError::new(
+                "path",
+                format!("path must be a string, got {}", describe(other)),
+            ));
+        }
+    }
+    match present(node, "pattern") {
+        None => {}
+        Some(Value::String(s)) if !s.trim().is_empty() => {}
+        Some(Value::String(_)) => {
+            issues.push(ScheduleError::new(
+                "pattern",
+                "pattern is empty (leave it out to match every file, \"*\")",
+            ));
+        }
+        Some(other) => {
+            issues.push(ScheduleError::new(
+                "pattern",
+                format!(
+                    "pattern must be a string like \"*.csv\", got {}",
+                    describe(other)
+                ),
+            ));
+        }
+    }
+    let events_hint = "events must be a non-empty list of create, modify, remove";
+    match present(node, "events") {
+        None => {}
+        Some(Value::Array(items)) if items.is_empty() => {
+            issues.push(ScheduleError::new("events", events_hint))
+        }
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                if !matches!(item.as_str(), Some("create" | "modify" | "remove")) {
+                    issues.push(ScheduleError::new(
+                        "events",
+                        format!(
+                            "events[{i}] is {}: use create, modify or remove",
+                            shown(item)
+                        ),
+                    ));
+                }
+            }
+        }
+        Some(other) => issues.push(ScheduleError::new(
+            "events",
+            format!("{events_hint}; got {}", describe(other)),
+        )),
+    }
+    check_int(node, "debounce_ms", FOLDER_DEBOUNCE_MS, issues);
+}
+
+fn check_watch_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
+    let need =
+        "a watch trigger needs a command: a non-empty string or a list of strings (program first)";
+    let ok = match present(node, "command") {
+        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(Value::Array(items)) => {
+            items.iter().all(Value::is_string)
+                && items
+                    .first()
+                    .and_then(Value::as_str)
+                    .is_some_and(|p| !p.trim().is_empty())
+        }
+        _ => false,
+    };
+    if !ok {
+        let got = present(node, "command")
+            .map(|v| format!("; got {}", shown(v)))
+            .unwrap_or_default();
+        issues.push(ScheduleError::new("command", format!("{need}{got}")));
+    }
+    check_int(
+        node,
+        "restart_delay_seconds",
+        WATCH_RESTART_DELAY_SECONDS,
+        issues,
+    );
+    check_int(node, "dedupe_minutes", WATCH_DEDUPE_MINUTES, issues);
+}
+
+/// An optional whole-number field within an inclusive range.
+fn check_int(
+    node: &Map<String, Value>,
+    key: &str,
+    range: (u64, u64),
+    issues: &mut Vec<ScheduleError>,
+) {
+    let Some(v) = present(node, key) else { return };
+    if v.as_u64().is_some_and(|n| limits::within(n, range)) {
+        return;
+    }
+    let wanted = if range.1 == u64::MAX {
+        "a whole number, 0 or more".to_string()
+    } else {
+        format!("a whole number from {} to {}", range.0, range.1)
+    };
+    issues.push(ScheduleError::new(
+        key,
+        format!("{key} must be {wanted}, got {}", shown(v)),
+    ));
+}
+
+/// Seconds a `wait` node waits (SPEC §3): exactly one of `seconds` (whole number) or `duration`
+/// (`"30s"`, `"5m"`, `"1h"`), within 1 s – 1 h.
+pub fn wait_seconds(node: &Map<String, Value>) -> Result<u64, ScheduleError> {
+    let (lo, hi) = limits::WAIT_SECONDS;
+    let secs = match (present(node, "seconds"), present(node, "duration")) {
+        (Some(_), Some(_)) => {
+            return Err(ScheduleError::new(
+                "seconds",
+                "a wait takes seconds or duration, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(ScheduleError::new(
+                "seconds",
+                format!("a wait needs seconds ({lo}-{hi}) or a duration (\"30s\", \"5m\", \"1h\")"),
+            ));
+        }
+        (Some(v), None) => v.as_u64().ok_or_else(|| {
+            ScheduleError::new(
+                "seconds",
+                format!(
+                    "seconds must be a whole number from {lo} to {hi}, got {}",
+                    shown(v)
+                ),
+            )
+        })?,
+        (None, Some(Value::String(s))) => {
+            let secs = parse_duration(s).map_err(|e| e.in_field("duration"))?;
+            if !limits::within(secs, limits::WAIT_SECONDS) {
+                return Err(ScheduleError::new(
+                    "duration",
+                    format!(
+                        "duration \"{s}\" is {secs} seconds; a wait lasts {lo} to {hi} seconds (1s to 1h)"
+                    ),
+                ));
+            }
+            secs
+        }
+        (None, Some(other)) => {
+            return Err(ScheduleError::new(
+                "duration",
+                format!(
+                    "duration must be a string like \"30s\", \"5m\" or \"1h\", got {}",
+                    describe(other)
+                ),
+            ));
+        }
+    };
+    if !limits::within(secs, limits::WAIT_SECONDS) {
+        return Err(ScheduleError::new(
+            "seconds",
+            format!("seconds must be from {lo} to {hi} (1s to 1h), got {secs}"),
+        ));
+    }
+    Ok(secs)
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON helpers
+// ---------------------------------------------------------------------------------------------
+
+/// A field's value, with `null` counted as absent.
+fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    obj.get(key).filter(|v| !v.is_null())
+}
+
+/// The JSON type of a value, for "got …" in messages (numbers shown as written).
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// Like [`describe`], but short strings are shown quoted.
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.chars().count() <= 40 => format!("\"{s}\""),
+        other => describe(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn sched(v: Value) -> Result<String, ScheduleError> {
+        schedule_from_value(&v).and_then(|s| to_cron(&s))
+    }
+
+    fn obj(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => panic!("test object expected"),
+        }
+    }
+
+    fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, 0)
+            .single()
+            .expect("valid test date")
+    }
+
+    fn cron_err(expr: &str) -> String {
+        let e = validate_cron(expr).expect_err(expr);
+        assert_eq!(e.field.as_deref(), Some("cron"));
+        e.message
+    }
+
+    fn fields(issues: &[ScheduleError]) -> Vec<&str> {
+        issues
+            .iter()
+            .map(|e| e.field.as_deref().unwrap_or("-"))
+            .collect()
+    }
+
+    // --- presets and human lines ---
+
+    #[test]
+    fn presets_become_cron_and_human_lines() {
+        let cases = [
+            (
+                json!({"preset": "hourly", "minute": 15}),
+                "15 * * * *",
+                "Hourly at :15",
+            ),
+            (json!({"preset": "hourly"}), "0 * * * *", "Hourly at :00"),
+            (
+                json!({"preset": "hourly", "time": "10:45"}),
+                "45 * * * *",
+                "Hourly at :45",
+            ),
+            (
+                json!({"preset": "daily", "time": "09:00"}),
+                "0 9 * * *",
+                "Daily at 09:00",
+            ),
+            (
+                json!({"preset": "weekdays", "time": "09:00"}),
+                "0 9 * * 1-5",
+                "Weekdays at 09:00",
+            ),
+            (
+                json!({"preset": "weekly", "time": "09:00"}),
+                "0 9 * * 1",
+                "Weekly on Monday at 09:00",
+            ),
+            (
+                json!({"preset": "weekly", "time": "18:30", "dow": 0}),
+                "30 18 * * 0",
+                "Weekly on Sunday at 18:30",
+            ),
+            (
+                json!({"preset": "custom", "cron": "  */5 * * * *  "}),
+                "*/5 * * * *",
+                "Cron */5 * * * *",
+            ),
+            (
+                json!({"preset": "custom", "cron": "0 9 * * 6"}),
+                "0 9 * * 6",
+                "Weekly on Saturday at 09:00",
+            ),
+        ];
+        for (schedule, cron, line) in cases {
+            let got = sched(schedule.clone()).unwrap_or_else(|e| panic!("{schedule}: {e}"));
+            assert_eq!(got, cron, "{schedule}");
+            assert_eq!(human(&got), line, "{schedule}");
+        }
+    }
+
+    #[test]
+    fn human_never_guesses() {
+        for expr in [
+            "0 9 1 * *",
+            "0 9 * 1 *",
+            "0,30 9 * * *",
+            "0 9-17 * * *",
+            "0 9 * * 1-6",
+            "0 9 * * 1,3",
+            "5 * * * 1",
+            "bad",
+            "",
+        ] {
+            assert_eq!(
+                human(expr),
+                format!("Cron {}", expr.trim()).trim_end(),
+                "{expr}"
+            );
+        }
+        assert_eq!(human("  0   9 * * *  "), "Daily at 09:00");
+        assert_eq!(human("0 25 * * *"), "Cron 0 25 * * *");
+    }
+
+    #[test]
+    fn schedule_errors_name_their_field() {
+        let cases = [
+            (json!({"preset": "daily"}), "time"),
+            (json!({"preset": "daily", "time": "9:00"}), "time"),
+            (json!({"preset": "weekdays", "time": "24:00"}), "time"),
+            (json!({"preset": "weekly", "time": "09:60"}), "time"),
+            (
+                json!({"preset": "weekly", "time": "09:00", "dow": 7}),
+                "dow",
+            ),
+            (json!({"preset": "hourly", "minute": 60}), "minute"),
+            (json!({"preset": "hourly", "minute": -1}), "minute"),
+            (json!({"preset": "hourly", "minute": "5"}), "minute"),
+            (json!({"preset": "hourly", "time": "noon"}), "time"),
+            (json!({"preset": "custom"}), "cron"),
+            (json!({"preset": "custom", "cron": "   "}), "cron"),
+            (json!({"preset": "custom", "cron": "* * * *"}), "cron"),
+            (json!({"preset": "custom", "cron": 5}), "cron"),
+            (json!({"preset": "monthly", "time": "09:00"}), "preset"),
+            (json!({"time": "09:00"}), "preset"),
+            (json!({"preset": 1}), "preset"),
+            (json!({"preset": "daily", "time": 900}), "time"),
+            (
+                json!({"preset": "daily", "time": "09:00", "tz": "Paris"}),
+                "tz",
+            ),
+            (json!({"preset": "daily", "time": "09:00", "tz": 1}), "tz"),
+        ];
+        for (schedule, field) in cases {
+            let e = sched(schedule.clone()).expect_err(&schedule.to_string());
+            assert_eq!(e.field.as_deref(), Some(field), "{schedule}: {e}");
+        }
+        let e = schedule_from_value(&json!("daily")).expect_err("not an object");
+        assert!(e.message.contains("must be an object"), "{e}");
+        assert_eq!(
+            sched(json!({"preset": "daily", "time": "9:00"}))
+                .expect_err("bad time")
+                .to_string(),
+            "time \"9:00\" must be a 24-hour time HH:MM, e.g. \"09:00\""
+        );
+    }
+
+    #[test]
+    fn schedule_ignores_unknown_and_null_fields_and_round_trips() {
+        let s = schedule_from_value(
+            &json!({"preset": "daily", "time": "07:05", "minute": null, "colour": "red"}),
+        )
+        .expect("valid schedule");
+        assert_eq!(
+            s,
+            Schedule {
+                preset: "daily".into(),
+                time: Some("07:05".into()),
+                ..Schedule::default()
+            }
+        );
+        assert_eq!(
+            serde_json::to_value(&s).expect("serialises"),
+            json!({"preset": "daily", "time": "07:05"})
+        );
+        let back: Schedule =
+            serde_json::from_value(json!({"preset": "daily", "time": "07:05", "x": 1}))
+                .expect("deserialises");
+        assert_eq!(back, s);
+        assert_eq!(to_cron(&s).expect("cron"), "5 7 * * *");
+    }
+
+    #[test]
+    fn time_zones_are_syntax_checked() {
+        for ok in [
+            "UTC",
+            "Z",
+            "Europe/Paris",
+            "America/Argentina/Buenos_Aires",
+            "Etc/GMT+5",
+            "America/Port-au-Prince",
+        ] {
+            assert!(validate_tz(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "utc",
+            "Paris",
+            "Europe/",
+            "/Paris",
+            "Europe//Paris",
+            "Europe/Pa ris",
+            "1Europe/Paris",
+            "Europe/Paris;rm",
+        ] {
+            assert_eq!(
+                validate_tz(bad).expect_err(bad).field.as_deref(),
+                Some("tz"),
+                "{bad}"
+            );
+        }
+    }
+
+    // --- cron validation ---
+
+    #[test]
+    fn valid_cron_expressions() {
+        for expr in [
+            "* * * * *",
+            "*/5 * * * *",
+            "0 9 * * 1-5",
+            "0-30/10 8-18/2 1,15 */3 0,6",
+            "59 23 31 12 6",
+            "0 0 1-31/2 1-12 0-6",
+            "  1\t2 3 4 5 ",
+        ] {
+            assert!(
+                validate_cron(expr).is_ok(),
+                "{expr}: {:?}",
+                validate_cron(expr)
+            );
+        }
+    }
+
+    #[test]
+    fn cron_errors_name_the_field() {
+        assert_eq!(
+            cron_err("1 2 3 4"),
+            "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 4"
+        );
+        assert_eq!(
+            cron_err("1 2 3 4 5 6"),
+            "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 6"
+        );
+        assert_eq!(
+            cron_err(""),
+            "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 0"
+        );
+        assert_eq!(
+            cron_err("60 * * * *"),
+            "minute field \"60\": value 60 out of range 0-59"
+        );
+        assert_eq!(
+            cron_err("0 25 * * *"),
+            "hour field \"25\": value 25 out of range 0-23"
+        );
+        assert_eq!(
+            cron_err("0 0 0 * *"),
+            "day-of-month field \"0\": value 0 out of range 1-31"
+        );
+        assert_eq!(
+            cron_err("0 0 32 * *"),
+            "day-of-month field \"32\": value 32 out of range 1-31"
+        );
+        assert_eq!(
+            cron_err("0 0 * 13 *"),
+            "month field \"13\": value 13 out of range 1-12"
+        );
+        assert_eq!(
+            cron_err("0 0 * * 7"),
+            "day-of-week field \"7\": value 7 out of range 0-6"
+        );
+        assert_eq!(
+            cron_err("*/0 * * * *"),
+            "minute field \"*/0\": step must be at least 1, got 0"
+        );
+        assert_eq!(
+            cron_err("5-3 * * * *"),
+            "minute field \"5-3\": range start 5 is greater than its end 3"
+        );
+        assert_eq!(
+            cron_err("a * * * *"),
+            "minute field \"a\": \"a\" is not a number"
+        );
+        assert_eq!(
+            cron_err("1,,2 * * * *"),
+            "minute field \"1,,2\": empty list item"
+        );
+        assert_eq!(
+            cron_err("0 * * * mon"),
+            "day-of-week field \"mon\": \"mon\" is not a number"
+        );
+        assert_eq!(
+            cron_err("0 99999999999999999999 * * *"),
+            "hour field \"99999999999999999999\": value 99999999999999999999 out of range 0-23"
+        );
+        for bad in [
+            "5/2 * * * *",
+            "*/x * * * *",
+            "*/ * * * *",
+            "-5 * * * *",
+            "1- * * * *",
+            "1-2-3 * * * *",
+            "*/5/2 * * * *",
+            ", * * * *",
+            "1, * * * *",
+            "? * * * *",
+            "L * * * *",
+            "+5 * * * *",
+            "*/61 * * * *",
+            "0 0 * * */8",
+        ] {
+            let message = cron_err(bad);
+            assert!(
+                message.starts_with("minute field") || message.starts_with("day-of-week field"),
+                "{bad}: {message}"
+            );
+        }
+    }
+
+    // --- durations, windows, days ---
+
+    #[test]
+    fn durations() {
+        for (s, secs) in [
+            ("30s", 30),
+            ("5m", 300),
+            ("1h", 3600),
+            ("1h30m", 5400),
+            ("1h30m15s", 5415),
+            ("2m5s", 125),
+            (" 90s ", 90),
+            ("05m", 300),
+        ] {
+            assert_eq!(parse_duration(s), Ok(secs), "{s}");
+        }
+        for bad in [
+            "",
+            " ",
+            "90",
+            "5x",
+            "5M",
+            "1d",
+            "30m1h",
+            "1h1h",
+            "0s",
+            "1h0m",
+            "-5m",
+            "1.5h",
+            "h",
+            "5 m",
+            "1h 30m",
+            "m5",
+            "99999999999999999999s",
+            "9999999999999999h",
+            "5mé",
+        ] {
+            let e = parse_duration(bad).expect_err(bad);
+            assert_eq!(e.field, None, "{bad}");
+            assert!(!e.message.is_empty());
+        }
+        assert_eq!(
+            parse_duration("90").expect_err("no unit").message,
+            format!("duration \"90\" has no unit after 90 ({DURATION_HINT})")
+        );
+    }
+
+    #[test]
+    fn windows_and_wrapping_midnight() {
+        assert_eq!(parse_window("08:00-18:00"), Ok((480, 1080)));
+        assert_eq!(parse_window(" 22:30 - 06:00 "), Ok((1350, 360)));
+        assert_eq!(parse_window("23:00-00:00"), Ok((1380, 0)));
+        for bad in [
+            "08:00-08:00",
+            "8:00-18:00",
+            "08:00",
+            "08:00-24:00",
+            "08:00_18:00",
+            "",
+            "aa:bb-cc:dd",
+            "08:00-18:00-19:00",
+        ] {
+            assert_eq!(
+                parse_window(bad).expect_err(bad).field.as_deref(),
+                Some("window"),
+                "{bad}"
+            );
+        }
+        let day = Some((480, 1080));
+        assert!(in_window(day, 480) && in_window(day, 1079));
+        assert!(!in_window(day, 1080) && !in_window(day, 479));
+        let night = Some((1350, 360));
+        assert!(
+            in_window(night, 1350)
+                && in_window(night, 1439)
+                && in_window(night, 0)
+                && in_window(night, 359)
+        );
+        assert!(!in_window(night, 360) && !in_window(night, 720) && !in_window(night, 1349));
+        assert!(in_window(None, 0));
+        assert!(!in_window(Some((5, 5)), 5));
+    }
+
+    #[test]
+    fn days() {
+        let set = |idx: &[usize]| {
+            let mut d = [false; 7];
+            for &i in idx {
+                d[i] = true;
+            }
+            d
+        };
+        assert_eq!(parse_days("mon-fri"), Ok(set(&[1, 2, 3, 4, 5])));
+        assert_eq!(parse_days("sat,sun"), Ok(set(&[0, 6])));
+        assert_eq!(parse_days("Mon,WED-fri"), Ok(set(&[1, 3, 4, 5])));
+        assert_eq!(parse_days("fri-mon"), Ok(set(&[5, 6, 0, 1])));
+        assert_eq!(parse_days("sun-sun"), Ok(set(&[0])));
+        assert_eq!(parse_days("daily"), Ok([true; 7]));
+        assert_eq!(parse_days(" * "), Ok([true; 7]));
+        assert_eq!(parse_days(" tue , thu "), Ok(set(&[2, 4])));
+        for bad in [
+            "",
+            "monday",
+            "mon-",
+            "mon,,tue",
+            "weekdays",
+            "mon-fri-sat",
+            "1-5",
+            "mön",
+        ] {
+            assert_eq!(
+                parse_days(bad).expect_err(bad).field.as_deref(),
+                Some("days"),
+                "{bad}"
+            );
+        }
+    }
+
+    // --- triggers ---
+
+    #[test]
+    fn trigger_modes_that_are_fine() {
+        let good = [
+            json!({"mode": "manual"}),
+            json!({"mode": "schedule", "schedule": {"preset": "weekdays", "time": "09:00", "tz": "Europe/Paris"}}),
+            json!({"mode": "heartbeat", "every": "30m"}),
+            json!({"mode": "heartbeat", "every": "1m", "window": "22:00-06:00", "days": "mon-fri", "tz": "UTC"}),
+            json!({"mode": "heartbeat", "every": "24h", "window": null}),
+            json!({"mode": "event", "sources": ["deploy.done", "alerts.*", "a:b-c_d"], "cooldown_seconds": 0}),
+            json!({"mode": "folder", "path": "/data/in"}),
+            json!({"mode": "folder", "path": "in", "pattern": "*.csv", "events": ["create", "modify", "remove"], "debounce_ms": 60000}),
+            json!({"mode": "watch", "command": "tail -f log.ndjson"}),
+            json!({"mode": "watch", "command": ["tail", "-f", ""], "restart_delay_seconds": 300, "dedupe_minutes": 0}),
+        ];
+        for node in good {
+            assert_eq!(validate_trigger(&obj(node.clone())), vec![], "{node}");
+        }
+    }
+
+    #[test]
+    fn trigger_problems_name_the_node_field() {
+        let cases: Vec<(Value, Vec<&str>)> = vec![
+            (json!({}), vec!["mode"]),
+            (json!({"mode": null}), vec!["mode"]),
+            (json!({"mode": 3}), vec!["mode"]),
+            (json!({"mode": "cron"}), vec!["mode"]),
+            (json!({"mode": "schedule"}), vec!["schedule"]),
+            (
+                json!({"mode": "schedule", "schedule": "daily"}),
+                vec!["schedule"],
+            ),
+            (
+                json!({"mode": "schedule", "schedule": {"preset": "daily"}}),
+                vec!["schedule"],
+            ),
+            (
+                json!({"mode": "schedule", "schedule": {"preset": "custom", "cron": "0 9 * *"}}),
+                vec!["schedule"],
+            ),
+            (json!({"mode": "heartbeat"}), vec!["every"]),
+            (json!({"mode": "heartbeat", "every": 30}), vec!["every"]),
+            (json!({"mode": "heartbeat", "every": "30s"}), vec!["every"]),
+            (json!({"mode": "heartbeat", "every": "25h"}), vec!["every"]),
+            (
+                json!({"mode": "heartbeat", "every": "5x", "window": "08:00-08:00", "days": "someday", "tz": "Nowhere"}),
+                vec!["every", "window", "days", "tz"],
+            ),
+            (
+                json!({"mode": "heartbeat", "every": "5m", "window": 8, "days": ["mon"]}),
+                vec!["window", "days"],
+            ),
+            (json!({"mode": "event"}), vec!["sources"]),
+            (json!({"mode": "event", "sources": []}), vec!["sources"]),
+            (json!({"mode": "event", "sources": "a"}), vec!["sources"]),
+            (
+                json!({"mode": "event", "sources": ["ok", "", "a b", "*", ".*", "a*", 5]}),
+                vec!["sources"; 6],
+            ),
+            (
+                json!({"mode": "event", "sources": ["a"], "cooldown_seconds": -1}),
+                vec!["cooldown_seconds"],
+            ),
+            (
+                json!({"mode": "event", "sources": ["a"], "cooldown_seconds": 1.5}),
+                vec!["cooldown_seconds"],
+            ),
+            (json!({"mode": "folder"}), vec!["path"]),
+            (json!({"mode": "folder", "path": "  "}), vec!["path"]),
+            (json!({"mode": "folder", "path": 1}), vec!["path"]),
+            (
+                json!({"mode": "folder", "path": "in", "pattern": "", "events": [], "debounce_ms": 60001}),
+                vec!["pattern", "events", "debounce_ms"],
+            ),
+            (
+                json!({"mode": "folder", "path": "in", "pattern": 1, "events": ["create", "delete", 3], "debounce_ms": "5"}),
+                vec!["pattern", "events", "events", "debounce_ms"],
+            ),
+            (
+                json!({"mode": "folder", "path": "in", "events": "create"}),
+                vec!["events"],
+            ),
+            (json!({"mode": "watch"}), vec!["command"]),
+            (json!({"mode": "watch", "command": ""}), vec!["command"]),
+            (json!({"mode": "watch", "command": []}), vec!["command"]),
+            (
+                json!({"mode": "watch", "command": ["", "x"]}),
+                vec!["command"],
+            ),
+            (
+                json!({"mode": "watch", "command": ["tail", 1]}),
+                vec!["command"],
+            ),
+            (json!({"mode": "watch", "command": 7}), vec!["command"]),
+            (
+                json!({"mode": "watch", "command": "x", "restart_delay_seconds": 0, "dedupe_minutes": 1441}),
+                vec!["restart_delay_seconds", "dedupe_minutes"],
+            ),
+            (
+                json!({"mode": "watch", "command": "x", "restart_delay_seconds": 301}),
+                vec!["restart_delay_seconds"],
+            ),
+        ];
+        for (node, expected) in cases {
+            let issues = validate_trigger(&obj(node.clone()));
+            assert_eq!(fields(&issues), expected, "{node}: {issues:?}");
+            assert!(issues.iter().all(|e| !e.message.is_empty()));
+        }
+    }
+
+    #[test]
+    fn trigger_messages_are_specific() {
+        let issues = validate_trigger(&obj(
+            json!({"mode": "schedule", "schedule": {"preset": "custom", "cron": "0 25 * * *"}}),
+        ));
+        assert_eq!(
+            issues[0].message,
+            "hour field \"25\": value 25 out of range 0-23"
+        );
+        let issues = validate_trigger(&obj(json!({"mode": "heartbeat", "every": "30s"})));
+        assert_eq!(
+            issues[0].message,
+            "every \"30s\" is 30 seconds; a heartbeat must be every 60 to 86400 seconds (1m to 24h)"
+        );
+        let issues = validate_trigger(&obj(json!({"mode": "event", "sources": ["ok", "a b"]})));
+        assert!(
+            issues[0].message.starts_with("sources[1] \"a b\""),
+            "{}",
+            issues[0].message
+        );
+        assert!(is_event_name("deploy.done") && !is_event_name("") && !is_event_name("a*"));
+    }
+
+    #[test]
+    fn wait_seconds_from_either_field() {
+        assert_eq!(wait_seconds(&obj(json!({"seconds": 1}))), Ok(1));
+        assert_eq!(wait_seconds(&obj(json!({"seconds": 3600}))), Ok(3600));
+        assert_eq!(wait_seconds(&obj(json!({"duration": "5m"}))), Ok(300));
+        assert_eq!(
+            wait_seconds(&obj(json!({"duration": "1h", "seconds": null}))),
+            Ok(3600)
+        );
+        let cases = [
+            (json!({}), "seconds"),
+            (json!({"seconds": 5, "duration": "5s"}), "seconds"),
+            (json!({"seconds": 0}), "seconds"),
+            (json!({"seconds": 3601}), "seconds"),
+            (json!({"seconds": -5}), "seconds"),
+            (json!({"seconds": 1.5}), "seconds"),
+            (json!({"seconds": "30"}), "seconds"),
+            (json!({"duration": "2h"}), "duration"),
+            (json!({"duration": "1h1s"}), "duration"),
+            (json!({"duration": "30"}), "duration"),
+            (json!({"duration": 30}), "duration"),
+        ];
+        for (node, field) in cases {
+            let e = wait_seconds(&obj(node.clone())).expect_err(&node.to_string());
+            assert_eq!(e.field.as_deref(), Some(field), "{node}: {e}");
+        }
+    }
+
+    // --- next fire ---
+
+    #[test]
+    fn next_fire_is_strictly_after() {
+        assert_eq!(
+            next_cron_fire("* * * * *", at(2024, 5, 1, 9, 0)),
+            Some(at(2024, 5, 1, 9, 1))
+        );
+        let mid_minute = Utc
+            .with_ymd_and_hms(2024, 5, 1, 9, 0, 30)
+            .single()
+            .expect("date");
+        assert_eq!(
+            next_cron_fire("* * * * *", mid_minute),
+            Some(at(2024, 5, 1, 9, 1))
+        );
+        assert_eq!(
+            next_cron_fire("0 9 * * *", at(2024, 5, 1, 9, 0)),
+            Some(at(2024, 5, 2, 9, 0))
+        );
+        assert_eq!(
+            next_cron_fire("0 9 * * *", at(2024, 5, 1, 8, 59)),
+            Some(at(2024, 5, 1, 9, 0))
+        );
+        assert_eq!(
+            next_cron_fire("*/15 * * * *", at(2024, 5, 1, 9, 50)),
+            Some(at(2024, 5, 1, 10, 0))
+        );
+        assert_eq!(
+            next_cron_fire("30 8-10 * * *", at(2024, 5, 1, 9, 45)),
+            Some(at(2024, 5, 1, 10, 30))
+        );
+    }
+
+    #[test]
+    fn next_fire_crosses_month_and_year_boundaries() {
+        assert_eq!(
+            next_cron_fire("0 0 1 * *", at(2024, 1, 31, 12, 0)),
+            Some(at(2024, 2, 1, 0, 0))
+        );
+        assert_eq!(
+            next_cron_fire("59 23 31 12 *", at(2024, 12, 31, 23, 59)),
+            Some(at(2025, 12, 31, 23, 59))
+        );
+        assert_eq!(
+            next_cron_fire("0 0 * * *", at(2024, 12, 31, 23, 59)),
+            Some(at(2025, 1, 1, 0, 0))
+        );
+        assert_eq!(
+            next_cron_fire("0 12 31 * *", at(2024, 4, 1, 0, 0)),
+            Some(at(2024, 5, 31, 12, 0))
+        );
+        assert_eq!(
+            next_cron_fire("0 0 29 2 *", at(2024, 3, 1, 0, 0)),
+            Some(at(2028, 2, 29, 0, 0))
+        );
+        // weekdays from a Friday evening: the next Monday (2024-05-03 is a Friday).
+        assert_eq!(
+            next_cron_fire("0 9 * * 1-5", at(2024, 5, 3, 18, 0)),
+            Some(at(2024, 5, 6, 9, 0))
+        );
+        assert_eq!(
+            next_cron_fire("0 9 * 3 *", at(2024, 3, 31, 10, 0)),
+            Some(at(2025, 3, 1, 9, 0))
+        );
+    }
+
+    #[test]
+    fn next_fire_day_of_month_or_day_of_week() {
+        // 2024-05-01 is a Wednesday. "the 15th or any Monday": Monday 6th comes first.
+        assert_eq!(
+            next_cron_fire("0 0 15 * 1", at(2024, 5, 1, 0, 0)),
+            Some(at(2024, 5, 6, 0, 0))
+        );
+        assert_eq!(
+            next_cron_fire("0 0 15 * 1", at(2024, 5, 13, 0, 0)),
+            Some(at(2024, 5, 15, 0, 0))
+        );
+        // Only one restricted: the other is ignored.
+        assert_eq!(
+            next_cron_fire("0 0 15 * *", at(2024, 5, 1, 0, 0)),
+            Some(at(2024, 5, 15, 0, 0))
+        );
+        assert_eq!(
+            next_cron_fire("0 0 * * 1", at(2024, 5, 1, 0, 0)),
+            Some(at(2024, 5, 6, 0, 0))
+        );
+        // `*/1` is not literally `*`, so it counts as restricted (as in croner): any day matches.
+        assert_eq!(
+            next_cron_fire("0 0 */1 * 1", at(2024, 5, 1, 0, 0)),
+            Some(at(2024, 5, 2, 0, 0))
+        );
+    }
+
+    #[test]
+    fn next_fire_gives_up_without_panicking() {
+        assert_eq!(next_cron_fire("0 0 31 2 *", at(2024, 1, 1, 0, 0)), None);
+        assert_eq!(next_cron_fire("0 0 30 2 *", at(2024, 1, 1, 0, 0)), None);
+        assert_eq!(next_cron_fire("not cron", at(2024, 1, 1, 0, 0)), None);
+        assert_eq!(next_cron_fire("* * * * *", DateTime::<Utc>::MAX_UTC), None);
+        assert_eq!(
+            next_cron_fire(
+                "0 0 1 1 *",
+                DateTime::<Utc>::MAX_UTC - chrono::TimeDelta::days(30)
+            ),
+            None
+        );
+        assert!(next_cron_fire("* * * * *", DateTime::<Utc>::MIN_UTC).is_some());
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|f| json!(f)),
+            "[ -~]{0,12}".prop_map(Value::String),
+            prop::sample::select(vec![
+                "30m",
+                "1h",
+                "08:00-18:00",
+                "mon-fri",
+                "UTC",
+                "a.*",
+                "create",
+                "daily",
+                "09:00",
+                "*/5 * * * *"
+            ])
+            .prop_map(|s| json!(s)),
+            prop::collection::vec("[a-z.*]{0,6}", 0..3).prop_map(|v| json!(v)),
+            Just(json!({"preset": "custom", "cron": "* * * * *"})),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn string_parsers_never_panic(s in any::<String>(), c in "[0-9*/,\\- a-z:]{0,30}", minute in 0u32..2000) {
+            for input in [s.as_str(), c.as_str()] {
+                let _ = validate_cron(input);
+                let _ = human(input);
+                let _ = next_cron_fire(input, at(2024, 2, 29, 23, 59));
+                let _ = parse_duration(input);
+                let _ = parse_window(input).map(|w| in_window(Some(w), minute));
+                let _ = parse_days(input);
+                let _ = validate_tz(input);
+            }
+        }
+
+        #[test]
+        fn node_validators_never_panic(
+            mode in prop::sample::select(vec!["manual", "schedule", "heartbeat", "event", "folder", "watch", "x"]),
+            keys in prop::collection::vec(prop::sample::select(vec![
+                "schedule", "every", "window", "days", "tz", "sources", "cooldown_seconds", "path", "pattern",
+                "events", "debounce_ms", "command", "restart_delay_seconds", "dedupe_minutes", "seconds", "duration",
+            ]), 0..6),
+            values in prop::collection::vec(json_value(), 6),
+        ) {
+            let mut node = Map::new();
+            node.insert("mode".into(), json!(mode));
+            for (k, v) in keys.iter().zip(values) {
+                node.insert((*k).to_string(), v);
+            }
+            let _ = validate_trigger(&node);
+            let _ = wait_seconds(&node);
+            if let Some(v) = node.get("schedule") {
+                let _ = schedule_from_value(v).and_then(|s| to_cron(&s));
+            }
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! Typed views of a node's flat fields (SPEC §3), with defaults applied and ranges checked.
+//!
+//! `Spec::parse` is the only place that reads a node's type-specific fields: the validator calls it
+//! to report problems, the engine calls it to run a step, so the two can never disagree.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::design::Node;
+use crate::limits::{self, within};
+use crate::schedule;
+use crate::validate::Issue;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnTimeout {
+    Reject,
+    Escalate,
+}
+
+impl OnTimeout {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OnTimeout::Reject => "reject",
+            OnTimeout::Escalate => "escalate",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deliver {
+    Notification,
+    Channel,
+}
+
+impl Deliver {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Deliver::Notification => "notification",
+            Deliver::Channel => "channel",
+        }
+    }
+}
+
+/// One node's typed fields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spec {
+    Trigger { mode: String },
+    Agent { prompt: String, profile: Option<String>, model: Option<String>, retries: u32, timeout_seconds: u64, max_tokens: Option<u64> },
+    Condition { expr: String },
+    Approval { question: String, options: Vec<String>, timeout_minutes: Option<u64>, on_timeout: OnTimeout },
+    Output { deliver: Option<Deliver>, target: Option<String>, template: Option<String> },
+    Note,
+    Command { run: Option<String>, argv: Option<Vec<String>>, cwd: Option<String>, env: BTreeMap<String, String>, timeout_seconds: u64 },
+    Http { url: String, method: String, headers: BTreeMap<String, String>, body: Option<Value>, timeout_seconds: u64, accept: Vec<(u16, u16)> },
+    Loop { over: String, max_items: u64, concurrency: u64 },
+    Wait { seconds: u64 },
+    Emit { event: String, payload: Option<Value> },
+}
+
+/// Platforms a delivery may name, and those with a home channel (`deliver: notification`).
+pub const CHANNEL_PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "webhook"];
+pub const HOME_PLATFORMS: [&str; 2] = ["telegram", "slack"];
+
+/// Reads fields of one node, collecting every problem instead of stopping at the first.
+struct Fields<'a> {
+    node: &'a Node,
+    issues: Vec<Issue>,
+}
+
+impl<'a> Fields<'a> {
+    fn issue(&mut self, field: &str, message: impl Into<String>) {
+        self.issues.push(Issue::node_field(&self.node.id, field, message));
+    }
+
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        match self.node.raw.get(name) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v),
+        }
+    }
+
+    fn string(&mut self, name: &str) -> Option<String> {
+        match self.get(name) {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                self.issue(name, format!("\"{name}\" must be a string"));
+                None
+            }
+        }
+    }
+
+    fn required_string(&mut self, name: &str) -> String {
+        match self.string(name) {
+            Some(s) if !s.trim().is_empty() => s,
+            Some(_) => {
+                self.issue(name, format!("\"{name}\" must not be empty"));
+                String::new()
+            }
+            None => {
+                if self.get(name).is_none() {
+                    self.issue(name, format!("{} node needs \"{name}\"", self.node.kind));
+                }
+                String::new()
+            }
+        }
+    }
+
+    /// An optional whole number within `range`; `unit` names it in the message.
+    fn ranged(&mut self, name: &str, range: (u64, u64), unit: &str) -> Option<u64> {
+        let v = self.get(name)?;
+        match v.as_u64() {
+            Some(n) if within(n, range) => Some(n),
+            _ => {
+                self.issue(name, format!("\"{name}\" must be a whole number from {} to {}{unit}, got {v}", range.0, range.1));
+                None
+            }
+        }
+    }
+
+    fn string_map(&mut self, name: &str) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        match self.get(name) {
+            None => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    match v {
+                        Value::String(s) => {
+                            out.insert(k.clone(), s.clone());
+                        }
+                        _ => self.issue(name, format!("\"{name}.{k}\" must be a string")),
+                    }
+                }
+            }
+            Some(_) => self.issue(name, format!("\"{name}\" must be an object of strings")),
+        }
+        out
+    }
+}
+
+impl Spec {
+    /// Parses one node's typed fields; every problem found is returned at once.
+    pub fn parse(node: &Node) -> Result<Spec, Vec<Issue>> {
+        let mut f = Fields { node, issues: Vec::new() };
+        if f.get("retries").is_some() && !node.is("agent") {
+            f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.kind));
+        }
+        let spec = match node.kind.as_str() {
+            "trigger" => {
+                for e in schedule::validate_trigger(&node.raw) {
+                    let field = e.field.clone().unwrap_or_else(|| "mode".into());
+                    f.issue(&field, e.message);
+                }
+                Spec::Trigger { mode: f.string("mode").unwrap_or_default() }
+            }
+            "agent" => {
+                let prompt = f.required_string("prompt");
+                let profile = f.string("profile");
+                let model = f.string("model");
+                let retries = f.ranged("retries", limits::AGENT_RETRIES, "").unwrap_or(0) as u32;
+                let timeout_seconds = f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
+                let max_tokens = f.ranged("max_tokens", (1, u64::from(u32::MAX)), "");
+                Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens }
+            }
+            "condition" => Spec::Condition { expr: f.required_string("expr") },
+            "approval" => {
+                let question = f.required_string("question");
+                let options = match f.get("options") {
+                    None => vec!["approve".to_string(), "reject".to_string()],
+                    Some(Value::Array(items)) => {
+                        let mut opts = Vec::new();
+                        for item in items {
+                            match item.as_str().map(str::trim) {
+                                Some(s) if !s.is_empty() => {
+                                    if opts.iter().any(|o: &String| o == s) {
+                                        f.issue("options", format!("option {s:?} is listed twice"));
+                                    }
+                                    opts.push(s.to_string());
+                                }
+                                _ => f.issue("options", "every option must be a non-empty string"),
+                            }
+                        }
+                        if items.is_empty() {
+                            f.issue("options", "\"options\" must list at least one answer");
+                        }
+                        opts
+                    }
+                    Some(_) => {
+                        f.issue("options", "\"options\" must be an array of strings");
+                        Vec::new()
+                    }
+                };
+                let timeout_minutes = f.ranged("timeout_minutes", limits::APPROVAL_TIMEOUT_MINUTES, " minutes");
+                let on_timeout = match f.string("on_timeout").as_deref() {
+                    None | Some("reject") => OnTimeout::Reject,
+                    Some("escalate") => OnTimeout::Escalate,
+                    Some(other) => {
+                        f.issue("on_timeout", format!("\"on_timeout\" is reject or escalate, got {other:?}"));
+                        OnTimeout::Reject
+                    }
+                };
+                Spec::Approval { question, options, timeout_minutes, on_timeout }
+            }
+            "output" => {
+                let deliver = match f.string("deliver").as_deref() {
+                    None | Some("") => None,
+                    Some("notification") => Some(Deliver::Notification),
+                    Some("channel") => Some(Deliver::Channel),
+                    Some(other) => {
+                        f.issue("deliver", format!("\"deliver\" is notification or channel, got {other:?}"));
+                        None
+                    }
+                };
+                let target = f.string("target").filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
+                let template = f.string("template");
+                match (&deliver, &target) {
+                    (Some(d), None) => f.issue("target", format!("deliver: {} needs a \"target\"", d.as_str())),
+                    (None, Some(_)) => f.issue("deliver", "a \"target\" needs \"deliver\" (notification or channel)"),
+                    (Some(d), Some(t)) => {
+                        if let Err(e) = check_target(d, t) {
+                            f.issue("target", e);
+                        }
+                    }
+                    (None, None) => {}
+                }
+                Spec::Output { deliver, target, template }
+            }
+            "note" => Spec::Note,
+            "command" => {
+                let run = f.string("run");
+                let argv = match f.get("argv") {
+                    None => None,
+                    Some(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_string) => {
+                        Some(items.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                    }
+                    Some(_) => {
+                        f.issue("argv", "\"argv\" must be a non-empty array of strings");
+                        None
+                    }
+                };
+                match (&run, &argv, f.get("argv")) {
+                    (Some(_), Some(_), _) => f.issue("run", "give either \"run\" or \"argv\", not both"),
+                    (None, None, None) => f.issue("run", "command node needs \"run\" (a shell string) or \"argv\" (an array)"),
+                    (Some(r), None, _) if r.trim().is_empty() => f.issue("run", "\"run\" must not be empty"),
+                    _ => {}
+                }
+                let cwd = f.string("cwd");
+                let env = f.string_map("env");
+                let timeout_seconds = f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
+                Spec::Command { run, argv, cwd, env, timeout_seconds }
+            }
+            "http" => {
+                let url = f.required_string("url");
+                let scheme_ok = {
+                    let lower = url.trim_start().to_ascii_lowercase();
+                    lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("{{")
+                };
+                if !url.is_empty() && !scheme_ok {
+                    f.issue("url", "\"url\" must start with http:// or https://");
+                }
+                let method = f.string("method").map(|m| m.trim().to_ascii_uppercase()).unwrap_or_else(|| "GET".into());
+                if !["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"].contains(&method.as_str()) {
+                    f.issue("method", format!("unknown HTTP method {method:?}"));
+                }
+                let headers = f.string_map("headers");
+                let body = f.get("body").cloned();
+                let timeout_seconds = f.ranged("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::HTTP_TIMEOUT_DEFAULT);
+                let accept = match f.get("accept") {
+                    None => vec![(200, 299)],
+                    Some(v) => match parse_accept(v) {
+                        Ok(a) => a,
+                        Err(e) => {
+                            f.issue("accept", e);
+                            vec![(200, 299)]
+                        }
+                    },
+                };
+                Spec::Http { url, method, headers, body, timeout_seconds, accept }
+            }
+            "loop" => {
+                let over = f.required_string("over");
+                let max_items = f.ranged("max_items", limits::LOOP_MAX_ITEMS, " items").unwrap_or(limits::LOOP_MAX_ITEMS_DEFAULT);
+                let concurrency = f.ranged("concurrency", limits::LOOP_CONCURRENCY, "").unwrap_or(limits::LOOP_CONCURRENCY_DEFAULT);
+                Spec::Loop { over, max_items, concurrency }
+            }
+            "wait" => {
+                let seconds = match schedule::wait_seconds(&node.raw) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let field = e.field.clone().unwrap_or_else(|| "seconds".into());
+                        f.issue(&field, e.message);
+                        0
+                    }
+                };
+                Spec::Wait { seconds }
+            }
+            "emit" => {
+                let event = f.required_string("event");
+                if !event.is_empty() && !event.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c)) {
+                    f.issue("event", format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'"));
+                }
+                Spec::Emit { event, payload: f.get("payload").cloned() }
+            }
+            other => {
+                f.issue("type", format!("unknown node type {other:?}; known types: {}", crate::design::NODE_TYPES.join(", ")));
+                Spec::Note
+            }
+        };
+        if f.issues.is_empty() { Ok(spec) } else { Err(f.issues) }
+    }
+
+    /// Every template string this node carries, with the field it sits in.
+    pub fn templates(&self) -> Vec<(&'static str, &str)> {
+        let mut out: Vec<(&'static str, &str)> = Vec::new();
+        match self {
+            Spec::Agent { prompt, .. } => out.push(("prompt", prompt)),
+            Spec::Output { template: Some(t), .. } => out.push(("template", t)),
+            Spec::Command { run, argv, cwd, env, .. } => {
+                if let Some(r) = run {
+                    out.push(("run", r));
+                }
+                for a in argv.iter().flatten() {
+                    out.push(("argv", a));
+                }
+                if let Some(c) = cwd {
+                    out.push(("cwd", c));
+                }
+                for v in env.values() {
+                    out.push(("env", v));
+                }
+            }
+            Spec::Http { url, headers, body, .. } => {
+                out.push(("url", url));
+                for v in headers.values() {
+                    out.push(("headers", v));
+                }
+                if let Some(b) = body {
+                    json_strings(b, "body", &mut out);
+                }
+            }
+            Spec::Loop { over, .. } => out.push(("over", over)),
+            Spec::Emit { payload: Some(p), .. } => json_strings(p, "payload", &mut out),
+            _ => {}
+        }
+        out
+    }
+}
+
+fn json_strings<'a>(v: &'a Value, field: &'static str, out: &mut Vec<(&'static str, &'a str)>) {
+    match v {
+        Value::String(s) => out.push((field, s)),
+        Value::Array(items) => items.iter().for_each(|i| json_strings(i, field, out)),
+        Value::Object(m) => m.values().for_each(|i| json_strings(i, field, out)),
+        _ => {}
+    }
+}
+
+/// `accept`: a status (200), a class ("2xx"), a range ("200-299") or a list of those.
+fn parse_accept(v: &Value) -> Result<Vec<(u16, u16)>, String> {
+    let one = |v: &Value| -> Result<(u16, u16), String> {
+        let bad = || format!("bad accepted status {v}: use 200, \"2xx\" or \"200-299\"");
+        match v {
+            Value::Number(n) => {
+                let s = n.as_u64().filter(|s| (100..=599).contains(s)).ok_or_else(bad)? as u16;
+                Ok((s, s))
+            }
+            Value::String(s) => {
+                let s = s.trim().to_ascii_lowercase();
+                if s.len() == 3 && s.ends_with("xx") {
+                    let d = s[..1].parse::<u16>().map_err(|_| bad())?;
+                    if !(1..=5).contains(&d) {
+                        return Err(bad());
+                    }
+                    return Ok((d * 100, d * 100 + 99));
+                }
+                let parse = |p: &str| p.trim().parse::<u16>().ok().filter(|s| (100..=599).contains(s));
+                match s.split_once('-') {
+                    Some((a, b)) => match (parse(a), parse(b)) {
+                        (Some(a), Some(b)) if a <= b => Ok((a, b)),
+                        _ => Err(bad()),
+                    },
+                    None => parse(&s).map(|x| (x, x)).ok_or_else(bad),
+                }
+            }
+            _ => Err(bad()),
+        }
+    };
+    match v {
+        Value::Array(items) if !items.is_empty() => items.iter().map(one).collect(),
+        Value::Array(_) => Err("\"accept\" must list at least one status".into()),
+        other => one(other).map(|r| vec![r]),
+    }
+}
+
+/// Delivery target syntax (§3): `platform` for notification, `platform:chat` for channel.
+pub fn check_target(deliver: &Deliver, target: &str) -> Result<(), String> {
+    match deliver {
+        Deliver::Notification => {
+            if HOME_PLATFORMS.contains(&target) {
+                Ok(())
+            } else {
+                Err(format!("deliver: notification takes a platform with a home channel ({}), got {target:?}", HOME_PLATFORMS.join(", ")))
+            }
+        }
+        Deliver::Channel => {
+            let Some((platform, chat)) = target.split_once(':') else {
+                return Err(format!("deliver: channel takes platform:chat (e.g. telegram:123456, slack:#ops), got {target:?}"));
+            };
+            let name_ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+            let ok = match platform {
+                "telegram" => {
+                    let mut parts = chat.split(':');
+                    let chat_ok = parts.next().is_some_and(|c| {
+                        let digits = c.strip_prefix('-').unwrap_or(c);
+                        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())) || (c.starts_with('@') && name_ok(&c[1..]))
+                    });
+                    let thread_ok = parts.next().is_none_or(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()));
+                    chat_ok && thread_ok && parts.next().is_none()
+                }
+                "slack" => {
+                    let c = chat.strip_prefix('#').unwrap_or(chat);
+                    name_ok(c)
+                }
+                "discord" | "webhook" => name_ok(chat),
+                _ => {
+                    return Err(format!("unknown delivery platform {platform:?}; known: {}", CHANNEL_PLATFORMS.join(", ")));
+                }
+            };
+            if ok { Ok(()) } else { Err(format!("bad {platform} target {target:?}")) }
+        }
+    }
+}
+
+/// The node map's `type` field, for callers holding only raw JSON.
+pub fn kind_of(raw: &Map<String, Value>) -> &str {
+    raw.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(v: Value) -> Node {
+        let raw = v.as_object().cloned().unwrap_or_default();
+        Node { id: raw["id"].as_str().unwrap_or("n").into(), kind: raw["type"].as_str().unwrap_or("").into(), raw }
+    }
+
+    #[test]
+    fn retries_zero_to_three_and_only_agents_retry() {
+        for r in 0..=3 {
+            assert!(Spec::parse(&node(json!({"id": "a", "type": "agent", "prompt": "p", "retries": r}))).is_ok());
+        }
+        let e = Spec::parse(&node(json!({"id": "a", "type": "agent", "prompt": "p", "retries": 4}))).unwrap_err();
+        assert_eq!(e[0].field.as_deref(), Some("retries"));
+        let e = Spec::parse(&node(json!({"id": "c", "type": "condition", "expr": "out.a.x > 1", "retries": 1}))).unwrap_err();
+        assert!(e[0].message.contains("only agent steps retry"), "{e:?}");
+        let e = Spec::parse(&node(json!({"id": "g", "type": "approval", "question": "q", "retries": 1}))).unwrap_err();
+        assert!(e[0].message.contains("only agent steps retry"));
+    }
+
+    #[test]
+    fn delivery_targets() {
+        for ok in ["telegram:123456", "telegram:-100123:17585", "slack:#ops", "discord:alerts", "webhook:alerts"] {
+            assert!(check_target(&Deliver::Channel, ok).is_ok(), "{ok}");
+        }
+        for bad in ["telegram", "telegram:abc", "slack:", "sms:123", "discord:a b", "telegram:1:2:3"] {
+            assert!(check_target(&Deliver::Channel, bad).is_err(), "{bad}");
+        }
+        assert!(check_target(&Deliver::Notification, "telegram").is_ok());
+        assert!(check_target(&Deliver::Notification, "discord").is_err());
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let s = Spec::parse(&node(json!({"id": "g", "type": "approval", "question": "q"}))).unwrap();
+        assert_eq!(s, Spec::Approval { question: "q".into(), options: vec!["approve".into(), "reject".into()], timeout_minutes: None, on_timeout: OnTimeout::Reject });
+        let s = Spec::parse(&node(json!({"id": "h", "type": "http", "url": "https://x", "accept": ["2xx", 404]}))).unwrap();
+        assert!(matches!(s, Spec::Http { ref accept, timeout_seconds: 30, .. } if accept == &vec![(200, 299), (404, 404)]));
+    }
+}

@@ -1,0 +1,411 @@
+//! The validator (SPEC §6): every design rule, reported as data.
+//!
+//! `validate` never stops at the first problem: it returns all errors and warnings with the node,
+//! edge and field they concern, so a canvas can mark each one. The engine compiles plans only
+//! from designs this module accepts, and it reads fields through the same `Spec::parse`,
+//! expression parser and reference resolver, so design time and run time agree.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::design::{Design, Node};
+use crate::names::check_node_id;
+use crate::spec::Spec;
+use crate::template::Ref;
+use crate::{expr, limits, refs, template};
+
+/// One problem: where it is and what is wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Issue {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl Issue {
+    pub fn design(message: impl Into<String>) -> Issue {
+        Issue { node: None, edge: None, field: None, message: message.into() }
+    }
+    pub fn field_only(field: &str, message: impl Into<String>) -> Issue {
+        Issue { field: Some(field.into()), ..Issue::design(message) }
+    }
+    pub fn node(id: &str, message: impl Into<String>) -> Issue {
+        Issue { node: Some(id.into()), ..Issue::design(message) }
+    }
+    pub fn node_field(id: &str, field: &str, message: impl Into<String>) -> Issue {
+        Issue { node: Some(id.into()), field: Some(field.into()), ..Issue::design(message) }
+    }
+    pub fn edge(index: usize, message: impl Into<String>) -> Issue {
+        Issue { edge: Some(index), ..Issue::design(message) }
+    }
+}
+
+/// `{ok, errors, warnings}`; `ok` is `errors.is_empty()`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub ok: bool,
+    pub errors: Vec<Issue>,
+    pub warnings: Vec<Issue>,
+}
+
+impl Report {
+    fn new(errors: Vec<Issue>, warnings: Vec<Issue>) -> Report {
+        Report { ok: errors.is_empty(), errors, warnings }
+    }
+}
+
+/// Validates a design given as JSON.
+pub fn validate(value: &Value) -> Report {
+    match Design::from_value(value) {
+        Ok(design) => validate_design(&design),
+        Err(errors) => Report::new(errors, Vec::new()),
+    }
+}
+
+/// The graph facts the validator and the converter both need.
+pub(crate) struct Graph<'a> {
+    pub nodes: Vec<&'a Node>,
+    pub index: HashMap<&'a str, usize>,
+    /// Usable edges (both ends known, neither a note): (edge index, from, to).
+    pub edges: Vec<(usize, usize, usize)>,
+}
+
+impl<'a> Graph<'a> {
+    pub(crate) fn new(design: &'a Design) -> Graph<'a> {
+        let nodes: Vec<&Node> = design.nodes.iter().collect();
+        let mut index = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            index.entry(n.id.as_str()).or_insert(i);
+        }
+        let edges = design
+            .edges
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                let (f, t) = (*index.get(e.from.as_str())?, *index.get(e.to.as_str())?);
+                (!nodes[f].is("note") && !nodes[t].is("note") && f != t).then_some((i, f, t))
+            })
+            .collect();
+        Graph { nodes, index, edges }
+    }
+
+    pub(crate) fn children(&self, n: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.edges.iter().filter(move |e| e.1 == n).map(|e| (e.0, e.2))
+    }
+
+    pub(crate) fn parents(&self, n: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.edges.iter().filter(move |e| e.2 == n).map(|e| (e.0, e.1))
+    }
+
+    /// Every node reachable from `start` (excluded) following edges forward.
+    pub(crate) fn descendants(&self, start: &[usize]) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<usize> = start.to_vec();
+        while let Some(n) = stack.pop() {
+            for (_, c) in self.children(n) {
+                if seen.insert(c) {
+                    stack.push(c);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Every node from which `n` can be reached.
+    pub(crate) fn ancestors(&self, n: usize) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![n];
+        while let Some(x) = stack.pop() {
+            for (_, p) in self.parents(x) {
+                if seen.insert(p) {
+                    stack.push(p);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Topological order, ties broken by position in `nodes`; `None` when there is a cycle.
+    pub(crate) fn topo_order(&self) -> Option<Vec<usize>> {
+        let mut indegree = vec![0usize; self.nodes.len()];
+        for &(_, _, t) in &self.edges {
+            indegree[t] += 1;
+        }
+        let mut ready: BTreeSet<usize> = (0..self.nodes.len()).filter(|&i| indegree[i] == 0).collect();
+        let mut order = Vec::with_capacity(self.nodes.len());
+        while let Some(n) = ready.pop_first() {
+            order.push(n);
+            for (_, c) in self.children(n) {
+                indegree[c] -= 1;
+                if indegree[c] == 0 {
+                    ready.insert(c);
+                }
+            }
+        }
+        (order.len() == self.nodes.len()).then_some(order)
+    }
+
+    /// The body of each loop node: nodes reachable from its `each` edges.
+    pub(crate) fn loop_bodies(&self, design: &Design) -> BTreeMap<usize, BTreeSet<usize>> {
+        let mut bodies = BTreeMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !n.is("loop") {
+                continue;
+            }
+            let entries: Vec<usize> = self
+                .children(i)
+                .filter(|(e, _)| design.edges[*e].label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case("each")))
+                .map(|(_, c)| c)
+                .collect();
+            let mut body: BTreeSet<usize> = entries.iter().copied().collect();
+            body.extend(self.descendants(&entries));
+            body.remove(&i);
+            bodies.insert(i, body);
+        }
+        bodies
+    }
+}
+
+/// Validates a parsed design.
+pub fn validate_design(design: &Design) -> Report {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+
+    if design.nodes.len() > limits::MAX_NODES {
+        errors.push(Issue::field_only(
+            "nodes",
+            format!("a design has at most {} nodes (notes included); this one has {}", limits::MAX_NODES, design.nodes.len()),
+        ));
+    }
+
+    // Nodes: ids, duplicates, typed fields.
+    let mut specs: HashMap<&str, Spec> = HashMap::new();
+    let mut seen_ids = HashSet::new();
+    for n in &design.nodes {
+        if let Err(e) = check_node_id(&n.id) {
+            errors.push(Issue::node_field(&n.id, "id", e));
+        }
+        if !seen_ids.insert(n.id.as_str()) {
+            errors.push(Issue::node_field(&n.id, "id", format!("duplicate node id {:?}", n.id)));
+        }
+        match Spec::parse(n) {
+            Ok(s) => {
+                specs.entry(n.id.as_str()).or_insert(s);
+            }
+            Err(issues) => errors.extend(issues),
+        }
+    }
+    let triggers: Vec<&Node> = design.nodes.iter().filter(|n| n.is("trigger")).collect();
+    if triggers.len() > 1 {
+        for t in &triggers[1..] {
+            errors.push(Issue::node(&t.id, "a design has at most one trigger"));
+        }
+    }
+
+    // Edges: endpoints and labels.
+    let graph = Graph::new(design);
+    for (i, e) in design.edges.iter().enumerate() {
+        let from = graph.index.get(e.from.as_str()).map(|&x| graph.nodes[x]);
+        let to = graph.index.get(e.to.as_str()).map(|&x| graph.nodes[x]);
+        let (Some(from), Some(to)) = (from, to) else {
+            for (end, name) in [(from, &e.from), (to, &e.to)] {
+                if end.is_none() {
+                    errors.push(Issue::edge(i, format!("edge {} -> {} names unknown node {name:?}", e.from, e.to)));
+                }
+            }
+            continue;
+        };
+        if from.is("note") || to.is("note") {
+            errors.push(Issue::edge(i, format!("edge {} -> {}: a note takes no edges", e.from, e.to)));
+            continue;
+        }
+        if to.is("trigger") {
+            errors.push(Issue::edge(i, format!("edge {} -> {}: nothing may lead into a trigger", e.from, e.to)));
+        }
+        if e.from == e.to {
+            errors.push(Issue::edge(i, format!("edge {} -> {} is a self-loop", e.from, e.to)));
+            continue;
+        }
+        let label = e.label.as_deref();
+        match specs.get(from.id.as_str()) {
+            Some(Spec::Condition { .. }) => {
+                if !label.is_some_and(|l| l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false")) {
+                    errors.push(Issue::edge(i, format!("edge {} -> {}: a condition's edges are labelled true or false", e.from, e.to)));
+                }
+            }
+            Some(Spec::Approval { options, .. }) => match label {
+                Some(l) if !options.iter().any(|o| o == l) => errors.push(Issue::edge(
+                    i,
+                    format!("edge {} -> {}: label {l:?} is not one of the options ({})", e.from, e.to, options.join(", ")),
+                )),
+                Some(_) => {}
+                None => warnings.push(Issue::edge(
+                    i,
+                    format!("edge {} -> {} has no label, so it is taken on every answer", e.from, e.to),
+                )),
+            },
+            Some(Spec::Loop { .. }) => {
+                if !label.is_some_and(|l| l.eq_ignore_ascii_case("each") || l.eq_ignore_ascii_case("done")) {
+                    errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let order = graph.topo_order();
+    if order.is_none() {
+        errors.push(Issue::design("the design has a cycle; steps must form a directed acyclic graph"));
+    }
+
+    // Loop bodies must be self-contained.
+    let bodies = graph.loop_bodies(design);
+    for (&lp, body) in &bodies {
+        if body.is_empty() {
+            continue;
+        }
+        for &(ei, f, t) in &graph.edges {
+            let leaks_out = body.contains(&f) && !body.contains(&t);
+            let leaks_in = !body.contains(&f) && body.contains(&t) && f != lp;
+            if leaks_out || leaks_in {
+                let e = &design.edges[ei];
+                errors.push(Issue::edge(
+                    ei,
+                    format!("edge {} -> {} crosses the body of loop {:?}; a loop body connects only to itself", e.from, e.to, graph.nodes[lp].id),
+                ));
+            }
+        }
+    }
+    let in_loop_body = |n: usize| bodies.values().any(|b| b.contains(&n));
+
+    // References in conditions and templates.
+    let all_ids: Vec<&str> = design.nodes.iter().map(|n| n.id.as_str()).collect();
+    let trigger_id = triggers.first().map(|t| t.id.as_str());
+    for (i, n) in graph.nodes.iter().enumerate() {
+        let Some(spec) = specs.get(n.id.as_str()) else { continue };
+        let ancestors = graph.ancestors(i);
+        let check_node_ref = |reference: &str, field: &str, shown: &str| -> Option<Issue> {
+            let Some((id, _)) = refs::resolve_longest(all_ids.iter().copied(), reference) else {
+                return Some(Issue::node_field(&n.id, field, format!("{shown} names no known node")));
+            };
+            let target = graph.index.get(id).copied();
+            let upstream = Some(id) == trigger_id || target.is_some_and(|t| ancestors.contains(&t));
+            (!upstream).then(|| Issue::node_field(&n.id, field, format!("{shown}: node {id:?} is not upstream of {:?}", n.id)))
+        };
+        if let Spec::Condition { expr: src } = spec {
+            match expr::parse(src) {
+                Ok(e) => {
+                    if let Some(issue) = check_node_ref(&e.reference, "expr", &format!("out.{}", e.reference)) {
+                        errors.push(issue);
+                    }
+                }
+                Err(e) => errors.push(Issue::node_field(&n.id, "expr", e.0)),
+            }
+        }
+        for (field, src) in spec.templates() {
+            match template::parse(src) {
+                Ok(t) => {
+                    for r in t.refs() {
+                        match r {
+                            Ref::Node { reference } => {
+                                if let Some(issue) = check_node_ref(reference, field, &format!("{{{{nodes.{reference}}}}}")) {
+                                    errors.push(issue);
+                                }
+                            }
+                            Ref::Item { .. } | Ref::LoopIndex if !in_loop_body(i) => errors.push(Issue::node_field(
+                                &n.id,
+                                field,
+                                "{{item}} and {{loop.index}} are only available inside a loop body",
+                            )),
+                            _ => {}
+                        }
+                    }
+                }
+                Err(e) => errors.push(Issue::node_field(&n.id, field, e.0)),
+            }
+        }
+    }
+
+    // Budget.
+    if let Some(b) = design.raw.get("budget") {
+        let tokens = b.as_object().and_then(|m| m.get("tokens"));
+        match tokens.and_then(Value::as_u64) {
+            Some(t) if t > 0 => {
+                let sum: u64 = specs
+                    .values()
+                    .filter_map(|s| match s {
+                        Spec::Agent { max_tokens, .. } => *max_tokens,
+                        _ => None,
+                    })
+                    .sum();
+                if sum > t {
+                    errors.push(Issue::field_only(
+                        "budget",
+                        format!("budget.tokens is {t}, below the sum of the agent steps' max_tokens ({sum})"),
+                    ));
+                }
+            }
+            _ => errors.push(Issue::field_only("budget", "\"budget\" must be {\"tokens\": <positive whole number>}")),
+        }
+    }
+
+    // Warnings.
+    if let Some(t) = trigger_id.and_then(|id| graph.index.get(id).copied()) {
+        let reached = graph.descendants(&[t]);
+        for (i, n) in graph.nodes.iter().enumerate() {
+            if i != t && !n.is("note") && !reached.contains(&i) {
+                warnings.push(Issue::node(&n.id, format!("{:?} cannot be reached from the trigger {:?}", n.id, graph.nodes[t].id)));
+            }
+        }
+    }
+    for (i, n) in graph.nodes.iter().enumerate() {
+        let Some(spec) = specs.get(n.id.as_str()) else { continue };
+        let out_labels: Vec<Option<String>> =
+            graph.children(i).map(|(e, _)| design.edges[e].label.as_ref().map(|l| l.to_ascii_lowercase())).collect();
+        let dead_end = match spec {
+            Spec::Condition { .. } => {
+                let missing: Vec<&str> = ["true", "false"]
+                    .into_iter()
+                    .filter(|b| !out_labels.iter().any(|l| l.as_deref() == Some(*b)))
+                    .collect();
+                (!missing.is_empty()).then(|| format!("condition {:?} leads nowhere when it is {}", n.id, missing.join(" or ")))
+            }
+            Spec::Approval { options, .. } => {
+                let unlabelled = out_labels.iter().any(Option::is_none);
+                let missing: Vec<&str> = options
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|o| !unlabelled && !out_labels.iter().any(|l| l.as_deref() == Some(&o.to_ascii_lowercase())))
+                    .collect();
+                (!missing.is_empty()).then(|| format!("approval {:?} leads nowhere on {}", n.id, missing.join(", ")))
+            }
+            Spec::Trigger { .. } | Spec::Wait { .. } if out_labels.is_empty() => {
+                Some(format!("{:?} ends the run on nothing concrete; end on an output, emit or data step", n.id))
+            }
+            _ => None,
+        };
+        if let Some(msg) = dead_end {
+            warnings.push(Issue::node(&n.id, msg));
+        }
+    }
+    let scheduled = triggers.first().is_some_and(|t| t.field("mode").and_then(Value::as_str) == Some("schedule"));
+    if scheduled {
+        for (i, n) in graph.nodes.iter().enumerate() {
+            if let Some(Spec::Output { deliver: None, .. }) = specs.get(n.id.as_str()) {
+                if graph.children(i).next().is_none() {
+                    warnings.push(Issue::node(
+                        &n.id,
+                        format!("output {:?} on a scheduled design neither delivers nor feeds another step; nobody will see it", n.id),
+                    ));
+                }
+            }
+        }
+    }
+    Report::new(errors, warnings)
+}

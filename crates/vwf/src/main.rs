@@ -1,0 +1,3 @@
+mod store;
+
+fn main() {}
