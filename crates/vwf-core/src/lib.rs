@@ -10,3 +10,6 @@ pub mod schedule;
 pub mod design;
 pub mod spec;
 pub mod validate;
+pub mod time;
+pub mod plan;
+pub mod run;

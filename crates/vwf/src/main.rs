@@ -1,3 +1,386 @@
-mod store;
+//! `vwf`: design, validate and durably run agent workflows.
+//!
+//! Exit codes: 0 success (a run finished `done`); 1 the run failed; 2 bad usage or a bad request
+//! (malformed JSON, bad name, answer not in options); 3 not found (design, run or node);
+//! 4 conflict (the run is not waiting on that node, or is not retryable); 5 the design has
+//! validation errors; 6 the run is parked (waiting for an approval, an agent or a timer);
+//! 7 the agent backend is missing or failed; 70 internal error (store, disk).
 
-fn main() {}
+/// Prints a line on standard output; a closed pipe (`vwf runs | head`) is not an error.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+mod app;
+mod clock;
+mod config;
+mod exec;
+mod failure;
+mod render;
+mod runner;
+mod slash;
+mod store;
+mod tools;
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use vwf_core::names::DesignName;
+use vwf_core::run::{Response, Run, Status, TriggerInfo};
+
+use crate::app::App;
+use crate::failure::Failure;
+use crate::runner::{Answer, Progress};
+
+#[derive(Parser)]
+#[command(name = "vwf", version, about = "Design, validate and durably run agent workflows.")]
+struct Cli {
+    /// Home directory (default: $VWF_HOME, else $HERMES_HOME, else ~/.hermes).
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// Print the contract JSON instead of human text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List saved designs.
+    List,
+    /// Create a blank design.
+    New { name: String },
+    /// Print a saved design.
+    Open { name: String },
+    /// Validate and save a design: JSON text, @file or - for standard input.
+    Save { name: String, graph: String },
+    /// Check a saved design (or @file / - for a draft).
+    Validate { name: String },
+    /// Run a design now (`vwf run retry <run_id>` retries a failed run).
+    Run {
+        name: String,
+        run_id: Option<String>,
+        /// The run's input as JSON (text, @file or -).
+        #[arg(long)]
+        input: Option<String>,
+    },
+    /// Answer an approval gate.
+    Approve { run_id: String, node: String, answer: String },
+    /// Answer a parked step: a gate's answer, an agent's output, or generate it with the backend.
+    Respond {
+        run_id: String,
+        node: String,
+        #[arg(long, conflicts_with_all = ["output", "generate"])]
+        answer: Option<String>,
+        /// The agent step's text (text, @file or -).
+        #[arg(long, conflicts_with = "generate")]
+        output: Option<String>,
+        #[arg(long)]
+        generate: bool,
+    },
+    /// Recent runs, newest first.
+    Runs {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// One run.
+    Show { run_id: String },
+    /// Run a /workflow chat command and print the reply.
+    Slash { text: String },
+    /// Call an agent tool with JSON arguments (text, @file or -).
+    Tool { name: String, args: String },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let home = app::resolve_home(cli.home.as_deref());
+    let app = match App::open(home) {
+        Ok(a) => a,
+        Err(f) => return fail(&f, cli.json),
+    };
+    match execute(&app, &cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => fail(&f, cli.json),
+    }
+}
+
+fn fail(f: &Failure, json: bool) -> ExitCode {
+    if json {
+        say!("{}", pretty(&f.body()));
+    } else {
+        esay!("error: {f}");
+    }
+    ExitCode::from(failure_code(f))
+}
+
+fn failure_code(f: &Failure) -> u8 {
+    match f {
+        Failure::BadRequest(_) => 2,
+        Failure::NotFound(_) => 3,
+        Failure::Conflict(_) => 4,
+        Failure::Unavailable(_) | Failure::BadGateway(_) => 7,
+        Failure::Internal(_) => 70,
+    }
+}
+
+fn run_code(status: Status) -> u8 {
+    match status {
+        Status::Done => 0,
+        Status::Failed => 1,
+        Status::Running | Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent => 6,
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// Reads an argument given as text, `@file` or `-` (standard input).
+fn read_arg(arg: &str) -> Result<String, Failure> {
+    if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| Failure::BadRequest(format!("cannot read standard input: {e}")))?;
+        Ok(s)
+    } else if let Some(path) = arg.strip_prefix('@') {
+        std::fs::read_to_string(path).map_err(|e| Failure::BadRequest(format!("cannot read {path}: {e}")))
+    } else {
+        Ok(arg.to_string())
+    }
+}
+
+fn parse_json(text: &str, what: &str) -> Result<Value, Failure> {
+    serde_json::from_str(text).map_err(|e| Failure::BadRequest(format!("{what} is not valid JSON: {e}")))
+}
+
+/// Prints a live line per step on standard error while a run works.
+fn live(progress: Progress<'_>) {
+    let mut err = std::io::stderr();
+    match progress {
+        Progress::Started { node, .. } => {
+            if err.is_terminal() {
+                let _ = write!(err, "  … {node}\r");
+                let _ = err.flush();
+            }
+        }
+        Progress::Settled { run, node } => {
+            if let Some(step) = run.record(node).and_then(|r| serde_json::to_value(r).ok()) {
+                let _ = writeln!(err, "{}", render::step_line(&step));
+            }
+        }
+    }
+}
+
+fn no_progress(_: Progress<'_>) {}
+
+/// Prints a run (summary or JSON) and gives its exit code.
+fn show_run(run: &Run, json: bool, live_shown: bool) -> u8 {
+    let result = run.result();
+    if json {
+        say!("{}", pretty(&result));
+    } else {
+        say!("{}", render::summary(&result, !live_shown));
+    }
+    run_code(run.status)
+}
+
+fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
+    let json = cli.json;
+    let observer: &dyn Fn(Progress<'_>) = if json { &no_progress } else { &live };
+    let runner = app.runner(observer, true);
+    match &cli.cmd {
+        Cmd::List => {
+            let names = app.store.list_designs()?;
+            if json {
+                say!("{}", pretty(&json!({"ok": true, "designs": names})));
+            } else if names.is_empty() {
+                say!("No saved designs in {}. Create one with `vwf new <name>`.", app.home.display());
+            } else {
+                let rows: Vec<Vec<String>> = names.iter().map(|n| vec![n.clone()]).collect();
+                say!("{}", render::table(&["DESIGN"], &rows));
+            }
+            Ok(0)
+        }
+        Cmd::New { name } => {
+            let path = tools::new_design(app, name)?;
+            if json {
+                say!("{}", pretty(&json!({"ok": true, "path": path, "graph": tools::blank_design()})));
+            } else {
+                say!("Created blank design {name} at {path}\nEdit it (or save a graph with `vwf save {name} @file.json`), then `vwf validate {name}`.");
+            }
+            Ok(0)
+        }
+        Cmd::Open { name } => tool_out(app, "workflow_design_load", &json!({"name": name}), json, |b| {
+            format!("{}\n# saved at {}", pretty(&b["graph"]), name)
+        }),
+        Cmd::Save { name, graph } => {
+            let graph = parse_json(&read_arg(graph)?, "the graph")?;
+            tool_out(app, "workflow_design_save", &json!({"name": name, "graph": graph}), json, |b| {
+                format!("Saved {name} ({} nodes) to {}", b["nodes"], b["path"].as_str().unwrap_or(""))
+            })
+        }
+        Cmd::Validate { name } => {
+            let args = if name == "-" || name.starts_with('@') {
+                json!({"graph": parse_json(&read_arg(name)?, "the graph")?})
+            } else {
+                DesignName::parse(name).map_err(Failure::BadRequest)?;
+                json!({"name": name})
+            };
+            let reply = tools::call(app, "workflow_design_validate", &args);
+            if reply.status != 200 {
+                return Err(reply_failure(&reply));
+            }
+            if json {
+                say!("{}", pretty(&reply.body));
+            } else {
+                say!("{}", render::report(name, &reply.body));
+            }
+            Ok(if reply.body["ok"] == true { 0 } else { 5 })
+        }
+        Cmd::Run { name, run_id, input } => {
+            if name == "retry" {
+                if let Some(id) = run_id {
+                    let run = runner.retry(id)?;
+                    return Ok(show_run(&run, json, true));
+                }
+            } else if let Some(extra) = run_id {
+                return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
+            }
+            let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
+            let input = match input {
+                Some(text) => parse_json(&read_arg(text)?, "--input")?,
+                None => Value::Null,
+            };
+            let plan = match runner.compile(&name)? {
+                Ok(plan) => plan,
+                Err(report) => {
+                    let body = json!({"ok": false, "error": tools::refusal(&report.errors), "errors": report.errors});
+                    if json {
+                        say!("{}", pretty(&body));
+                    } else {
+                        esay!("{}", render::report(name.as_str(), &serde_json::to_value(&report).unwrap_or_default()));
+                    }
+                    return Ok(5);
+                }
+            };
+            let run = runner.start(plan, TriggerInfo { mode: "manual".into(), input })?;
+            Ok(show_run(&run, json, true))
+        }
+        Cmd::Approve { run_id, node, answer } => {
+            let run = runner.respond(run_id, node, Answer::Respond(Response::Answer(answer.clone())))?;
+            Ok(show_run(&run, json, true))
+        }
+        Cmd::Respond { run_id, node, answer, output, generate } => {
+            let how = match (answer, output, generate) {
+                (Some(a), None, false) => Answer::Respond(Response::Answer(a.clone())),
+                (None, Some(o), false) => Answer::Respond(Response::Output(read_arg(o)?)),
+                (None, None, true) => Answer::Generate,
+                _ => return Err(Failure::BadRequest("give exactly one of --answer, --output or --generate".into())),
+            };
+            let run = runner.respond(run_id, node, how)?;
+            Ok(show_run(&run, json, true))
+        }
+        Cmd::Runs { limit } => {
+            let entries = app.store.list_runs(*limit)?;
+            let mut runs = Vec::new();
+            let mut rows = Vec::new();
+            for e in entries {
+                match e.run {
+                    Ok(v) => {
+                        rows.push(render::run_row(&v));
+                        let mut result = v;
+                        if let Some(obj) = result.as_object_mut() {
+                            for k in vwf_core::run::FILE_ONLY_FIELDS {
+                                obj.remove(k);
+                            }
+                        }
+                        runs.push(result);
+                    }
+                    Err(msg) => {
+                        rows.push(vec![e.id.clone(), String::new(), "unreadable".into(), String::new(), msg.clone()]);
+                        runs.push(json!({"ok": false, "run_id": e.id, "error": msg}));
+                    }
+                }
+            }
+            if json {
+                say!("{}", pretty(&json!({"ok": true, "runs": runs})));
+            } else if rows.is_empty() {
+                say!("No runs yet.");
+            } else {
+                say!("{}", render::table(&["RUN", "DESIGN", "STATUS", "CREATED", "NOTE"], &rows));
+            }
+            Ok(0)
+        }
+        Cmd::Show { run_id } => {
+            let run = runner.open(run_id)?;
+            Ok(show_run(&run, json, false))
+        }
+        Cmd::Slash { text } => {
+            let reply = slash::handle(app, text);
+            if json {
+                say!("{}", pretty(&json!({"ok": true, "reply": reply})));
+            } else {
+                say!("{reply}");
+            }
+            Ok(0)
+        }
+        Cmd::Tool { name, args } => {
+            let reply = tools::call_text(app, name, &read_arg(args)?);
+            say!("{}", pretty(&reply.body));
+            Ok(reply_code(&reply))
+        }
+    }
+}
+
+fn reply_failure(reply: &tools::Reply) -> Failure {
+    let msg = reply.body.get("error").and_then(Value::as_str).unwrap_or("error").to_string();
+    match reply.status {
+        400 => Failure::BadRequest(msg),
+        404 => Failure::NotFound(msg),
+        409 => Failure::Conflict(msg),
+        502 => Failure::BadGateway(msg),
+        503 => Failure::Unavailable(msg),
+        _ => Failure::Internal(msg),
+    }
+}
+
+/// Exit code of a tool reply: failures by status, run results by run status.
+fn reply_code(reply: &tools::Reply) -> u8 {
+    if reply.status != 200 {
+        return failure_code(&reply_failure(reply));
+    }
+    let body = &reply.body;
+    if let Some(status) = body.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok()) {
+        return run_code(status);
+    }
+    match body.get("ok") {
+        Some(Value::Bool(false)) if body.get("errors").is_some() => 5,
+        Some(Value::Bool(false)) => 2,
+        _ => 0,
+    }
+}
+
+/// Calls a tool and prints its answer: JSON, or `human(body)` on success.
+fn tool_out(app: &App, name: &str, args: &Value, json: bool, human: impl Fn(&Value) -> String) -> Result<u8, Failure> {
+    let reply = tools::call(app, name, args);
+    if reply.status != 200 {
+        return Err(reply_failure(&reply));
+    }
+    let code = reply_code(&reply);
+    if json {
+        say!("{}", pretty(&reply.body));
+    } else if code == 0 {
+        say!("{}", human(&reply.body));
+    } else {
+        esay!("error: {}", reply.body.get("error").and_then(Value::as_str).unwrap_or(""));
+        for e in reply.body.get("errors").and_then(Value::as_array).into_iter().flatten() {
+            esay!("  - {}", e.get("message").and_then(Value::as_str).unwrap_or(""));
+        }
+    }
+    Ok(code)
+}

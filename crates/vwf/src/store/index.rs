@@ -55,13 +55,20 @@ pub(super) fn append(dir: &Path, id: &RunId) -> io::Result<()> {
 /// Calls `visit` with each run id of the index in `dir`, newest first, each id once, until it
 /// breaks. A missing directory lists nothing; a missing index is rebuilt first (and written
 /// back when possible, so the scan happens once).
-pub(super) fn newest_first(dir: &Path, mut visit: impl FnMut(RunId) -> ControlFlow<()>) -> io::Result<()> {
+pub(super) fn newest_first(
+    dir: &Path,
+    mut visit: impl FnMut(RunId) -> ControlFlow<()>,
+) -> io::Result<()> {
     let mut seen = HashSet::new();
     let mut visit_line = |line: &[u8]| {
-        let Some(id) = std::str::from_utf8(line).ok().and_then(|s| RunId::parse(s).ok()) else {
+        let Some(id) = parse_line(line) else {
             return ControlFlow::Continue(());
         };
-        if seen.insert(id.clone()) { visit(id) } else { ControlFlow::Continue(()) }
+        if seen.insert(id.clone()) {
+            visit(id)
+        } else {
+            ControlFlow::Continue(())
+        }
     };
     match File::open(dir.join(INDEX_FILE)) {
         Ok(file) => read_lines_backwards(file, visit_line),
@@ -86,15 +93,19 @@ fn rebuild_for_reading(dir: &Path) -> io::Result<Vec<RunId>> {
         // A read-only store can still be listed, it just is scanned every time.
         return scan(dir);
     };
-    if dir.join(INDEX_FILE).try_exists()? {
-        // Someone rebuilt it meanwhile: read theirs (it may hold appends made since).
-        let mut ids = Vec::new();
-        newest_first(dir, |id| {
-            ids.push(id);
-            ControlFlow::Continue(())
-        })?;
-        ids.reverse();
-        return Ok(ids);
+    match File::open(dir.join(INDEX_FILE)) {
+        Ok(file) => {
+            // Someone rebuilt it meanwhile: read theirs (it may hold appends made since).
+            let mut ids = Vec::new();
+            read_lines_backwards(file, |line| {
+                ids.extend(parse_line(line));
+                ControlFlow::Continue(())
+            })?;
+            ids.reverse();
+            return Ok(ids);
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
     }
     let ids = scan(dir)?;
     if !ids.is_empty() {
@@ -115,7 +126,12 @@ fn write_index(dir: &Path, ids: &[RunId]) -> io::Result<()> {
 
 /// Exclusive lock on the index, released when the returned file is closed.
 fn lock_index(dir: &Path) -> io::Result<File> {
-    let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(dir.join(INDEX_LOCK_FILE))?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(INDEX_LOCK_FILE))?;
     file.lock()?;
     Ok(file)
 }
@@ -130,9 +146,13 @@ fn scan(dir: &Path) -> io::Result<Vec<RunId>> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name();
-        let Some(id) = name.to_str().and_then(run_id_of_file_name) else { continue };
+        let Some(id) = name.to_str().and_then(run_id_of_file_name) else {
+            continue;
+        };
         let path = entry.path();
-        let Ok(meta) = fs::metadata(&path) else { continue };
+        let Ok(meta) = fs::metadata(&path) else {
+            continue;
+        };
         if !meta.is_file() {
             continue;
         }
@@ -142,20 +162,33 @@ fn scan(dir: &Path) -> io::Result<Vec<RunId>> {
             .and_then(|c| c.created_at)
             .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
             .map(|t| t.with_timezone(&Utc));
-        let at = created.or_else(|| meta.modified().ok().map(DateTime::<Utc>::from)).unwrap_or_default();
+        let at = created
+            .or_else(|| meta.modified().ok().map(DateTime::<Utc>::from))
+            .unwrap_or_default();
         runs.push((at, id));
     }
     runs.sort();
     Ok(runs.into_iter().map(|(_, id)| id).collect())
 }
 
+/// A line of the index → its run id; a torn or garbage line → `None`.
+fn parse_line(line: &[u8]) -> Option<RunId> {
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(|s| RunId::parse(s).ok())
+}
+
 /// `d7b493cae249.json` → the run id; anything else → `None`.
 pub(super) fn run_id_of_file_name(name: &str) -> Option<RunId> {
-    name.strip_suffix(".json").and_then(|stem| RunId::parse(stem).ok())
+    name.strip_suffix(".json")
+        .and_then(|stem| RunId::parse(stem).ok())
 }
 
 /// Calls `visit` with each line of `file` from the last to the first (without the `\n`).
-fn read_lines_backwards(mut file: File, mut visit: impl FnMut(&[u8]) -> ControlFlow<()>) -> io::Result<()> {
+fn read_lines_backwards(
+    mut file: File,
+    mut visit: impl FnMut(&[u8]) -> ControlFlow<()>,
+) -> io::Result<()> {
     let mut pos = file.metadata()?.len();
     let mut chunk = vec![0u8; CHUNK];
     // The start of a line that began in the chunk before the one just read.
@@ -245,8 +278,17 @@ mod tests {
 
     #[test]
     fn store_index_file_names() {
-        assert_eq!(run_id_of_file_name("d7b493cae249.json").unwrap().as_str(), "d7b493cae249");
-        for bad in ["d7b493cae249", ".d7b493cae249.json", "d7b493cae249.json.tmp", "D7B493CAE249.json", "x.json"] {
+        assert_eq!(
+            run_id_of_file_name("d7b493cae249.json").unwrap().as_str(),
+            "d7b493cae249"
+        );
+        for bad in [
+            "d7b493cae249",
+            ".d7b493cae249.json",
+            "d7b493cae249.json.tmp",
+            "D7B493CAE249.json",
+            "x.json",
+        ] {
             assert!(run_id_of_file_name(bad).is_none(), "{bad}");
         }
     }

@@ -14,7 +14,7 @@
 //! - reading a store that was never written gives empty lists and `NotFound`, not errors.
 //!
 //! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
-#![allow(dead_code, unused_imports)] // until the callers land
+
 
 pub(crate) mod fs;
 mod index;
@@ -70,16 +70,18 @@ pub(crate) struct RunLock {
 
 impl RunLock {
     pub(crate) fn new(id: RunId, guard: impl Send + Sync + 'static) -> Self {
-        Self { id, _guard: Box::new(guard) }
-    }
-    pub(crate) fn id(&self) -> &RunId {
-        &self.id
+        Self {
+            id,
+            _guard: Box::new(guard),
+        }
     }
 }
 
 impl std::fmt::Debug for RunLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunLock").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("RunLock")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,9 +91,6 @@ pub(crate) enum StoreError {
     /// What is missing, e.g. `design "x"` or `run d7b493cae249`.
     #[error("{0} not found")]
     NotFound(String),
-    /// The full message of the name check.
-    #[error("{0}")]
-    BadName(String),
     /// `path` is where the user finds the entry (relative to the home for the file store).
     #[error("{path} is not valid JSON: {message}")]
     Corrupt { path: String, message: String },
@@ -109,16 +108,6 @@ impl StoreError {
     }
 }
 
-/// Parses user text into a design name, as a store error.
-pub(crate) fn design_name(s: &str) -> Result<DesignName, StoreError> {
-    DesignName::parse(s).map_err(StoreError::BadName)
-}
-
-/// Parses user text into a run id, as a store error.
-pub(crate) fn run_id(s: &str) -> Result<RunId, StoreError> {
-    RunId::parse(s).map_err(StoreError::BadName)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,13 +115,23 @@ mod tests {
     #[test]
     fn store_error_messages() {
         let name = DesignName::parse("x").unwrap();
-        assert_eq!(StoreError::design_not_found(&name).to_string(), r#"design "x" not found"#);
+        assert_eq!(
+            StoreError::design_not_found(&name).to_string(),
+            r#"design "x" not found"#
+        );
         let id = RunId::parse("d7b493cae249").unwrap();
-        assert_eq!(StoreError::run_not_found(&id).to_string(), "run d7b493cae249 not found");
-        let corrupt = StoreError::Corrupt { path: "workflow-runs/abc.json".into(), message: "EOF".into() };
-        assert_eq!(corrupt.to_string(), "workflow-runs/abc.json is not valid JSON: EOF");
-        assert!(design_name("../x").unwrap_err().to_string().contains("bad design name"));
-        assert!(matches!(run_id("nope"), Err(StoreError::BadName(_))));
+        assert_eq!(
+            StoreError::run_not_found(&id).to_string(),
+            "run d7b493cae249 not found"
+        );
+        let corrupt = StoreError::Corrupt {
+            path: "workflow-runs/abc.json".into(),
+            message: "EOF".into(),
+        };
+        assert_eq!(
+            corrupt.to_string(),
+            "workflow-runs/abc.json is not valid JSON: EOF"
+        );
     }
 
     #[test]

@@ -1,0 +1,155 @@
+//! The converter (SPEC §7): a valid design becomes a plan.
+//!
+//! A plan lists the steps in topological order (ties broken by position in `nodes`), each with
+//! its raw node and its incoming edges. Triggers and notes are dropped; the trigger's raw node is
+//! kept so its id stays addressable. A run stores the plan it started with, so editing or deleting
+//! the design never changes a run in flight.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::design::Design;
+use crate::spec::Spec;
+use crate::validate::{Graph, Report, validate_design};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub design: String,
+    /// The trigger node as written, if the design has one.
+    #[serde(default)]
+    pub trigger: Option<Map<String, Value>>,
+    pub steps: Vec<PlanStep>,
+    #[serde(default)]
+    pub budget_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanStep {
+    pub id: String,
+    /// The node as written in the design.
+    pub node: Map<String, Value>,
+    #[serde(default)]
+    pub parents: Vec<Parent>,
+    /// The loop whose body this step belongs to; such steps run only inside a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_loop: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Parent {
+    pub from: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+impl PlanStep {
+    pub fn kind(&self) -> &str {
+        crate::spec::kind_of(&self.node)
+    }
+
+    /// The step's typed fields. A plan is made only from a valid design, so this fails only
+    /// for a hand-edited run file; the engine turns that into a step error.
+    pub fn spec(&self) -> Result<Spec, String> {
+        let node = crate::design::Node { id: self.id.clone(), kind: self.kind().to_string(), raw: self.node.clone() };
+        Spec::parse(&node).map_err(|issues| {
+            let msgs: Vec<String> = issues.into_iter().map(|i| i.message).collect();
+            format!("step {:?} is not valid: {}", self.id, msgs.join("; "))
+        })
+    }
+}
+
+impl Plan {
+    /// Validates and compiles. Errors come back as the validator's report.
+    pub fn compile(design_name: &str, design: &Design) -> Result<Plan, Report> {
+        let report = validate_design(design);
+        if !report.ok {
+            return Err(report);
+        }
+        let graph = Graph::new(design);
+        let order = graph.topo_order().unwrap_or_default();
+        let bodies = graph.loop_bodies(design);
+        let mut steps = Vec::new();
+        for i in order {
+            let node = graph.nodes[i];
+            if node.is("trigger") || node.is("note") {
+                continue;
+            }
+            let parents = graph
+                .parents(i)
+                .map(|(e, p)| {
+                    let edge = &design.edges[e];
+                    let from_kind = graph.nodes[p].kind.as_str();
+                    let label = edge.label.as_ref().map(|l| match from_kind {
+                        "condition" | "loop" => l.to_ascii_lowercase(),
+                        _ => l.clone(),
+                    });
+                    Parent { from: edge.from.clone(), label }
+                })
+                .collect();
+            // The innermost loop whose body holds this node.
+            let in_loop = bodies
+                .iter()
+                .filter(|(_, body)| body.contains(&i))
+                .min_by_key(|(_, body)| body.len())
+                .map(|(lp, _)| graph.nodes[*lp].id.clone());
+            steps.push(PlanStep { id: node.id.clone(), node: node.raw.clone(), parents, in_loop });
+        }
+        Ok(Plan {
+            design: design_name.to_string(),
+            trigger: design.trigger().map(|t| t.raw.clone()),
+            steps,
+            budget_tokens: design.budget_tokens().and_then(Value::as_u64),
+        })
+    }
+
+    pub fn trigger_id(&self) -> Option<&str> {
+        self.trigger.as_ref().and_then(|t| t.get("id")).and_then(Value::as_str)
+    }
+
+    pub fn trigger_mode(&self) -> &str {
+        self.trigger.as_ref().and_then(|t| t.get("mode")).and_then(Value::as_str).unwrap_or("manual")
+    }
+
+    /// Every addressable id: the steps and the trigger.
+    pub fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.steps.iter().map(|s| s.id.clone()).collect();
+        if let Some(t) = self.trigger_id() {
+            ids.push(t.to_string());
+        }
+        ids
+    }
+
+    pub fn step(&self, id: &str) -> Option<&PlanStep> {
+        self.steps.iter().find(|s| s.id == id)
+    }
+
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.steps.iter().position(|s| s.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn notes_and_trigger_are_dropped_and_order_is_topological_with_position_ties() {
+        let d = Design::from_value(&json!({
+            "nodes": [
+                {"id": "tip", "type": "note", "text": "hello"},
+                {"id": "start", "type": "trigger", "mode": "manual"},
+                {"id": "b", "type": "output"},
+                {"id": "a", "type": "output"},
+                {"id": "c", "type": "output"}
+            ],
+            "edges": [{"from": "start", "to": "b"}, {"from": "start", "to": "a"}, {"from": "a", "to": "c"}, {"from": "b", "to": "c"}]
+        }))
+        .unwrap();
+        let plan = Plan::compile("demo", &d).unwrap();
+        let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert_eq!(plan.trigger_id(), Some("start"));
+        assert_eq!(plan.steps[2].parents.len(), 2);
+    }
+}

@@ -1,0 +1,916 @@
+//! The run record and the engine state machine (SPEC §7–9).
+//!
+//! A `Run` is both the persisted run file and the source of the run result every surface returns.
+//! It owns the plan it started with. The engine is sans-IO: `advance` settles the steps the core
+//! can decide alone (conditions, approvals parking, collect-only outputs, waits, skips) one at a
+//! time, and hands out `Task`s for steps that need the outside world (agents, deliveries,
+//! commands, HTTP, emits). A driver performs a task and reports its `Outcome` with `complete`.
+//! The caller persists the run after every call that changed it.
+//!
+//! Invariants: a step is ready when every parent is settled; it runs when at least one incoming
+//! edge is active, else it is skipped (and skips propagate). Outputs are keyed by id and `skipped`
+//! and `steps` are kept in plan order, so the record is the same whatever the completion order.
+//! A step error fails the run and nothing after it starts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::expr;
+use crate::limits;
+use crate::plan::{Plan, PlanStep};
+use crate::refs;
+use crate::spec::{OnTimeout, Spec};
+use crate::template::{self, Context};
+use crate::time::{self, Ts};
+use crate::view;
+
+pub const APPROVAL_TIMED_OUT: &str = "approval timed out";
+pub const ESCALATION_REQUESTED: &str = "escalation requested";
+pub const TOKEN_BUDGET_EXCEEDED: &str = "token budget exceeded";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    Waiting,
+    AwaitingApproval,
+    AwaitingAgent,
+    Done,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Waiting => "waiting",
+            Status::AwaitingApproval => "awaiting_approval",
+            Status::AwaitingAgent => "awaiting_agent",
+            Status::Done => "done",
+            Status::Failed => "failed",
+        }
+    }
+    pub fn is_finished(&self) -> bool {
+        matches!(self, Status::Done | Status::Failed)
+    }
+    pub fn is_parked(&self) -> bool {
+        matches!(self, Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Running,
+    /// An agent attempt failed and another is due.
+    Retrying,
+    Done,
+    Failed,
+    AwaitingApproval,
+    AwaitingAgent,
+    Waiting,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub node: String,
+    pub status: StepStatus,
+    pub attempts: u32,
+    #[serde(with = "time")]
+    pub started_at: Ts,
+    #[serde(with = "time::opt")]
+    pub finished_at: Option<Ts>,
+    pub error: Option<String>,
+    /// Errors of earlier attempts of this step (agent retries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+}
+
+/// What a parked run waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Pending {
+    Approval {
+        node: String,
+        question: String,
+        options: Vec<String>,
+        #[serde(with = "time::opt")]
+        deadline: Option<Ts>,
+        on_timeout: String,
+    },
+    Agent { node: String, prompt: String, profile: Option<String>, model: Option<String> },
+    Wait {
+        node: String,
+        #[serde(with = "time")]
+        resume_at: Ts,
+    },
+}
+
+impl Pending {
+    pub fn node(&self) -> &str {
+        match self {
+            Pending::Approval { node, .. } | Pending::Agent { node, .. } | Pending::Wait { node, .. } => node,
+        }
+    }
+    fn status(&self) -> Status {
+        match self {
+            Pending::Approval { .. } => Status::AwaitingApproval,
+            Pending::Agent { .. } => Status::AwaitingAgent,
+            Pending::Wait { .. } => Status::Waiting,
+        }
+    }
+}
+
+/// One delivery attempt with the platform's real answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub node: String,
+    pub target: String,
+    pub ok: bool,
+    pub detail: String,
+    #[serde(with = "time")]
+    pub at: Ts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriggerInfo {
+    pub mode: String,
+    pub input: Value,
+}
+
+/// An entry of the run file's history: retries, escalations, budget use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEvent {
+    #[serde(with = "time")]
+    pub at: Ts,
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub detail: Value,
+}
+
+/// The run file. Its first fields are the run result of SPEC §8; `tokens_used`, `parked`,
+/// `history` and `plan` are the file's additions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub ok: bool,
+    pub run_id: String,
+    pub design: String,
+    pub status: Status,
+    pub pending: Option<Pending>,
+    pub outputs: BTreeMap<String, Value>,
+    pub skipped: Vec<String>,
+    pub deliveries: Vec<Delivery>,
+    pub error: Option<String>,
+    pub failed_node: Option<String>,
+    pub steps: Vec<StepRecord>,
+    pub trigger: TriggerInfo,
+    #[serde(with = "time")]
+    pub created_at: Ts,
+    #[serde(with = "time")]
+    pub updated_at: Ts,
+    #[serde(default)]
+    pub tokens_used: u64,
+    #[serde(default)]
+    pub parked: Vec<Pending>,
+    #[serde(default)]
+    pub history: Vec<HistoryEvent>,
+    pub plan: Plan,
+}
+
+/// Fields of the run file that are not part of the run result.
+pub const FILE_ONLY_FIELDS: [&str; 4] = ["tokens_used", "parked", "history", "plan"];
+
+/// Work for a driver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub node: String,
+    pub attempt: u32,
+    pub work: Work,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    Agent { prompt: String, profile: Option<String>, model: Option<String>, max_tokens: Option<u64>, timeout_seconds: u64 },
+    Deliver { message: String, deliver: String, target: String, collected: Map<String, Value> },
+    /// `run` has its template values shell-quoted; `argv` items are rendered plainly.
+    Command { run: Option<String>, argv: Option<Vec<String>>, cwd: Option<String>, env: BTreeMap<String, String>, timeout_seconds: u64 },
+    Http { url: String, method: String, headers: BTreeMap<String, String>, body: Option<Value>, timeout_seconds: u64, accept: Vec<(u16, u16)> },
+    Emit { event: String, payload: Value },
+}
+
+/// What a driver reports for a task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The step produced `text`; `extra` holds its type-specific view fields; `tokens` counts
+    /// against the budget (agents).
+    Done { text: String, extra: Map<String, Value>, tokens: u64 },
+    /// A delivery attempt, successful or not.
+    Delivered(Delivery),
+    Failed { error: String },
+    /// No agent backend: park the step for a person or a host agent.
+    ParkAgent,
+}
+
+/// What `advance` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Advance {
+    /// One step was settled (or parked) by the core: persist and call again.
+    Settled(String),
+    /// These steps are now running: persist, perform them, `complete` each.
+    Tasks(Vec<Task>),
+    /// Nothing more to do now: the run is finished or parked (or waits for running tasks).
+    Idle,
+}
+
+/// An answer to a parked step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Response {
+    /// A gate's answer.
+    Answer(String),
+    /// An agent step's text.
+    Output(String),
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    /// The request is wrong (HTTP 400), e.g. an answer not in the options.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The run has no such node (HTTP 404).
+    #[error("{0}")]
+    UnknownNode(String),
+    /// The run is not in a state that allows this (HTTP 409).
+    #[error("{0}")]
+    Conflict(String),
+}
+
+impl Run {
+    pub fn start(plan: Plan, run_id: &str, trigger: TriggerInfo, now: Ts) -> Run {
+        Run {
+            ok: true,
+            run_id: run_id.to_string(),
+            design: plan.design.clone(),
+            status: Status::Running,
+            pending: None,
+            outputs: BTreeMap::new(),
+            skipped: Vec::new(),
+            deliveries: Vec::new(),
+            error: None,
+            failed_node: None,
+            steps: Vec::new(),
+            trigger,
+            created_at: now,
+            updated_at: now,
+            tokens_used: 0,
+            parked: Vec::new(),
+            history: Vec::new(),
+            plan,
+        }
+    }
+
+    /// The run result of SPEC §8 (the file without its additions).
+    pub fn result(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}));
+        if let Some(obj) = v.as_object_mut() {
+            for k in FILE_ONLY_FIELDS {
+                obj.remove(k);
+            }
+        }
+        v
+    }
+
+    pub fn record(&self, node: &str) -> Option<&StepRecord> {
+        self.steps.iter().find(|r| r.node == node)
+    }
+
+    fn record_mut(&mut self, node: &str) -> Option<&mut StepRecord> {
+        self.steps.iter_mut().find(|r| r.node == node)
+    }
+
+    /// Settles what the core can settle, or hands out tasks. See `Advance`.
+    pub fn advance(&mut self, now: Ts) -> Advance {
+        if self.status.is_finished() {
+            return Advance::Idle;
+        }
+        if self.enforce_deadlines(now) {
+            return Advance::Settled(self.failed_node.clone().unwrap_or_default());
+        }
+        loop {
+            let mut progressed = false;
+            let mut tasks = Vec::new();
+            let ready: Vec<usize> = (0..self.plan.steps.len()).filter(|&i| self.is_ready(i)).collect();
+            for i in ready {
+                if self.status.is_finished() {
+                    break;
+                }
+                let step = self.plan.steps[i].clone();
+                if !self.any_active_parent(&step) {
+                    self.skip(&step.id);
+                    progressed = true;
+                    continue;
+                }
+                match self.begin(&step, now) {
+                    Begin::Settled => {
+                        self.touch(now);
+                        self.refresh_status();
+                        return Advance::Settled(step.id);
+                    }
+                    Begin::Task(t) => tasks.push(t),
+                }
+            }
+            if !tasks.is_empty() {
+                self.touch(now);
+                return Advance::Tasks(tasks);
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if let Some(node) = self.resume_due_wait(now) {
+            self.touch(now);
+            return Advance::Settled(node);
+        }
+        self.refresh_status();
+        Advance::Idle
+    }
+
+    /// A driver's report for a running step.
+    pub fn complete(&mut self, node: &str, outcome: Outcome, now: Ts) -> Result<(), EngineError> {
+        let step = self.plan.step(node).cloned().ok_or_else(|| EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)))?;
+        match self.record(node).map(|r| r.status) {
+            Some(StepStatus::Running) => {}
+            _ => return Err(EngineError::Conflict(format!("step {node:?} is not running"))),
+        }
+        match outcome {
+            Outcome::Done { text, extra, tokens } => {
+                if step.kind() == "agent" && tokens > 0 {
+                    self.tokens_used += tokens;
+                    if let Some(budget) = self.plan.budget_tokens.filter(|b| self.tokens_used > *b) {
+                        self.history.push(HistoryEvent {
+                            at: now,
+                            event: TOKEN_BUDGET_EXCEEDED.into(),
+                            node: Some(node.into()),
+                            detail: json!({"used": self.tokens_used, "budget": budget}),
+                        });
+                        self.fail_step(node, TOKEN_BUDGET_EXCEEDED, now);
+                        return Ok(());
+                    }
+                }
+                self.finish_step(node, &text, extra, now);
+            }
+            Outcome::Delivered(d) => {
+                let ok = d.ok;
+                let error = format!("delivery to {} failed: {}", d.target, d.detail);
+                self.deliveries.push(d.clone());
+                if ok {
+                    let message = self.collect_message(&step).unwrap_or_default();
+                    let mut extra = Map::new();
+                    extra.insert("collected".into(), Value::Object(self.collected(&step)));
+                    extra.insert("deliveries".into(), json!([d]));
+                    self.finish_step(node, &message, extra, now);
+                } else {
+                    self.fail_step(node, &error, now);
+                }
+            }
+            Outcome::Failed { error } => {
+                let retries = match step.spec() {
+                    Ok(Spec::Agent { retries, .. }) => retries,
+                    _ => 0,
+                };
+                let attempts = self.record(node).map_or(1, |r| r.attempts);
+                if attempts <= retries {
+                    if let Some(r) = self.record_mut(node) {
+                        r.failures.push(error);
+                        r.status = StepStatus::Retrying;
+                        r.error = None;
+                    }
+                } else {
+                    self.fail_step(node, &error, now);
+                }
+            }
+            Outcome::ParkAgent => {
+                let pending = match (step.spec(), self.render_step_template(&step, "prompt")) {
+                    (Ok(Spec::Agent { profile, model, .. }), Ok(prompt)) => Pending::Agent { node: node.into(), prompt, profile, model },
+                    (Err(e), _) | (_, Err(e)) => {
+                        self.fail_step(node, &e, now);
+                        self.touch(now);
+                        return Ok(());
+                    }
+                    (Ok(_), Ok(_)) => {
+                        self.fail_step(node, "only agent steps can wait for an agent", now);
+                        self.touch(now);
+                        return Ok(());
+                    }
+                };
+                if let Some(r) = self.record_mut(node) {
+                    r.status = StepStatus::AwaitingAgent;
+                }
+                self.parked.push(pending);
+            }
+        }
+        self.touch(now);
+        self.refresh_status();
+        Ok(())
+    }
+
+    /// Answers a parked step. A late answer to a gate that timed out gets the failed run back
+    /// unchanged (`Ok`), so the caller returns that verdict.
+    pub fn respond(&mut self, node: &str, response: Response, now: Ts) -> Result<(), EngineError> {
+        self.enforce_deadlines(now);
+        let Some(step) = self.plan.step(node).cloned() else {
+            return Err(EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)));
+        };
+        if self.status == Status::Failed
+            && self.failed_node.as_deref() == Some(node)
+            && self.error.as_deref() == Some(APPROVAL_TIMED_OUT)
+            && matches!(response, Response::Answer(_))
+        {
+            return Ok(());
+        }
+        let Some(pos) = self.parked.iter().position(|p| p.node() == node) else {
+            return Err(EngineError::Conflict(format!(
+                "run {} is not waiting on node {node:?} (status: {})",
+                self.run_id,
+                self.status.as_str()
+            )));
+        };
+        match (&self.parked[pos], response) {
+            (Pending::Approval { options, .. }, Response::Answer(answer)) => {
+                let Some(chosen) = options.iter().find(|o| o.eq_ignore_ascii_case(answer.trim())).cloned() else {
+                    return Err(EngineError::BadRequest(format!(
+                        "answer {answer:?} is not one of the options of {node:?}: {}",
+                        options.join(", ")
+                    )));
+                };
+                self.parked.remove(pos);
+                let mut extra = Map::new();
+                extra.insert("answer".into(), Value::String(chosen.clone()));
+                self.finish_step(&step.id, &chosen, extra, now);
+            }
+            (Pending::Agent { model, .. }, Response::Output(text)) => {
+                let model = model.clone();
+                self.parked.remove(pos);
+                let mut extra = Map::new();
+                extra.insert("model".into(), model.map_or(Value::Null, Value::String));
+                extra.insert("tokens".into(), json!(0));
+                self.finish_step(&step.id, &text, extra, now);
+            }
+            (Pending::Approval { .. }, Response::Output(_)) => {
+                return Err(EngineError::BadRequest(format!("{node:?} is an approval gate: answer it with one of its options")));
+            }
+            (Pending::Agent { .. }, Response::Answer(_)) => {
+                return Err(EngineError::BadRequest(format!("{node:?} is an agent step: supply its output")));
+            }
+            (Pending::Wait { .. }, _) => {
+                return Err(EngineError::Conflict(format!("{node:?} is a timed wait; it resumes by itself")));
+            }
+        }
+        self.touch(now);
+        self.refresh_status();
+        Ok(())
+    }
+
+    /// Re-runs a failed run from its failed step; finished steps are kept.
+    pub fn retry(&mut self, now: Ts) -> Result<(), EngineError> {
+        if self.status != Status::Failed {
+            return Err(EngineError::Conflict(format!(
+                "run {} is {}; only a failed run can be retried",
+                self.run_id,
+                self.status.as_str()
+            )));
+        }
+        let failed = self.failed_node.clone();
+        let reopen: Vec<StepRecord> = self
+            .steps
+            .iter()
+            .filter(|r| Some(&r.node) == failed.as_ref() || matches!(r.status, StepStatus::Running | StepStatus::Retrying | StepStatus::Failed))
+            .cloned()
+            .collect();
+        self.history.push(HistoryEvent {
+            at: now,
+            event: "retry".into(),
+            node: failed.clone(),
+            detail: json!({"error": self.error, "steps": reopen}),
+        });
+        self.steps.retain(|r| !reopen.iter().any(|o| o.node == r.node));
+        self.parked.retain(|p| !reopen.iter().any(|o| o.node == p.node()));
+        self.status = Status::Running;
+        self.ok = true;
+        self.error = None;
+        self.failed_node = None;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Fails the run if a gate's deadline has passed. Returns whether anything changed.
+    pub fn enforce_deadlines(&mut self, now: Ts) -> bool {
+        if self.status.is_finished() {
+            return false;
+        }
+        let expired = self.parked.iter().find_map(|p| match p {
+            Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.clone(), on_timeout.clone())),
+            _ => None,
+        });
+        let Some((node, on_timeout)) = expired else { return false };
+        if on_timeout == OnTimeout::Escalate.as_str() {
+            self.history.push(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
+        }
+        self.parked.retain(|p| p.node() != node);
+        self.fail_step(&node, APPROVAL_TIMED_OUT, now);
+        self.touch(now);
+        true
+    }
+
+    /// A run left `running` by a process that died: fail it so it can be retried.
+    pub fn mark_interrupted(&mut self, now: Ts) {
+        if self.status != Status::Running {
+            return;
+        }
+        let node = self
+            .steps
+            .iter()
+            .find(|r| r.status == StepStatus::Running)
+            .map(|r| r.node.clone())
+            .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone()));
+        let error = match &node {
+            Some(n) => format!("interrupted during step {n}"),
+            None => "interrupted".to_string(),
+        };
+        if let Some(r) = node.as_deref().and_then(|n| self.steps.iter_mut().find(|r| r.node == n)) {
+            r.status = StepStatus::Failed;
+            r.finished_at = Some(now);
+            r.error = Some(error.clone());
+        }
+        self.status = Status::Failed;
+        self.ok = false;
+        self.error = Some(error);
+        self.failed_node = node;
+        self.pending = None;
+        self.touch(now);
+    }
+
+    /// When the earliest timed wait is due, if the run waits on one.
+    pub fn next_wake(&self) -> Option<Ts> {
+        self.parked
+            .iter()
+            .filter_map(|p| match p {
+                Pending::Wait { resume_at, .. } => Some(*resume_at),
+                _ => None,
+            })
+            .min()
+    }
+
+    // ---- internals ----
+
+    fn touch(&mut self, now: Ts) {
+        if now > self.updated_at {
+            self.updated_at = now;
+        }
+    }
+
+    fn is_settled(&self, id: &str) -> bool {
+        Some(id) == self.plan.trigger_id()
+            || self.skipped.iter().any(|s| s == id)
+            || self.record(id).is_some_and(|r| r.status == StepStatus::Done)
+    }
+
+    fn is_ready(&self, i: usize) -> bool {
+        let step = &self.plan.steps[i];
+        if step.in_loop.is_some() || self.skipped.contains(&step.id) {
+            return false;
+        }
+        match self.record(&step.id).map(|r| r.status) {
+            None | Some(StepStatus::Retrying) => step.parents.iter().all(|p| self.is_settled(&p.from)),
+            _ => false,
+        }
+    }
+
+    fn any_active_parent(&self, step: &PlanStep) -> bool {
+        step.parents.is_empty()
+            || step.parents.iter().any(|p| {
+                if Some(p.from.as_str()) == self.plan.trigger_id() {
+                    return true;
+                }
+                let Some(view) = self.outputs.get(&p.from) else { return false };
+                let kind = self.plan.step(&p.from).map(|s| s.kind()).unwrap_or("");
+                match (kind, p.label.as_deref()) {
+                    ("condition", Some(l)) => view.get("value").and_then(Value::as_bool).map(|b| b.to_string()).as_deref() == Some(l),
+                    ("approval", Some(l)) => view.get("answer").and_then(Value::as_str) == Some(l),
+                    ("loop", Some(l)) => l == "done",
+                    _ => true,
+                }
+            })
+    }
+
+    fn skip(&mut self, id: &str) {
+        self.skipped.push(id.to_string());
+        let order: HashMap<&str, usize> = self.plan.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        self.skipped.sort_by_key(|s| order.get(s.as_str()).copied().unwrap_or(usize::MAX));
+    }
+
+    /// Opens (or reopens, for a retry) the step's record.
+    fn open_record(&mut self, id: &str, status: StepStatus, now: Ts) -> u32 {
+        if let Some(r) = self.record_mut(id) {
+            r.status = status;
+            r.attempts += 1;
+            r.error = None;
+            r.finished_at = None;
+            return r.attempts;
+        }
+        let order: HashMap<&str, usize> = self.plan.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        let pos = order.get(id).copied().unwrap_or(usize::MAX);
+        let at = self.steps.iter().position(|r| order.get(r.node.as_str()).copied().unwrap_or(usize::MAX) > pos).unwrap_or(self.steps.len());
+        self.steps.insert(at, StepRecord { node: id.into(), status, attempts: 1, started_at: now, finished_at: None, error: None, failures: Vec::new() });
+        1
+    }
+
+    fn finish_step(&mut self, id: &str, text: &str, extra: Map<String, Value>, now: Ts) {
+        if text.len() > limits::STEP_OUTPUT_BYTES {
+            let msg = format!(
+                "output of step {id} is {} bytes, over the {} byte limit for output kept inline",
+                text.len(),
+                limits::STEP_OUTPUT_BYTES
+            );
+            self.fail_step(id, &msg, now);
+            return;
+        }
+        self.outputs.insert(id.to_string(), view::output_view(text, extra));
+        if let Some(r) = self.record_mut(id) {
+            r.status = StepStatus::Done;
+            r.finished_at = Some(now);
+            r.error = None;
+        }
+    }
+
+    fn fail_step(&mut self, id: &str, error: &str, now: Ts) {
+        if self.record(id).is_none() {
+            self.open_record(id, StepStatus::Failed, now);
+        }
+        if let Some(r) = self.record_mut(id) {
+            r.status = StepStatus::Failed;
+            r.finished_at = Some(now);
+            r.error = Some(error.to_string());
+        }
+        if !self.status.is_finished() {
+            self.status = Status::Failed;
+            self.ok = false;
+            self.error = Some(error.to_string());
+            self.failed_node = Some(id.to_string());
+            self.pending = None;
+        }
+    }
+
+    fn refresh_status(&mut self) {
+        if self.status.is_finished() {
+            self.pending = None;
+            return;
+        }
+        let order: HashMap<&str, usize> = self.plan.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        self.parked.sort_by_key(|p| order.get(p.node()).copied().unwrap_or(usize::MAX));
+        let running = self.steps.iter().any(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying));
+        let ready = (0..self.plan.steps.len()).any(|i| self.is_ready(i));
+        let all_settled = self.plan.steps.iter().filter(|s| s.in_loop.is_none()).all(|s| self.is_settled(&s.id));
+        self.pending = self.parked.first().cloned();
+        self.status = if all_settled {
+            Status::Done
+        } else if running || ready {
+            Status::Running
+        } else if let Some(p) = &self.pending {
+            p.status()
+        } else {
+            Status::Running
+        };
+        self.ok = true;
+    }
+
+    fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value) -> Context<'a> {
+        Context {
+            ids,
+            views: &self.outputs,
+            trigger_id: self.plan.trigger_id(),
+            trigger,
+            item: None,
+            loop_index: None,
+            run_id: &self.run_id,
+            design: &self.design,
+        }
+    }
+
+    fn render_step_template(&self, step: &PlanStep, field: &str) -> Result<String, String> {
+        let src = step.node.get(field).and_then(Value::as_str).unwrap_or_default();
+        self.render(src)
+    }
+
+    fn render(&self, src: &str) -> Result<String, String> {
+        let ids = self.plan.ids();
+        let trigger = view::input_view(&self.trigger.input);
+        template::render_str(src, &self.context(&ids, &trigger)).map_err(|e| e.0)
+    }
+
+    /// The parents' outputs an output node collects: id → text, for parents that ran.
+    fn collected(&self, step: &PlanStep) -> Map<String, Value> {
+        let mut out = Map::new();
+        for p in &step.parents {
+            let text = if Some(p.from.as_str()) == self.plan.trigger_id() {
+                view::input_view(&self.trigger.input).get("text").cloned()
+            } else {
+                self.outputs.get(&p.from).and_then(|v| v.get("text")).cloned()
+            };
+            if let Some(t) = text {
+                out.insert(p.from.clone(), t);
+            }
+        }
+        out
+    }
+
+    /// An output node's message: its template, else its parents' texts in plan order.
+    fn collect_message(&self, step: &PlanStep) -> Result<String, String> {
+        match step.node.get("template").and_then(Value::as_str) {
+            Some(t) if !t.is_empty() => self.render(t),
+            _ => {
+                let collected = self.collected(step);
+                let mut parents: Vec<&String> = collected.keys().collect();
+                parents.sort_by_key(|id| self.plan.position(id).unwrap_or(0));
+                Ok(parents.iter().filter_map(|id| collected.get(*id).and_then(Value::as_str)).collect::<Vec<_>>().join("\n\n"))
+            }
+        }
+    }
+
+    /// Starts one ready, active step.
+    fn begin(&mut self, step: &PlanStep, now: Ts) -> Begin {
+        let spec = match step.spec() {
+            Ok(s) => s,
+            Err(e) => {
+                self.fail_step(&step.id, &e, now);
+                return Begin::Settled;
+            }
+        };
+        let id = step.id.as_str();
+        let fail = |run: &mut Run, e: String| {
+            run.fail_step(id, &e, now);
+            Begin::Settled
+        };
+        match spec {
+            Spec::Condition { expr: src } => {
+                self.open_record(id, StepStatus::Running, now);
+                match self.evaluate(&src) {
+                    Ok(b) => {
+                        let mut extra = Map::new();
+                        extra.insert("value".into(), Value::Bool(b));
+                        self.finish_step(id, if b { "true" } else { "false" }, extra, now);
+                        Begin::Settled
+                    }
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Approval { question, options, timeout_minutes, on_timeout } => {
+                self.open_record(id, StepStatus::AwaitingApproval, now);
+                let deadline = timeout_minutes.map(|m| now + chrono::Duration::minutes(m as i64));
+                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout: on_timeout.as_str().into() });
+                self.refresh_status();
+                Begin::Settled
+            }
+            Spec::Wait { seconds } => {
+                self.open_record(id, StepStatus::Waiting, now);
+                self.parked.push(Pending::Wait { node: id.into(), resume_at: now + chrono::Duration::seconds(seconds as i64) });
+                self.refresh_status();
+                Begin::Settled
+            }
+            Spec::Output { deliver, target, .. } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let message = match self.collect_message(step) {
+                    Ok(m) => m,
+                    Err(e) => return fail(self, e),
+                };
+                let collected = self.collected(step);
+                match (deliver, target) {
+                    (Some(d), Some(t)) => Begin::Task(Task {
+                        node: id.into(),
+                        attempt,
+                        work: Work::Deliver { message, deliver: d.as_str().into(), target: t, collected },
+                    }),
+                    _ => {
+                        let mut extra = Map::new();
+                        extra.insert("collected".into(), Value::Object(collected));
+                        extra.insert("deliveries".into(), json!([]));
+                        self.finish_step(id, &message, extra, now);
+                        Begin::Settled
+                    }
+                }
+            }
+            Spec::Agent { prompt, profile, model, max_tokens, timeout_seconds, .. } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                match self.render(&prompt) {
+                    Ok(prompt) => Begin::Task(Task { node: id.into(), attempt, work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds } }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Command { run, argv, cwd, env, timeout_seconds } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let rendered = (|| -> Result<Work, String> {
+                    let ids = self.plan.ids();
+                    let trigger = view::input_view(&self.trigger.input);
+                    let ctx = self.context(&ids, &trigger);
+                    let run = match run {
+                        Some(r) => Some(template::parse(&r).and_then(|t| t.render_with(&ctx, &template::shell_quote)).map_err(|e| e.0)?),
+                        None => None,
+                    };
+                    let argv = match argv {
+                        Some(a) => Some(a.iter().map(|s| template::render_str(s, &ctx).map_err(|e| e.0)).collect::<Result<Vec<_>, _>>()?),
+                        None => None,
+                    };
+                    let cwd = cwd.map(|c| template::render_str(&c, &ctx).map_err(|e| e.0)).transpose()?;
+                    let env = env
+                        .into_iter()
+                        .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
+                        .collect::<Result<BTreeMap<_, _>, _>>()?;
+                    Ok(Work::Command { run, argv, cwd, env, timeout_seconds })
+                })();
+                match rendered {
+                    Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Http { url, method, headers, body, timeout_seconds, accept } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let rendered = (|| -> Result<Work, String> {
+                    let ids = self.plan.ids();
+                    let trigger = view::input_view(&self.trigger.input);
+                    let ctx = self.context(&ids, &trigger);
+                    let url = template::render_str(&url, &ctx).map_err(|e| e.0)?;
+                    let headers = headers
+                        .into_iter()
+                        .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
+                        .collect::<Result<BTreeMap<_, _>, _>>()?;
+                    let body = body.map(|b| template::render_json(&b, &ctx).map_err(|e| e.0)).transpose()?;
+                    Ok(Work::Http { url, method, headers, body, timeout_seconds, accept })
+                })();
+                match rendered {
+                    Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Emit { event, payload } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let ids = self.plan.ids();
+                let trigger = view::input_view(&self.trigger.input);
+                let payload = match payload {
+                    None => Ok(Value::Null),
+                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger)).map_err(|e| e.0),
+                };
+                match payload {
+                    Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload } }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Loop { .. } => {
+                self.open_record(id, StepStatus::Running, now);
+                fail(self, "loop steps are not supported yet in this version".into())
+            }
+            Spec::Trigger { .. } | Spec::Note => {
+                self.open_record(id, StepStatus::Running, now);
+                fail(self, format!("a {} node never runs as a step", step.kind()))
+            }
+        }
+    }
+
+    /// Evaluates a condition against the outputs so far; failures are errors, never `false`.
+    fn evaluate(&self, src: &str) -> Result<bool, String> {
+        let e = expr::parse(src).map_err(|e| e.0)?;
+        let ids = self.plan.ids();
+        let Some((id, path)) = refs::resolve_longest(ids.iter().map(String::as_str), &e.reference) else {
+            return Err(format!("condition names an unknown node: out.{}", e.reference));
+        };
+        let input_view;
+        let view = if Some(id) == self.plan.trigger_id() {
+            input_view = view::input_view(&self.trigger.input);
+            &input_view
+        } else {
+            self.outputs.get(id).ok_or_else(|| format!("condition reads {id:?}, which has no output (it was skipped)"))?
+        };
+        let left = view::view_lookup(view, &refs::split_path(path));
+        e.evaluate(left.as_ref()).map_err(|e| format!("condition {src:?}: {}", e.0))
+    }
+
+    fn resume_due_wait(&mut self, now: Ts) -> Option<String> {
+        let node = self.parked.iter().find_map(|p| match p {
+            Pending::Wait { node, resume_at } if *resume_at <= now => Some(node.clone()),
+            _ => None,
+        })?;
+        self.parked.retain(|p| p.node() != node);
+        let mut extra = Map::new();
+        extra.insert("resumed_at".into(), Value::String(time::format(&now)));
+        self.finish_step(&node, "", extra, now);
+        self.refresh_status();
+        Some(node)
+    }
+}
+
+enum Begin {
+    Settled,
+    Task(Task),
+}

@@ -1,0 +1,795 @@
+//! The engine driven through its public API (SPEC §4, §5, §7–9), with a clock set by hand.
+//!
+//! Every test builds a design, compiles it, starts a run at a fixed instant and drives it with
+//! `drive`, which loops `advance` and answers each task with an outcome picked by a closure.
+//! Time only moves when a test moves it; nothing sleeps.
+
+use chrono::{Duration, TimeZone, Utc};
+use serde_json::{Map, Value, json};
+use vwf_core::design::Design;
+use vwf_core::plan::Plan;
+use vwf_core::run::{
+    APPROVAL_TIMED_OUT, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Outcome, Pending, Response, Run, Status, StepStatus,
+    TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
+};
+use vwf_core::time::Ts;
+
+const RUN_ID: &str = "d7b493cae249";
+
+fn t0() -> Ts {
+    Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
+}
+
+fn plan_of(design: &Value) -> Plan {
+    let d = Design::from_value(design).unwrap_or_else(|e| panic!("design does not parse: {e:?}"));
+    Plan::compile("test", &d).unwrap_or_else(|r| panic!("design is not valid: {r:?}"))
+}
+
+fn start_with(design: &Value, input: Value) -> Run {
+    Run::start(plan_of(design), RUN_ID, TriggerInfo { mode: "manual".into(), input }, t0())
+}
+
+fn start(design: &Value) -> Run {
+    start_with(design, Value::Null)
+}
+
+/// Loops `advance(now)` until `Idle`, completing every task with the outcome `answer` picks.
+/// Returns the tasks handed out, in order.
+fn drive(run: &mut Run, now: Ts, mut answer: impl FnMut(&Task) -> Outcome) -> Vec<Task> {
+    let mut seen = Vec::new();
+    for _ in 0..1000 {
+        match run.advance(now) {
+            Advance::Settled(_) => {}
+            Advance::Tasks(tasks) => {
+                assert!(!tasks.is_empty(), "advance handed out an empty task list");
+                for t in tasks {
+                    let outcome = answer(&t);
+                    run.complete(&t.node, outcome, now).unwrap_or_else(|e| panic!("complete {}: {e}", t.node));
+                    seen.push(t);
+                }
+            }
+            Advance::Idle => return seen,
+        }
+    }
+    panic!("the run never reached Idle")
+}
+
+fn done(text: &str) -> Outcome {
+    Outcome::Done { text: text.into(), extra: Map::new(), tokens: 0 }
+}
+
+fn failed(error: &str) -> Outcome {
+    Outcome::Failed { error: error.into() }
+}
+
+/// Agents answer "draft text", deliveries find no channel, everything else prints "ok".
+fn standard(task: &Task) -> Outcome {
+    match &task.work {
+        Work::Agent { .. } => done("draft text"),
+        Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
+            node: task.node.clone(),
+            target: target.clone(),
+            ok: false,
+            detail: "no channel configured".into(),
+            at: t0(),
+        }),
+        _ => done("ok"),
+    }
+}
+
+fn node_ids(tasks: &[Task]) -> Vec<&str> {
+    tasks.iter().map(|t| t.node.as_str()).collect()
+}
+
+fn step_nodes(run: &Run) -> Vec<&str> {
+    run.steps.iter().map(|r| r.node.as_str()).collect()
+}
+
+fn plan_ids(run: &Run) -> Vec<&str> {
+    run.plan.steps.iter().map(|s| s.id.as_str()).collect()
+}
+
+fn manual() -> Value {
+    json!({"id": "start", "type": "trigger", "mode": "manual"})
+}
+
+fn edge(from: &str, to: &str) -> Value {
+    json!({"from": from, "to": to})
+}
+
+fn labelled(from: &str, to: &str, label: &str) -> Value {
+    json!({"from": from, "to": to, "label": label})
+}
+
+// ---- order, outputs, routing -------------------------------------------------------------
+
+#[test]
+fn linear_chain_runs_to_done_with_outputs_keyed_by_id_and_steps_in_plan_order() {
+    let design = json!({
+        "nodes": [
+            manual(),
+            {"id": "fetch", "type": "command", "run": "echo feed"},
+            {"id": "draft", "type": "agent", "prompt": "Summarise {{nodes.fetch}}"},
+            {"id": "send", "type": "output"}
+        ],
+        "edges": [edge("start", "fetch"), edge("fetch", "draft"), edge("draft", "send")]
+    });
+    let mut run = start(&design);
+    let tasks = drive(&mut run, t0(), |t| match &t.work {
+        Work::Command { .. } => done("feed items"),
+        Work::Agent { prompt, .. } => {
+            assert_eq!(prompt, "Summarise feed items");
+            done("draft text")
+        }
+        other => panic!("unexpected work {other:?}"),
+    });
+    assert_eq!(node_ids(&tasks), ["fetch", "draft"]);
+    assert_eq!(run.status, Status::Done);
+    assert!(run.ok);
+    assert_eq!(run.outputs.keys().map(String::as_str).collect::<Vec<_>>(), ["draft", "fetch", "send"]);
+    assert_eq!(run.outputs["fetch"]["text"], "feed items");
+    assert_eq!(run.outputs["draft"]["text"], "draft text");
+    assert_eq!(run.outputs["send"]["text"], "draft text");
+    assert_eq!(step_nodes(&run), ["fetch", "draft", "send"]);
+    assert!(run.steps.iter().all(|r| r.status == StepStatus::Done && r.attempts == 1));
+    assert!(run.skipped.is_empty());
+    let result = run.result();
+    assert_eq!(result["status"], "done");
+    assert_eq!(result["pending"], Value::Null);
+    assert_eq!(result["error"], Value::Null);
+    assert!(result.get("plan").is_none() && result.get("history").is_none());
+}
+
+#[test]
+fn independent_ready_steps_are_all_handed_out() {
+    // `a` becomes a task and `o` settles in the core within the same advance: `a` must not be lost.
+    let design = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "p"}, {"id": "o", "type": "output"}],
+        "edges": [edge("start", "a"), edge("start", "o")]
+    });
+    let mut run = start(&design);
+    let tasks = drive(&mut run, t0(), standard);
+    assert_eq!(node_ids(&tasks), ["a"]);
+    assert_eq!(run.status, Status::Done, "{:#}", run.result());
+    assert_eq!(step_nodes(&run), ["a", "o"]);
+}
+
+#[test]
+fn condition_routes_true_branch_skips_false_branch_and_skips_propagate_but_a_join_with_one_active_parent_runs() {
+    let design = json!({
+        "nodes": [
+            manual(),
+            {"id": "a", "type": "agent", "prompt": "write"},
+            {"id": "c", "type": "condition", "expr": "out.a.words > 1"},
+            {"id": "t", "type": "agent", "prompt": "yes branch"},
+            {"id": "f", "type": "agent", "prompt": "no branch"},
+            {"id": "g", "type": "agent", "prompt": "after no"},
+            {"id": "j", "type": "output"}
+        ],
+        "edges": [edge("start", "a"), edge("a", "c"), labelled("c", "t", "true"), labelled("c", "f", "false"),
+                  edge("f", "g"), edge("t", "j"), edge("g", "j")]
+    });
+    let mut run = start(&design);
+    let tasks = drive(&mut run, t0(), |t| done(&format!("text of {}", t.node)));
+    assert_eq!(node_ids(&tasks), ["a", "t"]);
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.outputs["c"]["value"], true);
+    assert_eq!(run.outputs["c"]["text"], "true");
+    assert_eq!(run.skipped, ["f", "g"]);
+    assert!(run.record("f").is_none() && run.record("g").is_none());
+    assert_eq!(run.outputs["j"]["text"], "text of t");
+    assert_eq!(run.outputs["j"]["collected"], json!({"t": "text of t"}));
+}
+
+#[test]
+fn skipped_is_in_plan_order_whatever_the_order_of_nodes_and_of_discovery() {
+    // `x` is skipped first (the condition settles at once), `y` later (the gate is answered
+    // afterwards), yet `y` comes first in the plan.
+    let design = json!({
+        "nodes": [
+            manual(),
+            {"id": "g", "type": "approval", "question": "go?"},
+            {"id": "c", "type": "condition", "expr": "out.start.n > 5"},
+            {"id": "y", "type": "output"},
+            {"id": "x", "type": "output"},
+            {"id": "w", "type": "output"},
+            {"id": "v", "type": "output"}
+        ],
+        "edges": [edge("start", "g"), edge("start", "c"), labelled("g", "y", "reject"), labelled("g", "w", "approve"),
+                  labelled("c", "x", "true"), labelled("c", "v", "false")]
+    });
+    let mut run = start_with(&design, json!({"n": 0}));
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::AwaitingApproval);
+    assert_eq!(run.skipped, ["x"]);
+    run.respond("g", Response::Answer("approve".into()), t0()).unwrap();
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::Done);
+    let in_plan_order: Vec<&str> = plan_ids(&run).into_iter().filter(|id| run.skipped.iter().any(|s| s == id)).collect();
+    assert_eq!(run.skipped, in_plan_order);
+    assert_eq!(run.skipped, ["y", "x"]);
+    assert_eq!(step_nodes(&run), plan_ids(&run).into_iter().filter(|id| !["x", "y"].contains(id)).collect::<Vec<_>>());
+}
+
+#[test]
+fn longest_id_prefix_resolves_dotted_ids() {
+    let design = json!({
+        "nodes": [
+            manual(),
+            {"id": "a", "type": "agent", "prompt": "short"},
+            {"id": "a.b", "type": "agent", "prompt": "long"},
+            {"id": "c", "type": "condition", "expr": "out.a.b.words > 2"},
+            {"id": "yes", "type": "agent", "prompt": "{{nodes.a.b}} / {{nodes.a.b.words}} / {{nodes.a}}"},
+            {"id": "no", "type": "output"}
+        ],
+        "edges": [edge("start", "a"), edge("start", "a.b"), edge("a", "c"), edge("a.b", "c"),
+                  labelled("c", "yes", "true"), labelled("c", "no", "false")]
+    });
+    let mut run = start(&design);
+    let mut prompts = Vec::new();
+    drive(&mut run, t0(), |t| match t.node.as_str() {
+        "a" => done("one"),
+        "a.b" => done("one two three"),
+        _ => {
+            if let Work::Agent { prompt, .. } = &t.work {
+                prompts.push(prompt.clone());
+            }
+            done("fine")
+        }
+    });
+    assert_eq!(run.status, Status::Done, "{:#}", run.result());
+    assert_eq!(run.outputs["c"]["value"], true, "out.a.b.words must read node a.b (3 words), not node a");
+    assert_eq!(prompts, ["one two three / 3 / one"]);
+    assert_eq!(run.skipped, ["no"]);
+}
+
+fn one_condition(expr: &str) -> Value {
+    json!({
+        "nodes": [
+            manual(),
+            {"id": "x", "type": "agent", "prompt": "p"},
+            {"id": "c", "type": "condition", "expr": expr},
+            {"id": "yes", "type": "output"},
+            {"id": "no", "type": "output"}
+        ],
+        "edges": [edge("start", "x"), edge("x", "c"), labelled("c", "yes", "true"), labelled("c", "no", "false")]
+    })
+}
+
+fn condition_value(expr: &str, x_text: &str) -> Run {
+    let mut run = start(&one_condition(expr));
+    drive(&mut run, t0(), |_| done(x_text));
+    run
+}
+
+#[test]
+fn numeric_text_is_coerced_for_a_number_literal() {
+    let run = condition_value("out.x.text > 20", " 42 ");
+    assert_eq!(run.status, Status::Done, "{:#}", run.result());
+    assert_eq!(run.outputs["c"]["value"], true);
+    assert_eq!(run.skipped, ["no"]);
+    let run = condition_value("out.x.text >= 42.5", " 42 ");
+    assert_eq!(run.outputs["c"]["value"], false);
+    assert_eq!(run.skipped, ["yes"]);
+}
+
+#[test]
+fn quoted_literal_compares_as_text() {
+    // As a number "42.0" equals 42; as text it is not "42".
+    assert_eq!(condition_value("out.x.text == 42", "42.0").outputs["c"]["value"], true);
+    assert_eq!(condition_value("out.x.text == \"42\"", "42.0").outputs["c"]["value"], false);
+    assert_eq!(condition_value("out.x == '5'", "5").outputs["c"]["value"], true);
+    assert_eq!(condition_value("out.x != 'abc'", "abc").outputs["c"]["value"], false);
+}
+
+#[test]
+fn comparison_failure_fails_the_run_never_false() {
+    let run = condition_value("out.x.text > 20", "abc");
+    assert_eq!(run.status, Status::Failed);
+    assert!(!run.ok);
+    assert_eq!(run.failed_node.as_deref(), Some("c"));
+    let error = run.error.clone().unwrap_or_default();
+    assert!(error.contains("cannot compare"), "{error}");
+    assert!(!run.outputs.contains_key("c"));
+    assert_eq!(run.record("c").map(|r| r.status), Some(StepStatus::Failed));
+    assert!(run.record("yes").is_none() && run.record("no").is_none());
+    assert!(run.skipped.is_empty(), "nothing after a failed step is settled: {:?}", run.skipped);
+    // A missing path is a failure too, not false.
+    let run = condition_value("out.x.data.score > 1", "plain");
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.failed_node.as_deref(), Some("c"));
+}
+
+// ---- approvals ---------------------------------------------------------------------------
+
+fn gate_design(extra: Value) -> Value {
+    let mut gate = json!({"id": "gate", "type": "approval", "question": "Send this brief?", "options": ["send", "skip"], "timeout_minutes": 120});
+    if let (Some(g), Some(e)) = (gate.as_object_mut(), extra.as_object()) {
+        g.extend(e.clone());
+    }
+    json!({
+        "nodes": [
+            manual(),
+            {"id": "draft", "type": "agent", "prompt": "write"},
+            gate,
+            {"id": "s", "type": "output"},
+            {"id": "k", "type": "output"},
+            {"id": "u", "type": "output"}
+        ],
+        "edges": [edge("start", "draft"), edge("draft", "gate"), labelled("gate", "s", "send"), labelled("gate", "k", "skip"), edge("gate", "u")]
+    })
+}
+
+fn parked_gate(extra: Value) -> Run {
+    let mut run = start(&gate_design(extra));
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::AwaitingApproval, "{:#}", run.result());
+    run
+}
+
+#[test]
+fn approval_parks_the_run_with_a_pending_gate() {
+    let run = parked_gate(json!({}));
+    let result = run.result();
+    assert_eq!(result["status"], "awaiting_approval");
+    assert_eq!(
+        result["pending"],
+        json!({
+            "type": "approval", "node": "gate", "question": "Send this brief?", "options": ["send", "skip"],
+            "deadline": "2026-11-29T11:00:00.000Z", "on_timeout": "reject"
+        })
+    );
+    assert_eq!(run.record("gate").map(|r| r.status), Some(StepStatus::AwaitingApproval));
+    assert!(run.record("s").is_none() && run.record("u").is_none());
+    // Without a timeout the gate has no deadline.
+    let mut run = start(&gate_design(json!({"timeout_minutes": null})));
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.result()["pending"]["deadline"], Value::Null);
+}
+
+#[test]
+fn answer_takes_the_edge_labelled_with_it_and_every_unlabelled_edge() {
+    let mut run = parked_gate(json!({}));
+    run.respond("gate", Response::Answer("send".into()), t0()).unwrap();
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::Done, "{:#}", run.result());
+    assert_eq!(run.outputs["gate"]["answer"], "send");
+    assert_eq!(run.outputs["gate"]["text"], "send");
+    assert_eq!(run.skipped, ["k"]);
+    assert_eq!(run.outputs["s"]["text"], "send");
+    assert_eq!(run.outputs["u"]["text"], "send");
+    assert_eq!(run.pending, None);
+}
+
+#[test]
+fn answer_not_in_options_is_a_bad_request_and_leaves_the_run_unchanged() {
+    let mut run = parked_gate(json!({}));
+    let before = run.clone();
+    let e = run.respond("gate", Response::Answer("maybe".into()), t0() + Duration::minutes(5)).unwrap_err();
+    assert!(matches!(e, EngineError::BadRequest(_)), "{e:?}");
+    assert_eq!(run, before);
+}
+
+#[test]
+fn respond_to_a_node_that_is_not_waiting_is_a_conflict() {
+    let mut run = parked_gate(json!({}));
+    let before = run.clone();
+    let e = run.respond("draft", Response::Output("x".into()), t0()).unwrap_err();
+    assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
+    let e = run.respond("s", Response::Answer("send".into()), t0()).unwrap_err();
+    assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
+    assert_eq!(run, before);
+    // Answering twice: the second answer finds nothing waiting.
+    run.respond("gate", Response::Answer("skip".into()), t0()).unwrap();
+    let e = run.respond("gate", Response::Answer("send".into()), t0()).unwrap_err();
+    assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
+}
+
+#[test]
+fn respond_to_an_unknown_node_is_unknown_node() {
+    let mut run = parked_gate(json!({}));
+    let e = run.respond("nope", Response::Answer("send".into()), t0()).unwrap_err();
+    assert!(matches!(e, EngineError::UnknownNode(_)), "{e:?}");
+}
+
+#[test]
+fn approval_deadline_passing_fails_the_run_with_approval_timed_out() {
+    let mut run = parked_gate(json!({}));
+    assert!(!run.enforce_deadlines(t0() + Duration::minutes(119)));
+    assert_eq!(run.status, Status::AwaitingApproval);
+    let late = t0() + Duration::minutes(120);
+    assert!(run.enforce_deadlines(late));
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.error.as_deref(), Some("approval timed out"));
+    assert_eq!(APPROVAL_TIMED_OUT, "approval timed out");
+    assert_eq!(run.failed_node.as_deref(), Some("gate"));
+    assert_eq!(run.pending, None);
+    assert_eq!(run.record("gate").map(|r| r.status), Some(StepStatus::Failed));
+    assert!(!run.history.iter().any(|h| h.event == ESCALATION_REQUESTED));
+    assert!(!run.enforce_deadlines(late + Duration::minutes(1)), "a failed run changes no more");
+}
+
+#[test]
+fn escalate_on_timeout_records_escalation_requested_and_fails_the_same_way() {
+    let mut run = parked_gate(json!({"on_timeout": "escalate"}));
+    assert_eq!(run.result()["pending"]["on_timeout"], "escalate");
+    // `advance` enforces deadlines too.
+    run.advance(t0() + Duration::hours(3));
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.error.as_deref(), Some("approval timed out"));
+    let esc: Vec<_> = run.history.iter().filter(|h| h.event == "escalation requested").collect();
+    assert_eq!(esc.len(), 1);
+    assert_eq!(esc[0].node.as_deref(), Some("gate"));
+}
+
+#[test]
+fn late_answer_after_the_deadline_receives_the_timed_out_verdict() {
+    let mut run = parked_gate(json!({}));
+    // Nobody enforced the deadline before the answer arrives: respond does.
+    let late = t0() + Duration::minutes(121);
+    assert_eq!(run.respond("gate", Response::Answer("send".into()), late), Ok(()));
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.error.as_deref(), Some("approval timed out"));
+    assert!(!run.outputs.contains_key("gate"));
+    let frozen = run.clone();
+    assert_eq!(run.respond("gate", Response::Answer("send".into()), late + Duration::minutes(1)), Ok(()));
+    assert_eq!(run, frozen);
+}
+
+#[test]
+fn retry_of_a_timed_out_gate_reopens_it_with_a_fresh_deadline() {
+    let mut run = parked_gate(json!({}));
+    let late = t0() + Duration::hours(5);
+    assert!(run.enforce_deadlines(late));
+    run.retry(late).unwrap();
+    drive(&mut run, late, standard);
+    assert_eq!(run.status, Status::AwaitingApproval);
+    match &run.pending {
+        Some(Pending::Approval { node, deadline, .. }) => {
+            assert_eq!(node, "gate");
+            assert_eq!(*deadline, Some(late + Duration::minutes(120)));
+        }
+        other => panic!("expected a pending gate, got {other:?}"),
+    }
+    assert_eq!(run.error, None);
+    assert!(run.history.iter().any(|h| h.event == "retry" && h.node.as_deref() == Some("gate")));
+    // The draft step was not re-run.
+    assert_eq!(run.record("draft").map(|r| (r.attempts, r.started_at)), Some((1, t0())));
+    run.respond("gate", Response::Answer("skip".into()), late + Duration::minutes(1)).unwrap();
+    drive(&mut run, late + Duration::minutes(1), standard);
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.skipped, ["s"]);
+}
+
+// ---- agents ------------------------------------------------------------------------------
+
+#[test]
+fn agent_without_backend_parks_awaiting_agent_with_the_rendered_prompt_and_resumes_on_output() {
+    let design = json!({
+        "nodes": [
+            manual(),
+            {"id": "fetch", "type": "command", "run": "echo feed"},
+            {"id": "draft", "type": "agent", "prompt": "Summarise {{nodes.fetch}} for {{trigger.who}}", "profile": "writer", "model": "llama3.2"},
+            {"id": "send", "type": "output"}
+        ],
+        "edges": [edge("start", "fetch"), edge("fetch", "draft"), edge("draft", "send")]
+    });
+    let mut run = start_with(&design, json!({"who": "Ana"}));
+    drive(&mut run, t0(), |t| match &t.work {
+        Work::Agent { .. } => Outcome::ParkAgent,
+        _ => done("feed items"),
+    });
+    assert_eq!(run.status, Status::AwaitingAgent);
+    let result = run.result();
+    assert_eq!(result["status"], "awaiting_agent");
+    assert_eq!(
+        result["pending"],
+        json!({"type": "agent", "node": "draft", "prompt": "Summarise feed items for Ana", "profile": "writer", "model": "llama3.2"})
+    );
+    assert_eq!(run.record("draft").map(|r| r.status), Some(StepStatus::AwaitingAgent));
+    let e = run.respond("draft", Response::Answer("approve".into()), t0()).unwrap_err();
+    assert!(matches!(e, EngineError::BadRequest(_)), "{e:?}");
+    run.respond("draft", Response::Output("the brief".into()), t0()).unwrap();
+    let tasks = drive(&mut run, t0(), |_| panic!("nothing left for a driver"));
+    assert!(tasks.is_empty());
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.outputs["draft"]["text"], "the brief");
+    assert_eq!(run.outputs["draft"]["model"], "llama3.2");
+    assert_eq!(run.outputs["send"]["text"], "the brief");
+}
+
+fn agent_chain(retries: u64) -> Value {
+    json!({
+        "nodes": [manual(), {"id": "draft", "type": "agent", "prompt": "p", "retries": retries}, {"id": "send", "type": "output"}],
+        "edges": [edge("start", "draft"), edge("draft", "send")]
+    })
+}
+
+#[test]
+fn agent_retries_until_an_attempt_succeeds_and_records_each_failure() {
+    let mut run = start(&agent_chain(2));
+    let mut calls = 0;
+    let tasks = drive(&mut run, t0(), |_| {
+        calls += 1;
+        if calls <= 2 { failed(&format!("backend down {calls}")) } else { done("draft text") }
+    });
+    assert_eq!(tasks.iter().map(|t| t.attempt).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(run.status, Status::Done);
+    let r = run.record("draft").unwrap();
+    assert_eq!(r.status, StepStatus::Done);
+    assert_eq!(r.attempts, 3);
+    assert_eq!(r.failures, ["backend down 1", "backend down 2"]);
+    assert_eq!(r.error, None);
+}
+
+#[test]
+fn agent_with_no_retries_left_fails_the_run() {
+    let mut run = start(&agent_chain(0));
+    let tasks = drive(&mut run, t0(), |_| failed("backend down"));
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.error.as_deref(), Some("backend down"));
+    assert_eq!(run.failed_node.as_deref(), Some("draft"));
+    assert!(run.record("send").is_none());
+    // Retries exhausted: 1 + 2 attempts, then the run fails with the last error.
+    let mut run = start(&agent_chain(2));
+    let tasks = drive(&mut run, t0(), |t| failed(&format!("attempt {}", t.attempt)));
+    assert_eq!(tasks.len(), 3);
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.error.as_deref(), Some("attempt 3"));
+    assert_eq!(run.record("draft").map(|r| r.failures.len()), Some(2));
+}
+
+#[test]
+fn token_budget_exceeded_fails_the_run() {
+    let mut design = agent_chain(0);
+    design["budget"] = json!({"tokens": 100});
+    let mut run = start(&design);
+    drive(&mut run, t0(), |_| Outcome::Done { text: "long answer".into(), extra: Map::new(), tokens: 150 });
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.error.as_deref(), Some("token budget exceeded"));
+    assert_eq!(TOKEN_BUDGET_EXCEEDED, "token budget exceeded");
+    assert_eq!(run.failed_node.as_deref(), Some("draft"));
+    assert_eq!(run.tokens_used, 150);
+    assert!(run.record("send").is_none());
+    // Within the budget the run finishes.
+    let mut run = start(&design);
+    drive(&mut run, t0(), |_| Outcome::Done { text: "short".into(), extra: Map::new(), tokens: 100 });
+    assert_eq!(run.status, Status::Done);
+}
+
+// ---- retry and interruption --------------------------------------------------------------
+
+#[test]
+fn retry_reruns_from_the_failed_step_and_keeps_the_steps_before_it() {
+    let design = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "one"}, {"id": "b", "type": "agent", "prompt": "two {{nodes.a}}"},
+                  {"id": "c", "type": "agent", "prompt": "three {{nodes.b}}"}],
+        "edges": [edge("start", "a"), edge("a", "b"), edge("b", "c")]
+    });
+    let mut run = start(&design);
+    drive(&mut run, t0(), |t| if t.node == "b" { failed("flaky") } else { done(&format!("{} out", t.node)) });
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.failed_node.as_deref(), Some("b"));
+    let a_record = run.record("a").cloned().unwrap();
+    let a_output = run.outputs["a"].clone();
+
+    let t1 = t0() + Duration::minutes(10);
+    run.retry(t1).unwrap();
+    assert_eq!(run.status, Status::Running);
+    assert_eq!((run.error.clone(), run.failed_node.clone()), (None, None));
+    let tasks = drive(&mut run, t1, |t| done(&format!("{} again", t.node)));
+    assert_eq!(node_ids(&tasks), ["b", "c"]);
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.record("a"), Some(&a_record));
+    assert_eq!(run.outputs["a"], a_output);
+    assert_eq!(run.record("b").map(|r| r.started_at), Some(t1));
+    assert_eq!(run.outputs["c"]["text"], "c again");
+    assert_eq!(step_nodes(&run), ["a", "b", "c"]);
+    assert_eq!(run.created_at, t0());
+    assert_eq!(run.updated_at, t1);
+    // The earlier attempt stays in history.
+    let retry = run.history.iter().find(|h| h.event == "retry").expect("retry in history");
+    assert_eq!(retry.detail["error"], "flaky");
+
+    let e = run.retry(t1).unwrap_err();
+    assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
+}
+
+#[test]
+fn retry_of_a_parked_or_running_run_is_a_conflict() {
+    let mut run = parked_gate(json!({}));
+    assert!(matches!(run.retry(t0()), Err(EngineError::Conflict(_))));
+    let mut run = start(&agent_chain(0));
+    assert!(matches!(run.retry(t0()), Err(EngineError::Conflict(_))));
+}
+
+#[test]
+fn interrupted_running_step_fails_the_run_and_retry_finishes_it() {
+    let mut run = start(&agent_chain(0));
+    let Advance::Tasks(tasks) = run.advance(t0()) else { panic!("expected a task") };
+    assert_eq!(node_ids(&tasks), ["draft"]);
+    // The process dies here; whoever opens the run later marks it.
+    let later = t0() + Duration::minutes(3);
+    run.mark_interrupted(later);
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.error.as_deref(), Some("interrupted during step draft"));
+    assert_eq!(run.failed_node.as_deref(), Some("draft"));
+    // A late report of the dead attempt is refused.
+    assert!(matches!(run.complete("draft", done("zombie"), later), Err(EngineError::Conflict(_))));
+    run.retry(later).unwrap();
+    let tasks = drive(&mut run, later, standard);
+    assert_eq!(node_ids(&tasks), ["draft"]);
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.outputs["draft"]["text"], "draft text");
+    // mark_interrupted leaves a parked run alone.
+    let mut run = parked_gate(json!({}));
+    let before = run.clone();
+    run.mark_interrupted(later);
+    assert_eq!(run, before);
+}
+
+// ---- templates and outputs ---------------------------------------------------------------
+
+#[test]
+fn missing_template_path_at_run_time_is_a_step_error_never_an_empty_string() {
+    let design = json!({
+        "nodes": [manual(), {"id": "x", "type": "agent", "prompt": "p"}, {"id": "y", "type": "agent", "prompt": "Title: {{nodes.x.title}}"}],
+        "edges": [edge("start", "x"), edge("x", "y")]
+    });
+    let mut run = start(&design);
+    let tasks = drive(&mut run, t0(), |_| done("plain text, not JSON"));
+    assert_eq!(node_ids(&tasks), ["x"], "y must never be handed out with an empty value");
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.failed_node.as_deref(), Some("y"));
+    let error = run.error.clone().unwrap_or_default();
+    assert!(error.contains("title"), "{error}");
+    assert_eq!(run.record("y").map(|r| r.status), Some(StepStatus::Failed));
+    // With the path present the same design runs.
+    let mut run = start(&design);
+    let tasks = drive(&mut run, t0(), |t| if t.node == "x" { done(r#"{"title": "Hello"}"#) } else { done("ok") });
+    assert_eq!(run.status, Status::Done);
+    assert!(matches!(&tasks[1].work, Work::Agent { prompt, .. } if prompt == "Title: Hello"));
+}
+
+#[test]
+fn output_without_deliver_collects_parents_texts_in_plan_order_separated_by_a_blank_line() {
+    let design = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "A"}, {"id": "b", "type": "agent", "prompt": "B"},
+                  {"id": "o", "type": "output"}],
+        // Edges list b before a: the plan order (a, b) decides.
+        "edges": [edge("start", "a"), edge("start", "b"), edge("b", "o"), edge("a", "o")]
+    });
+    let mut run = start(&design);
+    let tasks = drive(&mut run, t0(), |t| done(&format!("text {}", t.node)));
+    assert_eq!(node_ids(&tasks), ["a", "b"]);
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.outputs["o"]["text"], "text a\n\ntext b");
+    assert_eq!(run.outputs["o"]["collected"], json!({"b": "text b", "a": "text a"}));
+    assert_eq!(run.outputs["o"]["deliveries"], json!([]));
+    assert!(run.deliveries.is_empty());
+}
+
+#[test]
+fn output_template_renders_the_message() {
+    let design = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "A"},
+                  {"id": "o", "type": "output", "template": "Brief for {{run.design}}: {{nodes.a}} ({{nodes.a.words}} words)"}],
+        "edges": [edge("start", "a"), edge("a", "o")]
+    });
+    let mut run = start(&design);
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.outputs["o"]["text"], "Brief for test: draft text (2 words)");
+}
+
+#[test]
+fn failed_delivery_fails_the_run_and_is_recorded() {
+    let design = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "A"},
+                  {"id": "send", "type": "output", "deliver": "channel", "target": "telegram:123456"}],
+        "edges": [edge("start", "a"), edge("a", "send")]
+    });
+    let mut run = start(&design);
+    let tasks = drive(&mut run, t0(), standard);
+    assert_eq!(node_ids(&tasks), ["a", "send"]);
+    assert!(matches!(&tasks[1].work, Work::Deliver { message, deliver, target, .. }
+        if message == "draft text" && deliver == "channel" && target == "telegram:123456"));
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.failed_node.as_deref(), Some("send"));
+    assert_eq!(run.error.as_deref(), Some("delivery to telegram:123456 failed: no channel configured"));
+    let result = run.result();
+    assert_eq!(
+        result["deliveries"],
+        json!([{"node": "send", "target": "telegram:123456", "ok": false, "detail": "no channel configured", "at": "2026-11-29T09:00:00.000Z"}])
+    );
+    // An acknowledged delivery finishes the step and is recorded on it too.
+    let mut run = start(&design);
+    drive(&mut run, t0(), |t| match &t.work {
+        Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
+            node: t.node.clone(),
+            target: target.clone(),
+            ok: true,
+            detail: "message_id 42".into(),
+            at: t0(),
+        }),
+        _ => done("draft text"),
+    });
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.deliveries.len(), 1);
+    assert_eq!(run.outputs["send"]["deliveries"][0]["detail"], "message_id 42");
+    assert_eq!(run.outputs["send"]["text"], "draft text");
+}
+
+#[test]
+fn note_nodes_are_dropped_from_the_plan() {
+    let design = json!({
+        "nodes": [{"id": "tip", "type": "note", "text": "Runs every weekday", "color": "yellow"}, manual(),
+                  {"id": "a", "type": "agent", "prompt": "A"}, {"id": "tip2", "type": "note"}],
+        "edges": [edge("start", "a")]
+    });
+    let mut run = start(&design);
+    assert_eq!(plan_ids(&run), ["a"]);
+    assert_eq!(run.plan.trigger_id(), Some("start"));
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::Done);
+    assert_eq!(step_nodes(&run), ["a"]);
+    assert!(!run.outputs.contains_key("tip"));
+    assert!(run.skipped.is_empty());
+}
+
+#[test]
+fn a_run_keeps_the_plan_it_started_with() {
+    let value = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "original prompt"}],
+        "edges": [edge("start", "a")]
+    });
+    let mut design = Design::from_value(&value).unwrap();
+    let plan = Plan::compile("test", &design).unwrap();
+    let mut run = Run::start(plan.clone(), RUN_ID, TriggerInfo { mode: "manual".into(), input: Value::Null }, t0());
+    // The design is edited (and recompiled) while the run is in flight.
+    design.nodes[1].raw.insert("prompt".into(), json!("edited prompt"));
+    design.nodes.push(Design::from_value(&json!({"nodes": [{"id": "z", "type": "output"}]})).unwrap().nodes.remove(0));
+    assert_ne!(Plan::compile("test", &design).unwrap(), plan);
+    // It is also persisted and read back in between.
+    let file = serde_json::to_string(&run).unwrap();
+    run = serde_json::from_str(&file).unwrap();
+    assert_eq!(run.plan, plan);
+    let tasks = drive(&mut run, t0(), standard);
+    assert!(matches!(&tasks[0].work, Work::Agent { prompt, .. } if prompt == "original prompt"));
+    assert_eq!(plan_ids(&run), ["a"]);
+    assert_eq!(run.status, Status::Done);
+}
+
+#[test]
+fn the_same_design_and_input_give_identical_outputs() {
+    let design = json!({
+        "nodes": [
+            manual(),
+            {"id": "fetch", "type": "command", "argv": ["echo", "{{trigger.city}}"]},
+            {"id": "c", "type": "condition", "expr": "out.fetch.words >= 1"},
+            {"id": "w", "type": "wait", "seconds": 30},
+            {"id": "o", "type": "output", "template": "{{nodes.fetch}} / {{nodes.c}}"},
+            {"id": "n", "type": "output"}
+        ],
+        "edges": [edge("start", "fetch"), edge("fetch", "c"), labelled("c", "w", "true"), labelled("c", "n", "false"), edge("w", "o")]
+    });
+    let once = || {
+        let mut run = start_with(&design, json!({"city": "Oslo"}));
+        let driver = |t: &Task| match &t.work {
+            Work::Command { argv: Some(a), .. } => done(&a.join(" ")),
+            other => panic!("unexpected {other:?}"),
+        };
+        drive(&mut run, t0(), driver);
+        assert_eq!(run.status, Status::Waiting);
+        assert_eq!(run.next_wake(), Some(t0() + Duration::seconds(30)));
+        drive(&mut run, t0() + Duration::seconds(30), driver);
+        assert_eq!(run.status, Status::Done, "{:#}", run.result());
+        run
+    };
+    let (a, b) = (once(), once());
+    assert_eq!(serde_json::to_string(&a.outputs).unwrap(), serde_json::to_string(&b.outputs).unwrap());
+    assert_eq!(a.skipped, b.skipped);
+    assert_eq!(a.result(), b.result());
+    assert_eq!(a.outputs["o"]["text"], "echo Oslo / true");
+    assert_eq!(a.outputs["w"]["resumed_at"], "2026-11-29T09:00:30.000Z");
+}

@@ -1,0 +1,47 @@
+//! What every surface shares: the home directory, its store, the drivers made from its config,
+//! and the clock. Built once per process (or per server) and handed to the runner and the tools.
+
+use std::path::{Path, PathBuf};
+
+use crate::clock::{self, Clock};
+use crate::config::Config;
+use crate::exec::Drivers;
+use crate::failure::Failure;
+use crate::runner::{Progress, Runner};
+use crate::store::{FileStore, Store};
+
+pub(crate) struct App {
+    pub home: PathBuf,
+    pub store: Box<dyn Store>,
+    pub drivers: Drivers,
+    pub clock: Box<dyn Clock>,
+}
+
+/// The home directory: `--home`, else `$VWF_HOME`, else `$HERMES_HOME`, else `~/.hermes`.
+pub(crate) fn resolve_home(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    for var in ["VWF_HOME", "HERMES_HOME"] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            return PathBuf::from(v);
+        }
+    }
+    let base = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    base.join(".hermes")
+}
+
+impl App {
+    pub(crate) fn open(home: PathBuf) -> Result<App, Failure> {
+        let config = Config::load(&home).map_err(Failure::Internal)?;
+        let clock = clock::from_env().map_err(Failure::Internal)?;
+        Ok(App { store: Box::new(FileStore::new(home.clone())), home, drivers: Drivers::new(config), clock })
+    }
+
+    pub(crate) fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {
+        Runner { store: self.store.as_ref(), drivers: &self.drivers, clock: self.clock.as_ref(), observer, sleep_for_waits }
+    }
+}
+
+/// An observer that ignores progress (tools, chat).
+pub(crate) fn quiet(_: Progress<'_>) {}

@@ -1,0 +1,173 @@
+//! Human text for the CLI and the chat command: tables, run summaries and validation reports.
+//! Reads only contract JSON (run results, reports), so what a person reads matches what a
+//! program reads with `--json`.
+
+use serde_json::Value;
+use vwf_core::time;
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Seconds between two contract timestamps, shown as `0.42s` / `3m05s`.
+pub(crate) fn elapsed(from: &str, to: &str) -> String {
+    match (time::parse(from), time::parse(to)) {
+        (Some(a), Some(b)) => {
+            let ms = (b - a).num_milliseconds().max(0);
+            if ms < 60_000 { format!("{:.2}s", ms as f64 / 1000.0) } else { format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60) }
+        }
+        _ => String::new(),
+    }
+}
+
+/// One step line: a mark, the node, its state and how long it took.
+pub(crate) fn step_line(step: &Value) -> String {
+    let status = s(step, "status");
+    let mark = match status {
+        "done" => "✓",
+        "failed" => "✗",
+        "running" | "retrying" => "…",
+        _ => "⏸",
+    };
+    let took = match step.get("finished_at").and_then(Value::as_str) {
+        Some(f) => elapsed(s(step, "started_at"), f),
+        None => String::new(),
+    };
+    let attempts = step.get("attempts").and_then(Value::as_u64).unwrap_or(1);
+    let tries = if attempts > 1 { format!(" ({attempts} attempts)") } else { String::new() };
+    let mut line = format!("  {mark} {:<24} {:<18} {took}{tries}", s(step, "node"), status.replace('_', " "));
+    if let Some(e) = step.get("error").and_then(Value::as_str) {
+        line.push_str(&format!("\n      {e}"));
+    }
+    line.trim_end().to_string()
+}
+
+/// The summary printed when a run stops: steps, then what it waits for or why it failed.
+pub(crate) fn run_summary(run: &Value) -> String {
+    summary(run, true)
+}
+
+/// The summary without the step lines (when they were shown live already).
+pub(crate) fn summary(run: &Value, with_steps: bool) -> String {
+    let mut out = Vec::new();
+    let id = s(run, "run_id");
+    out.push(format!("Run {id} of {}: {}", s(run, "design"), s(run, "status").replace('_', " ")));
+    for step in run.get("steps").and_then(Value::as_array).into_iter().flatten().filter(|_| with_steps) {
+        out.push(step_line(step));
+    }
+    if let Some(skipped) = run.get("skipped").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+        let names: Vec<&str> = skipped.iter().filter_map(Value::as_str).collect();
+        out.push(format!("  skipped: {}", names.join(", ")));
+    }
+    for d in run.get("deliveries").and_then(Value::as_array).into_iter().flatten() {
+        let ok = d.get("ok").and_then(Value::as_bool).unwrap_or(false);
+        out.push(format!("  {} delivery to {}: {}", if ok { "✓" } else { "✗" }, s(d, "target"), s(d, "detail")));
+    }
+    if let Some(p) = run.get("pending").filter(|p| p.is_object()) {
+        let node = s(p, "node");
+        match s(p, "type") {
+            "approval" => {
+                let options: Vec<&str> = p.get("options").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                out.push(format!("Waiting for approval at {node}: {}", s(p, "question")));
+                out.push(format!("  options: {}", options.join(" / ")));
+                if let Some(d) = p.get("deadline").and_then(Value::as_str) {
+                    out.push(format!("  deadline: {d} (then: {})", s(p, "on_timeout")));
+                }
+                out.push(format!("  answer: vwf approve {id} {node} <{}>", options.join("|")));
+            }
+            "agent" => {
+                out.push(format!("Waiting for an agent at {node} (no agent backend is configured). Prompt:"));
+                for line in s(p, "prompt").lines() {
+                    out.push(format!("  | {line}"));
+                }
+                out.push(format!("  answer: vwf respond {id} {node} --output '<text>'"));
+            }
+            "wait" => out.push(format!("Waiting at {node} until {}", s(p, "resume_at"))),
+            _ => {}
+        }
+    }
+    if let Some(e) = run.get("error").and_then(Value::as_str) {
+        out.push(format!("Failed at {}: {e}", s(run, "failed_node")));
+        out.push(format!("  retry from that step: vwf run retry {id}"));
+    }
+    if s(run, "status") == "done" {
+        if let Some(last) = last_output(run) {
+            out.push(String::new());
+            out.push(last);
+        }
+    }
+    out.join("\n")
+}
+
+/// The text of the last step in plan order that has an output.
+fn last_output(run: &Value) -> Option<String> {
+    let outputs = run.get("outputs")?.as_object()?;
+    let steps = run.get("steps")?.as_array()?;
+    steps.iter().rev().find_map(|st| outputs.get(s(st, "node")).and_then(|v| v.get("text")).and_then(Value::as_str).map(String::from))
+}
+
+/// A validation report as lines.
+pub(crate) fn report(name: &str, report: &Value) -> String {
+    let mut out = Vec::new();
+    let errors = report.get("errors").and_then(Value::as_array).cloned().unwrap_or_default();
+    let warnings = report.get("warnings").and_then(Value::as_array).cloned().unwrap_or_default();
+    if errors.is_empty() {
+        out.push(format!("{name}: valid ({} warning{})", warnings.len(), if warnings.len() == 1 { "" } else { "s" }));
+    } else {
+        out.push(format!("{name}: {} error{}", errors.len(), if errors.len() == 1 { "" } else { "s" }));
+    }
+    for (kind, list) in [("error", &errors), ("warning", &warnings)] {
+        for i in list {
+            out.push(format!("  {kind}: {}{}", issue_place(i), s(i, "message")));
+        }
+    }
+    out.join("\n")
+}
+
+fn issue_place(i: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = i.get("node").and_then(Value::as_str) {
+        parts.push(format!("node {n}"));
+    }
+    if let Some(e) = i.get("edge").and_then(Value::as_u64) {
+        parts.push(format!("edge #{e}"));
+    }
+    if let Some(f) = i.get("field").and_then(Value::as_str) {
+        parts.push(format!("field {f}"));
+    }
+    if parts.is_empty() { String::new() } else { format!("[{}] ", parts.join(", ")) }
+}
+
+/// Simple left-aligned table.
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<String>| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths.get(i).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = vec![line(header.iter().map(|h| h.to_string()).collect())];
+    out.extend(rows.iter().map(|r| line(r.clone())));
+    out.join("\n")
+}
+
+/// A row of the run listing.
+pub(crate) fn run_row(run: &Value) -> Vec<String> {
+    let note = match run.get("pending").filter(|p| p.is_object()) {
+        Some(p) => format!("waits on {}", s(p, "node")),
+        None => run.get("error").and_then(Value::as_str).unwrap_or("").chars().take(60).collect(),
+    };
+    vec![s(run, "run_id").into(), s(run, "design").into(), s(run, "status").into(), s(run, "created_at").into(), note]
+}

@@ -1,0 +1,209 @@
+//! The runner: the one loop that drives the core engine with a store, drivers and a clock.
+//!
+//! Every surface (CLI, chat command, tools, and later the server and scheduler) starts, resumes,
+//! answers and retries runs only through this type. The runner holds a run's lock while it
+//! changes the run and persists the run after every step, so a process killed at any moment
+//! leaves a readable file whose finished steps are kept. A run found `running` whose lock nobody
+//! holds was left by a dead process: it is marked interrupted and can be retried.
+
+use serde_json::Value;
+use vwf_core::design::Design;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::plan::Plan;
+use vwf_core::run::{Advance, Pending, Response, Run, Status, TriggerInfo};
+use vwf_core::validate::Report;
+
+use crate::clock::Clock;
+use crate::exec::Drivers;
+use crate::failure::Failure;
+use crate::store::{RunLock, Store};
+
+/// What the runner tells an observer (the CLI's live step line).
+pub(crate) enum Progress<'r> {
+    Started { node: &'r str },
+    Settled { run: &'r Run, node: &'r str },
+}
+
+/// How to answer a parked step.
+pub(crate) enum Answer {
+    Respond(Response),
+    Generate,
+}
+
+pub(crate) struct Runner<'a> {
+    pub store: &'a dyn Store,
+    pub drivers: &'a Drivers,
+    pub clock: &'a dyn Clock,
+    pub observer: &'a dyn Fn(Progress<'_>),
+    /// A foreground run sleeps through `wait` steps; a background caller leaves them parked.
+    pub sleep_for_waits: bool,
+}
+
+impl Runner<'_> {
+    /// Compiles a saved design: `Ok(Err(report))` when the design has errors.
+    pub(crate) fn compile(&self, name: &DesignName) -> Result<Result<Plan, Report>, Failure> {
+        let graph = self.store.load_design(name)?;
+        let report = match Design::from_value(&graph) {
+            Ok(design) => match Plan::compile(name.as_str(), &design) {
+                Ok(plan) => return Ok(Ok(plan)),
+                Err(report) => report,
+            },
+            Err(errors) => Report { ok: false, errors, warnings: Vec::new() },
+        };
+        Ok(Err(report))
+    }
+
+    /// Starts a run of `plan` and drives it until it is done, failed or parked.
+    pub(crate) fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
+        let id = self.store.allocate_run_id()?;
+        let lock = self.store.lock_run(&id)?;
+        let mut run = Run::start(plan, id.as_str(), trigger, self.clock.now());
+        self.persist(&run)?;
+        self.drive(&mut run, &lock)?;
+        Ok(run)
+    }
+
+    /// Reads a run as it stands now: a run left running by a dead process is marked
+    /// interrupted, and a gate whose deadline passed is failed.
+    pub(crate) fn open(&self, id: &str) -> Result<Run, Failure> {
+        let id = parse_id(id)?;
+        let run = self.read(&id)?;
+        let stale = match run.status {
+            Status::Running => true,
+            Status::AwaitingApproval => run.parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= self.clock.now())),
+            _ => false,
+        };
+        if !stale {
+            return Ok(run);
+        }
+        let Some(_lock) = self.store.try_lock_run(&id)? else {
+            return Ok(run); // its owner is alive and working on it
+        };
+        let mut run = self.read(&id)?;
+        if self.settle_orphan(&mut run) {
+            self.persist(&run)?;
+        }
+        Ok(run)
+    }
+
+    /// Answers a parked step and drives the run on.
+    pub(crate) fn respond(&self, id: &str, node: &str, answer: Answer) -> Result<Run, Failure> {
+        let id = parse_id(id)?;
+        let lock = self.store.lock_run(&id)?;
+        let mut run = self.read(&id)?;
+        let mut changed = self.settle_orphan(&mut run);
+        let response = match answer {
+            Answer::Respond(r) => r,
+            Answer::Generate => {
+                let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked.iter().find(|p| p.node() == node).cloned() else {
+                    if changed {
+                        self.persist(&run)?;
+                    }
+                    return Err(Failure::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id)));
+                };
+                match self.drivers.generate(&prompt, profile.as_deref(), model.as_deref()) {
+                    Ok(vwf_core::run::Outcome::Done { text, .. }) => Response::Output(text),
+                    Ok(_) => return Err(Failure::BadGateway("the agent backend gave no text".into())),
+                    Err(e) => {
+                        if changed {
+                            self.persist(&run)?;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        let before = run.clone();
+        match run.respond(node, response, self.clock.now()) {
+            Ok(()) => changed |= run != before,
+            Err(e) => {
+                if changed {
+                    self.persist(&run)?;
+                }
+                return Err(e.into());
+            }
+        }
+        if changed {
+            self.persist(&run)?;
+        }
+        self.drive(&mut run, &lock)?;
+        Ok(run)
+    }
+
+    /// Retries a failed run from its failed step.
+    pub(crate) fn retry(&self, id: &str) -> Result<Run, Failure> {
+        let id = parse_id(id)?;
+        let lock = self.store.lock_run(&id)?;
+        let mut run = self.read(&id)?;
+        if self.settle_orphan(&mut run) {
+            self.persist(&run)?;
+        }
+        run.retry(self.clock.now())?;
+        self.persist(&run)?;
+        self.drive(&mut run, &lock)?;
+        Ok(run)
+    }
+
+    /// Drives a run we hold the lock of until it is done, failed or parked.
+    fn drive(&self, run: &mut Run, _lock: &RunLock) -> Result<(), Failure> {
+        let mut persisted = run.clone();
+        loop {
+            match run.advance(self.clock.now()) {
+                Advance::Settled(node) => {
+                    self.persist(run)?;
+                    (self.observer)(Progress::Settled { run, node: &node });
+                }
+                Advance::Tasks(tasks) => {
+                    self.persist(run)?;
+                    for task in &tasks {
+                        (self.observer)(Progress::Started { node: &task.node });
+                        let outcome = self.drivers.perform(task, self.clock.now());
+                        run.complete(&task.node, outcome, self.clock.now())?;
+                        self.persist(run)?;
+                        (self.observer)(Progress::Settled { run, node: &task.node });
+                    }
+                }
+                Advance::Idle => {
+                    if run.status == Status::Waiting && self.sleep_for_waits {
+                        if let Some(t) = run.next_wake() {
+                            self.clock.sleep_until(t);
+                            continue;
+                        }
+                    }
+                    if run.status != persisted.status || run.pending != persisted.pending {
+                        self.persist(run)?;
+                    }
+                    return Ok(());
+                }
+            }
+            persisted.status = run.status;
+            persisted.pending = run.pending.clone();
+        }
+    }
+
+    /// Under the run's lock: a `running` run has no live owner, and a due deadline is enforced.
+    fn settle_orphan(&self, run: &mut Run) -> bool {
+        let now = self.clock.now();
+        if run.status == Status::Running {
+            run.mark_interrupted(now);
+            return true;
+        }
+        run.enforce_deadlines(now)
+    }
+
+    fn read(&self, id: &RunId) -> Result<Run, Failure> {
+        let value = self.store.read_run(id)?;
+        serde_json::from_value(value).map_err(|e| Failure::Internal(format!("run {id} cannot be read: {e}")))
+    }
+
+    fn persist(&self, run: &Run) -> Result<(), Failure> {
+        let id = parse_id(&run.run_id)?;
+        let value: Value = serde_json::to_value(run).map_err(|e| Failure::Internal(e.to_string()))?;
+        self.store.write_run(&id, &value)?;
+        Ok(())
+    }
+}
+
+pub(crate) fn parse_id(id: &str) -> Result<RunId, Failure> {
+    RunId::parse(id).map_err(Failure::BadRequest)
+}
