@@ -317,6 +317,11 @@ impl Run {
                     Begin::Settled => {
                         self.touch(now);
                         self.refresh_status();
+                        // Steps begun earlier in this pass are running: hand them out now, or
+                        // nobody would ever perform them.
+                        if !tasks.is_empty() {
+                            return Advance::Tasks(tasks);
+                        }
                         return Advance::Settled(step.id);
                     }
                     Begin::Task(t) => tasks.push(t),

@@ -114,7 +114,7 @@ fn fail(f: &Failure, json: bool) -> ExitCode {
     if json {
         say!("{}", pretty(&f.body()));
     } else {
-        esay!("error: {f}");
+        eprintln!("error: {f}");
     }
     ExitCode::from(failure_code(f))
 }
@@ -263,7 +263,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                     if json {
                         say!("{}", pretty(&body));
                     } else {
-                        esay!("{}", render::report(name.as_str(), &serde_json::to_value(&report).unwrap_or_default()));
+                        eprintln!("{}", render::report(name.as_str(), &serde_json::to_value(&report).unwrap_or_default()));
                     }
                     return Ok(5);
                 }
@@ -377,9 +377,9 @@ fn tool_out(app: &App, name: &str, args: &Value, json: bool, human: impl Fn(&Val
     } else if code == 0 {
         say!("{}", human(&reply.body));
     } else {
-        esay!("error: {}", reply.body.get("error").and_then(Value::as_str).unwrap_or(""));
+        eprintln!("error: {}", reply.body.get("error").and_then(Value::as_str).unwrap_or(""));
         for e in reply.body.get("errors").and_then(Value::as_array).into_iter().flatten() {
-            esay!("  - {}", e.get("message").and_then(Value::as_str).unwrap_or(""));
+            eprintln!("  - {}", e.get("message").and_then(Value::as_str).unwrap_or(""));
         }
     }
     Ok(code)
