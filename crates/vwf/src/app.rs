@@ -10,7 +10,7 @@ use crate::failure::Failure;
 use crate::runner::{Progress, Runner};
 use crate::store::{FileStore, Store};
 
-pub(crate) struct App {
+pub struct App {
     pub home: PathBuf,
     pub store: Box<dyn Store>,
     pub drivers: Drivers,
@@ -18,7 +18,7 @@ pub(crate) struct App {
 }
 
 /// The home directory: `--home`, else `$VWF_HOME`, else `$HERMES_HOME`, else `~/.hermes`.
-pub(crate) fn resolve_home(flag: Option<&Path>) -> PathBuf {
+pub fn resolve_home(flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
         return p.to_path_buf();
     }
@@ -32,16 +32,16 @@ pub(crate) fn resolve_home(flag: Option<&Path>) -> PathBuf {
 }
 
 impl App {
-    pub(crate) fn open(home: PathBuf) -> Result<App, Failure> {
+    pub fn open(home: PathBuf) -> Result<App, Failure> {
         let config = Config::load(&home).map_err(Failure::Internal)?;
         let clock = clock::from_env().map_err(Failure::Internal)?;
         Ok(App { store: Box::new(FileStore::new(home.clone())), home, drivers: Drivers::new(config), clock })
     }
 
-    pub(crate) fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {
+    pub fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {
         Runner { store: self.store.as_ref(), drivers: &self.drivers, clock: self.clock.as_ref(), observer, sleep_for_waits }
     }
 }
 
 /// An observer that ignores progress (tools, chat).
-pub(crate) fn quiet(_: Progress<'_>) {}
+pub fn quiet(_: Progress<'_>) {}

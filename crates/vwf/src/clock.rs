@@ -6,13 +6,13 @@ use std::sync::Mutex;
 use chrono::Utc;
 use vwf_core::time::Ts;
 
-pub(crate) trait Clock: Send + Sync {
+pub trait Clock: Send + Sync {
     fn now(&self) -> Ts;
     /// Blocks until `t` (a fixed clock simply moves to `t`).
     fn sleep_until(&self, t: Ts);
 }
 
-pub(crate) struct SystemClock;
+pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Ts {
@@ -30,10 +30,10 @@ impl Clock for SystemClock {
 }
 
 /// A clock that stands still until told to move: `VWF_NOW=2026-11-29T09:00:00Z` pins it.
-pub(crate) struct FixedClock(Mutex<Ts>);
+pub struct FixedClock(Mutex<Ts>);
 
 impl FixedClock {
-    pub(crate) fn new(t: Ts) -> Self {
+    pub fn new(t: Ts) -> Self {
         FixedClock(Mutex::new(t))
     }
 }
@@ -51,7 +51,7 @@ impl Clock for FixedClock {
 }
 
 /// The clock for this process: `VWF_NOW` (RFC 3339) pins it, else the system clock.
-pub(crate) fn from_env() -> Result<Box<dyn Clock>, String> {
+pub fn from_env() -> Result<Box<dyn Clock>, String> {
     match std::env::var("VWF_NOW") {
         Ok(s) if !s.is_empty() => vwf_core::time::parse(&s)
             .map(|t| Box::new(FixedClock::new(t)) as Box<dyn Clock>)

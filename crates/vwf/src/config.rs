@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Config {
+pub struct Config {
     pub agent: AgentConfig,
     pub profiles: BTreeMap<String, Profile>,
     pub channels: toml::Table,
@@ -19,7 +19,7 @@ pub(crate) struct Config {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
-pub(crate) struct AgentConfig {
+pub struct AgentConfig {
     pub backend: String,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
@@ -35,7 +35,7 @@ impl Default for AgentConfig {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Profile {
+pub struct Profile {
     pub model: Option<String>,
     pub system: Option<String>,
     pub backend: Option<String>,
@@ -43,7 +43,7 @@ pub(crate) struct Profile {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
-pub(crate) struct Commands {
+pub struct Commands {
     pub enabled: bool,
 }
 
@@ -54,12 +54,12 @@ impl Default for Commands {
 }
 
 impl Config {
-    pub(crate) fn path(home: &Path) -> PathBuf {
+    pub fn path(home: &Path) -> PathBuf {
         home.join("visual-workflow.toml")
     }
 
     /// Loads the config; a missing file is the default config, a broken one is an error.
-    pub(crate) fn load(home: &Path) -> Result<Config, String> {
+    pub fn load(home: &Path) -> Result<Config, String> {
         let path = Config::path(home);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -73,7 +73,7 @@ impl Config {
         }
     }
 
-    pub(crate) fn has_agent_backend(&self) -> bool {
+    pub fn has_agent_backend(&self) -> bool {
         self.agent.backend != "none"
     }
 }

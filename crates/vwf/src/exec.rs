@@ -10,17 +10,17 @@ use vwf_core::time::Ts;
 use crate::config::Config;
 use crate::failure::Failure;
 
-pub(crate) struct Drivers {
+pub struct Drivers {
     pub config: Config,
 }
 
 impl Drivers {
-    pub(crate) fn new(config: Config) -> Self {
+    pub fn new(config: Config) -> Self {
         Drivers { config }
     }
 
     /// Performs one task. Never panics; every failure is an outcome.
-    pub(crate) fn perform(&self, task: &Task, now: Ts) -> Outcome {
+    pub fn perform(&self, task: &Task, now: Ts) -> Outcome {
         match &task.work {
             Work::Agent { prompt, profile, model, .. } => {
                 if !self.config.has_agent_backend() {
@@ -45,7 +45,7 @@ impl Drivers {
     }
 
     /// Performs an agent step through the configured backend.
-    pub(crate) fn generate(&self, _prompt: &str, _profile: Option<&str>, _model: Option<&str>) -> Result<Outcome, Failure> {
+    pub fn generate(&self, _prompt: &str, _profile: Option<&str>, _model: Option<&str>) -> Result<Outcome, Failure> {
         if !self.config.has_agent_backend() {
             return Err(Failure::Unavailable("no agent backend is configured (set [agent] backend in visual-workflow.toml)".into()));
         }

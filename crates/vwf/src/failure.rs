@@ -7,7 +7,7 @@ use vwf_core::run::EngineError;
 use crate::store::StoreError;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub(crate) enum Failure {
+pub enum Failure {
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
@@ -25,7 +25,7 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    pub(crate) fn status(&self) -> u16 {
+    pub fn status(&self) -> u16 {
         match self {
             Failure::BadRequest(_) => 400,
             Failure::NotFound(_) => 404,
@@ -36,7 +36,7 @@ impl Failure {
         }
     }
 
-    pub(crate) fn body(&self) -> Value {
+    pub fn body(&self) -> Value {
         json!({"ok": false, "error": self.to_string()})
     }
 }

@@ -13,16 +13,6 @@ macro_rules! say {
     }};
 }
 
-mod app;
-mod clock;
-mod config;
-mod exec;
-mod failure;
-mod render;
-mod runner;
-mod slash;
-mod store;
-mod tools;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -33,9 +23,10 @@ use serde_json::{Value, json};
 use vwf_core::names::DesignName;
 use vwf_core::run::{Response, Run, Status, TriggerInfo};
 
-use crate::app::App;
-use crate::failure::Failure;
-use crate::runner::{Answer, Progress};
+use vwf::app::{self, App};
+use vwf::{render, slash, tools};
+use vwf::failure::Failure;
+use vwf::runner::{Answer, Progress};
 
 #[derive(Parser)]
 #[command(name = "vwf", version, about = "Design, validate and durably run agent workflows.")]

@@ -10,7 +10,7 @@ fn s<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 /// Seconds between two contract timestamps, shown as `0.42s` / `3m05s`.
-pub(crate) fn elapsed(from: &str, to: &str) -> String {
+pub fn elapsed(from: &str, to: &str) -> String {
     match (time::parse(from), time::parse(to)) {
         (Some(a), Some(b)) => {
             let ms = (b - a).num_milliseconds().max(0);
@@ -21,7 +21,7 @@ pub(crate) fn elapsed(from: &str, to: &str) -> String {
 }
 
 /// One step line: a mark, the node, its state and how long it took.
-pub(crate) fn step_line(step: &Value) -> String {
+pub fn step_line(step: &Value) -> String {
     let status = s(step, "status");
     let mark = match status {
         "done" => "✓",
@@ -43,12 +43,12 @@ pub(crate) fn step_line(step: &Value) -> String {
 }
 
 /// The summary printed when a run stops: steps, then what it waits for or why it failed.
-pub(crate) fn run_summary(run: &Value) -> String {
+pub fn run_summary(run: &Value) -> String {
     summary(run, true)
 }
 
 /// The summary without the step lines (when they were shown live already).
-pub(crate) fn summary(run: &Value, with_steps: bool) -> String {
+pub fn summary(run: &Value, with_steps: bool) -> String {
     let mut out = Vec::new();
     let id = s(run, "run_id");
     out.push(format!("Run {id} of {}: {}", s(run, "design"), s(run, "status").replace('_', " ")));
@@ -107,7 +107,7 @@ fn last_output(run: &Value) -> Option<String> {
 }
 
 /// A validation report as lines.
-pub(crate) fn report(name: &str, report: &Value) -> String {
+pub fn report(name: &str, report: &Value) -> String {
     let mut out = Vec::new();
     let errors = report.get("errors").and_then(Value::as_array).cloned().unwrap_or_default();
     let warnings = report.get("warnings").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -139,7 +139,7 @@ fn issue_place(i: &Value) -> String {
 }
 
 /// Simple left-aligned table.
-pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -164,7 +164,7 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// A row of the run listing.
-pub(crate) fn run_row(run: &Value) -> Vec<String> {
+pub fn run_row(run: &Value) -> Vec<String> {
     let note = match run.get("pending").filter(|p| p.is_object()) {
         Some(p) => format!("waits on {}", s(p, "node")),
         None => run.get("error").and_then(Value::as_str).unwrap_or("").chars().take(60).collect(),

@@ -19,18 +19,18 @@ use crate::failure::Failure;
 use crate::store::{RunLock, Store};
 
 /// What the runner tells an observer (the CLI's live step line).
-pub(crate) enum Progress<'r> {
+pub enum Progress<'r> {
     Started { node: &'r str },
     Settled { run: &'r Run, node: &'r str },
 }
 
 /// How to answer a parked step.
-pub(crate) enum Answer {
+pub enum Answer {
     Respond(Response),
     Generate,
 }
 
-pub(crate) struct Runner<'a> {
+pub struct Runner<'a> {
     pub store: &'a dyn Store,
     pub drivers: &'a Drivers,
     pub clock: &'a dyn Clock,
@@ -41,7 +41,7 @@ pub(crate) struct Runner<'a> {
 
 impl Runner<'_> {
     /// Compiles a saved design: `Ok(Err(report))` when the design has errors.
-    pub(crate) fn compile(&self, name: &DesignName) -> Result<Result<Plan, Report>, Failure> {
+    pub fn compile(&self, name: &DesignName) -> Result<Result<Plan, Report>, Failure> {
         let graph = self.store.load_design(name)?;
         let report = match Design::from_value(&graph) {
             Ok(design) => match Plan::compile(name.as_str(), &design) {
@@ -54,7 +54,7 @@ impl Runner<'_> {
     }
 
     /// Starts a run of `plan` and drives it until it is done, failed or parked.
-    pub(crate) fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
+    pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
         let mut run = Run::start(plan, id.as_str(), trigger, self.clock.now());
@@ -65,7 +65,7 @@ impl Runner<'_> {
 
     /// Reads a run as it stands now: a run left running by a dead process is marked
     /// interrupted, and a gate whose deadline passed is failed.
-    pub(crate) fn open(&self, id: &str) -> Result<Run, Failure> {
+    pub fn open(&self, id: &str) -> Result<Run, Failure> {
         let id = parse_id(id)?;
         let run = self.read(&id)?;
         let stale = match run.status {
@@ -87,7 +87,7 @@ impl Runner<'_> {
     }
 
     /// Answers a parked step and drives the run on.
-    pub(crate) fn respond(&self, id: &str, node: &str, answer: Answer) -> Result<Run, Failure> {
+    pub fn respond(&self, id: &str, node: &str, answer: Answer) -> Result<Run, Failure> {
         let id = parse_id(id)?;
         let lock = self.store.lock_run(&id)?;
         let mut run = self.read(&id)?;
@@ -131,7 +131,7 @@ impl Runner<'_> {
     }
 
     /// Retries a failed run from its failed step.
-    pub(crate) fn retry(&self, id: &str) -> Result<Run, Failure> {
+    pub fn retry(&self, id: &str) -> Result<Run, Failure> {
         let id = parse_id(id)?;
         let lock = self.store.lock_run(&id)?;
         let mut run = self.read(&id)?;
@@ -204,6 +204,6 @@ impl Runner<'_> {
     }
 }
 
-pub(crate) fn parse_id(id: &str) -> Result<RunId, Failure> {
+pub fn parse_id(id: &str) -> Result<RunId, Failure> {
     RunId::parse(id).map_err(Failure::BadRequest)
 }

@@ -11,7 +11,7 @@ use crate::runner::Answer;
 use crate::tools::{self, call};
 use vwf_core::run::Response;
 
-pub(crate) const HELP: &str = "\
+pub const HELP: &str = "\
 /workflow — design and run workflows
   /workflow list                          saved designs
   /workflow new <name>                    start a blank design
@@ -23,7 +23,7 @@ pub(crate) const HELP: &str = "\
   /workflow approve <run> <gate> <answer> answer an approval gate";
 
 /// Handles one `/workflow …` message.
-pub(crate) fn handle(app: &App, text: &str) -> String {
+pub fn handle(app: &App, text: &str) -> String {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(app, text)));
     outcome.unwrap_or_else(|_| "Sorry: /workflow hit an internal error. Nothing was changed by the failed part.".into())
 }

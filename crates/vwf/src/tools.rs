@@ -15,7 +15,7 @@ use crate::app::{App, quiet};
 use crate::failure::Failure;
 use crate::runner::Answer;
 
-pub(crate) const TOOL_NAMES: [&str; 5] = [
+pub const TOOL_NAMES: [&str; 5] = [
     "workflow_design_save",
     "workflow_design_load",
     "workflow_design_validate",
@@ -25,7 +25,7 @@ pub(crate) const TOOL_NAMES: [&str; 5] = [
 
 /// A tool's answer: the JSON body and the HTTP status a server would send with it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Reply {
+pub struct Reply {
     pub status: u16,
     pub body: Value,
 }
@@ -43,7 +43,7 @@ impl From<Failure> for Reply {
 }
 
 /// Calls tool `name` with `args`. Never panics: a bug inside a tool is still a JSON answer.
-pub(crate) fn call(app: &App, name: &str, args: &Value) -> Reply {
+pub fn call(app: &App, name: &str, args: &Value) -> Reply {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(app, name, args)));
     match outcome {
         Ok(Ok(reply)) => reply,
@@ -53,7 +53,7 @@ pub(crate) fn call(app: &App, name: &str, args: &Value) -> Reply {
 }
 
 /// Calls a tool with arguments given as JSON text.
-pub(crate) fn call_text(app: &App, name: &str, args: &str) -> Reply {
+pub fn call_text(app: &App, name: &str, args: &str) -> Reply {
     if args.len() > REQUEST_BODY_BYTES {
         return Failure::BadRequest(format!("arguments are {} bytes; at most {REQUEST_BODY_BYTES} are accepted", args.len())).into();
     }
@@ -121,7 +121,7 @@ fn normalize(mut design: Design) -> Design {
     design
 }
 
-pub(crate) fn refusal(errors: &[validate::Issue]) -> String {
+pub fn refusal(errors: &[validate::Issue]) -> String {
     let first = errors.first().map(|i| i.message.as_str()).unwrap_or("invalid design");
     match errors.len() {
         1 => format!("the design has an error: {first}"),
@@ -181,7 +181,7 @@ fn respond(app: &App, args: &Map<String, Value>) -> Result<Reply, Failure> {
 }
 
 /// The design `new` creates: a manual trigger and nothing else.
-pub(crate) fn blank_design() -> Value {
+pub fn blank_design() -> Value {
     json!({
         "description": "",
         "nodes": [{"id": "start", "type": "trigger", "mode": "manual", "x": 40, "y": 120}],
@@ -190,7 +190,7 @@ pub(crate) fn blank_design() -> Value {
 }
 
 /// Creates a blank design; refuses to overwrite one that exists.
-pub(crate) fn new_design(app: &App, name: &str) -> Result<String, Failure> {
+pub fn new_design(app: &App, name: &str) -> Result<String, Failure> {
     let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
     if app.store.design_exists(&name) {
         return Err(Failure::Conflict(format!("design {:?} already exists; open it with `vwf open {name}`", name.as_str())));

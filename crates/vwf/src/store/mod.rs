@@ -16,16 +16,16 @@
 //! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
 
 
-pub(crate) mod fs;
+pub mod fs;
 mod index;
 
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
 
-pub(crate) use fs::FileStore;
+pub use fs::FileStore;
 
 /// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.
-pub(crate) trait Store: Send + Sync {
+pub trait Store: Send + Sync {
     /// Names of the saved designs, sorted. Entries that are not designs are ignored.
     fn list_designs(&self) -> Result<Vec<String>, StoreError>;
     /// The saved graph of a design: `NotFound` or `Corrupt` when it cannot be had.
@@ -53,7 +53,7 @@ pub(crate) trait Store: Send + Sync {
 
 /// One line of a run listing.
 #[derive(Debug)]
-pub(crate) struct RunEntry {
+pub struct RunEntry {
     pub id: String,
     /// The run document, or why it could not be read (e.g. `... is not valid JSON: ...`).
     pub run: Result<Value, String>,
@@ -63,13 +63,13 @@ pub(crate) struct RunEntry {
 ///
 /// Opaque on purpose: each store puts its own guard inside (a locked file, a database
 /// connection holding an advisory lock, ...).
-pub(crate) struct RunLock {
+pub struct RunLock {
     id: RunId,
     _guard: Box<dyn Send + Sync>,
 }
 
 impl RunLock {
-    pub(crate) fn new(id: RunId, guard: impl Send + Sync + 'static) -> Self {
+    pub fn new(id: RunId, guard: impl Send + Sync + 'static) -> Self {
         Self {
             id,
             _guard: Box::new(guard),
@@ -87,7 +87,7 @@ impl std::fmt::Debug for RunLock {
 
 /// What can go wrong in a store, worded for the user.
 #[derive(thiserror::Error, Debug)]
-pub(crate) enum StoreError {
+pub enum StoreError {
     /// What is missing, e.g. `design "x"` or `run d7b493cae249`.
     #[error("{0} not found")]
     NotFound(String),
@@ -100,10 +100,10 @@ pub(crate) enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn design_not_found(name: &DesignName) -> Self {
+    pub fn design_not_found(name: &DesignName) -> Self {
         Self::NotFound(format!("design {:?}", name.as_str()))
     }
-    pub(crate) fn run_not_found(id: &RunId) -> Self {
+    pub fn run_not_found(id: &RunId) -> Self {
         Self::NotFound(format!("run {id}"))
     }
 }

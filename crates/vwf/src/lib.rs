@@ -1,0 +1,13 @@
+//! The `vwf` binary's library: stores, drivers, the runner, the tools, the chat command and
+//! the human renderings. `main.rs` is a thin CLI over it; benchmarks and tests use it directly.
+
+pub mod app;
+pub mod clock;
+pub mod config;
+pub mod exec;
+pub mod failure;
+pub mod render;
+pub mod runner;
+pub mod slash;
+pub mod store;
+pub mod tools;
