@@ -436,7 +436,9 @@ impl Run {
         {
             return Ok(());
         }
-        let Some(pos) = self.parked.iter().position(|p| p.node() == node) else {
+        // A finished run waits on nothing, even if a gate was parked when it failed.
+        let waiting = if self.status.is_finished() { None } else { self.parked.iter().position(|p| p.node() == node) };
+        let Some(pos) = waiting else {
             return Err(EngineError::Conflict(format!(
                 "run {} is not waiting on node {node:?} (status: {})",
                 self.run_id,

@@ -173,7 +173,7 @@ impl Spec {
                         for item in items {
                             match item.as_str().map(str::trim) {
                                 Some(s) if !s.is_empty() => {
-                                    if opts.iter().any(|o: &String| o == s) {
+                                    if opts.iter().any(|o: &String| o.eq_ignore_ascii_case(s)) {
                                         f.issue("options", format!("option {s:?} is listed twice"));
                                     }
                                     opts.push(s.to_string());

@@ -272,7 +272,10 @@ pub fn validate_design(design: &Design) -> Report {
         }
         for &(ei, f, t) in &graph.edges {
             let leaks_out = body.contains(&f) && !body.contains(&t);
-            let leaks_in = !body.contains(&f) && body.contains(&t) && f != lp;
+            // Only the loop's own `each` edges may enter the body; a `done` edge into it means
+            // the body flows on past the loop.
+            let enters_by_each = f == lp && design.edges[ei].label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case("each"));
+            let leaks_in = !body.contains(&f) && body.contains(&t) && !enters_by_each;
             if leaks_out || leaks_in {
                 let e = &design.edges[ei];
                 errors.push(Issue::edge(

@@ -793,3 +793,56 @@ fn the_same_design_and_input_give_identical_outputs() {
     assert_eq!(a.outputs["o"]["text"], "echo Oslo / true");
     assert_eq!(a.outputs["w"]["resumed_at"], "2026-11-29T09:00:30.000Z");
 }
+
+#[test]
+fn respond_to_a_failed_run_is_a_conflict_even_with_a_gate_still_parked() {
+    // The gate parks, then a sibling branch fails the run: the run waits on nothing any more.
+    let design = json!({
+        "nodes": [manual(), {"id": "gate", "type": "approval", "question": "ok?"}, {"id": "x", "type": "agent", "prompt": "p"},
+                  {"id": "after", "type": "output"}],
+        "edges": [edge("start", "gate"), edge("start", "x"), edge("gate", "after")]
+    });
+    let mut run = start(&design);
+    drive(&mut run, t0(), |_| failed("backend down"));
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.failed_node.as_deref(), Some("x"));
+    assert_eq!(run.pending, None);
+    let before = run.clone();
+    let e = run.respond("gate", Response::Answer("approve".into()), t0()).unwrap_err();
+    assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
+    assert_eq!(run, before);
+    // After a retry the gate is waiting again and can be answered.
+    run.retry(t0()).unwrap();
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::AwaitingApproval, "{:#}", run.result());
+    run.respond("gate", Response::Answer("approve".into()), t0()).unwrap();
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::Done);
+}
+
+#[test]
+fn a_sibling_failing_while_a_task_is_in_flight_keeps_the_run_failed() {
+    let design = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "p"}, {"id": "c", "type": "condition", "expr": "out.start.n > 1"},
+                  {"id": "yes", "type": "output"}],
+        "edges": [edge("start", "a"), edge("start", "c"), labelled("c", "yes", "true")]
+    });
+    let mut run = start_with(&design, json!({"n": "not a number"}));
+    let tasks = drive(&mut run, t0(), standard);
+    assert_eq!(node_ids(&tasks), ["a"]);
+    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.failed_node.as_deref(), Some("c"));
+    assert!(run.error.as_deref().unwrap_or_default().contains("cannot compare"));
+    assert_eq!(run.outputs["a"]["text"], "draft text");
+    assert!(run.record("yes").is_none());
+}
+
+#[test]
+fn step_output_over_one_mebibyte_is_a_step_error() {
+    let mut run = start(&agent_chain(0));
+    let big = "x".repeat(vwf_core::limits::STEP_OUTPUT_BYTES + 1);
+    drive(&mut run, t0(), |_| done(&big));
+    assert_eq!(run.status, Status::Failed);
+    assert!(run.error.as_deref().unwrap_or_default().contains("limit"), "{:?}", run.error);
+    assert!(!run.outputs.contains_key("draft"));
+}

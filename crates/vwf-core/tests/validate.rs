@@ -1,0 +1,877 @@
+//! The validator through its public API (SPEC §6): each error class and warning is reported with
+//! the node, edge or field it concerns; and no design JSON whatsoever makes the validator, the
+//! converter or the engine panic (proptest).
+
+use chrono::{Duration, TimeZone, Utc};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use vwf_core::design::Design;
+use vwf_core::plan::Plan;
+use vwf_core::run::{Advance, Delivery, Outcome, Pending, Response, Run, TriggerInfo, Work};
+use vwf_core::validate::{Issue, Report, validate};
+
+/// Where an issue should point: `node`, `edge` and `field` must match exactly, and the message
+/// must contain `says` (case-insensitive).
+struct At {
+    node: Option<String>,
+    edge: Option<usize>,
+    field: Option<String>,
+    says: String,
+}
+
+fn node(id: &str, field: &str, says: &str) -> At {
+    At { node: Some(id.into()), edge: None, field: Some(field.into()), says: says.into() }
+}
+
+fn node_only(id: &str, says: &str) -> At {
+    At { node: Some(id.into()), edge: None, field: None, says: says.into() }
+}
+
+fn edge_at(index: usize, says: &str) -> At {
+    At { node: None, edge: Some(index), field: None, says: says.into() }
+}
+
+fn design_level(field: Option<&str>, says: &str) -> At {
+    At { node: None, edge: None, field: field.map(Into::into), says: says.into() }
+}
+
+fn matches(issue: &Issue, at: &At) -> bool {
+    issue.node == at.node
+        && issue.edge == at.edge
+        && issue.field == at.field
+        && issue.message.to_lowercase().contains(&at.says.to_lowercase())
+}
+
+#[track_caller]
+fn assert_error(report: &Report, at: At) {
+    assert!(!report.ok, "expected an error, the design is ok: {report:#?}");
+    assert!(
+        report.errors.iter().any(|i| matches(i, &at)),
+        "no error at node={:?} edge={:?} field={:?} saying {:?}; errors: {:#?}",
+        at.node,
+        at.edge,
+        at.field,
+        at.says,
+        report.errors
+    );
+}
+
+#[track_caller]
+fn assert_warning(report: &Report, at: At) {
+    assert!(
+        report.warnings.iter().any(|i| matches(i, &at)),
+        "no warning at node={:?} edge={:?} field={:?} saying {:?}; report: {:#?}",
+        at.node,
+        at.edge,
+        at.field,
+        at.says,
+        report
+    );
+}
+
+#[track_caller]
+fn assert_ok(report: &Report) {
+    assert!(report.ok && report.errors.is_empty(), "expected no errors: {report:#?}");
+}
+
+fn manual() -> Value {
+    json!({"id": "start", "type": "trigger", "mode": "manual"})
+}
+
+fn e(from: &str, to: &str) -> Value {
+    json!({"from": from, "to": to})
+}
+
+fn l(from: &str, to: &str, label: &str) -> Value {
+    json!({"from": from, "to": to, "label": label})
+}
+
+/// `start -> n` for a single node under test, plus any extra nodes and edges.
+fn with_node(n: Value) -> Value {
+    let id = n["id"].as_str().unwrap_or("n").to_string();
+    json!({"nodes": [manual(), n], "edges": [e("start", &id)]})
+}
+
+fn agent(id: &str, prompt: &str) -> Value {
+    json!({"id": id, "type": "agent", "prompt": prompt})
+}
+
+fn output(id: &str) -> Value {
+    json!({"id": id, "type": "output"})
+}
+
+// ---- shape, types, ids -------------------------------------------------------------------
+
+#[test]
+fn a_complete_design_is_ok() {
+    let r = validate(&json!({
+        "description": "morning brief",
+        "budget": {"tokens": 20000},
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "schedule", "schedule": {"preset": "weekdays", "time": "09:00"}},
+            {"id": "fetch", "type": "command", "run": "curl -s https://example.org/feed.json"},
+            {"id": "draft", "type": "agent", "prompt": "Summarise {{nodes.fetch}}", "retries": 1, "max_tokens": 2000},
+            {"id": "check", "type": "condition", "expr": "out.draft.words > 20"},
+            {"id": "gate", "type": "approval", "question": "Send this brief?", "options": ["send", "skip"], "timeout_minutes": 120},
+            {"id": "send", "type": "output", "deliver": "channel", "target": "telegram:123456"},
+            {"id": "tip", "type": "note", "text": "Runs every weekday", "color": "yellow"}
+        ],
+        "edges": [e("start", "fetch"), e("fetch", "draft"), e("draft", "check"), l("check", "gate", "true"), l("gate", "send", "send")]
+    }));
+    assert_ok(&r);
+}
+
+#[test]
+fn bad_json_shape_is_an_error() {
+    for bad in [json!(null), json!([]), json!({"nodes": 3}), json!({"nodes": [1]}), json!({"nodes": [{"id": "a"}]}), json!({"edges": []})] {
+        let r = validate(&bad);
+        assert!(!r.ok && !r.errors.is_empty(), "{bad} accepted");
+    }
+}
+
+#[test]
+fn unknown_type_is_an_error() {
+    let r = validate(&with_node(json!({"id": "w", "type": "widget"})));
+    assert_error(&r, node("w", "type", "unknown node type"));
+}
+
+#[test]
+fn missing_required_field_is_an_error() {
+    for (n, field) in [
+        (json!({"id": "n", "type": "agent"}), "prompt"),
+        (json!({"id": "n", "type": "condition"}), "expr"),
+        (json!({"id": "n", "type": "approval"}), "question"),
+        (json!({"id": "n", "type": "http"}), "url"),
+        (json!({"id": "n", "type": "loop"}), "over"),
+        (json!({"id": "n", "type": "emit"}), "event"),
+        (json!({"id": "n", "type": "command"}), "run"),
+        (json!({"id": "n", "type": "wait"}), "seconds"),
+    ] {
+        let r = validate(&with_node(n));
+        assert_error(&r, node("n", field, ""));
+    }
+    let r = validate(&json!({"nodes": [{"id": "start", "type": "trigger"}], "edges": []}));
+    assert_error(&r, node("start", "mode", "mode"));
+}
+
+#[test]
+fn bad_node_id_is_an_error() {
+    for bad in ["a b", "", "x/y", &"n".repeat(65)] {
+        let r = validate(&json!({"nodes": [output(bad)], "edges": []}));
+        assert_error(&r, node(bad, "id", "node id"));
+    }
+    assert_ok(&validate(&json!({"nodes": [output("a.b-c_1")], "edges": []})));
+}
+
+#[test]
+fn duplicate_id_is_an_error() {
+    let r = validate(&json!({"nodes": [manual(), output("o"), agent("o", "p")], "edges": [e("start", "o")]}));
+    assert_error(&r, node("o", "id", "duplicate"));
+}
+
+#[test]
+fn more_than_fifty_nodes_is_an_error_notes_included() {
+    let design = |n: usize| {
+        let mut nodes = vec![manual()];
+        let mut edges = Vec::new();
+        for i in 1..n {
+            if i % 2 == 0 {
+                nodes.push(json!({"id": format!("tip{i}"), "type": "note"}));
+            } else {
+                nodes.push(output(&format!("o{i}")));
+                edges.push(e("start", &format!("o{i}")));
+            }
+        }
+        json!({"nodes": nodes, "edges": edges})
+    };
+    assert_ok(&validate(&design(50)));
+    let r = validate(&design(51));
+    assert_error(&r, design_level(Some("nodes"), "at most 50"));
+}
+
+#[test]
+fn more_than_one_trigger_is_an_error() {
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "again", "type": "trigger", "mode": "manual"}, output("o")],
+        "edges": [e("start", "o"), e("again", "o")]
+    }));
+    assert_error(&r, node_only("again", "one trigger"));
+    assert!(!r.errors.iter().any(|i| i.node.as_deref() == Some("start")), "{r:#?}");
+}
+
+// ---- edges -------------------------------------------------------------------------------
+
+#[test]
+fn edge_to_or_from_an_unknown_node_is_an_error() {
+    let r = validate(&json!({"nodes": [manual(), output("o")], "edges": [e("start", "o"), e("o", "ghost"), e("phantom", "o")]}));
+    assert_error(&r, edge_at(1, "unknown node \"ghost\""));
+    assert_error(&r, edge_at(2, "unknown node \"phantom\""));
+}
+
+#[test]
+fn note_nodes_are_rejected_as_edge_endpoints() {
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "tip", "type": "note", "text": "hi"}, output("o")],
+        "edges": [e("start", "o"), e("tip", "o"), e("start", "tip")]
+    }));
+    assert_error(&r, edge_at(1, "note"));
+    assert_error(&r, edge_at(2, "note"));
+}
+
+#[test]
+fn edge_into_a_trigger_is_an_error() {
+    let r = validate(&json!({"nodes": [manual(), output("o")], "edges": [e("start", "o"), e("o", "start")]}));
+    assert_error(&r, edge_at(1, "into a trigger"));
+}
+
+#[test]
+fn self_loop_is_an_error() {
+    let r = validate(&json!({"nodes": [manual(), output("o")], "edges": [e("start", "o"), e("o", "o")]}));
+    assert_error(&r, edge_at(1, "self-loop"));
+}
+
+#[test]
+fn cycle_is_an_error() {
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "p"), agent("b", "p"), agent("c", "p")],
+        "edges": [e("start", "a"), e("a", "b"), e("b", "c"), e("c", "a")]
+    }));
+    assert_error(&r, design_level(None, "cycle"));
+}
+
+fn condition_design(labels: [&str; 2]) -> Value {
+    json!({
+        "nodes": [manual(), agent("a", "p"), {"id": "c", "type": "condition", "expr": "out.a.words > 2"}, output("x"), output("y")],
+        "edges": [e("start", "a"), e("a", "c"), l("c", "x", labels[0]), l("c", "y", labels[1])]
+    })
+}
+
+#[test]
+fn condition_edge_without_true_or_false_is_an_error_and_labels_are_case_insensitive() {
+    let r = validate(&condition_design(["true", "maybe"]));
+    assert_error(&r, edge_at(3, "true or false"));
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "p"), {"id": "c", "type": "condition", "expr": "out.a.words > 2"}, output("x")],
+        "edges": [e("start", "a"), e("a", "c"), e("c", "x")]
+    }));
+    assert_error(&r, edge_at(2, "true or false"));
+    let r = validate(&condition_design(["True", "FALSE"]));
+    assert_ok(&r);
+    assert!(r.warnings.is_empty(), "{r:#?}");
+    // The plan stores the labels lowercase.
+    let d = Design::from_value(&condition_design(["True", "FALSE"])).unwrap();
+    let plan = Plan::compile("c", &d).unwrap();
+    let labels: Vec<_> = plan.steps.iter().flat_map(|s| &s.parents).filter(|p| p.from == "c").map(|p| p.label.clone()).collect();
+    assert_eq!(labels, [Some("true".to_string()), Some("false".to_string())]);
+}
+
+#[test]
+fn approval_edge_label_not_in_options_is_an_error() {
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "g", "type": "approval", "question": "q?", "options": ["send", "skip"]}, output("x"), output("y")],
+        "edges": [e("start", "g"), l("g", "x", "send"), l("g", "y", "approve")]
+    }));
+    assert_error(&r, edge_at(2, "not one of the options"));
+    assert!(!r.errors.iter().any(|i| i.edge == Some(1)), "{r:#?}");
+}
+
+#[test]
+fn loop_edges_must_be_each_or_done() {
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "lp", "type": "loop", "over": "[1, 2]"}, agent("body", "{{item}}"), output("after"), output("odd")],
+        "edges": [e("start", "lp"), l("lp", "body", "Each"), l("lp", "after", "done"), l("lp", "odd", "next")]
+    }));
+    assert_error(&r, edge_at(3, "each or done"));
+    assert!(!r.errors.iter().any(|i| i.edge == Some(1) || i.edge == Some(2)), "{r:#?}");
+}
+
+#[test]
+fn loop_body_leaking_out_is_an_error() {
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "lp", "type": "loop", "over": "[1, 2]"}, agent("body", "{{item}}"), output("after")],
+        "edges": [e("start", "lp"), l("lp", "body", "each"), l("lp", "after", "done"), e("body", "after")]
+    }));
+    // The body is everything reachable from `each`, so `after` joined it: the loop's `done` edge
+    // now enters the body, and that is the edge reported.
+    assert_error(&r, edge_at(2, "body of loop"));
+    // A body node also fed from outside the loop leaks too.
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "lp", "type": "loop", "over": "[1, 2]"}, agent("body", "{{item}}"), output("after")],
+        "edges": [e("start", "lp"), l("lp", "body", "each"), e("start", "after"), e("body", "after")]
+    }));
+    assert_error(&r, edge_at(2, "body of loop"));
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "lp", "type": "loop", "over": "[1, 2]"}, agent("body", "{{item}}"), output("after")],
+        "edges": [e("start", "lp"), l("lp", "body", "each"), l("lp", "after", "done")]
+    }));
+    assert_ok(&r);
+}
+
+// ---- ranges ------------------------------------------------------------------------------
+
+#[test]
+fn ranges_of_every_limit_are_checked() {
+    let cases = [
+        (json!({"id": "n", "type": "agent", "prompt": "p", "retries": 4}), "retries"),
+        (json!({"id": "n", "type": "agent", "prompt": "p", "timeout_seconds": 3601}), "timeout_seconds"),
+        (json!({"id": "n", "type": "approval", "question": "q", "timeout_minutes": 0}), "timeout_minutes"),
+        (json!({"id": "n", "type": "approval", "question": "q", "timeout_minutes": 4321}), "timeout_minutes"),
+        (json!({"id": "n", "type": "wait", "seconds": 3601}), "seconds"),
+        (json!({"id": "n", "type": "wait", "seconds": 0}), "seconds"),
+        (json!({"id": "n", "type": "wait", "duration": "2h"}), "duration"),
+        (json!({"id": "n", "type": "loop", "over": "[1]", "max_items": 10001}), "max_items"),
+        (json!({"id": "n", "type": "loop", "over": "[1]", "concurrency": 17}), "concurrency"),
+        (json!({"id": "n", "type": "http", "url": "https://x.org", "timeout_seconds": 301}), "timeout_seconds"),
+        (json!({"id": "n", "type": "command", "run": "true", "timeout_seconds": 0}), "timeout_seconds"),
+        (json!({"id": "n", "type": "output", "retries": 1}), "retries"),
+    ];
+    for (n, field) in cases {
+        let r = validate(&with_node(n.clone()));
+        assert!(r.errors.iter().any(|i| i.node.as_deref() == Some("n") && i.field.as_deref() == Some(field)), "{n}: {r:#?}");
+    }
+    for n in [
+        json!({"id": "n", "type": "agent", "prompt": "p", "retries": 3, "timeout_seconds": 3600}),
+        json!({"id": "n", "type": "approval", "question": "q", "timeout_minutes": 4320}),
+        json!({"id": "n", "type": "approval", "question": "q", "timeout_minutes": 1}),
+        json!({"id": "n", "type": "wait", "seconds": 3600}),
+        json!({"id": "n", "type": "wait", "duration": "1h"}),
+        json!({"id": "n", "type": "http", "url": "https://x.org", "timeout_seconds": 300}),
+    ] {
+        assert_ok(&validate(&with_node(n)));
+    }
+}
+
+// ---- conditions and templates ------------------------------------------------------------
+
+#[test]
+fn condition_not_starting_with_out_is_rejected_at_design_time() {
+    for expr in ["a.words > 2", "outs.a.words > 2", "words > 2", "out.a.words >> 2", "out.a.words > two", "out.a.words > '2'"] {
+        let r = validate(&json!({
+            "nodes": [manual(), agent("a", "p"), {"id": "c", "type": "condition", "expr": expr}, output("x")],
+            "edges": [e("start", "a"), e("a", "c"), l("c", "x", "true")]
+        }));
+        assert_error(&r, node("c", "expr", ""));
+    }
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "p"), {"id": "c", "type": "condition", "expr": "a.words > 2"}],
+        "edges": [e("start", "a"), e("a", "c")]
+    }));
+    assert_error(&r, node("c", "expr", "out."));
+}
+
+#[test]
+fn condition_naming_a_node_that_is_not_upstream_is_an_error() {
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "p"), agent("side", "p"), {"id": "c", "type": "condition", "expr": "out.side.words > 2"}, output("x")],
+        "edges": [e("start", "a"), e("start", "side"), e("a", "c"), l("c", "x", "true")]
+    }));
+    assert_error(&r, node("c", "expr", "not upstream"));
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "p"), {"id": "c", "type": "condition", "expr": "out.ghost.words > 2"}, output("x")],
+        "edges": [e("start", "a"), e("a", "c"), l("c", "x", "true")]
+    }));
+    assert_error(&r, node("c", "expr", "no known node"));
+    // The trigger is always upstream.
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "c", "type": "condition", "expr": "out.start.n > 2"}, output("x"), output("y")],
+        "edges": [e("start", "c"), l("c", "x", "true"), l("c", "y", "false")]
+    }));
+    assert_ok(&r);
+}
+
+#[test]
+fn template_naming_a_node_that_is_not_upstream_is_an_error() {
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "Use {{nodes.b}}"), agent("b", "p")],
+        "edges": [e("start", "a"), e("a", "b")]
+    }));
+    assert_error(&r, node("a", "prompt", "not upstream"));
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "p"), {"id": "o", "type": "output", "template": "{{nodes.nobody}}"}],
+        "edges": [e("start", "a"), e("a", "o")]
+    }));
+    assert_error(&r, node("o", "template", "no known node"));
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "{{item}}")],
+        "edges": [e("start", "a")]
+    }));
+    assert_error(&r, node("a", "prompt", "loop body"));
+    let r = validate(&json!({"nodes": [manual(), agent("a", "{{nodes.start}} {{trigger.x}} {{run.id}} {{ run.design }}")], "edges": [e("start", "a")]}));
+    assert_ok(&r);
+}
+
+// ---- schedules, deliveries, budget -------------------------------------------------------
+
+#[test]
+fn bad_schedule_is_an_error() {
+    let sched = |s: Value| json!({"nodes": [{"id": "start", "type": "trigger", "mode": "schedule", "schedule": s}, output("o")],
+                                  "edges": [e("start", "o")]});
+    let r = validate(&sched(json!({"preset": "custom", "cron": "* * * *"})));
+    assert_error(&r, node("start", "schedule", "field"));
+    let r = validate(&sched(json!({"preset": "daily", "time": "25:00"})));
+    assert_error(&r, node("start", "schedule", ""));
+    let r = validate(&sched(json!({"preset": "daily", "time": "9am"})));
+    assert_error(&r, node("start", "schedule", ""));
+    let r = validate(&sched(json!({"preset": "custom", "cron": "61 * * * *"})));
+    assert_error(&r, node("start", "schedule", ""));
+    assert!(validate(&sched(json!({"preset": "custom", "cron": "*/15 9-17 * * 1-5"}))).ok);
+    assert!(validate(&sched(json!({"preset": "daily", "time": "23:59"}))).ok);
+}
+
+#[test]
+fn bad_delivery_target_is_an_error() {
+    for (deliver, target) in [("channel", "telegram"), ("channel", "telegram:abc"), ("channel", "sms:123"), ("notification", "discord"), ("channel", "slack:")] {
+        let r = validate(&with_node(json!({"id": "send", "type": "output", "deliver": deliver, "target": target})));
+        assert_error(&r, node("send", "target", ""));
+    }
+    let r = validate(&with_node(json!({"id": "send", "type": "output", "deliver": "channel"})));
+    assert_error(&r, node("send", "target", "needs"));
+    let r = validate(&with_node(json!({"id": "send", "type": "output", "deliver": "pigeon", "target": "telegram"})));
+    assert_error(&r, node("send", "deliver", ""));
+    assert!(validate(&with_node(json!({"id": "send", "type": "output", "deliver": "channel", "target": "telegram:-100123:17585"}))).ok);
+}
+
+#[test]
+fn budget_below_the_sum_of_agent_max_tokens_is_an_error() {
+    let d = |budget: u64| {
+        json!({
+            "budget": {"tokens": budget},
+            "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "p", "max_tokens": 600}, {"id": "b", "type": "agent", "prompt": "p", "max_tokens": 500}],
+            "edges": [e("start", "a"), e("a", "b")]
+        })
+    };
+    assert_error(&validate(&d(1000)), design_level(Some("budget"), "below the sum"));
+    assert_ok(&validate(&d(1100)));
+    let r = validate(&json!({"budget": {"tokens": "lots"}, "nodes": [], "edges": []}));
+    assert_error(&r, design_level(Some("budget"), ""));
+}
+
+// ---- warnings ----------------------------------------------------------------------------
+
+#[test]
+fn unreachable_node_is_a_warning() {
+    let r = validate(&json!({"nodes": [manual(), output("o"), output("island")], "edges": [e("start", "o")]}));
+    assert_ok(&r);
+    assert_warning(&r, node_only("island", "cannot be reached"));
+    assert!(!r.warnings.iter().any(|w| w.node.as_deref() == Some("o")), "{r:#?}");
+}
+
+#[test]
+fn approval_with_an_unlabelled_edge_is_a_warning() {
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "g", "type": "approval", "question": "q?"}, output("x"), output("y")],
+        "edges": [e("start", "g"), l("g", "x", "approve"), e("g", "y")]
+    }));
+    assert_ok(&r);
+    assert_warning(&r, edge_at(2, "no label"));
+}
+
+#[test]
+fn condition_with_a_missing_branch_is_a_warning() {
+    let r = validate(&json!({
+        "nodes": [manual(), agent("a", "p"), {"id": "c", "type": "condition", "expr": "out.a.words > 2"}, output("x")],
+        "edges": [e("start", "a"), e("a", "c"), l("c", "x", "true")]
+    }));
+    assert_ok(&r);
+    assert_warning(&r, node_only("c", "false"));
+}
+
+#[test]
+fn output_on_a_scheduled_design_that_neither_delivers_nor_feeds_anything_is_a_warning() {
+    let d = |trigger: Value, send: Value| json!({"nodes": [trigger, agent("a", "p"), send], "edges": [e("start", "a"), e("a", "send")]});
+    let scheduled = json!({"id": "start", "type": "trigger", "mode": "schedule", "schedule": {"preset": "daily", "time": "09:00"}});
+    let r = validate(&d(scheduled.clone(), output("send")));
+    assert_ok(&r);
+    assert_warning(&r, node_only("send", "nobody will see it"));
+    let quiet = |r: &Report| !r.warnings.iter().any(|w| w.node.as_deref() == Some("send"));
+    assert!(quiet(&validate(&d(scheduled, json!({"id": "send", "type": "output", "deliver": "notification", "target": "telegram"})))));
+    assert!(quiet(&validate(&d(manual(), output("send")))));
+}
+
+// ---- no input panics -----------------------------------------------------------------------
+
+const TYPES: [&str; 13] =
+    ["trigger", "agent", "condition", "approval", "output", "note", "command", "http", "loop", "wait", "emit", "widget", ""];
+const IDS: [&str; 9] = ["start", "a", "b", "a.b", "c", "gate", "out", "x y", ""];
+const LABELS: [&str; 10] = ["true", "false", "True", "each", "done", "approve", "reject", "yes", "send", "junk"];
+
+/// Any JSON value, nested a few levels.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (0u64..5000).prop_map(Value::from),
+        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        "[ -~]{0,12}".prop_map(Value::String),
+        prop::sample::select(vec!["{{nodes.a}}", "{{trigger.x}}", "{{item}}", "{{", "}}", "out.a > 1", "09:00", "telegram:1"])
+            .prop_map(|s| Value::String(s.into())),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Plausible values for a node field, mostly valid, sometimes junk.
+fn field_value(key: &'static str) -> BoxedStrategy<Value> {
+    let good: Vec<Value> = match key {
+        "mode" => vec![json!("manual"), json!("schedule"), json!("event"), json!("heartbeat"), json!("bogus")],
+        "schedule" => vec![json!({"preset": "daily", "time": "09:00"}), json!({"preset": "custom", "cron": "* * * *"}), json!({"preset": "hourly"})],
+        "sources" => vec![json!(["deploy.done"]), json!([])],
+        "every" => vec![json!("30m"), json!("5s")],
+        "prompt" | "template" | "over" | "run" | "payload" | "url" | "cwd" => vec![
+            json!("hello"),
+            json!("{{nodes.a}}"),
+            json!("{{nodes.a.b.words}}"),
+            json!("{{trigger.x}}"),
+            json!("{{nodes.start}}"),
+            json!("{{item.title}} {{loop.index}}"),
+            json!("https://example.org/{{run.id}}"),
+            json!("[1, 2, 3]"),
+            json!("{{nodes.c.data.k}}"),
+            json!({"k": "{{nodes.b}}"}),
+        ],
+        "expr" => vec![
+            json!("out.a.words > 1"),
+            json!("out.start.x == 1"),
+            json!("out.a.b == 'x'"),
+            json!("out.b.text != \"no\""),
+            json!("out.a.data == null"),
+            json!("out.c.value == true"),
+            json!("a > 1"),
+            json!("out.a > 'x'"),
+        ],
+        "question" | "event" | "text" | "profile" | "model" => vec![json!("q"), json!("deploy.done"), json!("")],
+        "options" => vec![json!(["approve", "reject"]), json!(["yes", "send"]), json!([]), json!(["a", "a"])],
+        "retries" => vec![json!(0), json!(1), json!(3), json!(4)],
+        "max_tokens" => vec![json!(10), json!(1_000_000)],
+        "timeout_minutes" => vec![json!(1), json!(60), json!(0)],
+        "on_timeout" => vec![json!("reject"), json!("escalate"), json!("explode")],
+        "deliver" => vec![json!("channel"), json!("notification"), json!("pigeon")],
+        "target" => vec![json!("telegram:123"), json!("telegram"), json!("slack:#ops"), json!("sms:1")],
+        "argv" => vec![json!(["echo", "{{nodes.a}}"]), json!([])],
+        "method" => vec![json!("POST"), json!("FETCH")],
+        "seconds" => vec![json!(1), json!(30), json!(3601)],
+        "duration" => vec![json!("5m"), json!("2h")],
+        "max_items" | "concurrency" | "timeout_seconds" => vec![json!(1), json!(16), json!(301), json!(20000)],
+        _ => vec![json!(1)],
+    };
+    prop_oneof![9 => prop::sample::select(good), 1 => any_json()].boxed()
+}
+
+const FIELDS: [&str; 32] = [
+    "mode", "schedule", "sources", "every", "prompt", "template", "over", "run", "payload", "url", "cwd", "expr", "question", "event",
+    "text", "profile", "model", "options", "retries", "max_tokens", "timeout_minutes", "on_timeout", "deliver", "target", "argv",
+    "method", "seconds", "duration", "max_items", "concurrency", "timeout_seconds", "x",
+];
+
+/// The fields a node of `kind` needs to be valid (values still drawn at random).
+fn needed(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "trigger" => &["mode"],
+        "agent" => &["prompt"],
+        "condition" => &["expr"],
+        "approval" => &["question"],
+        "command" => &["run"],
+        "http" => &["url"],
+        "loop" => &["over"],
+        "wait" => &["seconds"],
+        "emit" => &["event"],
+        _ => &[],
+    }
+}
+
+fn node_strategy() -> impl Strategy<Value = Value> {
+    let id = prop_oneof![8 => prop::sample::select(IDS.to_vec()).prop_map(|s| json!(s)), 1 => any_json()];
+    let kind = prop_oneof![10 => prop::sample::select(TYPES.to_vec()).prop_map(|s| json!(s)), 1 => any_json()];
+    (id, kind, prop::collection::vec(prop::sample::select(FIELDS.to_vec()), 0..3), any::<bool>()).prop_flat_map(|(id, kind, extra, typed)| {
+        let k = kind.as_str().unwrap_or("").to_string();
+        let mut keys: Vec<&'static str> = if typed { needed(&k).to_vec() } else { Vec::new() };
+        keys.extend(extra);
+        keys.dedup();
+        let values: Vec<BoxedStrategy<(&'static str, Value)>> =
+            keys.into_iter().map(|key| field_value(key).prop_map(move |v| (key, v)).boxed()).collect();
+        (Just(id), Just(kind), values).prop_map(|(id, kind, fields)| {
+            let mut m = Map::new();
+            m.insert("id".into(), id);
+            m.insert("type".into(), kind);
+            for (k, v) in fields {
+                m.insert(k.into(), v);
+            }
+            Value::Object(m)
+        })
+    })
+}
+
+fn edge_strategy() -> impl Strategy<Value = Value> {
+    let end = || prop_oneof![10 => prop::sample::select(IDS.to_vec()).prop_map(|s| json!(s)), 1 => any_json()];
+    let label = prop_oneof![2 => Just(None), 3 => prop::sample::select(LABELS.to_vec()).prop_map(|s| Some(json!(s))), 1 => any_json().prop_map(Some)];
+    (end(), end(), label).prop_map(|(from, to, label)| {
+        let mut m = Map::new();
+        m.insert("from".into(), from);
+        m.insert("to".into(), to);
+        if let Some(l) = label {
+            m.insert("label".into(), l);
+        }
+        Value::Object(m)
+    })
+}
+
+fn design_strategy() -> impl Strategy<Value = Value> {
+    let graph = (
+        prop::collection::vec(node_strategy(), 0..8),
+        prop::collection::vec(edge_strategy(), 0..10),
+        prop::option::of(prop_oneof![(0u64..3000).prop_map(|t| json!({"tokens": t})), any_json()]),
+        any::<bool>(),
+    )
+        .prop_map(|(nodes, edges, budget, forward_only)| {
+            // Half the time keep only edges that go forward in `nodes`, so acyclic designs are common.
+            let pos = |v: &Value| nodes.iter().position(|n| n.get("id") == Some(v));
+            let edges: Vec<Value> = edges
+                .into_iter()
+                .filter(|e| !forward_only || matches!((pos(&e["from"]), pos(&e["to"])), (Some(f), Some(t)) if f < t))
+                .collect();
+            let mut m = Map::new();
+            m.insert("nodes".into(), Value::Array(nodes));
+            m.insert("edges".into(), Value::Array(edges));
+            if let Some(b) = budget {
+                m.insert("budget".into(), b);
+            }
+            Value::Object(m)
+        });
+    prop_oneof![
+        12 => graph,
+        1 => any_json(),
+        1 => prop::collection::vec(prop_oneof!["[a-z ]{0,10}".prop_map(Value::String), node_strategy()], 0..4)
+            .prop_map(|acts| json!({"activities": acts})),
+    ]
+}
+
+const SHAPED_IDS: [&str; 12] = ["start", "a", "a.b", "b", "c", "c.d", "e", "f", "g", "h", "i", "j"];
+const SHAPED_KINDS: [&str; 12] =
+    ["agent", "agent", "condition", "condition", "approval", "output", "output", "command", "http", "wait", "emit", "note"];
+
+/// One node of a shaped design, as raw choices: (kind, parent, variant, label, extra parent).
+type Choice = (u8, u8, u8, u8, u8);
+
+/// A design shaped to be valid more often than not: forward edges only, labels that fit the
+/// source's type, references to a parent. Small choices still break it (notes with edges,
+/// references to non-ancestors, junk labels, loops, ranges), so both verdicts are common.
+fn shaped_design(choices: &[Choice], trigger: u8, budget: Option<u64>) -> Value {
+    let mut nodes: Vec<Value> = Vec::new();
+    let mut edges: Vec<Value> = Vec::new();
+    let mut kinds: Vec<&str> = Vec::new();
+    let mut options: Vec<Vec<String>> = Vec::new();
+    let label_for = |kind: &str, opts: &[String], sel: u8| -> Option<String> {
+        if sel >= 240 {
+            return Some("junk".into());
+        }
+        match kind {
+            "condition" => Some(["true", "false", "True"][sel as usize % 3].into()),
+            "approval" => (!sel.is_multiple_of(4)).then(|| opts[sel as usize % opts.len()].clone()),
+            "loop" => Some(["each", "done"][sel as usize % 2].into()),
+            _ => None,
+        }
+    };
+    for (i, &(k, p, v, lab, extra)) in choices.iter().enumerate().take(SHAPED_IDS.len()) {
+        let id = SHAPED_IDS[i];
+        let v = v as usize;
+        if i == 0 && trigger % 4 != 3 {
+            let t = match trigger % 4 {
+                0 => json!({"id": id, "type": "trigger", "mode": "manual"}),
+                1 => json!({"id": id, "type": "trigger", "mode": "schedule", "schedule": {"preset": "weekdays", "time": "09:00"}}),
+                _ => json!({"id": id, "type": "trigger", "mode": "event", "sources": ["deploy.*"]}),
+            };
+            nodes.push(t);
+            kinds.push("trigger");
+            options.push(Vec::new());
+            continue;
+        }
+        let kind = if v % 29 == 28 { "loop" } else { SHAPED_KINDS[k as usize % SHAPED_KINDS.len()] };
+        let parent = (i > 0).then(|| p as usize % i);
+        let pid = parent.map_or("start", |p| SHAPED_IDS[p]);
+        let mut opts = Vec::new();
+        let node = match kind {
+            "agent" => {
+                let prompt = [
+                    format!("Summarise {{{{nodes.{pid}}}}}"),
+                    "plain prompt".to_string(),
+                    "for {{trigger.x}}".to_string(),
+                    format!("{{{{nodes.{pid}.title}}}}"),
+                    format!("{{{{ nodes.{pid}.words }}}} words"),
+                ][v % 5]
+                    .clone();
+                let mut n = json!({"id": id, "type": "agent", "prompt": prompt, "retries": v % 4, "profile": "writer"});
+                if v.is_multiple_of(3) {
+                    n["max_tokens"] = json!(50);
+                }
+                n
+            }
+            "condition" => {
+                let expr = [
+                    format!("out.{pid}.words > 1"),
+                    format!("out.{pid}.text == 'x'"),
+                    format!("out.{pid}.data.k == \"v\""),
+                    "out.start.x == 1".to_string(),
+                    format!("out.{pid}.value == true"),
+                    format!("out.{pid}.title != 'no'"),
+                    format!("out.{pid}.chars <= 3"),
+                ][v % 7]
+                    .clone();
+                json!({"id": id, "type": "condition", "expr": expr})
+            }
+            "approval" => {
+                opts = match v % 3 {
+                    0 => vec!["approve".to_string(), "reject".to_string()],
+                    1 => vec!["send".to_string(), "skip".to_string()],
+                    _ => vec!["yes".to_string()],
+                };
+                let on_timeout = ["reject", "escalate"][v % 2];
+                let mut n = json!({"id": id, "type": "approval", "question": "Go?", "on_timeout": on_timeout});
+                if !v.is_multiple_of(3) {
+                    n["options"] = json!(opts);
+                }
+                if !v.is_multiple_of(5) {
+                    n["timeout_minutes"] = json!([1, 60, 4320, 4321][v % 4]);
+                }
+                n
+            }
+            "output" => match v % 4 {
+                0 => json!({"id": id, "type": "output"}),
+                1 => json!({"id": id, "type": "output", "template": format!("{{{{nodes.{pid}}}}} done")}),
+                2 => json!({"id": id, "type": "output", "deliver": "channel", "target": "telegram:123"}),
+                _ => json!({"id": id, "type": "output", "deliver": "notification", "target": "slack"}),
+            },
+            "command" => match v % 2 {
+                0 => json!({"id": id, "type": "command", "run": format!("echo {{{{nodes.{pid}}}}}")}),
+                _ => json!({"id": id, "type": "command", "argv": ["echo", "{{trigger.x}}"], "env": {"K": "{{run.id}}"}}),
+            },
+            "http" => {
+                let timeout = [30, 300, 301][v % 3];
+                json!({"id": id, "type": "http", "url": format!("https://example.org/{{{{nodes.{pid}.words}}}}"), "method": "POST",
+                       "body": {"q": format!("{{{{nodes.{pid}}}}}")}, "timeout_seconds": timeout})
+            }
+            "wait" => match v % 3 {
+                0 => json!({"id": id, "type": "wait", "seconds": 30}),
+                1 => json!({"id": id, "type": "wait", "duration": "5m"}),
+                _ => json!({"id": id, "type": "wait", "seconds": 3600}),
+            },
+            "emit" => json!({"id": id, "type": "emit", "event": "deploy.done", "payload": {"from": format!("{{{{nodes.{pid}}}}}")}}),
+            "loop" => json!({"id": id, "type": "loop", "over": "[1, 2]"}),
+            _ => json!({"id": id, "type": "note", "text": "hi"}),
+        };
+        nodes.push(node);
+        kinds.push(kind);
+        options.push(opts);
+        // Notes mostly stay unconnected; sometimes they get an edge (an error).
+        let connect = |p: &usize| (kind != "note" || lab.is_multiple_of(7)) && (kinds[*p] != "note" || lab.is_multiple_of(11));
+        if let Some(p) = parent.filter(connect) {
+            let mut edge = json!({"from": SHAPED_IDS[p], "to": id});
+            if let Some(l) = label_for(kinds[p], &options[p], lab) {
+                edge["label"] = json!(l);
+            }
+            edges.push(edge);
+        }
+        if extra.is_multiple_of(3) && i > 1 {
+            let q = extra as usize % i;
+            if Some(q) != parent && kinds[q] != "note" && kind != "note" {
+                let mut edge = json!({"from": SHAPED_IDS[q], "to": id});
+                if let Some(l) = label_for(kinds[q], &options[q], lab.wrapping_add(extra)) {
+                    edge["label"] = json!(l);
+                }
+                edges.push(edge);
+            }
+        }
+    }
+    let mut design = json!({"nodes": nodes, "edges": edges});
+    if let Some(b) = budget {
+        design["budget"] = json!({"tokens": b});
+    }
+    design
+}
+
+fn shaped_strategy() -> impl Strategy<Value = Value> {
+    (prop::collection::vec(any::<Choice>(), 1..12), any::<u8>(), prop::option::weighted(0.2, 0u64..400))
+        .prop_map(|(choices, trigger, budget)| shaped_design(&choices, trigger, budget))
+}
+
+/// Drives a run to its end, answering every task, gate and parked agent, and sleeping through
+/// waits by moving the clock. Returns the run; panics if it never finishes.
+/// `agents`: 0 parks each agent's first attempt, 1 fails it, 2 answers at once. Odd `texts`
+/// make every step answer JSON, even ones plain text.
+fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, texts: u8) {
+    let text = if texts % 2 == 1 { r#"{"k": "v", "title": "t"}"# } else { "x" };
+    for _ in 0..500 {
+        match run.advance(now) {
+            Advance::Settled(_) => continue,
+            Advance::Tasks(tasks) => {
+                for t in tasks {
+                    let outcome = match &t.work {
+                        Work::Agent { .. } if agents == 0 && t.attempt == 1 => Outcome::ParkAgent,
+                        Work::Agent { .. } if agents == 1 && t.attempt == 1 => Outcome::Failed { error: "flaky".into() },
+                        Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
+                            node: t.node.clone(),
+                            target: target.clone(),
+                            ok: true,
+                            detail: "message_id 1".into(),
+                            at: now,
+                        }),
+                        _ => Outcome::Done { text: text.into(), extra: Map::new(), tokens: 7 },
+                    };
+                    run.complete(&t.node, outcome, now).expect("a running step accepts its outcome");
+                }
+            }
+            Advance::Idle => {
+                if run.status.is_finished() {
+                    // Both are no-ops on a finished run, and never panic.
+                    assert!(!run.enforce_deadlines(now));
+                    let _ = run.result();
+                    return;
+                }
+                let pending = run.pending.clone().expect("an idle, unfinished run waits on something");
+                match pending {
+                    Pending::Approval { node, options, .. } => {
+                        let answer = options.first().cloned().unwrap_or_default();
+                        run.respond(&node, Response::Answer(answer), now).expect("answer accepted");
+                    }
+                    Pending::Agent { node, .. } => run.respond(&node, Response::Output("pasted".into()), now).expect("output accepted"),
+                    Pending::Wait { resume_at, .. } => now = resume_at,
+                }
+                now += Duration::seconds(1);
+            }
+        }
+    }
+    panic!("run did not finish: {:#}", run.result());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_designs_never_panic_the_validator_the_converter_or_the_engine(design in prop_oneof![design_strategy(), shaped_strategy()], agents in 0u8..3, texts in any::<u8>()) {
+        let report = validate(&design);
+        prop_assert_eq!(report.ok, report.errors.is_empty());
+        // The report itself is valid contract JSON.
+        let _ = serde_json::to_value(&report).expect("report serializes");
+        if report.ok {
+            let parsed = Design::from_value(&design).expect("a valid design parses");
+            let plan = Plan::compile("fuzz", &parsed).expect("a valid design compiles");
+            let now = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+            let mut run = Run::start(plan, "0123456789ab", TriggerInfo { mode: "manual".into(), input: json!({"x": 1}) }, now);
+            drive_everything(&mut run, now, agents, texts);
+            // Retrying a failed run never panics either, and finishes too.
+            if run.status == vwf_core::run::Status::Failed {
+                run.retry(now).expect("a failed run can be retried");
+                drive_everything(&mut run, now, agents, texts);
+            }
+        } else {
+            let parsed = Design::from_value(&design);
+            if let Ok(d) = parsed {
+                prop_assert!(Plan::compile("fuzz", &d).is_err(), "an invalid design must not compile");
+            }
+        }
+    }
+}
