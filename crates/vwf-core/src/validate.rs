@@ -270,14 +270,21 @@ pub fn validate_design(design: &Design) -> Report {
         if body.is_empty() {
             continue;
         }
+        // Nodes that run after the loop: what its `done` edges reach. A body node that also
+        // lies there means some body edge flows on past the loop; that edge is the leak.
+        let done_targets: Vec<usize> = graph
+            .children(lp)
+            .filter(|(e, _)| design.edges[*e].label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case("done")))
+            .map(|(_, c)| c)
+            .collect();
+        let mut after: BTreeSet<usize> = done_targets.iter().copied().collect();
+        after.extend(graph.descendants(&done_targets));
         for &(ei, f, t) in &graph.edges {
-            let leaks_out = body.contains(&f) && !body.contains(&t);
-            // Only the loop's own `each` edges may enter the body; a `done` edge into it means
-            // the body flows on past the loop.
-            let enters_by_each = f == lp && design.edges[ei].label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case("each"));
-            let leaks_in = !body.contains(&f) && body.contains(&t) && !enters_by_each;
+            let e = &design.edges[ei];
+            let from_loop_by = |label: &str| f == lp && e.label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(label));
+            let leaks_out = body.contains(&f) && !after.contains(&f) && (!body.contains(&t) || after.contains(&t));
+            let leaks_in = !body.contains(&f) && body.contains(&t) && !after.contains(&t) && !from_loop_by("each");
             if leaks_out || leaks_in {
-                let e = &design.edges[ei];
                 errors.push(Issue::edge(
                     ei,
                     format!("edge {} -> {} crosses the body of loop {:?}; a loop body connects only to itself", e.from, e.to, graph.nodes[lp].id),

@@ -291,9 +291,8 @@ fn loop_body_leaking_out_is_an_error() {
         "nodes": [manual(), {"id": "lp", "type": "loop", "over": "[1, 2]"}, agent("body", "{{item}}"), output("after")],
         "edges": [e("start", "lp"), l("lp", "body", "each"), l("lp", "after", "done"), e("body", "after")]
     }));
-    // The body is everything reachable from `each`, so `after` joined it: the loop's `done` edge
-    // now enters the body, and that is the edge reported.
-    assert_error(&r, edge_at(2, "body of loop"));
+    // `after` runs after the loop (its `done` edge), so the body's edge into it is the leak.
+    assert_error(&r, edge_at(3, "body of loop"));
     // A body node also fed from outside the loop leaks too.
     let r = validate(&json!({
         "nodes": [manual(), {"id": "lp", "type": "loop", "over": "[1, 2]"}, agent("body", "{{item}}"), output("after")],
