@@ -34,7 +34,7 @@ pub fn resolve_home(flag: Option<&Path>) -> PathBuf {
 impl App {
     pub fn open(home: PathBuf) -> Result<App, Failure> {
         let config = Config::load(&home).map_err(Failure::Internal)?;
-        let clock = clock::from_env().map_err(Failure::Internal)?;
+        let clock = clock::from_env().map_err(Failure::BadRequest)?;
         Ok(App { store: Box::new(FileStore::new(home.clone())), home, drivers: Drivers::new(config), clock })
     }
 

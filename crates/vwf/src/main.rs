@@ -175,7 +175,7 @@ fn show_run(run: &Run, json: bool, live_shown: bool) -> u8 {
     if json {
         say!("{}", pretty(&result));
     } else {
-        say!("{}", render::summary(&result, !live_shown));
+        say!("{}", render::summary(&result, !live_shown, render::Reader::Cli));
     }
     run_code(run.status)
 }
@@ -277,7 +277,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             Ok(show_run(&run, json, true))
         }
         Cmd::Runs { limit } => {
-            let entries = app.store.list_runs(*limit)?;
+            let entries = runner.list(*limit)?;
             let mut runs = Vec::new();
             let mut rows = Vec::new();
             for e in entries {

@@ -43,12 +43,23 @@ pub fn step_line(step: &Value) -> String {
 }
 
 /// The summary printed when a run stops: steps, then what it waits for or why it failed.
-pub fn run_summary(run: &Value) -> String {
-    summary(run, true)
+/// Who reads a summary: its hints name the commands that reader can type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    Cli,
+    Chat,
 }
 
-/// The summary without the step lines (when they were shown live already).
-pub fn summary(run: &Value, with_steps: bool) -> String {
+pub fn run_summary(run: &Value, reader: Reader) -> String {
+    summary(run, true, reader)
+}
+
+/// The summary; `with_steps: false` leaves out the step lines (shown live already).
+pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
+    let (approve, retry) = match reader {
+        Reader::Cli => ("vwf approve", "vwf run retry"),
+        Reader::Chat => ("/workflow approve", "/workflow run retry"),
+    };
     let mut out = Vec::new();
     let id = s(run, "run_id");
     out.push(format!("Run {id} of {}: {}", s(run, "design"), s(run, "status").replace('_', " ")));
@@ -73,14 +84,17 @@ pub fn summary(run: &Value, with_steps: bool) -> String {
                 if let Some(d) = p.get("deadline").and_then(Value::as_str) {
                     out.push(format!("  deadline: {d} (then: {})", s(p, "on_timeout")));
                 }
-                out.push(format!("  answer: vwf approve {id} {node} <{}>", options.join("|")));
+                out.push(format!("  answer: {approve} {id} {node} <{}>", options.join("|")));
             }
             "agent" => {
                 out.push(format!("Waiting for an agent at {node} (no agent backend is configured). Prompt:"));
                 for line in s(p, "prompt").lines() {
                     out.push(format!("  | {line}"));
                 }
-                out.push(format!("  answer: vwf respond {id} {node} --output '<text>'"));
+                out.push(match reader {
+                    Reader::Cli => format!("  answer: vwf respond {id} {node} --output '<text>'"),
+                    Reader::Chat => format!("  answer: call workflow_design_respond with {{\"run_id\": \"{id}\", \"node\": \"{node}\", \"output\": \"<text>\"}}"),
+                });
             }
             "wait" => out.push(format!("Waiting at {node} until {}", s(p, "resume_at"))),
             _ => {}
@@ -88,7 +102,7 @@ pub fn summary(run: &Value, with_steps: bool) -> String {
     }
     if let Some(e) = run.get("error").and_then(Value::as_str) {
         out.push(format!("Failed at {}: {e}", s(run, "failed_node")));
-        out.push(format!("  retry from that step: vwf run retry {id}"));
+        out.push(format!("  retry from that step: {retry} {id}"));
     }
     if s(run, "status") == "done" {
         if let Some(last) = last_output(run) {

@@ -16,7 +16,7 @@ use vwf_core::validate::Report;
 use crate::clock::Clock;
 use crate::exec::Drivers;
 use crate::failure::Failure;
-use crate::store::{RunLock, Store};
+use crate::store::{RunEntry, RunLock, Store};
 
 /// What the runner tells an observer (the CLI's live step line).
 pub enum Progress<'r> {
@@ -30,6 +30,7 @@ pub enum Answer {
     Generate,
 }
 
+#[derive(Clone, Copy)]
 pub struct Runner<'a> {
     pub store: &'a dyn Store,
     pub drivers: &'a Drivers,
@@ -64,24 +65,57 @@ impl Runner<'_> {
     }
 
     /// Reads a run as it stands now: a run left running by a dead process is marked
-    /// interrupted, and a gate whose deadline passed is failed.
+    /// interrupted, a gate whose deadline passed is failed, and a timed wait that is due
+    /// resumes (without sleeping through any later wait).
     pub fn open(&self, id: &str) -> Result<Run, Failure> {
-        let id = parse_id(id)?;
-        let run = self.read(&id)?;
-        let stale = match run.status {
+        self.settle(&parse_id(id)?, true)
+    }
+
+    /// The newest runs, each settled like `open` would (but no wait is resumed by a listing).
+    /// An unreadable entry is listed with its error.
+    pub fn list(&self, limit: usize) -> Result<Vec<RunEntry>, Failure> {
+        let mut entries = self.store.list_runs(limit)?;
+        for entry in &mut entries {
+            let stale = entry.run.as_ref().ok().and_then(|v| serde_json::from_value::<Run>(v.clone()).ok()).is_some_and(|r| self.is_stale(&r, false));
+            if !stale {
+                continue;
+            }
+            if let Ok(id) = parse_id(&entry.id) {
+                if let Ok(run) = self.settle(&id, false) {
+                    entry.run = serde_json::to_value(&run).map_err(|e| e.to_string());
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Whether reading `run` now should change it (see `open`).
+    fn is_stale(&self, run: &Run, resume_waits: bool) -> bool {
+        let now = self.clock.now();
+        match run.status {
             Status::Running => true,
-            Status::AwaitingApproval => run.parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= self.clock.now())),
+            Status::AwaitingApproval => {
+                run.parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now))
+            }
+            Status::Waiting => resume_waits && run.next_wake().is_some_and(|t| t <= now),
             _ => false,
-        };
-        if !stale {
+        }
+    }
+
+    fn settle(&self, id: &RunId, resume_waits: bool) -> Result<Run, Failure> {
+        let run = self.read(id)?;
+        if !self.is_stale(&run, resume_waits) {
             return Ok(run);
         }
-        let Some(_lock) = self.store.try_lock_run(&id)? else {
+        let Some(lock) = self.store.try_lock_run(id)? else {
             return Ok(run); // its owner is alive and working on it
         };
-        let mut run = self.read(&id)?;
+        let mut run = self.read(id)?;
         if self.settle_orphan(&mut run) {
             self.persist(&run)?;
+        }
+        if resume_waits && self.is_stale(&run, true) && run.status == Status::Waiting {
+            Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
         }
         Ok(run)
     }

@@ -83,7 +83,7 @@ fn dispatch(app: &App, text: &str) -> String {
             let (maybe_id, _) = split_word(rest);
             if name == "retry" && !maybe_id.is_empty() {
                 return match app.runner(&quiet, false).retry(maybe_id) {
-                    Ok(run) => render::run_summary(&run.result()),
+                    Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
                     Err(e) => format!("Could not retry {maybe_id}: {e}"),
                 };
             }
@@ -96,7 +96,7 @@ fn dispatch(app: &App, text: &str) -> String {
                 }
             };
             let reply = call(app, "workflow_design_run", &json!({"name": name, "input": input}));
-            if reply.body.get("run_id").is_some() { render::run_summary(&reply.body) } else { refusal(&reply.body) }
+            if reply.body.get("run_id").is_some() { render::run_summary(&reply.body, render::Reader::Chat) } else { refusal(&reply.body) }
         }
         "approve" => {
             let (run_id, rest) = split_word(rest);
@@ -105,7 +105,7 @@ fn dispatch(app: &App, text: &str) -> String {
                 return "Usage: /workflow approve <run> <gate> <answer>".into();
             }
             match app.runner(&quiet, false).respond(run_id, gate, Answer::Respond(Response::Answer(answer.trim().to_string()))) {
-                Ok(run) => render::run_summary(&run.result()),
+                Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
                 Err(e) => format!("Could not answer {gate} of run {run_id}: {e}"),
             }
         }

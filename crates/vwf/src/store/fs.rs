@@ -176,7 +176,8 @@ impl Store for FileStore {
         }
         let mut bytes = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
         bytes.push(b'\n');
-        atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
+        // Runs are written under their lock (see `Store::lock_run`).
+        atomic_write_locked(&path, &bytes).map_err(|e| io_error("write", &path, e))
     }
 
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
@@ -263,16 +264,39 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     getrandom::fill(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
     let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let tmp = dir.join(format!(".{}.{suffix}.tmp", file_name.to_string_lossy()));
+    write_through(&tmp, path, dir, bytes, true)
+}
 
+/// `atomic_write` for a writer that holds the target's lock: the temp name is fixed
+/// (`.<file>.tmp`), so a writer killed mid-write leaves at most one temp file per target, and
+/// the next write replaces it.
+pub fn atomic_write_locked(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let file_name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "atomic_write needs a file path"))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = dir.join(format!(".{}.tmp", file_name.to_string_lossy()));
+    write_through(&tmp, path, dir, bytes, false)
+}
+
+fn write_through(tmp: &Path, path: &Path, dir: &Path, bytes: &[u8], fresh: bool) -> io::Result<()> {
     let written = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut options = OpenOptions::new();
+        options.write(true);
+        if fresh {
+            options.create_new(true);
+        } else {
+            options.create(true).truncate(true);
+        }
+        let mut file = options.open(tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
-        fs::rename(&tmp, path)
+        fs::rename(tmp, path)
     })();
     if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
+        let _ = fs::remove_file(tmp);
         return Err(e);
     }
     sync_dir(dir)

@@ -90,3 +90,27 @@ pub fn parse(out: &Output) -> Value {
 pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
+
+/// Every file under a home with its bytes, to prove that a refused request changed nothing.
+pub fn snapshot(home: &Home) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    home.files()
+        .into_iter()
+        .map(|rel| {
+            let bytes = std::fs::read(home.path().join(&rel)).unwrap_or_default();
+            (rel, bytes)
+        })
+        .collect()
+}
+
+/// The run file of `run_id` as saved (the run result plus `plan` and `history`).
+pub fn run_file(home: &Home, run_id: &str) -> Value {
+    let path = home.runs_dir().join(format!("{run_id}.json"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// `now` moved on by `minutes` (both RFC 3339), for driving `VWF_NOW` through a scenario.
+pub fn later(now: &str, minutes: i64) -> String {
+    let t = chrono::DateTime::parse_from_rfc3339(now).unwrap_or_else(|e| panic!("bad time {now:?}: {e}"));
+    (t + chrono::Duration::minutes(minutes)).to_utc().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
