@@ -917,6 +917,7 @@ impl Run {
     }
 }
 
+#[allow(clippy::large_enum_variant)] // short-lived, one per step
 enum Begin {
     Settled,
     Task(Task),

@@ -234,11 +234,10 @@ pub fn validate_design(design: &Design) -> Report {
         }
         let label = e.label.as_deref();
         match specs.get(from.id.as_str()) {
-            Some(Spec::Condition { .. }) => {
-                if !label.is_some_and(|l| l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false")) {
+            Some(Spec::Condition { .. })
+                if !label.is_some_and(|l| l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false")) => {
                     errors.push(Issue::edge(i, format!("edge {} -> {}: a condition's edges are labelled true or false", e.from, e.to)));
                 }
-            }
             Some(Spec::Approval { options, .. }) => match label {
                 Some(l) if !options.iter().any(|o| o == l) => errors.push(Issue::edge(
                     i,
@@ -250,11 +249,10 @@ pub fn validate_design(design: &Design) -> Report {
                     format!("edge {} -> {} has no label, so it is taken on every answer", e.from, e.to),
                 )),
             },
-            Some(Spec::Loop { .. }) => {
-                if !label.is_some_and(|l| l.eq_ignore_ascii_case("each") || l.eq_ignore_ascii_case("done")) {
+            Some(Spec::Loop { .. })
+                if !label.is_some_and(|l| l.eq_ignore_ascii_case("each") || l.eq_ignore_ascii_case("done")) => {
                     errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
                 }
-            }
             _ => {}
         }
     }
@@ -407,14 +405,13 @@ pub fn validate_design(design: &Design) -> Report {
     let scheduled = triggers.first().is_some_and(|t| t.field("mode").and_then(Value::as_str) == Some("schedule"));
     if scheduled {
         for (i, n) in graph.nodes.iter().enumerate() {
-            if let Some(Spec::Output { deliver: None, .. }) = specs.get(n.id.as_str()) {
-                if graph.children(i).next().is_none() {
+            if let Some(Spec::Output { deliver: None, .. }) = specs.get(n.id.as_str())
+                && graph.children(i).next().is_none() {
                     warnings.push(Issue::node(
                         &n.id,
                         format!("output {:?} on a scheduled design neither delivers nor feeds another step; nobody will see it", n.id),
                     ));
                 }
-            }
         }
     }
     Report::new(errors, warnings)

@@ -104,12 +104,11 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
         out.push(format!("Failed at {}: {e}", s(run, "failed_node")));
         out.push(format!("  retry from that step: {retry} {id}"));
     }
-    if s(run, "status") == "done" {
-        if let Some(last) = last_output(run) {
+    if s(run, "status") == "done"
+        && let Some(last) = last_output(run) {
             out.push(String::new());
             out.push(last);
         }
-    }
     out.join("\n")
 }
 

@@ -80,11 +80,10 @@ impl Runner<'_> {
             if !stale {
                 continue;
             }
-            if let Ok(id) = parse_id(&entry.id) {
-                if let Ok(run) = self.settle(&id, false) {
+            if let Ok(id) = parse_id(&entry.id)
+                && let Ok(run) = self.settle(&id, false) {
                     entry.run = serde_json::to_value(&run).map_err(|e| e.to_string());
                 }
-            }
         }
         Ok(entries)
     }
@@ -198,12 +197,11 @@ impl Runner<'_> {
                     }
                 }
                 Advance::Idle => {
-                    if run.status == Status::Waiting && self.sleep_for_waits {
-                        if let Some(t) = run.next_wake() {
+                    if run.status == Status::Waiting && self.sleep_for_waits
+                        && let Some(t) = run.next_wake() {
                             self.clock.sleep_until(t);
                             continue;
                         }
-                    }
                     if run.status != persisted.status || run.pending != persisted.pending {
                         self.persist(run)?;
                     }
