@@ -4,6 +4,9 @@
 //! parks for a person or host agent, and a delivery is recorded as failed with the reason, never
 //! claimed. Step types whose drivers are not built yet fail with a clear "not supported yet".
 
+pub mod command;
+pub mod http;
+
 use vwf_core::run::{Delivery, Outcome, Task, Work};
 use vwf_core::time::Ts;
 
@@ -38,8 +41,8 @@ impl Drivers {
                 detail: self.delivery_refusal(target),
                 at: now,
             }),
-            Work::Command { .. } => not_yet("command"),
-            Work::Http { .. } => not_yet("http"),
+            Work::Command { .. } => command::perform(&task.work, &self.config),
+            Work::Http { .. } => http::perform(&task.work),
             Work::Emit { .. } => not_yet("emit"),
         }
     }
