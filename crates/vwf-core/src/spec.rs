@@ -142,6 +142,13 @@ impl<'a> Fields<'a> {
 impl Spec {
     /// Parses one node's typed fields; every problem found is returned at once.
     pub fn parse(node: &Node) -> Result<Spec, Vec<Issue>> {
+        let (spec, issues) = Spec::parse_lenient(node);
+        if issues.is_empty() { Ok(spec) } else { Err(issues) }
+    }
+
+    /// Like `parse`, but also gives the spec made of the fields that could be read (defaults for
+    /// the rest), so the validator can go on checking edges and references of a flawed node.
+    pub fn parse_lenient(node: &Node) -> (Spec, Vec<Issue>) {
         let mut f = Fields { node, issues: Vec::new() };
         if f.get("retries").is_some() && !node.is("agent") {
             f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.kind));
@@ -307,7 +314,7 @@ impl Spec {
                 Spec::Note
             }
         };
-        if f.issues.is_empty() { Ok(spec) } else { Err(f.issues) }
+        (spec, f.issues)
     }
 
     /// Every template string this node carries, with the field it sits in.

@@ -194,11 +194,10 @@ pub fn validate_design(design: &Design) -> Report {
         if !seen_ids.insert(n.id.as_str()) {
             errors.push(Issue::node_field(&n.id, "id", format!("duplicate node id {:?}", n.id)));
         }
-        match Spec::parse(n) {
-            Ok(s) => {
-                specs.entry(n.id.as_str()).or_insert(s);
-            }
-            Err(issues) => errors.extend(issues),
+        let (spec, issues) = Spec::parse_lenient(n);
+        errors.extend(issues);
+        if !n.kind.is_empty() && crate::design::NODE_TYPES.contains(&n.kind.as_str()) {
+            specs.entry(n.id.as_str()).or_insert(spec);
         }
     }
     let triggers: Vec<&Node> = design.nodes.iter().filter(|n| n.is("trigger")).collect();

@@ -128,6 +128,12 @@ impl Runner<'_> {
         let response = match answer {
             Answer::Respond(r) => r,
             Answer::Generate => {
+                if run.plan.step(node).is_none() {
+                    if changed {
+                        self.persist(&run)?;
+                    }
+                    return Err(Failure::NotFound(format!("run {} has no node {node:?}", run.run_id)));
+                }
                 let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked.iter().find(|p| p.node() == node).cloned() else {
                     if changed {
                         self.persist(&run)?;
