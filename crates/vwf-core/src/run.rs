@@ -178,11 +178,92 @@ pub struct Run {
     pub parked: Vec<Pending>,
     #[serde(default)]
     pub history: Vec<HistoryEvent>,
+    /// Loops in progress or finished: their items and the state of each pass.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub loops: BTreeMap<String, LoopState>,
     pub plan: Plan,
 }
 
 /// Fields of the run file that are not part of the run result.
-pub const FILE_ONLY_FIELDS: [&str; 4] = ["tokens_used", "parked", "history", "plan"];
+pub const FILE_ONLY_FIELDS: [&str; 5] = ["tokens_used", "parked", "history", "loops", "plan"];
+
+/// A loop step's items and passes. A body step's record in `steps` is named `<id>#<pass>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopState {
+    pub items: Vec<Value>,
+    pub concurrency: u64,
+    /// Passes started so far, by index.
+    #[serde(default)]
+    pub passes: Vec<PassState>,
+}
+
+/// One pass of a loop: the outputs of its body steps, visible only inside the pass.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PassState {
+    #[serde(default)]
+    pub outputs: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub skipped: Vec<String>,
+    #[serde(default)]
+    pub done: bool,
+}
+
+/// Where a step instance runs: at the top of the plan, or in one pass of a loop.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Scope {
+    pass: Option<(String, usize)>,
+}
+
+impl Scope {
+    fn top() -> Scope {
+        Scope { pass: None }
+    }
+    fn pass(lp: &str, index: usize) -> Scope {
+        Scope { pass: Some((lp.to_string(), index)) }
+    }
+    /// The record name of `base` in this scope.
+    fn instance(&self, base: &str) -> String {
+        match &self.pass {
+            None => base.to_string(),
+            Some((_, i)) => format!("{base}#{i}"),
+        }
+    }
+}
+
+/// `body#3` → (`body`, Some(3)); a plain id → (id, None). Node ids never contain `#`.
+fn split_instance(id: &str) -> (&str, Option<usize>) {
+    match id.rsplit_once('#') {
+        Some((base, n)) => match n.parse() {
+            Ok(i) => (base, Some(i)),
+            Err(_) => (id, None),
+        },
+        None => (id, None),
+    }
+}
+
+/// A loop's `over`, rendered: it must be a JSON array of at most `max_items` items.
+fn loop_items(text: &str, max_items: u64) -> Result<Vec<Value>, String> {
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(Value::Array(items)) if items.len() as u64 <= max_items => Ok(items),
+        Ok(Value::Array(items)) => Err(format!("the loop's list has {} items, more than max_items ({max_items})", items.len())),
+        Ok(other) => Err(format!("a loop's \"over\" must give a JSON array, got {}", kind_name(&other))),
+        Err(_) => {
+            let shown: String = text.chars().take(80).collect();
+            Err(format!("a loop's \"over\" must give a JSON array, got text {shown:?}"))
+        }
+    }
+}
+
+fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
 
 /// Work for a driver.
 #[derive(Debug, Clone, PartialEq)]
@@ -268,6 +349,7 @@ impl Run {
             tokens_used: 0,
             parked: Vec::new(),
             history: Vec::new(),
+            loops: BTreeMap::new(),
             plan,
         }
     }
@@ -302,18 +384,28 @@ impl Run {
         loop {
             let mut progressed = false;
             let mut tasks = Vec::new();
+            match self.advance_loops(now) {
+                LoopProgress::Finished(lp) => {
+                    self.touch(now);
+                    self.refresh_status();
+                    return Advance::Settled(lp);
+                }
+                LoopProgress::Changed => progressed = true,
+                LoopProgress::Same => {}
+            }
             let ready: Vec<usize> = (0..self.plan.steps.len()).filter(|&i| self.is_ready(i)).collect();
-            for i in ready {
+            let mut candidates: Vec<(PlanStep, Scope)> = ready.into_iter().map(|i| (self.plan.steps[i].clone(), Scope::top())).collect();
+            candidates.extend(self.ready_instances());
+            for (step, scope) in candidates {
                 if self.status.is_finished() {
                     break;
                 }
-                let step = self.plan.steps[i].clone();
-                if !self.any_active_parent(&step) {
-                    self.skip(&step.id);
+                if !self.any_active_parent(&step, &scope) {
+                    self.skip(&step.id, &scope);
                     progressed = true;
                     continue;
                 }
-                match self.begin(&step, now) {
+                match self.begin(&step, &scope, now) {
                     Begin::Settled => {
                         self.touch(now);
                         self.refresh_status();
@@ -322,7 +414,7 @@ impl Run {
                         if !tasks.is_empty() {
                             return Advance::Tasks(tasks);
                         }
-                        return Advance::Settled(step.id);
+                        return Advance::Settled(scope.instance(&step.id));
                     }
                     Begin::Task(t) => tasks.push(t),
                 }
@@ -345,7 +437,7 @@ impl Run {
 
     /// A driver's report for a running step.
     pub fn complete(&mut self, node: &str, outcome: Outcome, now: Ts) -> Result<(), EngineError> {
-        let step = self.plan.step(node).cloned().ok_or_else(|| EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)))?;
+        let (step, scope) = self.locate(node).ok_or_else(|| EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)))?;
         match self.record(node).map(|r| r.status) {
             Some(StepStatus::Running) => {}
             _ => return Err(EngineError::Conflict(format!("step {node:?} is not running"))),
@@ -372,9 +464,9 @@ impl Run {
                 let error = format!("delivery to {} failed: {}", d.target, d.detail);
                 self.deliveries.push(d.clone());
                 if ok {
-                    let message = self.collect_message(&step).unwrap_or_default();
+                    let message = self.collect_message(&step, &scope).unwrap_or_default();
                     let mut extra = Map::new();
-                    extra.insert("collected".into(), Value::Object(self.collected(&step)));
+                    extra.insert("collected".into(), Value::Object(self.collected(&step, &scope)));
                     extra.insert("deliveries".into(), json!([d]));
                     self.finish_step(node, &message, extra, now);
                 } else {
@@ -398,7 +490,8 @@ impl Run {
                 }
             }
             Outcome::ParkAgent => {
-                let pending = match (step.spec(), self.render_step_template(&step, "prompt")) {
+                let prompt_src = step.node.get("prompt").and_then(Value::as_str).unwrap_or_default().to_string();
+                let pending = match (step.spec(), self.render(&prompt_src, &scope)) {
                     (Ok(Spec::Agent { profile, model, .. }), Ok(prompt)) => Pending::Agent { node: node.into(), prompt, profile, model },
                     (Err(e), _) | (_, Err(e)) => {
                         self.fail_step(node, &e, now);
@@ -426,9 +519,9 @@ impl Run {
     /// unchanged (`Ok`), so the caller returns that verdict.
     pub fn respond(&mut self, node: &str, response: Response, now: Ts) -> Result<(), EngineError> {
         self.enforce_deadlines(now);
-        let Some(step) = self.plan.step(node).cloned() else {
+        if self.locate(node).is_none() {
             return Err(EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)));
-        };
+        }
         if self.status == Status::Failed
             && self.failed_node.as_deref() == Some(node)
             && self.error.as_deref() == Some(APPROVAL_TIMED_OUT)
@@ -456,7 +549,7 @@ impl Run {
                 self.parked.remove(pos);
                 let mut extra = Map::new();
                 extra.insert("answer".into(), Value::String(chosen.clone()));
-                self.finish_step(&step.id, &chosen, extra, now);
+                self.finish_step(node, &chosen, extra, now);
             }
             (Pending::Agent { model, .. }, Response::Output(text)) => {
                 let model = model.clone();
@@ -464,7 +557,7 @@ impl Run {
                 let mut extra = Map::new();
                 extra.insert("model".into(), model.map_or(Value::Null, Value::String));
                 extra.insert("tokens".into(), json!(0));
-                self.finish_step(&step.id, &text, extra, now);
+                self.finish_step(node, &text, extra, now);
             }
             (Pending::Approval { .. }, Response::Output(_)) => {
                 return Err(EngineError::BadRequest(format!("{node:?} is an approval gate: answer it with one of its options")));
@@ -537,10 +630,12 @@ impl Run {
         if self.status != Status::Running {
             return;
         }
+        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.kind() == "loop");
         let node = self
             .steps
             .iter()
-            .find(|r| r.status == StepStatus::Running)
+            .find(|r| r.status == StepStatus::Running && !is_loop(r))
+            .or_else(|| self.steps.iter().find(|r| r.status == StepStatus::Running))
             .map(|r| r.node.clone())
             .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone()));
         let error = match &node {
@@ -579,10 +674,59 @@ impl Run {
         }
     }
 
+    /// The plan step and scope of a record name (`id` or `id#pass`).
+    fn locate(&self, node: &str) -> Option<(PlanStep, Scope)> {
+        let (base, pass) = split_instance(node);
+        let step = self.plan.step(base)?.clone();
+        let scope = match (pass, &step.in_loop) {
+            (None, None) => Scope::top(),
+            (Some(i), Some(lp)) => Scope::pass(lp, i),
+            _ => return None,
+        };
+        Some((step, scope))
+    }
+
+    fn pass_state(&self, scope: &Scope) -> Option<&PassState> {
+        let (lp, i) = scope.pass.as_ref()?;
+        self.loops.get(lp)?.passes.get(*i)
+    }
+
+    fn pass_state_mut(&mut self, scope: &Scope) -> Option<&mut PassState> {
+        let (lp, i) = scope.pass.as_ref()?;
+        self.loops.get_mut(lp)?.passes.get_mut(*i)
+    }
+
+    /// Whether `id` is a body step of the scope's loop.
+    fn in_scope_body(&self, id: &str, scope: &Scope) -> bool {
+        match &scope.pass {
+            Some((lp, _)) => self.plan.step(id).is_some_and(|s| s.in_loop.as_deref() == Some(lp)),
+            None => false,
+        }
+    }
+
+    /// The output view of `id` as seen from `scope`.
+    fn view_in(&self, id: &str, scope: &Scope) -> Option<&Value> {
+        if self.in_scope_body(id, scope) {
+            self.pass_state(scope)?.outputs.get(id)
+        } else {
+            self.outputs.get(id)
+        }
+    }
+
     fn is_settled(&self, id: &str) -> bool {
         Some(id) == self.plan.trigger_id()
             || self.skipped.iter().any(|s| s == id)
             || self.record(id).is_some_and(|r| r.status == StepStatus::Done)
+    }
+
+    fn settled_in(&self, id: &str, scope: &Scope) -> bool {
+        match &scope.pass {
+            Some((lp, _)) if id == lp => true,
+            _ if self.in_scope_body(id, scope) => {
+                self.pass_state(scope).is_some_and(|p| p.outputs.contains_key(id) || p.skipped.iter().any(|s| s == id))
+            }
+            _ => self.is_settled(id),
+        }
     }
 
     fn is_ready(&self, i: usize) -> bool {
@@ -596,13 +740,96 @@ impl Run {
         }
     }
 
-    fn any_active_parent(&self, step: &PlanStep) -> bool {
+    /// Body steps ready to start in the open passes of loops in progress.
+    fn ready_instances(&self) -> Vec<(PlanStep, Scope)> {
+        let mut out = Vec::new();
+        for (lp, state) in &self.loops {
+            if self.record(lp).map(|r| r.status) != Some(StepStatus::Running) {
+                continue;
+            }
+            for (i, pass) in state.passes.iter().enumerate().filter(|(_, p)| !p.done) {
+                let scope = Scope::pass(lp, i);
+                for step in self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())) {
+                    if pass.outputs.contains_key(&step.id) || pass.skipped.contains(&step.id) {
+                        continue;
+                    }
+                    let fresh = matches!(self.record(&scope.instance(&step.id)).map(|r| r.status), None | Some(StepStatus::Retrying));
+                    if fresh && step.parents.iter().all(|p| self.settled_in(&p.from, &scope)) {
+                        out.push((step.clone(), scope.clone()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Closes finished passes, opens new ones up to the loop's concurrency, and finishes a loop
+    /// whose passes are all done.
+    fn advance_loops(&mut self, now: Ts) -> LoopProgress {
+        let mut progress = LoopProgress::Same;
+        let running: Vec<String> =
+            self.loops.keys().filter(|lp| self.record(lp).map(|r| r.status) == Some(StepStatus::Running)).cloned().collect();
+        for lp in running {
+            let body: Vec<String> = self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.clone()).collect();
+            let Some(state) = self.loops.get_mut(&lp) else { continue };
+            for pass in state.passes.iter_mut().filter(|p| !p.done) {
+                if body.iter().all(|b| pass.outputs.contains_key(b) || pass.skipped.contains(b)) {
+                    pass.done = true;
+                    progress = LoopProgress::Changed;
+                }
+            }
+            let n = state.items.len();
+            if state.passes.len() == n && state.passes.iter().all(|p| p.done) {
+                let results: Vec<Value> = (0..n).map(|i| self.pass_result(&lp, i, &body)).collect();
+                let mut extra = Map::new();
+                extra.insert("items".into(), Value::Array(results.clone()));
+                extra.insert("count".into(), json!(n));
+                let text = serde_json::to_string(&results).unwrap_or_default();
+                self.finish_step(&lp, &text, extra, now);
+                return LoopProgress::Finished(lp);
+            }
+            let active = state.passes.iter().filter(|p| !p.done).count() as u64;
+            let mut room = state.concurrency.max(1).saturating_sub(active);
+            while room > 0 && state.passes.len() < n {
+                state.passes.push(PassState::default());
+                room -= 1;
+                progress = LoopProgress::Changed;
+            }
+        }
+        progress
+    }
+
+    /// A pass's result: the output of the body's sink (its `data`, else its `text`), or an
+    /// object keyed by id when the body has several sinks.
+    fn pass_result(&self, lp: &str, i: usize, body: &[String]) -> Value {
+        let scope = Scope::pass(lp, i);
+        let sinks: Vec<&String> = body
+            .iter()
+            .filter(|b| !self.plan.steps.iter().any(|s| s.in_loop.as_deref() == Some(lp) && s.parents.iter().any(|p| &p.from == *b)))
+            .collect();
+        let value_of = |id: &str| match self.view_in(id, &scope) {
+            Some(v) => match v.get("data") {
+                Some(d) if !d.is_null() => d.clone(),
+                _ => v.get("text").cloned().unwrap_or(Value::Null),
+            },
+            None => Value::Null,
+        };
+        match sinks.as_slice() {
+            [one] => value_of(one),
+            many => Value::Object(many.iter().map(|id| (id.to_string(), value_of(id))).collect()),
+        }
+    }
+
+    fn any_active_parent(&self, step: &PlanStep, scope: &Scope) -> bool {
         step.parents.is_empty()
             || step.parents.iter().any(|p| {
                 if Some(p.from.as_str()) == self.plan.trigger_id() {
                     return true;
                 }
-                let Some(view) = self.outputs.get(&p.from) else { return false };
+                if scope.pass.as_ref().is_some_and(|(lp, _)| lp == &p.from) {
+                    return p.label.as_deref() == Some("each");
+                }
+                let Some(view) = self.view_in(&p.from, scope) else { return false };
                 let kind = self.plan.step(&p.from).map(|s| s.kind()).unwrap_or("");
                 match (kind, p.label.as_deref()) {
                     ("condition", Some(l)) => view.get("value").and_then(Value::as_bool).map(|b| b.to_string()).as_deref() == Some(l),
@@ -613,10 +840,22 @@ impl Run {
             })
     }
 
-    fn skip(&mut self, id: &str) {
+    fn skip(&mut self, id: &str, scope: &Scope) {
+        if scope.pass.is_some() {
+            if let Some(pass) = self.pass_state_mut(scope) {
+                pass.skipped.push(id.to_string());
+            }
+            return;
+        }
         self.skipped.push(id.to_string());
         let order: HashMap<&str, usize> = self.plan.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
         self.skipped.sort_by_key(|s| order.get(s.as_str()).copied().unwrap_or(usize::MAX));
+    }
+
+    /// Where a record sorts in `steps`: plan position, then pass.
+    fn order_key(&self, node: &str) -> (usize, usize) {
+        let (base, pass) = split_instance(node);
+        (self.plan.position(base).unwrap_or(usize::MAX), pass.map_or(0, |p| p + 1))
     }
 
     /// Opens (or reopens, for a retry) the step's record.
@@ -628,13 +867,13 @@ impl Run {
             r.finished_at = None;
             return r.attempts;
         }
-        let order: HashMap<&str, usize> = self.plan.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
-        let pos = order.get(id).copied().unwrap_or(usize::MAX);
-        let at = self.steps.iter().position(|r| order.get(r.node.as_str()).copied().unwrap_or(usize::MAX) > pos).unwrap_or(self.steps.len());
+        let key = self.order_key(id);
+        let at = self.steps.iter().position(|r| self.order_key(&r.node) > key).unwrap_or(self.steps.len());
         self.steps.insert(at, StepRecord { node: id.into(), status, attempts: 1, started_at: now, finished_at: None, error: None, failures: Vec::new() });
         1
     }
 
+    /// Records a step instance's output (`id` is a record name: `node` or `node#pass`).
     fn finish_step(&mut self, id: &str, text: &str, extra: Map<String, Value>, now: Ts) {
         if text.len() > limits::STEP_OUTPUT_BYTES {
             let msg = format!(
@@ -645,7 +884,19 @@ impl Run {
             self.fail_step(id, &msg, now);
             return;
         }
-        self.outputs.insert(id.to_string(), view::output_view(text, extra));
+        let view = view::output_view(text, extra);
+        let (base, _) = split_instance(id);
+        let base = base.to_string();
+        match self.locate(id) {
+            Some((_, scope)) if scope.pass.is_some() => {
+                if let Some(pass) = self.pass_state_mut(&scope) {
+                    pass.outputs.insert(base, view);
+                }
+            }
+            _ => {
+                self.outputs.insert(base, view);
+            }
+        }
         if let Some(r) = self.record_mut(id) {
             r.status = StepStatus::Done;
             r.finished_at = Some(now);
@@ -653,6 +904,7 @@ impl Run {
         }
     }
 
+    /// Fails a step instance and the run; a failure inside a pass fails its loop step too.
     fn fail_step(&mut self, id: &str, error: &str, now: Ts) {
         if self.record(id).is_none() {
             self.open_record(id, StepStatus::Failed, now);
@@ -662,11 +914,23 @@ impl Run {
             r.finished_at = Some(now);
             r.error = Some(error.to_string());
         }
+        let (failed, error) = match self.locate(id).and_then(|(_, scope)| scope.pass) {
+            Some((lp, i)) => {
+                let msg = format!("loop {lp} failed in pass {i} at step {}: {error}", split_instance(id).0);
+                if let Some(r) = self.record_mut(&lp) {
+                    r.status = StepStatus::Failed;
+                    r.finished_at = Some(now);
+                    r.error = Some(msg.clone());
+                }
+                (lp, msg)
+            }
+            None => (id.to_string(), error.to_string()),
+        };
         if !self.status.is_finished() {
             self.status = Status::Failed;
             self.ok = false;
-            self.error = Some(error.to_string());
-            self.failed_node = Some(id.to_string());
+            self.error = Some(error);
+            self.failed_node = Some(failed);
             self.pending = None;
         }
     }
@@ -676,10 +940,21 @@ impl Run {
             self.pending = None;
             return;
         }
-        let order: HashMap<&str, usize> = self.plan.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
-        self.parked.sort_by_key(|p| order.get(p.node()).copied().unwrap_or(usize::MAX));
-        let running = self.steps.iter().any(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying));
-        let ready = (0..self.plan.steps.len()).any(|i| self.is_ready(i));
+        let mut parked = std::mem::take(&mut self.parked);
+        parked.sort_by_key(|p| self.order_key(p.node()));
+        self.parked = parked;
+        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.kind() == "loop");
+        let running = self.steps.iter().any(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying) && !is_loop(r));
+        let loop_can_move = self.loops.iter().any(|(lp, state)| {
+            self.record(lp).map(|r| r.status) == Some(StepStatus::Running) && {
+                let body: Vec<&PlanStep> = self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).collect();
+                let open = state.passes.iter().filter(|p| !p.done).count() as u64;
+                let closable = state.passes.iter().any(|p| !p.done && body.iter().all(|b| p.outputs.contains_key(&b.id) || p.skipped.contains(&b.id)));
+                let openable = open < state.concurrency.max(1) && state.passes.len() < state.items.len();
+                closable || openable || state.passes.iter().all(|p| p.done)
+            }
+        });
+        let ready = (0..self.plan.steps.len()).any(|i| self.is_ready(i)) || !self.ready_instances().is_empty() || loop_can_move;
         let all_settled = self.plan.steps.iter().filter(|s| s.in_loop.is_none()).all(|s| self.is_settled(&s.id));
         self.pending = self.parked.first().cloned();
         self.status = if all_settled {
@@ -694,38 +969,42 @@ impl Run {
         self.ok = true;
     }
 
-    fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value) -> Context<'a> {
+    fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value, scope: &Scope) -> Context<'a> {
+        let (local_views, item, loop_index) = match &scope.pass {
+            Some((lp, i)) => (
+                self.pass_state(scope).map(|p| &p.outputs),
+                self.loops.get(lp).and_then(|l| l.items.get(*i)),
+                Some(*i as u64),
+            ),
+            None => (None, None, None),
+        };
         Context {
             ids,
             views: &self.outputs,
+            local_views,
             trigger_id: self.plan.trigger_id(),
             trigger,
-            item: None,
-            loop_index: None,
+            item,
+            loop_index,
             run_id: &self.run_id,
             design: &self.design,
         }
     }
 
-    fn render_step_template(&self, step: &PlanStep, field: &str) -> Result<String, String> {
-        let src = step.node.get(field).and_then(Value::as_str).unwrap_or_default();
-        self.render(src)
-    }
-
-    fn render(&self, src: &str) -> Result<String, String> {
+    fn render(&self, src: &str, scope: &Scope) -> Result<String, String> {
         let ids = self.plan.ids();
         let trigger = view::input_view(&self.trigger.input);
-        template::render_str(src, &self.context(&ids, &trigger)).map_err(|e| e.0)
+        template::render_str(src, &self.context(&ids, &trigger, scope)).map_err(|e| e.0)
     }
 
     /// The parents' outputs an output node collects: id → text, for parents that ran.
-    fn collected(&self, step: &PlanStep) -> Map<String, Value> {
+    fn collected(&self, step: &PlanStep, scope: &Scope) -> Map<String, Value> {
         let mut out = Map::new();
         for p in &step.parents {
             let text = if Some(p.from.as_str()) == self.plan.trigger_id() {
                 view::input_view(&self.trigger.input).get("text").cloned()
             } else {
-                self.outputs.get(&p.from).and_then(|v| v.get("text")).cloned()
+                self.view_in(&p.from, scope).and_then(|v| v.get("text")).cloned()
             };
             if let Some(t) = text {
                 out.insert(p.from.clone(), t);
@@ -735,11 +1014,11 @@ impl Run {
     }
 
     /// An output node's message: its template, else its parents' texts in plan order.
-    fn collect_message(&self, step: &PlanStep) -> Result<String, String> {
+    fn collect_message(&self, step: &PlanStep, scope: &Scope) -> Result<String, String> {
         match step.node.get("template").and_then(Value::as_str) {
-            Some(t) if !t.is_empty() => self.render(t),
+            Some(t) if !t.is_empty() => self.render(t, scope),
             _ => {
-                let collected = self.collected(step);
+                let collected = self.collected(step, scope);
                 let mut parents: Vec<&String> = collected.keys().collect();
                 parents.sort_by_key(|id| self.plan.position(id).unwrap_or(0));
                 Ok(parents.iter().filter_map(|id| collected.get(*id).and_then(Value::as_str)).collect::<Vec<_>>().join("\n\n"))
@@ -747,24 +1026,27 @@ impl Run {
         }
     }
 
-    /// Starts one ready, active step.
-    fn begin(&mut self, step: &PlanStep, now: Ts) -> Begin {
+    /// Starts one ready, active step instance.
+    fn begin(&mut self, step: &PlanStep, scope: &Scope, now: Ts) -> Begin {
+        let inst = scope.instance(&step.id);
+        let id = inst.as_str();
         let spec = match step.spec() {
             Ok(s) => s,
             Err(e) => {
-                self.fail_step(&step.id, &e, now);
+                self.fail_step(id, &e, now);
                 return Begin::Settled;
             }
         };
-        let id = step.id.as_str();
         let fail = |run: &mut Run, e: String| {
             run.fail_step(id, &e, now);
             Begin::Settled
         };
+        let ids = self.plan.ids();
+        let trigger = view::input_view(&self.trigger.input);
         match spec {
             Spec::Condition { expr: src } => {
                 self.open_record(id, StepStatus::Running, now);
-                match self.evaluate(&src) {
+                match self.evaluate(&src, scope) {
                     Ok(b) => {
                         let mut extra = Map::new();
                         extra.insert("value".into(), Value::Bool(b));
@@ -789,11 +1071,11 @@ impl Run {
             }
             Spec::Output { deliver, target, .. } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
-                let message = match self.collect_message(step) {
+                let message = match self.collect_message(step, scope) {
                     Ok(m) => m,
                     Err(e) => return fail(self, e),
                 };
-                let collected = self.collected(step);
+                let collected = self.collected(step, scope);
                 match (deliver, target) {
                     (Some(d), Some(t)) => Begin::Task(Task {
                         node: id.into(),
@@ -811,17 +1093,15 @@ impl Run {
             }
             Spec::Agent { prompt, profile, model, max_tokens, timeout_seconds, .. } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
-                match self.render(&prompt) {
+                match self.render(&prompt, scope) {
                     Ok(prompt) => Begin::Task(Task { node: id.into(), attempt, work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds } }),
                     Err(e) => fail(self, e),
                 }
             }
             Spec::Command { run, argv, cwd, env, timeout_seconds } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
+                let ctx = self.context(&ids, &trigger, scope);
                 let rendered = (|| -> Result<Work, String> {
-                    let ids = self.plan.ids();
-                    let trigger = view::input_view(&self.trigger.input);
-                    let ctx = self.context(&ids, &trigger);
                     let run = match run {
                         Some(r) => Some(template::parse(&r).and_then(|t| t.render_with(&ctx, &template::shell_quote)).map_err(|e| e.0)?),
                         None => None,
@@ -844,10 +1124,8 @@ impl Run {
             }
             Spec::Http { url, method, headers, body, timeout_seconds, accept } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
+                let ctx = self.context(&ids, &trigger, scope);
                 let rendered = (|| -> Result<Work, String> {
-                    let ids = self.plan.ids();
-                    let trigger = view::input_view(&self.trigger.input);
-                    let ctx = self.context(&ids, &trigger);
                     let url = template::render_str(&url, &ctx).map_err(|e| e.0)?;
                     let headers = headers
                         .into_iter()
@@ -863,20 +1141,37 @@ impl Run {
             }
             Spec::Emit { event, payload } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
-                let ids = self.plan.ids();
-                let trigger = view::input_view(&self.trigger.input);
                 let payload = match payload {
                     None => Ok(Value::Null),
-                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger)).map_err(|e| e.0),
+                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger, scope)).map_err(|e| e.0),
                 };
                 match payload {
                     Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload } }),
                     Err(e) => fail(self, e),
                 }
             }
-            Spec::Loop { .. } => {
+            Spec::Loop { over, max_items, concurrency } => {
                 self.open_record(id, StepStatus::Running, now);
-                fail(self, "loop steps are not supported yet in this version".into())
+                if scope.pass.is_some() {
+                    return fail(self, "a loop inside a loop body is not supported".into());
+                }
+                if self.loops.contains_key(id) {
+                    // A retried loop keeps the passes it finished.
+                    return Begin::Settled;
+                }
+                let items = match self.render(&over, scope).and_then(|text| loop_items(&text, max_items)) {
+                    Ok(items) => items,
+                    Err(e) => return fail(self, e),
+                };
+                if items.is_empty() {
+                    let mut extra = Map::new();
+                    extra.insert("items".into(), json!([]));
+                    extra.insert("count".into(), json!(0));
+                    self.finish_step(id, "[]", extra, now);
+                    return Begin::Settled;
+                }
+                self.loops.insert(id.to_string(), LoopState { items, concurrency, passes: Vec::new() });
+                Begin::Settled
             }
             Spec::Trigger { .. } | Spec::Note => {
                 self.open_record(id, StepStatus::Running, now);
@@ -886,7 +1181,7 @@ impl Run {
     }
 
     /// Evaluates a condition against the outputs so far; failures are errors, never `false`.
-    fn evaluate(&self, src: &str) -> Result<bool, String> {
+    fn evaluate(&self, src: &str, scope: &Scope) -> Result<bool, String> {
         let e = expr::parse(src).map_err(|e| e.0)?;
         let ids = self.plan.ids();
         let Some((id, path)) = refs::resolve_longest(ids.iter().map(String::as_str), &e.reference) else {
@@ -897,7 +1192,7 @@ impl Run {
             input_view = view::input_view(&self.trigger.input);
             &input_view
         } else {
-            self.outputs.get(id).ok_or_else(|| format!("condition reads {id:?}, which has no output (it was skipped)"))?
+            self.view_in(id, scope).ok_or_else(|| format!("condition reads {id:?}, which has no output (it was skipped)"))?
         };
         let left = view::view_lookup(view, &refs::split_path(path));
         e.evaluate(left.as_ref()).map_err(|e| format!("condition {src:?}: {}", e.0))
@@ -921,4 +1216,11 @@ impl Run {
 enum Begin {
     Settled,
     Task(Task),
+}
+
+enum LoopProgress {
+    /// A loop finished: all its passes are done.
+    Finished(String),
+    Changed,
+    Same,
 }

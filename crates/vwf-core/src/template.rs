@@ -62,6 +62,8 @@ pub struct Context<'a> {
     pub ids: &'a [String],
     /// Node id → output view of finished steps.
     pub views: &'a BTreeMap<String, Value>,
+    /// Inside a loop pass: the views of the pass's own steps, read before `views`.
+    pub local_views: Option<&'a BTreeMap<String, Value>>,
     /// The trigger's id, which reads the run input like `trigger` does.
     pub trigger_id: Option<&'a str>,
     /// `input_view` of the run input.
@@ -166,7 +168,11 @@ pub fn resolve(r: &Ref, ctx: &Context) -> Result<Value, TemplateError> {
             else {
                 return err(format!("unknown node in \"nodes.{reference}\""));
             };
-            let view = if Some(id) == ctx.trigger_id { Some(ctx.trigger) } else { ctx.views.get(id) };
+            let view = if Some(id) == ctx.trigger_id {
+                Some(ctx.trigger)
+            } else {
+                ctx.local_views.and_then(|l| l.get(id)).or_else(|| ctx.views.get(id))
+            };
             let Some(view) = view else {
                 return err(format!(
                     "node \"{id}\" has no output (it was skipped or has not run)"
@@ -311,6 +317,7 @@ mod tests {
                 ids: &self.ids,
                 views: &self.views,
                 trigger_id: Some("start"),
+                local_views: None,
                 trigger: &self.trigger,
                 item: Some(&self.item),
                 loop_index: Some(2),

@@ -276,6 +276,12 @@ pub fn validate_design(design: &Design) -> Report {
             .collect();
         let mut after: BTreeSet<usize> = done_targets.iter().copied().collect();
         after.extend(graph.descendants(&done_targets));
+        for &n in body.intersection(&after) {
+            errors.push(Issue::node(
+                &graph.nodes[n].id,
+                format!("{:?} is inside the body of loop {:?} and also runs after it; a loop body connects only to itself", graph.nodes[n].id, graph.nodes[lp].id),
+            ));
+        }
         for &(ei, f, t) in &graph.edges {
             let e = &design.edges[ei];
             let from_loop_by = |label: &str| f == lp && e.label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(label));
@@ -285,6 +291,16 @@ pub fn validate_design(design: &Design) -> Report {
                 errors.push(Issue::edge(
                     ei,
                     format!("edge {} -> {} crosses the body of loop {:?}; a loop body connects only to itself", e.from, e.to, graph.nodes[lp].id),
+                ));
+            }
+        }
+    }
+    for (&lp, body) in &bodies {
+        for &n in body {
+            if graph.nodes[n].is("loop") {
+                errors.push(Issue::node(
+                    &graph.nodes[n].id,
+                    format!("loop {:?} sits inside the body of loop {:?}; loops inside loops are not supported", graph.nodes[n].id, graph.nodes[lp].id),
                 ));
             }
         }
@@ -302,6 +318,13 @@ pub fn validate_design(design: &Design) -> Report {
                 return Some(Issue::node_field(&n.id, field, format!("{shown} names no known node")));
             };
             let target = graph.index.get(id).copied();
+            if let Some(t) = target.filter(|t| bodies.get(t).is_some_and(|b| b.contains(&i))) {
+                return Some(Issue::node_field(
+                    &n.id,
+                    field,
+                    format!("{shown}: a step in the body of loop {:?} cannot read the loop's own output; use {{{{item}}}}", graph.nodes[t].id),
+                ));
+            }
             let upstream = Some(id) == trigger_id || target.is_some_and(|t| ancestors.contains(&t));
             (!upstream).then(|| Issue::node_field(&n.id, field, format!("{shown}: node {id:?} is not upstream of {:?}", n.id)))
         };
