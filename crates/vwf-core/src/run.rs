@@ -138,6 +138,19 @@ pub struct Delivery {
 pub struct TriggerInfo {
     pub mode: String,
     pub input: Value,
+    /// How many emits led to this run (0 for a run not started by an event).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl TriggerInfo {
+    pub fn new(mode: &str, input: Value) -> TriggerInfo {
+        TriggerInfo { mode: mode.to_string(), input, depth: 0 }
+    }
 }
 
 /// An entry of the run file's history: retries, escalations, budget use.

@@ -26,7 +26,7 @@ fn plan_of(design: &Value) -> Plan {
 }
 
 fn start_with(design: &Value, input: Value) -> Run {
-    Run::start(plan_of(design), RUN_ID, TriggerInfo { mode: "manual".into(), input }, t0())
+    Run::start(plan_of(design), RUN_ID, TriggerInfo::new("manual", input), t0())
 }
 
 fn start(design: &Value) -> Run {
@@ -745,7 +745,7 @@ fn a_run_keeps_the_plan_it_started_with() {
     });
     let mut design = Design::from_value(&value).unwrap();
     let plan = Plan::compile("test", &design).unwrap();
-    let mut run = Run::start(plan.clone(), RUN_ID, TriggerInfo { mode: "manual".into(), input: Value::Null }, t0());
+    let mut run = Run::start(plan.clone(), RUN_ID, TriggerInfo::new("manual", Value::Null), t0());
     // The design is edited (and recompiled) while the run is in flight.
     design.nodes[1].raw.insert("prompt".into(), json!("edited prompt"));
     design.nodes.push(Design::from_value(&json!({"nodes": [{"id": "z", "type": "output"}]})).unwrap().nodes.remove(0));

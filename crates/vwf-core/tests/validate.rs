@@ -859,7 +859,7 @@ proptest! {
             let parsed = Design::from_value(&design).expect("a valid design parses");
             let plan = Plan::compile("fuzz", &parsed).expect("a valid design compiles");
             let now = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
-            let mut run = Run::start(plan, "0123456789ab", TriggerInfo { mode: "manual".into(), input: json!({"x": 1}) }, now);
+            let mut run = Run::start(plan, "0123456789ab", TriggerInfo::new("manual", json!({"x": 1})), now);
             drive_everything(&mut run, now, agents, texts);
             // Retrying a failed run never panics either, and finishes too.
             if run.status == vwf_core::run::Status::Failed {

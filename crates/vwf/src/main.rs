@@ -259,7 +259,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                     return Ok(5);
                 }
             };
-            let run = runner.start(plan, TriggerInfo { mode: "manual".into(), input })?;
+            let run = runner.start(plan, TriggerInfo::new("manual", input))?;
             Ok(show_run(&run, json, true))
         }
         Cmd::Approve { run_id, node, answer } => {

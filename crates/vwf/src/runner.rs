@@ -10,13 +10,19 @@ use serde_json::Value;
 use vwf_core::design::Design;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::plan::Plan;
-use vwf_core::run::{Advance, Pending, Response, Run, Status, TriggerInfo};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo};
 use vwf_core::validate::Report;
 
 use crate::clock::Clock;
 use crate::exec::Drivers;
 use crate::failure::Failure;
 use crate::store::{RunEntry, RunLock, Store};
+
+/// Tasks of one batch performed at the same time, at most.
+const MAX_PARALLEL: usize = 8;
 
 /// What the runner tells an observer (the CLI's live step line).
 pub enum Progress<'r> {
@@ -194,13 +200,7 @@ impl Runner<'_> {
                 }
                 Advance::Tasks(tasks) => {
                     self.persist(run)?;
-                    for task in &tasks {
-                        (self.observer)(Progress::Started { node: &task.node });
-                        let outcome = self.drivers.perform(task, self.clock.now());
-                        run.complete(&task.node, outcome, self.clock.now())?;
-                        self.persist(run)?;
-                        (self.observer)(Progress::Settled { run, node: &task.node });
-                    }
+                    self.perform_all(run, &tasks)?;
                 }
                 Advance::Idle => {
                     if run.status == Status::Waiting && self.sleep_for_waits
@@ -217,6 +217,53 @@ impl Runner<'_> {
             persisted.status = run.status;
             persisted.pending = run.pending.clone();
         }
+    }
+
+    /// Performs a batch of tasks, up to `MAX_PARALLEL` at a time, recording and persisting each
+    /// outcome as it arrives. Outcomes are keyed by node, so the record does not depend on
+    /// which task finishes first.
+    fn perform_all(&self, run: &mut Run, tasks: &[Task]) -> Result<(), Failure> {
+        for task in tasks {
+            (self.observer)(Progress::Started { node: &task.node });
+        }
+        let record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), Failure> {
+            run.complete(&task.node, outcome, self.clock.now())?;
+            self.persist(run)?;
+            (self.observer)(Progress::Settled { run, node: &task.node });
+            Ok(())
+        };
+        if let [task] = tasks {
+            let outcome = self.drivers.perform(task, self.clock.now());
+            return record(run, task, outcome);
+        }
+        let (drivers, clock) = (self.drivers, self.clock);
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::channel::<(usize, Outcome)>();
+            for _ in 0..tasks.len().min(MAX_PARALLEL) {
+                let tx = tx.clone();
+                let next = &next;
+                scope.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(task) = tasks.get(i) else { return };
+                        if tx.send((i, drivers.perform(task, clock.now()))).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut first_error = None;
+            for (i, outcome) in rx {
+                if first_error.is_none() {
+                    if let Err(e) = record(run, &tasks[i], outcome) {
+                        first_error = Some(e);
+                    }
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        })
     }
 
     /// Under the run's lock: a `running` run has no live owner, and a due deadline is enforced.

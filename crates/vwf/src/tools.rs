@@ -153,7 +153,7 @@ fn run(app: &App, args: &Map<String, Value>) -> Result<Reply, Failure> {
         Ok(plan) => plan,
         Err(report) => return Ok(Reply::ok(json!({"ok": false, "error": refusal(&report.errors), "errors": report.errors}))),
     };
-    let run = runner.start(plan, TriggerInfo { mode: "manual".into(), input })?;
+    let run = runner.start(plan, TriggerInfo::new("manual", input))?;
     Ok(Reply::ok(run.result()))
 }
 

@@ -1,7 +1,356 @@
-//! The http driver (not built yet).
+//! The http driver: performs one `http` step with a blocking client and reports its outcome.
+//!
+//! Why blocking: drivers run on plain worker threads, never inside an async runtime, and one
+//! request per step needs no more. Invariants:
+//! - only `http://` and `https://` URLs are fetched, checked again after templates rendered
+//!   (the validator checks the literal); redirects stay within those schemes and stop after
+//!   [`MAX_REDIRECTS`];
+//! - `timeout_seconds` bounds the whole exchange (connect, headers and body together);
+//! - at most [`limits::STEP_OUTPUT_BYTES`] of response body are read, a longer body fails the step;
+//! - no cookies are stored, no telemetry is added: the request is what the design asks for, plus
+//!   a `User-Agent: visual-workflow/<version>` unless the design sets its own;
+//! - the output never loses bytes: a body that is not UTF-8 is kept as `base64:<data>` with
+//!   `encoding: "base64"`;
+//! - outputs are deterministic against the same server: header names are sorted and the
+//!   volatile `date` header is left out (see [`VOLATILE_HEADERS`]).
+//!
+//! A `body` that is a JSON string is sent as text (`text/plain; charset=utf-8`), any other JSON
+//! value as JSON (`application/json`); a `Content-Type` header in the design wins. A body is sent
+//! with whatever method the design names, GET and HEAD included: the design asked for it.
+//! The system proxy settings (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`) apply, as for curl.
 
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use reqwest::Url;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Map, Value};
+use vwf_core::limits;
 use vwf_core::run::{Outcome, Work};
 
-pub fn perform(_work: &Work) -> Outcome {
-    Outcome::Failed { error: "http steps are not supported yet in this version".into() }
+/// Redirects followed before the step fails.
+const MAX_REDIRECTS: usize = 5;
+/// Response headers left out of the output view because they change on every request.
+const VOLATILE_HEADERS: [&str; 1] = ["date"];
+/// Characters of the response body quoted in a status error.
+const ERROR_BODY_CHARS: usize = 500;
+
+/// Performs an http task. Never panics; every failure is an `Outcome::Failed` with a clear error.
+pub fn perform(work: &Work) -> Outcome {
+    let Work::Http { url, method, headers, body, timeout_seconds, accept } = work else {
+        return Outcome::Failed { error: "the http driver was given a task that is not an http step".into() };
+    };
+    let request = Request { url, method, headers, body: body.as_ref(), timeout: Duration::from_secs((*timeout_seconds).max(1)), accept };
+    match request.perform() {
+        Ok(outcome) => outcome,
+        Err(error) => Outcome::Failed { error },
+    }
+}
+
+/// One http step's rendered fields.
+struct Request<'a> {
+    url: &'a str,
+    method: &'a str,
+    headers: &'a BTreeMap<String, String>,
+    body: Option<&'a Value>,
+    timeout: Duration,
+    accept: &'a [(u16, u16)],
+}
+
+impl Request<'_> {
+    fn perform(&self) -> Result<Outcome, String> {
+        let url = parse_url(self.url)?;
+        let method = reqwest::Method::from_bytes(self.method.trim().to_ascii_uppercase().as_bytes())
+            .map_err(|_| format!("unknown HTTP method {:?}", self.method))?;
+        let headers = self.header_map()?;
+        let client = reqwest::blocking::Client::builder()
+            .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(self.timeout)
+            .timeout(self.timeout)
+            .redirect(redirect_policy())
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+
+        let mut builder = client.request(method, url.clone()).timeout(self.timeout).headers(headers.clone());
+        if let Some(body) = self.body {
+            let (bytes, content_type) = encode_body(body);
+            if !headers.contains_key(CONTENT_TYPE) {
+                builder = builder.header(CONTENT_TYPE, content_type);
+            }
+            builder = builder.body(bytes);
+        }
+
+        let started = Instant::now();
+        let response = builder.send().map_err(|e| self.transport_error(&url, e, started))?;
+        let status = response.status().as_u16();
+        let headers = header_object(response.headers());
+        let declared = response.content_length();
+        // A declared length over the limit fails at once, without reading (a status error,
+        // which quotes the body, takes precedence).
+        if let Some(len) = declared.filter(|&n| n > limits::STEP_OUTPUT_BYTES as u64 && accepted(status, self.accept)) {
+            return Err(over_limit(Some(len)));
+        }
+        let mut bytes = Vec::new();
+        response
+            .take(limits::STEP_OUTPUT_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.read_error(&e, started))?;
+        let over = bytes.len() > limits::STEP_OUTPUT_BYTES;
+
+        if !accepted(status, self.accept) {
+            return Err(status_error(status, self.accept, &bytes));
+        }
+        if over {
+            return Err(over_limit(None));
+        }
+        done(status, headers, bytes)
+    }
+
+    /// The design's headers, validated. Names are case-insensitive; an invalid one fails the step.
+    fn header_map(&self) -> Result<HeaderMap, String> {
+        let mut map = HeaderMap::new();
+        for (name, value) in self.headers {
+            let n = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| format!("bad HTTP header name {name:?}"))?;
+            let v = HeaderValue::from_bytes(value.as_bytes()).map_err(|_| format!("bad value for HTTP header {name:?}: header values cannot hold line breaks or control characters"))?;
+            map.insert(n, v);
+        }
+        Ok(map)
+    }
+
+    /// reqwest's error text embeds the full URL, which may carry credentials in its userinfo or
+    /// query: the URL is named once, redacted, in front of the error.
+    fn transport_error(&self, url: &Url, e: reqwest::Error, started: Instant) -> String {
+        if e.is_timeout() || started.elapsed() >= self.timeout {
+            return self.timed_out();
+        }
+        format!("HTTP request to {} failed: {}", shown(url), chain(&e.without_url()))
+    }
+
+    fn read_error(&self, e: &std::io::Error, started: Instant) -> String {
+        let inner_timeout = e.get_ref().and_then(|i| i.downcast_ref::<reqwest::Error>()).is_some_and(reqwest::Error::is_timeout);
+        if inner_timeout || e.kind() == std::io::ErrorKind::TimedOut || started.elapsed() >= self.timeout {
+            return self.timed_out();
+        }
+        format!("reading the HTTP response failed: {}", chain(e))
+    }
+
+    fn timed_out(&self) -> String {
+        format!("HTTP request timed out after {} s", self.timeout.as_secs())
+    }
+}
+
+/// Parses the rendered URL and refuses every scheme but http and https.
+fn parse_url(raw: &str) -> Result<Url, String> {
+    let trimmed = raw.trim();
+    let url = Url::parse(trimmed).map_err(|e| format!("bad URL {trimmed:?}: {e}"))?;
+    match url.scheme() {
+        "http" | "https" => {}
+        other => return Err(format!("only http:// and https:// URLs can be fetched, not {other}: ({})", shown(&url))),
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("bad URL {trimmed:?}: it names no host"));
+    }
+    Ok(url)
+}
+
+/// The URL as shown in errors: scheme, host, port and path; no userinfo, query or fragment.
+fn shown(url: &Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string()
+}
+
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else if !matches!(attempt.url().scheme(), "http" | "https") {
+            attempt.error("a redirect to a URL that is not http(s)")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// A JSON string goes as text, anything else as compact JSON.
+fn encode_body(body: &Value) -> (Vec<u8>, &'static str) {
+    match body {
+        Value::String(s) => (s.clone().into_bytes(), "text/plain; charset=utf-8"),
+        other => (serde_json::to_vec(other).unwrap_or_default(), "application/json"),
+    }
+}
+
+/// Response headers as an object of lowercase name → value, sorted by name, repeated headers
+/// joined with ", ", volatile headers left out.
+fn header_object(headers: &HeaderMap) -> Value {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for (name, value) in headers {
+        let name = name.as_str();
+        if VOLATILE_HEADERS.contains(&name) {
+            continue;
+        }
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        out.entry(name.to_string())
+            .and_modify(|v| {
+                v.push_str(", ");
+                v.push_str(&value);
+            })
+            .or_insert(value);
+    }
+    Value::Object(out.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+}
+
+fn accepted(status: u16, accept: &[(u16, u16)]) -> bool {
+    accept.iter().any(|&(lo, hi)| status >= lo && status <= hi)
+}
+
+/// `accept` as the designer wrote it: `2xx`, `404`, `200-204`.
+fn describe_accept(accept: &[(u16, u16)]) -> String {
+    if accept.is_empty() {
+        return "none".into();
+    }
+    accept
+        .iter()
+        .map(|&(lo, hi)| match (lo, hi) {
+            (lo, hi) if lo == hi => lo.to_string(),
+            (lo, hi) if lo % 100 == 0 && hi == lo + 99 => format!("{}xx", lo / 100),
+            (lo, hi) => format!("{lo}-{hi}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn status_error(status: u16, accept: &[(u16, u16)], body: &[u8]) -> String {
+    let mut error = format!("HTTP {status} is not an accepted status (accept: {})", describe_accept(accept));
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if !text.is_empty() {
+        let snippet: String = text.chars().take(ERROR_BODY_CHARS).collect();
+        let more = if text.chars().count() > ERROR_BODY_CHARS { "…" } else { "" };
+        error.push_str(&format!("; response body: {snippet}{more}"));
+    }
+    error
+}
+
+fn over_limit(declared: Option<u64>) -> String {
+    let size = declared.map(|n| format!(" ({n} bytes)")).unwrap_or_default();
+    format!("response body{size} is over the {}-byte limit for output kept inline", limits::STEP_OUTPUT_BYTES)
+}
+
+/// The finished step: `text` is the body, `extra` holds `status`, `headers` and `body`.
+fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, String> {
+    let mut extra = Map::new();
+    extra.insert("status".into(), Value::from(status));
+    extra.insert("headers".into(), headers);
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => {
+            let body = serde_json::from_str::<Value>(text.trim()).ok().filter(|_| !text.trim().is_empty());
+            extra.insert("body".into(), body.unwrap_or_else(|| Value::String(text.clone())));
+            text
+        }
+        Err(e) => {
+            let raw = e.into_bytes();
+            let text = format!("base64:{}", base64::engine::general_purpose::STANDARD.encode(&raw));
+            if text.len() > limits::STEP_OUTPUT_BYTES {
+                return Err(format!(
+                    "response body is {} bytes of binary data, {} bytes as base64, over the {}-byte limit for output kept inline",
+                    raw.len(),
+                    text.len(),
+                    limits::STEP_OUTPUT_BYTES
+                ));
+            }
+            extra.insert("body".into(), Value::String(text.clone()));
+            extra.insert("encoding".into(), Value::String("base64".into()));
+            text
+        }
+    };
+    Ok(Outcome::Done { text, extra, tokens: 0 })
+}
+
+/// An error and its sources, joined with ": ", without repeating a part already included.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(url: &str) -> Work {
+        Work::Http { url: url.into(), method: "GET".into(), headers: BTreeMap::new(), body: None, timeout_seconds: 1, accept: vec![(200, 299)] }
+    }
+
+    fn error(o: Outcome) -> String {
+        match o {
+            Outcome::Failed { error } => error,
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn other_schemes_are_refused() {
+        for url in ["file:///etc/passwd", "ftp://example.com/x", "gopher://x", "data:text/plain,hi"] {
+            assert!(error(perform(&work(url))).contains("only http:// and https://"), "{url}");
+        }
+        assert!(error(perform(&work("not a url"))).contains("bad URL"));
+    }
+
+    #[test]
+    fn accept_is_described_as_written() {
+        assert_eq!(describe_accept(&[(200, 299), (404, 404), (300, 302)]), "2xx, 404, 300-302");
+    }
+
+    #[test]
+    fn errors_do_not_show_credentials_or_queries() {
+        let url = Url::parse("https://user:secret@example.com/a?token=abc#f").unwrap();
+        assert_eq!(shown(&url), "https://example.com/a");
+    }
+
+    #[test]
+    fn a_refused_connection_is_a_failure_not_a_panic() {
+        // Port 9 (discard) on loopback is closed in test environments.
+        let e = error(perform(&work("http://127.0.0.1:9/")));
+        assert!(e.starts_with("HTTP request to http://127.0.0.1:9/ failed"), "{e}");
+    }
+
+    #[test]
+    fn a_body_that_stalls_after_the_headers_times_out() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+            // Hold the connection open, seven bytes short, until the client has given up.
+            let _ = done_rx.recv();
+        });
+        assert_eq!(error(perform(&work(&url))), "HTTP request timed out after 1 s");
+        let _ = done_tx.send(());
+        let _ = server.join();
+    }
+
+    #[test]
+    fn binary_bodies_are_kept_as_base64() {
+        let Ok(Outcome::Done { text, extra, .. }) = done(200, Value::Object(Map::new()), vec![0xff, 0x00, 0x41]) else { panic!() };
+        assert_eq!(text, "base64:/wBB");
+        assert_eq!(extra["encoding"], "base64");
+    }
 }
