@@ -13,3 +13,4 @@ pub mod validate;
 pub mod time;
 pub mod plan;
 pub mod run;
+pub mod events;

@@ -86,6 +86,13 @@ enum Cmd {
     Slash { text: String },
     /// Call an agent tool with JSON arguments (text, @file or -).
     Tool { name: String, args: String },
+    /// Emit an event: every design whose event trigger takes it starts a run.
+    Emit {
+        event: String,
+        /// The event's payload as JSON (text, @file or -).
+        #[arg(long)]
+        payload: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -319,6 +326,28 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 say!("{reply}");
             }
             Ok(0)
+        }
+        Cmd::Emit { event, payload } => {
+            let payload = match payload {
+                Some(text) => parse_json(&read_arg(text)?, "--payload")?,
+                None => Value::Null,
+            };
+            let emission = runner.emit(event, payload, 0)?;
+            let runs: Vec<Value> = emission.runs.iter().map(Run::result).collect();
+            let skipped: Vec<Value> = emission.skipped.iter().map(|(d, why)| json!({"design": d, "reason": why})).collect();
+            if json {
+                say!("{}", pretty(&json!({"ok": true, "event": event, "runs": runs, "skipped": skipped})));
+            } else if runs.is_empty() && skipped.is_empty() {
+                say!("No design listens to {event}.");
+            } else {
+                for run in &runs {
+                    say!("{}", render::summary(run, false, render::Reader::Cli));
+                }
+                for (d, why) in &emission.skipped {
+                    say!("{d}: not started ({why})");
+                }
+            }
+            Ok(if emission.runs.iter().any(|r| r.status == Status::Failed) { 1 } else { 0 })
         }
         Cmd::Tool { name, args } => {
             let reply = tools::call_text(app, name, &read_arg(args)?);

@@ -13,13 +13,27 @@ use vwf_core::plan::Plan;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo};
+use serde_json::Map;
+use vwf_core::events;
+use vwf_core::limits;
+use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
 use vwf_core::validate::Report;
 
 use crate::clock::Clock;
 use crate::exec::Drivers;
 use crate::failure::Failure;
 use crate::store::{RunEntry, RunLock, Store};
+
+/// How many recent runs are looked at to apply an event trigger's cooldown.
+const COOLDOWN_SCAN: usize = 200;
+
+/// The runs an emitted event started, and the designs it would have started but did not.
+#[derive(Debug, Default)]
+pub struct Emission {
+    pub runs: Vec<Run>,
+    /// (design, why not started)
+    pub skipped: Vec<(String, String)>,
+}
 
 /// Tasks of one batch performed at the same time, at most.
 const MAX_PARALLEL: usize = 8;
@@ -68,6 +82,59 @@ impl Runner<'_> {
         self.persist(&run)?;
         self.drive(&mut run, &lock)?;
         Ok(run)
+    }
+
+    /// Starts a saved design with `trigger`: `Ok(Err(report))` when the design has errors.
+    pub fn start_design(&self, name: &DesignName, trigger: TriggerInfo) -> Result<Result<Run, Report>, Failure> {
+        match self.compile(name)? {
+            Ok(plan) => Ok(Ok(self.start(plan, trigger)?)),
+            Err(report) => Ok(Err(report)),
+        }
+    }
+
+    /// Announces `event`: every saved design whose event trigger takes it starts a run with
+    /// `{event, payload}` as input. `depth` counts the emits that led here; a chain deeper than
+    /// the limit is cut with an error, so designs emitting to each other cannot loop forever.
+    pub fn emit(&self, event: &str, payload: Value, depth: u32) -> Result<Emission, Failure> {
+        if !vwf_core::schedule::is_event_name(event) {
+            return Err(Failure::BadRequest(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
+        }
+        if depth >= limits::EVENT_DEPTH {
+            return Err(Failure::BadRequest(format!(
+                "event {event:?} is {} emits deep; chains stop at {} so designs emitting to each other cannot loop",
+                depth + 1,
+                limits::EVENT_DEPTH
+            )));
+        }
+        let now = self.clock.now();
+        let mut emission = Emission::default();
+        for name in self.store.list_designs()? {
+            let Ok(name) = DesignName::parse(&name) else { continue };
+            let Ok(graph) = self.store.load_design(&name) else { continue };
+            let Some(cooldown) = Design::from_value(&graph).ok().and_then(|d| d.trigger().and_then(|t| events::listens(&t.raw, event))) else {
+                continue;
+            };
+            if cooldown > 0 && self.fired_within(&name, now - chrono::Duration::seconds(cooldown as i64))? {
+                emission.skipped.push((name.to_string(), format!("cooling down ({cooldown} s)")));
+                continue;
+            }
+            let input = serde_json::json!({"event": event, "payload": payload});
+            let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1 };
+            match self.start_design(&name, trigger)? {
+                Ok(run) => emission.runs.push(run),
+                Err(report) => emission.skipped.push((name.to_string(), crate::tools::refusal(&report.errors))),
+            }
+        }
+        Ok(emission)
+    }
+
+    /// Whether `design` had an event-started run created after `since` (among recent runs).
+    fn fired_within(&self, design: &DesignName, since: vwf_core::time::Ts) -> Result<bool, Failure> {
+        Ok(self.store.list_runs(COOLDOWN_SCAN)?.into_iter().filter_map(|e| e.run.ok()).any(|v| {
+            v["design"] == design.as_str()
+                && v["trigger"]["mode"] == "event"
+                && v["created_at"].as_str().and_then(vwf_core::time::parse).is_some_and(|t| t > since)
+        }))
     }
 
     /// Reads a run as it stands now: a run left running by a dead process is marked
@@ -232,6 +299,27 @@ impl Runner<'_> {
             (self.observer)(Progress::Settled { run, node: &task.node });
             Ok(())
         };
+        // Emits start other runs through this runner, so they are performed here, one by one.
+        let (emits, tasks): (Vec<&Task>, Vec<&Task>) = tasks.iter().partition(|t| matches!(t.work, Work::Emit { .. }));
+        for task in emits {
+            let Work::Emit { event, payload } = &task.work else { continue };
+            let outcome = match self.emit(event, payload.clone(), run.trigger.depth) {
+                Ok(emission) => {
+                    let mut extra = Map::new();
+                    extra.insert("event".into(), Value::String(event.clone()));
+                    extra.insert("runs".into(), Value::Array(emission.runs.iter().map(|r| Value::String(r.run_id.clone())).collect()));
+                    let text = if payload.is_null() { String::new() } else { payload.to_string() };
+                    Outcome::Done { text, extra, tokens: 0 }
+                }
+                Err(e) => Outcome::Failed { error: e.to_string() },
+            };
+            record(run, task, outcome)?;
+        }
+        let tasks: Vec<Task> = tasks.into_iter().cloned().collect();
+        let tasks = tasks.as_slice();
+        if tasks.is_empty() {
+            return Ok(());
+        }
         if let [task] = tasks {
             let outcome = self.drivers.perform(task, self.clock.now());
             return record(run, task, outcome);
