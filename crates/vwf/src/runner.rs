@@ -371,8 +371,8 @@ impl Runner<'_> {
 
     fn persist(&self, run: &Run) -> Result<(), Failure> {
         let id = parse_id(&run.run_id)?;
-        let value: Value = serde_json::to_value(run).map_err(|e| Failure::Internal(e.to_string()))?;
-        self.store.write_run(&id, &value)?;
+        let json = serde_json::to_vec(run).map_err(|e| Failure::Internal(e.to_string()))?;
+        self.store.write_run_json(&id, &json)?;
         Ok(())
     }
 }

@@ -163,7 +163,7 @@ impl Store for FileStore {
         )))
     }
 
-    fn write_run(&self, id: &RunId, run: &Value) -> Result<(), StoreError> {
+    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         let dir = self.runs_dir();
         create_dir(&dir)?;
         let path = self.run_path(id);
@@ -174,7 +174,8 @@ impl Store for FileStore {
             let index_path = dir.join(index::INDEX_FILE);
             index::append(&dir, id).map_err(|e| io_error("write", &index_path, e))?;
         }
-        let mut bytes = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+        let mut bytes = Vec::with_capacity(json.len() + 1);
+        bytes.extend_from_slice(json);
         bytes.push(b'\n');
         // Runs are written under their lock (see `Store::lock_run`).
         atomic_write_locked(&path, &bytes).map_err(|e| io_error("write", &path, e))

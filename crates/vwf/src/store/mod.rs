@@ -39,7 +39,13 @@ pub trait Store: Send + Sync {
     fn allocate_run_id(&self) -> Result<RunId, StoreError>;
     /// Saves the whole run state (atomically). The first write of an id makes it the newest
     /// entry of [`Store::list_runs`].
-    fn write_run(&self, id: &RunId, run: &Value) -> Result<(), StoreError>;
+    fn write_run(&self, id: &RunId, run: &Value) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+        self.write_run_json(id, &json)
+    }
+    /// `write_run` for a run already serialised to JSON (the runner's path: one serialisation
+    /// per step instead of building a value tree first).
+    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError>;
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
     /// At most `limit` runs, newest first (by first write). A run that cannot be read is
     /// listed with its error instead of its value.
