@@ -327,6 +327,8 @@ pub enum Response {
     Answer(String),
     /// An agent step's text.
     Output(String),
+    /// An agent step performed through the backend on request, with its usage.
+    Generated { text: String, model: Option<String>, tokens: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -572,7 +574,18 @@ impl Run {
                 extra.insert("tokens".into(), json!(0));
                 self.finish_step(node, &text, extra, now);
             }
-            (Pending::Approval { .. }, Response::Output(_)) => {
+            (Pending::Agent { .. }, Response::Generated { text, model, tokens }) => {
+                // Performed through the backend: it counts like a driver's answer.
+                self.parked.remove(pos);
+                if let Some(r) = self.record_mut(node) {
+                    r.status = StepStatus::Running;
+                }
+                let mut extra = Map::new();
+                extra.insert("model".into(), model.map_or(Value::Null, Value::String));
+                extra.insert("tokens".into(), json!(tokens));
+                return self.complete(node, Outcome::Done { text, extra, tokens }, now);
+            }
+            (Pending::Approval { .. }, Response::Output(_) | Response::Generated { .. }) => {
                 return Err(EngineError::BadRequest(format!("{node:?} is an approval gate: answer it with one of its options")));
             }
             (Pending::Agent { .. }, Response::Answer(_)) => {

@@ -214,7 +214,10 @@ impl Runner<'_> {
                     return Err(Failure::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id)));
                 };
                 match self.drivers.generate(&prompt, profile.as_deref(), model.as_deref()) {
-                    Ok(vwf_core::run::Outcome::Done { text, .. }) => Response::Output(text),
+                    Ok(Outcome::Done { text, extra, tokens }) => {
+                        let model = extra.get("model").and_then(Value::as_str).map(String::from);
+                        Response::Generated { text, model, tokens }
+                    }
                     Ok(_) => return Err(Failure::BadGateway("the agent backend gave no text".into())),
                     Err(e) => {
                         if changed {
