@@ -14,3 +14,4 @@ pub mod time;
 pub mod plan;
 pub mod run;
 pub mod events;
+pub mod import;

@@ -5,16 +5,27 @@
 //! rule for every time-shaped field instead of each parsing strings its own way.
 //!
 //! Invariants:
-//! - Pure: no clock, no I/O; callers pass `after`/`minute_of_day`. Everything is UTC for now (a
-//!   `tz` is only syntax-checked until a zone database is available to the core).
+//! - Pure: no clock, no I/O; callers pass `after`/`last`/`minute_of_day`. Instants in and out are
+//!   UTC; cron fields, heartbeat windows and days are wall-clock times in the trigger's `tz`
+//!   (IANA names from the bundled `chrono-tz` database, plus `UTC`/`Z`; default UTC).
 //! - No function panics on any input; every problem is a [`ScheduleError`] whose `field` names the
 //!   JSON field it is about and whose message names the offending value.
 //! - Cron is the strict five-field subset of SPEC §10 (`*`, `n`, `a-b`, `*/n`, `a-b/n`, lists);
 //!   what [`validate_cron`] accepts, [`next_cron_fire`] can schedule, and [`human`] never guesses.
 //! - Day-of-month and day-of-week combine as in Vixie cron and croner: when both fields are not
 //!   literally `*`, a day matches when either matches; otherwise both must.
+//! - Daylight-saving changes, for cron fires and heartbeat window openings alike: a wall time that
+//!   does not exist (the spring-forward gap) happens at the first valid instant after the gap, so
+//!   a daily job is not skipped that day; a wall time that occurs twice (fall-back) happens once,
+//!   at its first occurrence. Heartbeat intervals are real elapsed time, not wall-clock time.
 
-use chrono::{DateTime, Datelike, NaiveDate, Timelike, Utc};
+use std::str::FromStr;
+
+use chrono::{
+    DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone,
+    Timelike, Utc,
+};
+use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -57,6 +68,17 @@ const WATCH_DEDUPE_MINUTES: (u64, u64) = (0, 1440);
 /// How far ahead [`next_cron_fire`] looks: about five years of days (an algorithm bound, not a
 /// contract limit).
 const CRON_SEARCH_DAYS: u32 = 5 * 366 + 1;
+/// How many matching wall times [`next_cron_fire_tz`] may pass over because they already happened
+/// (their first occurrence lies before `after`, inside a fall-back overlap). An overlap lasts at
+/// most a few hours, so one day of minutes is ample.
+const OVERLAP_SKIPS: u32 = 24 * 60 + 1;
+/// How far past a non-existent wall time the first valid one is looked for, in minutes. The
+/// longest gaps on record are a whole day (Pacific/Apia skipped 2011-12-30).
+const GAP_SEARCH_MINUTES: u32 = 2 * 24 * 60;
+/// How many local days [`Heartbeat::next_heartbeat`] inspects for a window opening: the day before
+/// (a wrapping window may have opened then) and the eight after, so a week of disallowed days is
+/// crossed.
+const HEARTBEAT_SEARCH_DAYS: u32 = 10;
 
 const DAY_NAMES: [&str; 7] = [
     "Sunday",
@@ -143,6 +165,25 @@ impl CronSpec {
 
     fn has(&self, index: usize, value: u32) -> bool {
         value < 64 && self.masks[index] & (1u64 << value) != 0
+    }
+
+    /// The first wall-clock minute at or after `from` (whole minutes) that matches.
+    fn next_wall(&self, from: NaiveDateTime) -> Option<NaiveDateTime> {
+        let mut date = from.date();
+        let (mut first_hour, mut first_minute) = (from.hour(), from.minute());
+        for _ in 0..CRON_SEARCH_DAYS {
+            if self.day_matches(date) {
+                for hour in (first_hour..24).filter(|&h| self.has(1, h)) {
+                    let start = if hour == first_hour { first_minute } else { 0 };
+                    if let Some(minute) = (start..60).find(|&m| self.has(0, m)) {
+                        return date.and_hms_opt(hour, minute, 0);
+                    }
+                }
+            }
+            date = date.succ_opt()?;
+            (first_hour, first_minute) = (0, 0);
+        }
+        None
     }
 
     fn day_matches(&self, date: NaiveDate) -> bool {
@@ -242,25 +283,70 @@ pub fn validate_cron(expr: &str) -> Result<(), ScheduleError> {
 /// The first whole minute strictly after `after` that matches `cron` (UTC), or `None` when the
 /// expression is invalid or nothing matches within about five years (e.g. `0 0 31 2 *`).
 pub fn next_cron_fire(cron: &str, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    next_cron_fire_tz(cron, None, after)
+}
+
+/// The first fire strictly after `after` of `cron` read as wall-clock times in `tz` (default UTC),
+/// or `None` when the expression or the zone is invalid or nothing matches within about five
+/// years.
+///
+/// Daylight-saving rules: a matching wall time inside a spring-forward gap fires at the first
+/// valid instant after the gap (`30 2 * * *` in Europe/Berlin fires at 03:00 CEST on the day the
+/// clocks skip 02:00–03:00); a matching wall time that occurs twice at fall-back fires once, at
+/// its first occurrence.
+pub fn next_cron_fire_tz(
+    cron: &str,
+    tz: Option<&str>,
+    after: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
     let spec = CronSpec::parse(cron).ok()?;
-    let after = after.naive_utc();
-    let start = after
+    let zone = match tz {
+        None => Tz::UTC,
+        Some(name) => parse_tz(name).ok()?,
+    };
+    // Walls map to instants monotonically (first occurrences, gaps pushed to their end), and the
+    // wall of `after` itself maps to an instant no later than `after`: so the answer is the first
+    // matching wall after it whose instant is after `after`.
+    let local = local_wall(zone, after)?;
+    let mut from = local
         .date()
-        .and_hms_opt(after.hour(), after.minute(), 0)?
-        .checked_add_signed(chrono::TimeDelta::minutes(1))?;
-    let mut date = start.date();
-    let (mut first_hour, mut first_minute) = (start.hour(), start.minute());
-    for _ in 0..CRON_SEARCH_DAYS {
-        if spec.day_matches(date) {
-            for hour in (first_hour..24).filter(|&h| spec.has(1, h)) {
-                let from = if hour == first_hour { first_minute } else { 0 };
-                if let Some(minute) = (from..60).find(|&m| spec.has(0, m)) {
-                    return Some(date.and_hms_opt(hour, minute, 0)?.and_utc());
-                }
-            }
+        .and_hms_opt(local.hour(), local.minute(), 0)?
+        .checked_add_signed(TimeDelta::minutes(1))?;
+    for _ in 0..OVERLAP_SKIPS {
+        let wall = spec.next_wall(from)?;
+        let instant = resolve_wall(zone, wall)?;
+        if instant > after {
+            return Some(instant);
         }
-        date = date.succ_opt()?;
-        (first_hour, first_minute) = (0, 0);
+        from = wall.checked_add_signed(TimeDelta::minutes(1))?;
+    }
+    None
+}
+
+/// The next fire of a schedule object: its cron in its `tz`. `None` when the schedule is invalid
+/// (see [`to_cron`]) or never fires.
+pub fn next_schedule_fire(schedule: &Schedule, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let cron = to_cron(schedule).ok()?;
+    next_cron_fire_tz(&cron, schedule.tz.as_deref(), after)
+}
+
+/// The wall-clock time in `zone` at instant `t`; `None` at the edges of the representable range.
+fn local_wall(zone: Tz, t: DateTime<Utc>) -> Option<NaiveDateTime> {
+    let offset = zone.offset_from_utc_datetime(&t.naive_utc()).fix();
+    t.naive_utc().checked_add_offset(offset)
+}
+
+/// The instant a wall-clock time stands for in `zone`, by the daylight-saving rules of this
+/// module: an ambiguous wall is its first occurrence, a non-existent one the first valid instant
+/// after the gap.
+fn resolve_wall(zone: Tz, wall: NaiveDateTime) -> Option<DateTime<Utc>> {
+    let mut candidate = wall;
+    for _ in 0..=GAP_SEARCH_MINUTES {
+        match zone.from_local_datetime(&candidate) {
+            LocalResult::Single(t) => return Some(t.with_timezone(&Utc)),
+            LocalResult::Ambiguous(a, b) => return Some(a.min(b).with_timezone(&Utc)),
+            LocalResult::None => candidate = candidate.checked_add_signed(TimeDelta::minutes(1))?,
+        }
     }
     None
 }
@@ -485,28 +571,24 @@ fn hh_mm(s: &str) -> Result<(u32, u32), String> {
     Ok((hour, minute))
 }
 
-/// Syntax check of a time zone: `UTC`, `Z` or an IANA-looking `Area/City` (letters, digits, `_`,
-/// `-`, `+`, segments separated by `/`). Whether the zone exists is checked later. Field `"tz"`.
+/// Checks a time zone: `UTC`, `Z` or a name of the IANA database (`Europe/Paris`), exactly as
+/// spelled there; surrounding whitespace is ignored. Field `"tz"`.
 pub fn validate_tz(tz: &str) -> Result<(), ScheduleError> {
-    let t = tz.trim();
-    let segment_ok = |seg: &str| {
-        !seg.is_empty()
-            && seg
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+'))
-    };
-    let iana = t.contains('/')
-        && t.starts_with(|c: char| c.is_ascii_alphabetic())
-        && t.split('/').all(segment_ok);
-    if t == "UTC" || t == "Z" || iana {
-        Ok(())
-    } else {
-        Err(ScheduleError::new(
-            "tz",
-            format!(
-                "tz \"{tz}\" is not a time zone (use \"UTC\" or an IANA name like \"Europe/Paris\")"
-            ),
-        ))
+    parse_tz(tz).map(|_| ())
+}
+
+/// The zone [`validate_tz`] accepts, ready for computing wall-clock times. Field `"tz"`.
+pub fn parse_tz(tz: &str) -> Result<Tz, ScheduleError> {
+    match tz.trim() {
+        "UTC" | "Z" => Ok(Tz::UTC),
+        name => Tz::from_str(name).map_err(|_| {
+            ScheduleError::new(
+                "tz",
+                format!(
+                    "tz \"{tz}\" is not a known time zone (use \"UTC\" or an IANA name like \"Europe/Paris\")"
+                ),
+            )
+        }),
     }
 }
 
@@ -636,6 +718,130 @@ pub fn in_window(window: Option<(u32, u32)>, minute_of_day: u32) -> bool {
         Some((start, end)) if start < end => minute_of_day >= start && minute_of_day < end,
         Some((start, end)) if start > end => minute_of_day >= start || minute_of_day < end,
         Some(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heartbeat
+// ---------------------------------------------------------------------------------------------
+
+/// A heartbeat trigger read from its node (SPEC §10): fire every `every_seconds` of real time,
+/// only while the local wall clock of `tz` is inside `window` (minutes since midnight, end
+/// exclusive, may wrap midnight) on one of `days` (index 0 = Sunday).
+///
+/// A window that wraps midnight belongs to the day it starts on: `22:00-06:00` with `mon-fri`
+/// covers Friday 23:00 and Saturday 05:00, but not Monday 03:00 (that part opened on Sunday).
+/// Without a window the whole of every allowed day is inside.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heartbeat {
+    pub every_seconds: u64,
+    pub window: Option<(u32, u32)>,
+    pub days: [bool; 7],
+    pub tz: Tz,
+}
+
+/// Reads a heartbeat trigger node (`every`, `window?`, `days?`, `tz?`), with the same checks and
+/// messages as [`validate_trigger`]; the first problem is returned. A `mode` other than
+/// `heartbeat` is an error on field `"mode"`; an absent one is allowed.
+pub fn heartbeat_from_node(node: &Map<String, Value>) -> Result<Heartbeat, ScheduleError> {
+    match present(node, "mode") {
+        None => {}
+        Some(Value::String(m)) if m == "heartbeat" => {}
+        Some(other) => {
+            return Err(ScheduleError::new(
+                "mode",
+                format!("a heartbeat needs mode \"heartbeat\", got {}", shown(other)),
+            ));
+        }
+    }
+    let mut issues = Vec::new();
+    check_heartbeat_mode(node, &mut issues);
+    if let Some(first) = issues.into_iter().next() {
+        return Err(first);
+    }
+    let text = |key: &str| present(node, key).and_then(Value::as_str);
+    let every_seconds =
+        parse_duration(text("every").unwrap_or_default()).map_err(|e| e.in_field("every"))?;
+    Ok(Heartbeat {
+        every_seconds,
+        window: text("window").map(parse_window).transpose()?,
+        days: text("days")
+            .map(parse_days)
+            .transpose()?
+            .unwrap_or([true; 7]),
+        tz: text("tz").map(parse_tz).transpose()?.unwrap_or(Tz::UTC),
+    })
+}
+
+impl Heartbeat {
+    /// When the heartbeat fires next, given the current instant `after` and its `last` fire.
+    ///
+    /// The next tick is `last + every` (real elapsed time, so a daylight-saving change neither
+    /// stretches nor shrinks an interval), or `after` itself when there was no fire yet or the
+    /// tick is already past (missed ticks are caught up once, not one by one). A tick inside the
+    /// window on an allowed day fires as is; otherwise the next fire is the next opening of the
+    /// window on an allowed day (an opening inside a spring-forward gap happens when the gap ends;
+    /// one inside a fall-back overlap at its first occurrence, and at its second too when the
+    /// clock went back out of the window in between). `None` when nothing opens within
+    /// about a week (no allowed day, which validation rules out) or at the edge of time.
+    pub fn next_heartbeat(
+        &self,
+        after: DateTime<Utc>,
+        last: Option<DateTime<Utc>>,
+    ) -> Option<DateTime<Utc>> {
+        let tick = match last {
+            Some(last) => {
+                let every = TimeDelta::try_seconds(i64::try_from(self.every_seconds).ok()?)?;
+                last.checked_add_signed(every)?.max(after)
+            }
+            None => after,
+        };
+        if self.allows(tick) {
+            return Some(tick);
+        }
+        self.next_opening(tick)
+    }
+
+    /// `true` when instant `t` lies inside the window of an allowed day, in local wall time.
+    fn allows(&self, t: DateTime<Utc>) -> bool {
+        let Some(wall) = local_wall(self.tz, t) else {
+            return false;
+        };
+        let minute = wall.hour() * 60 + wall.minute();
+        let today = wall.weekday().num_days_from_sunday() as usize;
+        let yesterday = (today + 6) % 7;
+        match self.window {
+            None => self.days[today],
+            Some((start, end)) if start < end => self.days[today] && in_window(self.window, minute),
+            Some((start, end)) => {
+                (minute >= start && self.days[today]) || (minute < end && self.days[yesterday])
+            }
+        }
+    }
+
+    /// The first opening of the window (midnight without one) on an allowed day at or after `from`.
+    fn next_opening(&self, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let open = self.window.map_or(0, |(start, _)| start);
+        let local = local_wall(self.tz, from)?;
+        let mut date = local.date().pred_opt().unwrap_or(local.date());
+        for _ in 0..HEARTBEAT_SEARCH_DAYS {
+            if self.days[date.weekday().num_days_from_sunday() as usize] {
+                let wall = date.and_hms_opt(open / 60, open % 60, 0)?;
+                // An opening in a fall-back overlap happens at its first occurrence, and again at
+                // its second when the clock went back out of the window in between.
+                let openings = match self.tz.from_local_datetime(&wall) {
+                    LocalResult::Ambiguous(a, b) => {
+                        [Some(a.min(b)), Some(a.max(b))].map(|t| t.map(|t| t.with_timezone(&Utc)))
+                    }
+                    _ => [resolve_wall(self.tz, wall), None],
+                };
+                if let Some(t) = openings.into_iter().flatten().find(|t| *t >= from) {
+                    return Some(t);
+                }
+            }
+            date = date.succ_opt()?;
+        }
+        None
     }
 }
 
@@ -1163,7 +1369,7 @@ mod tests {
     }
 
     #[test]
-    fn time_zones_are_syntax_checked() {
+    fn time_zones_must_exist_in_the_iana_database() {
         for ok in [
             "UTC",
             "Z",
@@ -1184,6 +1390,9 @@ mod tests {
             "Europe/Pa ris",
             "1Europe/Paris",
             "Europe/Paris;rm",
+            "Atlantis/Nowhere",
+            "Europe/Parisx",
+            "europe/paris",
         ] {
             assert_eq!(
                 validate_tz(bad).expect_err(bad).field.as_deref(),
@@ -1690,6 +1899,379 @@ mod tests {
         assert!(next_cron_fire("* * * * *", DateTime::<Utc>::MIN_UTC).is_some());
     }
 
+    // --- time zones and daylight saving ---
+
+    fn at_s(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
+            .single()
+            .expect("valid test date")
+    }
+
+    const BERLIN: Option<&str> = Some("Europe/Berlin");
+    const NEW_YORK: Option<&str> = Some("America/New_York");
+
+    #[test]
+    fn bad_tz_name_is_rejected_naming_field_tz() {
+        let e = validate_tz("Europe/Atlantis").expect_err("unknown zone");
+        assert_eq!(e.field.as_deref(), Some("tz"));
+        assert!(e.message.contains("Europe/Atlantis"), "{e}");
+        let e = sched(json!({"preset": "daily", "time": "09:00", "tz": "Mars/Olympus_Mons"}))
+            .expect_err("unknown zone");
+        assert_eq!(e.field.as_deref(), Some("tz"));
+        let issues = validate_trigger(&obj(
+            json!({"mode": "heartbeat", "every": "30m", "tz": "Moon/Tranquility"}),
+        ));
+        assert_eq!(fields(&issues), ["tz"]);
+        assert_eq!(
+            heartbeat_from_node(&obj(
+                json!({"mode": "heartbeat", "every": "30m", "tz": "Nowhere"})
+            ))
+            .expect_err("unknown zone")
+            .field
+            .as_deref(),
+            Some("tz")
+        );
+        assert_eq!(
+            next_cron_fire_tz("* * * * *", Some("Nowhere"), at(2026, 1, 1, 0, 0)),
+            None
+        );
+        assert_eq!(parse_tz(" Europe/Berlin "), Ok(chrono_tz::Europe::Berlin));
+        assert_eq!(parse_tz("Z"), Ok(Tz::UTC));
+    }
+
+    #[test]
+    fn cron_without_tz_is_utc() {
+        for after in [at(2026, 3, 28, 12, 0), at(2026, 10, 24, 12, 0)] {
+            assert_eq!(
+                next_cron_fire_tz("30 2 * * *", None, after),
+                next_cron_fire("30 2 * * *", after)
+            );
+            assert_eq!(
+                next_cron_fire_tz("30 2 * * *", Some("UTC"), after),
+                next_cron_fire("30 2 * * *", after)
+            );
+        }
+    }
+
+    #[test]
+    fn cron_wall_time_in_a_spring_forward_gap_fires_when_the_gap_ends() {
+        // Europe/Berlin skips 02:00-03:00 on 2026-03-29 (01:00Z): 02:30 does not exist that day.
+        let fire = |after| next_cron_fire_tz("30 2 * * *", BERLIN, after);
+        assert_eq!(fire(at(2026, 3, 27, 12, 0)), Some(at(2026, 3, 28, 1, 30)));
+        assert_eq!(fire(at(2026, 3, 28, 12, 0)), Some(at(2026, 3, 29, 1, 0)));
+        assert_eq!(fire(at(2026, 3, 29, 1, 0)), Some(at(2026, 3, 30, 0, 30)));
+        // Two wall times inside the same gap fire once, at its end.
+        let every_half_hour = |after| next_cron_fire_tz("0,30 2,3 * * *", BERLIN, after);
+        assert_eq!(
+            every_half_hour(at(2026, 3, 28, 12, 0)),
+            Some(at(2026, 3, 29, 1, 0))
+        );
+        assert_eq!(
+            every_half_hour(at(2026, 3, 29, 1, 0)),
+            Some(at(2026, 3, 29, 1, 30))
+        );
+        // America/New_York skips 02:00-03:00 on 2026-03-08 (07:00Z).
+        let fire = |after| next_cron_fire_tz("30 2 * * *", NEW_YORK, after);
+        assert_eq!(fire(at(2026, 3, 6, 12, 0)), Some(at(2026, 3, 7, 7, 30)));
+        assert_eq!(fire(at(2026, 3, 7, 12, 0)), Some(at(2026, 3, 8, 7, 0)));
+        assert_eq!(fire(at(2026, 3, 8, 7, 0)), Some(at(2026, 3, 9, 6, 30)));
+    }
+
+    #[test]
+    fn cron_wall_time_repeated_at_fall_back_fires_once_at_its_first_occurrence() {
+        // Europe/Berlin repeats 02:00-03:00 on 2026-10-25: CEST until 01:00Z, then CET.
+        let fire = |after| next_cron_fire_tz("30 2 * * *", BERLIN, after);
+        assert_eq!(fire(at(2026, 10, 24, 12, 0)), Some(at(2026, 10, 25, 0, 30)));
+        assert_eq!(fire(at(2026, 10, 25, 0, 30)), Some(at(2026, 10, 26, 1, 30)));
+        // Asked during the second 02:xx hour: today's 02:30 already happened.
+        assert_eq!(fire(at(2026, 10, 25, 1, 0)), Some(at(2026, 10, 26, 1, 30)));
+        assert_eq!(
+            fire(at_s(2026, 10, 25, 1, 29, 59)),
+            Some(at(2026, 10, 26, 1, 30))
+        );
+        // A minute-step job fires at each wall time once: the repeated hour is not run twice.
+        let half_hourly = |after| next_cron_fire_tz("*/30 * * * *", BERLIN, after);
+        assert_eq!(
+            half_hourly(at(2026, 10, 25, 0, 30)),
+            Some(at(2026, 10, 25, 2, 0))
+        );
+        assert_eq!(
+            half_hourly(at(2026, 10, 25, 1, 15)),
+            Some(at(2026, 10, 25, 2, 0))
+        );
+        // America/New_York repeats 01:00-02:00 on 2026-11-01: EDT until 06:00Z, then EST.
+        let fire = |after| next_cron_fire_tz("30 1 * * *", NEW_YORK, after);
+        assert_eq!(fire(at(2026, 10, 31, 12, 0)), Some(at(2026, 11, 1, 5, 30)));
+        assert_eq!(fire(at(2026, 11, 1, 5, 30)), Some(at(2026, 11, 2, 6, 30)));
+    }
+
+    #[test]
+    fn cron_keeps_its_local_wall_time_across_daylight_saving_changes() {
+        let daily = |after| next_cron_fire_tz("0 9 * * *", BERLIN, after);
+        assert_eq!(daily(at(2026, 3, 28, 0, 0)), Some(at(2026, 3, 28, 8, 0)));
+        assert_eq!(daily(at(2026, 3, 28, 8, 0)), Some(at(2026, 3, 29, 7, 0)));
+        assert_eq!(daily(at(2026, 10, 24, 0, 0)), Some(at(2026, 10, 24, 7, 0)));
+        assert_eq!(daily(at(2026, 10, 24, 7, 0)), Some(at(2026, 10, 25, 8, 0)));
+        let daily = |after| next_cron_fire_tz("0 9 * * *", NEW_YORK, after);
+        assert_eq!(daily(at(2026, 3, 7, 0, 0)), Some(at(2026, 3, 7, 14, 0)));
+        assert_eq!(daily(at(2026, 3, 7, 14, 0)), Some(at(2026, 3, 8, 13, 0)));
+        assert_eq!(daily(at(2026, 10, 31, 13, 0)), Some(at(2026, 11, 1, 14, 0)));
+    }
+
+    #[test]
+    fn presets_fire_at_local_time_in_their_tz() {
+        let fire = |schedule: Value, after| {
+            next_schedule_fire(&schedule_from_value(&schedule).expect("schedule"), after)
+        };
+        let berlin_daily = json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"});
+        assert_eq!(
+            fire(berlin_daily.clone(), at(2026, 3, 28, 8, 0)),
+            Some(at(2026, 3, 29, 7, 0))
+        );
+        assert_eq!(
+            fire(berlin_daily, at(2026, 10, 24, 7, 0)),
+            Some(at(2026, 10, 25, 8, 0))
+        );
+        let berlin_night = json!({"preset": "daily", "time": "02:30", "tz": "Europe/Berlin"});
+        assert_eq!(
+            fire(berlin_night.clone(), at(2026, 3, 28, 12, 0)),
+            Some(at(2026, 3, 29, 1, 0))
+        );
+        assert_eq!(
+            fire(berlin_night, at(2026, 10, 25, 0, 30)),
+            Some(at(2026, 10, 26, 1, 30))
+        );
+        // Friday 2026-03-06 in New York, EST; the Monday after is EDT.
+        let weekdays = json!({"preset": "weekdays", "time": "09:00", "tz": "America/New_York"});
+        assert_eq!(
+            fire(weekdays.clone(), at(2026, 3, 6, 12, 0)),
+            Some(at(2026, 3, 6, 14, 0))
+        );
+        assert_eq!(
+            fire(weekdays, at(2026, 3, 6, 14, 0)),
+            Some(at(2026, 3, 9, 13, 0))
+        );
+        let weekly =
+            json!({"preset": "weekly", "time": "02:30", "dow": 0, "tz": "America/New_York"});
+        assert_eq!(
+            fire(weekly, at(2026, 3, 1, 12, 0)),
+            Some(at(2026, 3, 8, 7, 0))
+        );
+        let hourly = json!({"preset": "hourly", "minute": 15, "tz": "Asia/Kolkata"});
+        assert_eq!(
+            fire(hourly, at(2026, 6, 1, 0, 0)),
+            Some(at(2026, 6, 1, 0, 45))
+        );
+        assert_eq!(fire(json!({"preset": "daily"}), at(2026, 6, 1, 0, 0)), None);
+    }
+
+    fn heartbeat(node: Value) -> Heartbeat {
+        heartbeat_from_node(&obj(node.clone())).unwrap_or_else(|e| panic!("{node}: {e}"))
+    }
+
+    #[test]
+    fn heartbeat_reads_its_node_with_defaults() {
+        assert_eq!(
+            heartbeat(json!({"mode": "heartbeat", "every": "30m"})),
+            Heartbeat {
+                every_seconds: 1800,
+                window: None,
+                days: [true; 7],
+                tz: Tz::UTC
+            }
+        );
+        assert_eq!(
+            heartbeat(
+                json!({"every": "1h30m", "window": "22:00-06:00", "days": "mon-fri", "tz": "Europe/Berlin", "window_note": 1})
+            ),
+            Heartbeat {
+                every_seconds: 5400,
+                window: Some((1320, 360)),
+                days: [false, true, true, true, true, true, false],
+                tz: chrono_tz::Europe::Berlin,
+            }
+        );
+        for (node, field) in [
+            (json!({"mode": "heartbeat"}), "every"),
+            (json!({"mode": "heartbeat", "every": "30s"}), "every"),
+            (json!({"mode": "schedule", "every": "30m"}), "mode"),
+            (
+                json!({"mode": "heartbeat", "every": "30m", "window": "8-18"}),
+                "window",
+            ),
+            (
+                json!({"mode": "heartbeat", "every": "30m", "days": "someday"}),
+                "days",
+            ),
+            (
+                json!({"mode": "heartbeat", "every": "30m", "tz": "Paris"}),
+                "tz",
+            ),
+        ] {
+            let e = heartbeat_from_node(&obj(node.clone())).expect_err(&node.to_string());
+            assert_eq!(e.field.as_deref(), Some(field), "{node}: {e}");
+        }
+    }
+
+    #[test]
+    fn heartbeat_fires_every_interval_only_inside_the_window_on_allowed_days() {
+        // Europe/Berlin in June is UTC+2. 2026-06-05 is a Friday, 2026-06-08 the Monday after.
+        let hb = heartbeat(
+            json!({"mode": "heartbeat", "every": "30m", "window": "08:00-18:00", "days": "mon-fri", "tz": "Europe/Berlin"}),
+        );
+        // Friday 17:20 -> 17:50, still inside.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 5, 15, 25), Some(at(2026, 6, 5, 15, 20))),
+            Some(at(2026, 6, 5, 15, 50))
+        );
+        // Friday 17:45 -> 18:15 is outside: next Monday 08:00 local.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 5, 15, 50), Some(at(2026, 6, 5, 15, 45))),
+            Some(at(2026, 6, 8, 6, 0))
+        );
+        // The window's end is exclusive: Friday 17:30 -> 18:00 is outside.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 5, 15, 31), Some(at(2026, 6, 5, 15, 30))),
+            Some(at(2026, 6, 8, 6, 0))
+        );
+        // No fire yet: now, when inside; else the next opening.
+        let wednesday_noon = at_s(2026, 6, 3, 10, 34, 56);
+        assert_eq!(
+            hb.next_heartbeat(wednesday_noon, None),
+            Some(wednesday_noon)
+        );
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 6, 8, 0), None),
+            Some(at(2026, 6, 8, 6, 0))
+        );
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 3, 5, 59), None),
+            Some(at(2026, 6, 3, 6, 0))
+        );
+        // Missed ticks are caught up once, now.
+        assert_eq!(
+            hb.next_heartbeat(wednesday_noon, Some(at(2026, 6, 1, 7, 0))),
+            Some(wednesday_noon)
+        );
+        // The tick itself when it is inside, even long after the window opened.
+        let every_90 = heartbeat(json!({"every": "90m", "window": "08:00-18:00"}));
+        assert_eq!(
+            every_90.next_heartbeat(at(2026, 6, 6, 9, 0), Some(at(2026, 6, 6, 9, 0))),
+            Some(at(2026, 6, 6, 10, 30))
+        );
+        assert_eq!(
+            every_90.next_heartbeat(at(2026, 6, 6, 17, 0), Some(at(2026, 6, 6, 17, 0))),
+            Some(at(2026, 6, 7, 8, 0))
+        );
+    }
+
+    #[test]
+    fn heartbeat_window_wrapping_midnight_belongs_to_the_day_it_starts_on() {
+        // UTC; 2026-06-05 is a Friday.
+        let hb = heartbeat(
+            json!({"mode": "heartbeat", "every": "30m", "window": "22:00-06:00", "days": "mon-fri"}),
+        );
+        // Friday 23:30 -> Saturday 00:00: still Friday's window.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 5, 23, 31), Some(at(2026, 6, 5, 23, 30))),
+            Some(at(2026, 6, 6, 0, 0))
+        );
+        // Saturday 05:30 -> 06:00 closes it; Saturday and Sunday open none: Monday 22:00.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 6, 5, 31), Some(at(2026, 6, 6, 5, 30))),
+            Some(at(2026, 6, 8, 22, 0))
+        );
+        // Monday 03:00 would be Sunday's window: closed.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 8, 3, 0), None),
+            Some(at(2026, 6, 8, 22, 0))
+        );
+        // Tuesday 02:00 is Monday's window: open.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 9, 2, 0), None),
+            Some(at(2026, 6, 9, 2, 0))
+        );
+        // Daytime is outside: the evening opening.
+        assert_eq!(
+            hb.next_heartbeat(at(2026, 6, 9, 12, 0), None),
+            Some(at(2026, 6, 9, 22, 0))
+        );
+    }
+
+    #[test]
+    fn heartbeat_interval_is_real_elapsed_time_across_daylight_saving_changes() {
+        let hourly = heartbeat(json!({"mode": "heartbeat", "every": "1h", "tz": "Europe/Berlin"}));
+        // 01:30 CET -> 03:30 CEST: two wall hours, one real hour.
+        assert_eq!(
+            hourly.next_heartbeat(at(2026, 3, 29, 0, 31), Some(at(2026, 3, 29, 0, 30))),
+            Some(at(2026, 3, 29, 1, 30))
+        );
+        // 02:30 CEST -> 02:30 CET: no wall time passes, one real hour does.
+        assert_eq!(
+            hourly.next_heartbeat(at(2026, 10, 25, 0, 31), Some(at(2026, 10, 25, 0, 30))),
+            Some(at(2026, 10, 25, 1, 30))
+        );
+        // The window opens at 08:00 local whatever the offset: 07:00Z in CET, 06:00Z in CEST.
+        let business =
+            heartbeat(json!({"every": "30m", "window": "08:00-18:00", "tz": "Europe/Berlin"}));
+        assert_eq!(
+            business.next_heartbeat(at(2026, 3, 27, 16, 50), Some(at(2026, 3, 27, 16, 45))),
+            Some(at(2026, 3, 28, 7, 0))
+        );
+        assert_eq!(
+            business.next_heartbeat(at(2026, 3, 28, 16, 50), Some(at(2026, 3, 28, 16, 45))),
+            Some(at(2026, 3, 29, 6, 0))
+        );
+        // An opening inside the gap happens when the gap ends; one in the repeated hour, first.
+        let night =
+            heartbeat(json!({"every": "10m", "window": "02:30-04:00", "tz": "Europe/Berlin"}));
+        assert_eq!(
+            night.next_heartbeat(at(2026, 3, 28, 12, 0), None),
+            Some(at(2026, 3, 29, 1, 0))
+        );
+        assert_eq!(
+            night.next_heartbeat(at(2026, 10, 24, 12, 0), None),
+            Some(at(2026, 10, 25, 0, 30))
+        );
+        // 02:55 CEST + 10m = 02:05 CET, back before the window: it reopens at 02:30 CET.
+        assert_eq!(
+            night.next_heartbeat(at(2026, 10, 25, 0, 56), Some(at(2026, 10, 25, 0, 55))),
+            Some(at(2026, 10, 25, 1, 30))
+        );
+        // In the repeated hour the wall clock is inside the window both times.
+        assert_eq!(
+            night.next_heartbeat(at(2026, 10, 25, 1, 35), Some(at(2026, 10, 25, 1, 30))),
+            Some(at(2026, 10, 25, 1, 40))
+        );
+    }
+
+    #[test]
+    fn heartbeat_without_any_allowed_day_never_fires() {
+        let hb = Heartbeat {
+            every_seconds: 60,
+            window: None,
+            days: [false; 7],
+            tz: Tz::UTC,
+        };
+        assert_eq!(hb.next_heartbeat(at(2026, 1, 1, 0, 0), None), None);
+        let hb = Heartbeat {
+            days: [true; 7],
+            ..hb
+        };
+        assert_eq!(
+            hb.next_heartbeat(DateTime::<Utc>::MAX_UTC, Some(DateTime::<Utc>::MAX_UTC)),
+            None
+        );
+        assert_eq!(
+            Heartbeat {
+                every_seconds: u64::MAX,
+                ..hb.clone()
+            }
+            .next_heartbeat(at(2026, 1, 1, 0, 0), Some(at(2026, 1, 1, 0, 0))),
+            None
+        );
+    }
+
     fn json_value() -> impl Strategy<Value = Value> {
         prop_oneof![
             Just(Value::Null),
@@ -1728,6 +2310,29 @@ mod tests {
                 let _ = parse_window(input).map(|w| in_window(Some(w), minute));
                 let _ = parse_days(input);
                 let _ = validate_tz(input);
+                let _ = next_cron_fire_tz(input, Some(input), at(2026, 3, 29, 0, 59));
+            }
+        }
+
+        #[test]
+        fn zone_aware_fires_never_panic(
+            cron in prop::sample::select(vec!["* * * * *", "30 2 * * *", "*/7 1-3 * * 0", "0 0 29 2 *", "0 0 31 2 *", "59 23 31 12 *"]),
+            tz in prop::sample::select(vec!["UTC", "Europe/Berlin", "America/New_York", "Pacific/Apia", "Australia/Lord_Howe", "Asia/Kathmandu", "Nowhere"]),
+            secs in prop_oneof![any::<i64>(), 1_700_000_000i64..1_900_000_000],
+            last_secs in prop::option::of(prop_oneof![any::<i64>(), 1_700_000_000i64..1_900_000_000]),
+            every in prop_oneof![60u64..86_400, any::<u64>()],
+            window in prop::option::of((0u32..1440, 0u32..1440)),
+            days in any::<[bool; 7]>(),
+        ) {
+            let instant = |s: i64| DateTime::from_timestamp(s, 0).unwrap_or(DateTime::<Utc>::MAX_UTC);
+            let after = instant(secs);
+            if let Some(t) = next_cron_fire_tz(cron, Some(tz), after) {
+                prop_assert!(t > after);
+            }
+            let zone = parse_tz(tz).unwrap_or(Tz::UTC);
+            let hb = Heartbeat { every_seconds: every, window, days, tz: zone };
+            if let Some(t) = hb.next_heartbeat(after, last_secs.map(instant)) {
+                prop_assert!(t >= after);
             }
         }
 
@@ -1747,6 +2352,9 @@ mod tests {
             }
             let _ = validate_trigger(&node);
             let _ = wait_seconds(&node);
+            if let Ok(hb) = heartbeat_from_node(&node) {
+                let _ = hb.next_heartbeat(at(2026, 10, 25, 0, 59), Some(at(2026, 10, 25, 0, 30)));
+            }
             if let Some(v) = node.get("schedule") {
                 let _ = schedule_from_value(v).and_then(|s| to_cron(&s));
             }
