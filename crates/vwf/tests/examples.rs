@@ -3,13 +3,17 @@
 //!
 //! The directory is read at test time, so a new template is covered without touching this file.
 //! A template may carry `example_input` (a realistic run input, kept on save like any unknown
-//! field); without it the run starts with no input. The clock is pinned with `VWF_NOW` and moves
-//! one minute per answer, so gates never time out and wait steps take no real time.
+//! field); without it the run starts with no input. Inputs that point outside the run are aimed
+//! at local stand-ins (see `Fixtures`): a `url` at a local JSON server, a `path` at a small NDJSON
+//! file. The clock is pinned with `VWF_NOW` and moves one minute per answer, so gates never time
+//! out and wait steps take no real time.
 
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 
 use common::{Home, examples_dir, later, run_file};
 use serde_json::{Value, json};
@@ -17,7 +21,8 @@ use serde_json::{Value, json};
 const T0: &str = "2026-11-30T08:30:00Z";
 
 /// Node types this version executes (plus the trigger and note, which never run as steps).
-const EXECUTABLE: [&str; 7] = ["trigger", "condition", "approval", "agent", "output", "wait", "note"];
+const EXECUTABLE: [&str; 11] =
+    ["trigger", "condition", "approval", "agent", "output", "wait", "note", "command", "http", "loop", "emit"];
 
 struct Template {
     name: String,
@@ -50,6 +55,82 @@ fn node<'a>(graph: &'a Value, id: &str) -> &'a Value {
 
 fn example_input(t: &Template) -> Value {
     t.graph.get("example_input").cloned().unwrap_or(Value::Null)
+}
+
+/// A JSON feed as `feed-digest` expects it: a title, a count and the items.
+fn feed(items: &[(&str, &str)]) -> Value {
+    let items: Vec<Value> = items.iter().map(|(title, url)| json!({"title": title, "url": url})).collect();
+    json!({"title": "Changelog", "count": items.len(), "items": items})
+}
+
+/// Serves `body` as `200 application/json` to every request on a local port, on a thread that
+/// lives as long as the test process; returns the URL.
+fn serve_json(body: &Value) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let addr = listener.local_addr().expect("local address");
+    let body = body.to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            // A GET has no body: read up to the blank line that ends the headers.
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}/feed.json")
+}
+
+/// Writes `records` NDJSON order records (`amount_cents` = 100 + i) to `path`; returns their sum.
+fn write_orders(path: &Path, records: u64) -> u64 {
+    let mut text = String::new();
+    for i in 0..records {
+        text.push_str(&json!({"id": i, "sku": format!("SKU-{i:05}"), "amount_cents": 100 + i}).to_string());
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    (0..records).map(|i| 100 + i).sum()
+}
+
+/// Local stand-ins for what example inputs point at outside the run.
+struct Fixtures {
+    dir: tempfile::TempDir,
+    feed_url: String,
+}
+
+impl Fixtures {
+    const ORDERS: u64 = 25;
+
+    fn new() -> Fixtures {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_orders(&dir.path().join("orders.ndjson"), Self::ORDERS);
+        let feed_url = serve_json(&feed(&[("Faster start-up", "https://example.org/1"), ("New export format", "https://example.org/2")]));
+        Fixtures { dir, feed_url }
+    }
+
+    /// The template's example input with `url` and `path` aimed at the stand-ins.
+    fn input(&self, t: &Template) -> Value {
+        let mut input = example_input(t);
+        if let Some(obj) = input.as_object_mut() {
+            if obj.contains_key("url") {
+                obj.insert("url".into(), json!(self.feed_url));
+            }
+            if obj.contains_key("path") {
+                obj.insert("path".into(), json!(self.dir.path().join("orders.ndjson")));
+            }
+        }
+        input
+    }
 }
 
 /// A run driven to a final state, and the number of options of each gate it passed, in order.
@@ -137,6 +218,14 @@ fn there_are_at_least_four_templates() {
 }
 
 #[test]
+fn every_node_type_appears_in_some_template() {
+    let used: BTreeSet<String> =
+        templates().iter().flat_map(|t| nodes(&t.graph).iter().filter_map(|n| n["type"].as_str().map(str::to_string))).collect();
+    let all: BTreeSet<String> = EXECUTABLE.iter().map(|s| s.to_string()).collect();
+    assert_eq!(used, all, "every node type should have a template to start from");
+}
+
+#[test]
 fn every_template_validates_without_errors() {
     let home = Home::new();
     for t in templates() {
@@ -205,22 +294,25 @@ fn input_fields_read(nodes: &[Value], trigger: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_template_runs_to_the_end_answering_the_first_option() {
+    let fixtures = Fixtures::new();
     for t in templates() {
         let home = Home::new();
         home.save(&t.name, &t.graph);
-        let driven = drive(&home, &t.name, &example_input(&t), &[]);
+        let driven = drive(&home, &t.name, &fixtures.input(&t), &[]);
         assert_honest_final(&t, &driven.run);
         // What `show` reads back from disk is the same verdict.
         let id = driven.run["run_id"].as_str().unwrap();
         let (_, shown) = home.json_at(&later(T0, 60), &["show", id]);
         assert_eq!(shown, driven.run, "{}: show disagrees with the last answer", t.name);
-        // Every node ran or was skipped; nothing is left behind.
+        // Every node ran or was skipped; nothing is left behind. A loop body's steps are recorded
+        // once per pass as `<id>#<pass>`.
         let file = run_file(&home, id);
         let settled: BTreeSet<&str> = driven.run["steps"]
             .as_array()
             .unwrap()
             .iter()
             .map(|s| s["node"].as_str().unwrap())
+            .map(|n| n.split_once('#').map_or(n, |(base, _)| base))
             .chain(driven.run["skipped"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()))
             .collect();
         let planned: BTreeSet<&str> = file["plan"]["steps"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
@@ -232,10 +324,11 @@ fn every_template_runs_to_the_end_answering_the_first_option() {
 
 #[test]
 fn every_answer_of_every_gate_in_every_template_ends_in_an_honest_state() {
+    let fixtures = Fixtures::new();
     for t in templates() {
         let home = Home::new();
         home.save(&t.name, &t.graph);
-        let input = example_input(&t);
+        let input = fixtures.input(&t);
         let mut scripts: Vec<Vec<usize>> = vec![Vec::new()];
         let mut explored = 0;
         while let Some(script) = scripts.pop() {
@@ -383,4 +476,172 @@ fn the_sequential_form_becomes_a_chain_and_runs() {
     assert_eq!(code, 0, "{run}");
     assert_eq!(run["status"], "done");
     assert_eq!(run["outputs"]["result"]["text"], "Otters hold hands while they sleep.");
+}
+
+/// `vwf --json run design --input input` at `T0`, with `TMPDIR` (where command steps put scratch
+/// files) set to `tmp`.
+fn run_with_tmpdir(home: &Home, tmp: &Path, design: &str, input: &Value) -> (i32, Value) {
+    let out = home
+        .vwf()
+        .env("TMPDIR", tmp)
+        .env("VWF_NOW", T0)
+        .args(["--json", "run", design, "--input", &input.to_string()])
+        .output()
+        .expect("run vwf");
+    (common::code(&out), common::parse(&out))
+}
+
+fn dir_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    entries
+}
+
+#[test]
+fn large_input_chunks_reads_each_chunk_in_its_own_pass_and_totals_them() {
+    let t = template("large-input-chunks");
+    let home = Home::new();
+    home.save(&t.name, &t.graph);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("orders.ndjson");
+    let sum = write_orders(&file, 25);
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+
+    let input = json!({"path": file, "chunk_records": 10, "sum_field": "amount_cents"});
+    let (code, run) = run_with_tmpdir(&home, &tmp, &t.name, &input);
+    assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+
+    // The split step hands on pointers only: a path and a record count per chunk.
+    let pointers = run["outputs"]["split"]["data"].as_array().unwrap_or_else(|| panic!("split prints a JSON array: {run}"));
+    let records: Vec<&Value> = pointers.iter().map(|p| &p["records"]).collect();
+    assert_eq!(records, [&json!(10), &json!(10), &json!(5)], "{run}");
+    for (i, p) in pointers.iter().enumerate() {
+        let path = p["path"].as_str().unwrap();
+        assert!(path.starts_with(tmp.to_str().unwrap()) && path.ends_with(&format!("/chunk-{i:03}.ndjson")), "{path}");
+    }
+    // One pass per chunk, each reading only its own file, results in chunk order.
+    let chunk_sum = |range: std::ops::Range<u64>| range.map(|i| 100 + i).sum::<u64>();
+    assert_eq!(run["outputs"]["each"]["count"], 3, "{run}");
+    assert_eq!(
+        run["outputs"]["each"]["items"],
+        json!([
+            {"pass": 0, "records": 10, "sum": chunk_sum(0..10)},
+            {"pass": 1, "records": 10, "sum": chunk_sum(10..20)},
+            {"pass": 2, "records": 5, "sum": chunk_sum(20..25)}
+        ]),
+        "{run}"
+    );
+    let steps: Vec<&str> = run["steps"].as_array().unwrap().iter().map(|s| s["node"].as_str().unwrap()).collect();
+    for pass in ["count#0", "count#1", "count#2"] {
+        assert!(steps.contains(&pass), "no step {pass} in {steps:?}");
+    }
+    assert_eq!(run["outputs"]["total"]["data"], json!({"chunks": 3, "records": 25, "sum": sum}), "{run}");
+    assert_eq!(
+        run["outputs"]["report"]["text"],
+        format!("25 records in 3 chunks of {}; amount_cents adds up to {sum}.", file.display())
+    );
+    // Once totalled, the chunk directory is removed.
+    assert_eq!(dir_entries(&tmp), Vec::<PathBuf>::new(), "chunk files left behind");
+}
+
+#[test]
+fn large_input_chunks_on_an_empty_file_still_reports_its_zero_totals() {
+    let t = template("large-input-chunks");
+    let home = Home::new();
+    home.save(&t.name, &t.graph);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("empty.ndjson");
+    std::fs::write(&file, "").unwrap();
+    let input = json!({"path": file, "chunk_records": 1000, "sum_field": "amount_cents"});
+    let (code, run) = run_with_tmpdir(&home, work.path(), &t.name, &input);
+    assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+    assert_eq!(run["outputs"]["split"]["data"], json!([]), "{run}");
+    assert_eq!(run["outputs"]["each"]["count"], 0, "{run}");
+    assert_eq!(run["outputs"]["total"]["data"], json!({"chunks": 0, "records": 0, "sum": 0}), "{run}");
+    assert!(run["outputs"]["report"]["text"].as_str().is_some_and(|t| t.starts_with("0 records in 0 chunks")), "{run}");
+}
+
+#[test]
+fn large_input_chunks_fails_at_the_split_when_the_file_is_missing() {
+    let t = template("large-input-chunks");
+    let home = Home::new();
+    home.save(&t.name, &t.graph);
+    let work = tempfile::tempdir().unwrap();
+    let missing = work.path().join("nope.ndjson");
+    let input = json!({"path": missing, "chunk_records": 1000, "sum_field": "amount_cents"});
+    let (code, run) = run_with_tmpdir(&home, work.path(), &t.name, &input);
+    assert_eq!((code, run["status"].as_str()), (1, Some("failed")), "{run}");
+    assert_eq!(run["failed_node"], "split", "{run}");
+    assert!(run["error"].as_str().is_some_and(|e| e.contains("cannot read") && e.contains("nope.ndjson")), "{run}");
+    for later in ["each", "total", "report"] {
+        assert!(run["outputs"].get(later).is_none(), "{later} ran after the failure: {run}");
+    }
+}
+
+#[test]
+fn feed_digest_hands_the_items_to_the_agent_and_says_so_when_the_feed_is_empty() {
+    let t = template("feed-digest");
+    let home = Home::new();
+    home.save(&t.name, &t.graph);
+
+    let url = serve_json(&feed(&[("Faster start-up", "https://example.org/1"), ("New export format", "https://example.org/2")]));
+    let (code, run) = home.json_at(T0, &["run", &t.name, "--input", &json!({"url": url}).to_string()]);
+    assert_eq!((code, run["status"].as_str()), (6, Some("awaiting_agent")), "{run}");
+    assert_eq!(run["outputs"]["fetch"]["status"], 200, "{run}");
+    assert_eq!(run["outputs"]["fetch"]["body"]["count"], 2, "{run}");
+    assert_eq!(run["outputs"]["has-news"]["value"], true, "{run}");
+    let prompt = run["pending"]["prompt"].as_str().unwrap();
+    assert!(prompt.contains("these 2 items from \"Changelog\""), "{prompt}");
+    assert!(prompt.contains(r#"{"title":"Faster start-up","url":"https://example.org/1"}"#), "the items reach the agent as JSON: {prompt}");
+    let id = run["run_id"].as_str().unwrap();
+    let (code, run) = home.json_at(T0, &["respond", id, "summarise", "--output", "Start-up is faster; exports have a new format."]);
+    assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+    assert_eq!(run["outputs"]["digest"]["text"], "Changelog: 2 new\n\nStart-up is faster; exports have a new format.");
+    assert_eq!(run["skipped"], json!(["quiet"]), "{run}");
+
+    // An empty feed needs no agent: it ends on a line saying so.
+    let empty = serve_json(&feed(&[]));
+    let (code, run) = home.json_at(T0, &["run", &t.name, "--input", &json!({"url": empty}).to_string()]);
+    assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+    assert_eq!(run["outputs"]["quiet"]["text"], format!("Changelog: nothing new at {empty} (HTTP 200)."));
+    assert_eq!(run["skipped"], json!(["summarise", "digest"]), "{run}");
+}
+
+#[test]
+fn nightly_handoff_starts_report_archive_with_its_payload() {
+    let home = Home::new();
+    for name in ["nightly-handoff", "report-archive"] {
+        let t = template(name);
+        home.save(&t.name, &t.graph);
+    }
+    let (code, run) = home.json_at(T0, &["run", "nightly-handoff"]);
+    assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+    let id = run["run_id"].as_str().unwrap();
+    // The pinned clock jumps over the 5 s pause.
+    assert_eq!(run["outputs"]["settle"]["resumed_at"], "2026-11-30T08:30:05.000Z", "{run}");
+    let announce = &run["outputs"]["announce"];
+    assert_eq!(announce["event"], "report.ready", "{run}");
+    assert_eq!(
+        announce["data"],
+        json!({"report": "daily-handoff", "design": "nightly-handoff", "run": id, "waited": "2026-11-30T08:30:05.000Z"}),
+        "{run}"
+    );
+    let started = announce["runs"].as_array().unwrap_or_else(|| panic!("the emit records the runs it started: {run}"));
+    assert_eq!(started.len(), 1, "report-archive listens to report.*: {run}");
+
+    let (_, archived) = home.json_at(T0, &["show", started[0].as_str().unwrap()]);
+    assert_eq!(archived["design"], "report-archive", "{archived}");
+    assert_eq!(archived["status"], "done", "{archived}");
+    assert_eq!(archived["trigger"]["mode"], "event", "{archived}");
+    assert_eq!(archived["outputs"]["archive"]["text"], format!("report.ready: daily-handoff from nightly-handoff (run {id})"));
+
+    // The archive takes any report.* event, emitted by hand too; a look-alike name starts nothing.
+    let payload = r#"{"report": "weekly-numbers", "design": "by-hand", "run": "none"}"#;
+    let (code, emitted) = home.json_at(T0, &["emit", "report.weekly", "--payload", payload]);
+    assert_eq!(code, 0, "{emitted}");
+    assert_eq!(emitted["runs"].as_array().map(Vec::len), Some(1), "{emitted}");
+    assert_eq!(emitted["runs"][0]["outputs"]["archive"]["text"], "report.weekly: weekly-numbers from by-hand (run none)");
+    let (code, emitted) = home.json_at(T0, &["emit", "reports.weekly", "--payload", payload]);
+    assert_eq!((code, &emitted["runs"]), (0, &json!([])), "{emitted}");
 }
