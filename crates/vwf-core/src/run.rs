@@ -380,6 +380,11 @@ impl Run {
         v
     }
 
+    /// The plan step behind a record name (`node`, or `node#pass` inside a loop).
+    pub fn plan_step(&self, node: &str) -> Option<&PlanStep> {
+        self.plan.step(split_instance(node).0)
+    }
+
     pub fn record(&self, node: &str) -> Option<&StepRecord> {
         self.steps.iter().find(|r| r.node == node)
     }

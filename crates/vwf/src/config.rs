@@ -12,7 +12,7 @@ use serde::Deserialize;
 pub struct Config {
     pub agent: AgentConfig,
     pub profiles: BTreeMap<String, Profile>,
-    pub channels: toml::Table,
+    pub channels: ChannelsConfig,
     pub server: toml::Table,
     pub commands: Commands,
 }
@@ -39,6 +39,76 @@ pub struct Profile {
     pub model: Option<String>,
     pub system: Option<String>,
     pub backend: Option<String>,
+}
+
+/// `[channels.*]` (SPEC §15, §16): where deliveries go. Only the names of environment variables
+/// holding secrets are kept here (tokens, webhook URLs, signing secrets), never their values.
+/// An absent table means the platform is not configured.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ChannelsConfig {
+    pub telegram: Option<TelegramChannel>,
+    pub slack: Option<SlackChannel>,
+    pub discord: Option<DiscordChannel>,
+    /// `[channels.webhook.<name>]`, target `webhook:<name>`.
+    pub webhook: BTreeMap<String, WebhookChannel>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TelegramChannel {
+    /// The environment variable holding the bot token.
+    pub token_env: Option<String>,
+    /// The chat for `deliver: notification` (`123456`, `-100123:17585` with a topic, `@name`).
+    #[serde(deserialize_with = "string_or_number")]
+    pub home: Option<String>,
+    /// Default `https://api.telegram.org`.
+    pub api_base: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SlackChannel {
+    /// The environment variable holding the bot token (`chat.postMessage`); wins over the webhook.
+    pub token_env: Option<String>,
+    /// The environment variable holding an incoming-webhook URL.
+    pub webhook_url_env: Option<String>,
+    /// The channel for `deliver: notification` (`#ops`, `C123`).
+    #[serde(deserialize_with = "string_or_number")]
+    pub home: Option<String>,
+    /// Default `https://slack.com/api`.
+    pub api_base: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DiscordChannel {
+    /// `[channels.discord.webhooks] <name> = "<ENV VAR holding the webhook URL>"`.
+    pub webhooks: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct WebhookChannel {
+    /// The URL the JSON is posted to (not a secret; a secret goes in `secret_env`).
+    pub url: Option<String>,
+    /// The environment variable holding the HMAC-SHA256 key; the hex signature of the body goes
+    /// in `X-Vwf-Signature`.
+    pub secret_env: Option<String>,
+}
+
+/// A chat id may be written as a TOML number (`home = 123456`) or a string.
+fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Number(i64),
+    }
+    Ok(Option::<Raw>::deserialize(d)?.map(|raw| match raw {
+        Raw::Text(s) => s,
+        Raw::Number(n) => n.to_string(),
+    }))
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -4,10 +4,13 @@
 pub mod app;
 pub mod clock;
 pub mod config;
+pub mod daemon;
 pub mod exec;
 pub mod failure;
 pub mod render;
 pub mod runner;
+pub mod schedules;
+pub mod server;
 pub mod slash;
 pub mod store;
 pub mod tools;

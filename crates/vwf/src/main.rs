@@ -86,12 +86,32 @@ enum Cmd {
     Slash { text: String },
     /// Call an agent tool with JSON arguments (text, @file or -).
     Tool { name: String, args: String },
+    /// Schedule jobs: run a design on a cron schedule (set, list, pause, resume, run, remove, tick).
+    Schedule {
+        #[command(subcommand)]
+        cmd: vwf::schedules::cli::ScheduleCmd,
+    },
+    /// Turn an agent.json file's workflows into saved designs (file path or -).
+    Import {
+        file: String,
+        /// Replace designs that already exist (default: leave them alone).
+        #[arg(long)]
+        overwrite: bool,
+    },
     /// Emit an event: every design whose event trigger takes it starts a run.
     Emit {
         event: String,
         /// The event's payload as JSON (text, @file or -).
         #[arg(long)]
         payload: Option<String>,
+    },
+    /// Fire heartbeat, folder and watch triggers and resume due waits until stopped (Ctrl-C).
+    Daemon,
+    /// Serve the HTTP API, the dashboard and the canvas until stopped (Ctrl-C).
+    Serve {
+        /// Where to listen, ADDR:PORT (default: [server] bind, else 127.0.0.1:8765; port 0 picks a free port).
+        #[arg(long, value_name = "ADDR:PORT")]
+        bind: Option<String>,
     },
 }
 
@@ -327,6 +347,47 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             }
             Ok(0)
         }
+        Cmd::Import { file, overwrite } => {
+            let text = read_arg(&if file == "-" { file.clone() } else { format!("@{file}") })?;
+            let doc = parse_json(&text, "the agent.json file")?;
+            let report = vwf_core::import::import_agent_json(&doc);
+            let mut designs = Vec::new();
+            let mut code = 0;
+            for (name, graph) in &report.designs {
+                let exists = DesignName::parse(name).map(|n| app.store.design_exists(&n)).unwrap_or(false);
+                if exists && !overwrite {
+                    designs.push(json!({"name": name, "status": "skipped", "reason": "a design with this name exists (use --overwrite)"}));
+                    continue;
+                }
+                let reply = tools::call(app, "workflow_design_save", &json!({"name": name, "graph": graph}));
+                if reply.body["ok"] == true {
+                    designs.push(json!({"name": name, "status": "saved", "path": reply.body["path"]}));
+                } else {
+                    code = 5;
+                    designs.push(json!({"name": name, "status": "refused", "error": reply.body["error"], "errors": reply.body.get("errors")}));
+                }
+            }
+            if json {
+                say!("{}", pretty(&json!({"ok": code == 0, "designs": designs, "notes": report.notes})));
+            } else {
+                let rows: Vec<Vec<String>> = designs
+                    .iter()
+                    .map(|d| {
+                        let detail = d.get("path").or_else(|| d.get("reason")).or_else(|| d.get("error")).and_then(Value::as_str).unwrap_or("");
+                        vec![d["name"].as_str().unwrap_or("").to_string(), d["status"].as_str().unwrap_or("").to_string(), detail.to_string()]
+                    })
+                    .collect();
+                if rows.is_empty() {
+                    say!("No workflows found in {file}.");
+                } else {
+                    say!("{}", render::table(&["DESIGN", "RESULT", "DETAIL"], &rows));
+                }
+                for note in &report.notes {
+                    say!("note: {note}");
+                }
+            }
+            Ok(code)
+        }
         Cmd::Emit { event, payload } => {
             let payload = match payload {
                 Some(text) => parse_json(&read_arg(text)?, "--payload")?,
@@ -348,6 +409,49 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 }
             }
             Ok(if emission.runs.iter().any(|r| r.status == Status::Failed) { 1 } else { 0 })
+        }
+        Cmd::Daemon => {
+            let _claim = vwf::daemon::claim_home(&app.home)?;
+            let stop = vwf::daemon::stop_on_signals();
+            let mut daemon = vwf::daemon::Daemon::new(app);
+            daemon.tick(vwf::clock::Clock::now(app.clock.as_ref()));
+            let watching = daemon.watching();
+            if json {
+                let designs: Vec<Value> = watching.iter().map(|w| json!({"design": w.design, "mode": w.mode, "detail": w.detail})).collect();
+                say!("{}", json!({"ok": true, "home": app.home, "watching": designs}));
+            } else if watching.is_empty() {
+                say!("vwf daemon on {}: no designs yet; saved designs are picked up as they appear. Stop with Ctrl-C.", app.home.display());
+            } else {
+                say!("vwf daemon on {} (stop with Ctrl-C)", app.home.display());
+                let rows: Vec<Vec<String>> = watching.iter().map(|w| vec![w.design.clone(), w.mode.clone(), w.detail.clone()]).collect();
+                say!("{}", render::table(&["DESIGN", "TRIGGER", "WHAT"], &rows));
+            }
+            daemon.run(stop);
+            Ok(0)
+        }
+        Cmd::Schedule { cmd } => {
+            let out = vwf::schedules::cli::execute(app, cmd)?;
+            if json {
+                say!("{}", pretty(&out.body));
+            } else {
+                say!("{}", out.text);
+            }
+            Ok(match out.status {
+                Some(status) => run_code(status),
+                None if out.body["ok"] == false => 5,
+                None => 0,
+            })
+        }
+        Cmd::Serve { bind } => {
+            let server = vwf::server::prepare(App::open(app.home.clone())?, bind.as_deref())?;
+            // One line first, so whoever started the server learns its address from it.
+            if json {
+                say!("{}", json!({"ok": true, "url": server.url(), "api": server.api_url()}));
+            } else {
+                say!("visual-workflow serving {} (API at {}; stop with Ctrl-C)", server.url(), server.api_url());
+            }
+            server.run()?;
+            Ok(0)
         }
         Cmd::Tool { name, args } => {
             let reply = tools::call_text(app, name, &read_arg(args)?);

@@ -20,7 +20,7 @@ use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, Trig
 use vwf_core::validate::Report;
 
 use crate::clock::Clock;
-use crate::exec::Drivers;
+use crate::exec::{Drivers, agent};
 use crate::failure::Failure;
 use crate::store::{RunEntry, RunLock, Store};
 
@@ -201,19 +201,28 @@ impl Runner<'_> {
         let response = match answer {
             Answer::Respond(r) => r,
             Answer::Generate => {
-                if run.plan.step(node).is_none() {
+                let Some(step) = run.plan_step(node).cloned() else {
                     if changed {
                         self.persist(&run)?;
                     }
                     return Err(Failure::NotFound(format!("run {} has no node {node:?}", run.run_id)));
-                }
+                };
                 let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked.iter().find(|p| p.node() == node).cloned() else {
                     if changed {
                         self.persist(&run)?;
                     }
                     return Err(Failure::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id)));
                 };
-                match self.drivers.generate(&prompt, profile.as_deref(), model.as_deref()) {
+                let (max_tokens, timeout_seconds) = match step.spec() {
+                    Ok(vwf_core::spec::Spec::Agent { max_tokens, timeout_seconds, .. }) => (max_tokens, timeout_seconds),
+                    _ => (None, vwf_core::limits::AGENT_TIMEOUT_DEFAULT),
+                };
+                let request = agent::Request {
+                    max_tokens,
+                    timeout: std::time::Duration::from_secs(timeout_seconds.max(1)),
+                    ..agent::Request::new(&prompt, profile.as_deref(), model.as_deref())
+                };
+                match self.drivers.generate(&request) {
                     Ok(Outcome::Done { text, extra, tokens }) => {
                         let model = extra.get("model").and_then(Value::as_str).map(String::from);
                         Response::Generated { text, model, tokens }

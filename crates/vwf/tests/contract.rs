@@ -837,7 +837,7 @@ fn respond_agent_generate_backend_failure() {
     let env = Env::new();
     std::fs::write(
         env.home.path().join("visual-workflow.toml"),
-        "[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+        "[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[profiles.writer]\nmodel = \"m\"\n",
     )
     .unwrap();
     env.save("agentic", agent_graph());

@@ -1,13 +1,16 @@
 //! Drivers: the code that performs a step's task in the outside world and reports an `Outcome`.
 //!
-//! This version performs no agent call and no platform send: with no agent backend an agent step
-//! parks for a person or host agent, and a delivery is recorded as failed with the reason, never
-//! claimed. Step types whose drivers are not built yet fail with a clear "not supported yet".
+//! Agent steps go to the configured backend (or park for a person or host agent when there is
+//! none), deliveries to the configured chat platforms (a delivery counts only when the platform
+//! acknowledged it), commands to a shell or argv, HTTP steps to the network. Emit steps start
+//! other runs, so the runner performs them itself.
 
+pub mod agent;
 pub mod command;
+pub mod deliver;
 pub mod http;
 
-use vwf_core::run::{Delivery, Outcome, Task, Work};
+use vwf_core::run::{Outcome, Task, Work};
 use vwf_core::time::Ts;
 
 use crate::config::Config;
@@ -25,49 +28,26 @@ impl Drivers {
     /// Performs one task. Never panics; every failure is an outcome.
     pub fn perform(&self, task: &Task, now: Ts) -> Outcome {
         match &task.work {
-            Work::Agent { prompt, profile, model, .. } => {
-                if !self.config.has_agent_backend() {
-                    return Outcome::ParkAgent;
-                }
-                match self.generate(prompt, profile.as_deref(), model.as_deref()) {
-                    Ok(outcome) => outcome,
-                    Err(e) => Outcome::Failed { error: e.to_string() },
-                }
+            Work::Agent { prompt, profile, model, max_tokens, timeout_seconds } => {
+                let request = agent::Request {
+                    max_tokens: *max_tokens,
+                    timeout: std::time::Duration::from_secs((*timeout_seconds).max(1)),
+                    ..agent::Request::new(prompt, profile.as_deref(), model.as_deref())
+                };
+                agent::perform(&self.config, &request)
             }
-            Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
-                node: task.node.clone(),
-                target: target.clone(),
-                ok: false,
-                detail: self.delivery_refusal(target),
-                at: now,
-            }),
+            Work::Deliver { message, deliver: kind, target, .. } => {
+                Outcome::Delivered(deliver::deliver(&self.config.channels, kind, target, message, &task.node, now))
+            }
             Work::Command { .. } => command::perform(&task.work, &self.config),
             Work::Http { .. } => http::perform(&task.work),
-            Work::Emit { .. } => not_yet("emit"),
+            Work::Emit { .. } => Outcome::Failed { error: "emit steps are performed by the runner".into() },
         }
     }
 
-    /// Performs an agent step through the configured backend.
-    pub fn generate(&self, _prompt: &str, _profile: Option<&str>, _model: Option<&str>) -> Result<Outcome, Failure> {
-        if !self.config.has_agent_backend() {
-            return Err(Failure::Unavailable("no agent backend is configured (set [agent] backend in visual-workflow.toml)".into()));
-        }
-        Err(Failure::BadGateway(format!(
-            "agent backend {:?} is not supported yet in this version",
-            self.config.agent.backend
-        )))
+    /// Performs a parked agent step through the configured backend: 503 when none serves it,
+    /// 502 when it failed.
+    pub fn generate(&self, request: &agent::Request<'_>) -> Result<Outcome, Failure> {
+        agent::generate(&self.config, request)
     }
-
-    fn delivery_refusal(&self, target: &str) -> String {
-        let platform = target.split(':').next().unwrap_or(target);
-        if self.config.channels.contains_key(platform) {
-            format!("sending to {platform} is not supported yet in this version; nothing was sent")
-        } else {
-            format!("no {platform} channel is configured; nothing was sent")
-        }
-    }
-}
-
-fn not_yet(kind: &str) -> Outcome {
-    Outcome::Failed { error: format!("{kind} steps are not supported yet in this version") }
 }

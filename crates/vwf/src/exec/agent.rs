@@ -1,0 +1,574 @@
+//! Agent backends (SPEC §14): performs an agent step through an OpenAI-compatible server or an
+//! operator-configured command, and answers the model and profile catalogs.
+//!
+//! Invariants:
+//! - Model: the node's `model`, else its profile's `model`, else `[agent] default_model`. A
+//!   profile's `backend` overrides `[agent] backend` for the steps that name it.
+//! - The API key is read at call time from the variable `api_key_env` names and sent only as
+//!   `Authorization: Bearer`; an unset or empty variable sends no header. The key never enters an
+//!   outcome or an error: error texts are scrubbed of it in case a server echoes it back.
+//! - The step's `timeout_seconds` bounds the whole exchange. A command backend runs in its own
+//!   process group, killed once the command exits or times out, so nothing it started outlives it.
+//! - Memory stays bounded whatever the backend sends; the engine enforces the inline output limit.
+//! - Only "no backend serves this step" is `Unavailable` (503); everything else that stops a
+//!   step (unknown profile, no model, a refusing or unreachable server, a failing command) is
+//!   `BadGateway` (502) from `generate` and a retryable `Outcome::Failed` from `perform`.
+//! - Nothing here panics; every failure is a value.
+//!
+//! The command backend gets the prompt on standard input and, in its environment, the step's
+//! `VWF_AGENT_MODEL`, `VWF_AGENT_PROFILE`, `VWF_AGENT_SYSTEM` and `VWF_AGENT_MAX_TOKENS` when known.
+
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, PoisonError, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use reqwest::Url;
+use reqwest::header::{AUTHORIZATION, HeaderValue};
+use serde_json::{Map, Value, json};
+use vwf_core::limits;
+use vwf_core::run::Outcome;
+
+use crate::config::Config;
+use crate::failure::Failure;
+
+/// Characters of a backend's answer quoted in an error.
+const EXCERPT_CHARS: usize = 300;
+/// Bytes of a response body read at most (JSON escaping can make a 1 MiB reply larger).
+const BODY_BYTES: u64 = 4 * limits::STEP_OUTPUT_BYTES as u64;
+/// Bound of a catalog request (`GET /models`).
+const CATALOG_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much of a command backend's standard error is kept, from its end.
+const STDERR_TAIL_BYTES: usize = 2048;
+/// How long the pipes may stay open after the process group was killed.
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+const NO_BACKEND: &str = "no agent backend is configured (set [agent] backend in visual-workflow.toml)";
+
+/// One agent step as the backend sees it.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The rendered prompt.
+    pub prompt: &'a str,
+    pub profile: Option<&'a str>,
+    /// The node's own model, overriding the profile's and the default.
+    pub model: Option<&'a str>,
+    pub max_tokens: Option<u64>,
+    pub timeout: Duration,
+}
+
+impl<'a> Request<'a> {
+    /// A request with the contract's default timeout and no token cap.
+    pub fn new(prompt: &'a str, profile: Option<&'a str>, model: Option<&'a str>) -> Self {
+        Request { prompt, profile, model, max_tokens: None, timeout: Duration::from_secs(limits::AGENT_TIMEOUT_DEFAULT) }
+    }
+}
+
+/// Performs an agent task for the runner: parks it when no backend serves it, else the reply or
+/// a failure the engine may retry.
+pub fn perform(config: &Config, request: &Request<'_>) -> Outcome {
+    match Call::resolve(config, request) {
+        Ok(None) => Outcome::ParkAgent,
+        Ok(Some(call)) => call.perform(config, request).unwrap_or_else(|error| Outcome::Failed { error }),
+        Err(error) => Outcome::Failed { error },
+    }
+}
+
+/// Performs a parked agent step on request (`agent_generate`): 503 when no backend serves the
+/// step, 502 when it could not be performed.
+pub fn generate(config: &Config, request: &Request<'_>) -> Result<Outcome, Failure> {
+    match Call::resolve(config, request) {
+        Ok(None) => Err(Failure::Unavailable(NO_BACKEND.into())),
+        Ok(Some(call)) => call.perform(config, request).map_err(Failure::BadGateway),
+        Err(error) => Err(Failure::BadGateway(error)),
+    }
+}
+
+/// The model catalog. `openai`: the server's `GET /models` ids, cached per process until
+/// `refresh`; `command`: the configured models (default first, then the profiles'), no network.
+pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
+    match Kind::parse(&config.agent.backend).map_err(Failure::BadGateway)? {
+        Kind::None => Err(Failure::Unavailable(NO_BACKEND.into())),
+        Kind::Command => {
+            let mut ids: Vec<String> = Vec::new();
+            let configured = config.agent.default_model.iter().chain(config.profiles.values().filter_map(|p| p.model.as_ref()));
+            for id in configured.map(|m| m.trim()).filter(|m| !m.is_empty()) {
+                if !ids.iter().any(|known| known == id) {
+                    ids.push(id.to_string());
+                }
+            }
+            Ok(ids)
+        }
+        Kind::OpenAi => {
+            let base = base_url(config).map_err(Failure::BadGateway)?;
+            // Held across the request, so concurrent callers share one fetch.
+            let mut cache = CATALOG.lock().unwrap_or_else(PoisonError::into_inner);
+            if !refresh
+                && let Some((cached_for, ids)) = cache.as_ref()
+                && *cached_for == base.as_str()
+            {
+                return Ok(ids.clone());
+            }
+            let ids = fetch_models(config, &base).map_err(|e| Failure::BadGateway(scrub(config, e)))?;
+            *cache = Some((base.to_string(), ids.clone()));
+            Ok(ids)
+        }
+    }
+}
+
+/// The catalog of `models` for the openai backend: (base URL it came from, ids).
+static CATALOG: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
+
+/// The configured profiles: `[{name, model, system?, backend?}]`, where `model` is the one a step
+/// naming the profile uses when it sets none (the profile's, else the default, else null).
+pub fn profiles(config: &Config) -> Vec<Value> {
+    config
+        .profiles
+        .iter()
+        .map(|(name, p)| {
+            let mut entry = Map::new();
+            entry.insert("name".into(), Value::from(name.as_str()));
+            entry.insert("model".into(), p.model.as_ref().or(config.agent.default_model.as_ref()).map_or(Value::Null, |m| Value::from(m.as_str())));
+            if let Some(system) = &p.system {
+                entry.insert("system".into(), Value::from(system.as_str()));
+            }
+            if let Some(backend) = &p.backend {
+                entry.insert("backend".into(), Value::from(backend.as_str()));
+            }
+            Value::Object(entry)
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    None,
+    OpenAi,
+    Command,
+}
+
+impl Kind {
+    fn parse(name: &str) -> Result<Kind, String> {
+        match name.trim() {
+            "none" => Ok(Kind::None),
+            "openai" => Ok(Kind::OpenAi),
+            "command" => Ok(Kind::Command),
+            other => Err(format!("agent backend {other:?} is unknown: use \"openai\", \"command\" or \"none\"")),
+        }
+    }
+}
+
+/// A request resolved against the config: which backend, model and system prompt.
+struct Call<'c> {
+    kind: Kind,
+    model: Option<String>,
+    system: Option<&'c str>,
+}
+
+impl<'c> Call<'c> {
+    /// `Ok(None)` when no backend serves the step (it parks); `Err` for a configuration gap
+    /// (unknown profile or backend name, no model).
+    fn resolve(config: &'c Config, request: &Request<'_>) -> Result<Option<Call<'c>>, String> {
+        let global = Kind::parse(&config.agent.backend)?;
+        let profile = match request.profile.filter(|p| !p.is_empty()) {
+            None => None,
+            Some(name) => match config.profiles.get(name) {
+                Some(p) => Some(p),
+                // With no backend at all the profile is only a label for whoever answers.
+                None if global == Kind::None => return Ok(None),
+                None => return Err(unknown_profile(config, name)),
+            },
+        };
+        let kind = match profile.and_then(|p| p.backend.as_deref()) {
+            Some(backend) => Kind::parse(backend).map_err(|e| format!("profile {:?}: {e}", request.profile.unwrap_or_default()))?,
+            None => global,
+        };
+        if kind == Kind::None {
+            return Ok(None);
+        }
+        let non_empty = |m: &&str| !m.trim().is_empty();
+        let model = request
+            .model
+            .filter(non_empty)
+            .or(profile.and_then(|p| p.model.as_deref()).filter(non_empty))
+            .or(config.agent.default_model.as_deref().filter(non_empty))
+            .map(|m| m.trim().to_string());
+        if kind == Kind::OpenAi && model.is_none() {
+            return Err("no model for this agent step: set the node's \"model\", its profile's model or [agent] default_model".into());
+        }
+        Ok(Some(Call { kind, model, system: profile.and_then(|p| p.system.as_deref()).filter(|s| !s.is_empty()) }))
+    }
+
+    fn perform(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, String> {
+        let result = match self.kind {
+            Kind::OpenAi => self.chat(config, request),
+            Kind::Command => self.command(config, request),
+            Kind::None => Err(NO_BACKEND.into()),
+        };
+        result.map_err(|e| scrub(config, e))
+    }
+
+    /// `POST {base_url}/chat/completions`.
+    fn chat(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, String> {
+        let model = self.model.as_deref().unwrap_or_default();
+        let url = endpoint(&base_url(config)?, "chat/completions");
+        let mut messages = Vec::new();
+        if let Some(system) = self.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": request.prompt}));
+        let mut body = json!({"model": model, "messages": messages});
+        if let Some(max) = request.max_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        let answer = exchange(config, client(request.timeout)?.post(url.clone()).json(&body), &url, request.timeout)?;
+        let text = reply_text(&answer).ok_or_else(|| format!("the agent backend's answer has no choices[0].message.content: {}", excerpt(&answer.to_string())))?;
+        let usage = &answer["usage"];
+        let tokens = usage["total_tokens"]
+            .as_u64()
+            .unwrap_or_else(|| usage["prompt_tokens"].as_u64().unwrap_or(0) + usage["completion_tokens"].as_u64().unwrap_or(0));
+        let used = answer["model"].as_str().filter(|m| !m.is_empty()).unwrap_or(model);
+        let mut extra = Map::new();
+        extra.insert("model".into(), Value::from(used));
+        extra.insert("tokens".into(), Value::from(tokens));
+        Ok(Outcome::Done { text, extra, tokens })
+    }
+
+    /// The configured argv, prompt on standard input, reply on standard output.
+    fn command(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, String> {
+        let Some((program, args)) = config.agent.command.split_first().filter(|(p, _)| !p.is_empty()) else {
+            return Err("the command agent backend needs [agent] command = [\"program\", \"arg\", ...]".into());
+        };
+        let mut command = Command::new(program);
+        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        let vars = [
+            ("VWF_AGENT_MODEL", self.model.clone()),
+            ("VWF_AGENT_PROFILE", request.profile.map(String::from)),
+            ("VWF_AGENT_SYSTEM", self.system.map(String::from)),
+            ("VWF_AGENT_MAX_TOKENS", request.max_tokens.map(|n| n.to_string())),
+        ];
+        for (name, value) in vars {
+            match value {
+                Some(v) => command.env(name, v),
+                None => command.env_remove(name),
+            };
+        }
+        let child = command.spawn().map_err(|e| format!("cannot start the agent command {program:?}: {e}"))?;
+        let stdout = supervise(child, request.prompt, request.timeout)?;
+        if stdout.len() > limits::STEP_OUTPUT_BYTES {
+            return Err(format!("the agent command's reply is over the {}-byte limit for output kept inline", limits::STEP_OUTPUT_BYTES));
+        }
+        let mut text = String::from_utf8_lossy(&stdout).into_owned();
+        if text.ends_with('\n') {
+            text.pop();
+            if text.ends_with('\r') {
+                text.pop();
+            }
+        }
+        let mut extra = Map::new();
+        extra.insert("model".into(), self.model.clone().map_or(Value::Null, Value::String));
+        extra.insert("tokens".into(), Value::from(0));
+        Ok(Outcome::Done { text, extra, tokens: 0 })
+    }
+}
+
+fn unknown_profile(config: &Config, name: &str) -> String {
+    let known: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
+    let known = if known.is_empty() { "none are configured".to_string() } else { format!("configured: {}", known.join(", ")) };
+    format!("unknown profile {name:?} ({known}); add [profiles.{name}] to visual-workflow.toml")
+}
+
+/// The first choice's message text (a string, or the text parts of a content array).
+fn reply_text(answer: &Value) -> Option<String> {
+    match &answer["choices"][0]["message"]["content"] {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+            (!texts.is_empty()).then(|| texts.concat())
+        }
+        _ => None,
+    }
+}
+
+fn base_url(config: &Config) -> Result<Url, String> {
+    let raw = config.agent.base_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    let raw = raw.ok_or("the openai agent backend needs [agent] base_url (for example \"http://127.0.0.1:11434/v1\")")?;
+    let url = Url::parse(raw).map_err(|e| format!("[agent] base_url is not a URL: {e}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(format!("[agent] base_url must be http:// or https://, not {other}:")),
+    }
+}
+
+/// `base` with `tail` appended to its path (`.../v1` + `models` = `.../v1/models`).
+fn endpoint(base: &Url, tail: &str) -> Url {
+    let mut url = base.clone();
+    let path = format!("{}/{tail}", url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    url
+}
+
+fn client(timeout: Duration) -> Result<reqwest::blocking::Client, String> {
+    reqwest::blocking::Client::builder()
+        .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// The Bearer key, when `api_key_env` names a set, non-empty variable.
+fn api_key(config: &Config) -> Option<String> {
+    let name = config.agent.api_key_env.as_deref().filter(|n| !n.is_empty())?;
+    std::env::var(name).ok().filter(|k| !k.trim().is_empty())
+}
+
+/// Sends a request (with the key, if any) and returns its JSON answer; a transport error, a
+/// non-2xx status or a body that is not JSON is an error quoting the status and the body.
+fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &Url, timeout: Duration) -> Result<Value, String> {
+    let mut builder = builder;
+    if let Some(key) = api_key(config) {
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| "the API key holds characters an HTTP header cannot carry".to_string())?;
+        value.set_sensitive(true);
+        builder = builder.header(AUTHORIZATION, value);
+    }
+    let started = Instant::now();
+    let shown = shown(url);
+    let response = builder.send().map_err(|e| {
+        if e.is_timeout() || started.elapsed() >= timeout {
+            format!("the agent backend did not answer {shown} within {} s", timeout.as_secs())
+        } else {
+            format!("cannot reach the agent backend at {shown}: {}", chain(&e.without_url()))
+        }
+    })?;
+    let status = response.status();
+    let mut bytes = Vec::new();
+    response.take(BODY_BYTES + 1).read_to_end(&mut bytes).map_err(|e| {
+        if started.elapsed() >= timeout {
+            format!("the agent backend did not answer {shown} within {} s", timeout.as_secs())
+        } else {
+            format!("reading the agent backend's answer from {shown} failed: {e}")
+        }
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    if !status.is_success() {
+        return Err(format!("the agent backend answered HTTP {} at {shown}: {}", status.as_u16(), excerpt(&text)));
+    }
+    if bytes.len() as u64 > BODY_BYTES {
+        return Err(format!("the agent backend's answer at {shown} is over {BODY_BYTES} bytes"));
+    }
+    serde_json::from_slice(&bytes).map_err(|_| format!("the agent backend answered HTTP {} at {shown} with a body that is not JSON: {}", status.as_u16(), excerpt(&text)))
+}
+
+/// `GET {base_url}/models` → the ids of `{data:[{id}]}`.
+fn fetch_models(config: &Config, base: &Url) -> Result<Vec<String>, String> {
+    let url = endpoint(base, "models");
+    let answer = exchange(config, client(CATALOG_TIMEOUT)?.get(url.clone()), &url, CATALOG_TIMEOUT)?;
+    let data = answer["data"].as_array().ok_or_else(|| format!("the agent backend's model list has no \"data\" array: {}", excerpt(&answer.to_string())))?;
+    Ok(data.iter().filter_map(|m| m["id"].as_str()).map(String::from).collect())
+}
+
+/// A URL fit for an error: no credentials, no query.
+fn shown(url: &Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.to_string()
+}
+
+/// The first characters of a body, on one line.
+fn excerpt(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.is_empty() {
+        return "(empty body)".into();
+    }
+    match line.char_indices().nth(EXCERPT_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
+/// `error` without the API key, whatever echoed it.
+fn scrub(config: &Config, error: String) -> String {
+    match api_key(config).map(|k| k.trim().to_string()).filter(|k| k.len() >= 4) {
+        Some(key) if error.contains(&key) => error.replace(&key, "[redacted]"),
+        _ => error,
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// Feeds `prompt` to the child, enforces the timeout, kills the group and reaps the child; the
+/// child's standard output when it exited with 0.
+fn supervise(mut child: std::process::Child, prompt: &str, timeout: Duration) -> Result<Vec<u8>, String> {
+    let deadline = Instant::now() + timeout;
+    let pid = child.id() as libc::pid_t;
+    if let Some(mut stdin) = child.stdin.take() {
+        let prompt = prompt.as_bytes().to_vec();
+        // A command that does not read its input makes this write fail: that is its business.
+        thread::spawn(move || {
+            let _ = stdin.write_all(&prompt);
+        });
+    }
+    let stdout = child.stdout.take().map(|pipe| read_to_end(pipe, keep_head));
+    let stderr = child.stderr.take().map(|pipe| read_to_end(pipe, keep_tail));
+
+    // Wait for the exit without reaping, so the group id stays ours until it is killed.
+    let (exited_tx, exited_rx) = mpsc::channel();
+    thread::spawn(move || {
+        wait_without_reaping(pid);
+        let _ = exited_tx.send(());
+    });
+    let timed_out = matches!(exited_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())), Err(mpsc::RecvTimeoutError::Timeout));
+    // SAFETY: killpg only sends a signal; a stale or empty group makes it return an error.
+    unsafe { libc::killpg(pid, libc::SIGKILL) };
+    let status = child.wait();
+
+    let pipes_deadline = deadline.max(Instant::now() + PIPE_GRACE);
+    let collect = |rx: Option<mpsc::Receiver<Vec<u8>>>| rx.and_then(|rx| rx.recv_timeout(pipes_deadline.saturating_duration_since(Instant::now())).ok());
+    let stdout = collect(stdout);
+    let tail = collect(stderr).map(|bytes| tail_text(&bytes)).unwrap_or_default();
+    let with_tail = |msg: String| if tail.is_empty() { msg } else { format!("{msg}\nstderr: {tail}") };
+    if timed_out {
+        return Err(with_tail(format!("the agent command timed out after {} s", timeout.as_secs())));
+    }
+    let status = status.map_err(|e| with_tail(format!("the agent command could not be waited for: {e}")))?;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => {}
+        (Some(code), _) => return Err(with_tail(format!("the agent command exited with code {code}"))),
+        (None, Some(signal)) => return Err(with_tail(format!("the agent command was killed by signal {signal}"))),
+        (None, None) => return Err(with_tail(format!("the agent command ended abnormally ({status})"))),
+    }
+    stdout.ok_or_else(|| with_tail("the agent command exited but a process it started outside its group still holds its output open".into()))
+}
+
+type Keep = fn(&mut Vec<u8>, &[u8]);
+
+fn read_to_end(mut pipe: impl Read + Send + 'static, keep: Keep) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => keep(&mut kept, &buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(kept);
+    });
+    rx
+}
+
+/// Keeps the first `STEP_OUTPUT_BYTES + 1` bytes: enough to tell that the limit was passed.
+fn keep_head(kept: &mut Vec<u8>, chunk: &[u8]) {
+    let room = (limits::STEP_OUTPUT_BYTES + 1).saturating_sub(kept.len());
+    kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+}
+
+/// Keeps about the last `STDERR_TAIL_BYTES` bytes.
+fn keep_tail(kept: &mut Vec<u8>, chunk: &[u8]) {
+    kept.extend_from_slice(chunk);
+    if kept.len() > 2 * STDERR_TAIL_BYTES {
+        kept.drain(..kept.len() - STDERR_TAIL_BYTES);
+    }
+}
+
+fn tail_text(bytes: &[u8]) -> String {
+    let tail = &bytes[bytes.len().saturating_sub(STDERR_TAIL_BYTES)..];
+    String::from_utf8_lossy(tail).trim().to_string()
+}
+
+/// Blocks until `pid` has exited, leaving it waitable (a zombie) so its pid is not reused yet.
+fn wait_without_reaping(pid: libc::pid_t) {
+    loop {
+        // SAFETY: `info` is a plain C struct that waitid fills in; zeroed is a valid value for it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(toml: &str) -> Config {
+        toml::from_str(toml).expect("config")
+    }
+
+    #[test]
+    fn the_model_comes_from_the_node_then_the_profile_then_the_default() {
+        let c = config("[agent]\nbackend = \"openai\"\nbase_url = \"http://x/v1\"\ndefault_model = \"d\"\n[profiles.w]\nmodel = \"p\"\n[profiles.bare]\n");
+        let model = |profile, model| Call::resolve(&c, &Request::new("hi", profile, model)).unwrap().unwrap().model;
+        assert_eq!(model(Some("w"), Some("n")).as_deref(), Some("n"));
+        assert_eq!(model(Some("w"), None).as_deref(), Some("p"));
+        assert_eq!(model(Some("bare"), None).as_deref(), Some("d"));
+        assert_eq!(model(None, None).as_deref(), Some("d"));
+        let err = Call::resolve(&c, &Request::new("hi", Some("nope"), None)).err().unwrap();
+        assert!(err.contains("unknown profile \"nope\""), "{err}");
+        assert!(matches!(generate(&c, &Request::new("hi", Some("nope"), None)), Err(Failure::BadGateway(_))));
+    }
+
+    #[test]
+    fn no_backend_parks_and_a_profile_can_choose_its_own() {
+        let c = config("[profiles.local]\nbackend = \"command\"\n");
+        assert!(Call::resolve(&c, &Request::new("hi", None, None)).unwrap().is_none());
+        assert!(Call::resolve(&c, &Request::new("hi", Some("unknown"), None)).unwrap().is_none());
+        assert_eq!(Call::resolve(&c, &Request::new("hi", Some("local"), None)).unwrap().unwrap().kind, Kind::Command);
+        assert!(matches!(generate(&c, &Request::new("hi", None, None)), Err(Failure::Unavailable(_))));
+        assert!(matches!(models(&c, false), Err(Failure::Unavailable(_))));
+    }
+
+    #[test]
+    fn openai_without_a_model_is_a_clear_failure() {
+        let c = config("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n");
+        let Outcome::Failed { error } = perform(&c, &Request::new("hi", None, None)) else { panic!("should fail") };
+        assert!(error.contains("no model"), "{error}");
+    }
+
+    #[test]
+    fn endpoints_append_to_the_base_path_and_errors_hide_credentials() {
+        let base = Url::parse("http://user:pw@h:1/v1/?k=s").unwrap();
+        assert_eq!(endpoint(&base, "models").path(), "/v1/models");
+        let shown = shown(&endpoint(&base, "models"));
+        assert!(!shown.contains("pw") && !shown.contains("k=s"), "{shown}");
+        assert_eq!(excerpt("  a \n b  "), "a b");
+        assert_eq!(excerpt(&"x".repeat(400)).chars().count(), EXCERPT_CHARS + 1);
+    }
+
+    #[test]
+    fn command_catalog_and_profiles_hold_no_secret() {
+        let c = config(
+            "[agent]\nbackend = \"command\"\ncommand = [\"cat\"]\ndefault_model = \"m1\"\napi_key_env = \"SECRET\"\n\
+             [profiles.a]\nmodel = \"m2\"\nsystem = \"be brief\"\n[profiles.b]\nmodel = \"m1\"\n[profiles.c]\nbackend = \"openai\"\n",
+        );
+        assert_eq!(models(&c, false).unwrap(), vec!["m1", "m2"]);
+        assert_eq!(
+            Value::Array(profiles(&c)),
+            json!([
+                {"name": "a", "model": "m2", "system": "be brief"},
+                {"name": "b", "model": "m1"},
+                {"name": "c", "model": "m1", "backend": "openai"}
+            ])
+        );
+    }
+}

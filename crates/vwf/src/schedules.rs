@@ -1,0 +1,627 @@
+//! Schedule jobs (SPEC §10, §13): a saved design started on a cron schedule. One job per design,
+//! named `workflow:<design>`, kept in `<home>/workflow-schedules/wf-<design>.json`. The CLI, the
+//! HTTP server and the daemon are callers of this module; the time rules (presets, cron, zones,
+//! daylight saving, the human line) are the core's `vwf_core::schedule`, the run is the runner's.
+//!
+//! Invariants:
+//! - Time is passed in: every function that looks at time takes `now`, and a run started here sees
+//!   a clock that reads `now` when it starts.
+//! - Job files are written atomically, and every read-modify-write of them happens under the
+//!   directory lock `workflow-schedules/.schedules.lock`, so two processes ticking one home (or a
+//!   tick racing an edit) never lose an update and never fire one fire twice.
+//! - A fire is recorded (`last_run_at`, `next_run_at` moved past `now`) before its run starts: a
+//!   crash or a restart can lose that run, never start it twice.
+//! - A fire noticed more than [`GRACE_SECONDS`] late (nothing was ticking) is not run late: it is
+//!   recorded under `missed` (the newest [`MISSED_KEPT`]) and the job moves on.
+//! - A paused job has no `next_run_at`; resuming computes it from `now`.
+//! - Scheduled runs never sleep through `wait` steps and never answer a gate: a gate waits for a
+//!   person until its deadline. Agent steps go through the configured backend like any run.
+//! - Only `wf-*.json` files are jobs (the daemon's `trigger-<design>.json`, temp and lock files
+//!   live beside them); a job file that cannot be read is listed with its error.
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use chrono::TimeDelta;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use vwf_core::names::DesignName;
+use vwf_core::run::{Status, TriggerInfo};
+use vwf_core::schedule::{self, Schedule, ScheduleError};
+use vwf_core::time::{self, Ts};
+
+use crate::app::{self, App};
+use crate::clock::Clock;
+use crate::failure::Failure;
+use crate::runner::Runner;
+use crate::store::fs::atomic_write;
+
+/// How late a fire may be noticed and still run. Later than that, it is recorded as missed.
+pub const GRACE_SECONDS: i64 = 60;
+/// How many missed fires a job file keeps (the newest).
+pub const MISSED_KEPT: usize = 20;
+/// How many overdue fires one tick walks through for one job (a week of minutes); fires beyond
+/// that after a very long outage are skipped without being listed.
+const MISSED_WALK: usize = 7 * 24 * 60;
+
+const SCHEDULES_DIR: &str = "workflow-schedules";
+const JOB_PREFIX: &str = "wf-";
+const LOCK_FILE: &str = ".schedules.lock";
+const ACTIONS: &str = "pause, resume, run or remove";
+
+/// A schedule job: the `job` shape of SPEC §13, plus the schedule object it was made from and the
+/// fires it missed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub job_id: String,
+    /// `workflow:<design>`.
+    pub name: String,
+    pub design: String,
+    pub cron: String,
+    pub human: String,
+    pub tz: String,
+    pub paused: bool,
+    #[serde(default, with = "time::opt")]
+    pub next_run_at: Option<Ts>,
+    #[serde(default, with = "time::opt")]
+    pub last_run_at: Option<Ts>,
+    /// What a Hermes cron job asks its agent to do (see [`prompt`]).
+    pub prompt: String,
+    /// The schedule object (`{preset, time?, minute?, dow?, cron?, tz?}`), to edit it again.
+    pub schedule: Schedule,
+    /// Fires that passed while nothing was ticking, oldest first; not run.
+    #[serde(default)]
+    pub missed: Vec<Missed>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Missed {
+    #[serde(with = "time")]
+    pub at: Ts,
+}
+
+/// What one tick did about one due job: started a run, recorded missed fires, or both.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fired {
+    pub job_id: String,
+    pub design: String,
+    /// The fire a run was started for; `null` when every due fire was missed.
+    #[serde(with = "time::opt")]
+    pub scheduled_for: Option<Ts>,
+    pub run_id: Option<String>,
+    pub status: Option<Status>,
+    /// Why no run was started for `scheduled_for` (design gone or invalid, store trouble).
+    pub error: Option<String>,
+    /// Fires recorded as missed by this tick.
+    pub missed: Vec<Missed>,
+}
+
+/// The id of a design's job: `wf-<design>` (a design name is path-safe, so the id is too).
+pub fn job_id(design: &DesignName) -> String {
+    format!("{JOB_PREFIX}{design}")
+}
+
+/// The prompt a Hermes cron job needs to run `design` (SPEC §10). The name is embedded as JSON,
+/// so no quote or newline in it could change the instructions.
+pub fn prompt(design: &DesignName) -> String {
+    let name = Value::String(design.to_string()).to_string();
+    let args = json!({"name": design.as_str()}).to_string();
+    [
+        format!("Run the saved visual-workflow design {name} now and report its result."),
+        format!("1. Call the tool workflow_design_run with the arguments {args}."),
+        "2. While the result's status is \"awaiting_agent\": perform the agent step described in its \
+         `pending` (follow its prompt), then call workflow_design_respond with \
+         {\"run_id\": <the result's run_id>, \"node\": <pending.node>, \"output\": <your text>} and \
+         continue with the result it returns."
+            .to_string(),
+        "3. If the status is \"awaiting_approval\": do not answer the approval yourself. Report the \
+         question, its options, its deadline and the run id so a person can answer it, and stop."
+            .to_string(),
+        "4. If the status is \"waiting\": report the run id and when it resumes (pending.resume_at), \
+         and stop."
+            .to_string(),
+        "5. When the status is \"done\": print the final outputs verbatim (each output's text exactly \
+         as returned, nothing added or left out). If the status is \"failed\": report the error and \
+         the failed node."
+            .to_string(),
+    ]
+    .join("\n")
+}
+
+/// Creates or updates the job of `design` from a schedule object (`{preset, time?, minute?, dow?,
+/// cron?, tz?, paused?}`). A schedule problem is a bad request naming the field; an unknown design
+/// is not found; nothing is written then. An update keeps `last_run_at`, `missed` and (unless
+/// `paused` is given) the paused state; `next_run_at` is computed afresh from `now`.
+pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<Job, Failure> {
+    let (mut spec, paused) = parse_body(body)?;
+    let cron = schedule::to_cron(&spec).map_err(bad_schedule)?;
+    if !app.store.design_exists(design) {
+        return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
+    }
+    spec.tz = spec.tz.map(|tz| tz.trim().to_string());
+    let tz = spec.tz.clone().unwrap_or_else(|| "UTC".to_string());
+    let _lock = DirLock::take(&dir(app))?;
+    let path = job_path(app, design);
+    // A damaged file is replaced: saving the schedule again is how it gets repaired.
+    let old = read_job(&path).ok().flatten();
+    let paused = paused.or(old.as_ref().map(|j| j.paused)).unwrap_or(false);
+    let job = Job {
+        job_id: job_id(design),
+        name: format!("workflow:{design}"),
+        design: design.to_string(),
+        human: schedule::human(&cron),
+        next_run_at: if paused { None } else { next_fire(&cron, &tz, now) },
+        last_run_at: old.as_ref().and_then(|j| j.last_run_at),
+        prompt: prompt(design),
+        schedule: spec,
+        missed: old.map(|j| j.missed).unwrap_or_default(),
+        cron,
+        tz,
+        paused,
+    };
+    write_job(&path, &job)?;
+    Ok(job)
+}
+
+/// A line of a job listing: the job, or `(job_id, why)` for a job file that cannot be read.
+pub type Entry = Result<Job, (String, String)>;
+
+/// Every job, sorted by id; an unreadable job file is listed with its error.
+pub fn list(app: &App) -> Result<Vec<Entry>, Failure> {
+    let dir = dir(app);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_failure("read", &dir, e)),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_failure("read", &dir, e))?;
+        let file_name = entry.file_name();
+        let Some(id) = file_name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
+        if id.starts_with(JOB_PREFIX) && entry.path().is_file() {
+            ids.push(id.to_string());
+        }
+    }
+    ids.sort();
+    Ok(ids
+        .into_iter()
+        .filter_map(|id| match read_job(&dir.join(format!("{id}.json"))) {
+            Ok(Some(job)) if job.job_id == id => Some(Ok(job)),
+            Ok(Some(job)) => Some(Err((id, format!("the file says job_id {:?}, not its file name", job.job_id)))),
+            Ok(None) => None, // removed meanwhile
+            Err(why) => Some(Err((id, why))),
+        })
+        .collect())
+}
+
+/// One job: bad request for an id that is not `wf-<design name>`, not found for no such job.
+pub fn get(app: &App, job_id: &str) -> Result<Job, Failure> {
+    let design = design_of(job_id)?;
+    read_job(&job_path(app, &design))
+        .map_err(Failure::Internal)?
+        .ok_or_else(|| not_found(job_id))
+}
+
+/// `pause`, `resume`, `run` or `remove` a job. Answers `{ok:true, job}` (pause, resume),
+/// `{ok:true, job_id, removed:true}` (remove) or the run result (run: the design starts now; a
+/// design with errors answers `{ok:false, error, errors}`).
+pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, Failure> {
+    if !matches!(action, "pause" | "resume" | "run" | "remove") {
+        return Err(Failure::BadRequest(format!("unknown action {action:?}; use {ACTIONS}")));
+    }
+    let design = design_of(job_id)?;
+    get(app, job_id)?; // 404 before anything is created or changed
+    let path = job_path(app, &design);
+    let lock = DirLock::take(&dir(app))?;
+    let mut job = read_job(&path).map_err(Failure::Internal)?.ok_or_else(|| not_found(job_id))?;
+    match action {
+        "remove" => {
+            fs::remove_file(&path).map_err(|e| io_failure("remove", &path, e))?;
+            sync_dir(&dir(app)).map_err(|e| io_failure("sync", &dir(app), e))?;
+            Ok(json!({"ok": true, "job_id": job_id, "removed": true}))
+        }
+        "pause" | "resume" => {
+            job.paused = action == "pause";
+            job.next_run_at = if job.paused { None } else { next_fire(&job.cron, &job.tz, now) };
+            write_job(&path, &job)?;
+            Ok(json!({"ok": true, "job": job}))
+        }
+        _ => {
+            if !app.store.design_exists(&design) {
+                return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
+            }
+            job.last_run_at = Some(now);
+            write_job(&path, &job)?;
+            drop(lock);
+            let input = json!({"job_id": job_id, "fired_at": time::format(&now)});
+            let clock = Shifted::to(app.clock.as_ref(), now);
+            match scheduled_runner(app, &clock).start_design(&design, TriggerInfo::new("schedule", input))? {
+                Ok(run) => Ok(run.result()),
+                Err(report) => Ok(json!({"ok": false, "error": crate::tools::refusal(&report.errors), "errors": report.errors})),
+            }
+        }
+    }
+}
+
+/// One pass of the scheduler at `now`: every unpaused job whose `next_run_at` has come is
+/// recorded first (`last_run_at`, missed fires, `next_run_at` strictly after `now`), then its run
+/// starts if the fire is at most [`GRACE_SECONDS`] old. Several due fires within the grace
+/// window start one run. Jobs that were not due are not in the answer.
+pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
+    let dir = dir(app);
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut fired = Vec::new();
+    {
+        let _lock = DirLock::take(&dir)?;
+        for entry in list(app)? {
+            let Ok(mut job) = entry else { continue };
+            let Some(next) = job.next_run_at.filter(|t| !job.paused && *t <= now) else { continue };
+            let (missed, run_at) = due_fires(&job, next, now);
+            if run_at.is_some() {
+                job.last_run_at = Some(now);
+            }
+            job.missed.extend(missed.iter().cloned());
+            let excess = job.missed.len().saturating_sub(MISSED_KEPT);
+            job.missed.drain(..excess);
+            job.next_run_at = next_fire(&job.cron, &job.tz, now);
+            let error = write_job(&job_path_in(&dir, &job.job_id), &job).err().map(|e| format!("not started: cannot record the fire: {e}"));
+            fired.push(Fired { job_id: job.job_id, design: job.design, scheduled_for: run_at, run_id: None, status: None, error, missed });
+        }
+    }
+    let clock = Shifted::to(app.clock.as_ref(), now);
+    let runner = scheduled_runner(app, &clock);
+    for f in fired.iter_mut().filter(|f| f.error.is_none()) {
+        let Some(at) = f.scheduled_for else { continue };
+        let input = json!({"job_id": f.job_id, "fired_at": time::format(&now), "scheduled_for": time::format(&at)});
+        let started = DesignName::parse(&f.design)
+            .map_err(Failure::BadRequest)
+            .and_then(|name| runner.start_design(&name, TriggerInfo::new("schedule", input)));
+        match started {
+            Ok(Ok(run)) => {
+                f.run_id = Some(run.run_id.clone());
+                f.status = Some(run.status);
+            }
+            Ok(Err(report)) => f.error = Some(crate::tools::refusal(&report.errors)),
+            Err(e) => f.error = Some(e.to_string()),
+        }
+    }
+    Ok(fired)
+}
+
+/// The overdue fires of a job from `next` up to `now`: those older than the grace window
+/// (missed, at most the newest [`MISSED_KEPT`]), and the newest one inside it (to run), if any.
+fn due_fires(job: &Job, next: Ts, now: Ts) -> (Vec<Missed>, Option<Ts>) {
+    let grace = TimeDelta::seconds(GRACE_SECONDS);
+    let mut missed = VecDeque::new();
+    let mut run_at = None;
+    let mut fire = Some(next);
+    for _ in 0..MISSED_WALK {
+        let Some(at) = fire.filter(|t| *t <= now) else { break };
+        if now - at <= grace {
+            run_at = Some(at);
+        } else {
+            if missed.len() == MISSED_KEPT {
+                missed.pop_front();
+            }
+            missed.push_back(Missed { at });
+        }
+        fire = next_fire(&job.cron, &job.tz, at);
+    }
+    (missed.into(), run_at)
+}
+
+fn next_fire(cron: &str, tz: &str, after: Ts) -> Option<Ts> {
+    schedule::next_cron_fire_tz(cron, Some(tz), after)
+}
+
+/// The schedule object and `paused` from a request body.
+fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>), Failure> {
+    if !body.is_object() {
+        return Err(Failure::BadRequest(format!(
+            "the schedule must be an object like {{\"preset\": \"daily\", \"time\": \"09:00\"}}, got {}",
+            kind(body)
+        )));
+    }
+    let paused = match body.get("paused") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => return Err(Failure::BadRequest(format!("paused must be true or false, got {}", kind(other)))),
+    };
+    Ok((schedule::schedule_from_value(body).map_err(bad_schedule)?, paused))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A schedule error as a bad request whose message starts with the field it is about.
+fn bad_schedule(e: ScheduleError) -> Failure {
+    match e.field {
+        Some(field) if !e.message.starts_with(field.as_str()) => Failure::BadRequest(format!("{field}: {}", e.message)),
+        _ => Failure::BadRequest(e.message),
+    }
+}
+
+fn design_of(job_id: &str) -> Result<DesignName, Failure> {
+    job_id
+        .strip_prefix(JOB_PREFIX)
+        .and_then(|d| DesignName::parse(d).ok())
+        .ok_or_else(|| Failure::BadRequest(format!("bad job id {job_id:?}: schedule job ids look like \"wf-<design>\"")))
+}
+
+fn not_found(job_id: &str) -> Failure {
+    Failure::NotFound(format!("schedule job {job_id:?} not found"))
+}
+
+fn dir(app: &App) -> PathBuf {
+    app.home.join(SCHEDULES_DIR)
+}
+
+fn job_path(app: &App, design: &DesignName) -> PathBuf {
+    job_path_in(&dir(app), &job_id(design))
+}
+
+fn job_path_in(dir: &Path, job_id: &str) -> PathBuf {
+    dir.join(format!("{job_id}.json"))
+}
+
+/// A job file: `None` when there is none, `Err(why)` when it cannot be read or parsed.
+fn read_job(path: &Path) -> Result<Option<Job>, String> {
+    let shown = format!("{SCHEDULES_DIR}/{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    match fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{shown} is not a schedule job: {e}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {shown}: {e}")),
+    }
+}
+
+fn write_job(path: &Path, job: &Job) -> Result<(), Failure> {
+    let mut bytes = serde_json::to_vec_pretty(job).map_err(|e| Failure::Internal(e.to_string()))?;
+    bytes.push(b'\n');
+    atomic_write(path, &bytes).map_err(|e| io_failure("write", path, e))
+}
+
+fn io_failure(action: &str, path: &Path, e: io::Error) -> Failure {
+    Failure::Internal(format!("cannot {action} {}: {e}", path.display()))
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// The schedules directory's lock (an exclusive `flock` on `.schedules.lock`, held across
+/// processes) for one read-modify-write of job files; released when dropped. Never held while a
+/// run works.
+struct DirLock(File);
+
+impl DirLock {
+    fn take(dir: &Path) -> Result<DirLock, Failure> {
+        fs::create_dir_all(dir).map_err(|e| io_failure("create", dir, e))?;
+        let path = dir.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io_failure("open", &path, e))?;
+        file.lock().map_err(|e| io_failure("lock", &path, e))?;
+        Ok(DirLock(file))
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+/// A runner for scheduled runs: quiet, never sleeping through a wait, on `clock`.
+fn scheduled_runner<'a>(app: &'a App, clock: &'a Shifted<'a>) -> Runner<'a> {
+    Runner { clock, ..app.runner(&app::quiet, false) }
+}
+
+/// The app clock moved so that it reads `now` at the moment it is made.
+struct Shifted<'c> {
+    base: &'c dyn Clock,
+    offset: TimeDelta,
+}
+
+impl<'c> Shifted<'c> {
+    fn to(base: &'c dyn Clock, now: Ts) -> Self {
+        Shifted { base, offset: now - base.now() }
+    }
+}
+
+impl Clock for Shifted<'_> {
+    fn now(&self) -> Ts {
+        self.base.now() + self.offset
+    }
+    fn sleep_until(&self, t: Ts) {
+        self.base.sleep_until(t - self.offset);
+    }
+}
+
+/// `vwf schedule …`: the subcommands and what they print. `main.rs` prints [`Output`] and turns
+/// it into an exit code.
+pub mod cli {
+    use clap::Subcommand;
+    use serde_json::{Value, json};
+    use vwf_core::names::DesignName;
+    use vwf_core::run::Status;
+    use vwf_core::time::Ts;
+
+    use super::{Entry, Fired, Job};
+    use crate::app::App;
+    use crate::failure::Failure;
+    use crate::render;
+
+    #[derive(Subcommand, Debug)]
+    pub enum ScheduleCmd {
+        /// Create or update a design's schedule job.
+        Set {
+            design: String,
+            /// hourly, daily, weekdays, weekly or custom.
+            #[arg(long)]
+            preset: String,
+            /// 24-hour HH:MM (daily, weekdays, weekly).
+            #[arg(long)]
+            time: Option<String>,
+            /// Minute of the hour (hourly).
+            #[arg(long)]
+            minute: Option<u32>,
+            /// Day of the week, 0 = Sunday (weekly).
+            #[arg(long)]
+            dow: Option<u32>,
+            /// Five-field cron expression (custom).
+            #[arg(long)]
+            cron: Option<String>,
+            /// Time zone, e.g. Europe/Berlin (default UTC).
+            #[arg(long)]
+            tz: Option<String>,
+            /// Create or leave the job paused.
+            #[arg(long)]
+            paused: bool,
+        },
+        /// List schedule jobs.
+        List,
+        /// Stop a job from firing until it is resumed.
+        Pause { job_id: String },
+        /// Let a paused job fire again, from now on.
+        Resume { job_id: String },
+        /// Start the job's design now.
+        Run { job_id: String },
+        /// Delete a job.
+        Remove { job_id: String },
+        /// Fire the jobs that are due, once, now (for cron-driven setups).
+        Tick,
+    }
+
+    /// What a subcommand answers: the `--json` body, the human text, and the run's status when it
+    /// started one (for the exit code).
+    pub struct Output {
+        pub body: Value,
+        pub text: String,
+        pub status: Option<Status>,
+    }
+
+    pub fn execute(app: &App, cmd: &ScheduleCmd) -> Result<Output, Failure> {
+        let now = app.clock.now();
+        match cmd {
+            ScheduleCmd::Set { design, preset, time, minute, dow, cron, tz, paused } => {
+                let name = DesignName::parse(design).map_err(Failure::BadRequest)?;
+                let mut body = json!({"preset": preset, "time": time, "minute": minute, "dow": dow, "cron": cron, "tz": tz});
+                if *paused {
+                    body["paused"] = json!(true);
+                }
+                let job = super::upsert(app, &name, &body, now)?;
+                let when = if job.paused { "paused".to_string() } else { format!("next run {}", at(job.next_run_at, &job.tz)) };
+                let text = format!("Scheduled {}: {} ({}), job {}, {when}.", job.design, job.human, job.tz, job.job_id);
+                Ok(Output { body: json!({"ok": true, "job": job}), text, status: None })
+            }
+            ScheduleCmd::List => {
+                let entries = super::list(app)?;
+                let text = if entries.is_empty() {
+                    "No schedule jobs. Create one with `vwf schedule set <design> --preset daily --time 09:00`.".to_string()
+                } else {
+                    table(&entries)
+                };
+                let jobs: Vec<Value> = entries
+                    .into_iter()
+                    .map(|e| match e {
+                        Ok(job) => json!(job),
+                        Err((job_id, error)) => json!({"ok": false, "job_id": job_id, "error": error}),
+                    })
+                    .collect();
+                Ok(Output { body: json!({"ok": true, "schedules": jobs}), text, status: None })
+            }
+            ScheduleCmd::Pause { job_id } | ScheduleCmd::Resume { job_id } | ScheduleCmd::Remove { job_id } => {
+                let action = match cmd {
+                    ScheduleCmd::Pause { .. } => "pause",
+                    ScheduleCmd::Resume { .. } => "resume",
+                    _ => "remove",
+                };
+                let body = super::action(app, job_id, action, now)?;
+                let text = match serde_json::from_value::<Job>(body["job"].clone()) {
+                    Ok(job) if job.paused => format!("Paused {}.", job.job_id),
+                    Ok(job) => format!("Resumed {}: {}, next run {}.", job.job_id, job.human, at(job.next_run_at, &job.tz)),
+                    Err(_) => format!("Removed {job_id}."),
+                };
+                Ok(Output { body, text, status: None })
+            }
+            ScheduleCmd::Run { job_id } => {
+                let body = super::action(app, job_id, "run", now)?;
+                let status = body.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok());
+                let text = match status {
+                    Some(_) => render::summary(&body, true, render::Reader::Cli),
+                    None => format!("error: {}", body["error"].as_str().unwrap_or("the run did not start")),
+                };
+                Ok(Output { body, text, status })
+            }
+            ScheduleCmd::Tick => {
+                let fired = super::tick(app, now)?;
+                let text = if fired.is_empty() { "No schedule job was due.".to_string() } else { fired.iter().map(fired_line).collect::<Vec<_>>().join("\n") };
+                Ok(Output { body: json!({"ok": true, "fired": fired}), text, status: None })
+            }
+        }
+    }
+
+    /// The human table of `vwf schedule list`.
+    pub fn table(entries: &[Entry]) -> String {
+        let rows: Vec<Vec<String>> = entries
+            .iter()
+            .map(|e| match e {
+                Ok(job) => {
+                    let mut state = if job.paused { "paused" } else { "active" }.to_string();
+                    if !job.missed.is_empty() {
+                        state.push_str(&format!(" ({} missed)", job.missed.len()));
+                    }
+                    vec![job.job_id.clone(), job.design.clone(), job.human.clone(), job.tz.clone(), at(job.next_run_at, &job.tz), at(job.last_run_at, &job.tz), state]
+                }
+                Err((id, why)) => {
+                    let blank = String::new;
+                    vec![id.clone(), blank(), blank(), blank(), blank(), blank(), format!("unreadable: {why}")]
+                }
+            })
+            .collect();
+        render::table(&["JOB", "DESIGN", "WHEN", "TZ", "NEXT", "LAST", "STATE"], &rows)
+    }
+
+    fn fired_line(f: &Fired) -> String {
+        let mut parts = Vec::new();
+        if let Some(last) = f.missed.last() {
+            parts.push(format!("missed {} fire(s), the last at {} (not run late)", f.missed.len(), vwf_core::time::format(&last.at)));
+        }
+        match (&f.run_id, f.status, &f.error) {
+            (Some(id), Some(status), _) => parts.push(format!("run {id} {}", status.as_str())),
+            (_, _, Some(error)) => parts.push(format!("not started: {error}")),
+            _ => {}
+        }
+        format!("{} ({}): {}", f.job_id, f.design, parts.join("; "))
+    }
+
+    /// A time in the job's zone, e.g. `2026-03-30 09:00 CEST`; `-` for none.
+    fn at(t: Option<Ts>, tz: &str) -> String {
+        match (t, vwf_core::schedule::parse_tz(tz)) {
+            (None, _) => "-".to_string(),
+            (Some(t), Ok(zone)) => t.with_timezone(&zone).format("%Y-%m-%d %H:%M %Z").to_string(),
+            (Some(t), Err(_)) => t.format("%Y-%m-%d %H:%M UTC").to_string(),
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! The routes of SPEC §13 under `/api/plugins/visual-workflow`, and the router around them.
+//!
+//! Each handler checks what it was given (names and run ids before any path is built, query
+//! values, the body's JSON shape), then calls the function the CLI calls (a tool, the runner,
+//! the schedules module, the agent and delivery drivers) inside `spawn_blocking`, and answers the
+//! JSON it returns. No rule of the contract lives here; only the HTTP mapping does: a `Failure`
+//! becomes its status with `{ok:false, error}`, a design problem stays a 200 with its body.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::{from_fn_with_state, map_response};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use serde_json::{Map, Value, json};
+use vwf_core::limits::REQUEST_BODY_BYTES;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::{FILE_ONLY_FIELDS, Run};
+
+use crate::app::{App, quiet};
+use crate::failure::Failure;
+use crate::tools::{self, Reply};
+
+use super::security::{self, Guard};
+use super::{openapi, pages};
+
+/// Where the API is mounted.
+pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
+
+/// `GET /runs` without `limit`, and the most it may ask for.
+const RUNS_DEFAULT: usize = 20;
+const RUNS_MAX: usize = 1000;
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    app: Arc<App>,
+}
+
+/// One route of the API: the router mounts `handler` at `API_PREFIX + path`, and the OpenAPI
+/// document describes it from the same entry.
+pub(crate) struct Route {
+    pub method: &'static str,
+    /// Relative to [`API_PREFIX`], with `{param}` segments.
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Query parameters: (name, description).
+    pub query: &'static [(&'static str, &'static str)],
+    /// What the JSON request body holds; `None` for routes without a body.
+    pub body: Option<&'static str>,
+    /// What a successful answer holds.
+    pub answer: &'static str,
+    pub(crate) handler: fn() -> MethodRouter<AppState>,
+}
+
+/// Every route of the API, in the order of SPEC §13 (then the OpenAPI document itself).
+pub(crate) const ROUTES: &[Route] = &[
+    Route { method: "GET", path: "/models", summary: "Model catalog from the agent backend", query: &[("refresh", "1 drops the cached catalog")], body: None, answer: "{ok:true, models:[id]}", handler: || get(models) },
+    Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots)", query: &[], body: None, answer: "{ok:true, profiles:[{name, model, system?, backend?}]}", handler: || get(profiles) },
+    Route { method: "GET", path: "/channels", summary: "Delivery targets from the configured channels", query: &[], body: None, answer: "{ok:true, channels:[{platform, target, home}]}", handler: || get(channels) },
+    Route { method: "GET", path: "/designs", summary: "Saved design names", query: &[], body: None, answer: "{ok:true, designs:[name]}", handler: || get(list_designs) },
+    Route { method: "GET", path: "/designs/templates", summary: "Built-in designs from examples/", query: &[], body: None, answer: "{ok:true, templates:[{name, description, graph}]}", handler: || get(templates) },
+    Route { method: "GET", path: "/designs/{name}", summary: "One saved graph", query: &[], body: None, answer: "{ok:true, graph}", handler: || get(load_design) },
+    Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design", query: &[], body: Some("{graph}"), answer: "{ok:true, path, nodes} or {ok:false, error, errors}", handler: || post(save_design) },
+    Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", query: &[], body: Some("{graph?}"), answer: "{ok, errors:[issue], warnings:[issue]}", handler: || post(validate_design) },
+    Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked", query: &[], body: Some("{input?}"), answer: "run result, or {ok:false, error, errors}", handler: || post(run_design) },
+    Route { method: "GET", path: "/schedules", summary: "Schedule jobs", query: &[], body: None, answer: "{ok:true, schedules:[job]}", handler: || get(list_schedules) },
+    Route { method: "POST", path: "/designs/{name}/schedule", summary: "Create or update the design's schedule job", query: &[], body: Some("{preset, time?, minute?, dow?, cron?, tz?, paused?}"), answer: "{ok:true, job}", handler: || post(schedule_design) },
+    Route { method: "POST", path: "/schedules/{job_id}/{action}", summary: "Pause, resume, run or remove a schedule job", query: &[], body: None, answer: "{ok:true, job}, {ok:true, job_id, removed:true} or a run result", handler: || post(schedule_action) },
+    Route { method: "GET", path: "/runs", summary: "Recent runs, newest first", query: &[("limit", "how many runs (default 20, at most 1000)")], body: None, answer: "{ok:true, runs:[run result | {ok:false, run_id, error}]}", handler: || get(list_runs) },
+    Route { method: "GET", path: "/runs/{run_id}", summary: "One run in result shape", query: &[], body: None, answer: "run result", handler: || get(open_run) },
+    Route { method: "POST", path: "/runs/{run_id}/respond", summary: "Answer a gate, supply or generate an agent step's output", query: &[], body: Some("{node, answer? | output? | agent_generate?}"), answer: "run result", handler: || post(respond) },
+    Route { method: "POST", path: "/runs/{run_id}/retry", summary: "Retry a failed run from its failed step", query: &[], body: None, answer: "run result", handler: || post(retry) },
+    Route { method: "POST", path: "/events/{name}", summary: "Emit an event (fires event triggers)", query: &[], body: Some("{payload?}"), answer: "{ok:true, event, runs:[run result], skipped:[{design, reason}]}", handler: || post(emit) },
+    Route { method: "GET", path: "/openapi.json", summary: "This document", query: &[], body: None, answer: "OpenAPI 3.1 document", handler: || get(openapi_json) },
+];
+
+/// The whole application: API routes from `ROUTES`, the pages, and the layers that guard every
+/// request (§17), cap bodies and turn every error into JSON.
+pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
+    let mut router = Router::new();
+    for route in ROUTES {
+        router = router.route(&format!("{API_PREFIX}{}", route.path), (route.handler)());
+    }
+    let routes = router
+        .route("/", get(|| page("index.html", "dashboard")))
+        .route("/designer.html", get(|| page("designer.html", "canvas")))
+        .fallback(fallback)
+        .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
+        .with_state(AppState { app });
+    // The outer layers wrap the whole router (not each route), so they see its own answers too
+    // (a 405 with its Allow header) and guard requests before any routing.
+    Router::new()
+        .fallback_service(routes)
+        .layer(from_fn_with_state(guard, security::guard))
+        .layer(map_response(json_errors))
+}
+
+// ---- answers ----
+
+/// `{ok:false, error}` with `status`.
+pub(crate) fn error(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(json!({"ok": false, "error": message}))).into_response()
+}
+
+fn reply(reply: Reply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(reply.body)).into_response()
+}
+
+fn failure(f: Failure) -> Response {
+    reply(f.into())
+}
+
+/// A body that succeeded, or the failure's status and body.
+fn answer(result: Result<Value, Failure>) -> Reply {
+    match result {
+        Ok(body) => Reply { status: 200, body },
+        Err(f) => f.into(),
+    }
+}
+
+/// Runs `work` (store, runner, tools: all blocking) on a blocking thread.
+async fn blocking(state: &AppState, work: impl FnOnce(&App) -> Reply + Send + 'static) -> Response {
+    let app = state.app.clone();
+    match tokio::task::spawn_blocking(move || work(&app)).await {
+        Ok(r) => reply(r),
+        Err(e) => {
+            eprintln!("vwf serve: a request handler failed: {e}");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "internal error while handling the request".into())
+        }
+    }
+}
+
+// ---- request parts ----
+
+fn design_name(name: &str) -> Result<DesignName, Failure> {
+    DesignName::parse(name).map_err(Failure::BadRequest)
+}
+
+fn run_id(id: &str) -> Result<RunId, Failure> {
+    RunId::parse(id).map_err(Failure::BadRequest)
+}
+
+/// The JSON object a POST carries: an empty body is `{}` (every body field is optional somewhere);
+/// anything else must be a JSON object sent as `application/json`, at most 1 MiB.
+pub(crate) struct JsonArgs(Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for JsonArgs {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let json_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+            .is_some_and(|m| m == "application/json" || (m.starts_with("application/") && m.ends_with("+json")));
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            let status = rejection.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                error(status, format!("request body is larger than {} MiB ({REQUEST_BODY_BYTES} bytes)", REQUEST_BODY_BYTES / (1024 * 1024)))
+            } else {
+                error(status, format!("cannot read the request body: {}", rejection.body_text()))
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(JsonArgs(Map::new()));
+        }
+        if !json_type {
+            return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the request body as JSON with Content-Type: application/json".into()));
+        }
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Ok(JsonArgs(map)),
+            Ok(_) => Err(failure(Failure::BadRequest("the request body must be a JSON object".into()))),
+            Err(e) => Err(failure(Failure::BadRequest(format!("the request body is not valid JSON: {e}")))),
+        }
+    }
+}
+
+type Params = Query<HashMap<String, String>>;
+
+/// A `0/1` (or `false/true`) query flag.
+fn flag(params: &HashMap<String, String>, key: &str) -> Result<bool, Failure> {
+    match params.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(false),
+        Some(v) if matches!(v.as_str(), "" | "0" | "false" | "no") => Ok(false),
+        Some(v) if matches!(v.as_str(), "1" | "true" | "yes") => Ok(true),
+        Some(v) => Err(Failure::BadRequest(format!("{key}={v:?}: use {key}=1 or {key}=0"))),
+    }
+}
+
+// ---- routes ----
+
+async fn models(State(s): State<AppState>, Query(params): Params) -> Response {
+    let refresh = match flag(&params, "refresh") {
+        Ok(r) => r,
+        Err(f) => return failure(f),
+    };
+    blocking(&s, move |app| {
+        answer(crate::exec::agent::models(&app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models})))
+    })
+    .await
+}
+
+async fn profiles(State(s): State<AppState>) -> Response {
+    let profiles = crate::exec::agent::profiles(&s.app.drivers.config);
+    reply(Reply { status: 200, body: json!({"ok": true, "profiles": profiles}) })
+}
+
+async fn channels(State(s): State<AppState>) -> Response {
+    let channels = crate::exec::deliver::channels(&s.app.drivers.config.channels);
+    reply(Reply { status: 200, body: json!({"ok": true, "channels": channels}) })
+}
+
+async fn list_designs(State(s): State<AppState>) -> Response {
+    blocking(&s, |app| answer(app.store.list_designs().map(|names| json!({"ok": true, "designs": names})).map_err(Failure::from))).await
+}
+
+async fn templates(State(s): State<AppState>) -> Response {
+    blocking(&s, |_| Reply { status: 200, body: pages::templates(&pages::examples_dir()) }).await
+}
+
+async fn load_design(State(s): State<AppState>, Path(name): Path<String>) -> Response {
+    let name = match design_name(&name) {
+        Ok(n) => n,
+        Err(f) => return failure(f),
+    };
+    blocking(&s, move |app| tools::call(app, "workflow_design_load", &json!({"name": name.as_str()}))).await
+}
+
+async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
+    let name = match design_name(&name) {
+        Ok(n) => n,
+        Err(f) => return failure(f),
+    };
+    let mut args = Map::new();
+    args.insert("name".into(), name.as_str().into());
+    if let Some(graph) = body.get("graph") {
+        args.insert("graph".into(), graph.clone());
+    }
+    blocking(&s, move |app| tools::call(app, "workflow_design_save", &Value::Object(args))).await
+}
+
+async fn validate_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
+    let name = match design_name(&name) {
+        Ok(n) => n,
+        Err(f) => return failure(f),
+    };
+    let args = match body.get("graph") {
+        Some(graph) => json!({"graph": graph}),
+        None => json!({"name": name.as_str()}),
+    };
+    blocking(&s, move |app| tools::call(app, "workflow_design_validate", &args)).await
+}
+
+async fn run_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
+    let name = match design_name(&name) {
+        Ok(n) => n,
+        Err(f) => return failure(f),
+    };
+    let input = body.get("input").cloned().unwrap_or(Value::Null);
+    blocking(&s, move |app| tools::call(app, "workflow_design_run", &json!({"name": name.as_str(), "input": input}))).await
+}
+
+async fn list_schedules(State(s): State<AppState>) -> Response {
+    blocking(&s, |app| answer(crate::schedules::cli::execute(app, &crate::schedules::cli::ScheduleCmd::List).map(|out| out.body))).await
+}
+
+async fn schedule_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
+    let name = match design_name(&name) {
+        Ok(n) => n,
+        Err(f) => return failure(f),
+    };
+    blocking(&s, move |app| {
+        let now = app.clock.now();
+        answer(crate::schedules::upsert(app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job})))
+    })
+    .await
+}
+
+async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Response {
+    blocking(&s, move |app| {
+        let now = app.clock.now();
+        answer(crate::schedules::action(app, &job_id, &action, now))
+    })
+    .await
+}
+
+async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Response {
+    let limit = match params.get("limit").map(|v| v.trim()) {
+        None | Some("") => RUNS_DEFAULT,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=RUNS_MAX).contains(&n) => n,
+            _ => return failure(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
+        },
+    };
+    blocking(&s, move |app| {
+        answer(app.runner(&quiet, false).list(limit).map(|entries| {
+            let runs: Vec<Value> = entries
+                .into_iter()
+                .map(|entry| match entry.run {
+                    Ok(mut run) => {
+                        if let Some(obj) = run.as_object_mut() {
+                            for key in FILE_ONLY_FIELDS {
+                                obj.remove(key);
+                            }
+                        }
+                        run
+                    }
+                    Err(error) => json!({"ok": false, "run_id": entry.id, "error": error}),
+                })
+                .collect();
+            json!({"ok": true, "runs": runs})
+        }))
+    })
+    .await
+}
+
+async fn open_run(State(s): State<AppState>, Path(id): Path<String>) -> Response {
+    let id = match run_id(&id) {
+        Ok(id) => id,
+        Err(f) => return failure(f),
+    };
+    blocking(&s, move |app| answer(app.runner(&quiet, false).open(id.as_str()).map(|run| run.result()))).await
+}
+
+async fn respond(State(s): State<AppState>, Path(id): Path<String>, JsonArgs(mut body): JsonArgs) -> Response {
+    let id = match run_id(&id) {
+        Ok(id) => id,
+        Err(f) => return failure(f),
+    };
+    body.insert("run_id".into(), id.as_str().into());
+    blocking(&s, move |app| tools::call(app, "workflow_design_respond", &Value::Object(body))).await
+}
+
+async fn retry(State(s): State<AppState>, Path(id): Path<String>, JsonArgs(_): JsonArgs) -> Response {
+    let id = match run_id(&id) {
+        Ok(id) => id,
+        Err(f) => return failure(f),
+    };
+    blocking(&s, move |app| answer(app.runner(&quiet, false).retry(id.as_str()).map(|run| run.result()))).await
+}
+
+async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Response {
+    let payload = body.get("payload").cloned().unwrap_or(Value::Null);
+    blocking(&s, move |app| {
+        answer(app.runner(&quiet, false).emit(&event, payload, 0).map(|emission| {
+            let runs: Vec<Value> = emission.runs.iter().map(Run::result).collect();
+            let skipped: Vec<Value> = emission.skipped.iter().map(|(design, why)| json!({"design": design, "reason": why})).collect();
+            json!({"ok": true, "event": event, "runs": runs, "skipped": skipped})
+        }))
+    })
+    .await
+}
+
+async fn openapi_json() -> Response {
+    axum::Json(openapi::document()).into_response()
+}
+
+// ---- pages and fallbacks ----
+
+async fn page(file: &'static str, what: &'static str) -> Response {
+    match tokio::task::spawn_blocking(move || pages::web_file(file)).await.ok().flatten() {
+        Some((kind, bytes)) => ([(header::CONTENT_TYPE, kind)], bytes).into_response(),
+        None => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], pages::placeholder(what)).into_response(),
+    }
+}
+
+/// Unknown API routes are JSON 404s; other GETs may name a file of the web directory.
+async fn fallback(method: Method, uri: Uri) -> Response {
+    let path = uri.path().to_string();
+    let api = path == API_PREFIX || path.starts_with(&format!("{API_PREFIX}/"));
+    if !api && (method == Method::GET || method == Method::HEAD) {
+        let wanted = path.clone();
+        if let Some((kind, bytes)) = tokio::task::spawn_blocking(move || pages::web_file(&wanted)).await.ok().flatten() {
+            return ([(header::CONTENT_TYPE, kind)], bytes).into_response();
+        }
+    }
+    let hint = if api { format!("; the routes are listed at {API_PREFIX}/openapi.json") } else { String::new() };
+    error(StatusCode::NOT_FOUND, format!("no route for {method} {path}{hint}"))
+}
+
+/// Gives every error response without a JSON body (the router's 404/405, extractor rejections)
+/// the contract's `{ok:false, error}` body, and marks every answer `nosniff`.
+async fn json_errors(response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    parts.headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    let status = parts.status;
+    let is_json = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return Response::from_parts(parts, body);
+    }
+    let text = axum::body::to_bytes(body, 64 * 1024).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
+    let message = if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allow = parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()).unwrap_or("");
+        format!("method not allowed here; this route takes {allow}")
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let body = json!({"ok": false, "error": message}).to_string();
+    Response::from_parts(parts, Body::from(body))
+}

@@ -1,0 +1,253 @@
+//! `vwf serve`: the HTTP API of SPEC §13, the dashboard and the canvas, over one `App`.
+//!
+//! The server is a thin caller like every other surface: each route parses its request, checks
+//! names before any path is built, then calls the same tool functions and runner the CLI uses on
+//! a blocking thread (`spawn_blocking`), and answers the JSON they return with its status.
+//!
+//! Invariants:
+//! - Nothing is written before the security settings are accepted (§17): a non-loopback bind
+//!   without a token, or a token variable that is not set, refuses to start.
+//! - Every response with an error status has a `{ok:false, error}` JSON body, including the
+//!   router's own answers (unknown route, wrong method, unreadable path or body).
+//! - The route table (`api::ROUTES`) is the only list of routes: the router and the OpenAPI
+//!   document are both built from it.
+
+mod api;
+mod openapi;
+mod pages;
+mod security;
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::app::App;
+use crate::failure::Failure;
+
+pub use api::API_PREFIX;
+
+/// Where `vwf serve` listens without `--bind` or `[server] bind`.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8765";
+
+/// How many of the newest runs are settled at start (runs left `running` by a dead process are
+/// marked interrupted, passed deadlines enforced); older ones are settled when opened.
+const STARTUP_SWEEP: usize = 1000;
+
+/// The `[server]` table of the config (SPEC §16).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub bind: Option<String>,
+    pub token_env: Option<String>,
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Settings {
+    /// Reads `[server]`; a key of the wrong type is an error naming it.
+    pub fn from_table(table: &toml::Table) -> Result<Settings, Failure> {
+        let text = |key: &str| -> Result<Option<String>, Failure> {
+            match table.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) if s.trim().is_empty() => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.trim().to_string())),
+                Some(_) => Err(Failure::BadRequest(format!("[server] {key} must be a string"))),
+            }
+        };
+        let allowed_hosts = match table.get("allowed_hosts") {
+            None => Vec::new(),
+            Some(toml::Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(|s| s.trim().to_ascii_lowercase()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| Failure::BadRequest("[server] allowed_hosts must be a list of host names".into()))?,
+            Some(_) => return Err(Failure::BadRequest("[server] allowed_hosts must be a list of host names".into())),
+        };
+        Ok(Settings { bind: text("bind")?, token_env: text("token_env")?, allowed_hosts })
+    }
+}
+
+/// A server that is bound and ready to answer; `run` serves until SIGINT or SIGTERM.
+pub struct Server {
+    app: Arc<App>,
+    listener: TcpListener,
+    addr: SocketAddr,
+    guard: security::Guard,
+    runtime: tokio::runtime::Runtime,
+    stop_signals: StopSignals,
+}
+
+/// Checks the security settings, binds the listener and settles stale runs. Refuses (as a bad
+/// request, before anything is written) a non-loopback bind without a token.
+pub fn prepare(app: App, bind_flag: Option<&str>) -> Result<Server, Failure> {
+    let settings = Settings::from_table(&app.drivers.config.server)?;
+    let bind = bind_flag.map(str::trim).filter(|b| !b.is_empty()).map(String::from).or(settings.bind.clone()).unwrap_or_else(|| DEFAULT_BIND.into());
+    let addr = resolve(&bind)?;
+    let token = match &settings.token_env {
+        None => None,
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+            _ => {
+                return Err(Failure::BadRequest(format!(
+                    "[server] token_env names {var}, but {var} is not set; export it (the API token) or remove token_env"
+                )));
+            }
+        },
+    };
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(Failure::BadRequest(format!(
+            "refusing to listen on {addr}: it is reachable from other machines and no API token is set. \
+             Set [server] token_env = \"VWF_TOKEN\" in {} and export VWF_TOKEN, or bind 127.0.0.1",
+            crate::config::Config::path(&app.home).display()
+        )));
+    }
+    let listener = TcpListener::bind(addr).map_err(|e| Failure::Internal(format!("cannot listen on {addr}: {e}")))?;
+    let addr = listener.local_addr().map_err(|e| Failure::Internal(format!("cannot read the bound address: {e}")))?;
+    listener.set_nonblocking(true).map_err(|e| Failure::Internal(format!("cannot set up the listener: {e}")))?;
+    let guard = security::Guard::new(token, settings.allowed_hosts, addr);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Internal(format!("cannot start the async runtime: {e}")))?;
+    // Installed now, so a stop asked for as soon as the server says it is ready is a clean stop.
+    let stop_signals = {
+        let _entered = runtime.enter();
+        StopSignals::install().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?
+    };
+    let server = Server { app: Arc::new(app), listener, addr, guard, runtime, stop_signals };
+    server.sweep();
+    Ok(server)
+}
+
+/// `ADDR:PORT` (an IP or a host name) to one socket address.
+fn resolve(bind: &str) -> Result<SocketAddr, Failure> {
+    if let Ok(addr) = bind.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let bad = |why: String| Failure::BadRequest(format!("bad bind address {bind:?}: {why} (use ADDR:PORT, e.g. {DEFAULT_BIND})"));
+    let mut addrs = bind.to_socket_addrs().map_err(|e| bad(e.to_string()))?;
+    addrs.next().ok_or_else(|| bad("it resolves to no address".into()))
+}
+
+impl Server {
+    /// The address actually bound (the chosen port when asked for port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The dashboard's URL. Bound to every interface, the URL names loopback: it is the one a
+    /// browser on this machine opens (and `0.0.0.0` is no host to ask for).
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.reachable())
+    }
+
+    /// The API's base URL.
+    pub fn api_url(&self) -> String {
+        format!("http://{}{API_PREFIX}", self.reachable())
+    }
+
+    fn reachable(&self) -> SocketAddr {
+        let mut addr = self.addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(if addr.is_ipv4() { Ipv4Addr::LOCALHOST.into() } else { Ipv6Addr::LOCALHOST.into() });
+        }
+        addr
+    }
+
+    /// Marks runs left `running` by a dead process as interrupted and enforces passed deadlines
+    /// (the runner's listing does both).
+    fn sweep(&self) {
+        if let Err(e) = self.app.runner(&crate::app::quiet, false).list(STARTUP_SWEEP) {
+            eprintln!("vwf serve: cannot settle recent runs: {e}");
+        }
+    }
+
+    /// Serves until SIGINT or SIGTERM, with the daemon (timers, deadlines, triggers) on a thread
+    /// beside it; in-flight requests finish before it returns.
+    pub fn run(self) -> Result<(), Failure> {
+        let Server { app, listener, guard, runtime, stop_signals, .. } = self;
+        let stop = Arc::new(AtomicBool::new(false));
+        let daemon = start_daemon(&app, &stop);
+        let router = api::router(app, Arc::new(guard));
+        let served = runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            axum::serve(listener, router).with_graceful_shutdown(stop_signals.recv()).await
+        });
+        stop.store(true, Ordering::SeqCst);
+        if let Some(handle) = daemon {
+            let _ = handle.join();
+        }
+        served.map_err(|e| Failure::Internal(format!("the server stopped: {e}")))
+    }
+}
+
+/// Runs the daemon on its own thread unless another `vwf daemon` already owns the home.
+fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>> {
+    let claim = match crate::daemon::claim_home(&app.home) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("vwf serve: {e}; that daemon keeps the timers, so this server runs without its own");
+            return None;
+        }
+    };
+    let (app, stop) = (app.clone(), stop.clone());
+    let spawned = std::thread::Builder::new().name("vwf-daemon".into()).spawn(move || {
+        let _claim = claim;
+        let mut daemon = crate::daemon::Daemon::new(&app);
+        daemon.run(&stop);
+    });
+    match spawned {
+        Ok(handle) => Some(handle),
+        Err(e) => {
+            eprintln!("vwf serve: cannot start the daemon thread: {e}; timers and triggers are off");
+            None
+        }
+    }
+}
+
+/// SIGINT and SIGTERM, registered with the runtime as soon as this exists.
+struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl StopSignals {
+    fn install() -> std::io::Result<StopSignals> {
+        Ok(StopSignals { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
+    }
+
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        eprintln!("vwf serve: stopping (finishing requests in flight)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_read_and_reject_wrong_types() {
+        let t: toml::Table = toml::from_str("bind = \"0.0.0.0:9000\"\ntoken_env = \"T\"\nallowed_hosts = [\"Vwf.Example.org\"]").unwrap();
+        let s = Settings::from_table(&t).unwrap();
+        assert_eq!(s.bind.as_deref(), Some("0.0.0.0:9000"));
+        assert_eq!(s.token_env.as_deref(), Some("T"));
+        assert_eq!(s.allowed_hosts, vec!["vwf.example.org".to_string()]);
+        let t: toml::Table = toml::from_str("allowed_hosts = \"x\"").unwrap();
+        assert!(Settings::from_table(&t).is_err());
+        let t: toml::Table = toml::from_str("bind = 8765").unwrap();
+        assert!(Settings::from_table(&t).is_err());
+    }
+
+    #[test]
+    fn bind_addresses_resolve() {
+        assert!(resolve("127.0.0.1:0").unwrap().ip().is_loopback());
+        assert!(resolve("[::1]:0").unwrap().ip().is_loopback());
+        assert!(resolve("localhost:0").unwrap().ip().is_loopback());
+        assert!(resolve("nonsense").is_err());
+    }
+}

@@ -1,0 +1,920 @@
+//! The HTTP API (SPEC §13, §17) as a client meets it: the real `vwf serve` in a child process on
+//! a free loopback port, spoken to over a real socket with a blocking HTTP client.
+//!
+//! The server prints its address on its first line of standard output (`--bind 127.0.0.1:0`
+//! lets the system choose the port); tests wait for that line, never for a delay. Every answer
+//! must be JSON, and every error answer `{ok:false, error}`. The main shapes are snapshotted with
+//! run ids, timestamps, ports and the home directory scrubbed. Refused requests are checked to
+//! leave every file of the home untouched.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use common::{Home, snapshot};
+use reqwest::blocking::{Client, RequestBuilder};
+use serde_json::{Value, json};
+
+const PREFIX: &str = "/api/plugins/visual-workflow";
+const TOKEN_VAR: &str = "VWF_API_TEST_TOKEN";
+
+/// A running `vwf serve`; stopped (killed) when dropped.
+struct Server {
+    child: Child,
+    /// Kept open so the server's later writes to standard output never fail.
+    _stdout: BufReader<ChildStdout>,
+    /// `http://127.0.0.1:<port>`
+    base: String,
+    port: u16,
+    client: Client,
+    token: Option<String>,
+}
+
+struct Options<'a> {
+    env: Vec<(&'a str, String)>,
+    bind: Option<&'a str>,
+    token: Option<&'a str>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options { env: Vec::new(), bind: Some("127.0.0.1:0"), token: None }
+    }
+}
+
+fn vwf(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vwf"));
+    c.arg("--home").arg(home);
+    for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW", "VWF_WEB_DIR", TOKEN_VAR] {
+        c.env_remove(var);
+    }
+    c.env("VWF_EXAMPLES_DIR", common::examples_dir());
+    c
+}
+
+impl Server {
+    fn start(home: &Home) -> Server {
+        Server::start_with(home, Options::default())
+    }
+
+    fn start_with(home: &Home, options: Options<'_>) -> Server {
+        let mut cmd = vwf(home.path());
+        cmd.arg("serve");
+        if let Some(bind) = options.bind {
+            cmd.arg("--bind").arg(bind);
+        }
+        for (k, v) in &options.env {
+            cmd.env(k, v);
+        }
+        if let Some(token) = options.token {
+            cmd.env(TOKEN_VAR, token);
+        }
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start vwf serve");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read the server's first line");
+        let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("no URL on the server's first line: {line:?}")
+        });
+        let base = url.trim_end_matches('/').to_string();
+        let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the URL");
+        let client = Client::builder().no_proxy().timeout(Duration::from_secs(60)).build().expect("http client");
+        Server { child, _stdout: stdout, base, port, client, token: options.token.map(String::from) }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{PREFIX}{path}", self.base)
+    }
+
+    fn authed(&self, req: RequestBuilder) -> RequestBuilder {
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    fn get(&self, path: &str) -> (u16, Value) {
+        send(self.authed(self.client.get(self.url(path))))
+    }
+
+    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        send(self.authed(self.client.post(self.url(path)).json(&body)))
+    }
+
+    /// A POST without any body.
+    fn post_empty(&self, path: &str) -> (u16, Value) {
+        send(self.authed(self.client.post(self.url(path))))
+    }
+
+    fn save(&self, name: &str, graph: Value) {
+        let (status, body) = self.post(&format!("/designs/{name}"), json!({"graph": graph}));
+        assert_eq!((status, &body["ok"]), (200, &json!(true)), "save {name}: {body}");
+    }
+
+    fn run_id(&self, name: &str, input: Value) -> String {
+        let (status, body) = self.post(&format!("/designs/{name}/run"), json!({"input": input}));
+        assert_eq!(status, 200, "{body}");
+        body["run_id"].as_str().unwrap_or_else(|| panic!("no run_id in {body}")).to_string()
+    }
+
+    /// Sends SIGTERM and waits for the exit code.
+    fn terminate(mut self) -> Option<i32> {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        self.child.wait().expect("wait for vwf serve").code()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends a request; the answer must be JSON, and an error answer `{ok:false, error}`.
+fn send(req: RequestBuilder) -> (u16, Value) {
+    let res = req.send().expect("request");
+    let status = res.status().as_u16();
+    let kind = res.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let text = res.text().expect("response body");
+    assert!(kind.starts_with("application/json"), "status {status}: content type {kind:?}, body {text:?}");
+    let body: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("status {status}: body is not JSON ({e}): {text}"));
+    if status >= 400 {
+        assert_eq!(body["ok"], false, "error answer without ok:false: {body}");
+        assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "error answer without error text: {body}");
+        assert_eq!(body.as_object().map(|o| o.len()), Some(2), "an error body is exactly {{ok, error}}: {body}");
+    }
+    (status, body)
+}
+
+/// Snapshots `{status, body}` with run ids, timestamps, the port and the home scrubbed.
+fn snap(name: &str, home: &Home, server: &Server, status: u16, body: &Value) {
+    let mut body = body.clone();
+    let mut ids: Vec<String> = std::fs::read_dir(home.runs_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json").map(String::from))
+        .collect();
+    ids.sort();
+    for id in &ids {
+        scrub(&mut body, id, "[run_id]");
+    }
+    scrub(&mut body, &home.path().to_string_lossy(), "[home]");
+    scrub(&mut body, &format!(":{}", server.port), ":[port]");
+    redact_times(&mut body);
+    insta::assert_json_snapshot!(name, json!({"status": status, "body": body}));
+}
+
+fn scrub(v: &mut Value, needle: &str, with: &str) {
+    match v {
+        Value::String(s) if s.contains(needle) => *s = s.replace(needle, with),
+        Value::Array(items) => items.iter_mut().for_each(|x| scrub(x, needle, with)),
+        Value::Object(m) => m.values_mut().for_each(|x| scrub(x, needle, with)),
+        _ => {}
+    }
+}
+
+/// Every RFC 3339 timestamp becomes `[ts]`.
+fn redact_times(v: &mut Value) {
+    match v {
+        Value::String(s) if chrono::DateTime::parse_from_rfc3339(s).is_ok() => *s = "[ts]".into(),
+        Value::Array(items) => items.iter_mut().for_each(redact_times),
+        Value::Object(m) => m.values_mut().for_each(redact_times),
+        _ => {}
+    }
+}
+
+// ---- designs used below ----
+
+/// trigger → output: finishes `done` at once.
+fn hello() -> Value {
+    json!({
+        "description": "says hello",
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "say", "type": "output", "template": "hello from {{run.design}}"}
+        ],
+        "edges": [{"from": "start", "to": "say"}]
+    })
+}
+
+/// trigger → approval gate (send/skip) → output on `send`.
+fn gated() -> Value {
+    json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "gate", "type": "approval", "question": "Send it?", "options": ["send", "skip"], "timeout_minutes": 600},
+            {"id": "out", "type": "output", "template": "sent"}
+        ],
+        "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "out", "label": "send"}]
+    })
+}
+
+/// trigger → agent step → output: parks `awaiting_agent` without a backend.
+fn drafted() -> Value {
+    json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "draft", "type": "agent", "prompt": "Write one line about {{trigger.topic}}"},
+            {"id": "out", "type": "output"}
+        ],
+        "edges": [{"from": "start", "to": "draft"}, {"from": "draft", "to": "out"}]
+    })
+}
+
+/// trigger → a command that fails.
+fn failing() -> Value {
+    json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "boom", "type": "command", "argv": ["sh", "-c", "echo broken >&2; exit 3"]}
+        ],
+        "edges": [{"from": "start", "to": "boom"}]
+    })
+}
+
+/// Started by the event `ping`.
+fn listener() -> Value {
+    json!({
+        "nodes": [
+            {"id": "on-ping", "type": "trigger", "mode": "event", "sources": ["ping"]},
+            {"id": "echo", "type": "output", "template": "got {{trigger.payload.n}}"}
+        ],
+        "edges": [{"from": "on-ping", "to": "echo"}]
+    })
+}
+
+fn write_config(home: &Home, toml: &str) {
+    std::fs::write(home.path().join("visual-workflow.toml"), toml).expect("write config");
+}
+
+// ---- the route table ----
+
+/// Every route of SPEC §13, plus the OpenAPI document.
+const SECTION_13: &[(&str, &str)] = &[
+    ("GET", "/models"),
+    ("GET", "/profiles"),
+    ("GET", "/channels"),
+    ("GET", "/designs"),
+    ("GET", "/designs/templates"),
+    ("GET", "/designs/{name}"),
+    ("POST", "/designs/{name}"),
+    ("POST", "/designs/{name}/validate"),
+    ("POST", "/designs/{name}/run"),
+    ("GET", "/schedules"),
+    ("POST", "/designs/{name}/schedule"),
+    ("POST", "/schedules/{job_id}/{action}"),
+    ("GET", "/runs"),
+    ("GET", "/runs/{run_id}"),
+    ("POST", "/runs/{run_id}/respond"),
+    ("POST", "/runs/{run_id}/retry"),
+    ("POST", "/events/{name}"),
+    ("GET", "/openapi.json"),
+];
+
+#[test]
+fn openapi_lists_every_route_and_the_server_answers_each() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let (status, doc) = server.get("/openapi.json");
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["servers"][0]["url"], PREFIX);
+    let mut listed = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            assert!(op["summary"].as_str().is_some_and(|s| !s.is_empty()), "{method} {path} has no summary");
+            assert!(op["responses"]["200"].is_object() && op["responses"]["default"].is_object(), "{method} {path}");
+            listed.insert((method.to_ascii_uppercase(), path.clone()));
+        }
+    }
+    let expected: BTreeSet<(String, String)> = SECTION_13.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    assert_eq!(listed, expected, "the OpenAPI document lists exactly the routes of §13");
+
+    // Every listed route is mounted: it answers its method with something other than
+    // "no route" or "method not allowed".
+    for (method, path) in &listed {
+        let concrete = path
+            .replace("{name}", "nothing-here")
+            .replace("{run_id}", "0123456789ab")
+            .replace("{job_id}", "wf-nothing-here")
+            .replace("{action}", "pause");
+        let (status, body) = match method.as_str() {
+            "GET" => server.get(&concrete),
+            _ => server.post(&concrete, json!({})),
+        };
+        assert_ne!(status, 405, "{method} {path}: {body}");
+        let error = body["error"].as_str().unwrap_or("");
+        assert!(!error.starts_with("no route"), "{method} {path} is not mounted: {body}");
+    }
+    let mut doc = doc;
+    doc["info"]["version"] = json!("[version]");
+    insta::assert_json_snapshot!("openapi", doc);
+}
+
+// ---- designs ----
+
+#[test]
+fn designs_save_load_list_validate() {
+    let home = Home::new();
+    let server = Server::start(&home);
+
+    let (s, b) = server.get("/designs");
+    snap("designs_empty", &home, &server, s, &b);
+
+    let (s, b) = server.post("/designs/hello", json!({"graph": hello()}));
+    snap("design_save_ok", &home, &server, s, &b);
+    assert!(home.path().join("workflow-designs/hello.json").is_file());
+
+    let (s, b) = server.get("/designs/hello");
+    snap("design_load_ok", &home, &server, s, &b);
+
+    let (s, b) = server.get("/designs");
+    snap("designs_listed", &home, &server, s, &b);
+
+    // A design problem is a 200 whose body describes it; nothing is saved.
+    let broken = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "x", "type": "teleport"}], "edges": [{"from": "start", "to": "ghost"}]});
+    let before = snapshot(&home);
+    let (s, b) = server.post("/designs/broken", json!({"graph": broken}));
+    snap("design_save_refused", &home, &server, s, &b);
+    assert_eq!(snapshot(&home), before);
+
+    let (s, b) = server.post("/designs/hello", json!({}));
+    snap("design_save_missing_graph", &home, &server, s, &b);
+
+    let (s, b) = server.get("/designs/nothing-here");
+    snap("design_load_missing", &home, &server, s, &b);
+
+    let (s, b) = server.post_empty("/designs/hello/validate");
+    snap("design_validate_saved", &home, &server, s, &b);
+
+    let (s, b) = server.post("/designs/draft/validate", json!({"graph": broken}));
+    snap("design_validate_graph", &home, &server, s, &b);
+
+    let (s, b) = server.post_empty("/designs/nothing-here/validate");
+    assert_eq!(s, 404, "{b}");
+}
+
+#[test]
+fn templates_come_from_the_examples_directory() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("tiny.designer.json"), hello().to_string()).expect("write template");
+    std::fs::write(dir.path().join("notes.txt"), "not a template").expect("write");
+    let server = Server::start_with(&home, Options { env: vec![("VWF_EXAMPLES_DIR", dir.path().display().to_string())], ..Options::default() });
+    let (s, b) = server.get("/designs/templates");
+    snap("templates", &home, &server, s, &b);
+    drop(server);
+
+    // The repository's own templates: every examples/*.designer.json, by name.
+    let server = Server::start(&home);
+    let (s, b) = server.get("/designs/templates");
+    assert_eq!(s, 200);
+    let served: BTreeSet<String> = b["templates"].as_array().expect("templates").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    let files: BTreeSet<String> = std::fs::read_dir(common::examples_dir())
+        .expect("examples dir")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".designer.json").map(String::from))
+        .collect();
+    assert!(files.len() >= 4, "at least four templates ship: {files:?}");
+    assert_eq!(served, files);
+    for t in b["templates"].as_array().unwrap() {
+        assert!(t["graph"]["nodes"].is_array() && t["description"].is_string(), "{t}");
+    }
+}
+
+// ---- runs ----
+
+#[test]
+fn run_respond_retry_and_read_runs() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    server.save("gated", gated());
+    server.save("drafted", drafted());
+    server.save("failing", failing());
+
+    let (s, b) = server.post("/designs/hello/run", json!({"input": {"who": "world"}}));
+    snap("run_done", &home, &server, s, &b);
+    let (s, b) = server.post_empty("/designs/hello/run");
+    assert_eq!((s, &b["status"]), (200, &json!("done")), "a run without a body: {b}");
+
+    let (s, b) = server.post_empty("/designs/nothing-here/run");
+    snap("run_unknown_design", &home, &server, s, &b);
+
+    // Parked at a gate: a wrong answer is 400, a wrong node 404, the right answer finishes it,
+    // a second answer is 409.
+    let (s, b) = server.post_empty("/designs/gated/run");
+    snap("run_parked_at_gate", &home, &server, s, &b);
+    let id = b["run_id"].as_str().unwrap().to_string();
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "maybe"}));
+    snap("respond_answer_not_in_options", &home, &server, s, &b);
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "ghost", "answer": "send"}));
+    assert_eq!(s, 404, "{b}");
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"answer": "send"}));
+    assert_eq!(s, 400, "missing node: {b}");
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "send", "run_id": "ffffffffffff"}));
+    snap("respond_answer_ok", &home, &server, s, &b);
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "send"}));
+    snap("respond_not_waiting", &home, &server, s, &b);
+    let (s, b) = server.post_empty(&format!("/runs/{id}/retry"));
+    snap("retry_not_failed", &home, &server, s, &b);
+
+    // An agent step without a backend: generating is 503 and leaves it parked; pasting works.
+    let (s, b) = server.post("/designs/drafted/run", json!({"input": {"topic": "tea"}}));
+    snap("run_parked_at_agent", &home, &server, s, &b);
+    let id = b["run_id"].as_str().unwrap().to_string();
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "draft", "agent_generate": true}));
+    snap("respond_agent_generate_without_backend", &home, &server, s, &b);
+    let (s, b) = server.get(&format!("/runs/{id}"));
+    assert_eq!((s, &b["status"]), (200, &json!("awaiting_agent")), "{b}");
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "draft", "output": "Tea is calm."}));
+    assert_eq!((s, &b["status"], &b["outputs"]["out"]["text"]), (200, &json!("done"), &json!("Tea is calm.")), "{b}");
+
+    // A failed run: 200 with the failure; retry re-runs the failed step (and fails again).
+    let (s, b) = server.post_empty("/designs/failing/run");
+    snap("run_failed", &home, &server, s, &b);
+    let id = b["run_id"].as_str().unwrap().to_string();
+    let history = |id: &str| common::run_file(&home, id)["history"].as_array().map_or(0, Vec::len);
+    let before = history(&id);
+    let (s, b) = server.post_empty(&format!("/runs/{id}/retry"));
+    assert_eq!((s, &b["status"], &b["failed_node"]), (200, &json!("failed"), &json!("boom")), "{b}");
+    assert!(history(&id) > before, "the retry is in the run's history");
+
+    let (s, b) = server.get(&format!("/runs/{id}"));
+    assert_eq!((s, &b["run_id"]), (200, &json!(id)));
+    assert!(b.get("plan").is_none() && b.get("history").is_none(), "the result shape, not the file: {b}");
+    let (s, b) = server.get("/runs/0123456789ab");
+    snap("run_missing", &home, &server, s, &b);
+    let (s, b) = server.get("/runs/not-an-id");
+    snap("run_bad_id", &home, &server, s, &b);
+    let (s, b) = server.post_empty("/runs/0123456789ab/retry");
+    assert_eq!(s, 404, "{b}");
+    let (s, b) = server.post("/runs/0123456789ab/respond", json!({"node": "gate", "answer": "send"}));
+    assert_eq!(s, 404, "{b}");
+}
+
+#[test]
+fn runs_listing_newest_first_with_unreadable_entries() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let first = server.run_id("hello", json!({"who": "a"}));
+    let second = server.run_id("hello", json!({"who": "b"}));
+    std::fs::write(home.runs_dir().join(format!("{first}.json")), "{ not json").expect("damage a run file");
+
+    let (s, b) = server.get("/runs");
+    assert_eq!(s, 200);
+    let runs = b["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["run_id"], json!(second), "newest first");
+    assert_eq!(runs[1]["run_id"], json!(first));
+    snap("runs_listed", &home, &server, s, &b);
+
+    let (s, b) = server.get("/runs?limit=1");
+    assert_eq!((s, b["runs"].as_array().map(Vec::len)), (200, Some(1)));
+    for bad in ["0", "abc", "-1", "100000"] {
+        let (s, b) = server.get(&format!("/runs?limit={bad}"));
+        assert_eq!(s, 400, "limit={bad}: {b}");
+    }
+}
+
+#[test]
+fn two_answers_racing_for_one_gate_one_wins() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("gated", gated());
+    let id = server.run_id("gated", Value::Null);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let racers: Vec<_> = ["send", "skip"]
+            .iter()
+            .map(|answer| {
+                let server = &server;
+                let id = &id;
+                scope.spawn(move || server.post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": answer})).0)
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().expect("racer")).collect()
+    });
+    let mut sorted = statuses.clone();
+    sorted.sort();
+    assert_eq!(sorted, [200, 409], "{statuses:?}");
+}
+
+// ---- events ----
+
+#[test]
+fn events_start_listening_designs() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("on-ping", listener());
+    server.save("hello", hello());
+    let (s, b) = server.post("/events/ping", json!({"payload": {"n": 7}}));
+    snap("event_emitted", &home, &server, s, &b);
+    let (s, b) = server.post_empty("/events/nobody.listens");
+    assert_eq!((s, &b["runs"]), (200, &json!([])), "{b}");
+    let (s, b) = server.post_empty("/events/bad%20name");
+    snap("event_bad_name", &home, &server, s, &b);
+}
+
+// ---- schedules ----
+
+#[test]
+fn schedules_create_list_and_act() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+
+    let (s, b) = server.get("/schedules");
+    assert_eq!((s, &b), (200, &json!({"ok": true, "schedules": []})));
+
+    let (s, b) = server.post("/designs/hello/schedule", json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"}));
+    snap("schedule_created", &home, &server, s, &b);
+    let job_id = b["job"]["job_id"].as_str().expect("job_id").to_string();
+
+    let (s, b) = server.post("/designs/hello/schedule", json!({"preset": "daily", "time": "25:00"}));
+    snap("schedule_bad_time", &home, &server, s, &b);
+    let (s, b) = server.post("/designs/nothing-here/schedule", json!({"preset": "hourly", "minute": 5}));
+    assert_eq!(s, 404, "{b}");
+
+    let (s, b) = server.get("/schedules");
+    snap("schedules_listed", &home, &server, s, &b);
+
+    let (s, b) = server.post_empty(&format!("/schedules/{job_id}/pause"));
+    assert_eq!((s, &b["job"]["paused"], &b["job"]["next_run_at"]), (200, &json!(true), &Value::Null), "{b}");
+    let (s, b) = server.post_empty(&format!("/schedules/{job_id}/resume"));
+    assert_eq!((s, &b["job"]["paused"]), (200, &json!(false)), "{b}");
+    let (s, b) = server.post_empty(&format!("/schedules/{job_id}/run"));
+    assert_eq!((s, &b["status"], &b["trigger"]["mode"]), (200, &json!("done"), &json!("schedule")), "{b}");
+    let (s, b) = server.post_empty(&format!("/schedules/{job_id}/explode"));
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = server.post_empty("/schedules/wf-nothing-here/pause");
+    assert_eq!(s, 404, "{b}");
+    let (s, b) = server.post_empty("/schedules/..%2Fx/pause");
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = server.post_empty(&format!("/schedules/{job_id}/remove"));
+    snap("schedule_removed", &home, &server, s, &b);
+    let (s, b) = server.get("/schedules");
+    assert_eq!((s, &b["schedules"]), (200, &json!([])));
+}
+
+// ---- agent backend, profiles, channels ----
+
+/// A local OpenAI-compatible server (wiremock) on its own runtime.
+struct Peer {
+    rt: tokio::runtime::Runtime,
+    server: wiremock::MockServer,
+}
+
+impl Peer {
+    fn start() -> Peer {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+        let server = rt.block_on(wiremock::MockServer::start());
+        Peer { rt, server }
+    }
+}
+
+/// A loopback port nobody listens on.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+#[test]
+fn models_profiles_and_channels() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+
+    // No backend: 503; profiles and channels are empty lists.
+    let home = Home::new();
+    let server = Server::start(&home);
+    let (s, b) = server.get("/models");
+    snap("models_without_backend", &home, &server, s, &b);
+    assert_eq!(server.get("/profiles"), (200, json!({"ok": true, "profiles": []})));
+    assert_eq!(server.get("/channels"), (200, json!({"ok": true, "channels": []})));
+    let (s, b) = server.get("/models?refresh=maybe");
+    assert_eq!(s, 400, "{b}");
+    drop(server);
+
+    // An OpenAI-compatible backend: the catalog is fetched once, then cached until refresh=1.
+    let peer = Peer::start();
+    peer.rt.block_on(
+        Mock::given(method("GET"))
+            .and(path("/v1/models"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [{"id": "llama3.2"}, {"id": "qwen3"}]})))
+            .expect(2)
+            .mount(&peer.server),
+    );
+    let home = Home::new();
+    write_config(
+        &home,
+        &format!(
+            "[agent]\nbackend = \"openai\"\nbase_url = \"{}/v1\"\ndefault_model = \"llama3.2\"\n\n\
+             [profiles.writer]\nmodel = \"qwen3\"\nsystem = \"You write short briefs.\"\n\n\
+             [channels.telegram]\ntoken_env = \"NO_SUCH_TOKEN_VAR\"\nhome = \"123456\"\n\n\
+             [channels.discord.webhooks]\nalerts = \"NO_SUCH_URL_VAR\"\n",
+            peer.server.uri()
+        ),
+    );
+    let server = Server::start(&home);
+    let (s, b) = server.get("/models");
+    snap("models_listed", &home, &server, s, &b);
+    assert_eq!(server.get("/models"), (200, b.clone()), "cached");
+    assert_eq!(server.get("/models?refresh=1"), (200, b), "refetched");
+    peer.rt.block_on(peer.server.verify());
+    let (s, b) = server.get("/profiles");
+    snap("profiles_listed", &home, &server, s, &b);
+    let (s, b) = server.get("/channels");
+    snap("channels_listed", &home, &server, s, &b);
+    let text = serde_json::to_string(&b).unwrap();
+    assert!(!text.contains("NO_SUCH"), "no variable names or secrets in answers: {text}");
+    drop(server);
+
+    // A backend that fails: 502 for the catalog and for generating a parked step, which stays
+    // parked (the run was started while no backend was configured).
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("drafted", drafted());
+    let id = server.run_id("drafted", json!({"topic": "tea"}));
+    drop(server);
+    write_config(&home, &format!("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:{}/v1\"\ndefault_model = \"m\"\n", closed_port()));
+    let server = Server::start(&home);
+    let (s, b) = server.get("/models?refresh=1");
+    assert_eq!(s, 502, "{b}");
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "draft", "agent_generate": true}));
+    assert_eq!(s, 502, "{b}");
+    let (s, b) = server.get(&format!("/runs/{id}"));
+    assert_eq!((s, &b["status"]), (200, &json!("awaiting_agent")), "{b}");
+}
+
+// ---- pages ----
+
+#[test]
+fn pages_are_served_or_a_placeholder_says_they_are_not_built() {
+    let home = Home::new();
+    let none = tempfile::tempdir().expect("tempdir");
+    let server = Server::start_with(&home, Options { env: vec![("VWF_WEB_DIR", none.path().join("missing").display().to_string())], ..Options::default() });
+    for page in ["/", "/designer.html"] {
+        let res = server.client.get(format!("{}{page}", server.base)).send().expect("page");
+        assert_eq!(res.status().as_u16(), 200);
+        assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+        assert!(res.text().unwrap().contains("not built yet"), "{page}");
+    }
+    let (s, b) = send(server.client.get(format!("{}/nothing.html", server.base)));
+    assert_eq!(s, 404, "{b}");
+    drop(server);
+
+    let web = tempfile::tempdir().expect("tempdir");
+    std::fs::write(web.path().join("index.html"), "<!doctype html><title>dashboard</title>").unwrap();
+    std::fs::write(web.path().join("designer.html"), "<!doctype html><title>canvas</title>").unwrap();
+    std::fs::write(web.path().join("app.js"), "export const x = 1;").unwrap();
+    std::fs::write(web.path().join(".secret.html"), "hidden").unwrap();
+    let server = Server::start_with(&home, Options { env: vec![("VWF_WEB_DIR", web.path().display().to_string())], ..Options::default() });
+    let get = |p: &str| {
+        let res = server.client.get(format!("{}{p}", server.base)).send().expect("page");
+        let kind = res.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        (res.status().as_u16(), kind, res.text().unwrap())
+    };
+    assert_eq!(get("/").2, "<!doctype html><title>dashboard</title>");
+    assert_eq!(get("/designer.html").2, "<!doctype html><title>canvas</title>");
+    let (s, kind, _) = get("/app.js");
+    assert_eq!((s, kind.as_str()), (200, "text/javascript; charset=utf-8"));
+    for hidden in ["/.secret.html", "/..%2Findex.html", "/sub%2F..%2F.secret.html"] {
+        let (s, kind, body) = get(hidden);
+        assert_eq!((s, kind.as_str()), (404, "application/json"), "{hidden}: {body}");
+    }
+}
+
+// ---- status policy for malformed requests ----
+
+#[test]
+fn malformed_requests_get_json_errors() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let before = snapshot(&home);
+    let url = server.url("/designs/hello");
+
+    let (s, b) = send(server.client.post(&url).header("content-type", "application/json").body("{\"graph\": "));
+    snap("malformed_json", &home, &server, s, &b);
+    let (s, b) = send(server.client.post(&url).header("content-type", "text/plain").body("{\"graph\": {}}"));
+    snap("wrong_content_type", &home, &server, s, &b);
+    let (s, b) = send(server.client.post(&url).json(&json!(["graph"])));
+    assert_eq!(s, 400, "{b}");
+    let (s, b) = send(server.client.get(server.url("/no/such/route")));
+    snap("unknown_route", &home, &server, s, &b);
+    let (s, b) = send(server.client.delete(&url));
+    snap("method_not_allowed", &home, &server, s, &b);
+    let (s, b) = send(server.client.put(server.url("/designs")));
+    assert_eq!(s, 405, "{b}");
+    assert_eq!(snapshot(&home), before, "malformed requests wrote nothing");
+}
+
+// ---- security (§17) ----
+
+#[test]
+fn a_non_loopback_bind_without_a_token_is_refused() {
+    let home = Home::new();
+    for args in [vec!["serve", "--bind", "0.0.0.0:0"], vec!["--json", "serve", "--bind", "0.0.0.0:0"]] {
+        let out = vwf(home.path()).args(&args).stdin(Stdio::null()).output().expect("run vwf serve");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(said.contains("token"), "{said}");
+    }
+    assert!(home.files().is_empty(), "nothing written: {:?}", home.files());
+
+    // The same from the config's bind.
+    write_config(&home, "[server]\nbind = \"0.0.0.0:0\"\n");
+    let before = snapshot(&home);
+    let out = vwf(home.path()).arg("serve").stdin(Stdio::null()).output().expect("run vwf serve");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(snapshot(&home), before);
+
+    // A token variable named but not set is refused too, even on loopback.
+    write_config(&home, &format!("[server]\ntoken_env = \"{TOKEN_VAR}\"\n"));
+    let before = snapshot(&home);
+    let out = vwf(home.path()).args(["serve", "--bind", "127.0.0.1:0"]).stdin(Stdio::null()).output().expect("run vwf serve");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(TOKEN_VAR), "{out:?}");
+    assert_eq!(snapshot(&home), before);
+
+    // A malformed bind address is a usage error.
+    let out = vwf(home.path()).args(["serve", "--bind", "not an address"]).stdin(Stdio::null()).output().expect("run vwf serve");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn a_token_guards_every_api_call() {
+    let home = Home::new();
+    write_config(&home, &format!("[server]\ntoken_env = \"{TOKEN_VAR}\"\n"));
+    // With a token, binding every interface is allowed.
+    let server = Server::start_with(&home, Options { bind: Some("0.0.0.0:0"), token: Some("s3cret-token"), ..Options::default() });
+    let base = format!("http://127.0.0.1:{}", server.port);
+    server.save("hello", hello());
+    let before = snapshot(&home);
+
+    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")));
+    snap("token_missing", &home, &server, s, &b);
+    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")).bearer_auth("s3cret-tokeN"));
+    assert_eq!(s, 401, "{b}");
+    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")).header("authorization", "Basic s3cret-token"));
+    assert_eq!(s, 401, "{b}");
+    let (s, b) = send(server.client.post(format!("{base}{PREFIX}/designs/hello/run")));
+    assert_eq!(s, 401, "{b}");
+    let (s, b) = send(server.client.post(format!("{base}{PREFIX}/designs/evil")).json(&json!({"graph": hello()})));
+    assert_eq!(s, 401, "{b}");
+    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/no/such/route")));
+    assert_eq!(s, 401, "unknown API routes are guarded too: {b}");
+    assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
+
+    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")).bearer_auth("s3cret-token"));
+    assert_eq!((s, &b["designs"]), (200, &json!(["hello"])));
+    let (s, b) = server.post_empty("/designs/hello/run");
+    assert_eq!((s, &b["status"]), (200, &json!("done")), "{b}");
+    // Pages are navigations: a browser cannot add the token to them.
+    let res = server.client.get(format!("{base}/")).send().expect("page");
+    assert_eq!(res.status().as_u16(), 200);
+}
+
+#[test]
+fn a_foreign_host_is_refused_and_configured_hosts_are_allowed() {
+    let home = Home::new();
+    write_config(&home, "[server]\nallowed_hosts = [\"vwf.example.org\"]\n");
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let before = snapshot(&home);
+
+    let (s, b) = send(server.client.get(server.url("/designs")).header("host", "evil.example"));
+    snap("foreign_host", &home, &server, s, &b);
+    let (s, b) = send(server.client.post(server.url("/designs/evil")).header("host", format!("evil.example:{}", server.port)).json(&json!({"graph": hello()})));
+    assert_eq!(s, 403, "{b}");
+    let (s, b) = send(server.client.post(server.url("/designs/hello/run")).header("host", "127.0.0.1.evil.example"));
+    assert_eq!(s, 403, "{b}");
+    let res = server.client.get(format!("{}/", server.base)).header("host", "evil.example").send().expect("page");
+    assert_eq!(res.status().as_u16(), 403, "pages are guarded against rebinding too");
+    assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
+
+    for host in [format!("localhost:{}", server.port), format!("[::1]:{}", server.port), "vwf.example.org".into(), "VWF.example.org:443".into()] {
+        let (s, b) = send(server.client.get(server.url("/designs")).header("host", host.as_str()));
+        assert_eq!(s, 200, "{host}: {b}");
+    }
+}
+
+#[test]
+fn a_cross_origin_post_is_refused_and_same_origin_is_allowed() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let before = snapshot(&home);
+
+    let (s, b) = send(server.client.post(server.url("/designs/hello/run")).header("origin", "http://evil.example"));
+    snap("cross_origin_post", &home, &server, s, &b);
+    for origin in ["null".to_string(), format!("http://127.0.0.1:{}", closed_port()), format!("http://localhost:{}", server.port)] {
+        let (s, b) = send(server.client.post(server.url("/designs/evil")).header("origin", origin.as_str()).json(&json!({"graph": hello()})));
+        assert_eq!(s, 403, "{origin}: {b}");
+    }
+    assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
+
+    // Reads from another origin are not refused (the browser keeps the answer from the page).
+    let (s, _) = send(server.client.get(server.url("/designs")).header("origin", "http://evil.example"));
+    assert_eq!(s, 200);
+    // The server's own page may post.
+    let (s, b) = send(server.client.post(server.url("/designs/hello/run")).header("origin", server.base.as_str()));
+    assert_eq!((s, &b["status"]), (200, &json!("done")), "{b}");
+    let (s, b) = send(
+        server.client.post(server.url("/designs/hello/run")).header("host", format!("localhost:{}", server.port)).header("origin", format!("http://localhost:{}", server.port)),
+    );
+    assert_eq!(s, 200, "{b}");
+}
+
+#[test]
+fn names_and_ids_are_checked_before_any_path_is_built() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let before = snapshot(&home);
+    let (s, b) = server.post("/designs/..%2Fx", json!({"graph": hello()}));
+    snap("bad_design_name", &home, &server, s, &b);
+    for path in ["/designs/..%2Fx", "/designs/.hidden", "/designs/a%2Fb", "/runs/..%2F..%2Fetc", "/runs/ABCDEF012345"] {
+        let (s, b) = server.get(path);
+        assert_eq!(s, 400, "GET {path}: {b}");
+    }
+    for path in ["/designs/..%2Fx/run", "/designs/..%2Fx/validate", "/designs/..%2Fx/schedule", "/runs/..%2Fx/respond", "/runs/..%2Fx/retry", "/events/..%2Fx"] {
+        let (s, b) = server.post(path, json!({"node": "gate", "answer": "send", "preset": "hourly"}));
+        assert_eq!(s, 400, "POST {path}: {b}");
+    }
+    assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
+}
+
+#[test]
+fn bodies_over_one_mib_are_refused() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let before = snapshot(&home);
+    let big = format!("{{\"graph\": {{\"description\": \"{}\", \"nodes\": [], \"edges\": []}}}}", "x".repeat(1024 * 1024 + 100 * 1024));
+    let (s, b) = send(server.client.post(server.url("/designs/big")).header("content-type", "application/json").body(big.clone()));
+    snap("body_too_large", &home, &server, s, &b);
+    let (s, b) = send(server.client.post(server.url("/designs/hello/run")).header("content-type", "application/json").body(big));
+    assert_eq!(s, 413, "{b}");
+    assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
+}
+
+// ---- lifecycle ----
+
+#[test]
+fn start_marks_runs_of_dead_processes_interrupted_and_sigterm_stops_cleanly() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("gated", gated());
+    let id = server.run_id("gated", Value::Null);
+    assert_eq!(server.terminate(), Some(0), "SIGTERM is a clean stop");
+
+    // Pretend the run was mid-step when its process died.
+    let path = home.runs_dir().join(format!("{id}.json"));
+    let mut run: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    run["status"] = json!("running");
+    run["pending"] = Value::Null;
+    run["parked"] = json!([]);
+    run["steps"][0]["status"] = json!("running");
+    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
+
+    // Without --bind: the config's bind is used.
+    write_config(&home, "[server]\nbind = \"127.0.0.1:0\"\n");
+    let server = Server::start_with(&home, Options { bind: None, ..Options::default() });
+    let on_disk: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(on_disk["status"], "failed", "settled before the server said it was ready: {on_disk}");
+    assert!(on_disk["error"].as_str().unwrap_or("").starts_with("interrupted"), "{on_disk}");
+    let (s, b) = server.post_empty(&format!("/runs/{id}/retry"));
+    assert_eq!((s, &b["status"]), (200, &json!("awaiting_approval")), "an interrupted run can be retried: {b}");
+    assert_eq!(server.terminate(), Some(0));
+}
+
+#[test]
+fn json_mode_prints_the_addresses_as_one_line() {
+    let home = Home::new();
+    let mut child = vwf(home.path())
+        .args(["--json", "serve", "--bind", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start vwf serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    assert_eq!(v["ok"], true);
+    let url = v["url"].as_str().unwrap();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with('/'), "{v}");
+    assert_eq!(v["api"], format!("{}{PREFIX}", url.trim_end_matches('/')));
+}

@@ -1,0 +1,147 @@
+//! Event triggers (SPEC §3 emit, §10 event): `vwf emit` and emit nodes start every design that
+//! listens, with `{event, payload}` as input; chains of designs emitting to each other are cut at
+//! the depth limit; a cooldown skips events that come too soon; bad names are refused.
+
+mod common;
+
+use common::{Home, later, snapshot};
+use serde_json::{Value, json};
+use vwf_core::limits::EVENT_DEPTH;
+
+/// A design started by `sources`, whose output repeats the event's payload.
+fn listener(sources: &[&str], extra: Value) -> Value {
+    let mut trigger = json!({"id": "t", "type": "trigger", "mode": "event", "sources": sources});
+    if let (Some(t), Some(e)) = (trigger.as_object_mut(), extra.as_object()) {
+        t.extend(e.clone());
+    }
+    json!({"nodes": [trigger, {"id": "o", "type": "output", "template": "{{trigger.event}}: {{trigger.payload}}"}],
+           "edges": [{"from": "t", "to": "o"}]})
+}
+
+/// A design started by `sources` (or by hand when `None`) that emits `event`.
+fn emitter(sources: Option<&[&str]>, event: &str) -> Value {
+    let trigger = match sources {
+        Some(s) => json!({"id": "t", "type": "trigger", "mode": "event", "sources": s}),
+        None => json!({"id": "t", "type": "trigger", "mode": "manual"}),
+    };
+    json!({"nodes": [trigger, {"id": "e", "type": "emit", "event": event, "payload": "from {{run.design}}"}],
+           "edges": [{"from": "t", "to": "e"}]})
+}
+
+fn designs_of(runs: &Value) -> Vec<String> {
+    let mut d: Vec<String> = runs.as_array().expect("runs").iter().map(|r| r["design"].as_str().unwrap_or("").to_string()).collect();
+    d.sort();
+    d
+}
+
+fn all_runs(home: &Home) -> Vec<Value> {
+    let (code, body) = home.json(&["runs", "--limit", "1000"]);
+    assert_eq!(code, 0, "{body}");
+    body["runs"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn vwf_emit_starts_every_design_listening() {
+    let home = Home::new();
+    home.save("exact", &listener(&["build.done"], json!({})));
+    home.save("prefix", &listener(&["build.*"], json!({})));
+    home.save("other", &listener(&["deploy.done", "builds.*"], json!({})));
+    home.save("manual", &json!({"nodes": [{"id": "t", "type": "trigger", "mode": "manual"}, {"id": "o", "type": "output"}],
+                                "edges": [{"from": "t", "to": "o"}]}));
+
+    let (code, body) = home.json(&["emit", "build.done", "--payload", r#"{"sha": "abc123"}"#]);
+    assert_eq!(code, 0, "{body}");
+    assert_eq!(body["event"], "build.done");
+    assert_eq!(designs_of(&body["runs"]), vec!["exact", "prefix"]);
+    for run in body["runs"].as_array().expect("runs") {
+        assert_eq!(run["status"], "done", "{run}");
+        assert_eq!(run["trigger"]["mode"], "event");
+        assert_eq!(run["trigger"]["input"], json!({"event": "build.done", "payload": {"sha": "abc123"}}));
+        assert_eq!(run["outputs"]["o"]["text"], r#"build.done: {"sha":"abc123"}"#);
+    }
+    assert_eq!(all_runs(&home).len(), 2, "the non-matching and manual designs were not started");
+
+    let (code, body) = home.json(&["emit", "nobody.listens"]);
+    assert_eq!(code, 0);
+    assert_eq!(body["runs"], json!([]));
+    let out = home.vwf().args(["emit", "nobody.listens"]).output().expect("vwf");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No design listens to nobody.listens"));
+}
+
+#[test]
+fn an_emit_node_starts_listening_designs() {
+    let home = Home::new();
+    home.save("a", &emitter(None, "a.done"));
+    home.save("b", &listener(&["a.done"], json!({})));
+
+    let (code, run) = home.json(&["run", "a"]);
+    assert_eq!(code, 0, "{run}");
+    let emit = &run["outputs"]["e"];
+    assert_eq!(emit["event"], "a.done", "{run}");
+    let started = emit["runs"].as_array().expect("runs started by the emit");
+    assert_eq!(started.len(), 1);
+
+    let (code, b) = home.json(&["show", started[0].as_str().expect("run id")]);
+    assert_eq!(code, 0, "{b}");
+    assert_eq!(b["design"], "b");
+    assert_eq!(b["status"], "done");
+    assert_eq!(b["trigger"]["input"], json!({"event": "a.done", "payload": "from a"}));
+    assert_eq!(b["outputs"]["o"]["text"], "a.done: from a");
+}
+
+#[test]
+fn designs_emitting_to_each_other_are_cut_by_the_depth_limit() {
+    let home = Home::new();
+    home.save("a", &emitter(None, "x"));
+    home.save("b", &emitter(Some(&["x"]), "y"));
+    home.save("a2", &emitter(Some(&["y"]), "x"));
+
+    let (_, run) = home.json(&["run", "a"]);
+    assert_eq!(run["design"], "a");
+    let runs = all_runs(&home);
+    // The hand-started run plus one per emit level the limit allows: a, b, a2, b, a2, ...
+    assert_eq!(runs.len(), 1 + EVENT_DEPTH as usize, "{runs:#?}");
+    let failed: Vec<&Value> = runs.iter().filter(|r| r["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "only the deepest run fails: {runs:#?}");
+    let error = failed[0]["error"].as_str().expect("error");
+    assert!(error.contains(&format!("chains stop at {EVENT_DEPTH}")), "{error}");
+    assert_eq!(failed[0]["failed_node"], "e");
+    assert!(runs.iter().filter(|r| r["status"] == "done").count() == EVENT_DEPTH as usize);
+}
+
+#[test]
+fn cooldown_skips_a_second_event_within_the_window() {
+    let home = Home::new();
+    home.save("calm", &listener(&["ping"], json!({"cooldown_seconds": 120})));
+    let t0 = "2026-06-03T10:00:00Z";
+
+    let (code, first) = home.json_at(t0, &["emit", "ping"]);
+    assert_eq!(code, 0, "{first}");
+    assert_eq!(designs_of(&first["runs"]), vec!["calm"]);
+
+    let (code, second) = home.json_at(&later(t0, 1), &["emit", "ping"]);
+    assert_eq!(code, 0, "{second}");
+    assert_eq!(second["runs"], json!([]));
+    assert_eq!(second["skipped"][0]["design"], "calm");
+    assert!(second["skipped"][0]["reason"].as_str().is_some_and(|r| r.contains("cooling down")), "{second}");
+
+    let (_, third) = home.json_at(&later(t0, 3), &["emit", "ping"]);
+    assert_eq!(designs_of(&third["runs"]), vec!["calm"], "after the window the design starts again");
+    assert_eq!(all_runs(&home).len(), 2);
+}
+
+#[test]
+fn bad_event_names_are_refused() {
+    let home = Home::new();
+    home.save("any", &listener(&["a.*"], json!({})));
+    let before = snapshot(&home);
+    for bad in ["bad name", "a/b", "../etc", "", "a.*", "ünïcode"] {
+        let (code, body) = home.json(&["emit", bad]);
+        assert_eq!(code, 2, "{bad:?}: {body}");
+        assert_eq!(body["ok"], false);
+        assert!(body["error"].as_str().is_some_and(|e| e.contains("bad event name")), "{body}");
+    }
+    let out = home.vwf().args(["emit", "a.b", "--payload", "{not json"]).output().expect("vwf");
+    assert_eq!(common::code(&out), 2, "a payload that is not JSON is a bad request too");
+    assert_eq!(snapshot(&home), before, "nothing was started or written");
+}
