@@ -1,0 +1,70 @@
+// Shared helpers for the browser tests: a real `vwf serve` on a fresh home, and Debian's
+// Chromium driven by playwright-core. No test waits by sleeping: every wait is for a condition.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { chromium } from 'playwright-core';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const VWF = process.env.VWF_BIN || join(ROOT, 'target', 'debug', 'vwf');
+export const FIXTURES = join(ROOT, 'tests', 'fixtures', 'gui');
+export const DOCS = join(ROOT, 'docs');
+
+/** A fresh home directory. */
+export function freshHome() {
+  return mkdtempSync(join(tmpdir(), 'vwf-e2e-'));
+}
+
+/** Starts `vwf serve` on a free port; resolves to {url, api, home, stop()}. */
+export async function startServer(home = freshHome(), env = {}) {
+  const child = spawn(VWF, ['--home', home, '--json', 'serve', '--bind', '127.0.0.1:0'], {
+    env: { ...process.env, VWF_HOME: home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const lines = createInterface({ input: child.stdout });
+  const first = await new Promise((resolve, reject) => {
+    lines.once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`vwf serve exited ${code}: ${stderr}`)));
+  });
+  const info = JSON.parse(first);
+  return {
+    url: info.url.replace(/\/$/, ''),
+    api: info.api.replace(/\/$/, ''),
+    home,
+    stderr: () => stderr,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+    },
+  };
+}
+
+/** Launches headless Chromium with the flags this machine needs. */
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_BIN || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Writes the JSON a canvas produced, for the Rust suite to validate and run. */
+export function saveFixture(name, graph) {
+  mkdirSync(FIXTURES, { recursive: true });
+  writeFileSync(join(FIXTURES, `${name}.json`), JSON.stringify(graph, null, 2) + '\n');
+}
+
+/** Calls the API with JSON. */
+export async function api(server, method, path, body) {
+  const res = await fetch(server.api + path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
