@@ -356,10 +356,10 @@ impl Runner<'_> {
             drop(tx);
             let mut first_error = None;
             for (i, outcome) in rx {
-                if first_error.is_none() {
-                    if let Err(e) = record(run, &tasks[i], outcome) {
-                        first_error = Some(e);
-                    }
+                if first_error.is_none()
+                    && let Err(e) = record(run, &tasks[i], outcome)
+                {
+                    first_error = Some(e);
                 }
             }
             first_error.map_or(Ok(()), Err)

@@ -282,11 +282,10 @@ fn input_fields_read(nodes: &[Value], trigger: &str) -> BTreeSet<String> {
             for (i, _) in s.match_indices("{{trigger.") {
                 fields.insert(key(&s[i + "{{trigger.".len()..]));
             }
-            if n["type"] == "condition" {
-                if let Some(rest) = s.strip_prefix(&format!("out.{trigger}.")) {
+            if n["type"] == "condition"
+                && let Some(rest) = s.strip_prefix(&format!("out.{trigger}.")) {
                     fields.insert(key(rest));
                 }
-            }
         }
     }
     fields
