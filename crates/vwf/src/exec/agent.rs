@@ -18,11 +18,10 @@
 //! The command backend gets the prompt on standard input and, in its environment, the step's
 //! `VWF_AGENT_MODEL`, `VWF_AGENT_PROFILE`, `VWF_AGENT_SYSTEM` and `VWF_AGENT_MAX_TOKENS` when known.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, PoisonError, mpsc};
-use std::thread;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
@@ -31,6 +30,7 @@ use serde_json::{Map, Value, json};
 use vwf_core::limits;
 use vwf_core::run::Outcome;
 
+use super::process;
 use crate::config::Config;
 use crate::failure::Failure;
 
@@ -40,10 +40,6 @@ const EXCERPT_CHARS: usize = 300;
 const BODY_BYTES: u64 = 4 * limits::STEP_OUTPUT_BYTES as u64;
 /// Bound of a catalog request (`GET /models`).
 const CATALOG_TIMEOUT: Duration = Duration::from_secs(30);
-/// How much of a command backend's standard error is kept, from its end.
-const STDERR_TAIL_BYTES: usize = 2048;
-/// How long the pipes may stay open after the process group was killed.
-const PIPE_GRACE: Duration = Duration::from_secs(1);
 const NO_BACKEND: &str = "no agent backend is configured (set [agent] backend in visual-workflow.toml)";
 
 /// One agent step as the backend sees it.
@@ -412,99 +408,22 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Feeds `prompt` to the child, enforces the timeout, kills the group and reaps the child; the
-/// child's standard output when it exited with 0.
-fn supervise(mut child: std::process::Child, prompt: &str, timeout: Duration) -> Result<Vec<u8>, String> {
-    let deadline = Instant::now() + timeout;
-    let pid = child.id() as libc::pid_t;
-    if let Some(mut stdin) = child.stdin.take() {
-        let prompt = prompt.as_bytes().to_vec();
-        // A command that does not read its input makes this write fail: that is its business.
-        thread::spawn(move || {
-            let _ = stdin.write_all(&prompt);
-        });
-    }
-    let stdout = child.stdout.take().map(|pipe| read_to_end(pipe, keep_head));
-    let stderr = child.stderr.take().map(|pipe| read_to_end(pipe, keep_tail));
-
-    // Wait for the exit without reaping, so the group id stays ours until it is killed.
-    let (exited_tx, exited_rx) = mpsc::channel();
-    thread::spawn(move || {
-        wait_without_reaping(pid);
-        let _ = exited_tx.send(());
-    });
-    let timed_out = matches!(exited_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())), Err(mpsc::RecvTimeoutError::Timeout));
-    // SAFETY: killpg only sends a signal; a stale or empty group makes it return an error.
-    unsafe { libc::killpg(pid, libc::SIGKILL) };
-    let status = child.wait();
-
-    let pipes_deadline = deadline.max(Instant::now() + PIPE_GRACE);
-    let collect = |rx: Option<mpsc::Receiver<Vec<u8>>>| rx.and_then(|rx| rx.recv_timeout(pipes_deadline.saturating_duration_since(Instant::now())).ok());
-    let stdout = collect(stdout);
-    let tail = collect(stderr).map(|bytes| tail_text(&bytes)).unwrap_or_default();
+/// Runs the agent command with `prompt` on its input; its standard output when it exited with 0.
+fn supervise(child: std::process::Child, prompt: &str, timeout: Duration) -> Result<Vec<u8>, String> {
+    let f = process::supervise(child, Some(prompt.as_bytes().to_vec()), timeout);
+    let tail = f.stderr_tail.trim().to_string();
     let with_tail = |msg: String| if tail.is_empty() { msg } else { format!("{msg}\nstderr: {tail}") };
-    if timed_out {
+    if f.timed_out {
         return Err(with_tail(format!("the agent command timed out after {} s", timeout.as_secs())));
     }
-    let status = status.map_err(|e| with_tail(format!("the agent command could not be waited for: {e}")))?;
+    let status = f.status.ok_or_else(|| with_tail("the agent command could not be waited for".into()))?;
     match (status.code(), status.signal()) {
         (Some(0), _) => {}
         (Some(code), _) => return Err(with_tail(format!("the agent command exited with code {code}"))),
         (None, Some(signal)) => return Err(with_tail(format!("the agent command was killed by signal {signal}"))),
         (None, None) => return Err(with_tail(format!("the agent command ended abnormally ({status})"))),
     }
-    stdout.ok_or_else(|| with_tail("the agent command exited but a process it started outside its group still holds its output open".into()))
-}
-
-type Keep = fn(&mut Vec<u8>, &[u8]);
-
-fn read_to_end(mut pipe: impl Read + Send + 'static, keep: Keep) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            match pipe.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => keep(&mut kept, &buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        let _ = tx.send(kept);
-    });
-    rx
-}
-
-/// Keeps the first `STEP_OUTPUT_BYTES + 1` bytes: enough to tell that the limit was passed.
-fn keep_head(kept: &mut Vec<u8>, chunk: &[u8]) {
-    let room = (limits::STEP_OUTPUT_BYTES + 1).saturating_sub(kept.len());
-    kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
-}
-
-/// Keeps about the last `STDERR_TAIL_BYTES` bytes.
-fn keep_tail(kept: &mut Vec<u8>, chunk: &[u8]) {
-    kept.extend_from_slice(chunk);
-    if kept.len() > 2 * STDERR_TAIL_BYTES {
-        kept.drain(..kept.len() - STDERR_TAIL_BYTES);
-    }
-}
-
-fn tail_text(bytes: &[u8]) -> String {
-    let tail = &bytes[bytes.len().saturating_sub(STDERR_TAIL_BYTES)..];
-    String::from_utf8_lossy(tail).trim().to_string()
-}
-
-/// Blocks until `pid` has exited, leaving it waitable (a zombie) so its pid is not reused yet.
-fn wait_without_reaping(pid: libc::pid_t) {
-    loop {
-        // SAFETY: `info` is a plain C struct that waitid fills in; zeroed is a valid value for it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return;
-        }
-    }
+    f.stdout.ok_or_else(|| with_tail("the agent command exited but a process it started outside its group still holds its output open".into()))
 }
 
 #[cfg(test)]

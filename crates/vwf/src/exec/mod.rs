@@ -9,6 +9,7 @@ pub mod agent;
 pub mod command;
 pub mod deliver;
 pub mod http;
+pub mod process;
 
 use vwf_core::run::{Outcome, Task, Work};
 use vwf_core::time::Ts;

@@ -1,0 +1,144 @@
+//! Child processes for drivers (command steps, the command agent backend): one place that runs a
+//! child in its own process group, feeds its input, reads its output with bounded memory, enforces
+//! a timeout and leaves nothing behind.
+//!
+//! Invariants:
+//! - The whole process group is killed once the child has exited (or on timeout), so no
+//!   background grandchild outlives the step or keeps its pipes open. The child is waited for
+//!   without being reaped (`waitid` with `WNOWAIT`) until the group is killed, so its pid, and with
+//!   it the group id, cannot be reused by an unrelated process first.
+//! - At most `STEP_OUTPUT_BYTES + 1` bytes of standard output and the last `STDERR_TAIL_BYTES` of
+//!   standard error are kept; the rest is drained so the child never blocks on a full pipe.
+
+use std::io::{Read, Write};
+use std::process::{Child, ExitStatus};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use vwf_core::limits::STEP_OUTPUT_BYTES;
+
+/// How much of standard error is kept, from its end.
+pub const STDERR_TAIL_BYTES: usize = 4096;
+/// How long the pipes may stay open after the process group was killed (they normally close at
+/// once; only a process that left the group can hold them).
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// What a child left behind once it is gone.
+pub struct Finished {
+    pub status: Option<ExitStatus>,
+    pub timed_out: bool,
+    /// Standard output (at most `STEP_OUTPUT_BYTES + 1` bytes), `None` if a process outside the
+    /// group still held the pipe open.
+    pub stdout: Option<Vec<u8>>,
+    /// The end of standard error as text, not starting inside a UTF-8 character.
+    pub stderr_tail: String,
+    /// Whether standard error was read to its end.
+    pub stderr_closed: bool,
+}
+
+/// Feeds `input` to the child (when its stdin is piped), reads its pipes, enforces the timeout,
+/// kills the group and reaps the child. The child must have been spawned with `process_group(0)`.
+pub fn supervise(mut child: Child, input: Option<Vec<u8>>, timeout: Duration) -> Finished {
+    let deadline = Instant::now() + timeout;
+    let pid = child.id() as libc::pid_t;
+    if let (Some(mut stdin), Some(input)) = (child.stdin.take(), input) {
+        // A child that does not read its input makes this write fail: that is its business.
+        thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+    let stdout = child.stdout.take().map(|pipe| spawn_reader(pipe, keep_head));
+    let stderr = child.stderr.take().map(|pipe| spawn_reader(pipe, keep_tail));
+
+    // Wait for the child to exit without reaping it, on a thread so the wait can time out.
+    let (exited_tx, exited_rx) = mpsc::channel();
+    thread::spawn(move || {
+        wait_without_reaping(pid);
+        let _ = exited_tx.send(());
+    });
+    let timed_out = matches!(
+        exited_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())),
+        Err(mpsc::RecvTimeoutError::Timeout)
+    );
+    // The child is still a zombie at worst, so the group id is still ours to kill.
+    // SAFETY: killpg only sends a signal; a stale or empty group makes it return an error.
+    unsafe { libc::killpg(pid, libc::SIGKILL) };
+    let status = child.wait().ok();
+
+    let pipes_deadline = deadline.max(Instant::now() + PIPE_GRACE);
+    let stderr = stderr.and_then(|r| collect(r, pipes_deadline));
+    Finished {
+        status,
+        timed_out,
+        stdout: stdout.and_then(|r| collect(r, pipes_deadline)),
+        stderr_tail: stderr.as_deref().map(tail_text).unwrap_or_default(),
+        stderr_closed: stderr.is_some(),
+    }
+}
+
+type Keep = fn(&mut Vec<u8>, &[u8]);
+
+/// Reads `pipe` to its end on a thread, keeping what `keep` keeps; the result arrives on the channel.
+fn spawn_reader(mut pipe: impl Read + Send + 'static, keep: Keep) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => keep(&mut kept, &buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(kept);
+    });
+    rx
+}
+
+/// Keeps the first `STEP_OUTPUT_BYTES + 1` bytes: enough to tell that the limit was passed.
+fn keep_head(kept: &mut Vec<u8>, chunk: &[u8]) {
+    let room = (STEP_OUTPUT_BYTES + 1).saturating_sub(kept.len());
+    kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+}
+
+/// Keeps the last `STDERR_TAIL_BYTES` bytes (trimmed in batches so appending stays cheap).
+fn keep_tail(kept: &mut Vec<u8>, chunk: &[u8]) {
+    kept.extend_from_slice(chunk);
+    if kept.len() > 2 * STDERR_TAIL_BYTES {
+        kept.drain(..kept.len() - STDERR_TAIL_BYTES);
+    }
+}
+
+/// The last `STDERR_TAIL_BYTES` as text, not starting inside a UTF-8 character.
+fn tail_text(bytes: &[u8]) -> String {
+    let mut tail = &bytes[bytes.len().saturating_sub(STDERR_TAIL_BYTES)..];
+    if tail.len() < bytes.len() {
+        while let Some((first, rest)) = tail.split_first() {
+            if first & 0b1100_0000 != 0b1000_0000 {
+                break;
+            }
+            tail = rest;
+        }
+    }
+    String::from_utf8_lossy(tail).into_owned()
+}
+
+/// A reader's result, or `None` if its pipe is still open at `deadline`.
+fn collect(rx: mpsc::Receiver<Vec<u8>>, deadline: Instant) -> Option<Vec<u8>> {
+    rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()
+}
+
+/// Blocks until `pid` has exited, leaving it waitable (a zombie) so its pid is not reused yet.
+fn wait_without_reaping(pid: libc::pid_t) {
+    loop {
+        // SAFETY: `info` is a plain C struct that waitid fills in; zeroed is a valid value for it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
