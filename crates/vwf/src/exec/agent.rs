@@ -335,7 +335,7 @@ fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &U
         if e.is_timeout() || started.elapsed() >= timeout {
             format!("the agent backend did not answer {shown} within {} s", timeout.as_secs())
         } else {
-            format!("cannot reach the agent backend at {shown}: {}", chain(&e.without_url()))
+            format!("cannot reach the agent backend at {shown}: {}", super::error_chain(&e.without_url()))
         }
     })?;
     let status = response.status();
@@ -394,19 +394,6 @@ fn scrub(config: &Config, error: String) -> String {
     }
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = s.source();
-    }
-    text
-}
 
 /// Runs the agent command with `prompt` on its input; its standard output when it exited with 0.
 fn supervise(child: std::process::Child, prompt: &str, timeout: Duration) -> Result<Vec<u8>, String> {

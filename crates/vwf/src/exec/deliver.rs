@@ -97,7 +97,7 @@ impl Send<'_> {
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {}; {NOTHING_SENT}", chain(&e)))?;
+            .map_err(|e| format!("cannot build the HTTP client: {}; {NOTHING_SENT}", super::error_chain(&e)))?;
         let exchange = Exchange { client, timeout };
         match route {
             Route::Telegram { channel, chat } => exchange.telegram(channel, chat, self.message),
@@ -336,7 +336,7 @@ impl Exchange {
         response.take(MAX_ANSWER_BYTES).read_to_end(&mut bytes).map_err(|e| {
             let timed_out = e.kind() == std::io::ErrorKind::TimedOut
                 || e.get_ref().and_then(|i| i.downcast_ref::<reqwest::Error>()).is_some_and(reqwest::Error::is_timeout);
-            if timed_out { self.timed_out(platform) } else { format!("reading the {platform} answer (HTTP {status}) failed: {}; the message may have been sent", chain(&e)) }
+            if timed_out { self.timed_out(platform) } else { format!("reading the {platform} answer (HTTP {status}) failed: {}; the message may have been sent", super::error_chain(&e)) }
         })?;
         Ok(Answer { status, body: String::from_utf8_lossy(&bytes).into_owned() })
     }
@@ -346,7 +346,7 @@ impl Exchange {
             return self.timed_out(platform);
         }
         let connect = e.is_connect();
-        let text = chain(&e.without_url());
+        let text = super::error_chain(&e.without_url());
         if connect {
             format!("cannot reach {platform}: {text}; {NOTHING_SENT}")
         } else {
@@ -467,20 +467,6 @@ fn scrub(result: Result<String, String>, secrets: &[impl AsRef<str>]) -> Result<
     result.map(clean).map_err(clean)
 }
 
-/// An error and its sources, joined with ": ", without repeating a part already included.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
 
 #[cfg(test)]
 mod tests {

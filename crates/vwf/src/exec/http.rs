@@ -71,7 +71,7 @@ impl Request<'_> {
             .timeout(self.timeout)
             .redirect(redirect_policy())
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+            .map_err(|e| format!("cannot build the HTTP client: {}", super::error_chain(&e)))?;
 
         let mut builder = client.request(method, url.clone()).timeout(self.timeout).headers(headers.clone());
         if let Some(body) = self.body {
@@ -125,7 +125,7 @@ impl Request<'_> {
         if e.is_timeout() || started.elapsed() >= self.timeout {
             return self.timed_out();
         }
-        format!("HTTP request to {} failed: {}", shown(url), chain(&e.without_url()))
+        format!("HTTP request to {} failed: {}", shown(url), super::error_chain(&e.without_url()))
     }
 
     fn read_error(&self, e: &std::io::Error, started: Instant) -> String {
@@ -133,7 +133,7 @@ impl Request<'_> {
         if inner_timeout || e.kind() == std::io::ErrorKind::TimedOut || started.elapsed() >= self.timeout {
             return self.timed_out();
         }
-        format!("reading the HTTP response failed: {}", chain(e))
+        format!("reading the HTTP response failed: {}", super::error_chain(e))
     }
 
     fn timed_out(&self) -> String {
@@ -272,20 +272,6 @@ fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, String> 
     Ok(Outcome::Done { text, extra, tokens: 0 })
 }
 
-/// An error and its sources, joined with ": ", without repeating a part already included.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
 
 #[cfg(test)]
 mod tests {

@@ -52,3 +52,18 @@ impl Drivers {
         agent::generate(&self.config, request)
     }
 }
+
+/// An error and its sources, joined with ": ", without repeating a part already included.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
