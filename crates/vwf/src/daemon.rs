@@ -684,6 +684,9 @@ impl<'a> Daemon<'a> {
                 None => run.status.as_str().to_string(),
             };
             match status {
+                // A run seen `running` that is now something else was most often finished by its
+                // live owner in between; only a run this read marked interrupted was orphaned.
+                Status::Running if !run.error.as_deref().is_some_and(|e| e.starts_with("interrupted")) => {}
                 Status::Running => {
                     log(now, &format!("{design}: run {} was left running by a dead process → {outcome}", run.run_id));
                     report.interrupted.push(run.run_id.clone());

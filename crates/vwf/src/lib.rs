@@ -7,6 +7,7 @@ pub mod config;
 pub mod daemon;
 pub mod exec;
 pub mod failure;
+pub mod mcp;
 pub mod render;
 pub mod runner;
 pub mod schedules;

@@ -107,6 +107,8 @@ enum Cmd {
     },
     /// Fire heartbeat, folder and watch triggers and resume due waits until stopped (Ctrl-C).
     Daemon,
+    /// Serve the agent tools over MCP on standard input and output (for Hermes and other MCP clients).
+    Mcp,
     /// Serve the HTTP API, the dashboard and the canvas until stopped (Ctrl-C).
     Serve {
         /// Where to listen, ADDR:PORT (default: [server] bind, else 127.0.0.1:8765; port 0 picks a free port).
@@ -304,32 +306,13 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             Ok(show_run(&run, json, true))
         }
         Cmd::Runs { limit } => {
-            let entries = runner.list(*limit)?;
-            let mut runs = Vec::new();
-            let mut rows = Vec::new();
-            for e in entries {
-                match e.run {
-                    Ok(v) => {
-                        rows.push(render::run_row(&v));
-                        let mut result = v;
-                        if let Some(obj) = result.as_object_mut() {
-                            for k in vwf_core::run::FILE_ONLY_FIELDS {
-                                obj.remove(k);
-                            }
-                        }
-                        runs.push(result);
-                    }
-                    Err(msg) => {
-                        rows.push(vec![e.id.clone(), String::new(), "unreadable".into(), String::new(), msg.clone()]);
-                        runs.push(json!({"ok": false, "run_id": e.id, "error": msg}));
-                    }
-                }
-            }
+            let runs = runner.list_results(*limit)?;
             if json {
                 say!("{}", pretty(&json!({"ok": true, "runs": runs})));
-            } else if rows.is_empty() {
+            } else if runs.is_empty() {
                 say!("No runs yet.");
             } else {
+                let rows: Vec<Vec<String>> = runs.iter().map(render::run_row).collect();
                 say!("{}", render::table(&["RUN", "DESIGN", "STATUS", "CREATED", "NOTE"], &rows));
             }
             Ok(0)
@@ -451,6 +434,11 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 say!("visual-workflow serving {} (API at {}; stop with Ctrl-C)", server.url(), server.api_url());
             }
             server.run()?;
+            Ok(0)
+        }
+        Cmd::Mcp => {
+            // Standard output carries the protocol from here on: nothing else is printed there.
+            vwf::mcp::serve_stdio(App::open(app.home.clone())?)?;
             Ok(0)
         }
         Cmd::Tool { name, args } => {

@@ -182,5 +182,6 @@ pub fn run_row(run: &Value) -> Vec<String> {
         Some(p) => format!("waits on {}", s(p, "node")),
         None => run.get("error").and_then(Value::as_str).unwrap_or("").chars().take(60).collect(),
     };
-    vec![s(run, "run_id").into(), s(run, "design").into(), s(run, "status").into(), s(run, "created_at").into(), note]
+    let status = if run.get("status").is_none() && run.get("ok") == Some(&Value::Bool(false)) { "unreadable" } else { s(run, "status") };
+    vec![s(run, "run_id").into(), s(run, "design").into(), status.into(), s(run, "created_at").into(), note]
 }

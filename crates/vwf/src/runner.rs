@@ -161,6 +161,26 @@ impl Runner<'_> {
         Ok(entries)
     }
 
+    /// The newest runs as every surface lists them: each a run result, or
+    /// `{ok:false, run_id, error}` for an entry that cannot be read.
+    pub fn list_results(&self, limit: usize) -> Result<Vec<Value>, Failure> {
+        Ok(self
+            .list(limit)?
+            .into_iter()
+            .map(|entry| match entry.run {
+                Ok(mut run) => {
+                    if let Some(obj) = run.as_object_mut() {
+                        for key in vwf_core::run::FILE_ONLY_FIELDS {
+                            obj.remove(key);
+                        }
+                    }
+                    run
+                }
+                Err(error) => serde_json::json!({"ok": false, "run_id": entry.id, "error": error}),
+            })
+            .collect())
+    }
+
     /// Whether reading `run` now should change it (see `open`).
     fn is_stale(&self, run: &Run, resume_waits: bool) -> bool {
         let now = self.clock.now();

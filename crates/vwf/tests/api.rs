@@ -279,6 +279,9 @@ const SECTION_13: &[(&str, &str)] = &[
     ("POST", "/runs/{run_id}/retry"),
     ("POST", "/events/{name}"),
     ("GET", "/openapi.json"),
+    // Beyond §13: a dry run of a schedule object, so the dashboard previews the human line
+    // without holding the rule itself.
+    ("POST", "/schedules/preview"),
 ];
 
 #[test]

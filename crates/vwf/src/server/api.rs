@@ -69,9 +69,10 @@ pub(crate) const ROUTES: &[Route] = &[
     Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked", query: &[], body: Some("{input?}"), answer: "run result, or {ok:false, error, errors}", handler: || post(run_design) },
     Route { method: "GET", path: "/schedules", summary: "Schedule jobs", query: &[], body: None, answer: "{ok:true, schedules:[job]}", handler: || get(list_schedules) },
     Route { method: "POST", path: "/designs/{name}/schedule", summary: "Create or update the design's schedule job", query: &[], body: Some("{preset, time?, minute?, dow?, cron?, tz?, paused?}"), answer: "{ok:true, job}", handler: || post(schedule_design) },
+    Route { method: "POST", path: "/schedules/preview", summary: "What a schedule object would be, without saving anything", query: &[], body: Some("{preset, time?, minute?, dow?, cron?, tz?}"), answer: "{ok:true, cron, human, tz, next_run_at} or {ok:false, error, field}", handler: || post(schedule_preview) },
     Route { method: "POST", path: "/schedules/{job_id}/{action}", summary: "Pause, resume, run or remove a schedule job", query: &[], body: None, answer: "{ok:true, job}, {ok:true, job_id, removed:true} or a run result", handler: || post(schedule_action) },
     Route { method: "GET", path: "/runs", summary: "Recent runs, newest first", query: &[("limit", "how many runs (default 20, at most 1000)")], body: None, answer: "{ok:true, runs:[run result | {ok:false, run_id, error}]}", handler: || get(list_runs) },
-    Route { method: "GET", path: "/runs/{run_id}", summary: "One run in result shape", query: &[], body: None, answer: "run result", handler: || get(open_run) },
+    Route { method: "GET", path: "/runs/{run_id}", summary: "One run in result shape", query: &[("plan", "1 adds the plan the run started with")], body: None, answer: "run result", handler: || get(open_run) },
     Route { method: "POST", path: "/runs/{run_id}/respond", summary: "Answer a gate, supply or generate an agent step's output", query: &[], body: Some("{node, answer? | output? | agent_generate?}"), answer: "run result", handler: || post(respond) },
     Route { method: "POST", path: "/runs/{run_id}/retry", summary: "Retry a failed run from its failed step", query: &[], body: None, answer: "run result", handler: || post(retry) },
     Route { method: "POST", path: "/events/{name}", summary: "Emit an event (fires event triggers)", query: &[], body: Some("{payload?}"), answer: "{ok:true, event, runs:[run result], skipped:[{design, reason}]}", handler: || post(emit) },
@@ -86,6 +87,7 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
         router = router.route(&format!("{API_PREFIX}{}", route.path), (route.handler)());
     }
     let routes = router
+        .route_service(crate::mcp::HTTP_PATH, crate::mcp::http_service(app.clone()))
         .route("/", get(|| page("index.html", "dashboard")))
         .route("/designer.html", get(|| page("designer.html", "canvas")))
         .fallback(fallback)
@@ -282,6 +284,21 @@ async fn schedule_design(State(s): State<AppState>, Path(name): Path<String>, Js
     .await
 }
 
+/// The dry run of `POST /designs/{name}/schedule`: the same core functions, nothing written. A
+/// schedule problem is a 200 `{ok:false, error, field}` (it is the answer a form asks for).
+async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> Response {
+    use vwf_core::schedule;
+    let now = s.app.clock.now();
+    let preview = schedule::schedule_from_value(&Value::Object(body)).and_then(|spec| {
+        let cron = schedule::to_cron(&spec)?;
+        let tz = spec.tz.as_deref().map(str::trim).unwrap_or("UTC").to_string();
+        let next = schedule::next_cron_fire_tz(&cron, Some(&tz), now);
+        Ok(json!({"ok": true, "cron": cron, "human": schedule::human(&cron), "tz": tz, "next_run_at": next.map(|t| vwf_core::time::format(&t))}))
+    });
+    let body = preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field}));
+    reply(Reply { status: 200, body })
+}
+
 async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Response {
     blocking(&s, move |app| {
         let now = app.clock.now();
@@ -320,12 +337,21 @@ async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Response
     .await
 }
 
-async fn open_run(State(s): State<AppState>, Path(id): Path<String>) -> Response {
-    let id = match run_id(&id) {
-        Ok(id) => id,
+async fn open_run(State(s): State<AppState>, Path(id): Path<String>, Query(params): Params) -> Response {
+    let (id, with_plan) = match run_id(&id).and_then(|id| Ok((id, flag(&params, "plan")?))) {
+        Ok(parts) => parts,
         Err(f) => return failure(f),
     };
-    blocking(&s, move |app| answer(app.runner(&quiet, false).open(id.as_str()).map(|run| run.result()))).await
+    blocking(&s, move |app| {
+        answer(app.runner(&quiet, false).open(id.as_str()).map(|run| {
+            let mut result = run.result();
+            if with_plan && let Some(obj) = result.as_object_mut() {
+                obj.insert("plan".into(), serde_json::to_value(&run.plan).unwrap_or(Value::Null));
+            }
+            result
+        }))
+    })
+    .await
 }
 
 async fn respond(State(s): State<AppState>, Path(id): Path<String>, JsonArgs(mut body): JsonArgs) -> Response {

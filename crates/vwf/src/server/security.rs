@@ -1,8 +1,8 @@
 //! The request guard of SPEC §17, run before any route:
 //! 1. `Host` must be a loopback name or a configured host (a DNS-rebinding page sends its own
 //!    host name) → 403;
-//! 2. with a token, every API call carries `Authorization: Bearer <token>`, compared in constant
-//!    time → 401;
+//! 2. with a token, every API call (and every `/mcp` request) carries `Authorization: Bearer
+//!    <token>`, compared in constant time → 401;
 //! 3. a state-changing request that carries an `Origin` must come from this server's own origin
 //!    (a page on another site cannot make the browser save and run a design) → 403.
 //!
@@ -105,7 +105,8 @@ pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, nex
             format!("host {host:?} is not allowed: use 127.0.0.1 or localhost, or add it to [server] allowed_hosts"),
         );
     }
-    let api = request.uri().path() == API_PREFIX || request.uri().path().starts_with(&format!("{API_PREFIX}/"));
+    let path = request.uri().path();
+    let api = path == API_PREFIX || path.starts_with(&format!("{API_PREFIX}/")) || path == crate::mcp::HTTP_PATH;
     if api && !guard.token_matches(headers) {
         let mut response = error(StatusCode::UNAUTHORIZED, "missing or wrong API token: send Authorization: Bearer <token>".into());
         response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));

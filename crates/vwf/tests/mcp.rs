@@ -1,0 +1,293 @@
+//! MCP and Hermes interop, driven by clients nobody here wrote.
+//!
+//! `scripts/python-env` installs the official Python MCP client and the `hermes-agent` package
+//! into `target/py`; two scripts under `tests/python/` drive the built `vwf` with them and print
+//! what they saw as JSON, and the tests below assert on it:
+//! - `mcp_client.py`: `vwf mcp` over stdio and `/mcp` of `vwf serve` over streamable HTTP;
+//! - `hermes_interop.py`: Hermes's plugin loader loading `integrations/hermes`, its cron tool
+//!   creating a job through the plugin's helper, and its MCP client starting `vwf mcp` from the
+//!   README's `mcp_servers` snippet.
+//!
+//! Each script runs once per test binary (the first test to need it runs it; the others wait).
+//! The tests skip, saying why, only when pip cannot reach PyPI.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The venv's python, or `None` (with the reason printed) when PyPI cannot be reached.
+fn python() -> Option<&'static PathBuf> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let out = Command::new(repo().join("scripts/python-env")).output().expect("run scripts/python-env");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            match out.status.code() {
+                Some(0) => {
+                    let stdout = String::from_utf8_lossy(&out.stdout);
+                    let path = stdout.lines().last().expect("python-env prints the python path").trim().to_string();
+                    Some(PathBuf::from(path))
+                }
+                Some(3) => {
+                    eprintln!("SKIPPED: pip cannot reach PyPI, so the MCP client and hermes-agent are not installed:\n{stderr}");
+                    None
+                }
+                _ => panic!("scripts/python-env failed ({}):\n{stderr}", out.status),
+            }
+        })
+        .as_ref()
+}
+
+/// Runs `tests/python/<script>` with `args` in a scratch directory and parses its JSON report.
+fn run_script(script: &str, args: &[&Path]) -> Option<Value> {
+    let python = python()?;
+    let work = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(python)
+        .arg(repo().join("tests/python").join(script))
+        .args(args)
+        .arg(work.path())
+        .env_remove("VWF_HOME")
+        .env_remove("HERMES_HOME")
+        .env_remove("VWF_NOW")
+        .env("PYTHONDONTWRITEBYTECODE", "1") // no __pycache__ left in integrations/hermes
+        .output()
+        .expect("run the python script");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed ({}):\n{stderr}\n{stdout}", out.status);
+    let last = stdout.lines().last().unwrap_or("");
+    Some(serde_json::from_str(last).unwrap_or_else(|e| panic!("{script} printed no JSON report ({e}):\n{stdout}\n{stderr}")))
+}
+
+fn vwf_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_vwf"))
+}
+
+fn example() -> PathBuf {
+    common::examples_dir().join("draft-review.designer.json")
+}
+
+fn mcp_report() -> Option<&'static Value> {
+    static REPORT: OnceLock<Option<Value>> = OnceLock::new();
+    REPORT.get_or_init(|| run_script("mcp_client.py", &[vwf_bin(), &example()])).as_ref()
+}
+
+fn hermes_report() -> Option<&'static Value> {
+    static REPORT: OnceLock<Option<Value>> = OnceLock::new();
+    REPORT
+        .get_or_init(|| {
+            let plugin = repo().join("integrations/hermes");
+            run_script("hermes_interop.py", &[vwf_bin(), &plugin, &plugin.join("README.md"), &example()])
+        })
+        .as_ref()
+}
+
+const SEVEN: [&str; 7] = [
+    "workflow_design_save",
+    "workflow_design_load",
+    "workflow_design_validate",
+    "workflow_design_run",
+    "workflow_design_respond",
+    "workflow_design_list",
+    "workflow_runs_list",
+];
+
+/// A tool result the client saw: its contract body, after checking it arrived as a result (not
+/// a protocol error) whose text and structured content agree.
+fn body<'a>(call: &'a Value, what: &str) -> &'a Value {
+    assert!(call.get("protocol_error").is_none(), "{what}: a JSON-RPC error instead of a tool result: {call}");
+    assert_eq!(call["text_matches"], true, "{what}: text content and structured content differ: {call}");
+    &call["body"]
+}
+
+/// The draft-review example, end to end over one transport.
+fn assert_runs_to_done(session: &Value, transport: &str, design: &str) {
+    let names: Vec<&str> = session["tools"].as_array().expect("tools").iter().filter_map(Value::as_str).collect();
+    assert_eq!(names, SEVEN, "{transport}: listed tools");
+    for (tool, kind) in session["schema_types"].as_object().expect("schema types") {
+        assert_eq!(kind, "object", "{transport}: {tool} input schema");
+    }
+    let save = body(&session["save"], "save");
+    assert_eq!(save["ok"], true, "{transport}: save {save}");
+    assert_eq!(save["nodes"], 8);
+    assert_eq!(body(&session["list"], "list")["designs"], json!([design]), "{transport}: design list");
+    assert_eq!(body(&session["load"], "load")["graph"]["nodes"].as_array().map(Vec::len), Some(8));
+    assert_eq!(body(&session["validate"], "validate")["ok"], true);
+
+    let run = body(&session["run"], "run");
+    assert_eq!(run["status"], "awaiting_agent", "{transport}: {run}");
+    assert_eq!(run["pending"]["node"], "draft");
+    assert_eq!(session["run"]["is_error"], false, "a parked run is no error");
+    let after_output = body(&session["after_output"], "respond output");
+    assert_eq!(after_output["status"], "awaiting_approval", "{transport}: {after_output}");
+    assert_eq!(after_output["outputs"]["draft"]["text"], session["draft_text"]);
+    let done = body(&session["after_answer"], "respond answer");
+    assert_eq!(done["status"], "done", "{transport}: {done}");
+    assert_eq!(done["outputs"]["final"]["text"], session["draft_text"], "{transport}: the approved draft is the output");
+
+    let runs = body(&session["runs"], "runs list");
+    assert_eq!(runs["ok"], true);
+    let newest = &runs["runs"][0];
+    assert_eq!(newest["run_id"], session["run_id"], "{transport}: newest first");
+    assert_eq!(newest["status"], "done");
+    assert!(newest.get("plan").is_none() && newest.get("history").is_none(), "runs list carries run results, not run files: {newest}");
+}
+
+#[test]
+fn mcp_stdio_lists_seven_tools_and_runs_draft_review_to_done() {
+    let Some(report) = mcp_report() else { return };
+    assert_runs_to_done(&report["stdio"], "stdio", "draft-review");
+}
+
+#[test]
+fn mcp_http_endpoint_runs_draft_review_to_done_behind_the_api_guard() {
+    let Some(report) = mcp_report() else { return };
+    let http = &report["http"];
+    assert_runs_to_done(http, "http", "draft-review-http");
+    let checks = &http["checks"];
+    for (case, status) in [("no_token", 401), ("wrong_token", 401), ("foreign_host", 403), ("foreign_origin", 403), ("good", 200)] {
+        assert_eq!(checks[case]["status"], status, "{case}: {}", checks[case]);
+    }
+    for case in ["no_token", "wrong_token", "foreign_host", "foreign_origin"] {
+        assert_eq!(checks[case]["body"]["ok"], false, "{case}: {}", checks[case]);
+        assert!(checks[case]["body"]["error"].is_string(), "{case}");
+    }
+    assert_eq!(checks["good"]["body"]["result"]["serverInfo"]["name"], "visual-workflow");
+}
+
+#[test]
+fn mcp_bad_arguments_unknown_designs_and_runs_are_tool_results_and_the_session_goes_on() {
+    let Some(report) = mcp_report() else { return };
+    for transport in ["stdio", "http"] {
+        let session = &report[transport];
+        let errors = session["errors"].as_object().expect("errors");
+        assert_eq!(errors.len(), 12);
+        for (case, call) in errors {
+            let b = body(call, case);
+            assert_eq!(b["ok"], false, "{transport} {case}: {b}");
+            assert!(b["error"].as_str().is_some_and(|e| !e.is_empty()), "{transport} {case}: {b}");
+            assert_eq!(call["is_error"], true, "{transport} {case}: isError");
+        }
+        let says = |case: &str, words: &str| {
+            let error = errors[case]["body"]["error"].as_str().unwrap_or("");
+            assert!(error.contains(words), "{transport} {case}: {error:?} should say {words:?}");
+        };
+        says("name_not_a_string", "\"name\" must be a string");
+        says("missing_graph", "missing \"graph\"");
+        says("unknown_design_load", "not found");
+        says("unknown_design_run", "not found");
+        says("unknown_run", "not found");
+        says("bad_run_id", "bad run id");
+        says("two_answers", "exactly one");
+        says("not_waiting", "not waiting");
+        says("bad_limit", "limit");
+        says("unknown_tool", "unknown tool");
+        let later = body(&session["later_good_call"], "later good call");
+        assert_eq!(later["ok"], true, "{transport}: the session still answers after the failures");
+    }
+}
+
+#[test]
+fn injection_name_is_refused_by_mcp_and_plugin_and_cron_prompt_embeds_json_name() {
+    let (Some(mcp), Some(hermes)) = (mcp_report(), hermes_report()) else { return };
+    // The name rules refuse a name with a quote and a newline, on every surface.
+    for transport in ["stdio", "http"] {
+        for case in ["injection_name_save", "injection_name_run"] {
+            let error = mcp[transport]["errors"][case]["body"]["error"].as_str().unwrap_or("");
+            assert!(error.starts_with("bad design name"), "{transport} {case}: {error}");
+        }
+    }
+    assert!(hermes["plugin"]["save_bad_name"]["error"].as_str().unwrap_or("").starts_with("bad design name"), "{}", hermes["plugin"]);
+    assert!(hermes["mcp"]["bad_name"]["error"].as_str().unwrap_or("").contains("bad design name"), "{}", hermes["mcp"]);
+    let cron = &hermes["cron"];
+    assert_eq!(cron["bad_name"]["ok"], false, "{cron}");
+    assert!(cron["bad_name"]["error"].as_str().unwrap_or("").starts_with("bad design name"));
+    assert_eq!(cron["jobs_after_bad_name"], 0, "no cron job for a refused name");
+
+    // An allowed name lands in the prompt only as a JSON string.
+    assert_eq!(cron["made"]["ok"], true, "{cron}");
+    let prompt = cron["prompt"].as_str().expect("prompt");
+    let quoted = cron["name_as_json_string"].as_str().expect("name");
+    assert!(prompt.contains(&format!("design {quoted} now")), "{prompt}");
+    assert!(prompt.contains(&format!("{{\"name\":{quoted}}}")), "{prompt}");
+    let name: String = serde_json::from_str(quoted).expect("a JSON string");
+    assert_eq!(prompt.matches(name.as_str()).count(), 2, "the name appears only in its two JSON strings: {prompt}");
+    assert!(prompt.contains("workflow_design_run") && prompt.contains("workflow_design_respond"), "{prompt}");
+
+    // Hermes's own cron tool made the job from exactly what vwf answered.
+    let jobs = cron["hermes_jobs"].as_array().expect("jobs");
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["name"], format!("workflow:{name}"));
+    assert_eq!(jobs[0]["prompt"], prompt);
+    assert_eq!(cron["cron"], "30 7 * * 1-5");
+    assert_eq!(cron["vwf_job_paused"], true, "only Hermes fires the design");
+}
+
+#[test]
+fn hermes_plugin_loader_registers_the_tools_and_workflow_command() {
+    let Some(report) = hermes_report() else { return };
+    let plugin = &report["plugin"];
+    let loaded = &plugin["plugins"][0];
+    assert_eq!(loaded["enabled"], true, "{loaded}");
+    assert_eq!(loaded["error"], Value::Null, "{loaded}");
+    assert_eq!(loaded["source"], "user");
+    assert_eq!((loaded["tools"].as_u64(), loaded["commands"].as_u64()), (Some(5), Some(1)), "{loaded}");
+    let mut five: Vec<&str> = SEVEN[..5].to_vec();
+    five.sort_unstable();
+    assert_eq!(plugin["registered_tools"], json!(five));
+    assert_eq!(plugin["toolset"], "visual-workflow");
+    assert_eq!(plugin["schema_name"], "workflow_design_run");
+    assert_eq!(plugin["commands"], json!(["workflow"]));
+
+    // Tool calls through Hermes's registry reach vwf in Hermes's home.
+    assert_eq!(plugin["save"]["ok"], true, "{}", plugin["save"]);
+    let home = report["hermes_home"].as_str().expect("home");
+    assert!(plugin["save"]["path"].as_str().unwrap_or("").starts_with(home), "{} in {home}", plugin["save"]);
+    assert_eq!(plugin["run"]["status"], "awaiting_agent", "{}", plugin["run"]);
+    assert_eq!(plugin["respond"]["status"], "awaiting_approval", "{}", plugin["respond"]);
+    assert_eq!(plugin["load_missing"]["ok"], false);
+
+    // `/workflow list` through Hermes's plugin-command lookup.
+    let list = plugin["slash_list"].as_str().expect("reply");
+    assert!(list.contains("draft-review") && list.contains("brief.v2_x-1"), "{list}");
+    assert!(plugin["slash_help"].as_str().unwrap_or("").contains("/workflow run <name>"), "{}", plugin["slash_help"]);
+}
+
+#[test]
+fn hermes_mcp_servers_snippet_reaches_vwf_mcp() {
+    let Some(report) = hermes_report() else { return };
+    let mcp = &report["mcp"];
+    let expected: Vec<String> = {
+        let mut names: Vec<String> = SEVEN.iter().map(|t| format!("mcp__visual_workflow__{t}")).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(mcp["tools"], json!(expected));
+    let listed: Value = serde_json::from_str(mcp["list"]["result"].as_str().expect("a result")).expect("JSON text");
+    assert_eq!(listed["ok"], true);
+    assert_eq!(listed["designs"], json!(["brief.v2_x-1", "draft-review"]), "the same home as the plugin");
+    let runs: Value = serde_json::from_str(mcp["runs"]["result"].as_str().expect("a result")).expect("JSON text");
+    assert_eq!(runs["runs"][0]["run_id"], report["plugin"]["run"]["run_id"]);
+}
+
+/// The plugin's schemas (integrations/hermes/tools.json) are the MCP server's, so the two
+/// surfaces describe the tools alike. To refresh the file, print `expected` below.
+#[test]
+fn plugin_tool_schemas_match_the_mcp_tool_list() {
+    let text = std::fs::read_to_string(repo().join("integrations/hermes/tools.json")).expect("tools.json");
+    let plugin: Value = serde_json::from_str(&text).expect("tools.json is JSON");
+    let expected: Vec<Value> = vwf::mcp::tool_list()
+        .into_iter()
+        .filter(|t| vwf::tools::TOOL_NAMES.contains(&t.name.as_ref()))
+        .map(|t| json!({"name": t.name, "description": t.description, "parameters": Value::Object((*t.input_schema).clone())}))
+        .collect();
+    assert_eq!(plugin, Value::Array(expected.clone()), "expected:\n{}", serde_json::to_string_pretty(&expected).unwrap_or_default());
+}

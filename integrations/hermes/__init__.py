@@ -1,0 +1,155 @@
+"""visual-workflow for Hermes: a thin plugin over the ``vwf`` binary.
+
+``register(ctx)`` gives Hermes the five agent tools (``workflow_design_*``) and the ``/workflow``
+command. Every call runs ``vwf tool NAME -`` (the arguments as JSON on standard input) or
+``vwf slash TEXT`` and hands back what the binary printed; validation, names, runs and prompts
+are all decided there, never here. The binary is ``$VWF_BIN``, else ``vwf`` on ``PATH``; its home
+is the same as Hermes's (``$VWF_HOME``, else ``$HERMES_HOME``, else ``~/.hermes``).
+
+``schedule(design, ...)`` makes a Hermes cron job for a design: ``vwf schedule set`` records the
+schedule (paused, so only Hermes fires it) and builds the job's cron expression, name and prompt;
+the host's cron tool creates the job from exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+TOOLSET = "visual-workflow"
+
+# The tools' schemas, in the host's {name, description, parameters} form. A test checks that
+# they match what `vwf mcp` lists.
+TOOL_SCHEMAS = json.loads((Path(__file__).with_name("tools.json")).read_text(encoding="utf-8"))
+
+# Hermes's cron tool is `cronjob` (hermes-agent 0.19); `cronjob_manage` is the older name.
+CRON_TOOLS = ("cronjob", "cronjob_manage")
+
+_ctx = None
+
+
+def vwf_binary() -> str:
+    """``$VWF_BIN``, else ``vwf`` found on ``PATH`` (the bare name when it is not there)."""
+    return os.environ.get("VWF_BIN") or shutil.which("vwf") or "vwf"
+
+
+def _failure(message: str) -> dict:
+    return {"ok": False, "error": message}
+
+
+def _run(args: list, stdin: Optional[str] = None) -> dict:
+    """Runs ``vwf ARGS`` and parses the JSON it printed; any trouble is an ``{ok:false, error}``."""
+    binary = vwf_binary()
+    try:
+        done = subprocess.run(
+            [binary, *args],
+            input=stdin if stdin is not None else "",
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+        )
+    except OSError as exc:
+        return _failure(f"cannot run {binary}: {exc} (set VWF_BIN to the vwf binary)")
+    try:
+        body = json.loads(done.stdout)
+    except ValueError:
+        detail = (done.stderr or done.stdout).strip()[-2000:]
+        return _failure(f"{binary} {args[0]} exited with {done.returncode}: {detail or 'no output'}")
+    return body if isinstance(body, dict) else _failure(f"{binary} answered {done.stdout[:200]!r}")
+
+
+def call_tool(name: str, args: Any) -> str:
+    """One agent tool: the contract JSON as text (the form Hermes tool handlers return)."""
+    try:
+        payload = json.dumps(args if args is not None else {})
+    except (TypeError, ValueError) as exc:
+        return json.dumps(_failure(f"arguments are not JSON: {exc}"))
+    return json.dumps(_run(["tool", name, "-"], stdin=payload))
+
+
+def _tool_handler(name: str) -> Callable[..., str]:
+    def handler(args: Any = None, **_kwargs: Any) -> str:
+        return call_tool(name, args)
+
+    handler.__name__ = f"{name}_handler"
+    return handler
+
+
+def workflow_command(raw_args: str = "") -> str:
+    """``/workflow ...``: the reply text of ``vwf slash``."""
+    text = f"/workflow {raw_args or ''}".strip()
+    body = _run(["--json", "slash", text])
+    return body.get("reply") or f"/workflow failed: {body.get('error', 'no reply')}"
+
+
+def schedule(
+    design: str,
+    preset: str,
+    time: Optional[str] = None,
+    minute: Optional[int] = None,
+    dow: Optional[int] = None,
+    cron: Optional[str] = None,
+    tz: Optional[str] = None,
+    dispatch: Optional[Callable[[str, dict], Any]] = None,
+) -> dict:
+    """Creates the Hermes cron job ``workflow:<design>`` for a schedule.
+
+    ``vwf schedule set`` checks the name and the schedule and answers the job (``job.cron``,
+    ``job.name``, ``job.prompt``); it is recorded paused, so the Hermes cron job is the only thing
+    that fires it. ``dispatch(tool, args)`` calls a host tool (default: the registered plugin
+    context's ``dispatch_tool``). Answers ``{ok:true, job, cron_job}`` or ``{ok:false, error}``.
+    Hermes evaluates the cron expression in its own time zone (``timezone`` in config.yaml):
+    pass the same ``tz`` so ``vwf`` reports the same next run.
+    """
+    if dispatch is None:
+        if _ctx is None:
+            return _failure("the visual-workflow plugin is not registered with a Hermes context")
+        dispatch = _ctx.dispatch_tool
+    args = ["--json", "schedule", "set", "--preset", str(preset), "--paused"]
+    for flag, value in (("--time", time), ("--minute", minute), ("--dow", dow), ("--cron", cron), ("--tz", tz)):
+        if value is not None:
+            args += [flag, str(value)]
+    args += ["--", str(design)]  # whatever the name holds, it stays one argument: vwf judges it
+    answer = _run(args)
+    if answer.get("ok") is not True:
+        return answer
+    job = answer["job"]
+    request = {"action": "create", "name": job["name"], "schedule": job["cron"], "prompt": job["prompt"]}
+    created = None
+    for tool in CRON_TOOLS:
+        raw = dispatch(tool, dict(request))
+        try:
+            created = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            created = {"success": False, "error": str(raw)}
+        if not (isinstance(created, dict) and str(created.get("error", "")).startswith("Unknown tool")):
+            break
+    if not (isinstance(created, dict) and created.get("success")):
+        error = created.get("error") if isinstance(created, dict) else created
+        return {"ok": False, "error": f"Hermes did not create the cron job: {error}", "job": job}
+    return {"ok": True, "job": job, "cron_job": created}
+
+
+def register(ctx) -> None:
+    """Hermes plugin entry point: the five tools and the ``/workflow`` command."""
+    global _ctx
+    _ctx = ctx
+    for schema in TOOL_SCHEMAS:
+        ctx.register_tool(
+            name=schema["name"],
+            toolset=TOOLSET,
+            schema=schema,
+            handler=_tool_handler(schema["name"]),
+            description=schema["description"],
+            emoji="🧩",
+        )
+    ctx.register_command(
+        "workflow",
+        handler=workflow_command,
+        description="Design and run visual workflows (list, new, open, save, validate, run, approve).",
+        args_hint="list | run <name> | approve <run> <gate> <answer>",
+    )

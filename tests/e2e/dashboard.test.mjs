@@ -1,0 +1,360 @@
+// The dashboard at `/` in a real Chromium against a real `vwf serve`: designs and templates,
+// running a design and answering its gate on the run page (with the embedded canvas colouring
+// every node), schedules with the server's live preview, the runs list and retry, and agent
+// steps answered by hand or generated through a backend.
+// Every wait is for a condition; nothing sleeps.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { createServer } from 'node:http';
+import { startServer, launch, saveFixture, api, freshHome, DOCS } from './helpers.mjs';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function openPage(hash) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(`${server.url}/${hash}`);
+  page.problems = problems;
+  return page;
+}
+
+async function seed(name, graph) {
+  const r = await api(server, 'POST', `/designs/${name}`, { graph });
+  assert.equal(r.body.ok, true, JSON.stringify(r.body));
+}
+
+/** trigger → command → condition → approval → output, with a skipped branch. */
+const shipIt = {
+  description: 'Counts, checks, asks, ships.',
+  nodes: [
+    { id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 120 },
+    { id: 'count', type: 'command', run: 'echo 7', x: 220, y: 120 },
+    { id: 'check', type: 'condition', expr: 'out.count.text > 5', x: 400, y: 120 },
+    { id: 'gate', type: 'approval', question: 'Ship the count?', options: ['ship', 'hold'], x: 580, y: 60 },
+    { id: 'shipped', type: 'output', template: 'shipped {{nodes.count}}', x: 760, y: 60 },
+    { id: 'too-small', type: 'output', template: 'only {{nodes.count}}', x: 580, y: 200 },
+  ],
+  edges: [
+    { from: 'start', to: 'count' }, { from: 'count', to: 'check' },
+    { from: 'check', to: 'gate', label: 'true' }, { from: 'check', to: 'too-small', label: 'false' },
+    { from: 'gate', to: 'shipped', label: 'ship' },
+  ],
+};
+
+/** The embedded canvas's state of each node in run mode, `{id: state}`: each node element
+ * (`data-testid="node-<id>"`) carries `data-state` and the class `state-<state>`. Read through
+ * the parent page (same origin), so it survives the frame reloading. */
+function canvasStates() {
+  const doc = document.querySelector('iframe.canvas')?.contentDocument;
+  const states = {};
+  for (const el of doc ? doc.querySelectorAll('[data-testid^="node-"]') : []) {
+    const id = el.dataset.testid.slice('node-'.length);
+    states[id] = el.dataset.state && el.classList.contains(`state-${el.dataset.state}`) ? el.dataset.state : null;
+  }
+  return states;
+}
+
+/** Whether every node of the embedded canvas can be seen: the element at its centre is itself. */
+function canvasShowsEveryNode() {
+  const doc = document.querySelector('iframe.canvas')?.contentDocument;
+  const all = doc ? [...doc.querySelectorAll('[data-testid^="node-"]')] : [];
+  return all.length > 0 && all.every((n) => {
+    const r = n.getBoundingClientRect();
+    const at = doc.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return r.width > 0 && at !== null && n.contains(at);
+  });
+}
+
+async function waitFor(page, what, fn, arg) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout: 15000, polling: 100 });
+  } catch (e) {
+    throw new Error(`waiting for ${what}: ${e.message}`);
+  }
+}
+
+test('run page: run from the designer, answer the gate, every node coloured', async () => {
+  await seed('ship-it', shipIt);
+  const page = await openPage('#/designer/ship-it');
+  const run = page.getByRole('button', { name: 'Save & run' });
+  await waitFor(page, 'the canvas to be ready', () => {
+    const b = [...document.querySelectorAll('button')].find((x) => x.textContent === 'Save & run');
+    return b && !b.disabled;
+  });
+  await run.click();
+  await page.waitForURL(/#\/runs\/[0-9a-f]{12}$/);
+  const runId = page.url().split('/').pop();
+
+  await waitFor(page, 'the gate', () => document.querySelector('.title')?.dataset.status === 'awaiting_approval');
+  assert.match(await page.locator('#pending').innerText(), /Ship the count\?/);
+  assert.equal(await page.locator('#pending button[data-option]').count(), 2);
+  assert.equal(await page.locator('#retry').count(), 0, 'no retry on a run that has not failed');
+  await waitFor(page, 'the canvas to show the gate pending',
+    `(${canvasStates})().gate === 'pending' && (${canvasStates})().count === 'done'`);
+
+  await page.locator('#pending button[data-option="ship"]').click();
+  await waitFor(page, 'the run to finish', () => document.querySelector('.title')?.dataset.status === 'done');
+  assert.equal(await page.locator('#pending').isHidden(), true);
+  assert.equal(await page.locator('#steps tr[data-node="gate"]').getAttribute('data-status'), 'done');
+  assert.match(await page.locator('#outputs details[data-node="shipped"] pre').first().textContent(), /shipped 7/);
+
+  // The embedded canvas (read-only run mode) colours every node of the plan by its step state.
+  const expected = { start: 'done', count: 'done', check: 'done', gate: 'done', shipped: 'done', 'too-small': 'skipped' };
+  await waitFor(page, 'the canvas to colour every node',
+    `Object.entries(${JSON.stringify(expected)}).every(([id, s]) => (${canvasStates})()[id] === s)`);
+  const states = await page.evaluate(canvasStates);
+  assert.deepEqual(states, expected, 'every node of the canvas, coloured');
+  await waitFor(page, 'every node to be visible in the canvas', `(${canvasShowsEveryNode})()`);
+
+  const answered = await api(server, 'GET', `/runs/${runId}`);
+  assert.equal(answered.body.status, 'done');
+  assert.deepEqual(answered.body.skipped, ['too-small']);
+
+  mkdirSync(DOCS, { recursive: true });
+  await page.screenshot({ path: join(DOCS, 'run.png'), fullPage: true });
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('designs page: new from template opens it in the designer and saves it', async () => {
+  const page = await openPage('#/designs');
+  const card = page.locator('form[data-template="release-checklist"]');
+  await card.waitFor();
+  await card.locator('input[name="name"]').fill('from-template');
+  await card.getByRole('button', { name: 'New from template' }).click();
+  await page.waitForURL(/#\/designer\/from-template$/);
+  await waitFor(page, 'the canvas to be ready', () => {
+    const b = [...document.querySelectorAll('button')].find((x) => x.textContent === 'Save');
+    return b && !b.disabled;
+  });
+  const graph = await page.frame({ url: /designer\.html\?design=from-template/ }).evaluate(() => window.vwfDesigner.getGraph());
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await waitFor(page, 'the save verdict', () => /Saved from-template/.test(document.querySelector('.notice.ok')?.textContent || ''));
+  await page.getByRole('button', { name: 'Validate' }).click();
+  await waitFor(page, 'the validation verdict', () => /Valid\./.test(document.querySelector('.notice.ok')?.textContent || ''));
+
+  const saved = await api(server, 'GET', '/designs/from-template');
+  assert.equal(saved.body.ok, true);
+  assert.deepEqual(saved.body.graph.nodes.map((n) => n.id), graph.nodes.map((n) => n.id));
+  saveFixture('dashboard-template', graph);
+
+  await page.goto(`${server.url}/#/designs`);
+  await page.locator('#designs tr[data-design="from-template"]').waitFor();
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('schedules page: weekdays 09:00 previewed while typing, saved, paused, resumed, run now, removed', async () => {
+  await seed('daily-report', {
+    nodes: [
+      { id: 'start', type: 'trigger', mode: 'manual' },
+      { id: 'report', type: 'command', run: 'echo report' },
+      { id: 'out', type: 'output' },
+    ],
+    edges: [{ from: 'start', to: 'report' }, { from: 'report', to: 'out' }],
+  });
+  const page = await openPage('#/schedules?design=daily-report');
+  const form = page.locator('#schedule-form');
+  await form.waitFor();
+  await form.locator('select[name="design"]').selectOption('daily-report');
+  await form.locator('select[name="preset"]').selectOption('weekdays');
+  const time = form.locator('input[name="time"]');
+  await time.fill('');
+  await time.pressSequentially('25:0');
+  await waitFor(page, 'the server to refuse 25:0', () => document.querySelector('#preview.error')?.textContent.includes('time'));
+  await time.fill('');
+  await time.pressSequentially('09:00', { delay: 20 });
+  await waitFor(page, 'the live preview', () => document.querySelector('#preview.ok')?.textContent.includes('Weekdays at 09:00'));
+  assert.match(await page.locator('#preview').textContent(), /0 9 \* \* 1-5/);
+
+  await form.getByRole('button', { name: 'Save schedule' }).click();
+  const row = page.locator('tr[data-job="wf-daily-report"]');
+  await waitFor(page, 'the job row', () => document.querySelector('tr[data-job="wf-daily-report"] .human')?.textContent === 'Weekdays at 09:00');
+  assert.equal(await row.getAttribute('data-state'), 'active');
+
+  await row.locator('button[data-action="pause"]').click();
+  await waitFor(page, 'paused', () => document.querySelector('tr[data-job="wf-daily-report"]')?.dataset.state === 'paused');
+  assert.equal((await api(server, 'GET', '/schedules')).body.schedules[0].paused, true);
+  await page.locator('tr[data-job="wf-daily-report"] button[data-action="resume"]').click();
+  await waitFor(page, 'resumed', () => document.querySelector('tr[data-job="wf-daily-report"]')?.dataset.state === 'active');
+  const job = (await api(server, 'GET', '/schedules')).body.schedules[0];
+  assert.equal(job.paused, false);
+  assert.equal(job.human, 'Weekdays at 09:00');
+  assert.ok(job.next_run_at);
+
+  mkdirSync(DOCS, { recursive: true });
+  await page.screenshot({ path: join(DOCS, 'schedules.png'), fullPage: true });
+
+  // Run now starts the design and links its run; remove asks once more, then removes.
+  await page.locator('tr[data-job="wf-daily-report"] button[data-action="run"]').click();
+  const link = page.locator('.notice.ok a[href^="#/runs/"]');
+  await link.waitFor();
+  const ran = (await api(server, 'GET', `/runs/${(await link.textContent()).trim()}`)).body;
+  assert.equal(ran.design, 'daily-report');
+  assert.equal(ran.trigger.mode, 'schedule');
+  const remove = page.locator('tr[data-job="wf-daily-report"] button.danger');
+  await remove.click();
+  assert.equal(await remove.textContent(), 'Confirm remove');
+  assert.equal((await api(server, 'GET', '/schedules')).body.schedules.length, 1, 'one click removes nothing');
+  await remove.click();
+  await page.locator('tr[data-job="wf-daily-report"]').waitFor({ state: 'detached' });
+  assert.deepEqual((await api(server, 'GET', '/schedules')).body.schedules, []);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('runs list: newest first; retry only on failed runs, and it works', async () => {
+  // A condition whose comparison fails (text against a number), and a command that fails until
+  // a file exists.
+  await seed('bad-compare', {
+    nodes: [
+      { id: 'start', type: 'trigger', mode: 'manual' },
+      { id: 'count', type: 'command', run: 'echo abc' },
+      { id: 'check', type: 'condition', expr: 'out.count.text > 5' },
+      { id: 'big', type: 'output' },
+    ],
+    edges: [{ from: 'start', to: 'count' }, { from: 'count', to: 'check' }, { from: 'check', to: 'big', label: 'true' }],
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'vwf-dash-'));
+  const flag = join(dir, 'count.txt');
+  await seed('needs-file', {
+    nodes: [
+      { id: 'start', type: 'trigger', mode: 'manual' },
+      { id: 'read', type: 'command', argv: ['cat', flag] },
+      { id: 'check', type: 'condition', expr: 'out.read.text > 5' },
+      { id: 'big', type: 'output' },
+    ],
+    edges: [{ from: 'start', to: 'read' }, { from: 'read', to: 'check' }, { from: 'check', to: 'big', label: 'true' }],
+  });
+  const failed = (await api(server, 'POST', '/designs/bad-compare/run', {})).body;
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.failed_node, 'check');
+  const done = (await api(server, 'POST', '/designs/daily-report/run', {})).body;
+  assert.equal(done.status, 'done');
+  const missing = (await api(server, 'POST', '/designs/needs-file/run', {})).body;
+  assert.equal(missing.status, 'failed');
+  assert.equal(missing.failed_node, 'read');
+
+  const page = await openPage('#/runs');
+  await page.locator(`#runs tr[data-run="${missing.run_id}"]`).waitFor();
+  const order = await page.locator('#runs tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.run));
+  const mine = order.filter((id) => [failed.run_id, done.run_id, missing.run_id].includes(id));
+  assert.deepEqual(mine, [missing.run_id, done.run_id, failed.run_id], 'newest first');
+  const listed = (await api(server, 'GET', '/runs?limit=50')).body.runs.map((r) => r.run_id);
+  assert.deepEqual(order, listed, 'the list is the server\'s order');
+  assert.equal(await page.locator(`#runs tr[data-run="${failed.run_id}"]`).getAttribute('data-status'), 'failed');
+
+  // A finished run has no retry button.
+  await page.locator(`#runs tr[data-run="${done.run_id}"] a[href^="#/runs/"]`).click();
+  await waitFor(page, 'the done run', () => document.querySelector('.title')?.dataset.status === 'done');
+  assert.equal(await page.locator('#retry').count(), 0);
+
+  // The failed comparison: retry re-runs the condition, which fails the same way (its input is done).
+  await page.goto(`${server.url}/#/runs/${failed.run_id}`);
+  await waitFor(page, 'the failed run', () => document.querySelector('.title')?.dataset.status === 'failed');
+  assert.match(await page.locator('#run-error').textContent(), /cannot compare/);
+  const before = (await api(server, 'GET', `/runs/${failed.run_id}`)).body.updated_at;
+  await page.locator('#retry').click();
+  await waitFor(page, 'the retry verdict', () => /Retried: the run is now failed/.test(document.querySelector('#notice.error')?.textContent || ''));
+  const after = (await api(server, 'GET', `/runs/${failed.run_id}`)).body;
+  assert.equal(after.status, 'failed');
+  assert.notEqual(after.updated_at, before, 'the retry reached the server');
+
+  // The failed command: once its file exists, retry finishes the run.
+  await page.goto(`${server.url}/#/runs/${missing.run_id}`);
+  await waitFor(page, 'the failed run', () => document.querySelector('.title')?.dataset.status === 'failed');
+  writeFileSync(flag, '9\n');
+  await page.locator('#retry').click();
+  await waitFor(page, 'the retried run to finish', () => document.querySelector('.title')?.dataset.status === 'done');
+  assert.equal(await page.locator('#retry').count(), 0);
+  assert.equal(await page.locator('#steps tr[data-node="read"] td').nth(2).textContent(), '1');
+  assert.equal((await api(server, 'GET', `/runs/${missing.run_id}`)).body.status, 'done');
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+/** A design whose agent step parks for a person (or a backend) to answer. */
+const askAgent = {
+  nodes: [
+    { id: 'start', type: 'trigger', mode: 'manual' },
+    { id: 'draft', type: 'agent', prompt: 'Say hello to {{trigger.who}}' },
+    { id: 'out', type: 'output' },
+  ],
+  edges: [{ from: 'start', to: 'draft' }, { from: 'draft', to: 'out' }],
+};
+
+test('run page: an agent step takes pasted output; Generate only with a backend', async () => {
+  // No backend configured: the prompt and a textarea, no Generate button.
+  await seed('ask-agent', askAgent);
+  const parked = (await api(server, 'POST', '/designs/ask-agent/run', { input: { who: 'Ada' } })).body;
+  assert.equal(parked.status, 'awaiting_agent');
+  const page = await openPage(`#/runs/${parked.run_id}`);
+  await page.locator('#pending textarea[name="output"]').waitFor();
+  assert.match(await page.locator('#pending pre').textContent(), /Say hello to Ada/);
+  assert.equal(await page.getByRole('button', { name: 'Generate' }).count(), 0, 'no backend, no Generate');
+  await page.locator('#pending textarea[name="output"]').fill('Hello, Ada!');
+  await page.getByRole('button', { name: 'Submit output' }).click();
+  await waitFor(page, 'the run to finish', () => document.querySelector('.title')?.dataset.status === 'done');
+  assert.match(await page.locator('#outputs details[data-node="out"] pre').first().textContent(), /Hello, Ada!/);
+  await page.close();
+
+  // An OpenAI-compatible backend (a local server speaking its wire format): Generate appears and works.
+  const asked = [];
+  const backend = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'GET' && req.url === '/v1/models') return res.end(JSON.stringify({ data: [{ id: 'tiny' }] }));
+      if (req.method === 'POST' && req.url === '/v1/chat/completions') {
+        asked.push(JSON.parse(body));
+        return res.end(JSON.stringify({
+          choices: [{ message: { content: 'Generated hello.' } }],
+          usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+        }));
+      }
+      res.statusCode = 404;
+      res.end('{}');
+    });
+  });
+  await new Promise((r) => backend.listen(0, '127.0.0.1', r));
+  // A run parked while no backend was configured; the server restarts with one.
+  const home = freshHome();
+  let other = await startServer(home);
+  assert.equal((await api(other, 'POST', '/designs/ask-agent', { graph: askAgent })).body.ok, true);
+  const run = (await api(other, 'POST', '/designs/ask-agent/run', { input: { who: 'Bob' } })).body;
+  assert.equal(run.status, 'awaiting_agent');
+  await other.stop();
+  writeFileSync(join(home, 'visual-workflow.toml'),
+    `[agent]\nbackend = "openai"\nbase_url = "http://127.0.0.1:${backend.address().port}/v1"\ndefault_model = "tiny"\n`);
+  other = await startServer(home);
+  try {
+    const p2 = await browser.newPage();
+    await p2.goto(`${other.url}/#/runs/${run.run_id}`);
+    const generate = p2.getByRole('button', { name: 'Generate' });
+    await generate.waitFor();
+    await generate.click();
+    await waitFor(p2, 'the generated run to finish', () => document.querySelector('.title')?.dataset.status === 'done');
+    assert.match(await p2.locator('#outputs details[data-node="out"] pre').first().textContent(), /Generated hello\./);
+    await p2.close();
+    assert.ok(asked.length >= 1);
+  } finally {
+    await other.stop();
+    backend.close();
+  }
+});

@@ -1,0 +1,175 @@
+// The dashboard shell: hash routes, one page module each (web/pages/), and the few helpers the
+// pages share (API calls, building elements, showing times). The browser holds no rule of the
+// contract: validation, schedules and run states are the server's answers, shown as they come.
+// The canvas is never drawn here; pages embed web/designer.html.
+
+export const API = '/api/plugins/visual-workflow';
+
+// [pattern, module, export]; a pattern's groups are the page's params.
+const ROUTES = [
+  [/^\/designs$/, 'designs', 'renderList'],
+  [/^\/designer\/([^/]+)$/, 'designs', 'renderDesigner'],
+  [/^\/runs$/, 'runs', 'render'],
+  [/^\/runs\/([^/]+)$/, 'run', 'render'],
+  [/^\/schedules$/, 'schedules', 'render'],
+];
+
+let current = null; // {cleanups: [fn], alive: bool} of the page on screen
+
+/** Calls the API; resolves to {status, body}. Never throws: a network error is status 0. */
+export async function api(method, path, body) {
+  const headers = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const token = sessionStorage.getItem('vwf-token');
+  if (token) headers.authorization = `Bearer ${token}`;
+  let res;
+  try {
+    res = await fetch(API + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    return { status: 0, body: { ok: false, error: `cannot reach the server: ${e.message}` } };
+  }
+  let data;
+  try {
+    data = await res.json();
+  } catch {
+    data = { ok: false, error: `HTTP ${res.status} without a JSON body` };
+  }
+  if (res.status === 401) askForToken(data.error);
+  return { status: res.status, body: data };
+}
+
+/** `h('button', {class: 'x', onclick}, 'text', child…)`: an element. Null/false children and
+ * attributes are left out. */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'value') el.value = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+export const enc = encodeURIComponent;
+
+export function navigate(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+/** A status word as a coloured badge. */
+export function badge(status) {
+  return h('span', { class: `badge s-${status || 'unknown'}`, 'data-status': status || '' }, (status || 'unknown').replace(/_/g, ' '));
+}
+
+/** Replaces `el`'s content with a message; kind is ok | error | info. */
+export function say(el, kind, ...content) {
+  const parts = content.flat().filter((c) => c !== null && c !== undefined && c !== false);
+  el.className = `notice ${kind}`;
+  el.replaceChildren(...parts);
+  el.hidden = parts.length === 0;
+}
+
+/** Validation issues `{node?, edge?, field?, message}` as a list; `pick(node)` on click. */
+export function issueList(issues, pick) {
+  return h('ul', { class: 'issues' }, issues.map((i) => {
+    const where = [i.node, i.field].filter(Boolean).join(' · ') || (i.edge !== undefined ? `edge ${JSON.stringify(i.edge)}` : '');
+    const label = where ? [h('b', {}, where), ': ', i.message] : [i.message];
+    return h('li', {}, i.node && pick ? h('a', { href: '#', onclick: (e) => { e.preventDefault(); pick(i.node); } }, label) : label);
+  }));
+}
+
+/** "12 s ago", "3 min ago", "2 h ago", "5 d ago". */
+export function ago(ts) {
+  const t = Date.parse(ts);
+  if (Number.isNaN(t)) return '';
+  const s = Math.round((Date.now() - t) / 1000);
+  if (s < 0) return `in ${span(-s)}`;
+  return `${span(s)} ago`;
+}
+
+function span(s) {
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h`;
+  return `${Math.floor(s / 86400)} d`;
+}
+
+/** A timestamp in the browser's local time, or "—". */
+export function when(ts) {
+  const t = Date.parse(ts);
+  return Number.isNaN(t) ? '—' : new Date(t).toLocaleString();
+}
+
+/** Time between two timestamps: "0.12 s", "4.0 s", "2 min 5 s". */
+export function elapsed(from, to) {
+  const ms = Date.parse(to) - Date.parse(from);
+  if (Number.isNaN(ms)) return '';
+  if (ms < 10000) return `${(ms / 1000).toFixed(2)} s`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+/** A poller: the returned function calls `fn`, then again every `ms` while `fn` resolves to true
+ * and the page is on screen. */
+export function poll(page, ms, fn) {
+  let timer = null;
+  const tick = async () => {
+    timer = null;
+    if (!page.alive) return;
+    const again = await fn();
+    if (again && page.alive) timer = setTimeout(tick, ms);
+  };
+  page.onLeave(() => timer && clearTimeout(timer));
+  return tick;
+}
+
+function askForToken(why) {
+  const bar = document.getElementById('token');
+  if (!bar || !bar.hidden) return;
+  const input = h('input', { type: 'password', placeholder: 'API token', 'aria-label': 'API token' });
+  bar.replaceChildren(
+    h('span', {}, why || 'This server needs an API token.'), ' ', input, ' ',
+    h('button', { onclick: () => { sessionStorage.setItem('vwf-token', input.value.trim()); bar.hidden = true; route(); } }, 'Use token'));
+  bar.hidden = false;
+}
+
+async function route() {
+  const [path, query] = (location.hash.replace(/^#/, '') || '/designs').split('?');
+  if (current) {
+    current.alive = false;
+    current.cleanups.forEach((f) => f());
+  }
+  const page = { alive: true, cleanups: [], onLeave(f) { this.cleanups.push(f); } };
+  current = page;
+  const root = h('div', { class: 'page' });
+  document.getElementById('view').replaceChildren(root);
+  const section = path.split('/')[1] || 'designs';
+  for (const a of document.querySelectorAll('nav a')) {
+    a.toggleAttribute('aria-current', a.dataset.section === section || (section === 'designer' && a.dataset.section === 'designs'));
+  }
+  const match = ROUTES.map(([re, mod, fn]) => [path.match(re), mod, fn]).find(([m]) => m);
+  if (!match) {
+    root.append(h('h1', {}, 'Not found'), h('p', {}, 'No page at ', h('code', {}, location.hash), '. ', h('a', { href: '#/designs' }, 'Designs')));
+    return;
+  }
+  const [m, mod, fn] = match;
+  page.params = m.slice(1).map(decodeURIComponent);
+  page.query = new URLSearchParams(query || '');
+  try {
+    const module = await import(`./pages/${mod}.js`);
+    if (page.alive) await module[fn](root, page);
+  } catch (e) {
+    if (page.alive) root.append(h('p', { class: 'notice error' }, `This page failed: ${e.message}`));
+    console.error(e);
+  }
+}
+
+window.addEventListener('hashchange', route);
+if (!location.hash) history.replaceState(null, '', '#/designs');
+route();

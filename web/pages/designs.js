@@ -1,0 +1,192 @@
+// Designs: the saved designs and the built-in templates (#/designs), and one design open in the
+// embedded canvas (#/designer/<name>). The canvas is web/designer.html in embed mode (its own
+// toolbar hidden); the buttons here read its graph through `window.vwfDesigner` and call the API,
+// so saving, validating and running always show the server's verdict.
+import { api, h, enc, navigate, say, issueList } from '../app.js';
+
+const BLANK = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 120 }], edges: [] };
+
+export async function renderList(root) {
+  const msg = h('div', { class: 'notice', hidden: true });
+  const [saved, builtIn] = await Promise.all([api('GET', '/designs'), api('GET', '/designs/templates')]);
+  const names = saved.body.designs || [];
+
+  const designs = h('section', { id: 'designs' }, h('h2', {}, 'Saved designs'));
+  if (!saved.body.ok) designs.append(h('p', { class: 'notice error' }, saved.body.error));
+  else if (names.length === 0) designs.append(h('p', { class: 'muted' }, 'No saved designs yet: start from a template below, or a blank one.'));
+  else designs.append(h('table', {}, names.map((name) => designRow(name, msg))));
+
+  const blankName = h('input', { name: 'blank-name', placeholder: 'new-design', 'aria-label': 'New design name' });
+  const blank = h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); create(blankName.value.trim(), BLANK, msg); } },
+    blankName, h('button', { type: 'submit' }, 'New blank design'));
+
+  const templates = h('section', { id: 'templates' }, h('h2', {}, 'Templates'));
+  if (!builtIn.body.ok) templates.append(h('p', { class: 'notice error' }, builtIn.body.error));
+  else if (builtIn.body.templates.length === 0) templates.append(h('p', { class: 'muted' }, 'No templates found (examples/ is not beside this server).'));
+  else templates.append(h('div', { class: 'cards' }, builtIn.body.templates.map((t) => templateCard(t, names, msg))));
+
+  root.append(h('div', { class: 'title' }, h('h1', {}, 'Designs'), blank), msg, designs, templates);
+}
+
+function designRow(name, msg) {
+  const run = h('button', { onclick: () => runDesign(name, undefined, run, msg) }, 'Run');
+  return h('tr', { 'data-design': name },
+    h('td', {}, h('a', { href: `#/designer/${enc(name)}` }, name)),
+    h('td', { class: 'actions' },
+      h('a', { class: 'button', href: `#/designer/${enc(name)}` }, 'Open'), ' ', run, ' ',
+      h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule')));
+}
+
+function templateCard(t, names, msg) {
+  let suggestion = t.name;
+  for (let i = 2; names.includes(suggestion); i++) suggestion = `${t.name}-${i}`;
+  const name = h('input', { name: 'name', value: suggestion, 'aria-label': `Name for a design from ${t.name}` });
+  const nodes = Array.isArray(t.graph.nodes) ? t.graph.nodes.length : 0;
+  return h('form', { class: 'card', 'data-template': t.name, onsubmit: (e) => { e.preventDefault(); create(name.value.trim(), t.graph, msg); } },
+    h('h3', {}, t.name), h('p', {}, t.description || h('span', { class: 'muted' }, 'No description.')),
+    h('p', { class: 'muted small' }, `${nodes} nodes`),
+    h('div', { class: 'inline' }, name, h('button', { type: 'submit' }, 'New from template')));
+}
+
+/** Saves `graph` as `name` and opens it in the designer; the server's refusal is shown. */
+async function create(name, graph, msg) {
+  if (!name) return say(msg, 'error', 'Give the design a name first.');
+  const r = await api('POST', `/designs/${enc(name)}`, { graph });
+  if (r.body.ok) navigate(`#/designer/${enc(name)}`);
+  else say(msg, 'error', h('p', {}, `Not saved: ${r.body.error}`), r.body.errors ? issueList(r.body.errors) : null);
+}
+
+/** Runs a saved design and opens the run (the API answers once it is done or parked). */
+async function runDesign(name, input, button, msg) {
+  button.disabled = true;
+  const label = button.textContent;
+  button.textContent = 'Running…';
+  const r = await api('POST', `/designs/${enc(name)}/run`, input === undefined ? {} : { input });
+  button.disabled = false;
+  button.textContent = label;
+  if (r.body.run_id) return navigate(`#/runs/${r.body.run_id}`);
+  say(msg, 'error', h('p', {}, `Not started: ${r.body.error}`), r.body.errors ? issueList(r.body.errors) : null);
+}
+
+export async function renderDesigner(root, page) {
+  const [name] = page.params;
+  const msg = h('div', { class: 'notice', hidden: true });
+  const state = h('span', { class: 'muted', id: 'design-state' }, 'loading the canvas…');
+  const loaded = await api('GET', `/designs/${enc(name)}`);
+  if (!loaded.body.ok) {
+    root.append(h('h1', {}, name), h('p', { class: 'notice error' }, loaded.body.error), h('a', { href: '#/designs' }, '← Designs'));
+    return;
+  }
+  let lastSaved = loaded.body.graph; // what the server holds, to tell an edit from a reload
+  const example = loaded.body.graph.example_input;
+  const input = h('textarea', { name: 'input', rows: 3, placeholder: 'null', 'aria-label': 'Run input (JSON)' },
+    example === undefined ? '' : JSON.stringify(example, null, 2));
+  const frame = h('iframe', { class: 'canvas', title: `Designer: ${name}`, src: `designer.html?design=${enc(name)}&embed=1` });
+  const designer = () => frame.contentWindow && frame.contentWindow.vwfDesigner;
+  const pick = (node) => designer() && designer().select(node);
+  const buttons = {
+    save: h('button', { disabled: true, onclick: () => save() }, 'Save'),
+    validate: h('button', { disabled: true, onclick: () => validate() }, 'Validate'),
+    run: h('button', { disabled: true, class: 'primary', onclick: () => run() }, 'Save & run'),
+  };
+  const setBusy = (busy) => Object.values(buttons).forEach((b) => { b.disabled = busy || !designer(); });
+
+  async function save() {
+    setBusy(true);
+    let graph;
+    try {
+      graph = designer().getGraph();
+    } catch (e) {
+      setBusy(false);
+      say(msg, 'error', `The canvas could not give its graph: ${e.message}`);
+      return false;
+    }
+    const r = await api('POST', `/designs/${enc(name)}`, { graph });
+    setBusy(false);
+    if (r.body.ok) {
+      lastSaved = graph;
+      state.textContent = 'saved';
+      say(msg, 'ok', `Saved ${name} (${r.body.nodes} nodes).`);
+      return true;
+    }
+    say(msg, 'error', h('p', {}, `Not saved: ${r.body.error}`), r.body.errors ? issueList(r.body.errors, pick) : null);
+    return false;
+  }
+
+  async function validate() {
+    setBusy(true);
+    let v = null;
+    try {
+      v = await designer().validate(); // the canvas marks the server's verdict on its nodes
+    } catch { /* fall back to asking the API here */ }
+    if (!v || !Array.isArray(v.errors)) v = (await api('POST', `/designs/${enc(name)}/validate`, { graph: designer().getGraph() })).body;
+    setBusy(false);
+    if (!Array.isArray(v.errors)) return say(msg, 'error', `Cannot validate: ${v.error}`);
+    const issues = [...v.errors, ...(v.warnings || []).map((w) => ({ ...w, message: `warning: ${w.message}` }))];
+    say(msg, v.errors.length ? 'error' : 'ok', h('p', {}, v.errors.length ? `${v.errors.length} error(s).` : 'Valid.'), issues.length ? issueList(issues, pick) : null);
+  }
+
+  async function run() {
+    let value;
+    try {
+      value = input.value.trim() === '' ? undefined : JSON.parse(input.value);
+    } catch (e) {
+      return say(msg, 'error', `The run input is not JSON: ${e.message}`);
+    }
+    if (!(await save())) return;
+    await runDesign(name, value, buttons.run, msg);
+  }
+
+  // The canvas tells its parent what happened in it (its own keyboard shortcuts included).
+  const onMessage = (e) => {
+    if (e.source !== frame.contentWindow || !e.data || e.data.type !== 'vwf-designer') return;
+    if (e.data.event === 'changed') state.textContent = same(designer().getGraph(), lastSaved) ? 'saved' : 'unsaved changes';
+    if (e.data.event === 'saved') {
+      lastSaved = designer().getGraph();
+      state.textContent = 'saved';
+    }
+    if (e.data.event === 'ran' && e.data.run_id) navigate(`#/runs/${e.data.run_id}`);
+  };
+  window.addEventListener('message', onMessage);
+  page.onLeave(() => window.removeEventListener('message', onMessage));
+
+  // The canvas sets `window.vwfDesigner` as it starts and then loads the design; the buttons
+  // wait until it shows the saved graph (no dead controls, and never an early empty graph saved
+  // over the design). A canvas that does not load it in time is given it.
+  const saved = loaded.body.graph;
+  const count = (g) => (g && Array.isArray(g.nodes) ? g.nodes.length : -1);
+  frame.addEventListener('load', () => {
+    let tries = 0;
+    const ready = () => {
+      if (!page.alive) return;
+      const d = designer();
+      let shown = -1;
+      try {
+        shown = d ? count(d.getGraph()) : -1;
+      } catch { /* still starting */ }
+      if (d && (shown === count(saved) || tries >= 30)) {
+        if (shown !== count(saved)) d.setGraph(saved);
+        state.textContent = 'saved';
+        setBusy(false);
+      } else if (++tries < 60) {
+        setTimeout(ready, 100);
+      } else {
+        state.textContent = 'the canvas did not start (web/designer.html)';
+      }
+    };
+    ready();
+  });
+
+  root.append(
+    h('div', { class: 'title' },
+      h('h1', {}, h('a', { href: '#/designs', class: 'muted' }, 'Designs'), ' / ', name), state),
+    h('div', { class: 'toolbar' }, buttons.save, buttons.validate, buttons.run,
+      h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule…'),
+      h('details', { class: 'input' }, h('summary', {}, 'Run input'), input)),
+    msg, frame);
+}
+
+/** Whether two graphs are the same JSON (what the canvas shows against what was last saved). */
+function same(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,171 @@
+// One run (#/runs/<id>): the canvas in read-only run mode (web/designer.html colours each node by
+// its step state), the steps, outputs and deliveries as recorded, and what the run waits for with
+// the controls that answer it. Polls every second while the run is running or waiting; stops
+// when it settles. Every control calls the API and shows the run the server answers.
+import { api, h, enc, badge, ago, when, elapsed, poll, say } from '../app.js';
+
+const MOVING = ['running', 'waiting'];
+
+export async function render(root, page) {
+  const [id] = page.params;
+  const head = h('div', { class: 'title' });
+  const meta = h('p', { class: 'muted' });
+  const msg = h('div', { id: 'notice', class: 'notice', hidden: true });
+  const problem = h('div');
+  const actions = h('div', { class: 'toolbar' });
+  const pending = h('section', { id: 'pending', hidden: true });
+  const frame = h('iframe', { class: 'canvas run', title: `Run ${id}`, src: `designer.html?run=${enc(id)}&embed=1` });
+  const steps = h('section', { id: 'steps' });
+  const outputs = h('section', { id: 'outputs' });
+  const deliveries = h('section', { id: 'deliveries' });
+  root.append(head, meta, problem, actions, msg, pending, frame, steps, outputs, deliveries);
+
+  const open = new Set(); // output panels the user opened, kept open across refreshes
+  let shown = { updated: null, status: null, pendingKey: null };
+  let models = null; // whether an agent backend answers GET /models, asked once
+
+  const refresh = poll(page, 1000, async () => {
+    const r = await api('GET', `/runs/${enc(id)}`);
+    if (!page.alive) return false;
+    if (!r.body.run_id) {
+      head.replaceChildren(h('h1', {}, `Run ${id}`));
+      say(msg, 'error', r.body.error || 'This run cannot be read.');
+      return false;
+    }
+    await show(r.body);
+    return MOVING.includes(r.body.status);
+  });
+
+  async function show(run) {
+    head.replaceChildren(h('h1', {}, 'Run ', h('code', {}, run.run_id), ' ', badge(run.status)));
+    head.dataset.status = run.status;
+    meta.replaceChildren('Design ', h('a', { href: `#/designer/${enc(run.design)}` }, run.design),
+      ` · ${run.trigger && run.trigger.mode ? `${run.trigger.mode} run` : 'run'} · started ${when(run.created_at)} (${ago(run.created_at)}) · updated ${when(run.updated_at)}`);
+    problem.replaceChildren(run.error
+      ? h('p', { class: 'notice error', id: 'run-error' }, run.failed_node ? [h('b', {}, run.failed_node), ': '] : null, run.error)
+      : '');
+    actions.replaceChildren(...[
+      run.status === 'failed' ? h('button', { id: 'retry', class: 'primary', onclick: (e) => act(e.target, 'retry', {}) }, 'Retry') : null,
+      h('button', { onclick: () => refresh() }, 'Refresh'),
+    ].filter(Boolean));
+    steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(run)); // elapsed times move on
+    if (shown.updated !== run.updated_at) {
+      // The canvas follows a run it sees moving; once it has shown a settled run it stops, so a
+      // new status or a retried run makes it read the run afresh.
+      const settled = ['done', 'failed'].includes(shown.status);
+      if (shown.updated !== null && (run.status !== shown.status || settled) && frame.contentWindow) frame.contentWindow.location.reload();
+      shown.updated = run.updated_at;
+      shown.status = run.status;
+      outputs.replaceChildren(h('h2', {}, 'Outputs'), outputList(run, open));
+      deliveries.replaceChildren(...deliveryList(run));
+    }
+    const key = run.pending ? `${run.pending.type}:${run.pending.node}` : null;
+    if (key !== shown.pendingKey) {
+      shown.pendingKey = key;
+      if (run.pending && run.pending.type === 'agent' && models === null) {
+        models = (await api('GET', '/models')).body.ok === true;
+      }
+      pending.replaceChildren(...(run.pending ? pendingBlock(run.pending) : []));
+      pending.hidden = !run.pending;
+    }
+  }
+
+  /** Posts `respond` or `retry`; shows the run it answers, or why not. */
+  async function act(button, what, body) {
+    const buttons = [...root.querySelectorAll('#pending button, #retry')];
+    buttons.forEach((b) => { b.disabled = true; });
+    const label = button.textContent;
+    button.textContent = what === 'retry' ? 'Retrying…' : 'Sending…';
+    const r = await api('POST', `/runs/${enc(id)}/${what}`, body);
+    if (!page.alive) return;
+    buttons.forEach((b) => { b.disabled = false; });
+    button.textContent = label;
+    if (r.body.run_id) {
+      shown.pendingKey = undefined; // rebuild the pending block from the answer
+      const verb = what === 'retry' ? 'Retried' : 'Answered';
+      say(msg, r.body.status === 'failed' ? 'error' : 'ok', `${verb}: the run is now ${r.body.status.replace(/_/g, ' ')}.`);
+      await show(r.body);
+      if (MOVING.includes(r.body.status)) refresh();
+    } else {
+      say(msg, 'error', r.body.error || `HTTP ${r.status}`);
+      shown.updated = undefined;
+      refresh();
+    }
+  }
+
+  function pendingBlock(p) {
+    const title = h('h2', {}, 'Waiting for ', h('code', {}, p.node));
+    if (p.type === 'approval') {
+      return [title,
+        h('p', { class: 'question' }, p.question),
+        h('div', { class: 'toolbar options' }, (p.options || []).map((o) =>
+          h('button', { class: 'primary', 'data-option': o, onclick: (e) => act(e.target, 'respond', { node: p.node, answer: o }) }, o))),
+        h('p', { class: 'muted small' }, p.deadline
+          ? `Answer by ${when(p.deadline)} (${ago(p.deadline)}); then the run ${p.on_timeout === 'escalate' ? 'fails and asks for escalation' : 'fails'}.`
+          : 'No deadline.')];
+    }
+    if (p.type === 'agent') {
+      const text = h('textarea', { rows: 6, name: 'output', 'aria-label': 'Agent output', placeholder: 'Paste the agent step’s output here' });
+      const submit = h('button', { class: 'primary', onclick: (e) => act(e.target, 'respond', { node: p.node, output: text.value }) }, 'Submit output');
+      const generate = models
+        ? h('button', { onclick: (e) => act(e.target, 'respond', { node: p.node, agent_generate: true }) }, 'Generate')
+        : null;
+      return [title,
+        h('p', { class: 'muted small' }, `Agent step${p.profile ? ` · profile ${p.profile}` : ''}${p.model ? ` · model ${p.model}` : ''}`),
+        h('details', { open: true }, h('summary', {}, 'Prompt'), h('pre', {}, p.prompt)),
+        text, h('div', { class: 'toolbar' }, submit, generate,
+          models ? null : h('span', { class: 'muted small' }, 'No agent backend is configured: paste the output.'))];
+    }
+    if (p.type === 'wait') return [title, h('p', {}, `Resumes at ${when(p.resume_at)} (${ago(p.resume_at)}).`)];
+    return [title, h('pre', {}, JSON.stringify(p, null, 2))];
+  }
+
+  await refresh();
+}
+
+function stepTable(run) {
+  if (!run.steps.length) return h('p', { class: 'muted' }, 'No step has started.');
+  return h('table', { class: 'list' },
+    h('thead', {}, h('tr', {}, ['Step', 'Status', 'Attempts', 'Elapsed', 'Error'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, run.steps.map((s) => h('tr', { 'data-node': s.node, 'data-status': s.status },
+      h('td', {}, h('code', {}, s.node)),
+      h('td', {}, badge(s.status)),
+      h('td', {}, s.attempts),
+      h('td', {}, s.started_at ? elapsed(s.started_at, s.finished_at || new Date().toISOString()) : ''),
+      h('td', { class: 'error' }, s.error || '')))),
+    run.skipped.length ? h('caption', { class: 'muted small' }, `Skipped: ${run.skipped.join(', ')}`) : null);
+}
+
+const VIEW_BASICS = ['text', 'data', 'deliveries'];
+
+function outputList(run, open) {
+  // In the order the steps ran (the map itself is keyed by id).
+  const ids = [...new Set([...run.steps.map((s) => s.node), ...Object.keys(run.outputs)])].filter((id) => id in run.outputs);
+  if (!ids.length) return h('p', { class: 'muted' }, 'No outputs yet.');
+  return h('div', {}, ids.map((node) => {
+    const view = run.outputs[node] || {};
+    const extra = Object.entries(view).filter(([k]) => !VIEW_BASICS.includes(k));
+    const panel = h('details', { 'data-node': node, open: open.has(node) },
+      h('summary', {}, h('code', {}, node), h('span', { class: 'muted small' }, ` ${short(view.text, 80)}`)),
+      h('pre', {}, view.text ?? ''),
+      view.data !== null && view.data !== undefined
+        ? h('details', {}, h('summary', {}, 'data'), h('pre', {}, JSON.stringify(view.data, null, 2))) : null,
+      extra.length ? h('dl', { class: 'fields' }, extra.map(([k, v]) => [h('dt', {}, k), h('dd', {}, short(typeof v === 'string' ? v : JSON.stringify(v), 300))])) : null);
+    panel.addEventListener('toggle', () => (panel.open ? open.add(node) : open.delete(node)));
+    return panel;
+  }));
+}
+
+function deliveryList(run) {
+  if (!run.deliveries.length) return [];
+  return [h('h2', {}, 'Deliveries'), h('table', { class: 'list' },
+    h('thead', {}, h('tr', {}, ['Node', 'Target', 'Result', 'Detail', 'At'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, run.deliveries.map((d) => h('tr', { 'data-ok': String(d.ok) },
+      h('td', {}, h('code', {}, d.node)), h('td', {}, d.target),
+      h('td', {}, badge(d.ok ? 'delivered' : 'failed')), h('td', {}, d.detail || ''), h('td', { title: d.at }, when(d.at))))))];
+}
+
+function short(text, n) {
+  const s = String(text ?? '').replace(/\s+/g, ' ').trim();
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}

@@ -1,0 +1,158 @@
+// Schedules (#/schedules, #/schedules?design=<name>): the schedule jobs, and a form that creates
+// or updates a design's job. The human line is previewed as you type by asking the server
+// (POST /schedules/preview, which saves nothing): presets, cron checks and zones are its rules.
+import { api, h, enc, badge, ago, when, say } from '../app.js';
+
+const PRESETS = ['hourly', 'daily', 'weekdays', 'weekly', 'custom'];
+const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+// Which inputs each preset takes (layout only; the server judges the values).
+const FIELDS = { hourly: ['minute'], daily: ['time'], weekdays: ['time'], weekly: ['time', 'dow'], custom: ['cron'] };
+
+export async function render(root, page) {
+  const msg = h('div', { class: 'notice', hidden: true });
+  const list = h('tbody');
+  const designs = (await api('GET', '/designs')).body.designs || [];
+  if (!page.alive) return;
+
+  const f = {
+    design: h('select', { name: 'design', 'aria-label': 'Design' }, designs.map((d) => h('option', { value: d }, d))),
+    preset: h('select', { name: 'preset', 'aria-label': 'Preset' }, PRESETS.map((p) => h('option', { value: p }, p))),
+    time: h('input', { name: 'time', placeholder: '09:00', size: 6, 'aria-label': 'Time (HH:MM)' }),
+    minute: h('input', { name: 'minute', placeholder: '0', size: 3, inputmode: 'numeric', 'aria-label': 'Minute' }),
+    dow: h('select', { name: 'dow', 'aria-label': 'Day of the week' }, DAYS.map((d, i) => h('option', { value: i }, d))),
+    cron: h('input', { name: 'cron', placeholder: '*/15 * * * *', size: 16, 'aria-label': 'Cron expression' }),
+    tz: h('input', { name: 'tz', placeholder: 'UTC', size: 16, list: 'zones', 'aria-label': 'Time zone' }),
+    paused: h('input', { name: 'paused', type: 'checkbox' }),
+  };
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const preview = h('output', { id: 'preview', 'aria-live': 'polite' });
+  const labels = {};
+  const field = (key, text) => (labels[key] = h('label', { 'data-field': key }, text, ' ', f[key]));
+  const form = h('form', { id: 'schedule-form', class: 'card wide', onsubmit: (e) => { e.preventDefault(); save(); } },
+    h('h2', {}, 'Schedule a design'),
+    designs.length === 0 ? h('p', { class: 'muted' }, 'Save a design first: ', h('a', { href: '#/designs' }, 'Designs'), '.') : null,
+    h('div', { class: 'fields' }, field('design', 'Design'), field('preset', 'Preset'), field('time', 'Time'), field('minute', 'Minute'),
+      field('dow', 'Day'), field('cron', 'Cron'), field('tz', 'Time zone'),
+      h('datalist', { id: 'zones' }, ['UTC', zone].filter((z, i, all) => z && all.indexOf(z) === i).map((z) => h('option', { value: z })))),
+    h('p', {}, h('label', {}, f.paused, ' start paused')),
+    h('p', { class: 'preview' }, 'Runs: ', preview),
+    h('button', { type: 'submit', class: 'primary', disabled: designs.length === 0 }, 'Save schedule'));
+
+  /** The schedule object of the form: the preset and the inputs it shows, as typed. */
+  function schedule() {
+    const body = { preset: f.preset.value };
+    for (const key of FIELDS[f.preset.value] || []) {
+      const v = f[key].value.trim();
+      if (v !== '') body[key] = key === 'minute' || key === 'dow' ? (/^\d+$/.test(v) ? Number(v) : v) : v;
+    }
+    if (f.tz.value.trim()) body.tz = f.tz.value.trim();
+    return body;
+  }
+
+  let asked = 0;
+  async function updatePreview() {
+    for (const key of ['time', 'minute', 'dow', 'cron']) labels[key].hidden = !(FIELDS[f.preset.value] || []).includes(key);
+    const mine = ++asked;
+    const r = await api('POST', '/schedules/preview', schedule());
+    if (mine !== asked || !page.alive) return; // a newer keystroke asked since
+    if (r.body.ok) {
+      preview.className = 'ok';
+      preview.replaceChildren(h('b', {}, r.body.human), h('span', { class: 'muted small' },
+        ` · cron ${r.body.cron} · ${r.body.tz}${r.body.next_run_at ? ` · next ${when(r.body.next_run_at)}` : ''}`));
+    } else {
+      preview.className = 'error';
+      preview.replaceChildren(r.body.error || `HTTP ${r.status}`);
+    }
+  }
+  form.addEventListener('input', updatePreview);
+  form.addEventListener('change', updatePreview);
+
+  async function save() {
+    const body = schedule();
+    if (f.paused.checked) body.paused = true;
+    const r = await api('POST', `/designs/${enc(f.design.value)}/schedule`, body);
+    if (r.body.ok) {
+      say(msg, 'ok', `Scheduled ${r.body.job.design}: ${r.body.job.human} (${r.body.job.tz})${r.body.job.paused ? ', paused' : ''}.`);
+      await load();
+    } else {
+      say(msg, 'error', `Not saved: ${r.body.error}`);
+    }
+  }
+
+  function edit(job) {
+    const s = job.schedule || {};
+    f.design.value = job.design;
+    f.preset.value = s.preset || 'custom';
+    f.time.value = s.time || '';
+    f.minute.value = s.minute ?? '';
+    f.dow.value = String(s.dow ?? 1);
+    f.cron.value = s.cron || (s.preset ? '' : job.cron);
+    f.tz.value = s.tz || '';
+    f.paused.checked = job.paused;
+    updatePreview();
+    form.scrollIntoView({ block: 'nearest' });
+  }
+
+  async function action(job, what, button) {
+    button.disabled = true;
+    const r = await api('POST', `/schedules/${enc(job.job_id)}/${what}`);
+    if (!page.alive) return;
+    if (what === 'run' && r.body.run_id) {
+      say(msg, r.body.status === 'failed' ? 'error' : 'ok', `Started run `, h('a', { href: `#/runs/${enc(r.body.run_id)}` }, r.body.run_id),
+        ` of ${job.design}: ${r.body.status.replace(/_/g, ' ')}.`);
+    } else if (r.body.ok) {
+      say(msg, 'ok', what === 'remove' ? `Removed the schedule of ${job.design}.` : `${what === 'pause' ? 'Paused' : 'Resumed'} ${job.design}.`);
+    } else {
+      say(msg, 'error', r.body.error || `HTTP ${r.status}`);
+    }
+    await load();
+  }
+
+  function row(job) {
+    if (!job.design) return h('tr', { 'data-job': job.job_id }, h('td', {}, job.job_id), h('td', { colspan: 6, class: 'error' }, job.error));
+    const toggle = job.paused ? 'resume' : 'pause';
+    const remove = h('button', { class: 'danger', onclick: (e) => {
+      if (remove.dataset.armed) return action(job, 'remove', e.target);
+      remove.dataset.armed = '1';
+      remove.textContent = 'Confirm remove';
+    } }, 'Remove');
+    return h('tr', { 'data-job': job.job_id, 'data-state': job.paused ? 'paused' : 'active' },
+      h('td', {}, h('a', { href: `#/designer/${enc(job.design)}` }, job.design)),
+      h('td', {}, h('span', { class: 'human' }, job.human), h('div', { class: 'muted small' }, h('code', {}, job.cron))),
+      h('td', {}, job.tz),
+      h('td', { title: job.next_run_at || '' }, job.next_run_at ? `${when(job.next_run_at)} (${ago(job.next_run_at)})` : '—'),
+      h('td', { title: job.last_run_at || '' }, job.last_run_at ? `${when(job.last_run_at)} (${ago(job.last_run_at)})` : '—'),
+      h('td', {}, badge(job.paused ? 'paused' : 'active')),
+      h('td', { class: 'actions' },
+        h('button', { 'data-action': toggle, onclick: (e) => action(job, toggle, e.target) }, toggle === 'pause' ? 'Pause' : 'Resume'), ' ',
+        h('button', { 'data-action': 'run', onclick: (e) => action(job, 'run', e.target) }, 'Run now'), ' ',
+        h('button', { 'data-action': 'edit', onclick: () => edit(job) }, 'Edit'), ' ', remove));
+  }
+
+  async function load() {
+    const r = await api('GET', '/schedules');
+    if (!page.alive) return;
+    if (!r.body.ok) return list.replaceChildren(h('tr', {}, h('td', { colspan: 7, class: 'error' }, r.body.error)));
+    list.replaceChildren(...r.body.schedules.map(row));
+    if (!r.body.schedules.length) list.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No schedules yet.')));
+    const jobs = r.body.schedules;
+    return jobs;
+  }
+
+  root.append(h('div', { class: 'title' }, h('h1', {}, 'Schedules')), msg,
+    h('table', { id: 'schedules', class: 'list' },
+      h('thead', {}, h('tr', {}, ['Design', 'Schedule', 'Time zone', 'Next run', 'Last run', 'State', ''].map((c) => h('th', {}, c)))),
+      list),
+    form);
+
+  const jobs = (await load()) || [];
+  const wanted = page.query.get('design');
+  const existing = jobs.find((j) => j.design === wanted);
+  if (existing) edit(existing);
+  else {
+    if (wanted && designs.includes(wanted)) f.design.value = wanted;
+    f.preset.value = 'daily';
+    f.time.value = '09:00';
+    updatePreview();
+  }
+}
