@@ -19,7 +19,7 @@ use axum::routing::{MethodRouter, get, post};
 use serde_json::{Map, Value, json};
 use vwf_core::limits::REQUEST_BODY_BYTES;
 use vwf_core::names::{DesignName, RunId};
-use vwf_core::run::{FILE_ONLY_FIELDS, Run};
+use vwf_core::run::Run;
 
 use crate::app::{App, quiet};
 use crate::failure::Failure;
@@ -316,23 +316,7 @@ async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Response
         },
     };
     blocking(&s, move |app| {
-        answer(app.runner(&quiet, false).list(limit).map(|entries| {
-            let runs: Vec<Value> = entries
-                .into_iter()
-                .map(|entry| match entry.run {
-                    Ok(mut run) => {
-                        if let Some(obj) = run.as_object_mut() {
-                            for key in FILE_ONLY_FIELDS {
-                                obj.remove(key);
-                            }
-                        }
-                        run
-                    }
-                    Err(error) => json!({"ok": false, "run_id": entry.id, "error": error}),
-                })
-                .collect();
-            json!({"ok": true, "runs": runs})
-        }))
+        answer(app.runner(&quiet, false).list_results(limit).map(|runs| json!({"ok": true, "runs": runs})))
     })
     .await
 }
