@@ -258,7 +258,14 @@ pub fn validate_design(design: &Design) -> Report {
 
     let order = graph.topo_order();
     if order.is_none() {
-        errors.push(Issue::design("the design has a cycle; steps must form a directed acyclic graph"));
+        // Name the nodes on a cycle (each can reach itself), so the canvas can mark them.
+        let on_cycle: Vec<&str> =
+            (0..graph.nodes.len()).filter(|&i| graph.ancestors(i).contains(&i)).map(|i| graph.nodes[i].id.as_str()).collect();
+        let message = format!("the design has a cycle through {}; steps must form a directed acyclic graph", on_cycle.join(", "));
+        errors.push(match on_cycle.first() {
+            Some(first) => Issue::node(first, message),
+            None => Issue::design(message),
+        });
     }
 
     // Loop bodies must be self-contained.

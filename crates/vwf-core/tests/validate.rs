@@ -236,7 +236,8 @@ fn cycle_is_an_error() {
         "nodes": [manual(), agent("a", "p"), agent("b", "p"), agent("c", "p")],
         "edges": [e("start", "a"), e("a", "b"), e("b", "c"), e("c", "a")]
     }));
-    assert_error(&r, design_level(None, "cycle"));
+    // The error sits on the first node of the cycle and names every node on it.
+    assert_error(&r, At { node: Some("a".into()), ..design_level(None, "cycle through a, b, c") });
 }
 
 fn condition_design(labels: [&str; 2]) -> Value {
