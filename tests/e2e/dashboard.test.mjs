@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import { startServer, launch, saveFixture, api, freshHome, DOCS } from './helpers.mjs';
+import { openPage as openUrl, waitFor, canvasStates, canvasShowsEveryNode } from './canvas.mjs';
 
 let server;
 let browser;
@@ -24,13 +25,9 @@ after(async () => {
   await server?.stop();
 });
 
-async function openPage(hash) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(e.message));
-  await page.goto(`${server.url}/${hash}`);
-  page.problems = problems;
-  return page;
+/** The dashboard at `hash` (`#/runs`, `#/designer/<name>`, …). */
+function openPage(hash) {
+  return openUrl(browser, `${server.url}/${hash}`, { viewport: { width: 1280, height: 900 } });
 }
 
 async function seed(name, graph) {
@@ -55,38 +52,6 @@ const shipIt = {
     { from: 'gate', to: 'shipped', label: 'ship' },
   ],
 };
-
-/** The embedded canvas's state of each node in run mode, `{id: state}`: each node element
- * (`data-testid="node-<id>"`) carries `data-state` and the class `state-<state>`. Read through
- * the parent page (same origin), so it survives the frame reloading. */
-function canvasStates() {
-  const doc = document.querySelector('iframe.canvas')?.contentDocument;
-  const states = {};
-  for (const el of doc ? doc.querySelectorAll('[data-testid^="node-"]') : []) {
-    const id = el.dataset.testid.slice('node-'.length);
-    states[id] = el.dataset.state && el.classList.contains(`state-${el.dataset.state}`) ? el.dataset.state : null;
-  }
-  return states;
-}
-
-/** Whether every node of the embedded canvas can be seen: the element at its centre is itself. */
-function canvasShowsEveryNode() {
-  const doc = document.querySelector('iframe.canvas')?.contentDocument;
-  const all = doc ? [...doc.querySelectorAll('[data-testid^="node-"]')] : [];
-  return all.length > 0 && all.every((n) => {
-    const r = n.getBoundingClientRect();
-    const at = doc.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-    return r.width > 0 && at !== null && n.contains(at);
-  });
-}
-
-async function waitFor(page, what, fn, arg) {
-  try {
-    await page.waitForFunction(fn, arg, { timeout: 15000, polling: 100 });
-  } catch (e) {
-    throw new Error(`waiting for ${what}: ${e.message}`);
-  }
-}
 
 test('run page: run from the designer, answer the gate, every node coloured', async () => {
   await seed('ship-it', shipIt);

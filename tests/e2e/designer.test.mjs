@@ -1,5 +1,6 @@
 // The canvas (web/designer.html) in a real Chromium: a design built with the mouse against a real
-// `vwf serve` (saved, judged by the server, fixed, exported), edges cut from the keyboard, the
+// `vwf serve` (saved, judged by the server, fixed, exported, run, and its gate answered on the
+// dashboard's run page with every node coloured), edges cut from the keyboard, the
 // read-only run view the dashboard embeds, the embedding contract (window.vwfDesigner and the
 // messages to the parent), and the page opened from disk with no server at all.
 // The graphs the canvas exports are written to tests/fixtures/gui/ for the Rust suite
@@ -11,6 +12,10 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startServer, launch, saveFixture, api, ROOT, DOCS } from './helpers.mjs';
+import {
+  openDesigner, graphOf, byId, drop, connect, exported,
+  canvasStates, canvasShowsEveryNode, waitFor, waitForCanvasStates, waitForRunStatus,
+} from './canvas.mjs';
 
 let server;
 let browser;
@@ -25,39 +30,8 @@ after(async () => {
   await server?.stop();
 });
 
-/** A page on `url` that records page errors (each test ends by asserting there were none). */
-async function openPage(url, viewport = { width: 1600, height: 900 }) {
-  const page = await browser.newPage({ viewport });
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(e.message));
-  await page.goto(url);
-  await page.waitForFunction(() => !!window.vwfDesigner);
-  page.problems = problems;
-  return page;
-}
-
-const graphOf = (page) => page.evaluate(() => window.vwfDesigner.getGraph());
-const byId = (graph, id) => graph.nodes.find((n) => n.id === id);
-
-/** Drags a palette item onto the canvas at (x, y) of the canvas and waits for the new node. */
-async function drop(page, type, x, y, id = `${type}1`) {
-  await page.getByTestId(`palette-${type}`).dragTo(page.getByTestId('canvas'), { targetPosition: { x, y } });
-  await page.getByTestId(`node-${id}`).waitFor();
-}
-
-/** Drags from `from`'s output port onto node `to`. */
-async function connect(page, from, to) {
-  await page.getByTestId(`port-out-${from}`).dragTo(page.getByTestId(`node-${to}`));
-  await page.getByTestId(`edge-${from}-${to}`).waitFor();
-}
-
-/** Reads the export dialog's text area: the exact graph JSON. */
-async function exported(page) {
-  await page.getByTestId('btn-export').click();
-  const text = await page.getByTestId('export-text').inputValue();
-  await page.getByTestId('dialog-export').getByRole('button', { name: 'Close' }).click();
-  return JSON.parse(text);
-}
+/** The canvas at `url` (a page that records page errors; each test ends by asserting there were none). */
+const openPage = (url, viewport) => openDesigner(browser, url, viewport);
 
 /** The parsed relative luminance contrast of two CSS rgb() colours. */
 function contrast(a, b) {
@@ -95,7 +69,7 @@ function assertLegible(colours, theme) {
   }
 }
 
-test('served: a design built by mouse is saved, flagged by the server, fixed and exported', async () => {
+test('served: a design built by mouse is saved, flagged, fixed, exported, run, and answered on the run page with every node coloured', async () => {
   const page = await openPage(`${server.url}/designer.html`);
 
   // Every node type is offered.
@@ -110,6 +84,7 @@ test('served: a design built by mouse is saved, flagged by the server, fixed and
   await drop(page, 'condition', 530, 260);
   await drop(page, 'approval', 740, 260);
   await drop(page, 'output', 950, 260);
+  await drop(page, 'output', 740, 420, 'output2');
 
   // The note is a sticky: no ports. The trigger has no input port.
   assert.equal(await page.getByTestId('port-in-note1').count(), 0);
@@ -123,6 +98,8 @@ test('served: a design built by mouse is saved, flagged by the server, fixed and
   const conditionLabels = await page.getByTestId('edge-label').locator('option').allTextContents();
   assert.deepEqual(conditionLabels.slice(1), ['true', 'false'], 'a condition edge offers true/false');
   await page.getByTestId('edge-label').selectOption('true');
+  await connect(page, 'condition1', 'output2');
+  await page.getByTestId('edge-label').selectOption('false');
 
   // Fill fields in the panel by typing.
   await page.getByTestId('node-command1').click();
@@ -135,6 +112,8 @@ test('served: a design built by mouse is saved, flagged by the server, fixed and
   await page.getByTestId('field-options').fill('send\nskip');
   await page.getByTestId('node-output1').click();
   await page.getByTestId('field-template').fill('Command said: {{nodes.command1}}');
+  await page.getByTestId('node-output2').click();
+  await page.getByTestId('field-template').fill('The command failed');
   await page.getByTestId('node-note1').click();
   await page.getByTestId('field-text').fill('Built with the mouse by the browser test');
 
@@ -198,11 +177,12 @@ test('served: a design built by mouse is saved, flagged by the server, fixed and
   assert.deepEqual(graph, await graphOf(page));
   assert.deepEqual(graph, (await api(server, 'GET', '/designs/built')).body.graph);
   assert.deepEqual(graph.nodes.map((n) => `${n.type}:${n.id}`),
-    ['note:note1', 'trigger:trigger1', 'command:command1', 'condition:condition1', 'approval:approval1', 'output:output1']);
+    ['note:note1', 'trigger:trigger1', 'command:command1', 'condition:condition1', 'approval:approval1', 'output:output1', 'output:output2']);
   assert.deepEqual(graph.edges, [
     { from: 'trigger1', to: 'command1' },
     { from: 'command1', to: 'condition1' },
     { from: 'condition1', to: 'approval1', label: 'true' },
+    { from: 'condition1', to: 'output2', label: 'false' },
     { from: 'approval1', to: 'output1', label: 'send' },
   ]);
   assert.deepEqual(byId(graph, 'approval1').options, ['send', 'skip']);
@@ -218,6 +198,37 @@ test('served: a design built by mouse is saved, flagged by the server, fixed and
   assert.match(href, /^index\.html#\/runs\/[0-9a-f]{12}$/);
   assert.equal(await page.getByTestId('node-approval1').getAttribute('data-state'), 'pending');
   assert.equal(await page.getByTestId('node-command1').getAttribute('data-state'), 'done');
+  assert.equal(await page.getByTestId('node-output2').getAttribute('data-state'), 'skipped', 'the false branch is not taken');
+
+  // Follow the link to the dashboard's run page: the run waits at the gate, and the embedded
+  // canvas (run mode) shows where it stands. It draws the plan the run started with, and a note
+  // is not part of a run: it is not drawn there.
+  const runId = href.split('/').pop();
+  await page.getByTestId('run-link').click();
+  await page.waitForURL((u) => u.pathname.endsWith('/index.html') && u.hash === `#/runs/${runId}`);
+  await waitForRunStatus(page, 'awaiting_approval');
+  assert.match(await page.locator('#pending').innerText(), /Send it\?/);
+  assert.deepEqual(await page.locator('#pending button[data-option]').evaluateAll((bs) => bs.map((b) => b.dataset.option)), ['send', 'skip']);
+  const atGate = { trigger1: 'done', command1: 'done', condition1: 'done', approval1: 'pending', output1: null, output2: 'skipped' };
+  await waitForCanvasStates(page, 'the run view to show the gate pending', atGate);
+
+  // Answer the gate on the run page; the run finishes and every node of the run is coloured.
+  await page.locator('#pending button[data-option="send"]').click();
+  await waitForRunStatus(page, 'done');
+  assert.equal(await page.locator('#pending').isHidden(), true, 'nothing left to answer');
+  assert.equal(await page.locator('#steps tr[data-node="approval1"]').getAttribute('data-status'), 'done');
+  assert.match(await page.locator('#outputs details[data-node="output1"] pre').first().textContent(), /Command said: hello/);
+  const finished = { trigger1: 'done', command1: 'done', condition1: 'done', approval1: 'done', output1: 'done', output2: 'skipped' };
+  await waitForCanvasStates(page, 'the run view to colour every node', finished);
+  assert.deepEqual(await page.evaluate(canvasStates), finished, 'every node of the run, coloured');
+  assert.equal(await page.frameLocator('iframe.canvas').getByTestId('node-note1').count(), 0, 'the note is not part of the run');
+  await waitFor(page, 'every node to be visible in the run view', `(${canvasShowsEveryNode})()`);
+
+  const ran = (await api(server, 'GET', `/runs/${runId}`)).body;
+  assert.equal(ran.status, 'done');
+  assert.equal(ran.design, 'built');
+  assert.deepEqual(ran.skipped, ['output2']);
+  assert.equal(ran.outputs.approval1.answer, 'send');
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -1,0 +1,99 @@
+// Page actions and reads shared by the browser tests: building on the canvas (web/designer.html)
+// with the mouse, and reading the dashboard's run page with its embedded canvas in run mode.
+// Every wait is for a selector or a condition; nothing sleeps.
+
+/** A page of `browser` on `url` that records page errors in `page.problems` (each test ends by
+ * asserting there were none). `ready` is a function run in the page that must come true first. */
+export async function openPage(browser, url, { viewport = { width: 1600, height: 900 }, ready } = {}) {
+  const page = await browser.newPage({ viewport });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(url);
+  if (ready) await page.waitForFunction(ready);
+  page.problems = problems;
+  return page;
+}
+
+/** The canvas at `url`, once `window.vwfDesigner` is there. */
+export function openDesigner(browser, url, viewport) {
+  return openPage(browser, url, { viewport, ready: () => !!window.vwfDesigner });
+}
+
+/** The graph the canvas holds. */
+export const graphOf = (page) => page.evaluate(() => window.vwfDesigner.getGraph());
+
+/** The node of `graph` with this id. */
+export const byId = (graph, id) => graph.nodes.find((n) => n.id === id);
+
+/** Drags a palette item onto the canvas at (x, y) of the canvas and waits for the new node. */
+export async function drop(page, type, x, y, id = `${type}1`) {
+  await page.getByTestId(`palette-${type}`).dragTo(page.getByTestId('canvas'), { targetPosition: { x, y } });
+  await page.getByTestId(`node-${id}`).waitFor();
+}
+
+/** Drags from `from`'s output port onto node `to`. */
+export async function connect(page, from, to) {
+  await page.getByTestId(`port-out-${from}`).dragTo(page.getByTestId(`node-${to}`));
+  await page.getByTestId(`edge-${from}-${to}`).waitFor();
+}
+
+/** Reads the export dialog's text area: the exact graph JSON. */
+export async function exported(page) {
+  await page.getByTestId('btn-export').click();
+  const text = await page.getByTestId('export-text').inputValue();
+  await page.getByTestId('dialog-export').getByRole('button', { name: 'Close' }).click();
+  return JSON.parse(text);
+}
+
+/** Waits for `fn` (a function or an expression, run in the page) to come true; a timeout says
+ * what was awaited. */
+export async function waitFor(page, what, fn, arg) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout: 15000, polling: 100 });
+  } catch (e) {
+    throw new Error(`waiting for ${what}: ${e.message}`);
+  }
+}
+
+/** Run in the dashboard page: the embedded canvas's state of each node in run mode,
+ * `{id: state}`: each node element (`data-testid="node-<id>"`) carries `data-state` and the class
+ * `state-<state>`; a node with neither (a note, a step not reached) is `null`. Read through the
+ * parent page (same origin), so it survives the frame reloading. */
+export function canvasStates() {
+  const doc = document.querySelector('iframe.canvas')?.contentDocument;
+  const states = {};
+  for (const el of doc ? doc.querySelectorAll('[data-testid^="node-"]') : []) {
+    const id = el.dataset.testid.slice('node-'.length);
+    states[id] = el.dataset.state && el.classList.contains(`state-${el.dataset.state}`) ? el.dataset.state : null;
+  }
+  return states;
+}
+
+/** Run in the dashboard page: whether every node of the embedded canvas can be seen (the element
+ * at its centre is itself). */
+export function canvasShowsEveryNode() {
+  const doc = document.querySelector('iframe.canvas')?.contentDocument;
+  const all = doc ? [...doc.querySelectorAll('[data-testid^="node-"]')] : [];
+  return all.length > 0 && all.every((n) => {
+    const r = n.getBoundingClientRect();
+    const at = doc.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return r.width > 0 && at !== null && n.contains(at);
+  });
+}
+
+/** Waits until the embedded canvas shows exactly `expected` (`{id: state or null}`, every node
+ * and no other); a timeout says what it showed instead. */
+export async function waitForCanvasStates(page, what, expected) {
+  const same = `((got, want) => Object.keys(got).length === Object.keys(want).length
+    && Object.entries(want).every(([id, s]) => id in got && got[id] === s))((${canvasStates})(), ${JSON.stringify(expected)})`;
+  try {
+    await waitFor(page, what, same);
+  } catch (e) {
+    throw new Error(`${e.message}\n  the canvas showed ${JSON.stringify(await page.evaluate(canvasStates))}`);
+  }
+}
+
+/** The run page's status (`.title[data-status]`) reaching `status`. */
+export async function waitForRunStatus(page, status) {
+  await waitFor(page, `the run page to say ${status}`, (s) => document.querySelector('.title')?.dataset.status === s, status);
+}
