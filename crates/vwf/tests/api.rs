@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use common::peer::Peer;
 use common::{Home, snapshot};
 use reqwest::blocking::{Client, RequestBuilder};
 use serde_json::{Value, json};
@@ -572,19 +573,7 @@ fn schedules_create_list_and_act() {
 
 // ---- agent backend, profiles, channels ----
 
-/// A local OpenAI-compatible server (wiremock) on its own runtime.
-struct Peer {
-    rt: tokio::runtime::Runtime,
-    server: wiremock::MockServer,
-}
 
-impl Peer {
-    fn start() -> Peer {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
-        let server = rt.block_on(wiremock::MockServer::start());
-        Peer { rt, server }
-    }
-}
 
 /// A loopback port nobody listens on.
 fn closed_port() -> u16 {

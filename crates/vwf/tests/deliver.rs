@@ -11,47 +11,20 @@ mod common;
 use std::path::Path;
 
 use common::Home;
+use common::peer::Peer;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 use wiremock::matchers::{body_json, header, method, path, query_param};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
 
 const TG_TOKEN: &str = "123456789:AAH-test-token-do-not-leak";
 const SLACK_TOKEN: &str = "xoxb-test-slack-token-do-not-leak";
 const WEBHOOK_SECRET: &str = "webhook-signing-secret-do-not-leak";
 const DISCORD_TOKEN: &str = "discordWebhookTokenDoNotLeak";
 
-/// A wiremock server on its own runtime, alive as long as this value.
-struct Peer {
-    rt: tokio::runtime::Runtime,
-    server: MockServer,
-}
 
 impl Peer {
-    fn start() -> Peer {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
-        let server = rt.block_on(MockServer::start());
-        Peer { rt, server }
-    }
-
-    fn mount(&self, mock: Mock) {
-        self.rt.block_on(mock.mount(&self.server));
-    }
-
-    fn uri(&self) -> String {
-        self.server.uri()
-    }
-
-    /// Checks every `expect` of the mounted mocks.
-    fn verify(&self) {
-        self.rt.block_on(self.server.verify());
-    }
-
-    fn requests(&self) -> Vec<wiremock::Request> {
-        self.rt.block_on(self.server.received_requests()).unwrap_or_default()
-    }
-
     /// Runs the CLI on a blocking thread of this runtime while the server answers.
     fn run(&self, home: &Home, deliver: &str, target: &str, env: &[(&str, &str)]) -> Outcome {
         let mut cmd = home.vwf();

@@ -11,36 +11,12 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use common::Home;
+use common::peer::Peer;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_json, body_string, header, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
 
-/// A wiremock server on its own runtime, alive as long as this value.
-struct Peer {
-    rt: tokio::runtime::Runtime,
-    server: MockServer,
-}
 
-impl Peer {
-    fn start() -> Peer {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
-        let server = rt.block_on(MockServer::start());
-        Peer { rt, server }
-    }
-
-    fn mount(&self, mock: Mock) {
-        self.rt.block_on(mock.mount(&self.server));
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.uri())
-    }
-
-    /// Checks every `expect` of the mounted mocks (the requests really arrived as matched).
-    fn verify(&self) {
-        self.rt.block_on(self.server.verify());
-    }
-}
 
 /// A trigger and one http node `fetch` with `fields`, then whatever `rest` adds.
 fn design(fields: Value, rest: &[Value], edges: &[Value]) -> Value {

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: they drive the real `vwf` binary in a temporary home.
 #![allow(dead_code)]
 
+pub mod peer;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
