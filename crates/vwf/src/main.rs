@@ -130,6 +130,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// How many recent runs `vwf run` looks at for timed waits that are due.
+const RESUME_SCAN: usize = 200;
+
 fn fail(f: &Failure, json: bool) -> ExitCode {
     if json {
         say!("{}", pretty(&f.body()));
@@ -272,6 +275,11 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
             }
             let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
+            for run in runner.resume_due(RESUME_SCAN)? {
+                if !json {
+                    eprintln!("resumed run {} of {} after its wait: {}", run.run_id, run.design, run.status.as_str().replace('_', " "));
+                }
+            }
             let input = match input {
                 Some(text) => parse_json(&read_arg(text)?, "--input")?,
                 None => Value::Null,

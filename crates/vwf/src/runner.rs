@@ -181,6 +181,28 @@ impl Runner<'_> {
             .collect())
     }
 
+    /// Resumes the runs among the newest `limit` whose timed wait is due, without sleeping
+    /// through later waits. A foreground `vwf run` calls this first, so a wait parked by a
+    /// background caller (a tool, the chat command) goes on even with no server running.
+    pub fn resume_due(&self, limit: usize) -> Result<Vec<Run>, Failure> {
+        let now = self.clock.now();
+        let background = Runner { sleep_for_waits: false, ..*self };
+        let mut resumed = Vec::new();
+        for entry in self.store.list_runs(limit)? {
+            let Ok(value) = entry.run else { continue };
+            if value.get("status").and_then(Value::as_str) != Some(Status::Waiting.as_str()) {
+                continue;
+            }
+            let parked: Vec<Pending> = value.get("parked").and_then(|p| serde_json::from_value(p.clone()).ok()).unwrap_or_default();
+            if parked.iter().any(|p| matches!(p, Pending::Wait { resume_at, .. } if *resume_at <= now))
+                && let Ok(run) = background.open(&entry.id)
+            {
+                resumed.push(run);
+            }
+        }
+        Ok(resumed)
+    }
+
     /// Whether reading `run` now should change it (see `open`).
     fn is_stale(&self, run: &Run, resume_waits: bool) -> bool {
         let now = self.clock.now();

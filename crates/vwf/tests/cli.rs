@@ -1001,6 +1001,35 @@ fn a_wait_parked_by_the_chat_command_resumes_once_it_is_due() {
 }
 
 #[test]
+fn a_later_vwf_run_picks_up_a_wait_that_is_due() {
+    let home = Home::new();
+    let design = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "pause", "type": "wait", "seconds": 30},
+            {"id": "out", "type": "output", "template": "after the pause"}
+        ],
+        "edges": [{"from": "start", "to": "pause"}, {"from": "pause", "to": "out"}]
+    });
+    home.save("pause", &design);
+    home.save("other", &json!({"nodes": [{"id": "o", "type": "output", "template": "hi"}], "edges": []}));
+    // A tool run does not sleep through waits: it parks the run.
+    let (_, parked) = home.json_at(T0, &["tool", "workflow_design_run", r#"{"name": "pause"}"#]);
+    assert_eq!(parked["status"], "waiting", "{parked}");
+    let id = parked["run_id"].as_str().unwrap().to_string();
+    let file = home.path().join(format!("workflow-runs/{id}.json"));
+    let before = std::fs::read(&file).unwrap();
+    // Another run before the wait is due leaves it alone.
+    assert_eq!(home.json_at(T0, &["run", "other"]).0, 0);
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    // A run after it is due finishes it first.
+    assert_eq!(home.json_at(&later(T0, 1), &["run", "other"]).0, 0);
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(run["status"], "done", "{run}");
+    assert_eq!(run["outputs"]["out"]["text"], "after the pause");
+}
+
+#[test]
 fn slash_replies_say_how_to_answer_in_the_chat() {
     let home = Home::new();
     home.save("gated", &gated("reject"));
