@@ -227,6 +227,19 @@ impl StopSignals {
     }
 }
 
+/// Lifts the soft limit on open files to the hard limit: every client connection and every run
+/// file written under load holds a descriptor, and the usual soft limit of 1024 is low for a server.
+fn raise_open_file_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the plain struct passed to them.
+    unsafe {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max.min(1 << 20);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,18 +263,5 @@ mod tests {
         assert!(resolve("[::1]:0").unwrap().ip().is_loopback());
         assert!(resolve("localhost:0").unwrap().ip().is_loopback());
         assert!(resolve("nonsense").is_err());
-    }
-}
-
-/// Lifts the soft limit on open files to the hard limit: every client connection and every run
-/// file written under load holds a descriptor, and the usual soft limit of 1024 is low for a server.
-fn raise_open_file_limit() {
-    // SAFETY: getrlimit/setrlimit only read and write the plain struct passed to them.
-    unsafe {
-        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max.min(1 << 20);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
     }
 }
