@@ -7,6 +7,8 @@ Usage: python hermes_interop.py VWF_BIN PLUGIN_DIR README EXAMPLE_JSON WORK_DIR
    tool registry and `/workflow list` through its plugin-command lookup.
 2. The plugin's cron helper creates a Hermes cron job through Hermes's own cron tool.
 3. Hermes's MCP client starts `vwf mcp` from the `mcp_servers` snippet of the README.
+4. Hermes's web dashboard (its FastAPI app, driven in-process) discovers the plugin's dashboard
+   tab from dashboard/manifest.json, lists it to the browser and serves its dist/index.js.
 
 Prints one JSON object on standard output; crates/vwf/tests/mcp.rs asserts on it.
 """
@@ -133,10 +135,44 @@ def mcp_part() -> dict:
     return out
 
 
+DASHBOARD_URL = "http://127.0.0.1:18765/"
+
+
+def dashboard_part() -> dict:
+    """What Hermes's dashboard backend makes of dashboard/: the tab list the SPA fetches, the entry
+    script it loads with <script src>, and the config the script reads its URL from."""
+    import yaml
+    from fastapi.testclient import TestClient
+    from hermes_cli import web_server
+
+    config_file = HERMES_HOME / "config.yaml"
+    config = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+    config.setdefault("plugins", {}).setdefault("entries", {})["visual-workflow"] = {"dashboard_url": DASHBOARD_URL}
+    config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
+
+    out: dict = {}
+    client = TestClient(web_server.app, base_url="http://127.0.0.1:9119")
+    listed = client.get("/api/dashboard/plugins")
+    out["list_status"] = listed.status_code
+    out["plugins"] = [p for p in listed.json() if p.get("name") == "visual-workflow"] if listed.status_code == 200 else []
+    entry = (out["plugins"][0].get("entry") if out["plugins"] else None) or "dist/index.js"
+    script = client.get(f"/dashboard-plugins/visual-workflow/{entry}")
+    out["entry_status"] = script.status_code
+    out["entry_type"] = script.headers.get("content-type")
+    body = script.text if script.status_code == 200 else ""
+    out["entry_registers"] = "window.__HERMES_PLUGINS__" in body and ".register(" in body
+    out["entry_default_url"] = "http://127.0.0.1:8765/" in body
+    served = client.get("/api/config", headers={web_server._SESSION_HEADER_NAME: web_server._SESSION_TOKEN})
+    entries = ((served.json().get("plugins") or {}).get("entries") or {}) if served.status_code == 200 else {}
+    out["config_dashboard_url"] = (entries.get("visual-workflow") or {}).get("dashboard_url")
+    out["expected_dashboard_url"] = DASHBOARD_URL
+    return out
+
+
 def main() -> None:
     write_config()
     example = json.loads(Path(EXAMPLE).read_text(encoding="utf-8"))
-    report = {"plugin": plugin_part(example), "cron": cron_part(), "mcp": mcp_part(), "hermes_home": str(HERMES_HOME)}
+    report = {"plugin": plugin_part(example), "cron": cron_part(), "mcp": mcp_part(), "dashboard": dashboard_part(), "hermes_home": str(HERMES_HOME)}
     sys.stdout.write(json.dumps(report) + "\n")
     sys.stdout.flush()
 

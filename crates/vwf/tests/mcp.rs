@@ -5,8 +5,8 @@
 //! what they saw as JSON, and the tests below assert on it:
 //! - `mcp_client.py`: `vwf mcp` over stdio and `/mcp` of `vwf serve` over streamable HTTP;
 //! - `hermes_interop.py`: Hermes's plugin loader loading `integrations/hermes`, its cron tool
-//!   creating a job through the plugin's helper, and its MCP client starting `vwf mcp` from the
-//!   README's `mcp_servers` snippet.
+//!   creating a job through the plugin's helper, its MCP client starting `vwf mcp` from the
+//!   README's `mcp_servers` snippet, and its dashboard backend serving the plugin's tab.
 //!
 //! Each script runs once per test binary (the first test to need it runs it; the others wait).
 //! The tests skip, saying why, only when pip cannot reach PyPI.
@@ -259,6 +259,29 @@ fn hermes_plugin_loader_registers_the_tools_and_workflow_command() {
     let list = plugin["slash_list"].as_str().expect("reply");
     assert!(list.contains("draft-review") && list.contains("brief.v2_x-1"), "{list}");
     assert!(plugin["slash_help"].as_str().unwrap_or("").contains("/workflow run <name>"), "{}", plugin["slash_help"]);
+}
+
+/// Hermes's dashboard backend discovers `integrations/hermes/dashboard/manifest.json` (the plugin
+/// is enabled under the same name), lists the tab to the browser and serves its entry script;
+/// `/api/config` hands the script the `dashboard_url` it embeds.
+#[test]
+fn hermes_dashboard_lists_the_workflows_tab_and_serves_its_script() {
+    let Some(report) = hermes_report() else { return };
+    let dash = &report["dashboard"];
+    assert_eq!(dash["list_status"], 200, "{dash}");
+    let tabs = dash["plugins"].as_array().expect("plugins");
+    assert_eq!(tabs.len(), 1, "the tab is listed once: {dash}");
+    let tab = &tabs[0];
+    assert_eq!(tab["source"], "user", "{tab}");
+    assert_eq!(tab["label"], "Workflows", "{tab}");
+    assert_eq!(tab["tab"], json!({"path": "/workflows", "position": "after:cron"}), "{tab}");
+    assert_eq!(tab["entry"], "dist/index.js", "{tab}");
+    assert_eq!(tab["has_api"], false, "no backend code: the frame shows vwf serve itself");
+    assert_eq!(dash["entry_status"], 200, "{dash}");
+    assert_eq!(dash["entry_type"], "application/javascript", "{dash}");
+    assert_eq!(dash["entry_registers"], true, "the script registers with window.__HERMES_PLUGINS__");
+    assert_eq!(dash["entry_default_url"], true, "the default URL is vwf serve's default bind");
+    assert_eq!(dash["config_dashboard_url"], dash["expected_dashboard_url"], "{dash}");
 }
 
 #[test]
