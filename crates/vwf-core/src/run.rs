@@ -259,7 +259,7 @@ fn loop_items(text: &str, max_items: u64) -> Result<Vec<Value>, String> {
     match serde_json::from_str::<Value>(text.trim()) {
         Ok(Value::Array(items)) if items.len() as u64 <= max_items => Ok(items),
         Ok(Value::Array(items)) => Err(format!("the loop's list has {} items, more than max_items ({max_items})", items.len())),
-        Ok(other) => Err(format!("a loop's \"over\" must give a JSON array, got {}", kind_name(&other))),
+        Ok(other) => Err(format!("a loop's \"over\" must give a JSON array, got {}", view::kind_name(&other))),
         Err(_) => {
             let shown: String = text.chars().take(80).collect();
             Err(format!("a loop's \"over\" must give a JSON array, got text {shown:?}"))
@@ -267,16 +267,6 @@ fn loop_items(text: &str, max_items: u64) -> Result<Vec<Value>, String> {
     }
 }
 
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
 
 /// Work for a driver.
 #[derive(Debug, Clone, PartialEq)]

@@ -66,6 +66,18 @@ fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// What kind of JSON value `v` is, for messages ("an array", "a string", …).
+pub fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

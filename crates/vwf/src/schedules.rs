@@ -324,27 +324,17 @@ fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>), Failure> {
     if !body.is_object() {
         return Err(Failure::BadRequest(format!(
             "the schedule must be an object like {{\"preset\": \"daily\", \"time\": \"09:00\"}}, got {}",
-            kind(body)
+            vwf_core::view::kind_name(body)
         )));
     }
     let paused = match body.get("paused") {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
-        Some(other) => return Err(Failure::BadRequest(format!("paused must be true or false, got {}", kind(other)))),
+        Some(other) => return Err(Failure::BadRequest(format!("paused must be true or false, got {}", vwf_core::view::kind_name(other)))),
     };
     Ok((schedule::schedule_from_value(body).map_err(bad_schedule)?, paused))
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
 
 /// A schedule error as a bad request whose message starts with the field it is about.
 fn bad_schedule(e: ScheduleError) -> Failure {
