@@ -360,6 +360,16 @@ pub fn validate_design(design: &Design) -> Report {
                                 field,
                                 "{{item}} and {{loop.index}} are only available inside a loop body",
                             )),
+                            // The input's view counts words, chars and lines of its text; an
+                            // input field of the same name is reached through `data`.
+                            Ref::Trigger { path } if ["words", "chars", "lines"].contains(&path.split('.').next().unwrap_or("")) => {
+                                let first = path.split('.').next().unwrap_or("");
+                                warnings.push(Issue::node_field(
+                                    &n.id,
+                                    field,
+                                    format!("{{{{trigger.{path}}}}} reads the {first} count of the input's text; for an input field named {first:?} use {{{{trigger.data.{path}}}}}"),
+                                ));
+                            }
                             _ => {}
                         }
                     }

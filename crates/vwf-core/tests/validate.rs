@@ -875,3 +875,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_trigger_path_named_like_a_count_is_a_warning() {
+    let r = validate(&json!({
+        "nodes": [manual(), {"id": "o", "type": "output", "template": "{{trigger.words}} and {{trigger.data.words}} and {{trigger.title}}"}],
+        "edges": [e("start", "o")]
+    }));
+    assert!(r.ok, "{:?}", r.errors);
+    let shadowed: Vec<&Issue> = r.warnings.iter().filter(|w| w.message.contains("trigger.data.words")).collect();
+    assert_eq!(shadowed.len(), 1, "{:?}", r.warnings);
+    assert_eq!((shadowed[0].node.as_deref(), shadowed[0].field.as_deref()), (Some("o"), Some("template")));
+}
