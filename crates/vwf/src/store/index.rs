@@ -26,8 +26,15 @@ const INDEX_LOCK_FILE: &str = ".index.lock";
 const CHUNK: usize = 64 * 1024;
 
 /// Appends `id` as the newest run of the index in `dir` (creating the index from the run files
-/// first if it is missing): one `write` of the line, then `fdatasync`.
+/// first if it is missing): one `write` of the line under the index lock, then `fdatasync` after
+/// the lock is released, so appenders queue only for the write and their syncs can share a
+/// journal commit.
 pub(super) fn append(dir: &Path, id: &RunId) -> io::Result<()> {
+    let file = append_line(dir, id)?;
+    file.sync_data()
+}
+
+fn append_line(dir: &Path, id: &RunId) -> io::Result<File> {
     let _lock = lock_index(dir)?;
     let path = dir.join(INDEX_FILE);
     if !path.try_exists()? {
@@ -49,7 +56,7 @@ pub(super) fn append(dir: &Path, id: &RunId) -> io::Result<()> {
     line.extend_from_slice(id.as_str().as_bytes());
     line.push(b'\n');
     file.write_all(&line)?;
-    file.sync_data()
+    Ok(file)
 }
 
 /// Calls `visit` with each run id of the index in `dir`, newest first, each id once, until it
