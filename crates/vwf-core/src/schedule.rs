@@ -17,7 +17,8 @@
 //! - Daylight-saving changes, for cron fires and heartbeat window openings alike: a wall time that
 //!   does not exist (the spring-forward gap) happens at the first valid instant after the gap, so
 //!   a daily job is not skipped that day; a wall time that occurs twice (fall-back) happens once,
-//!   at its first occurrence. Heartbeat intervals are real elapsed time, not wall-clock time.
+//!   at its first occurrence, except for cron jobs that fire every hour, which keep firing through
+//!   the repeated hour. Heartbeat intervals are real elapsed time, not wall-clock time.
 
 use std::str::FromStr;
 
@@ -141,6 +142,11 @@ struct CronSpec {
 }
 
 impl CronSpec {
+    /// Whether every hour of the day matches.
+    fn every_hour(&self) -> bool {
+        self.masks[1] & 0xFF_FFFF == 0xFF_FFFF
+    }
+
     fn parse(expr: &str) -> Result<Self, ScheduleError> {
         let parts: Vec<&str> = expr.split_whitespace().collect();
         if parts.len() != 5 {
@@ -293,7 +299,7 @@ pub fn next_cron_fire(cron: &str, after: DateTime<Utc>) -> Option<DateTime<Utc>>
 /// Daylight-saving rules: a matching wall time inside a spring-forward gap fires at the first
 /// valid instant after the gap (`30 2 * * *` in Europe/Berlin fires at 03:00 CEST on the day the
 /// clocks skip 02:00–03:00); a matching wall time that occurs twice at fall-back fires once, at
-/// its first occurrence.
+/// its first occurrence, unless the job fires every hour: then both occurrences fire.
 pub fn next_cron_fire_tz(
     cron: &str,
     tz: Option<&str>,
@@ -312,15 +318,45 @@ pub fn next_cron_fire_tz(
         .date()
         .and_hms_opt(local.hour(), local.minute(), 0)?
         .checked_add_signed(TimeDelta::minutes(1))?;
+    let mut first = None;
     for _ in 0..OVERLAP_SKIPS {
         let wall = spec.next_wall(from)?;
         let instant = resolve_wall(zone, wall)?;
         if instant > after {
-            return Some(instant);
+            first = Some(instant);
+            break;
         }
         from = wall.checked_add_signed(TimeDelta::minutes(1))?;
     }
-    None
+    // A job that fires every hour keeps firing through an hour the clocks repeat: the second
+    // occurrence of a repeated wall time counts too. It lies within an hour of its first, so
+    // only walls near `after` can give one earlier than `first`.
+    if spec.every_hour()
+        && let Some(second) = second_occurrence(&spec, zone, local, after)
+        && first.is_none_or(|f| second < f)
+    {
+        first = Some(second);
+    }
+    first
+}
+
+/// The earliest second occurrence after `after` of a repeated wall time matching `spec`, among
+/// the walls within two hours of `local` (the only ones whose second occurrence can come before
+/// the next first occurrence).
+fn second_occurrence(spec: &CronSpec, zone: Tz, local: NaiveDateTime, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let end = local.checked_add_signed(TimeDelta::hours(2))?;
+    let mut wall = spec.next_wall(local.checked_sub_signed(TimeDelta::hours(2))?)?;
+    let mut best: Option<DateTime<Utc>> = None;
+    while wall <= end {
+        if let LocalResult::Ambiguous(a, b) = zone.from_local_datetime(&wall) {
+            let second = a.max(b).with_timezone(&Utc);
+            if second > after && best.is_none_or(|x| second < x) {
+                best = Some(second);
+            }
+        }
+        wall = spec.next_wall(wall.checked_add_signed(TimeDelta::minutes(1))?)?;
+    }
+    best
 }
 
 /// The next fire of a schedule object: its cron in its `tz`. `None` when the schedule is invalid
@@ -1978,7 +2014,7 @@ mod tests {
     }
 
     #[test]
-    fn cron_wall_time_repeated_at_fall_back_fires_once_at_its_first_occurrence() {
+    fn cron_wall_time_repeated_at_fall_back_fires_once_at_its_first_occurrence_unless_the_job_fires_every_hour() {
         // Europe/Berlin repeats 02:00-03:00 on 2026-10-25: CEST until 01:00Z, then CET.
         let fire = |after| next_cron_fire_tz("30 2 * * *", BERLIN, after);
         assert_eq!(fire(at(2026, 10, 24, 12, 0)), Some(at(2026, 10, 25, 0, 30)));
@@ -1989,16 +2025,16 @@ mod tests {
             fire(at_s(2026, 10, 25, 1, 29, 59)),
             Some(at(2026, 10, 26, 1, 30))
         );
-        // A minute-step job fires at each wall time once: the repeated hour is not run twice.
+        // A job that fires every hour keeps its rhythm through the repeated hour: 02:00 and
+        // 02:30 come round again in CET (01:00Z, 01:30Z).
         let half_hourly = |after| next_cron_fire_tz("*/30 * * * *", BERLIN, after);
-        assert_eq!(
-            half_hourly(at(2026, 10, 25, 0, 30)),
-            Some(at(2026, 10, 25, 2, 0))
-        );
-        assert_eq!(
-            half_hourly(at(2026, 10, 25, 1, 15)),
-            Some(at(2026, 10, 25, 2, 0))
-        );
+        assert_eq!(half_hourly(at(2026, 10, 25, 0, 30)), Some(at(2026, 10, 25, 1, 0)));
+        assert_eq!(half_hourly(at(2026, 10, 25, 1, 0)), Some(at(2026, 10, 25, 1, 30)));
+        assert_eq!(half_hourly(at(2026, 10, 25, 1, 15)), Some(at(2026, 10, 25, 1, 30)));
+        assert_eq!(half_hourly(at(2026, 10, 25, 1, 30)), Some(at(2026, 10, 25, 2, 0)));
+        // A job restricted to some hours still fires once per wall time.
+        let two_oclock = |after| next_cron_fire_tz("*/30 2 * * *", BERLIN, after);
+        assert_eq!(two_oclock(at(2026, 10, 25, 0, 30)), Some(at(2026, 10, 26, 1, 0)));
         // America/New_York repeats 01:00-02:00 on 2026-11-01: EDT until 06:00Z, then EST.
         let fire = |after| next_cron_fire_tz("30 1 * * *", NEW_YORK, after);
         assert_eq!(fire(at(2026, 10, 31, 12, 0)), Some(at(2026, 11, 1, 5, 30)));
