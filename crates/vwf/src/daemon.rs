@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
@@ -51,7 +51,7 @@ use crate::clock::Clock;
 use crate::failure::Failure;
 use crate::runner::Runner;
 use crate::schedules;
-use crate::store::fs::atomic_write;
+use crate::store::fs::{atomic_write, lock_file};
 
 /// How many of the newest runs are looked at for due waits, passed deadlines and runs left
 /// `running` by a dead process. Older parked runs are settled whenever someone opens them.
@@ -886,13 +886,7 @@ pub fn claim_home(home: &Path) -> Result<File, Failure> {
     let dir = home.join(SCHEDULES_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", dir.display())))?;
     let path = dir.join(LOCK_FILE);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| Failure::Internal(format!("cannot open {}: {e}", path.display())))?;
+    let file = lock_file(&path).map_err(|e| Failure::Internal(format!("cannot open {}: {e}", path.display())))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {

@@ -20,7 +20,7 @@
 //!   live beside them); a job file that cannot be read is listed with its error.
 
 use std::collections::VecDeque;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -404,13 +404,7 @@ impl DirLock {
     fn take(dir: &Path) -> Result<DirLock, Failure> {
         fs::create_dir_all(dir).map_err(|e| io_failure("create", dir, e))?;
         let path = dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| io_failure("open", &path, e))?;
+        let file = crate::store::fs::lock_file(&path).map_err(|e| io_failure("open", &path, e))?;
         file.lock().map_err(|e| io_failure("lock", &path, e))?;
         Ok(DirLock(file))
     }

@@ -78,13 +78,7 @@ impl FileStore {
             return Err(StoreError::run_not_found(id));
         }
         create_dir(&self.locks_dir())?;
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| io_error("create", &path, e))
+        lock_file(&path).map_err(|e| io_error("create", &path, e))
     }
 }
 
@@ -301,6 +295,11 @@ fn write_through(tmp: &Path, path: &Path, dir: &Path, bytes: &[u8], fresh: bool)
         return Err(e);
     }
     sync_dir(dir)
+}
+
+/// Opens (creating if needed, never truncating) a file used only for its `flock`.
+pub fn lock_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
 }
 
 /// Makes a rename or creation in `dir` durable.

@@ -133,12 +133,7 @@ fn write_index(dir: &Path, ids: &[RunId]) -> io::Result<()> {
 
 /// Exclusive lock on the index, released when the returned file is closed.
 fn lock_index(dir: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(INDEX_LOCK_FILE))?;
+    let file = super::fs::lock_file(&dir.join(INDEX_LOCK_FILE))?;
     file.lock()?;
     Ok(file)
 }
