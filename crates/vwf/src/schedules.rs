@@ -136,12 +136,11 @@ pub fn prompt(design: &DesignName) -> String {
 /// `paused` is given) the paused state; `next_run_at` is computed afresh from `now`.
 pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<Job, Failure> {
     let (mut spec, paused) = parse_body(body)?;
-    let cron = schedule::to_cron(&spec).map_err(bad_schedule)?;
+    let Resolved { cron, human, tz, next_run_at } = resolve(&spec, now).map_err(bad_schedule)?;
     if !app.store.design_exists(design) {
         return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
     }
     spec.tz = spec.tz.map(|tz| tz.trim().to_string());
-    let tz = spec.tz.clone().unwrap_or_else(|| "UTC".to_string());
     let _lock = DirLock::take(&dir(app))?;
     let path = job_path(app, design);
     // A damaged file is replaced: saving the schedule again is how it gets repaired.
@@ -151,8 +150,8 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
         job_id: job_id(design),
         name: format!("workflow:{design}"),
         design: design.to_string(),
-        human: schedule::human(&cron),
-        next_run_at: if paused { None } else { next_fire(&cron, &tz, now) },
+        human,
+        next_run_at: if paused { None } else { next_run_at },
         last_run_at: old.as_ref().and_then(|j| j.last_run_at),
         prompt: prompt(design),
         schedule: spec,
@@ -163,6 +162,21 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
     };
     write_job(&path, &job)?;
     Ok(job)
+}
+
+/// What a schedule object stands for: its cron expression, human line, time zone and next fire.
+pub struct Resolved {
+    pub cron: String,
+    pub human: String,
+    pub tz: String,
+    pub next_run_at: Option<Ts>,
+}
+
+/// Resolves a schedule object without saving anything (jobs and the schedule preview share it).
+pub fn resolve(spec: &Schedule, now: Ts) -> Result<Resolved, ScheduleError> {
+    let cron = schedule::to_cron(spec)?;
+    let tz = spec.tz.as_deref().map(str::trim).unwrap_or("UTC").to_string();
+    Ok(Resolved { human: schedule::human(&cron), next_run_at: next_fire(&cron, &tz, now), cron, tz })
 }
 
 /// A line of a job listing: the job, or `(job_id, why)` for a job file that cannot be read.

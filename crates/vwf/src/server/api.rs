@@ -290,10 +290,8 @@ async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -
     use vwf_core::schedule;
     let now = s.app.clock.now();
     let preview = schedule::schedule_from_value(&Value::Object(body)).and_then(|spec| {
-        let cron = schedule::to_cron(&spec)?;
-        let tz = spec.tz.as_deref().map(str::trim).unwrap_or("UTC").to_string();
-        let next = schedule::next_cron_fire_tz(&cron, Some(&tz), now);
-        Ok(json!({"ok": true, "cron": cron, "human": schedule::human(&cron), "tz": tz, "next_run_at": next.map(|t| vwf_core::time::format(&t))}))
+        let r = crate::schedules::resolve(&spec, now)?;
+        Ok(json!({"ok": true, "cron": r.cron, "human": r.human, "tz": r.tz, "next_run_at": r.next_run_at.map(|t| vwf_core::time::format(&t))}))
     });
     let body = preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field}));
     reply(Reply { status: 200, body })
