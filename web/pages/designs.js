@@ -8,7 +8,7 @@ const BLANK = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 40, y
 
 export async function renderList(root) {
   const msg = h('div', { class: 'notice', hidden: true });
-  const [saved, builtIn] = await Promise.all([api('GET', '/designs'), api('GET', '/designs/templates')]);
+  const [saved, builtIn] = await Promise.all([api('GET', '/designs'), api('GET', '/templates')]);
   const names = saved.body.designs || [];
 
   const designs = h('section', { id: 'designs' }, h('h2', {}, 'Saved designs'));

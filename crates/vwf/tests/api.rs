@@ -266,7 +266,7 @@ const SECTION_13: &[(&str, &str)] = &[
     ("GET", "/profiles"),
     ("GET", "/channels"),
     ("GET", "/designs"),
-    ("GET", "/designs/templates"),
+    ("GET", "/templates"),
     ("GET", "/designs/{name}"),
     ("POST", "/designs/{name}"),
     ("POST", "/designs/{name}/validate"),
@@ -375,13 +375,13 @@ fn templates_come_from_the_examples_directory() {
     std::fs::write(dir.path().join("tiny.designer.json"), hello().to_string()).expect("write template");
     std::fs::write(dir.path().join("notes.txt"), "not a template").expect("write");
     let server = Server::start_with(&home, Options { env: vec![("VWF_EXAMPLES_DIR", dir.path().display().to_string())], ..Options::default() });
-    let (s, b) = server.get("/designs/templates");
+    let (s, b) = server.get("/templates");
     snap("templates", &home, &server, s, &b);
     drop(server);
 
     // The repository's own templates: every examples/*.designer.json, by name.
     let server = Server::start(&home);
-    let (s, b) = server.get("/designs/templates");
+    let (s, b) = server.get("/templates");
     assert_eq!(s, 200);
     let served: BTreeSet<String> = b["templates"].as_array().expect("templates").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
     let files: BTreeSet<String> = std::fs::read_dir(common::examples_dir())
@@ -394,6 +394,37 @@ fn templates_come_from_the_examples_directory() {
     for t in b["templates"].as_array().unwrap() {
         assert!(t["graph"]["nodes"].is_array() && t["description"].is_string(), "{t}");
     }
+}
+
+#[test]
+fn a_design_named_templates_is_saved_loaded_and_run_over_http() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let (_, list) = server.get("/templates");
+    assert!(list["templates"].as_array().is_some_and(|t| t.len() >= 4), "{list}");
+
+    // No design of that name: the old path still answers the template list.
+    assert_eq!(server.get("/designs/templates"), (200, list.clone()));
+
+    // Saving one takes the name over: the old path serves the design, for every design route.
+    let (s, b) = server.post("/designs/templates", json!({"graph": hello()}));
+    assert_eq!((s, &b["ok"]), (200, &json!(true)), "{b}");
+    assert!(home.path().join("workflow-designs/templates.json").is_file());
+    let (s, b) = server.get("/designs/templates");
+    assert_eq!((s, &b["graph"]["description"]), (200, &json!("says hello")), "{b}");
+    assert!(b.get("templates").is_none(), "{b}");
+    assert_eq!(server.get("/designs"), (200, json!({"ok": true, "designs": ["templates"]})));
+    let (s, b) = server.post_empty("/designs/templates/validate");
+    assert_eq!((s, &b["ok"]), (200, &json!(true)), "{b}");
+    let (s, b) = server.post_empty("/designs/templates/run");
+    assert_eq!((s, &b["status"], &b["design"]), (200, &json!("done"), &json!("templates")), "{b}");
+    let mut changed = hello();
+    changed["description"] = json!("changed");
+    server.save("templates", changed);
+    assert_eq!(server.get("/designs/templates").1["graph"]["description"], json!("changed"));
+
+    // The list itself stays at /templates.
+    assert_eq!(server.get("/templates"), (200, list));
 }
 
 // ---- runs ----
@@ -799,6 +830,89 @@ fn a_foreign_host_is_refused_and_configured_hosts_are_allowed() {
         let (s, b) = send(server.client.get(server.url("/designs")).header("host", host.as_str()));
         assert_eq!(s, 200, "{host}: {b}");
     }
+}
+
+/// Sends `head` (request line and headers, CRLF-separated, without the blank line) and `body` on
+/// a fresh connection; the whole answer must be JSON, and an error answer `{ok:false, error}`.
+fn raw_request(port: u16, head: &str, body: &str) -> (u16, Value) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let request = format!("{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read the answer");
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no header end in {text:?}"));
+    let status: u16 = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {head:?}"));
+    assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
+    let body: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("status {status}: body is not JSON ({e}): {body:?}"));
+    if status >= 400 {
+        assert_eq!((&body["ok"], body["error"].is_string()), (&json!(false), true), "{body}");
+    }
+    (status, body)
+}
+
+#[test]
+fn two_host_headers_are_refused_whatever_their_values() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let before = snapshot(&home);
+    let port = server.port;
+    // Loopback names (the server's own, with and without its port), a foreign name, odd spellings
+    // and empty values: any two of them, in any order, on any route, read or write.
+    let hosts = vec![
+        format!("127.0.0.1:{port}"),
+        "127.0.0.1".to_string(),
+        format!("localhost:{port}"),
+        "LOCALHOST".to_string(),
+        format!("[::1]:{port}"),
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        "127.0.0.1.evil.example".to_string(),
+        String::new(),
+        " ".to_string(),
+    ];
+    let requests = [
+        ("GET", "/designs", ""),
+        ("GET", "/designs/hello", ""),
+        ("POST", "/designs/hello/run", ""),
+        ("POST", "/designs/other", "{\"graph\": {\"nodes\": [], \"edges\": []}}"),
+        ("GET", "/openapi.json", ""),
+    ];
+    let strategy = (proptest::sample::select(hosts.clone()), proptest::sample::select(hosts), 0..requests.len(), any::<bool>(), 0..3usize);
+    let mut runner = TestRunner::new(Config { cases: 200, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&strategy, |(first, second, which, lowercase, between)| {
+            let (method, path, body) = requests[which];
+            let name = if lowercase { "host" } else { "Host" };
+            // The two Host lines apart or side by side, with other headers between them.
+            let filler = ["X-Filler: 1"; 2][..between].join("\r\n");
+            let mut lines = vec![format!("{method} {PREFIX}{path} HTTP/1.1"), format!("{name}: {first}")];
+            if !filler.is_empty() {
+                lines.push(filler);
+            }
+            lines.push(format!("{name}: {second}"));
+            if !body.is_empty() {
+                lines.push("Content-Type: application/json".into());
+            }
+            let (status, answer) = raw_request(port, &lines.join("\r\n"), body);
+            prop_assert_eq!(status, 400, "{} {} with Host {:?} and {:?}: {}", method, path, first, second, answer);
+            prop_assert!(answer["error"].as_str().unwrap_or("").contains("Host"), "{}", answer);
+            Ok::<(), TestCaseError>(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(snapshot(&home), before, "refused requests wrote nothing");
+
+    // One Host header still works, and pages are guarded the same way.
+    let (s, b) = raw_request(port, &format!("GET {PREFIX}/designs HTTP/1.1\r\nHost: 127.0.0.1:{port}"), "");
+    assert_eq!((s, &b["designs"]), (200, &json!(["hello"])));
+    let (s, b) = raw_request(port, &format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: 127.0.0.1:{port}"), "");
+    assert_eq!(s, 400, "{b}");
 }
 
 #[test]

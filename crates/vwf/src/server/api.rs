@@ -62,8 +62,8 @@ pub(crate) const ROUTES: &[Route] = &[
     Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots)", query: &[], body: None, answer: "{ok:true, profiles:[{name, model, system?, backend?}]}", handler: || get(profiles) },
     Route { method: "GET", path: "/channels", summary: "Delivery targets from the configured channels", query: &[], body: None, answer: "{ok:true, channels:[{platform, target, home}]}", handler: || get(channels) },
     Route { method: "GET", path: "/designs", summary: "Saved design names", query: &[], body: None, answer: "{ok:true, designs:[name]}", handler: || get(list_designs) },
-    Route { method: "GET", path: "/designs/templates", summary: "Built-in designs from examples/", query: &[], body: None, answer: "{ok:true, templates:[{name, description, graph}]}", handler: || get(templates) },
-    Route { method: "GET", path: "/designs/{name}", summary: "One saved graph", query: &[], body: None, answer: "{ok:true, graph}", handler: || get(load_design) },
+    Route { method: "GET", path: "/templates", summary: "Built-in designs from examples/", query: &[], body: None, answer: "{ok:true, templates:[{name, description, graph}]}", handler: || get(templates) },
+    Route { method: "GET", path: "/designs/{name}", summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)", query: &[], body: None, answer: "{ok:true, graph}", handler: || get(load_design) },
     Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design", query: &[], body: Some("{graph}"), answer: "{ok:true, path, nodes} or {ok:false, error, errors}", handler: || post(save_design) },
     Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", query: &[], body: Some("{graph?}"), answer: "{ok, errors:[issue], warnings:[issue]}", handler: || post(validate_design) },
     Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked", query: &[], body: Some("{input?}"), answer: "run result, or {ok:false, error, errors}", handler: || post(run_design) },
@@ -226,12 +226,25 @@ async fn templates(State(s): State<AppState>) -> Response {
     blocking(&s, |_| Reply { status: 200, body: pages::templates(&pages::examples_dir()) }).await
 }
 
+/// The design name whose path the template list had before it moved to `/templates`.
+const OLD_TEMPLATES_NAME: &str = "templates";
+
+/// One saved graph. `GET /designs/templates` was the template list before `/templates`: clients
+/// of that path still get the list, until a design takes the name (then the design wins, so a
+/// design called `templates` is as reachable as any other).
 async fn load_design(State(s): State<AppState>, Path(name): Path<String>) -> Response {
     let name = match design_name(&name) {
         Ok(n) => n,
         Err(f) => return failure(f),
     };
-    blocking(&s, move |app| tools::call(app, "workflow_design_load", &json!({"name": name.as_str()}))).await
+    blocking(&s, move |app| {
+        let loaded = tools::call(app, "workflow_design_load", &json!({"name": name.as_str()}));
+        if loaded.status == 404 && name.as_str() == OLD_TEMPLATES_NAME {
+            return Reply { status: 200, body: pages::templates(&pages::examples_dir()) };
+        }
+        loaded
+    })
+    .await
 }
 
 async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {

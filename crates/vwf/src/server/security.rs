@@ -1,4 +1,6 @@
 //! The request guard of SPEC §17, run before any route:
+//! 0. exactly one `Host` header: two are refused (400) whatever their values, since a proxy or
+//!    cache in front may act on the other one than the guard checked;
 //! 1. `Host` must be a loopback name or a configured host (a DNS-rebinding page sends its own
 //!    host name) → 403;
 //! 2. with a token, every API call (and every `/mcp` request) carries `Authorization: Bearer
@@ -95,6 +97,9 @@ fn changes_state(method: &Method) -> bool {
 
 pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
+    if headers.get_all(header::HOST).iter().nth(1).is_some() {
+        return error(StatusCode::BAD_REQUEST, "more than one Host header: send exactly one".into());
+    }
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").trim().to_string();
     if host.is_empty() {
         return error(StatusCode::FORBIDDEN, "missing Host header".into());
