@@ -149,7 +149,15 @@ impl Runner<'_> {
     pub fn list(&self, limit: usize) -> Result<Vec<RunEntry>, Failure> {
         let mut entries = self.store.list_runs(limit)?;
         for entry in &mut entries {
-            let stale = entry.run.as_ref().ok().and_then(|v| serde_json::from_value::<Run>(v.clone()).ok()).is_some_and(|r| self.is_stale(&r, false));
+            let Ok(value) = &entry.run else { continue };
+            let stale = match parse_run(&entry.id, value.clone()) {
+                Ok(run) => self.is_stale(&run, false),
+                // JSON that is not a run (`[]`, `{}`, a foreign file) is as unreadable as bad JSON.
+                Err(e) => {
+                    entry.run = Err(e.to_string());
+                    continue;
+                }
+            };
             if !stale {
                 continue;
             }
@@ -419,8 +427,7 @@ impl Runner<'_> {
     }
 
     fn read(&self, id: &RunId) -> Result<Run, Failure> {
-        let value = self.store.read_run(id)?;
-        serde_json::from_value(value).map_err(|e| Failure::Internal(format!("run {id} cannot be read: {e}")))
+        parse_run(id.as_str(), self.store.read_run(id)?)
     }
 
     fn persist(&self, run: &Run) -> Result<(), Failure> {
@@ -429,6 +436,11 @@ impl Runner<'_> {
         self.store.write_run_json(&id, &json)?;
         Ok(())
     }
+}
+
+/// A stored run document as a run; anything else is as unreadable as a file that is not JSON.
+fn parse_run(id: &str, value: Value) -> Result<Run, Failure> {
+    serde_json::from_value(value).map_err(|e| Failure::Internal(format!("run {id} cannot be read: {e}")))
 }
 
 pub fn parse_id(id: &str) -> Result<RunId, Failure> {

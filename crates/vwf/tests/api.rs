@@ -524,6 +524,30 @@ fn runs_listing_newest_first_with_unreadable_entries() {
 }
 
 #[test]
+fn runs_holding_json_that_is_not_a_run_are_unreadable_entries() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save("hello", hello());
+    let docs = [json!([]), json!({}), json!(null), json!({"run_id": "x", "status": "done"})];
+    let ids: Vec<String> = docs.iter().map(|_| server.run_id("hello", json!({"who": "a"}))).collect();
+    for (id, doc) in ids.iter().zip(&docs) {
+        std::fs::write(home.runs_dir().join(format!("{id}.json")), doc.to_string()).expect("overwrite a run file");
+    }
+    let (s, b) = server.get("/runs");
+    assert_eq!(s, 200, "{b}");
+    let runs = b["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), docs.len(), "{b}");
+    for entry in runs {
+        let id = entry["run_id"].as_str().expect("run_id");
+        assert_eq!(entry.as_object().map(|o| o.len()), Some(3), "{{ok, run_id, error}}: {entry}");
+        assert_eq!(entry["ok"], false, "{entry}");
+        assert!(entry["error"].as_str().expect("error").contains(id), "{entry}");
+        let (s, one) = server.get(&format!("/runs/{id}"));
+        assert_eq!(s, 500, "{one}");
+    }
+}
+
+#[test]
 fn two_answers_racing_for_one_gate_one_wins() {
     let home = Home::new();
     let server = Server::start(&home);
