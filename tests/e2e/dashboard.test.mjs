@@ -247,10 +247,56 @@ test('runs list: newest first; retry only on failed runs, and it works', async (
   await page.locator('#retry').click();
   await waitFor(page, 'the retried run to finish', () => document.querySelector('.title')?.dataset.status === 'done');
   assert.equal(await page.locator('#retry').count(), 0);
-  assert.equal(await page.locator('#steps tr[data-node="read"] td').nth(2).textContent(), '1');
-  assert.equal((await api(server, 'GET', `/runs/${missing.run_id}`)).body.status, 'done');
+  // The failed attempt is not erased: two attempts, the first one failed with its error.
+  assert.equal(await page.locator('#steps tr[data-node="read"] td').nth(2).textContent(), '2');
+  const tries = page.locator('#steps tr[data-tries-of="read"] li');
+  assert.deepEqual(await tries.evaluateAll((items) => items.map((li) => [li.dataset.attempt, li.dataset.status])), [['1', 'failed'], ['2', 'done']]);
+  assert.match(await tries.nth(0).locator('.error').textContent(), /No such file/);
+  assert.match(await tries.nth(1).textContent(), /2 bytes of output/);
+  const read = (await api(server, 'GET', `/runs/${missing.run_id}`)).body;
+  assert.equal(read.status, 'done');
+  const record = read.steps.find((s) => s.node === 'read');
+  assert.equal(record.attempts, 2);
+  assert.deepEqual(record.tries.map((t) => [t.attempt, t.status, t.output_bytes]), [[1, 'failed', null], [2, 'done', 2]]);
+  assert.match(record.tries[0].error, /No such file/);
   assert.deepEqual(page.problems, []);
   await page.close();
+});
+
+test('run page: a gate that timed out and escalated says so', async () => {
+  // The server's clock is pinned: the run parks at 09:00, the server restarted at 12:00 finds
+  // the 60-minute gate timed out when the page reads the run.
+  const home = freshHome();
+  let other = await startServer(home, { VWF_NOW: '2026-11-29T09:00:00Z' });
+  let runId;
+  try {
+    const gated = {
+      nodes: [
+        { id: 'start', type: 'trigger', mode: 'manual' },
+        { id: 'gate', type: 'approval', question: 'Ship it?', options: ['ship', 'hold'], timeout_minutes: 60, on_timeout: 'escalate' },
+        { id: 'out', type: 'output' },
+      ],
+      edges: [{ from: 'start', to: 'gate' }, { from: 'gate', to: 'out', label: 'ship' }],
+    };
+    assert.equal((await api(other, 'POST', '/designs/gated', { graph: gated })).body.ok, true);
+    const parked = (await api(other, 'POST', '/designs/gated/run', {})).body;
+    assert.equal(parked.status, 'awaiting_approval');
+    runId = parked.run_id;
+  } finally {
+    await other.stop();
+  }
+  other = await startServer(home, { VWF_NOW: '2026-11-29T12:00:00Z' });
+  try {
+    const page = await openUrl(browser, `${other.url}/#/runs/${runId}`, { viewport: { width: 1280, height: 900 } });
+    await waitFor(page, 'the failed run', () => document.querySelector('.title')?.dataset.status === 'failed');
+    assert.match(await page.locator('#run-error').textContent(), /gate: approval timed out; escalation requested/);
+    assert.match(await page.locator('#steps tr[data-node="gate"] td.error').textContent(), /escalation requested/);
+    assert.equal(await page.locator('#retry').count(), 1);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  } finally {
+    await other.stop();
+  }
 });
 
 /** A design whose agent step parks for a person (or a backend) to answer. */

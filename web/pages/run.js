@@ -127,13 +127,25 @@ function stepTable(run) {
   if (!run.steps.length) return h('p', { class: 'muted' }, 'No step has started.');
   return h('table', { class: 'list' },
     h('thead', {}, h('tr', {}, ['Step', 'Status', 'Attempts', 'Elapsed', 'Error'].map((c) => h('th', {}, c)))),
-    h('tbody', {}, run.steps.map((s) => h('tr', { 'data-node': s.node, 'data-status': s.status },
+    h('tbody', {}, run.steps.map((s) => [h('tr', { 'data-node': s.node, 'data-status': s.status },
       h('td', {}, h('code', {}, s.node)),
       h('td', {}, badge(s.status)),
       h('td', {}, s.attempts),
       h('td', {}, s.started_at ? elapsed(s.started_at, s.finished_at || new Date().toISOString()) : ''),
-      h('td', { class: 'error' }, s.error || '')))),
+      h('td', { class: 'error' }, s.error || '')), triesRow(s)])),
     run.skipped.length ? h('caption', { class: 'muted small' }, `Skipped: ${run.skipped.join(', ')}`) : null);
+}
+
+/** Every attempt of a step that took more than one (agent retries, run retries), under its row. */
+function triesRow(step) {
+  const tries = Array.isArray(step.tries) ? step.tries : [];
+  if (tries.length < 2) return null;
+  return h('tr', { class: 'tries', 'data-tries-of': step.node },
+    h('td', { colspan: 5 }, h('ol', { class: 'tries small' }, tries.map((t) => h('li', { 'data-attempt': t.attempt, 'data-status': t.status },
+      `Attempt ${t.attempt} `, badge(t.status), ` started ${when(t.started_at)}`,
+      t.finished_at ? ` · took ${elapsed(t.started_at, t.finished_at)}` : '',
+      typeof t.output_bytes === 'number' ? ` · ${t.output_bytes} bytes of output` : '',
+      t.error ? [' · ', h('span', { class: 'error' }, t.error)] : null)))));
 }
 
 const VIEW_BASICS = ['text', 'data', 'deliveries'];

@@ -28,6 +28,11 @@ use crate::view;
 
 pub const APPROVAL_TIMED_OUT: &str = "approval timed out";
 pub const ESCALATION_REQUESTED: &str = "escalation requested";
+/// The error of a gate that timed out with `on_timeout: escalate`: the timeout and the escalation,
+/// where people read why a run failed.
+pub const APPROVAL_TIMED_OUT_ESCALATED: &str = "approval timed out; escalation requested";
+/// Why an attempt still in progress when its run failed ended (a retry starts it again).
+pub const UNFINISHED_WHEN_THE_RUN_FAILED: &str = "not finished when the run failed";
 pub const TOKEN_BUDGET_EXCEEDED: &str = "token budget exceeded";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,19 +78,109 @@ pub enum StepStatus {
     Waiting,
 }
 
+/// A step's record in the run: its latest attempt (`status`, `started_at`, `finished_at`,
+/// `error`), how many attempts it took, and every attempt in `tries`. Agent retries and run
+/// retries both add attempts; nothing erases one. Changed only through the methods below, so the
+/// record and its last try always agree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
     pub node: String,
     pub status: StepStatus,
     pub attempts: u32,
+    /// When the latest attempt started.
     #[serde(with = "time")]
     pub started_at: Ts,
     #[serde(with = "time::opt")]
     pub finished_at: Option<Ts>,
     pub error: Option<String>,
-    /// Errors of earlier attempts of this step (agent retries).
+    /// Errors of earlier attempts of this step (agent retries and run retries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
+    /// Every attempt, oldest first (`tries.len() == attempts`; empty only in run files written
+    /// before attempts were kept).
+    #[serde(default)]
+    pub tries: Vec<Try>,
+}
+
+/// One attempt of a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Try {
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// The attempt's state: `done` or `failed` once it ended, else where it is now.
+    pub status: StepStatus,
+    #[serde(with = "time")]
+    pub started_at: Ts,
+    #[serde(with = "time::opt")]
+    pub finished_at: Option<Ts>,
+    pub error: Option<String>,
+    /// Bytes of the text the attempt produced (null until it is done).
+    pub output_bytes: Option<u64>,
+}
+
+impl StepRecord {
+    fn open(node: &str, status: StepStatus, now: Ts) -> StepRecord {
+        let mut r = StepRecord {
+            node: node.into(),
+            status,
+            attempts: 0,
+            started_at: now,
+            finished_at: None,
+            error: None,
+            failures: Vec::new(),
+            tries: Vec::new(),
+        };
+        r.begin_try(status, now);
+        r
+    }
+
+    /// Starts the next attempt; returns its number.
+    fn begin_try(&mut self, status: StepStatus, now: Ts) -> u32 {
+        self.attempts += 1;
+        self.status = status;
+        self.started_at = now;
+        self.finished_at = None;
+        self.error = None;
+        self.tries.push(Try { attempt: self.attempts, status, started_at: now, finished_at: None, error: None, output_bytes: None });
+        self.attempts
+    }
+
+    /// The attempt in progress moves on without ending (parked, resumed).
+    fn set_status(&mut self, status: StepStatus) {
+        self.status = status;
+        if let Some(t) = self.open_try() {
+            t.status = status;
+        }
+    }
+
+    /// Ends the attempt in progress: done with `output_bytes`, or failed with `error`.
+    fn end_try(&mut self, status: StepStatus, error: Option<&str>, output_bytes: Option<u64>, now: Ts) {
+        self.status = status;
+        self.finished_at = Some(now);
+        self.error = error.map(String::from);
+        if let Some(t) = self.open_try() {
+            t.status = status;
+            t.finished_at = Some(now);
+            t.error = error.map(String::from);
+            t.output_bytes = output_bytes;
+        }
+    }
+
+    /// A failed attempt is followed by another: its error moves to `failures` and the step
+    /// waits to be started again.
+    fn await_next_try(&mut self, error: &str, now: Ts) {
+        if self.open_try().is_some() {
+            self.end_try(StepStatus::Failed, Some(error), None, now);
+        }
+        self.failures.push(error.to_string());
+        self.status = StepStatus::Retrying;
+        self.finished_at = None;
+        self.error = None;
+    }
+
+    fn open_try(&mut self) -> Option<&mut Try> {
+        self.tries.last_mut().filter(|t| t.finished_at.is_none())
+    }
 }
 
 /// What a parked run waits for.
@@ -491,9 +586,7 @@ impl Run {
                 let attempts = self.record(node).map_or(1, |r| r.attempts);
                 if attempts <= retries {
                     if let Some(r) = self.record_mut(node) {
-                        r.failures.push(error);
-                        r.status = StepStatus::Retrying;
-                        r.error = None;
+                        r.await_next_try(&error, now);
                     }
                 } else {
                     self.fail_step(node, &error, now);
@@ -515,7 +608,7 @@ impl Run {
                     }
                 };
                 if let Some(r) = self.record_mut(node) {
-                    r.status = StepStatus::AwaitingAgent;
+                    r.set_status(StepStatus::AwaitingAgent);
                 }
                 self.parked.push(pending);
             }
@@ -534,7 +627,7 @@ impl Run {
         }
         if self.status == Status::Failed
             && self.failed_node.as_deref() == Some(node)
-            && self.error.as_deref() == Some(APPROVAL_TIMED_OUT)
+            && matches!(self.error.as_deref(), Some(APPROVAL_TIMED_OUT | APPROVAL_TIMED_OUT_ESCALATED))
             && matches!(response, Response::Answer(_))
         {
             return Ok(());
@@ -573,7 +666,7 @@ impl Run {
                 // Performed through the backend: it counts like a driver's answer.
                 self.parked.remove(pos);
                 if let Some(r) = self.record_mut(node) {
-                    r.status = StepStatus::Running;
+                    r.set_status(StepStatus::Running);
                 }
                 let mut extra = Map::new();
                 extra.insert("model".into(), model.map_or(Value::Null, Value::String));
@@ -595,7 +688,8 @@ impl Run {
         Ok(())
     }
 
-    /// Re-runs a failed run from its failed step; finished steps are kept.
+    /// Re-runs a failed run from its failed step; finished steps are kept. The steps it starts
+    /// again keep their records: the next attempt is added to their `tries`.
     pub fn retry(&mut self, now: Ts) -> Result<(), EngineError> {
         if self.status != Status::Failed {
             return Err(EngineError::Conflict(format!(
@@ -617,7 +711,12 @@ impl Run {
             node: failed.clone(),
             detail: json!({"error": self.error, "steps": reopen}),
         });
-        self.steps.retain(|r| !reopen.iter().any(|o| o.node == r.node));
+        for r in self.steps.iter_mut().filter(|r| reopen.iter().any(|o| o.node == r.node)) {
+            if r.status != StepStatus::Retrying {
+                let error = r.error.clone().unwrap_or_else(|| UNFINISHED_WHEN_THE_RUN_FAILED.to_string());
+                r.await_next_try(&error, now);
+            }
+        }
         self.parked.retain(|p| !reopen.iter().any(|o| o.node == p.node()));
         self.status = Status::Running;
         self.ok = true;
@@ -637,11 +736,14 @@ impl Run {
             _ => None,
         });
         let Some((node, on_timeout)) = expired else { return false };
-        if on_timeout == OnTimeout::Escalate.as_str() {
+        let error = if on_timeout == OnTimeout::Escalate.as_str() {
             self.history.push(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
-        }
+            APPROVAL_TIMED_OUT_ESCALATED
+        } else {
+            APPROVAL_TIMED_OUT
+        };
         self.parked.retain(|p| p.node() != node);
-        self.fail_step(&node, APPROVAL_TIMED_OUT, now);
+        self.fail_step(&node, error, now);
         self.touch(now);
         true
     }
@@ -664,9 +766,7 @@ impl Run {
             None => "interrupted".to_string(),
         };
         if let Some(r) = node.as_deref().and_then(|n| self.steps.iter_mut().find(|r| r.node == n)) {
-            r.status = StepStatus::Failed;
-            r.finished_at = Some(now);
-            r.error = Some(error.clone());
+            r.end_try(StepStatus::Failed, Some(&error), None, now);
         }
         self.status = Status::Failed;
         self.ok = false;
@@ -882,15 +982,11 @@ impl Run {
     /// Opens (or reopens, for a retry) the step's record.
     fn open_record(&mut self, id: &str, status: StepStatus, now: Ts) -> u32 {
         if let Some(r) = self.record_mut(id) {
-            r.status = status;
-            r.attempts += 1;
-            r.error = None;
-            r.finished_at = None;
-            return r.attempts;
+            return r.begin_try(status, now);
         }
         let key = self.order_key(id);
         let at = self.steps.iter().position(|r| self.order_key(&r.node) > key).unwrap_or(self.steps.len());
-        self.steps.insert(at, StepRecord { node: id.into(), status, attempts: 1, started_at: now, finished_at: None, error: None, failures: Vec::new() });
+        self.steps.insert(at, StepRecord::open(id, status, now));
         1
     }
 
@@ -919,9 +1015,7 @@ impl Run {
             }
         }
         if let Some(r) = self.record_mut(id) {
-            r.status = StepStatus::Done;
-            r.finished_at = Some(now);
-            r.error = None;
+            r.end_try(StepStatus::Done, None, Some(text.len() as u64), now);
         }
     }
 
@@ -931,17 +1025,15 @@ impl Run {
             self.open_record(id, StepStatus::Failed, now);
         }
         if let Some(r) = self.record_mut(id) {
-            r.status = StepStatus::Failed;
-            r.finished_at = Some(now);
-            r.error = Some(error.to_string());
+            r.end_try(StepStatus::Failed, Some(error), None, now);
         }
         let (failed, error) = match self.locate(id).and_then(|(_, scope)| scope.pass) {
             Some((lp, i)) => {
                 let msg = format!("loop {lp} failed in pass {i} at step {}: {error}", split_instance(id).0);
-                if let Some(r) = self.record_mut(&lp) {
-                    r.status = StepStatus::Failed;
-                    r.finished_at = Some(now);
-                    r.error = Some(msg.clone());
+                // The first failed pass fails the loop; a concurrent pass failing after it
+                // keeps its error on its own record.
+                if let Some(r) = self.record_mut(&lp).filter(|r| r.status != StepStatus::Failed) {
+                    r.end_try(StepStatus::Failed, Some(&msg), None, now);
                 }
                 (lp, msg)
             }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
 use vwf_core::plan::Plan;
 use vwf_core::run::{
-    APPROVAL_TIMED_OUT, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Outcome, Pending, Response, Run, Status, StepStatus,
+    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Outcome, Pending, Response, Run, Status, StepStatus,
     TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
 };
 use vwf_core::time::Ts;
@@ -416,10 +416,29 @@ fn escalate_on_timeout_records_escalation_requested_and_fails_the_same_way() {
     // `advance` enforces deadlines too.
     run.advance(t0() + Duration::hours(3));
     assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.error.as_deref(), Some("approval timed out"));
+    // Where people look (the run's error, the gate's step record), not only in the history.
+    assert_eq!(run.error.as_deref(), Some("approval timed out; escalation requested"));
+    assert_eq!(APPROVAL_TIMED_OUT_ESCALATED, format!("{APPROVAL_TIMED_OUT}; {ESCALATION_REQUESTED}"));
+    let gate = run.record("gate").unwrap();
+    assert_eq!((gate.status, gate.error.as_deref()), (StepStatus::Failed, Some(APPROVAL_TIMED_OUT_ESCALATED)));
+    let result = run.result();
+    let gate_json = result["steps"].as_array().unwrap().iter().find(|s| s["node"] == "gate").unwrap();
+    assert_eq!(gate_json["error"], APPROVAL_TIMED_OUT_ESCALATED);
     let esc: Vec<_> = run.history.iter().filter(|h| h.event == "escalation requested").collect();
     assert_eq!(esc.len(), 1);
     assert_eq!(esc[0].node.as_deref(), Some("gate"));
+    // A late answer receives that verdict, unchanged.
+    let frozen = run.clone();
+    assert_eq!(run.respond("gate", Response::Answer("send".into()), t0() + Duration::hours(4)), Ok(()));
+    assert_eq!(run, frozen);
+    // A retry reopens the gate; the timed-out attempt stays on its record.
+    run.retry(t0() + Duration::hours(5)).unwrap();
+    drive(&mut run, t0() + Duration::hours(5), standard);
+    assert_eq!(run.status, Status::AwaitingApproval);
+    let gate = run.record("gate").unwrap();
+    assert_eq!(gate.attempts, 2);
+    assert_eq!(gate.tries[0].error.as_deref(), Some(APPROVAL_TIMED_OUT_ESCALATED));
+    assert_eq!(gate.tries[1].status, StepStatus::AwaitingApproval);
 }
 
 #[test]
@@ -520,6 +539,16 @@ fn agent_retries_until_an_attempt_succeeds_and_records_each_failure() {
     assert_eq!(r.attempts, 3);
     assert_eq!(r.failures, ["backend down 1", "backend down 2"]);
     assert_eq!(r.error, None);
+    let tries: Vec<_> = r.tries.iter().map(|t| (t.attempt, t.status, t.error.as_deref(), t.output_bytes)).collect();
+    assert_eq!(
+        tries,
+        [
+            (1, StepStatus::Failed, Some("backend down 1"), None),
+            (2, StepStatus::Failed, Some("backend down 2"), None),
+            (3, StepStatus::Done, None, Some("draft text".len() as u64)),
+        ]
+    );
+    assert!(r.tries.iter().all(|t| t.finished_at == Some(t0())));
 }
 
 #[test]
@@ -588,9 +617,29 @@ fn retry_reruns_from_the_failed_step_and_keeps_the_steps_before_it() {
     assert_eq!(step_nodes(&run), ["a", "b", "c"]);
     assert_eq!(run.created_at, t0());
     assert_eq!(run.updated_at, t1);
-    // The earlier attempt stays in history.
+    // The earlier attempt stays in history, and on the step's record with the new one.
     let retry = run.history.iter().find(|h| h.event == "retry").expect("retry in history");
     assert_eq!(retry.detail["error"], "flaky");
+    let b = run.record("b").unwrap();
+    assert_eq!((b.attempts, b.status, b.error.as_deref()), (2, StepStatus::Done, None));
+    assert_eq!(b.failures, ["flaky"]);
+    let tries: Vec<_> = b.tries.iter().map(|t| (t.attempt, t.status, t.started_at, t.finished_at, t.error.as_deref(), t.output_bytes)).collect();
+    assert_eq!(
+        tries,
+        [
+            (1, StepStatus::Failed, t0(), Some(t0()), Some("flaky"), None),
+            (2, StepStatus::Done, t1, Some(t1), None, Some("b again".len() as u64)),
+        ]
+    );
+    let json = run.result();
+    assert_eq!(json["steps"][1]["attempts"], 2);
+    assert_eq!(
+        json["steps"][1]["tries"],
+        json!([
+            {"attempt": 1, "status": "failed", "started_at": "2026-11-29T09:00:00.000Z", "finished_at": "2026-11-29T09:00:00.000Z", "error": "flaky", "output_bytes": null},
+            {"attempt": 2, "status": "done", "started_at": "2026-11-29T09:10:00.000Z", "finished_at": "2026-11-29T09:10:00.000Z", "error": null, "output_bytes": 7}
+        ])
+    );
 
     let e = run.retry(t1).unwrap_err();
     assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
@@ -845,4 +894,112 @@ fn step_output_over_one_mebibyte_is_a_step_error() {
     assert_eq!(run.status, Status::Failed);
     assert!(run.error.as_deref().unwrap_or_default().contains("limit"), "{:?}", run.error);
     assert!(!run.outputs.contains_key("draft"));
+}
+
+// ---- every attempt is kept --------------------------------------------------------------
+
+/// Agents that retry, a loop whose body runs in passes, and a second agent after the loop.
+fn retrying_design(retries_a: u64, retries_c: u64) -> Value {
+    json!({
+        "nodes": [manual(),
+            {"id": "a", "type": "agent", "prompt": "p", "retries": retries_a},
+            {"id": "l", "type": "loop", "over": "{{trigger}}", "concurrency": 2},
+            {"id": "body", "type": "command", "run": "echo {{item}}"},
+            {"id": "c", "type": "agent", "prompt": "q", "retries": retries_c},
+            {"id": "out", "type": "output"}],
+        "edges": [edge("start", "a"), edge("a", "l"), labelled("l", "body", "each"), labelled("l", "c", "done"), edge("c", "out")]
+    })
+}
+
+/// What the kept attempts of every step must look like, whatever happened to the run.
+fn check_tries(run: &Run, given: &std::collections::HashMap<String, Vec<String>>) {
+    for r in &run.steps {
+        let n = r.tries.len();
+        assert_eq!(n as u32, r.attempts, "{}: one try per attempt: {r:?}", r.node);
+        assert!(n >= 1, "{r:?}");
+        for (i, t) in r.tries.iter().enumerate() {
+            assert_eq!(t.attempt, i as u32 + 1, "{r:?}");
+            if i + 1 < n {
+                assert_eq!(t.status, StepStatus::Failed, "an earlier attempt ended failed: {r:?}");
+                assert!(t.finished_at.is_some() && t.error.is_some(), "{r:?}");
+            }
+            if let Some(f) = t.finished_at {
+                assert!(f >= t.started_at, "{r:?}");
+            }
+            if i > 0 {
+                assert!(t.started_at >= r.tries[i - 1].finished_at.unwrap_or(t.started_at), "{r:?}");
+            }
+            assert_eq!(t.output_bytes.is_some(), t.status == StepStatus::Done, "{r:?}");
+        }
+        let last = &r.tries[n - 1];
+        let earlier: Vec<&str> = r.tries[..n - 1].iter().filter_map(|t| t.error.as_deref()).collect();
+        if r.status == StepStatus::Retrying {
+            assert_eq!((last.status, last.finished_at.is_some()), (StepStatus::Failed, true), "{r:?}");
+            let all: Vec<&str> = r.tries.iter().filter_map(|t| t.error.as_deref()).collect();
+            assert_eq!(r.failures, all, "{r:?}");
+        } else {
+            assert_eq!((last.status, last.started_at, last.finished_at), (r.status, r.started_at, r.finished_at), "{r:?}");
+            assert_eq!(last.error, r.error, "{r:?}");
+            assert_eq!(r.failures, earlier, "{r:?}");
+        }
+        // Every error a driver reported for this step is still on its record, in order.
+        let kept: Vec<&str> = r.tries.iter().filter_map(|t| t.error.as_deref()).collect();
+        let mut rest = kept.iter();
+        for e in given.get(&r.node).into_iter().flatten() {
+            assert!(rest.any(|k| k == e), "{}: the error {e:?} was lost; kept {kept:?}", r.node);
+        }
+    }
+    let json = run.result();
+    for (r, j) in run.steps.iter().zip(json["steps"].as_array().unwrap()) {
+        assert_eq!(j["tries"].as_array().map(Vec::len), Some(r.tries.len()), "{j}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+    /// Whatever the drivers answer (done, failed, parked) and however often the run is retried,
+    /// every attempt of every step stays on its record, numbered, in time order, with its error.
+    #[test]
+    fn retries_of_any_kind_keep_every_attempt(
+        retries_a in 0u64..=3,
+        retries_c in 0u64..=3,
+        answers in proptest::collection::vec(0u8..10, 1..40),
+        items in 1usize..4,
+        crashes in proptest::collection::vec(proptest::bool::weighted(0.2), 12),
+    ) {
+        let mut run = start_with(&retrying_design(retries_a, retries_c), json!((0..items).collect::<Vec<_>>()));
+        let mut given: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+        let mut k = 0usize;
+        let mut now = t0();
+        for crash in crashes {
+            if crash {
+                // The process dies with tasks handed out; whoever opens the run marks it.
+                while let Advance::Settled(_) = run.advance(now) {}
+                run.mark_interrupted(now);
+            }
+            drive(&mut run, now, |t| {
+                k += 1;
+                match answers[k % answers.len()] {
+                    6..=8 => {
+                        let e = format!("error {k}");
+                        given.entry(t.node.clone()).or_default().push(e.clone());
+                        failed(&e)
+                    }
+                    9 if matches!(t.work, Work::Agent { .. }) => Outcome::ParkAgent,
+                    _ => standard(t),
+                }
+            });
+            check_tries(&run, &given);
+            now += Duration::minutes(1);
+            let waits_on = run.pending.as_ref().map(|p| p.node().to_string());
+            match (run.status, waits_on) {
+                (Status::AwaitingAgent, Some(node)) => run.respond(&node, Response::Output("typed".into()), now).unwrap(),
+                (Status::Failed, _) => run.retry(now).unwrap(),
+                (Status::Done, _) => break,
+                (other, _) => panic!("unexpected {other:?}: {:#}", run.result()),
+            }
+            check_tries(&run, &given);
+        }
+    }
 }

@@ -39,6 +39,14 @@ pub fn step_line(step: &Value) -> String {
     if let Some(e) = step.get("error").and_then(Value::as_str) {
         line.push_str(&format!("\n      {e}"));
     }
+    // Earlier attempts (agent retries, run retries): how each one ended.
+    let earlier = step.get("tries").and_then(Value::as_array).map(|t| &t[..t.len().saturating_sub(1)]).unwrap_or_default();
+    for t in earlier {
+        let took = t.get("finished_at").and_then(Value::as_str).map(|f| format!(" after {}", elapsed(s(t, "started_at"), f))).unwrap_or_default();
+        let error = t.get("error").and_then(Value::as_str).map(|e| format!(": {e}")).unwrap_or_default();
+        let n = t.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+        line.push_str(&format!("\n      attempt {n} {}{took} (started {}){error}", s(t, "status").replace('_', " "), s(t, "started_at")));
+    }
     line.trim_end().to_string()
 }
 

@@ -653,7 +653,12 @@ fn an_escalating_gate_records_the_escalation_when_it_times_out() {
     assert_eq!(run["pending"]["on_timeout"], "escalate");
     let id = id_of(&run);
     let (code, run) = home.json_at(&later(T0, 120), &["show", &id]);
-    assert_eq!((code, &run["error"]), (1, &json!("approval timed out")), "{run}");
+    // The escalation is where people look: the run's error and the gate's step.
+    assert_eq!((code, &run["error"]), (1, &json!("approval timed out; escalation requested")), "{run}");
+    let gate = run["steps"].as_array().unwrap().iter().find(|s| s["node"] == "gate").unwrap();
+    assert_eq!(gate["error"], "approval timed out; escalation requested");
+    let (_, stdout, _) = human(&home, &later(T0, 121), &["show", &id]);
+    assert!(stdout.contains("Failed at gate: approval timed out; escalation requested"), "{stdout}");
     let history = run_file(&home, &id)["history"].clone();
     let escalations: Vec<&Value> = history.as_array().unwrap().iter().filter(|e| e["event"] == "escalation requested").collect();
     assert_eq!(escalations.len(), 1, "{history}");
@@ -790,6 +795,27 @@ fn retrying_a_run_that_fails_again_keeps_every_attempt_in_history() {
     }
     // The run keeps its input: retrying never asks for it again.
     assert_eq!(run_file(&home, &id)["trigger"]["input"], json!({"n": "abc"}));
+    // Every attempt stays on the step, in the run result and in the run file.
+    let (_, run) = home.json_at(&later(T0, 3), &["show", &id]);
+    for record in [&run, &run_file(&home, &id)] {
+        let check = record["steps"].as_array().unwrap().iter().find(|s| s["node"] == "check").unwrap().clone();
+        assert_eq!(check["attempts"], 3, "{check}");
+        let tries = check["tries"].as_array().unwrap();
+        assert_eq!(tries.len(), 3, "{check}");
+        for (i, t) in tries.iter().enumerate() {
+            assert_eq!((&t["attempt"], &t["status"]), (&json!(i + 1), &json!("failed")), "{t}");
+            assert_eq!(t["started_at"], format!("2026-11-29T09:0{i}:00.000Z"), "{t}");
+            assert_eq!(t["finished_at"], t["started_at"], "{t}");
+            assert!(t["error"].as_str().unwrap().contains("cannot compare"), "{t}");
+            assert_eq!(t["output_bytes"], Value::Null, "{t}");
+        }
+    }
+    // And `vwf show` says how each earlier attempt ended.
+    let (_, stdout, _) = human(&home, &later(T0, 3), &["show", &id]);
+    assert!(stdout.contains("(3 attempts)"), "{stdout}");
+    for n in 1..=2 {
+        assert!(stdout.contains(&format!("attempt {n} failed after 0.00s (started 2026-11-29T09:0{}:00.000Z): condition \"out.start.n > 2\": cannot compare", n - 1)), "{stdout}");
+    }
 }
 
 #[test]

@@ -134,6 +134,8 @@ impl Env {
             ".body.updated_at" => dynamic_redaction(timestamp),
             ".body.steps[].started_at" => dynamic_redaction(timestamp),
             ".body.steps[].finished_at" => dynamic_redaction(timestamp),
+            ".body.steps[].tries[].started_at" => dynamic_redaction(timestamp),
+            ".body.steps[].tries[].finished_at" => dynamic_redaction(timestamp),
             ".body.deliveries[].at" => dynamic_redaction(timestamp),
             ".body.outputs.*.deliveries[].at" => dynamic_redaction(timestamp),
             ".body.outputs.*.resumed_at" => dynamic_redaction(timestamp),
@@ -878,14 +880,15 @@ fn respond_after_deadline() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    // Three hours later the 120-minute gate has timed out: the late answer gets that verdict.
+    // Three hours later the 120-minute gate has timed out (and, `on_timeout: escalate`, asked for
+    // escalation): the late answer gets that verdict.
     let late = env.later("2026-11-29T12:00:00Z");
     let r = env.seen(tools::call(
         &late,
         "workflow_design_respond",
         &json!({"run_id": id, "node": "gate", "answer": "send"}),
     ));
-    assert_eq!(r.body["error"], "approval timed out");
+    assert_eq!(r.body["error"], "approval timed out; escalation requested");
     env.snap("respond_after_deadline", &r);
 }
 
