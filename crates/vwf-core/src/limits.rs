@@ -7,6 +7,11 @@ pub const MAX_NODES: usize = 50;
 pub const MAX_ID_LEN: usize = 64;
 /// Agent retries (attempts = 1 + retries).
 pub const AGENT_RETRIES: (u64, u64) = (0, 3);
+/// Agent `max_tokens` per step.
+pub const AGENT_MAX_TOKENS: (u64, u64) = (1, u32::MAX as u64);
+/// A design's `budget.tokens`: at most the largest whole number a browser's JSON keeps exact
+/// (2^53 - 1), so the canvas can load and save it unchanged.
+pub const BUDGET_TOKENS: (u64, u64) = (1, (1 << 53) - 1);
 /// Agent timeout in seconds and its default.
 pub const AGENT_TIMEOUT_SECONDS: (u64, u64) = (1, 3600);
 pub const AGENT_TIMEOUT_DEFAULT: u64 = 300;
@@ -27,6 +32,16 @@ pub const LOOP_CONCURRENCY_DEFAULT: u64 = 1;
 pub const WAIT_SECONDS: (u64, u64) = (1, 3600);
 /// Heartbeat interval in seconds (one minute to one day).
 pub const HEARTBEAT_SECONDS: (u64, u64) = (60, 86_400);
+/// Event trigger `cooldown_seconds` (up to one week).
+pub const EVENT_COOLDOWN_SECONDS: (u64, u64) = (0, 7 * 86_400);
+/// Folder trigger `debounce_ms` (up to one minute).
+pub const FOLDER_DEBOUNCE_MS: (u64, u64) = (0, 60_000);
+/// Watch trigger `restart_delay_seconds` (the backoff never exceeds the top either).
+pub const WATCH_RESTART_DELAY_SECONDS: (u64, u64) = (1, 300);
+/// Watch trigger `dedupe_minutes` (up to one day).
+pub const WATCH_DEDUPE_MINUTES: (u64, u64) = (0, 1440);
+/// A node's canvas position `x`, `y`: any number within this distance of the origin.
+pub const CANVAS_COORDINATE: f64 = 1_000_000.0;
 /// Step output kept inline, in bytes.
 pub const STEP_OUTPUT_BYTES: usize = 1024 * 1024;
 /// Request body accepted by the server and the tools, in bytes.

@@ -349,6 +349,11 @@ fn split_instance(id: &str) -> (&str, Option<usize>) {
     }
 }
 
+/// The step error for an instant the clock cannot reach: past what a run file can record.
+fn beyond_time(what: &str) -> String {
+    format!("{what} would lie past {}, the last time a run can record", time::format(&time::latest()))
+}
+
 /// A loop's `over`, rendered: it must be a JSON array of at most `max_items` items.
 fn loop_items(text: &str, max_items: u64) -> Result<Vec<Value>, String> {
     match serde_json::from_str::<Value>(text.trim()) {
@@ -550,7 +555,7 @@ impl Run {
         match outcome {
             Outcome::Done { text, extra, tokens } => {
                 if step.kind() == "agent" && tokens > 0 {
-                    self.tokens_used += tokens;
+                    self.tokens_used = self.tokens_used.saturating_add(tokens);
                     if let Some(budget) = self.plan.budget_tokens.filter(|b| self.tokens_used > *b) {
                         self.history.push(HistoryEvent {
                             at: now,
@@ -1171,14 +1176,21 @@ impl Run {
             }
             Spec::Approval { question, options, timeout_minutes, on_timeout } => {
                 self.open_record(id, StepStatus::AwaitingApproval, now);
-                let deadline = timeout_minutes.map(|m| now + chrono::Duration::minutes(m as i64));
+                let deadline = match timeout_minutes.map(|m| time::add_seconds(now, m.saturating_mul(60))) {
+                    None => None,
+                    Some(Some(d)) => Some(d),
+                    Some(None) => return fail(self, beyond_time("the gate's deadline")),
+                };
                 self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout: on_timeout.as_str().into() });
                 self.refresh_status();
                 Begin::Settled
             }
             Spec::Wait { seconds } => {
                 self.open_record(id, StepStatus::Waiting, now);
-                self.parked.push(Pending::Wait { node: id.into(), resume_at: now + chrono::Duration::seconds(seconds as i64) });
+                let Some(resume_at) = time::add_seconds(now, seconds) else {
+                    return fail(self, beyond_time("the wait's end"));
+                };
+                self.parked.push(Pending::Wait { node: id.into(), resume_at });
                 self.refresh_status();
                 Begin::Settled
             }

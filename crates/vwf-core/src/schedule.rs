@@ -60,12 +60,6 @@ impl ScheduleError {
     }
 }
 
-// Ranges of SPEC §10 that `limits.rs` does not hold yet. They belong there (reported to the lead);
-// until then they are spelled once here and nowhere else.
-const FOLDER_DEBOUNCE_MS: (u64, u64) = (0, 60_000);
-const WATCH_RESTART_DELAY_SECONDS: (u64, u64) = (1, 300);
-const WATCH_DEDUPE_MINUTES: (u64, u64) = (0, 1440);
-
 /// How far ahead [`next_cron_fire`] looks: about five years of days (an algorithm bound, not a
 /// contract limit).
 const CRON_SEARCH_DAYS: u32 = 5 * 366 + 1;
@@ -1013,7 +1007,7 @@ fn check_event_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) 
             format!("{need}; got {}", describe(other)),
         )),
     }
-    check_int(node, "cooldown_seconds", (0, u64::MAX), issues);
+    check_int(node, "cooldown_seconds", limits::EVENT_COOLDOWN_SECONDS, issues);
 }
 
 /// An event name: one or more of `A-Z a-z 0-9 _ . : -` (SPEC §10 sources, emit `event`).
@@ -1082,7 +1076,7 @@ fn check_folder_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>)
             format!("{events_hint}; got {}", describe(other)),
         )),
     }
-    check_int(node, "debounce_ms", FOLDER_DEBOUNCE_MS, issues);
+    check_int(node, "debounce_ms", limits::FOLDER_DEBOUNCE_MS, issues);
 }
 
 fn check_watch_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
@@ -1108,10 +1102,10 @@ fn check_watch_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) 
     check_int(
         node,
         "restart_delay_seconds",
-        WATCH_RESTART_DELAY_SECONDS,
+        limits::WATCH_RESTART_DELAY_SECONDS,
         issues,
     );
-    check_int(node, "dedupe_minutes", WATCH_DEDUPE_MINUTES, issues);
+    check_int(node, "dedupe_minutes", limits::WATCH_DEDUPE_MINUTES, issues);
 }
 
 /// An optional whole-number field within an inclusive range.
@@ -1125,14 +1119,9 @@ fn check_int(
     if v.as_u64().is_some_and(|n| limits::within(n, range)) {
         return;
     }
-    let wanted = if range.1 == u64::MAX {
-        "a whole number, 0 or more".to_string()
-    } else {
-        format!("a whole number from {} to {}", range.0, range.1)
-    };
     issues.push(ScheduleError::new(
         key,
-        format!("{key} must be {wanted}, got {}", shown(v)),
+        format!("{key} must be a whole number from {} to {}, got {}", range.0, range.1, shown(v)),
     ));
 }
 

@@ -119,6 +119,15 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// An optional canvas position: any JSON number within [`limits::CANVAS_COORDINATE`] of 0.
+    fn coordinate(&mut self, name: &str) {
+        let Some(v) = self.get(name) else { return };
+        let bound = limits::CANVAS_COORDINATE;
+        if !v.as_f64().is_some_and(|x| x.abs() <= bound) {
+            self.issue(name, format!("\"{name}\" must be a number from -{bound} to {bound}, got {v}"));
+        }
+    }
+
     fn string_map(&mut self, name: &str) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         match self.get(name) {
@@ -150,6 +159,8 @@ impl Spec {
     /// the rest), so the validator can go on checking edges and references of a flawed node.
     pub fn parse_lenient(node: &Node) -> (Spec, Vec<Issue>) {
         let mut f = Fields { node, issues: Vec::new() };
+        f.coordinate("x");
+        f.coordinate("y");
         if f.get("retries").is_some() && !node.is("agent") {
             f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.kind));
         }
@@ -167,7 +178,7 @@ impl Spec {
                 let model = f.string("model");
                 let retries = f.ranged("retries", limits::AGENT_RETRIES, "").unwrap_or(0) as u32;
                 let timeout_seconds = f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
-                let max_tokens = f.ranged("max_tokens", (1, u64::from(u32::MAX)), "");
+                let max_tokens = f.ranged("max_tokens", limits::AGENT_MAX_TOKENS, "");
                 Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens }
             }
             "condition" => Spec::Condition { expr: f.required_string("expr") },

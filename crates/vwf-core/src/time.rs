@@ -1,10 +1,37 @@
 //! Timestamps as they appear in the contract: RFC 3339 in UTC with millisecond precision.
-//! The core never reads a clock; callers pass `now`.
+//! The core never reads a clock; callers pass `now`. Arithmetic on instants goes through the
+//! checked helpers here, so no user-given number of seconds can panic or leave a timestamp that
+//! cannot be read back.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde::{Deserialize, Deserializer, Serializer};
 
 pub type Ts = DateTime<Utc>;
+
+/// Milliseconds from the epoch to 9999-12-31T23:59:59.999Z.
+const LATEST_MILLIS: i64 = 253_402_300_799_999;
+
+/// The last instant a timestamp of the contract can carry: RFC 3339 has four-digit years, so a
+/// later instant could be written but never read back.
+pub fn latest() -> Ts {
+    DateTime::from_timestamp_millis(LATEST_MILLIS).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// `t` plus `seconds`, or `None` when that lies past [`latest`] (whatever `seconds` is).
+pub fn add_seconds(t: Ts, seconds: u64) -> Option<Ts> {
+    let delta = TimeDelta::try_seconds(i64::try_from(seconds).ok()?)?;
+    t.checked_add_signed(delta).filter(|end| *end <= latest())
+}
+
+/// `t` minus `seconds`, or the earliest instant there is when that lies before it: the start of
+/// a look-back window such as an event cooldown, which never fails.
+pub fn sub_seconds_saturating(t: Ts, seconds: u64) -> Ts {
+    i64::try_from(seconds)
+        .ok()
+        .and_then(TimeDelta::try_seconds)
+        .and_then(|delta| t.checked_sub_signed(delta))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
 
 pub fn format(t: &Ts) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)

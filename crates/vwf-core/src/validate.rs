@@ -383,14 +383,14 @@ pub fn validate_design(design: &Design) -> Report {
     if let Some(b) = design.raw.get("budget") {
         let tokens = b.as_object().and_then(|m| m.get("tokens"));
         match tokens.and_then(Value::as_u64) {
-            Some(t) if t > 0 => {
+            Some(t) if limits::within(t, limits::BUDGET_TOKENS) => {
                 let sum: u64 = specs
                     .values()
                     .filter_map(|s| match s {
                         Spec::Agent { max_tokens, .. } => *max_tokens,
                         _ => None,
                     })
-                    .sum();
+                    .fold(0, u64::saturating_add);
                 if sum > t {
                     errors.push(Issue::field_only(
                         "budget",
@@ -398,7 +398,10 @@ pub fn validate_design(design: &Design) -> Report {
                     ));
                 }
             }
-            _ => errors.push(Issue::field_only("budget", "\"budget\" must be {\"tokens\": <positive whole number>}")),
+            _ => errors.push(Issue::field_only(
+                "budget",
+                format!("\"budget\" must be {{\"tokens\": <whole number from {} to {}>}}", limits::BUDGET_TOKENS.0, limits::BUDGET_TOKENS.1),
+            )),
         }
     }
 

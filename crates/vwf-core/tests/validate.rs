@@ -801,8 +801,9 @@ fn shaped_strategy() -> impl Strategy<Value = Value> {
 /// Drives a run to its end, answering every task, gate and parked agent, and sleeping through
 /// waits by moving the clock. Returns the run; panics if it never finishes.
 /// `agents`: 0 parks each agent's first attempt, 1 fails it, 2 answers at once. Odd `texts`
-/// make every step answer JSON, even ones plain text.
-fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, texts: u8) {
+/// make every step answer JSON, even ones plain text. Every step reports `tokens` used. The
+/// clock never moves past the last instant a timestamp can carry, as no real clock does.
+fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, texts: u8, tokens: u64) {
     let text = if texts % 2 == 1 { r#"{"k": "v", "title": "t"}"# } else { "x" };
     for _ in 0..500 {
         match run.advance(now) {
@@ -819,7 +820,7 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                             detail: "message_id 1".into(),
                             at: now,
                         }),
-                        _ => Outcome::Done { text: text.into(), extra: Map::new(), tokens: 7 },
+                        _ => Outcome::Done { text: text.into(), extra: Map::new(), tokens },
                     };
                     run.complete(&t.node, outcome, now).expect("a running step accepts its outcome");
                 }
@@ -840,7 +841,7 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                     Pending::Agent { node, .. } => run.respond(&node, Response::Output("pasted".into()), now).expect("output accepted"),
                     Pending::Wait { resume_at, .. } => now = resume_at,
                 }
-                now += Duration::seconds(1);
+                now = now.checked_add_signed(Duration::seconds(1)).unwrap_or(now).min(vwf_core::time::latest());
             }
         }
     }
@@ -861,11 +862,11 @@ proptest! {
             let plan = Plan::compile("fuzz", &parsed).expect("a valid design compiles");
             let now = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
             let mut run = Run::start(plan, "0123456789ab", TriggerInfo::new("manual", json!({"x": 1})), now);
-            drive_everything(&mut run, now, agents, texts);
+            drive_everything(&mut run, now, agents, texts, 7);
             // Retrying a failed run never panics either, and finishes too.
             if run.status == vwf_core::run::Status::Failed {
                 run.retry(now).expect("a failed run can be retried");
-                drive_everything(&mut run, now, agents, texts);
+                drive_everything(&mut run, now, agents, texts, 7);
             }
         } else {
             let parsed = Design::from_value(&design);
@@ -886,4 +887,255 @@ fn a_trigger_path_named_like_a_count_is_a_warning() {
     let shadowed: Vec<&Issue> = r.warnings.iter().filter(|w| w.message.contains("trigger.data.words")).collect();
     assert_eq!(shadowed.len(), 1, "{:?}", r.warnings);
     assert_eq!((shadowed[0].node.as_deref(), shadowed[0].field.as_deref()), (Some("o"), Some("template")));
+}
+
+// ---- numbers -------------------------------------------------------------------------------
+//
+// Every number a design can carry, from every node type and trigger mode, is tried with values
+// of the whole class (0 to u64::MAX, negatives down to i64::MIN, fractions, huge floats, the
+// bounds of its range and one past them): the validator accepts it only within its range, and an
+// accepted design compiles, runs at any instant a clock can report, settles its deadlines, emits,
+// previews its schedule and heartbeat, and leaves a run that reads back. Nothing panics.
+
+use vwf_core::limits;
+use vwf_core::time::{self, Ts};
+
+/// What the contract allows for a field.
+#[derive(Debug, Clone, Copy)]
+enum Allowed {
+    /// A whole number in the inclusive range.
+    Whole(u64, u64),
+    /// Any number within the canvas bound of zero.
+    Coordinate,
+    /// A duration string whose seconds lie in the inclusive range.
+    Duration(u64, u64),
+}
+
+/// One numeric field: the node carrying it (`id` "n", or the trigger "start"), where the number
+/// sits inside it, the field an error about it names, and its range.
+struct NumberField {
+    node: Value,
+    path: &'static [&'static str],
+    reported_as: &'static str,
+    allowed: Allowed,
+}
+
+fn number_fields() -> Vec<NumberField> {
+    use Allowed::*;
+    let field = |node: Value, path: &'static [&'static str], reported_as: &'static str, allowed: Allowed| NumberField { node, path, reported_as, allowed };
+    let agent = json!({"id": "n", "type": "agent", "prompt": "p"});
+    let approval = json!({"id": "n", "type": "approval", "question": "q", "timeout_minutes": 1});
+    let command = json!({"id": "n", "type": "command", "run": "true"});
+    let http = json!({"id": "n", "type": "http", "url": "https://example.org"});
+    let lp = json!({"id": "n", "type": "loop", "over": "[1, 2]"});
+    let wait = json!({"id": "n", "type": "wait"});
+    let event = json!({"id": "start", "type": "trigger", "mode": "event", "sources": ["ping"]});
+    let folder = json!({"id": "start", "type": "trigger", "mode": "folder", "path": "in"});
+    let watch = json!({"id": "start", "type": "trigger", "mode": "watch", "command": "tail -f x"});
+    let heartbeat = json!({"id": "start", "type": "trigger", "mode": "heartbeat", "every": "30m", "window": "08:00-18:00", "tz": "America/New_York"});
+    let hourly = json!({"id": "start", "type": "trigger", "mode": "schedule", "schedule": {"preset": "hourly", "tz": "Europe/Berlin"}});
+    let weekly = json!({"id": "start", "type": "trigger", "mode": "schedule", "schedule": {"preset": "weekly", "time": "09:00", "tz": "America/New_York"}});
+    let mut fields = vec![
+        field(agent.clone(), &["retries"], "retries", Whole(limits::AGENT_RETRIES.0, limits::AGENT_RETRIES.1)),
+        field(agent.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::AGENT_TIMEOUT_SECONDS.0, limits::AGENT_TIMEOUT_SECONDS.1)),
+        field(agent.clone(), &["max_tokens"], "max_tokens", Whole(limits::AGENT_MAX_TOKENS.0, limits::AGENT_MAX_TOKENS.1)),
+        field(approval.clone(), &["timeout_minutes"], "timeout_minutes", Whole(limits::APPROVAL_TIMEOUT_MINUTES.0, limits::APPROVAL_TIMEOUT_MINUTES.1)),
+        field(command, &["timeout_seconds"], "timeout_seconds", Whole(limits::COMMAND_TIMEOUT_SECONDS.0, limits::COMMAND_TIMEOUT_SECONDS.1)),
+        field(http.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::HTTP_TIMEOUT_SECONDS.0, limits::HTTP_TIMEOUT_SECONDS.1)),
+        field(http, &["accept"], "accept", Whole(100, 599)),
+        field(lp.clone(), &["max_items"], "max_items", Whole(limits::LOOP_MAX_ITEMS.0, limits::LOOP_MAX_ITEMS.1)),
+        field(lp, &["concurrency"], "concurrency", Whole(limits::LOOP_CONCURRENCY.0, limits::LOOP_CONCURRENCY.1)),
+        field(wait.clone(), &["seconds"], "seconds", Whole(limits::WAIT_SECONDS.0, limits::WAIT_SECONDS.1)),
+        field(wait, &["duration"], "duration", Duration(limits::WAIT_SECONDS.0, limits::WAIT_SECONDS.1)),
+        field(event, &["cooldown_seconds"], "cooldown_seconds", Whole(limits::EVENT_COOLDOWN_SECONDS.0, limits::EVENT_COOLDOWN_SECONDS.1)),
+        field(folder, &["debounce_ms"], "debounce_ms", Whole(limits::FOLDER_DEBOUNCE_MS.0, limits::FOLDER_DEBOUNCE_MS.1)),
+        field(watch.clone(), &["restart_delay_seconds"], "restart_delay_seconds", Whole(limits::WATCH_RESTART_DELAY_SECONDS.0, limits::WATCH_RESTART_DELAY_SECONDS.1)),
+        field(watch, &["dedupe_minutes"], "dedupe_minutes", Whole(limits::WATCH_DEDUPE_MINUTES.0, limits::WATCH_DEDUPE_MINUTES.1)),
+        field(heartbeat, &["every"], "every", Duration(limits::HEARTBEAT_SECONDS.0, limits::HEARTBEAT_SECONDS.1)),
+        field(hourly, &["schedule", "minute"], "schedule", Whole(0, 59)),
+        field(weekly, &["schedule", "dow"], "schedule", Whole(0, 6)),
+        // The budget is a design field; the agent beside it asks for one token.
+        field(json!({"id": "n", "type": "agent", "prompt": "p", "max_tokens": 1}), &["budget", "tokens"], "budget", Whole(limits::BUDGET_TOKENS.0, limits::BUDGET_TOKENS.1)),
+    ];
+    // Every node type carries a canvas position.
+    for node in [agent, approval, json!({"id": "n", "type": "note", "text": "t"}), json!({"id": "n", "type": "emit", "event": "ping"})] {
+        fields.push(field(node.clone(), &["x"], "x", Coordinate));
+        fields.push(field(node, &["y"], "y", Coordinate));
+    }
+    fields
+}
+
+/// A number of the whole class a JSON number can be, bounds of every limit included.
+fn any_number() -> impl Strategy<Value = Value> {
+    let mut edges: Vec<Value> = vec![json!(u64::MAX), json!(i64::MIN), json!(i64::MAX), json!(1u64 << 53), json!((1u64 << 53) + 1), json!(u64::from(u32::MAX) + 1), json!(1.5), json!(-0.0), json!(-1), json!(1e19), json!(1e308), json!(-1e308), json!(f64::MIN_POSITIVE), json!(1_000_000.5)];
+    for (lo, hi) in [
+        limits::AGENT_RETRIES, limits::AGENT_TIMEOUT_SECONDS, limits::AGENT_MAX_TOKENS, limits::BUDGET_TOKENS, limits::APPROVAL_TIMEOUT_MINUTES, limits::HTTP_TIMEOUT_SECONDS,
+        limits::LOOP_MAX_ITEMS, limits::LOOP_CONCURRENCY, limits::WAIT_SECONDS, limits::EVENT_COOLDOWN_SECONDS, limits::FOLDER_DEBOUNCE_MS,
+        limits::WATCH_RESTART_DELAY_SECONDS, limits::WATCH_DEDUPE_MINUTES, (0, 59), (0, 6), (100, 599),
+    ] {
+        edges.extend([json!(i128::from(lo) - 1), json!(lo), json!(hi), json!(i128::from(hi) + 1)]);
+    }
+    prop_oneof![
+        3 => any::<u64>().prop_map(|n| json!(n)),
+        3 => any::<i64>().prop_map(|n| json!(n)),
+        2 => any::<f64>().prop_filter("JSON numbers are finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+        3 => (0u64..100_000).prop_map(|n| json!(n)),
+        3 => prop::sample::select(edges),
+    ]
+}
+
+/// A duration string whose amount comes from the same class: `"<n><unit>"`, several units, or
+/// digits past what any integer holds.
+fn any_duration() -> impl Strategy<Value = Value> {
+    let unit = prop::sample::select(vec!["s", "m", "h"]);
+    prop_oneof![
+        (any::<u64>(), unit.clone()).prop_map(|(n, u)| json!(format!("{n}{u}"))),
+        (0u64..100_000, unit).prop_map(|(n, u)| json!(format!("{n}{u}"))),
+        (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(h, m, s)| json!(format!("{h}h{m}m{s}s"))),
+        "[0-9]{19,40}[hms]".prop_map(|s| json!(s)),
+        "-[0-9]{1,20}[hms]".prop_map(|s| json!(s)),
+    ]
+}
+
+/// Any instant a clock can report as a contract timestamp: year 0000 through 9999.
+fn any_instant() -> impl Strategy<Value = Ts> {
+    let millis = |t: Ts| t.timestamp_millis();
+    let earliest = Utc.with_ymd_and_hms(0, 1, 1, 0, 0, 0).unwrap();
+    prop_oneof![
+        (millis(earliest)..=millis(time::latest())).prop_map(|ms| chrono::DateTime::from_timestamp_millis(ms).unwrap()),
+        Just(time::latest()),
+        Just(earliest),
+        Just(Utc.with_ymd_and_hms(2026, 3, 8, 6, 59, 0).unwrap()),
+    ]
+}
+
+fn set_path(target: &mut Value, path: &[&str], value: Value) {
+    match path {
+        [] => *target = value,
+        [first, rest @ ..] => {
+            if !target.get(*first).is_some_and(Value::is_object) && !rest.is_empty() {
+                target[*first] = json!({});
+            }
+            if rest.is_empty() {
+                target[*first] = value;
+            } else {
+                set_path(&mut target[*first], rest, value);
+            }
+        }
+    }
+}
+
+/// A design holding `f` set to `value`: the field's node after a manual trigger (or as the
+/// trigger itself), then an output.
+fn design_with(f: &NumberField, value: Value) -> Value {
+    let mut node = f.node.clone();
+    let mut design = if node["type"] == "trigger" {
+        if f.path[0] != "budget" {
+            set_path(&mut node, f.path, value.clone());
+        }
+        json!({"nodes": [node, output("o")], "edges": [e("start", "o")]})
+    } else {
+        if f.path[0] != "budget" {
+            set_path(&mut node, f.path, value.clone());
+        }
+        let edges = match node["type"].as_str() {
+            Some("note") => json!([e("start", "o")]),
+            Some("loop") => json!([e("start", "n"), l("n", "o", "each")]),
+            _ => json!([e("start", "n"), e("n", "o")]),
+        };
+        json!({"nodes": [manual(), node, output("o")], "edges": edges})
+    };
+    if f.path[0] == "budget" {
+        set_path(&mut design, f.path, value);
+    }
+    design
+}
+
+/// Whether the contract allows `value` for a field (the validator may accept nothing more).
+fn allowed(allowed: Allowed, value: &Value) -> bool {
+    match allowed {
+        Allowed::Whole(lo, hi) => value.as_u64().is_some_and(|n| (lo..=hi).contains(&n)),
+        Allowed::Coordinate => value.as_f64().is_some_and(|x| x.abs() <= limits::CANVAS_COORDINATE),
+        Allowed::Duration(lo, hi) => value
+            .as_str()
+            .and_then(|s| vwf_core::schedule::parse_duration(s).ok())
+            .is_some_and(|secs| (lo..=hi).contains(&secs)),
+    }
+}
+
+/// A value the contract allows, picked by `pick`, so each field is also seen accepted.
+fn allowed_value(allowed: Allowed, pick: u64) -> Value {
+    match allowed {
+        Allowed::Whole(lo, hi) => json!(lo + pick % (hi - lo + 1)),
+        Allowed::Coordinate => json!((pick % 2_000_001) as f64 - 1_000_000.0),
+        Allowed::Duration(lo, hi) => json!(format!("{}s", lo + pick % (hi - lo + 1))),
+    }
+}
+
+/// Everything a valid design goes through after validation: compile, run at `now` to the end,
+/// settle deadlines after any time, emit, preview its schedule and heartbeat; the run reads back.
+fn exercise(design: &Value, now: Ts, agents: u8, tokens: u64) -> Result<(), TestCaseError> {
+    let parsed = Design::from_value(design).expect("a valid design parses");
+    let plan = Plan::compile("numbers", &parsed).expect("a valid design compiles");
+    let mut run = Run::start(plan, "0123456789ab", TriggerInfo::new("manual", json!({"x": 1})), now);
+    drive_everything(&mut run, now, agents, 1, tokens);
+    let _ = run.enforce_deadlines(time::latest());
+    let file = serde_json::to_value(&run).expect("a run serializes");
+    let back: Result<Run, _> = serde_json::from_value(file.clone());
+    prop_assert!(back.is_ok(), "the run cannot be read back: {:?}\n{file:#}", back.err());
+
+    let trigger = parsed.trigger().map(|t| t.raw.clone()).unwrap_or_default();
+    if let Some(cooldown) = vwf_core::events::listens(&trigger, "ping") {
+        prop_assert!(time::sub_seconds_saturating(now, cooldown) <= now);
+    }
+    if let Some(s) = trigger.get("schedule") {
+        let schedule = vwf_core::schedule::schedule_from_value(s).expect("a valid schedule reads");
+        let cron = vwf_core::schedule::to_cron(&schedule).expect("a valid schedule has a cron");
+        prop_assert!(vwf_core::schedule::next_schedule_fire(&schedule, now).is_none_or(|t| t > now), "{cron}");
+    }
+    if trigger.get("mode") == Some(&json!("heartbeat")) {
+        let hb = vwf_core::schedule::heartbeat_from_node(&trigger).expect("a valid heartbeat reads");
+        prop_assert!(hb.next_heartbeat(now, Some(now)).is_none_or(|t| t >= now));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_number_is_bounded_by_the_validator_and_panics_nothing(
+        which in any::<prop::sample::Index>(),
+        number in any_number(),
+        duration in any_duration(),
+        pick in any::<u64>(),
+        now in any_instant(),
+        agents in 0u8..3,
+        tokens in prop_oneof![Just(u64::MAX), any::<u64>(), 0u64..100],
+    ) {
+        let fields = number_fields();
+        let f = &fields[which.index(fields.len())];
+        let value = match f.allowed {
+            Allowed::Duration(..) => duration,
+            _ => number,
+        };
+        for (value, must_pass) in [(value, false), (allowed_value(f.allowed, pick), true)] {
+            let design = design_with(f, value.clone());
+            let report = validate(&design);
+            prop_assert_eq!(report.ok, report.errors.is_empty());
+            if must_pass {
+                prop_assert!(report.ok, "{} = {value} is within its range but refused: {:?}", f.path.join("."), report.errors);
+            } else if report.ok {
+                prop_assert!(allowed(f.allowed, &value), "{} = {value} is outside its range but accepted", f.path.join("."));
+            } else {
+                prop_assert!(
+                    report.errors.iter().all(|i| i.field.as_deref() == Some(f.reported_as)),
+                    "{} = {value}: errors must name {:?}: {:?}", f.path.join("."), f.reported_as, report.errors
+                );
+            }
+            if report.ok {
+                exercise(&design, now, agents, tokens)?;
+            }
+        }
+    }
 }

@@ -63,8 +63,7 @@ const RESCAN_SECONDS: i64 = 5;
 const DESIGN_REREAD_SECONDS: i64 = 10;
 /// A folder watcher that could not start (the folder is missing) is retried this often.
 const FOLDER_RETRY_SECONDS: i64 = 10;
-/// Watch commands: the longest restart delay, and how long a run must last to reset the backoff.
-const WATCH_MAX_DELAY_SECONDS: u64 = 300;
+/// Watch commands: how long a run must last to reset the restart backoff.
 const WATCH_STABLE: Duration = Duration::from_secs(60);
 /// Defaults of SPEC §10.
 const FOLDER_DEBOUNCE_DEFAULT_MS: u64 = 500;
@@ -524,9 +523,9 @@ impl<'a> Daemon<'a> {
             log(now, &format!("{design}: ignored a line that is not JSON: {}", clip(text, 200)));
             return;
         };
-        let window = TimeDelta::minutes(spec.dedupe_minutes as i64);
         if spec.dedupe_minutes > 0 {
-            watch.fired.retain(|_, at| now - *at < window && *at <= now);
+            let since = time::sub_seconds_saturating(now, spec.dedupe_minutes.saturating_mul(60));
+            watch.fired.retain(|_, at| *at > since && *at <= now);
             let key = input.to_string();
             if watch.fired.contains_key(&key) {
                 log(now, &format!("{design}: duplicate line within {} min, not fired: {}", spec.dedupe_minutes, clip(&key, 200)));
@@ -991,7 +990,7 @@ impl Supervisor {
                 }
                 std::thread::sleep(STOP_POLL);
             }
-            delay = delay.saturating_mul(2).min(WATCH_MAX_DELAY_SECONDS.max(self.base_delay));
+            delay = delay.saturating_mul(2).min(vwf_core::limits::WATCH_RESTART_DELAY_SECONDS.1.max(self.base_delay));
         }
     }
 

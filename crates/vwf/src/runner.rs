@@ -114,7 +114,7 @@ impl Runner<'_> {
             let Some(cooldown) = Design::from_value(&graph).ok().and_then(|d| d.trigger().and_then(|t| events::listens(&t.raw, event))) else {
                 continue;
             };
-            if cooldown > 0 && self.fired_within(&name, now - chrono::Duration::seconds(cooldown as i64))? {
+            if cooldown > 0 && self.fired_within(&name, vwf_core::time::sub_seconds_saturating(now, cooldown))? {
                 emission.skipped.push((name.to_string(), format!("cooling down ({cooldown} s)")));
                 continue;
             }

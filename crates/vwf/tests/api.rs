@@ -585,6 +585,37 @@ fn events_start_listening_designs() {
     snap("event_bad_name", &home, &server, s, &b);
 }
 
+#[test]
+fn an_event_cooldown_out_of_range_is_refused_at_save_and_never_a_500_at_post_events() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let with_cooldown = |cooldown: Value| {
+        let mut design = listener();
+        design["nodes"][0]["cooldown_seconds"] = cooldown;
+        design
+    };
+    let bad = [json!(u64::MAX), json!(i64::MAX), json!(1u64 << 62), json!(vwf_core::limits::EVENT_COOLDOWN_SECONDS.1 + 1), json!(-1), json!(1e300)];
+    for cooldown in &bad {
+        let (s, b) = server.post("/designs/calm", json!({"graph": with_cooldown(cooldown.clone())}));
+        assert_eq!((s, &b["ok"]), (200, &json!(false)), "{cooldown}: a design problem is a 200 whose body describes it: {b}");
+        assert!(b["errors"].as_array().is_some_and(|e| e.iter().any(|i| i["field"] == "cooldown_seconds")), "{b}");
+    }
+    assert!(!home.path().join("workflow-designs/calm.json").exists(), "a refused save writes nothing");
+    // Designs saved before the bound existed: the event skips them, naming the field.
+    std::fs::create_dir_all(home.path().join("workflow-designs")).expect("designs folder");
+    for (i, cooldown) in bad.iter().enumerate() {
+        let path = home.path().join(format!("workflow-designs/old-{i}.json"));
+        std::fs::write(path, with_cooldown(cooldown.clone()).to_string()).expect("write an old design");
+    }
+    for _ in 0..2 {
+        let (s, b) = server.post("/events/ping", json!({"payload": {"n": 1}}));
+        assert_eq!((s, &b["runs"]), (200, &json!([])), "{b}");
+        let skipped = b["skipped"].as_array().expect("skipped");
+        assert_eq!(skipped.len(), bad.len(), "{b}");
+        assert!(skipped.iter().all(|e| e["reason"].as_str().is_some_and(|r| r.contains("cooldown_seconds"))), "{b}");
+    }
+}
+
 // ---- schedules ----
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 
 use common::{Home, later, snapshot};
 use serde_json::{Value, json};
-use vwf_core::limits::EVENT_DEPTH;
+use vwf_core::limits::{EVENT_COOLDOWN_SECONDS, EVENT_DEPTH};
 
 /// A design started by `sources`, whose output repeats the event's payload.
 fn listener(sources: &[&str], extra: Value) -> Value {
@@ -128,6 +128,59 @@ fn cooldown_skips_a_second_event_within_the_window() {
     let (_, third) = home.json_at(&later(t0, 3), &["emit", "ping"]);
     assert_eq!(designs_of(&third["runs"]), vec!["calm"], "after the window the design starts again");
     assert_eq!(all_runs(&home).len(), 2);
+}
+
+/// Cooldowns no validator bounds: huge, negative, fractional, past the top of the range.
+fn out_of_range_cooldowns() -> Vec<Value> {
+    let top = EVENT_COOLDOWN_SECONDS.1;
+    vec![json!(u64::MAX), json!(i64::MAX), json!(1u64 << 62), json!(top + 1), json!(-1), json!(i64::MIN), json!(1.5), json!(1e300), json!("60")]
+}
+
+#[test]
+fn a_cooldown_out_of_range_is_refused_at_save_and_never_breaks_an_emit() {
+    let home = Home::new();
+    let before = snapshot(&home);
+    for bad in out_of_range_cooldowns() {
+        let design = listener(&["ping"], json!({"cooldown_seconds": bad}));
+        let (code, body) = home.json(&["save", "calm", &design.to_string()]);
+        assert_eq!(code, 5, "cooldown {bad}: a design with errors is refused: {body}");
+        let errors = body["errors"].as_array().expect("errors");
+        assert!(errors.iter().any(|e| e["field"] == "cooldown_seconds" && e["message"].as_str().is_some_and(|m| m.contains("from 0 to"))), "{body}");
+    }
+    assert_eq!(snapshot(&home), before, "a refused save writes nothing");
+
+    // The top of the range works: the event starts the design, then it cools down that long.
+    let top = EVENT_COOLDOWN_SECONDS.1;
+    home.save("calm", &listener(&["ping"], json!({"cooldown_seconds": top})));
+    let t0 = "2026-06-03T10:00:00Z";
+    let (code, first) = home.json_at(t0, &["emit", "ping"]);
+    assert_eq!((code, designs_of(&first["runs"])), (0, vec!["calm".to_string()]), "{first}");
+    let almost = later(t0, (top / 60) as i64 - 1);
+    let (code, second) = home.json_at(&almost, &["emit", "ping"]);
+    assert_eq!((code, &second["runs"]), (0, &json!([])), "{second}");
+    let (_, third) = home.json_at(&later(t0, (top / 60) as i64 + 1), &["emit", "ping"]);
+    assert_eq!(designs_of(&third["runs"]), vec!["calm"], "{third}");
+
+    // Designs written before the bound existed sit in the store as they were saved: an event
+    // skips each with the validator's verdict, through `vwf emit` and through an emit step.
+    let designs = home.path().join("workflow-designs");
+    for (i, bad) in out_of_range_cooldowns().into_iter().enumerate() {
+        let design = listener(&["ping"], json!({"cooldown_seconds": bad}));
+        std::fs::write(designs.join(format!("old-{i}.json")), design.to_string()).expect("write an old design");
+    }
+    let t1 = later(t0, (top / 60) as i64 + 2);
+    let (code, body) = home.json_at(&t1, &["emit", "ping"]);
+    assert_eq!(code, 0, "{body}");
+    let skipped = body["skipped"].as_array().expect("skipped");
+    for i in 0..out_of_range_cooldowns().len() {
+        let entry = skipped.iter().find(|s| s["design"] == format!("old-{i}")).unwrap_or_else(|| panic!("old-{i} not skipped: {body}"));
+        assert!(entry["reason"].as_str().is_some_and(|r| r.contains("cooldown_seconds")), "{entry}");
+    }
+    home.save("emitter", &emitter(None, "ping"));
+    let (code, run) = home.json_at(&later(&t1, 1), &["run", "emitter"]);
+    assert_eq!((code, &run["status"]), (0, &json!("done")), "{run}");
+    let started: Vec<String> = run["outputs"]["e"]["runs"].as_array().expect("runs").iter().map(|id| home.json(&["show", id.as_str().unwrap_or("")]).1["design"].as_str().unwrap_or("").to_string()).collect();
+    assert!(started.iter().all(|d| d == "calm"), "only the valid design may start: {started:?}");
 }
 
 #[test]
