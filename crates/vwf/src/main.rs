@@ -275,10 +275,15 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
             }
             let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
-            for run in runner.resume_due(RESUME_SCAN)? {
-                if !json {
-                    eprintln!("resumed run {} of {} after its wait: {}", run.run_id, run.design, run.status.as_str().replace('_', " "));
+            // Looking for due waits is a courtesy: a listing that fails must not stop this run.
+            match runner.resume_due(RESUME_SCAN) {
+                Ok(resumed) if !json => {
+                    for run in resumed {
+                        eprintln!("resumed run {} of {} after its wait: {}", run.run_id, run.design, run.status.as_str().replace('_', " "));
+                    }
                 }
+                Ok(_) => {}
+                Err(e) => eprintln!("warning: cannot look for runs whose wait is due: {e}"),
             }
             let input = match input {
                 Some(text) => parse_json(&read_arg(text)?, "--input")?,

@@ -108,3 +108,137 @@ fn json_that_is_not_a_run_lists_as_an_unreadable_run_everywhere() {
         assert!(body["error"].as_str().expect("error").contains(id.as_str()), "{body}");
     }
 }
+
+// ---- a damaged run index ----
+
+/// Five runs started a minute apart (so their `created_at` order is the index order), oldest
+/// first, and the index they left.
+fn five_runs(home: &Home) -> (Vec<String>, Vec<u8>) {
+    home.save("hello", &hello());
+    let ids: Vec<String> = (0..5)
+        .map(|i| {
+            let now = common::later("2026-11-29T09:00:00Z", i);
+            let (code, run) = home.json_at(&now, &["run", "hello", "--input", r#"{"who": "x"}"#]);
+            assert_eq!(code, 0, "{run}");
+            run["run_id"].as_str().expect("run_id").to_string()
+        })
+        .collect();
+    let index = std::fs::read(home.runs_dir().join(".index")).expect("the index");
+    (ids, index)
+}
+
+/// `vwf runs --json`: (exit code, ids newest first, standard error).
+fn list_with_stderr(home: &Home) -> (i32, Vec<String>, String) {
+    let out = home.vwf().args(["--json", "runs", "--limit", "100"]).output().expect("run vwf");
+    let body = common::parse(&out);
+    let ids = body["runs"].as_array().map(|runs| runs.iter().map(|r| r["run_id"].as_str().unwrap_or_default().to_string()).collect()).unwrap_or_default();
+    (common::code(&out), ids, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Every kind of damage to an index of five runs: each leaves an index from which a listing
+/// shows all five runs, newest first, and says on standard error what it found and did.
+#[test]
+fn a_damaged_run_index_never_hides_a_run() {
+    let home = Home::new();
+    let (ids, index) = five_runs(&home);
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    let path = home.runs_dir().join(".index");
+    let lines: Vec<&[u8]> = index.split_inclusive(|&b| b == b'\n').collect();
+    assert_eq!(lines.len(), 6, "a header and five lines: {:?}", String::from_utf8_lossy(&index));
+
+    // (name, damaged bytes, whether the damage must be reported)
+    let mut cases: Vec<(String, Vec<u8>, bool)> = Vec::new();
+    for len in 0..index.len() {
+        cases.push((format!("truncated to {len} bytes"), index[..len].to_vec(), true));
+    }
+    let mut seed = 0x5eed_1dea_u64;
+    for at in 0..index.len() {
+        for _ in 0..2 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let mut bad = index.clone();
+            let byte = (seed % 255) as u8;
+            bad[at] = if byte == index[at] { byte.wrapping_add(1) } else { byte };
+            cases.push((format!("byte {at} set to {:#04x}", bad[at]), bad, true));
+        }
+    }
+    for (i, line) in lines.iter().enumerate() {
+        let mut doubled = lines.clone();
+        doubled.insert(i, line);
+        cases.push((format!("line {i} repeated"), doubled.concat(), true));
+        let mut dropped = lines.clone();
+        dropped.remove(i);
+        cases.push((format!("line {i} removed"), dropped.concat(), true));
+        let mut swapped = lines.clone();
+        swapped[i] = lines[(i % 5) + 1];
+        if swapped != lines {
+            cases.push((format!("line {i} overwritten by another"), swapped.concat(), true));
+        }
+    }
+    cases.push(("every line twice".into(), [index.as_slice(), &index[lines[0].len()..]].concat(), true));
+    cases.push(("the first version's format (bare ids)".into(), ids.iter().map(|id| format!("{id}\n")).collect::<String>().into_bytes(), true));
+    cases.push(("random bytes".into(), (0..index.len()).map(|i| (i * 7 + 3) as u8).collect(), true));
+
+    for (name, bytes, reported) in &cases {
+        std::fs::write(&path, bytes).expect("damage the index");
+        let (code, listed, stderr) = list_with_stderr(&home);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert_eq!(&listed, &newest_first, "{name}: {stderr}");
+        if *reported {
+            assert!(stderr.contains("workflow-runs/.index") && stderr.contains("rebuilt it from the 5 run files"), "{name}: {stderr:?}");
+        }
+        // Repaired: the next listing has nothing to say.
+        let (code, listed, stderr) = list_with_stderr(&home);
+        assert_eq!((code, &listed), (0, &newest_first), "{name}, listed again: {stderr}");
+        assert!(!stderr.contains("warning"), "{name}: the rebuilt index is damaged too: {stderr}");
+    }
+    eprintln!("{} kinds of damage to a {}-byte index", cases.len(), index.len());
+
+    // Lines for runs whose file is gone are no damage: those runs are forgotten.
+    std::fs::write(&path, &index).expect("restore the index");
+    std::fs::remove_file(home.runs_dir().join(format!("{}.json", ids[2]))).expect("delete a run");
+    let (code, listed, stderr) = list_with_stderr(&home);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(listed, [ids[4].clone(), ids[3].clone(), ids[1].clone(), ids[0].clone()], "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+#[test]
+fn an_index_or_lock_that_is_a_directory_hides_no_run_and_stops_no_run() {
+    let home = Home::new();
+    let (ids, _) = five_runs(&home);
+    for (runs, name) in [(5, ".index"), (6, ".index.lock")] {
+        let path = home.runs_dir().join(name);
+        let _ = std::fs::remove_file(&path);
+        std::fs::create_dir(&path).expect("a directory in the way");
+        std::fs::write(path.join("inside"), "x").expect("a file inside it");
+
+        let (code, listed, stderr) = list_with_stderr(&home);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert_eq!(listed.len(), runs, "{name}: {listed:?} {stderr}");
+        assert!(stderr.contains(&format!("workflow-runs/{name}")) && stderr.contains("is a directory"), "{name}: {stderr:?}");
+
+        // Running goes on, says which file is in the way, and the new run is listed.
+        let out = home.vwf().args(["--json", "run", "hello", "--input", r#"{"who": "y"}"#]).output().expect("run vwf");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(common::code(&out), 0, "{name}: {stderr}");
+        assert!(stderr.contains(&format!("workflow-runs/{name}")), "{name}: {stderr:?}");
+        let new = common::parse(&out)["run_id"].as_str().expect("run_id").to_string();
+        let (_, listed, _) = list_with_stderr(&home);
+        assert_eq!(listed.first(), Some(&new), "{name}: the new run is the newest");
+        std::fs::remove_dir_all(&path).expect("clear the way");
+    }
+    let (code, listed, stderr) = list_with_stderr(&home);
+    assert_eq!((code, listed.len()), (0, 7), "{stderr}");
+    assert!(ids.iter().all(|id| listed.contains(id)));
+
+    // A run lock that is a directory is an error that names it.
+    let run = ids[0].clone();
+    let lock = home.runs_dir().join(".locks").join(format!("{run}.lock"));
+    std::fs::remove_file(&lock).expect("the run's lock file");
+    std::fs::create_dir(&lock).expect("a directory in its place");
+    let (code, body) = home.json(&["run", "retry", &run]);
+    assert_eq!(code, 70, "{body}");
+    assert!(body["error"].as_str().expect("error").contains(&format!("workflow-runs/.locks/{run}.lock")), "{body}");
+}

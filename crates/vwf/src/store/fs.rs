@@ -22,7 +22,6 @@
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -162,17 +161,30 @@ impl Store for FileStore {
         create_dir(&dir)?;
         let path = self.run_path(id);
         let is_new = !path.try_exists().map_err(|e| io_error("read", &path, e))?;
+        let mut unindexed = false;
         if is_new {
             // Index first: a crash in between leaves an index line without a file (skipped),
             // never a run that the listing cannot find.
-            let index_path = dir.join(index::INDEX_FILE);
-            index::append(&dir, id).map_err(|e| io_error("write", &index_path, e))?;
+            match index::append(&dir, id) {
+                Ok(()) => {}
+                // An index or index lock that is a directory is damage every listing sees (and
+                // then reads the run files), so the run goes on without its line.
+                Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+                    index::warn(&format!("run {id} was not added to the run index: {e}; listings read every run file until `vwf doctor --fix` repairs it"));
+                    unindexed = true;
+                }
+                Err(e) => return Err(StoreError::Io(format!("cannot add run {id} to the run index: {e}"))),
+            }
         }
         let mut bytes = Vec::with_capacity(json.len() + 1);
         bytes.extend_from_slice(json);
         bytes.push(b'\n');
         // Runs are written under their lock (see `Store::lock_run`).
-        atomic_write_locked(&path, &bytes).map_err(|e| io_error("write", &path, e))
+        atomic_write_locked(&path, &bytes).map_err(|e| io_error("write", &path, e))?;
+        if unindexed {
+            index::forget(&dir);
+        }
+        Ok(())
     }
 
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
@@ -193,24 +205,19 @@ impl Store for FileStore {
             return Ok(entries);
         }
         let dir = self.runs_dir();
-        index::newest_first(&dir, |id| {
+        let newest = index::newest(&dir, limit).map_err(|e| StoreError::Io(format!("cannot list runs: {e}")))?;
+        if let Some(note) = &newest.note {
+            index::warn(note);
+        }
+        for id in newest.ids {
             let run = match self.read_run(&id) {
                 Ok(run) => Ok(run),
-                // Deleting a run file forgets the run.
-                Err(StoreError::NotFound(_)) => return ControlFlow::Continue(()),
+                // Deleted since the listing saw it: deleting a run file forgets the run.
+                Err(StoreError::NotFound(_)) => continue,
                 Err(e) => Err(e.to_string()),
             };
-            entries.push(RunEntry {
-                id: id.to_string(),
-                run,
-            });
-            if entries.len() >= limit {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        })
-        .map_err(|e| io_error("list runs in", &dir, e))?;
+            entries.push(RunEntry { id: id.to_string(), run });
+        }
         Ok(entries)
     }
 
@@ -589,10 +596,8 @@ mod tests {
             "00000000000b",
         ];
         assert_eq!(listed_ids(&store, 10), expected);
-        assert_eq!(
-            fs::read_to_string(dir.join(".index")).unwrap(),
-            "00000000000b\n00000000000c\n00000000000a\n00000000000d\n"
-        );
+        let indexed: Vec<String> = index::salvage(&dir).iter().map(ToString::to_string).collect();
+        assert_eq!(indexed, ["00000000000b", "00000000000c", "00000000000a", "00000000000d"]);
         assert_eq!(listed_ids(&store, 2), expected[..2]);
 
         // A first write into a copied-in store without an index keeps the old runs listed.

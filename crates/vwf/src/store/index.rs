@@ -1,152 +1,311 @@
-//! The run listing index of the file store: `workflow-runs/.index`, one `<run_id>\n` line per run,
-//! appended when a run id is first written, so the newest runs are at the end of the file.
+//! The run listing index of the file store: `workflow-runs/.index`, so that listing the newest
+//! runs costs the same with ten runs or a hundred thousand.
 //!
-//! Listing reads the file backwards in chunks and stops as soon as the caller has enough, so
-//! `list_runs(20)` costs one chunk read however long the history is. The index is a hint, the
-//! run files are the truth: a line whose run file is gone is skipped by the caller (deleting a
-//! run file forgets the run), a repeated id counts once (newest position wins), and a line that
-//! is not a run id (a torn write, garbage) is skipped. A missing index is rebuilt from the
-//! run files, ordered by their `created_at` (else their mtime). Appends and rebuilds take
-//! `workflow-runs/.index.lock`, so a rebuild never replaces the file under an append.
+//! ```text
+//! vwf-runs 1 000000000005 1f2e3d4c      header: how many lines were added, and its check
+//! d7b493cae249 a1b2c3d4                 one fixed-width line per run, in order of first write
+//! ```
+//!
+//! Every line (header included) ends with the first 4 bytes of the SHA-256 of the rest of the
+//! line, in hex. A run's line is appended when the run is first written, then the header's count
+//! is raised, both under `workflow-runs/.index.lock`; so at any moment the file holds at least as
+//! many lines as its header counts, and never a repeated id.
+//!
+//! The index is a hint, the run files are the truth. Listing reads the header and the tail of
+//! the file only, and treats as damage whatever the appends cannot leave behind: an empty or
+//! missing file with runs beside it, a directory, a bad header, fewer lines than counted (a
+//! truncation), a partial or garbled line, a repeated id, or an index lock that is a directory
+//! (appends cannot happen, so runs may be missing). Damage is repaired by a rebuild from the run
+//! files (ordered by `created_at`, else mtime, ties by their old position), written back when
+//! the store can be written, and reported in words. Lines whose run has no file are kept (a run
+//! in flight appends its line before its first file; a deleted run is skipped by listings):
+//! only `vwf doctor --fix` and server/daemon start drop them, once nobody holds that run's lock.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::ops::ControlFlow;
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use vwf_core::names::RunId;
 
 use super::fs::atomic_write;
 
 pub(super) const INDEX_FILE: &str = ".index";
-const INDEX_LOCK_FILE: &str = ".index.lock";
-const CHUNK: usize = 64 * 1024;
+pub(super) const INDEX_LOCK_FILE: &str = ".index.lock";
+const MAGIC: &str = "vwf-runs 1";
+const CHECK_LEN: usize = 8;
+/// `vwf-runs 1 <count: 12 hex> <check>\n`
+const HEADER_LEN: usize = MAGIC.len() + 1 + 12 + 1 + CHECK_LEN + 1;
+/// `<run id> <check>\n`
+const LINE_LEN: usize = RunId::LEN + 1 + CHECK_LEN + 1;
+/// Lines read per backward step: 64 KiB.
+const BLOCK_LINES: u64 = 64 * 1024 / LINE_LEN as u64;
 
-/// Appends `id` as the newest run of the index in `dir` (creating the index from the run files
-/// first if it is missing): one `write` of the line under the index lock, then `fdatasync` after
-/// the lock is released, so appenders queue only for the write and their syncs can share a
-/// journal commit.
-pub(super) fn append(dir: &Path, id: &RunId) -> io::Result<()> {
-    let file = append_line(dir, id)?;
-    file.sync_data()
+/// What a listing found wrong with the index (the run files are fine).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Damage {
+    Missing,
+    Empty,
+    Directory,
+    LockDirectory,
+    Unreadable(String),
+    Header,
+    Torn,
+    Short { lines: u64, count: u64 },
+    BadLine(u64),
+    Repeated(RunId),
 }
 
-fn append_line(dir: &Path, id: &RunId) -> io::Result<File> {
-    let _lock = lock_index(dir)?;
-    let path = dir.join(INDEX_FILE);
-    if !path.try_exists()? {
-        let ids = scan(dir)?;
-        write_index(dir, &ids)?;
-    }
-    let mut file = OpenOptions::new().read(true).append(true).open(&path)?;
-    let len = file.metadata()?.len();
-    let mut line = Vec::with_capacity(RunId::LEN + 2);
-    if len > 0 {
-        // A line torn by a crash would swallow ours: start on a fresh line.
-        let mut last = [0u8];
-        file.seek(SeekFrom::Start(len - 1))?;
-        file.read_exact(&mut last)?;
-        if last[0] != b'\n' {
-            line.push(b'\n');
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Damage::Missing => write!(f, "is missing"),
+            Damage::Empty => write!(f, "is empty"),
+            Damage::Directory => write!(f, "is a directory, not a file"),
+            Damage::LockDirectory => write!(f, "cannot be kept up to date: {INDEX_LOCK_FILE} is a directory, not a file"),
+            Damage::Unreadable(e) => write!(f, "cannot be read ({e})"),
+            Damage::Header => write!(f, "has no valid header (garbled, or written by an older version)"),
+            Damage::Torn => write!(f, "ends in a partial line (truncated)"),
+            Damage::Short { lines, count } => write!(f, "has {lines} lines but {count} were added (truncated)"),
+            Damage::BadLine(n) => write!(f, "line {n} is garbled"),
+            Damage::Repeated(id) => write!(f, "lists run {id} twice"),
         }
     }
-    line.extend_from_slice(id.as_str().as_bytes());
-    line.push(b'\n');
-    file.write_all(&line)?;
-    Ok(file)
 }
 
-/// Calls `visit` with each run id of the index in `dir`, newest first, each id once, until it
-/// breaks. A missing directory lists nothing; a missing index is rebuilt first (and written
-/// back when possible, so the scan happens once).
-pub(super) fn newest_first(
-    dir: &Path,
-    mut visit: impl FnMut(RunId) -> ControlFlow<()>,
-) -> io::Result<()> {
-    let mut seen = HashSet::new();
-    let mut visit_line = |line: &[u8]| {
-        let Some(id) = parse_line(line) else {
-            return ControlFlow::Continue(());
-        };
-        if seen.insert(id.clone()) {
-            visit(id)
-        } else {
-            ControlFlow::Continue(())
-        }
+/// The newest run ids of a listing, and what was done about a damaged index.
+#[derive(Debug, Default)]
+pub(super) struct Newest {
+    pub ids: Vec<RunId>,
+    /// A sentence for the user when the index was damaged (what was wrong, what was done).
+    pub note: Option<String>,
+}
+
+/// Up to `want` run ids with a run file in `dir`, newest first. A damaged index is rebuilt (see
+/// the module doc), so a listing never hides a run; a missing directory lists nothing.
+pub(super) fn newest(dir: &Path, want: usize) -> io::Result<Newest> {
+    if !dir.try_exists()? {
+        return Ok(Newest::default());
+    }
+    let damage = match read_newest(dir, want) {
+        Ok(ids) => return Ok(Newest { ids, note: None }),
+        Err(damage) => damage,
     };
-    match File::open(dir.join(INDEX_FILE)) {
-        Ok(file) => read_lines_backwards(file, visit_line),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            for id in rebuild_for_reading(dir)?.iter().rev() {
-                if visit_line(id.as_str().as_bytes()).is_break() {
+    if matches!(damage, Damage::Missing | Damage::Empty) && !has_run_files(dir)? {
+        return Ok(Newest::default()); // a store without runs yet
+    }
+    let lock = lock_index(dir);
+    let rebuilt = rebuild(dir, lock.as_ref())?;
+    let ids = rebuilt.ids.iter().rev().filter(|id| has_file(dir, id)).take(want).cloned().collect();
+    Ok(Newest { ids, note: Some(rebuilt.note(&damage)) })
+}
+
+/// Removes the index of `dir` after a run was written without its line because the index lock
+/// is a directory: nobody can append or rebuild meanwhile, and once the lock is repaired the
+/// first listing rebuilds the index with that run in it. (An index that is itself a directory
+/// stays: listings see it and read the run files.)
+pub(super) fn forget(dir: &Path) {
+    let _ = fs::remove_file(dir.join(INDEX_FILE));
+}
+
+/// Every id of the index in `dir` (oldest first) that parses, for checks and repairs that then
+/// compare it with the run files.
+pub(super) fn salvage(dir: &Path) -> Vec<RunId> {
+    let Ok(bytes) = fs::read(dir.join(INDEX_FILE)) else { return Vec::new() };
+    let mut ids = Vec::new();
+    for line in bytes.split(|&b| b == b'\n') {
+        let mut full = line.to_vec();
+        full.push(b'\n');
+        // Lines of the first version of the index held the bare id.
+        if let Some(id) = parse_line(&full).or_else(|| std::str::from_utf8(line).ok().and_then(|s| RunId::parse(s).ok())) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+fn read_newest(dir: &Path, want: usize) -> Result<Vec<RunId>, Damage> {
+    let lock = fs::symlink_metadata(dir.join(INDEX_LOCK_FILE));
+    if lock.is_ok_and(|m| m.is_dir()) {
+        return Err(Damage::LockDirectory);
+    }
+    let unreadable = |e: io::Error| Damage::Unreadable(e.to_string());
+    let file = match File::open(dir.join(INDEX_FILE)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Damage::Missing),
+        Err(e) => return Err(unreadable(e)),
+    };
+    let lines = counted_lines(&file)?;
+    let mut seen = HashSet::new();
+    let mut ids = Vec::new();
+    let mut end = lines;
+    let mut block = Vec::new();
+    while end > 0 && ids.len() < want {
+        let start = end.saturating_sub(BLOCK_LINES);
+        block.resize(usize::try_from(end - start).unwrap_or(0) * LINE_LEN, 0);
+        file.read_exact_at(&mut block, HEADER_LEN as u64 + start * LINE_LEN as u64).map_err(unreadable)?;
+        for (i, line) in block.chunks_exact(LINE_LEN).enumerate().rev() {
+            let number = start + i as u64 + 2; // 1-based, after the header
+            let id = parse_line(line).ok_or(Damage::BadLine(number))?;
+            if !seen.insert(id.clone()) {
+                return Err(Damage::Repeated(id));
+            }
+            if has_file(dir, &id) {
+                ids.push(id);
+                if ids.len() >= want {
                     break;
                 }
             }
-            Ok(())
         }
-        Err(e) => Err(e),
-    }
-}
-
-/// The run ids of `dir` in index order (oldest first), from a scan when the index is missing.
-fn rebuild_for_reading(dir: &Path) -> io::Result<Vec<RunId>> {
-    if !dir.try_exists()? {
-        return Ok(Vec::new());
-    }
-    let Ok(_lock) = lock_index(dir) else {
-        // A read-only store can still be listed, it just is scanned every time.
-        return scan(dir);
-    };
-    match File::open(dir.join(INDEX_FILE)) {
-        Ok(file) => {
-            // Someone rebuilt it meanwhile: read theirs (it may hold appends made since).
-            let mut ids = Vec::new();
-            read_lines_backwards(file, |line| {
-                ids.extend(parse_line(line));
-                ControlFlow::Continue(())
-            })?;
-            ids.reverse();
-            return Ok(ids);
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    let ids = scan(dir)?;
-    if !ids.is_empty() {
-        // Best effort: listing must work even where the index cannot be written.
-        let _ = write_index(dir, &ids);
+        end = start;
     }
     Ok(ids)
 }
 
-fn write_index(dir: &Path, ids: &[RunId]) -> io::Result<()> {
-    let mut text = String::with_capacity(ids.len() * (RunId::LEN + 1));
-    for id in ids {
-        text.push_str(id.as_str());
-        text.push('\n');
+/// The number of lines of an index whose header and length agree; the header is read before
+/// the length, so appends made meanwhile only add lines.
+fn counted_lines(file: &File) -> Result<u64, Damage> {
+    let unreadable = |e: io::Error| Damage::Unreadable(e.to_string());
+    let meta = file.metadata().map_err(unreadable)?;
+    if meta.is_dir() {
+        return Err(Damage::Directory);
     }
-    atomic_write(&dir.join(INDEX_FILE), text.as_bytes())
+    if meta.len() == 0 {
+        return Err(Damage::Empty);
+    }
+    let mut header = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut header, 0).map_err(|_| Damage::Header)?;
+    let count = parse_header(&header).ok_or(Damage::Header)?;
+    let body = file.metadata().map_err(unreadable)?.len() - HEADER_LEN as u64;
+    if !body.is_multiple_of(LINE_LEN as u64) {
+        return Err(Damage::Torn);
+    }
+    let lines = body / LINE_LEN as u64;
+    if lines < count {
+        return Err(Damage::Short { lines, count });
+    }
+    Ok(lines)
 }
 
-/// Exclusive lock on the index, released when the returned file is closed.
-fn lock_index(dir: &Path) -> io::Result<File> {
-    let file = super::fs::lock_file(&dir.join(INDEX_LOCK_FILE))?;
-    file.lock()?;
+/// Appends `id` as the newest run of the index in `dir`: one write of the line, then the header's
+/// count, under the index lock, and `fdatasync` after the lock is released (so appenders queue
+/// only for the writes and their syncs can share a journal commit). A missing or damaged index is
+/// rebuilt first. Errors name the file they concern.
+pub(super) fn append(dir: &Path, id: &RunId) -> io::Result<()> {
+    let file = append_line(dir, id)?;
+    file.sync_data().map_err(|e| at(&dir.join(INDEX_FILE), e))
+}
+
+fn append_line(dir: &Path, id: &RunId) -> io::Result<File> {
+    let lock = lock_index(dir)?;
+    let path = dir.join(INDEX_FILE);
+    let lines = match File::open(&path).map_err(|e| Damage::Unreadable(e.to_string())).and_then(|f| counted_lines(&f)) {
+        Ok(lines) => lines,
+        Err(damage) => {
+            let rebuilt = rebuild(dir, Ok(&lock))?;
+            if let Err(e) = rebuilt.saved {
+                return Err(io::Error::new(e.kind(), format!("the run index {damage} and could not be rebuilt: {e}")));
+            }
+            rebuilt.ids.len() as u64
+        }
+    };
+    let file = OpenOptions::new().read(true).write(true).open(&path).map_err(|e| at(&path, e))?;
+    let offset = HEADER_LEN as u64 + lines * LINE_LEN as u64;
+    file.write_all_at(line(id).as_bytes(), offset).map_err(|e| at(&path, e))?;
+    file.write_all_at(header(lines + 1).as_bytes(), 0).map_err(|e| at(&path, e))?;
     Ok(file)
 }
 
-/// Every `<run_id>.json` file of `dir`, ordered by `created_at` (else mtime), then by id.
-fn scan(dir: &Path) -> io::Result<Vec<RunId>> {
+/// The index made again from the run files, and whether it could be saved.
+struct Rebuilt {
+    /// Oldest first.
+    ids: Vec<RunId>,
+    runs: usize,
+    saved: io::Result<()>,
+}
+
+impl Rebuilt {
+    fn note(&self, damage: &Damage) -> String {
+        let what = match &self.saved {
+            Ok(()) => format!("rebuilt it from the {} run files", self.runs),
+            Err(e) => format!("listed the {} run files instead; the index could not be rewritten ({e}); `vwf doctor --fix` repairs it", self.runs),
+        };
+        format!("the run index (workflow-runs/{INDEX_FILE}) {damage}: {what}")
+    }
+}
+
+/// Rebuilds the index of `dir` under its `lock`. Without the lock (a read-only store, a lock
+/// path that is a directory) the order is computed but not saved.
+fn rebuild(dir: &Path, lock: Result<&IndexLock, &io::Error>) -> io::Result<Rebuilt> {
+    // Read under the lock, so lines appended meanwhile are kept.
+    let old = salvage(dir);
+    let (ids, runs) = order(dir, &old)?;
+    let saved = match lock {
+        Ok(_) => write_index(dir, &ids),
+        Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+    };
+    Ok(Rebuilt { ids, runs, saved })
+}
+
+/// Every run file of `dir` ordered by `created_at` (else mtime), ties by position in `old`, then
+/// id; then the ids of `old` that have no file (runs in flight, deleted runs), in their order.
+fn order(dir: &Path, old: &[RunId]) -> io::Result<(Vec<RunId>, usize)> {
+    let position: HashMap<&RunId, usize> = old.iter().enumerate().map(|(i, id)| (id, i)).collect();
+    let mut runs: Vec<_> = scan(dir)?.into_iter().map(|(at, id)| (at, position.get(&id).copied().unwrap_or(usize::MAX), id)).collect();
+    runs.sort();
+    let count = runs.len();
+    let mut seen: HashSet<RunId> = HashSet::new();
+    let mut ids: Vec<RunId> = Vec::with_capacity(runs.len());
+    for (_, _, id) in runs {
+        seen.insert(id.clone());
+        ids.push(id);
+    }
+    for id in old {
+        if seen.insert(id.clone()) {
+            ids.push(id.clone());
+        }
+    }
+    Ok((ids, count))
+}
+
+/// Replaces the index of `dir` by `ids` (oldest first). The caller holds the index lock.
+pub(super) fn write_index(dir: &Path, ids: &[RunId]) -> io::Result<()> {
+    let mut text = String::with_capacity(HEADER_LEN + ids.len() * LINE_LEN);
+    text.push_str(&header(ids.len() as u64));
+    for id in ids {
+        text.push_str(&line(id));
+    }
+    let path = dir.join(INDEX_FILE);
+    atomic_write(&path, text.as_bytes()).map_err(|e| at(&path, e))
+}
+
+/// The exclusive lock on the index of `dir`, held until the value drops.
+pub(super) struct IndexLock {
+    _file: File,
+}
+
+pub(super) fn lock_index(dir: &Path) -> io::Result<IndexLock> {
+    let path = dir.join(INDEX_LOCK_FILE);
+    let file = super::fs::lock_file(&path).map_err(|e| at(&path, e))?;
+    file.lock().map_err(|e| at(&path, e))?;
+    Ok(IndexLock { _file: file })
+}
+
+/// Every `<run_id>.json` file of `dir` with its `created_at` (else mtime).
+fn scan(dir: &Path) -> io::Result<Vec<(DateTime<Utc>, RunId)>> {
     #[derive(Deserialize)]
     struct Created {
         created_at: Option<String>,
     }
     let mut runs = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
+    for entry in fs::read_dir(dir).map_err(|e| at(dir, e))? {
+        let entry = entry.map_err(|e| at(dir, e))?;
         let name = entry.file_name();
         let Some(id) = name.to_str().and_then(run_id_of_file_name) else {
             continue;
@@ -164,133 +323,145 @@ fn scan(dir: &Path) -> io::Result<Vec<RunId>> {
             .and_then(|c| c.created_at)
             .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
             .map(|t| t.with_timezone(&Utc));
-        let at = created
-            .or_else(|| meta.modified().ok().map(DateTime::<Utc>::from))
-            .unwrap_or_default();
+        let at = created.or_else(|| meta.modified().ok().map(DateTime::<Utc>::from)).unwrap_or_default();
         runs.push((at, id));
     }
-    runs.sort();
-    Ok(runs.into_iter().map(|(_, id)| id).collect())
+    Ok(runs)
 }
 
-/// A line of the index → its run id; a torn or garbage line → `None`.
-fn parse_line(line: &[u8]) -> Option<RunId> {
-    std::str::from_utf8(line)
-        .ok()
-        .and_then(|s| RunId::parse(s).ok())
+/// Whether `dir` holds at least one run file (stops at the first).
+fn has_run_files(dir: &Path) -> io::Result<bool> {
+    for entry in fs::read_dir(dir).map_err(|e| at(dir, e))? {
+        let entry = entry.map_err(|e| at(dir, e))?;
+        if entry.file_name().to_str().and_then(run_id_of_file_name).is_some_and(|id| has_file(dir, &id)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn has_file(dir: &Path, id: &RunId) -> bool {
+    dir.join(format!("{id}.json")).is_file()
+}
+
+fn check(text: &[u8]) -> String {
+    Sha256::digest(text)[..CHECK_LEN / 2].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn header(count: u64) -> String {
+    let body = format!("{MAGIC} {count:012x}");
+    format!("{body} {}\n", check(body.as_bytes()))
+}
+
+fn line(id: &RunId) -> String {
+    format!("{id} {}\n", check(id.as_str().as_bytes()))
+}
+
+/// `text` split as `<body> <check>\n` with a check that matches its body.
+fn checked(text: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(text.strip_suffix(b"\n")?).ok()?;
+    let (body, sum) = text.rsplit_once(' ')?;
+    (sum == check(body.as_bytes())).then_some(body)
+}
+
+fn parse_header(bytes: &[u8]) -> Option<u64> {
+    let count = checked(bytes)?.strip_prefix(MAGIC)?.strip_prefix(' ')?;
+    (count.len() == 12).then(|| u64::from_str_radix(count, 16).ok()).flatten()
+}
+
+fn parse_line(bytes: &[u8]) -> Option<RunId> {
+    if bytes.len() != LINE_LEN {
+        return None;
+    }
+    RunId::parse(checked(bytes)?).ok()
 }
 
 /// `d7b493cae249.json` → the run id; anything else → `None`.
 pub(super) fn run_id_of_file_name(name: &str) -> Option<RunId> {
-    name.strip_suffix(".json")
-        .and_then(|stem| RunId::parse(stem).ok())
+    name.strip_suffix(".json").and_then(|stem| RunId::parse(stem).ok())
 }
 
-/// Calls `visit` with each line of `file` from the last to the first (without the `\n`).
-fn read_lines_backwards(
-    mut file: File,
-    mut visit: impl FnMut(&[u8]) -> ControlFlow<()>,
-) -> io::Result<()> {
-    let mut pos = file.metadata()?.len();
-    let mut chunk = vec![0u8; CHUNK];
-    // The start of a line that began in the chunk before the one just read.
-    let mut carry: Vec<u8> = Vec::new();
-    while pos > 0 {
-        let n = usize::try_from(pos).map_or(CHUNK, |p| p.min(CHUNK));
-        pos -= n as u64;
-        file.seek(SeekFrom::Start(pos))?;
-        file.read_exact(&mut chunk[..n])?;
-        let mut buf = Vec::with_capacity(n + carry.len());
-        buf.extend_from_slice(&chunk[..n]);
-        buf.extend_from_slice(&carry);
-        let mut lines = buf.split(|&b| b == b'\n');
-        let head = lines.next().unwrap_or_default();
-        let complete: Vec<&[u8]> = lines.collect();
-        for line in complete.iter().rev() {
-            if visit(line).is_break() {
-                return Ok(());
-            }
-        }
-        carry = head.to_vec();
+/// `e` with the path it concerns in its message (the kind is kept for callers that branch on it).
+fn at(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Prints a store warning on standard error, once per process for a given text (a daemon that
+/// lists a read-only store every second says it once).
+pub(super) fn warn(note: &str) {
+    static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.get_or_insert_with(HashSet::new).insert(note.to_string()) {
+        eprintln!("warning: {note}");
     }
-    let _ = visit(&carry);
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lines_backwards(content: &[u8]) -> Vec<String> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        fs::write(&path, content).unwrap();
-        let mut out = Vec::new();
-        read_lines_backwards(File::open(&path).unwrap(), |l| {
-            out.push(String::from_utf8_lossy(l).into_owned());
-            ControlFlow::Continue(())
-        })
-        .unwrap();
-        out
+    fn id(s: &str) -> RunId {
+        RunId::parse(s).unwrap()
+    }
+
+    fn run_file(dir: &Path, run: &str, created: &str) {
+        fs::write(dir.join(format!("{run}.json")), format!("{{\"created_at\": \"{created}\"}}")).unwrap();
     }
 
     #[test]
-    fn store_index_reads_lines_backwards_across_chunks() {
-        let ids: Vec<String> = (0..20_000).map(|i| format!("{i:012x}")).collect();
-        let mut content = ids.join("\n");
-        content.push('\n');
-        let mut got = lines_backwards(content.as_bytes());
-        assert_eq!(got.remove(0), "", "the text after the final newline");
-        let mut expected = ids.clone();
+    fn store_index_lines_and_header_are_fixed_width_and_checked() {
+        assert_eq!(header(5).len(), HEADER_LEN);
+        assert_eq!(parse_header(header(5).as_bytes()), Some(5));
+        let l = line(&id("d7b493cae249"));
+        assert_eq!(l.len(), LINE_LEN);
+        assert_eq!(parse_line(l.as_bytes()), Some(id("d7b493cae249")));
+        // Any one changed byte is caught.
+        for i in 0..LINE_LEN {
+            let mut bad = l.clone().into_bytes();
+            bad[i] = if bad[i] == b'0' { b'1' } else { b'0' };
+            assert_eq!(parse_line(&bad), None, "byte {i}");
+        }
+    }
+
+    #[test]
+    fn store_index_appends_are_listed_newest_first_across_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = BLOCK_LINES as usize * 2 + 7;
+        let ids: Vec<RunId> = (0..n).map(|i| id(&format!("{i:012x}"))).collect();
+        write_index(dir.path(), &ids).unwrap();
+        for run in ids.iter().step_by(97) {
+            fs::write(dir.path().join(format!("{run}.json")), "{}").unwrap();
+        }
+        let extra = id("ffffffffffff");
+        fs::write(dir.path().join("ffffffffffff.json"), "{}").unwrap();
+        append(dir.path(), &extra).unwrap();
+        let got = newest(dir.path(), usize::MAX).unwrap();
+        assert_eq!(got.note, None);
+        let mut expected: Vec<RunId> = ids.iter().step_by(97).cloned().collect();
+        expected.push(extra);
         expected.reverse();
-        assert_eq!(got, expected);
+        assert_eq!(got.ids, expected);
+        assert_eq!(newest(dir.path(), 3).unwrap().ids, expected[..3]);
     }
 
     #[test]
-    fn store_index_reads_a_last_line_without_newline_and_an_empty_file() {
-        assert_eq!(lines_backwards(b"a\nb"), vec!["b", "a"]);
-        assert_eq!(lines_backwards(b""), vec![""]);
-    }
-
-    #[test]
-    fn store_index_skips_garbage_and_duplicates() {
+    fn store_index_damage_is_rebuilt_in_created_order_keeping_runs_in_flight() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(
-            dir.path().join(INDEX_FILE),
-            "aaaaaaaaaaaa\nnot an id\nbbbbbbbbbbbb\naaaaaaaaaaaa\n\u{fffd}\ncccccc",
-        )
-        .unwrap();
-        let mut got = Vec::new();
-        newest_first(dir.path(), |id| {
-            got.push(id.to_string());
-            ControlFlow::Continue(())
-        })
-        .unwrap();
-        assert_eq!(got, vec!["aaaaaaaaaaaa", "bbbbbbbbbbbb"]);
-    }
-
-    #[test]
-    fn store_index_append_starts_a_fresh_line_after_a_torn_one() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(INDEX_FILE), "aaaaaaaaaaaa\nbbbbbb").unwrap();
-        append(dir.path(), &RunId::parse("cccccccccccc").unwrap()).unwrap();
-        let text = fs::read_to_string(dir.path().join(INDEX_FILE)).unwrap();
-        assert_eq!(text, "aaaaaaaaaaaa\nbbbbbb\ncccccccccccc\n");
+        run_file(dir.path(), "00000000000a", "2020-01-03T00:00:00Z");
+        run_file(dir.path(), "00000000000b", "2020-01-01T00:00:00Z");
+        // A line without a file (a run in flight) and a torn line from a killed append.
+        fs::write(dir.path().join(INDEX_FILE), format!("{}{}00000000", header(2), line(&id("0000000000ff")))).unwrap();
+        let got = newest(dir.path(), 10).unwrap();
+        assert_eq!(got.ids, vec![id("00000000000a"), id("00000000000b")]);
+        let note = got.note.unwrap();
+        assert!(note.contains("partial line") && note.contains("rebuilt it from the 2 run files"), "{note}");
+        assert_eq!(salvage(dir.path()), vec![id("00000000000b"), id("00000000000a"), id("0000000000ff")]);
     }
 
     #[test]
     fn store_index_file_names() {
-        assert_eq!(
-            run_id_of_file_name("d7b493cae249.json").unwrap().as_str(),
-            "d7b493cae249"
-        );
-        for bad in [
-            "d7b493cae249",
-            ".d7b493cae249.json",
-            "d7b493cae249.json.tmp",
-            "D7B493CAE249.json",
-            "x.json",
-        ] {
+        assert_eq!(run_id_of_file_name("d7b493cae249.json").unwrap().as_str(), "d7b493cae249");
+        for bad in ["d7b493cae249", ".d7b493cae249.json", "d7b493cae249.json.tmp", "D7B493CAE249.json", "x.json"] {
             assert!(run_id_of_file_name(bad).is_none(), "{bad}");
         }
     }
