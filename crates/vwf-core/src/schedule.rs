@@ -10,10 +10,12 @@
 //!   (IANA names from the bundled `chrono-tz` database, plus `UTC`/`Z`; default UTC).
 //! - No function panics on any input; every problem is a [`ScheduleError`] whose `field` names the
 //!   JSON field it is about and whose message names the offending value.
-//! - Cron is the strict five-field subset of SPEC §10 (`*`, `n`, `a-b`, `*/n`, `a-b/n`, lists);
-//!   what [`validate_cron`] accepts, [`next_cron_fire`] can schedule, and [`human`] never guesses.
-//! - Day-of-month and day-of-week combine as in Vixie cron and croner: when both fields are not
-//!   literally `*`, a day matches when either matches; otherwise both must.
+//! - Cron is the strict five-field subset of SPEC §10 (`*`, `n`, `a-b`, `*/n`, `a-b/n`, lists),
+//!   fields separated by spaces or tabs and nothing else; what [`validate_cron`] accepts fires
+//!   some day, [`next_cron_fire`] finds that day, and [`human`] never guesses.
+//! - Day-of-month and day-of-week combine as in cronie (its `DOM_STAR`/`DOW_STAR` flags): a field
+//!   that starts with `*` (`*`, `*/2`) is unrestricted; when neither is, a day matches when either
+//!   matches; otherwise both must.
 //! - Daylight-saving changes, for cron fires and heartbeat window openings alike: a wall time that
 //!   does not exist (the spring-forward gap) happens at the first valid instant after the gap, so
 //!   a daily job is not skipped that day; a wall time that occurs twice (fall-back) happens once,
@@ -23,8 +25,8 @@
 use std::str::FromStr;
 
 use chrono::{
-    DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone,
-    Timelike, Utc,
+    DateTime, Datelike, LocalResult, Months, NaiveDate, NaiveDateTime, Offset, TimeDelta,
+    TimeZone, Timelike, Utc,
 };
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
@@ -60,9 +62,11 @@ impl ScheduleError {
     }
 }
 
-/// How far ahead [`next_cron_fire`] looks: about five years of days (an algorithm bound, not a
-/// contract limit).
-const CRON_SEARCH_DAYS: u32 = 5 * 366 + 1;
+/// How many days (or whole months skipped) [`next_cron_fire`] looks through: one Gregorian cycle
+/// of 400 years, after which the calendar and its weekdays repeat. An expression that passes
+/// validation fires within it (a 29 February on a given weekday can be 40 years away); an
+/// algorithm bound, not a contract limit.
+const CRON_SEARCH_STEPS: u32 = 146_097 + 1;
 /// How many matching wall times [`next_cron_fire_tz`] may pass over because they already happened
 /// (their first occurrence lies before `after`, inside a fall-back overlap). An overlap lasts at
 /// most a few hours, so one day of minutes is ample.
@@ -130,10 +134,16 @@ const CRON_FIELDS: [CronField; 5] = [
 /// A parsed expression: bit `n` of a mask set when value `n` matches.
 struct CronSpec {
     masks: [u64; 5],
-    /// Day-of-month / day-of-week written literally as `*`.
+    /// Day-of-month / day-of-week starting with `*` (cronie's `DOM_STAR`/`DOW_STAR`).
     dom_star: bool,
     dow_star: bool,
 }
+
+/// The only characters that separate cron fields.
+const CRON_BLANKS: [char; 2] = [' ', '\t'];
+
+/// Days a month can have (February in a leap year), index 0 = January.
+const MONTH_DAYS: [u32; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 impl CronSpec {
     /// Whether every hour of the day matches.
@@ -142,7 +152,18 @@ impl CronSpec {
     }
 
     fn parse(expr: &str) -> Result<Self, ScheduleError> {
-        let parts: Vec<&str> = expr.split_whitespace().collect();
+        let parts: Vec<&str> = expr.split(CRON_BLANKS).filter(|p| !p.is_empty()).collect();
+        if let Some((i, c)) = parts
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| p.chars().find(|c| c.is_whitespace() || c.is_control()).map(|c| (i, c)))
+        {
+            let place = CRON_FIELDS.get(i).map_or("the expression".to_string(), |f| format!("{} field {:?}", f.name, parts[i]));
+            return Err(ScheduleError::new(
+                "cron",
+                format!("{place} contains U+{:04X}: cron fields are separated by spaces or tabs only", u32::from(c)),
+            ));
+        }
         if parts.len() != 5 {
             return Err(ScheduleError::new(
                 "cron",
@@ -156,11 +177,35 @@ impl CronSpec {
         for ((mask, text), field) in masks.iter_mut().zip(&parts).zip(&CRON_FIELDS) {
             *mask = parse_cron_field(text, field)?;
         }
-        Ok(Self {
+        let spec = Self {
             masks,
-            dom_star: parts[2] == "*",
-            dow_star: parts[4] == "*",
-        })
+            dom_star: parts[2].starts_with('*'),
+            dow_star: parts[4].starts_with('*'),
+        };
+        if spec.never_fires() {
+            return Err(ScheduleError::new(
+                "cron",
+                format!(
+                    "\"{}\" never fires: no day-of-month in \"{}\" occurs in month \"{}\"",
+                    parts.join(" "),
+                    parts[2],
+                    parts[3]
+                ),
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// Whether no day can ever match. When day-of-month and day-of-week are both restricted a
+    /// day matches either, and every month has every weekday. Otherwise a day must match both,
+    /// and every date recurs on every weekday within the 400-year cycle (29 February within 28
+    /// leap years): so it never fires exactly when no allowed day-of-month exists in an allowed
+    /// month.
+    fn never_fires(&self) -> bool {
+        if !self.dom_star && !self.dow_star {
+            return false;
+        }
+        !(1..=12u32).any(|m| self.has(3, m) && (1..=MONTH_DAYS[m as usize - 1]).any(|d| self.has(2, d)))
     }
 
     fn has(&self, index: usize, value: u32) -> bool {
@@ -171,7 +216,13 @@ impl CronSpec {
     fn next_wall(&self, from: NaiveDateTime) -> Option<NaiveDateTime> {
         let mut date = from.date();
         let (mut first_hour, mut first_minute) = (from.hour(), from.minute());
-        for _ in 0..CRON_SEARCH_DAYS {
+        for _ in 0..CRON_SEARCH_STEPS {
+            if !self.has(3, date.month()) {
+                // A month that never matches is skipped whole.
+                date = date.with_day(1)?.checked_add_months(Months::new(1))?;
+                (first_hour, first_minute) = (0, 0);
+                continue;
+            }
             if self.day_matches(date) {
                 for hour in (first_hour..24).filter(|&h| self.has(1, h)) {
                     let start = if hour == first_hour { first_minute } else { 0 };
@@ -204,7 +255,16 @@ fn parse_cron_field(text: &str, field: &CronField) -> Result<u64, ScheduleError>
     let fail = |detail: String| {
         ScheduleError::new("cron", format!("{} field \"{text}\": {detail}", field.name))
     };
+    let negative = || {
+        fail(format!(
+            "negative numbers are not allowed; the {} takes {}-{}",
+            field.name, field.lo, field.hi
+        ))
+    };
     let number = |s: &str| -> Result<u32, ScheduleError> {
+        if s.starts_with('-') {
+            return Err(negative());
+        }
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
             let shown = if s.is_empty() {
                 "(nothing)".to_string()
@@ -230,6 +290,9 @@ fn parse_cron_field(text: &str, field: &CronField) -> Result<u64, ScheduleError>
         let (base, step) = match item.split_once('/') {
             None => (item, None),
             Some((base, step)) => {
+                if step.starts_with('-') {
+                    return Err(negative());
+                }
                 if step.is_empty() || !step.bytes().all(|b| b.is_ascii_digit()) {
                     let shown = if step.is_empty() {
                         "(nothing)".to_string()
@@ -251,6 +314,8 @@ fn parse_cron_field(text: &str, field: &CronField) -> Result<u64, ScheduleError>
         };
         let (start, end) = if base == "*" {
             (field.lo, field.hi)
+        } else if base.starts_with('-') {
+            return Err(negative());
         } else if let Some((a, b)) = base.split_once('-') {
             let (a, b) = (number(a)?, number(b)?);
             if a > b {
@@ -385,13 +450,13 @@ fn resolve_wall(zone: Tz, wall: NaiveDateTime) -> Option<DateTime<Utc>> {
 /// `Cron <expression>`: `Hourly at :15`, `Daily at 09:00`, `Weekdays at 09:00`,
 /// `Weekly on Monday at 09:00`.
 pub fn human(cron: &str) -> String {
-    let expr = cron.trim();
+    let expr = cron.trim_matches(CRON_BLANKS);
     phrase(expr).unwrap_or_else(|| format!("Cron {expr}").trim_end().to_string())
 }
 
 fn phrase(expr: &str) -> Option<String> {
     validate_cron(expr).ok()?;
-    let f: Vec<&str> = expr.split_whitespace().collect();
+    let f: Vec<&str> = expr.split(CRON_BLANKS).filter(|p| !p.is_empty()).collect();
     let single = |s: &str, hi: u32| -> Option<u32> {
         if !s.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -557,7 +622,7 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
             Ok(format!("{minute} {hour} * * {dow}"))
         }
         "custom" => {
-            let cron = s.cron.as_deref().map(str::trim).unwrap_or("");
+            let cron = s.cron.as_deref().map(|c| c.trim_matches(CRON_BLANKS)).unwrap_or("");
             if cron.is_empty() {
                 return Err(ScheduleError::new(
                     "cron",
@@ -810,10 +875,11 @@ impl Heartbeat {
     /// stretches nor shrinks an interval), or `after` itself when there was no fire yet or the
     /// tick is already past (missed ticks are caught up once, not one by one). A tick inside the
     /// window on an allowed day fires as is; otherwise the next fire is the next opening of the
-    /// window on an allowed day (an opening inside a spring-forward gap happens when the gap ends;
-    /// one inside a fall-back overlap at its first occurrence, and at its second too when the
-    /// clock went back out of the window in between). `None` when nothing opens within
-    /// about a week (no allowed day, which validation rules out) or at the edge of time.
+    /// window on an allowed day (an opening inside a spring-forward gap happens when the gap ends,
+    /// if the window is still open then, else not that day; one inside a fall-back overlap at its
+    /// first occurrence, and at its second too when the clock went back out of the window in
+    /// between). Every fire lies inside the window. `None` when nothing opens within about a week
+    /// (no allowed day, which validation rules out) or at the edge of time.
     pub fn next_heartbeat(
         &self,
         after: DateTime<Utc>,
@@ -865,7 +931,9 @@ impl Heartbeat {
                     }
                     _ => [resolve_wall(self.tz, wall), None],
                 };
-                if let Some(t) = openings.into_iter().flatten().find(|t| *t >= from) {
+                // An opening pushed out of the window by a clock change (a window inside the
+                // spring-forward gap) does not happen that day.
+                if let Some(t) = openings.into_iter().flatten().find(|t| *t >= from && self.allows(*t)) {
                     return Some(t);
                 }
             }
@@ -1901,11 +1969,105 @@ mod tests {
             next_cron_fire("0 0 * * 1", at(2024, 5, 1, 0, 0)),
             Some(at(2024, 5, 6, 0, 0))
         );
-        // `*/1` is not literally `*`, so it counts as restricted (as in croner): any day matches.
+        // `*/1` starts with `*`, so it counts as unrestricted (as in cronie): Mondays only.
         assert_eq!(
             next_cron_fire("0 0 */1 * 1", at(2024, 5, 1, 0, 0)),
-            Some(at(2024, 5, 2, 0, 0))
+            Some(at(2024, 5, 6, 0, 0))
         );
+    }
+
+    #[test]
+    fn day_fields_starting_with_a_star_are_unrestricted_as_in_cronie() {
+        // Mondays that are odd days of the month: 2026-06-01, 06-15 and 06-29 (not 06-08).
+        let from = at(2026, 6, 1, 10, 0);
+        assert_eq!(next_cron_fire("0 9 */2 * 1", from), Some(at(2026, 6, 15, 9, 0)));
+        assert_eq!(next_cron_fire("0 9 */2 * 1", at(2026, 6, 15, 10, 0)), Some(at(2026, 6, 29, 9, 0)));
+        // The first of a month that falls on Sunday, Tuesday, Thursday or Saturday.
+        assert_eq!(next_cron_fire("0 9 1 * */2", from), Some(at(2026, 8, 1, 9, 0)));
+        // A list starting with `*` is unrestricted too; one starting with a number is not.
+        assert_eq!(next_cron_fire("0 9 */10,5 * 1", from), Some(at(2026, 8, 31, 9, 0)));
+        assert_eq!(next_cron_fire("0 9 5,*/10 * 1", from), Some(at(2026, 6, 5, 9, 0)));
+        // Both restricted: a day matches either.
+        assert_eq!(next_cron_fire("0 9 2-3 * 1", from), Some(at(2026, 6, 2, 9, 0)));
+    }
+
+    #[test]
+    fn an_expression_that_can_never_fire_is_an_error() {
+        for never in [
+            "0 0 30 2 *",
+            "0 0 31 4 *",
+            "0 0 31 2,4,6,9,11 *",
+            "0 0 30-31 2 *",
+            "0 0 31 4 */2",
+            "0 0 31 2 *\t",
+            "* * 31 4-6/2 *",
+        ] {
+            let e = validate_cron(never).expect_err(never);
+            assert_eq!(e.field.as_deref(), Some("cron"));
+            assert!(e.message.contains("never fires"), "{never}: {e}");
+            assert_eq!(next_cron_fire(never, at(2024, 1, 1, 0, 0)), None);
+            let custom = sched(json!({"preset": "custom", "cron": never})).expect_err(never);
+            assert!(custom.message.contains("never fires"), "{custom}");
+        }
+        assert_eq!(
+            cron_err("0 0 30 2 *"),
+            "\"0 0 30 2 *\" never fires: no day-of-month in \"30\" occurs in month \"2\""
+        );
+        // Rare is not never: 29 February, and 29 February on a Sunday (2032, then 2060).
+        assert_eq!(next_cron_fire("0 0 29 2 *", at(2025, 1, 1, 0, 0)), Some(at(2028, 2, 29, 0, 0)));
+        assert_eq!(next_cron_fire("0 0 29 2 */7", at(2024, 3, 1, 0, 0)), Some(at(2032, 2, 29, 0, 0)));
+        assert_eq!(next_cron_fire("0 0 29 2 */7", at(2032, 3, 1, 0, 0)), Some(at(2060, 2, 29, 0, 0)));
+        // 2100 is no leap year: after 2088 the next 29 February on a Sunday is in 2128.
+        assert_eq!(next_cron_fire("0 0 29 2 */7", at(2088, 3, 1, 0, 0)), Some(at(2128, 2, 29, 0, 0)));
+        // Both day fields restricted: any Monday in February will do.
+        assert_eq!(next_cron_fire("0 0 31 2 1", at(2026, 1, 1, 0, 0)), Some(at(2026, 2, 2, 0, 0)));
+    }
+
+    #[test]
+    fn only_spaces_and_tabs_separate_fields() {
+        for ok in ["0 9 * * 1", "0\t9\t*\t*\t1", " \t0  9 *\t \t* 1 \t"] {
+            assert!(validate_cron(ok).is_ok(), "{ok:?}");
+            assert_eq!(sched(json!({"preset": "custom", "cron": ok})).expect(ok), ok.trim_matches([' ', '\t']));
+        }
+        // Every other whitespace or control character, between fields, inside one or at an end.
+        let others = (0..=0x10FFFF_u32)
+            .filter_map(char::from_u32)
+            .filter(|c| (c.is_whitespace() || c.is_control()) && *c != ' ' && *c != '\t');
+        let mut tried = 0;
+        for c in others {
+            for expr in [format!("0{c}9 * * 1"), format!("0 9 * * 1{c}"), format!("{c}0 9 * * 1"), format!("0 9 *{c}* 1")] {
+                let e = validate_cron(&expr).expect_err(&format!("{expr:?}"));
+                let code = format!("U+{:04X}", u32::from(c));
+                assert!(e.message.contains(&code) && e.message.contains("spaces or tabs only"), "{expr:?}: {e}");
+                assert!(sched(json!({"preset": "custom", "cron": expr})).is_err(), "{expr:?}");
+            }
+            tried += 1;
+        }
+        assert!(tried > 60, "{tried}");
+        assert_eq!(
+            cron_err("0 9 *\u{b}* 1"),
+            "day-of-month field \"*\\u{b}*\" contains U+000B: cron fields are separated by spaces or tabs only"
+        );
+    }
+
+    #[test]
+    fn negative_numbers_get_a_clear_message() {
+        assert_eq!(
+            cron_err("-1 * * * *"),
+            "minute field \"-1\": negative numbers are not allowed; the minute takes 0-59"
+        );
+        for (expr, field) in [
+            ("* -5 * * *", "hour"),
+            ("* * -1-5 * *", "day-of-month"),
+            ("* * 1--5 * *", "day-of-month"),
+            ("* * * */-2 *", "month"),
+            ("* * * * 1,-2", "day-of-week"),
+            ("-0 * * * *", "minute"),
+            ("* * * * -1-3/2", "day-of-week"),
+        ] {
+            let e = cron_err(expr);
+            assert!(e.starts_with(&format!("{field} field")) && e.contains("negative numbers are not allowed"), "{expr}: {e}");
+        }
     }
 
     #[test]
@@ -2382,6 +2544,189 @@ mod tests {
             }
             if let Some(v) = node.get("schedule") {
                 let _ = schedule_from_value(v).and_then(|s| to_cron(&s));
+            }
+        }
+    }
+
+    #[test]
+    fn heartbeat_never_fires_outside_its_window_across_a_clock_change() {
+        // New York springs forward on 2026-03-08: 02:00 EST becomes 03:00 EDT. A window of
+        // 02:00-02:30 does not exist that day, so nothing fires until it opens on the 9th.
+        let night = heartbeat(json!({"every": "10m", "window": "02:00-02:30", "tz": "America/New_York"}));
+        // 02:00 EDT on the 9th is 06:00Z.
+        assert_eq!(night.next_heartbeat(at(2026, 3, 7, 12, 0), None), Some(at(2026, 3, 9, 6, 0)));
+        assert_eq!(night.next_heartbeat(at(2026, 3, 8, 6, 59), Some(at(2026, 3, 7, 7, 20))), Some(at(2026, 3, 9, 6, 0)));
+        // A window reaching past the gap opens when the gap ends, 03:00 EDT.
+        let wider = heartbeat(json!({"every": "10m", "window": "02:00-03:30", "tz": "America/New_York"}));
+        assert_eq!(wider.next_heartbeat(at(2026, 3, 7, 12, 0), None), Some(at(2026, 3, 8, 7, 0)));
+        // A tick that the clock change pushes past the window's end waits for the next opening.
+        let early = heartbeat(json!({"every": "10m", "window": "01:30-02:30", "tz": "America/New_York"}));
+        assert_eq!(early.next_heartbeat(at(2026, 3, 8, 6, 51), Some(at(2026, 3, 8, 6, 50))), Some(at(2026, 3, 9, 5, 30)));
+    }
+
+    /// A cron expression as structured items, to render it and to know its sets without the
+    /// parser under test.
+    #[derive(Debug, Clone)]
+    enum Item {
+        Star,
+        StarStep(u32),
+        Value(u32),
+        Range(u32, u32),
+        RangeStep(u32, u32, u32),
+    }
+
+    impl Item {
+        fn text(&self) -> String {
+            match self {
+                Item::Star => "*".into(),
+                Item::StarStep(n) => format!("*/{n}"),
+                Item::Value(v) => v.to_string(),
+                Item::Range(a, b) => format!("{a}-{b}"),
+                Item::RangeStep(a, b, n) => format!("{a}-{b}/{n}"),
+            }
+        }
+        fn values(&self, lo: u32, hi: u32) -> Vec<u32> {
+            let (a, b, n) = match *self {
+                Item::Star => (lo, hi, 1),
+                Item::StarStep(n) => (lo, hi, n),
+                Item::Value(v) => (v, v, 1),
+                Item::Range(a, b) => (a, b, 1),
+                Item::RangeStep(a, b, n) => (a, b, n),
+            };
+            (a..=b).step_by(n as usize).collect()
+        }
+    }
+
+    fn item(lo: u32, hi: u32) -> impl Strategy<Value = Item> {
+        let span = hi - lo + 1;
+        prop_oneof![
+            1 => Just(Item::Star),
+            2 => (1..=span).prop_map(Item::StarStep),
+            3 => (lo..=hi).prop_map(Item::Value),
+            2 => (lo..=hi, lo..=hi).prop_map(|(a, b)| Item::Range(a.min(b), a.max(b))),
+            2 => (lo..=hi, lo..=hi, 1..=span).prop_map(|(a, b, n)| Item::RangeStep(a.min(b), a.max(b), n)),
+        ]
+    }
+
+    /// The brute-force reference: sets per field and cronie's day rule, nothing else.
+    #[derive(Debug, Clone)]
+    struct Reference {
+        text: String,
+        sets: [Vec<u32>; 5],
+        dom_star: bool,
+        dow_star: bool,
+    }
+
+    impl Reference {
+        fn day(&self, d: NaiveDate) -> bool {
+            let dom = self.sets[2].contains(&d.day());
+            let dow = self.sets[4].contains(&d.weekday().num_days_from_sunday());
+            self.sets[3].contains(&d.month()) && if self.dom_star || self.dow_star { dom && dow } else { dom || dow }
+        }
+        fn minute(&self, t: NaiveDateTime) -> bool {
+            self.sets[0].contains(&t.minute()) && self.sets[1].contains(&t.hour()) && self.day(t.date())
+        }
+        /// The first matching minute at or after `from`: minute by minute through the first two
+        /// days, then day by day through one 400-year cycle (a matching day always holds a
+        /// matching minute), minute by minute inside the day found.
+        fn first_from(&self, from: NaiveDateTime) -> Option<NaiveDateTime> {
+            let mut t = from;
+            for _ in 0..2 * 1440 {
+                if self.minute(t) {
+                    return Some(t);
+                }
+                t += TimeDelta::minutes(1);
+            }
+            let mut d = t.date();
+            for _ in 0..=146_097 {
+                if self.day(d) {
+                    let mut m = d.and_hms_opt(0, 0, 0)?.max(t);
+                    while !self.minute(m) {
+                        m += TimeDelta::minutes(1);
+                    }
+                    return Some(m);
+                }
+                d = d.succ_opt()?;
+            }
+            None
+        }
+    }
+
+    fn cron_expression() -> impl Strategy<Value = Reference> {
+        let field = |lo: u32, hi: u32| prop::collection::vec(item(lo, hi), 1..4);
+        // Day fields often rare: late days of month, short months, a star-led weekday step.
+        let dom = prop_oneof![3 => field(1, 31), 1 => prop::collection::vec((28u32..=31).prop_map(Item::Value), 1..3)];
+        let month = prop_oneof![3 => field(1, 12), 1 => prop::sample::subsequence(vec![2u32, 4, 6, 9, 11], 1..4).prop_map(|ms| ms.into_iter().map(Item::Value).collect())];
+        (field(0, 59), field(0, 23), dom, month, field(0, 6)).prop_map(|(mi, h, dom, mo, dow)| {
+            let fields = [mi, h, dom, mo, dow];
+            let bounds = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)];
+            let sets: [Vec<u32>; 5] = std::array::from_fn(|i| {
+                let mut v: Vec<u32> = fields[i].iter().flat_map(|it| it.values(bounds[i].0, bounds[i].1)).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            });
+            let star = |f: &[Item]| matches!(f[0], Item::Star | Item::StarStep(_));
+            let text = fields.iter().map(|f| f.iter().map(Item::text).collect::<Vec<_>>().join(",")).collect::<Vec<_>>().join(" ");
+            Reference { dom_star: star(&fields[2]), dow_star: star(&fields[4]), sets, text }
+        })
+    }
+
+    /// Whether the reference rule puts instant `t` inside the heartbeat's window, read on the
+    /// wall clock of its zone through chrono's own conversion.
+    fn inside_window(hb: &Heartbeat, t: DateTime<Utc>) -> bool {
+        let local = t.with_timezone(&hb.tz);
+        let minute = local.hour() * 60 + local.minute();
+        let today = local.weekday().num_days_from_sunday() as usize;
+        let yesterday = (today + 6) % 7;
+        match hb.window {
+            None => hb.days[today],
+            Some((start, end)) if start < end => hb.days[today] && (start..end).contains(&minute),
+            Some((start, end)) => (hb.days[today] && minute >= start) || (hb.days[yesterday] && minute < end),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+
+        #[test]
+        fn next_cron_fire_matches_a_brute_force_walk(cron in cron_expression(), secs in 0i64..13_000_000_000, offset in prop::sample::select(vec![None, Some("Asia/Kolkata")])) {
+            let after = DateTime::from_timestamp(secs, 0).expect("in range");
+            // Kolkata keeps +05:30 all year since 1945: walls are the instant plus the offset.
+            let shift = TimeDelta::minutes(if offset.is_some() { 330 } else { 0 });
+            let wall = after.naive_utc() + shift;
+            let from = wall.date().and_hms_opt(wall.hour(), wall.minute(), 0).expect("minute") + TimeDelta::minutes(1);
+            let expected = cron.first_from(from).map(|w| (w - shift).and_utc());
+            let valid = validate_cron(&cron.text);
+            prop_assert_eq!(valid.is_ok(), expected.is_some(), "{} {:?}: validation says {:?}", cron.text, cron, valid);
+            prop_assert_eq!(next_cron_fire_tz(&cron.text, offset, after), expected, "{}", cron.text);
+        }
+
+        #[test]
+        fn a_heartbeat_fires_only_inside_its_window(
+            every in prop_oneof![60u64..=86_400, Just(600), Just(3600)],
+            // Windows often near the hours the clocks change, often short enough to fit a gap.
+            start in prop_oneof![0u32..1440, 0u32..200, 120u32..150],
+            length in prop_oneof![1u32..1440, 1u32..60],
+            windowed in prop::bool::weighted(0.9),
+            days in any::<[bool; 7]>().prop_filter("some day", |d| d.iter().any(|x| *x)),
+            tz in prop::sample::select(vec!["America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "America/Havana", "Pacific/Apia", "Asia/Tehran", "UTC"]),
+            near in prop::sample::select(vec![
+                at(2026, 3, 8, 7, 0), at(2026, 11, 1, 6, 0), at(2026, 3, 29, 1, 0), at(2026, 10, 25, 1, 0),
+                at(2026, 4, 4, 15, 0), at(2026, 10, 3, 15, 0), at(2026, 3, 8, 5, 0), at(2026, 11, 1, 5, 0),
+                at(2011, 12, 29, 10, 0), at(2022, 3, 21, 20, 0),
+            ]),
+            before_secs in prop_oneof![0i64..(3 * 86_400), 0i64..(8 * 3600)],
+            last_gap in prop::option::of(0i64..(2 * 86_400)),
+        ) {
+            let zone = parse_tz(tz).expect("zone");
+            let window = windowed.then_some((start, (start + length) % 1440)).filter(|(a, b)| a != b);
+            let hb = Heartbeat { every_seconds: every, window, days, tz: zone };
+            let after = near - TimeDelta::seconds(before_secs);
+            let last = last_gap.map(|g| after - TimeDelta::seconds(g));
+            if let Some(t) = hb.next_heartbeat(after, last) {
+                prop_assert!(t >= after);
+                prop_assert!(inside_window(&hb, t), "{hb:?} after {after} (last {last:?}) fires at {t} = {}", t.with_timezone(&zone));
             }
         }
     }

@@ -619,6 +619,22 @@ fn an_event_cooldown_out_of_range_is_refused_at_save_and_never_a_500_at_post_eve
 // ---- schedules ----
 
 #[test]
+fn a_schedule_preview_refuses_a_cron_that_never_fires_and_reads_day_fields_as_cronie() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    for never in ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *"] {
+        let (s, b) = server.post("/schedules/preview", json!({"preset": "custom", "cron": never}));
+        assert_eq!((s, &b["ok"], &b["field"]), (200, &json!(false), &json!("cron")), "{never}: {b}");
+        assert!(b["error"].as_str().is_some_and(|e| e.contains("never fires")), "{b}");
+    }
+    let (s, b) = server.post("/schedules/preview", json!({"preset": "custom", "cron": "0 9 */2 * 1"}));
+    assert_eq!((s, &b["ok"]), (200, &json!(true)), "{b}");
+    let next = b["next_run_at"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).expect("next_run_at");
+    use chrono::Datelike;
+    assert_eq!((next.weekday(), next.day() % 2), (chrono::Weekday::Mon, 1), "a Monday that is an odd day: {b}");
+}
+
+#[test]
 fn schedules_create_list_and_act() {
     let home = Home::new();
     let server = Server::start(&home);

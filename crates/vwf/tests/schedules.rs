@@ -119,6 +119,10 @@ fn schedule_errors_name_the_field_and_write_nothing() {
         (json!({"preset": "daily"}), "time:"),
         (json!({"preset": "custom", "cron": "0 9 * *"}), "cron needs exactly five fields"),
         (json!({"preset": "custom", "cron": "0 25 * * *"}), "cron: hour field \"25\""),
+        (json!({"preset": "custom", "cron": "0 0 30 2 *"}), "cron: \"0 0 30 2 *\" never fires"),
+        (json!({"preset": "custom", "cron": "0 0 31 2,4,6,9,11 *"}), "cron: \"0 0 31 2,4,6,9,11 *\" never fires"),
+        (json!({"preset": "custom", "cron": "-1 * * * *"}), "cron: minute field \"-1\": negative numbers are not allowed"),
+        (json!({"preset": "custom", "cron": "0\n9 * * *"}), "cron: minute field \"0\\n9\" contains U+000A"),
         (json!({"preset": "daily", "time": "09:00", "tz": "Mars/Olympus"}), "tz \"Mars/Olympus\""),
         (json!({"preset": "fortnightly"}), "preset:"),
         (json!({"preset": "hourly", "minute": 60}), "minute 60"),
@@ -449,6 +453,9 @@ fn cli_refuses_a_bad_schedule_and_writes_nothing() {
     let out = home.vwf().env("VWF_NOW", T0).args(["schedule", "set", "brief", "--preset", "custom", "--cron", "0 9 * *"]).output().unwrap();
     assert_eq!(common::code(&out), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("cron needs exactly five fields"));
+    let (code, body) = home.json_at(T0, &["schedule", "set", "brief", "--preset", "custom", "--cron", "0 0 31 4 *"]);
+    assert_eq!(code, 2, "a cron that never fires is refused, not saved with next_run_at null: {body}");
+    assert!(body["error"].as_str().is_some_and(|e| e.contains("never fires")), "{body}");
     let (code, _) = home.json_at(T0, &["schedule", "set", "ghost", "--preset", "daily", "--time", "09:00"]);
     assert_eq!(code, 3);
     let (code, _) = home.json_at(T0, &["schedule", "pause", "wf-ghost"]);
