@@ -348,6 +348,29 @@ fn approval_parks_the_run_with_a_pending_gate() {
 }
 
 #[test]
+fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
+    // A clock pinned near the end of four-digit years: three days more cannot be written in a
+    // run file that is read back, so the step fails with a clear error instead.
+    let late = vwf_core::time::latest() - Duration::minutes(30);
+    let wait = json!({"nodes": [manual(), {"id": "w", "type": "wait", "seconds": 3600}, {"id": "o", "type": "output"}],
+                      "edges": [edge("start", "w"), edge("w", "o")]});
+    for (design, node, what) in [(gate_design(json!({"timeout_minutes": 4320})), "gate", "the gate's deadline"), (wait, "w", "the wait's end")] {
+        let mut run = Run::start(plan_of(&design), RUN_ID, TriggerInfo::new("manual", Value::Null), late);
+        drive(&mut run, late, standard);
+        assert_eq!((run.status, run.failed_node.as_deref()), (Status::Failed, Some(node)), "{:#}", run.result());
+        let error = run.error.clone().unwrap_or_default();
+        assert!(error.starts_with(what) && error.contains("9999-12-31T23:59:59.999Z"), "{error}");
+        let file = serde_json::to_value(&run).expect("serializes");
+        assert!(serde_json::from_value::<Run>(file).is_ok(), "the run file reads back");
+    }
+    // A wait that ends exactly at the last recordable instant still parks.
+    let wait = json!({"nodes": [manual(), {"id": "w", "type": "wait", "seconds": 1800}], "edges": [edge("start", "w")]});
+    let mut run = Run::start(plan_of(&wait), RUN_ID, TriggerInfo::new("manual", Value::Null), late);
+    drive(&mut run, late, standard);
+    assert_eq!(run.status, Status::Waiting, "{:#}", run.result());
+}
+
+#[test]
 fn answer_takes_the_edge_labelled_with_it_and_every_unlabelled_edge() {
     let mut run = parked_gate(json!({}));
     run.respond("gate", Response::Answer("send".into()), t0()).unwrap();
