@@ -755,6 +755,17 @@ impl Run {
 
     /// A run left `running` by a process that died: fail it so it can be retried.
     pub fn mark_interrupted(&mut self, now: Ts) {
+        self.stop_running(now, None);
+    }
+
+    /// A run whose owner could not save it (the machine refused the write: a full disk, a
+    /// read-only store, no file handles left): fail it with that `cause` instead of a bare
+    /// "interrupted", so it can be retried once the machine is fixed.
+    pub fn mark_unsaved(&mut self, now: Ts, cause: &str) {
+        self.stop_running(now, Some(cause));
+    }
+
+    fn stop_running(&mut self, now: Ts, cause: Option<&str>) {
         if self.status != Status::Running {
             return;
         }
@@ -766,9 +777,11 @@ impl Run {
             .or_else(|| self.steps.iter().find(|r| r.status == StepStatus::Running))
             .map(|r| r.node.clone())
             .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone()));
-        let error = match &node {
-            Some(n) => format!("interrupted during step {n}"),
-            None => "interrupted".to_string(),
+        let error = match (&node, cause) {
+            (Some(n), None) => format!("interrupted during step {n}"),
+            (None, None) => "interrupted".to_string(),
+            (Some(n), Some(cause)) => format!("the run could not be saved during step {n}: {cause}"),
+            (None, Some(cause)) => format!("the run could not be saved: {cause}"),
         };
         if let Some(r) = node.as_deref().and_then(|n| self.steps.iter_mut().find(|r| r.node == n)) {
             r.end_try(StepStatus::Failed, Some(&error), None, now);

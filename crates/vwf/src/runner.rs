@@ -233,8 +233,10 @@ impl Runner<'_> {
             return Ok(run); // its owner is alive and working on it
         };
         let mut run = self.read(id)?;
-        if self.settle_orphan(&mut run) {
-            self.persist(&run)?;
+        // Reading never needs to write: a store that cannot take the settled run (full,
+        // read-only) still gets it reported as it stands now; the next reader saves it.
+        if self.settle_orphan(&mut run) && self.write(&run).is_err() {
+            return Ok(run);
         }
         if resume_waits && self.is_stale(&run, true) && run.status == Status::Waiting {
             Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
@@ -430,7 +432,21 @@ impl Runner<'_> {
         parse_run(id.as_str(), self.store.read_run(id)?)
     }
 
+    /// Saves a run we hold the lock of. When the store refuses the write (a full disk, a
+    /// read-only store, no file handles left), the cause is recorded where the next reader looks:
+    /// the state last saved is read back, failed with that cause, and saved again (a smaller
+    /// file, which may still fit). The write's error is returned either way.
     fn persist(&self, run: &Run) -> Result<(), Failure> {
+        let Err(cause) = self.write(run) else { return Ok(()) };
+        if let Ok(id) = parse_id(&run.run_id) {
+            let mut saved = self.read(&id).unwrap_or_else(|_| run.clone());
+            saved.mark_unsaved(self.clock.now(), &cause.to_string());
+            let _ = self.write(&saved);
+        }
+        Err(cause)
+    }
+
+    fn write(&self, run: &Run) -> Result<(), Failure> {
         let id = parse_id(&run.run_id)?;
         let json = serde_json::to_vec(run).map_err(|e| Failure::Internal(e.to_string()))?;
         self.store.write_run_json(&id, &json)?;

@@ -242,3 +242,132 @@ fn an_index_or_lock_that_is_a_directory_hides_no_run_and_stops_no_run() {
     assert_eq!(code, 70, "{body}");
     assert!(body["error"].as_str().expect("error").contains(&format!("workflow-runs/.locks/{run}.lock")), "{body}");
 }
+
+// ---- a store that cannot be written ----
+
+/// `vwf --home <home> --json <args>` as a plain process (to spawn, kill or limit).
+fn vwf_process(home: &Home, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("vwf"));
+    cmd.arg("--home").arg(home.path()).arg("--json").args(args);
+    for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// `vwf_process` in which no file can grow past `max_bytes`: RLIMIT_FSIZE, with SIGXFSZ ignored
+/// so a write past it fails with EFBIG ("File too large") the way a full disk fails one with
+/// ENOSPC. It works as root, needs no mount, and binds the store's own writes only (a step's
+/// output comes through a pipe).
+fn vwf_limited(home: &Home, max_bytes: u64, args: &[&str]) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = vwf_process(home, args);
+    // SAFETY: only async-signal-safe calls (signal, setrlimit) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit { rlim_cur: max_bytes, rlim_max: max_bytes };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+fn output_json(mut cmd: std::process::Command) -> (i32, Value, String) {
+    let out = cmd.output().expect("run vwf");
+    (common::code(&out), common::parse(&out), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Polls `check` until it holds, for at most 60 s (waiting on a real process).
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// The only run of `home`: (id, file as JSON).
+fn only_run(home: &Home) -> Option<(String, Value)> {
+    let entries = std::fs::read_dir(home.runs_dir()).ok()?;
+    let name = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| n.ends_with(".json") && !n.starts_with('.'))?;
+    let id = name.trim_end_matches(".json").to_string();
+    let value = serde_json::from_slice(&std::fs::read(home.runs_dir().join(&name)).ok()?).ok()?;
+    Some((id, value))
+}
+
+#[test]
+fn a_run_found_interrupted_is_reported_without_writing_when_the_store_cannot_be_written() {
+    let home = Home::new();
+    let pid_file = home.path().join("slow.pid");
+    home.save(
+        "slow",
+        &json!({
+            "nodes": [
+                {"id": "start", "type": "trigger", "mode": "manual"},
+                {"id": "slow", "type": "command", "run": format!("echo $$ > {}; exec sleep 60", pid_file.display())},
+                {"id": "after", "type": "output", "template": "never"}
+            ],
+            "edges": [{"from": "start", "to": "slow"}, {"from": "slow", "to": "after"}]
+        }),
+    );
+    // A run killed in the middle of its step: its file says `running`, nobody holds its lock.
+    let mut child = vwf_process(&home, &["run", "slow"]).stdout(std::process::Stdio::null()).spawn().expect("start vwf run");
+    eventually("the step to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+            && only_run(&home).is_some_and(|(_, run)| run["status"] == "running" && run["steps"].as_array().is_some_and(|s| s.iter().any(|r| r["node"] == "slow")))
+    });
+    child.kill().expect("kill vwf");
+    child.wait().expect("reap vwf");
+    let sleeper: i32 = std::fs::read_to_string(&pid_file).expect("pid").trim().parse().expect("a pid");
+    // SAFETY: kill(2) on the step's own process, started by this test.
+    unsafe { libc::kill(sleeper, libc::SIGKILL) };
+    let (id, _) = only_run(&home).expect("the run");
+    let path = home.runs_dir().join(format!("{id}.json"));
+    let before = std::fs::read(&path).expect("run file");
+
+    for args in [vec!["show", id.as_str()], vec!["runs"]] {
+        let (code, body, stderr) = output_json(vwf_limited(&home, 0, &args));
+        let run = if args[0] == "show" { body.clone() } else { body["runs"][0].clone() };
+        assert_eq!(code, if args[0] == "show" { 1 } else { 0 }, "{args:?}: {body} {stderr}");
+        assert_eq!((&run["status"], &run["error"]), (&json!("failed"), &json!("interrupted during step slow")), "{args:?}: {body}");
+        assert_eq!(std::fs::read(&path).expect("run file"), before, "{args:?} wrote the run file");
+    }
+    // Where the store can be written, the first reader saves what it found.
+    let (code, body) = home.json(&["show", &id]);
+    assert_eq!((code, &body["error"]), (1, &json!("interrupted during step slow")), "{body}");
+    assert_eq!(common::run_file(&home, &id)["status"], "failed");
+}
+
+#[test]
+fn a_run_the_machine_cannot_save_records_why() {
+    let home = Home::new();
+    home.save(
+        "big",
+        &json!({
+            "nodes": [
+                {"id": "start", "type": "trigger", "mode": "manual"},
+                {"id": "big", "type": "command", "run": "head -c 100000 /dev/zero | tr '\\0' x"},
+                {"id": "after", "type": "output", "template": "done"}
+            ],
+            "edges": [{"from": "start", "to": "big"}, {"from": "big", "to": "after"}]
+        }),
+    );
+    // The run starts (its first file is small) and cannot save the step's 100 kB output.
+    let (code, body, stderr) = output_json(vwf_limited(&home, 20_000, &["run", "big"]));
+    assert_eq!(code, 70, "{body} {stderr}");
+    assert!(body["error"].as_str().expect("error").contains("File too large"), "{body}");
+    let (id, file) = only_run(&home).expect("the run");
+    assert_eq!(file["status"], "failed", "{file}");
+    let error = file["error"].as_str().expect("error");
+    assert!(error.starts_with("the run could not be saved during step big: ") && error.contains("File too large"), "{error}");
+
+    // Every reader reports that cause, not "interrupted"; once the disk has room, retry finishes.
+    let (code, shown) = home.json(&["show", &id]);
+    assert_eq!((code, &shown["error"]), (1, &json!(error)), "{shown}");
+    let (code, retried) = home.json(&["run", "retry", &id]);
+    assert_eq!((code, &retried["status"]), (0, &json!("done")), "{retried}");
+}

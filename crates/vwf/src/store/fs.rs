@@ -65,12 +65,17 @@ impl FileStore {
         self.locks_dir().join(format!("{id}.lock"))
     }
 
-    /// Opens the run's lock file; creates it only for a run that exists.
+    /// Opens the run's lock file; creates it only for a run that exists. In a store that cannot
+    /// be written the lock file is opened for reading, which `flock` accepts as well, so runs
+    /// can still be read (and found interrupted) there.
     fn open_lock_file(&self, id: &RunId) -> Result<File, StoreError> {
         let path = self.lock_path(id);
         match OpenOptions::new().read(true).write(true).open(&path) {
             Ok(file) => return Ok(file),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem) => {
+                return File::open(&path).map_err(|e| io_error("open", &path, e));
+            }
             Err(e) => return Err(io_error("open", &path, e)),
         }
         if !self.run_path(id).is_file() {
