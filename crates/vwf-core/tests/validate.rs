@@ -940,11 +940,11 @@ fn number_fields() -> Vec<NumberField> {
         field(agent.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::AGENT_TIMEOUT_SECONDS.0, limits::AGENT_TIMEOUT_SECONDS.1)),
         field(agent.clone(), &["max_tokens"], "max_tokens", Whole(limits::AGENT_MAX_TOKENS.0, limits::AGENT_MAX_TOKENS.1)),
         field(approval.clone(), &["timeout_minutes"], "timeout_minutes", Whole(limits::APPROVAL_TIMEOUT_MINUTES.0, limits::APPROVAL_TIMEOUT_MINUTES.1)),
-        field(command, &["timeout_seconds"], "timeout_seconds", Whole(limits::COMMAND_TIMEOUT_SECONDS.0, limits::COMMAND_TIMEOUT_SECONDS.1)),
+        field(command.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::COMMAND_TIMEOUT_SECONDS.0, limits::COMMAND_TIMEOUT_SECONDS.1)),
         field(http.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::HTTP_TIMEOUT_SECONDS.0, limits::HTTP_TIMEOUT_SECONDS.1)),
-        field(http, &["accept"], "accept", Whole(100, 599)),
+        field(http.clone(), &["accept"], "accept", Whole(100, 599)),
         field(lp.clone(), &["max_items"], "max_items", Whole(limits::LOOP_MAX_ITEMS.0, limits::LOOP_MAX_ITEMS.1)),
-        field(lp, &["concurrency"], "concurrency", Whole(limits::LOOP_CONCURRENCY.0, limits::LOOP_CONCURRENCY.1)),
+        field(lp.clone(), &["concurrency"], "concurrency", Whole(limits::LOOP_CONCURRENCY.0, limits::LOOP_CONCURRENCY.1)),
         field(wait.clone(), &["seconds"], "seconds", Whole(limits::WAIT_SECONDS.0, limits::WAIT_SECONDS.1)),
         field(wait, &["duration"], "duration", Duration(limits::WAIT_SECONDS.0, limits::WAIT_SECONDS.1)),
         field(event, &["cooldown_seconds"], "cooldown_seconds", Whole(limits::EVENT_COOLDOWN_SECONDS.0, limits::EVENT_COOLDOWN_SECONDS.1)),
@@ -958,7 +958,15 @@ fn number_fields() -> Vec<NumberField> {
         field(json!({"id": "n", "type": "agent", "prompt": "p", "max_tokens": 1}), &["budget", "tokens"], "budget", Whole(limits::BUDGET_TOKENS.0, limits::BUDGET_TOKENS.1)),
     ];
     // Every node type carries a canvas position.
-    for node in [agent, approval, json!({"id": "n", "type": "note", "text": "t"}), json!({"id": "n", "type": "emit", "event": "ping"})] {
+    let others = [
+        json!({"id": "n", "type": "condition", "expr": "out.start.x == 1"}),
+        json!({"id": "n", "type": "output"}),
+        json!({"id": "n", "type": "note", "text": "t"}),
+        json!({"id": "n", "type": "wait", "seconds": 1}),
+        json!({"id": "n", "type": "emit", "event": "ping"}),
+        json!({"id": "start", "type": "trigger", "mode": "manual"}),
+    ];
+    for node in [agent, approval, command, http, lp].into_iter().chain(others) {
         fields.push(field(node.clone(), &["x"], "x", Coordinate));
         fields.push(field(node, &["y"], "y", Coordinate));
     }
@@ -1041,6 +1049,7 @@ fn design_with(f: &NumberField, value: Value) -> Value {
         let edges = match node["type"].as_str() {
             Some("note") => json!([e("start", "o")]),
             Some("loop") => json!([e("start", "n"), l("n", "o", "each")]),
+            Some("condition") => json!([e("start", "n"), l("n", "o", "true")]),
             _ => json!([e("start", "n"), e("n", "o")]),
         };
         json!({"nodes": [manual(), node, output("o")], "edges": edges})
