@@ -14,7 +14,9 @@ const ROUTES = [
   [/^\/schedules$/, 'schedules', 'render'],
 ];
 
-let current = null; // {cleanups: [fn], alive: bool} of the page on screen
+// The page on screen: {cleanups: [fn], alive: bool, guard: fn | null}. A page that could lose
+// work sets `guard` to a function answering why leaving it would (or null when nothing would).
+let current = null;
 
 /** Calls the API; resolves to {status, body}. Never throws: a network error is status 0. */
 export async function api(method, path, body) {
@@ -58,8 +60,20 @@ export function h(tag, attrs, ...children) {
 export const enc = encodeURIComponent;
 
 export function navigate(hash) {
-  if (location.hash === hash) route();
-  else location.hash = hash;
+  if (location.hash === hash) {
+    if (mayLeave()) route();
+  } else location.hash = hash;
+}
+
+/** What leaving the page on screen would lose, or null. */
+function loss() {
+  return (current && current.alive && current.guard && current.guard()) || null;
+}
+
+/** Whether the page on screen may be left: nothing to lose, or the person said so. */
+function mayLeave() {
+  const why = loss();
+  return !why || window.confirm(why);
 }
 
 /** A status word as a coloured badge. */
@@ -145,7 +159,7 @@ async function route() {
     current.alive = false;
     current.cleanups.forEach((f) => f());
   }
-  const page = { alive: true, cleanups: [], onLeave(f) { this.cleanups.push(f); } };
+  const page = { alive: true, cleanups: [], guard: null, onLeave(f) { this.cleanups.push(f); } };
   current = page;
   const root = h('div', { class: 'page' });
   document.getElementById('view').replaceChildren(root);
@@ -170,6 +184,19 @@ async function route() {
   }
 }
 
-window.addEventListener('hashchange', route);
+// Another dashboard page (a link, back, a typed address): asked first when the page on screen
+// would lose work; staying puts its address back without reloading it.
+window.addEventListener('hashchange', (e) => {
+  if (mayLeave()) route();
+  else history.replaceState(null, '', e.oldURL);
+});
+// Closing the tab, reloading or leaving the dashboard: the browser's own question.
+window.addEventListener('beforeunload', (e) => {
+  const why = loss();
+  if (why) {
+    e.preventDefault();
+    e.returnValue = why; // browsers that ignore preventDefault ask when this is set
+  }
+});
 if (!location.hash) history.replaceState(null, '', '#/designs');
 route();

@@ -369,3 +369,117 @@ test('run page: an agent step takes pasted output; Generate only with a backend'
     backend.close();
   }
 });
+
+test('designs page: a new design never replaces a saved one, blank or from any template', async () => {
+  await seed('keep-me', shipIt);
+  const kept = (await api(server, 'GET', '/designs/keep-me')).body.graph;
+  const page = await openPage('#/designs');
+  await page.locator('#designs tr[data-design="keep-me"]').waitFor();
+  const refused = async (submit) => {
+    const answer = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/designs/keep-me'));
+    await submit();
+    assert.equal((await answer).status(), 409);
+    await waitFor(page, 'the refusal', () => /Not created: design "keep-me" already exists/.test(document.querySelector('.notice.error')?.textContent || ''));
+    assert.match(page.url(), /#\/designs$/);
+    assert.deepEqual((await api(server, 'GET', '/designs/keep-me')).body.graph, kept, 'the saved design is unchanged');
+  };
+
+  await page.locator('input[name="blank-name"]').fill('keep-me');
+  await refused(() => page.getByRole('button', { name: 'New blank design' }).click());
+  const cards = page.locator('form[data-template]');
+  const count = await cards.count();
+  assert.ok(count >= 4, `${count} templates`);
+  for (let i = 0; i < count; i++) {
+    await cards.nth(i).locator('input[name="name"]').fill('keep-me');
+    await refused(() => cards.nth(i).getByRole('button', { name: 'New from template' }).click());
+  }
+
+  // The refusal leads to the design that has the name; a free name is created as before.
+  await page.locator('.notice.error a[href="#/designer/keep-me"]').click();
+  await page.waitForURL(/#\/designer\/keep-me$/);
+  await page.goto(`${server.url}/#/designs`);
+  await page.locator('input[name="blank-name"]').fill('brand-new');
+  await page.getByRole('button', { name: 'New blank design' }).click();
+  await page.waitForURL(/#\/designer\/brand-new$/);
+  assert.equal((await api(server, 'GET', '/designs/brand-new')).body.ok, true);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('designer: unsaved edits are guarded when leaving for another page or closing the tab', async () => {
+  await seed('guarded', shipIt);
+  const page = await openPage('#/designer/guarded');
+  const ready = () => waitFor(page, 'the canvas to be ready', () => {
+    const b = [...document.querySelectorAll('button')].find((x) => x.textContent === 'Save');
+    return b && !b.disabled;
+  });
+  await ready();
+  // The canvas of the page on screen (each visit embeds a fresh one).
+  const canvas = () => page.frame({ url: /designer\.html\?design=guarded/ });
+  const edit = async (id) => {
+    await canvas().getByTestId('palette-note').dragTo(canvas().getByTestId('canvas'), { targetPosition: { x: 200, y: 380 } });
+    await canvas().getByTestId(`node-${id}`).waitFor();
+    await waitFor(page, 'the edit to count as unsaved', () => document.getElementById('design-state')?.textContent === 'unsaved changes');
+  };
+  const dialogs = [];
+  /** Answers the next question the page asks; rejects when none comes within 15 s. */
+  const answerNext = (accept) => new Promise((resolve, reject) => {
+    const none = setTimeout(() => reject(new Error('the page asked nothing')), 15000);
+    page.once('dialog', async (d) => {
+      clearTimeout(none);
+      dialogs.push([d.type(), d.message()]);
+      await (accept ? d.accept() : d.dismiss());
+      resolve();
+    });
+  });
+  // Nothing edited: another page opens without a question.
+  await page.locator('nav a[data-section="runs"]').click();
+  await page.waitForURL(/#\/runs$/);
+  await page.goBack();
+  await page.waitForURL(/#\/designer\/guarded$/);
+  await ready();
+  assert.deepEqual(dialogs, []);
+
+  // Another dashboard page: the dashboard asks; staying keeps the canvas and the edit.
+  await edit('note1');
+  let asked = answerNext(false);
+  await page.locator('nav a[data-section="runs"]').click();
+  await asked;
+  assert.deepEqual(dialogs, [['confirm', 'guarded has unsaved changes. Leave without saving them?']]);
+  assert.match(page.url(), /#\/designer\/guarded$/);
+  assert.equal(await page.locator('#design-state').textContent(), 'unsaved changes');
+  assert.ok((await canvas().evaluate(() => window.vwfDesigner.getGraph())).nodes.some((n) => n.id === 'note1'), 'the edit is still on the canvas');
+
+  // Leaving the dashboard (closing the tab, reloading, another address: the same beforeunload
+  // event; headless Chromium shows its dialog for a navigation): the browser asks; staying
+  // keeps the page and the edit.
+  asked = answerNext(false);
+  await assert.rejects(page.goto(`${server.url}/designer.html`), /ERR_ABORTED/);
+  await asked;
+  assert.equal(dialogs[1][0], 'beforeunload');
+  assert.match(page.url(), /#\/designer\/guarded$/);
+  assert.equal(await page.locator('#design-state').textContent(), 'unsaved changes');
+
+  // Leaving anyway loses the edit, as asked.
+  asked = answerNext(true);
+  await page.locator('nav a[data-section="schedules"]').click();
+  await asked;
+  await page.waitForURL(/#\/schedules$/);
+  assert.equal(dialogs[2][0], 'confirm');
+  assert.equal((await api(server, 'GET', '/designs/guarded')).body.graph.nodes.some((n) => n.id === 'note1'), false);
+
+  // Saved edits: leaving and closing ask nothing.
+  await page.goto(`${server.url}/#/designer/guarded`);
+  await ready();
+  await edit('note1');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await waitFor(page, 'saved', () => document.getElementById('design-state')?.textContent === 'saved');
+  await page.locator('nav a[data-section="runs"]').click();
+  await page.waitForURL(/#\/runs$/);
+  await page.goBack();
+  await ready();
+  await page.goto(`${server.url}/designer.html`);
+  assert.equal(dialogs.length, 3, JSON.stringify(dialogs));
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});

@@ -546,6 +546,26 @@ test('served: the embedding contract (vwfDesigner and messages to the parent)', 
   await page.close();
 });
 
+test('served: leaving the canvas with unsaved edits asks first; saved, it does not', async () => {
+  const page = await openPage(`${server.url}/designer.html`);
+  const dialogs = [];
+  page.on('dialog', async (d) => { dialogs.push(d.type()); await d.dismiss(); });
+  await drop(page, 'trigger', 120, 160, 'trigger1');
+  await page.getByTestId('dirty').waitFor();
+  // Closing the tab, reloading and another address fire the same event; the dismissed question
+  // keeps the page and its edit.
+  await assert.rejects(page.goto(`${server.url}/`), /ERR_ABORTED/);
+  assert.deepEqual(dialogs, ['beforeunload']);
+  assert.equal((await graphOf(page)).nodes.length, 1);
+  await page.getByTestId('design-name').fill('left-alone');
+  await page.getByTestId('btn-save').click();
+  await page.getByTestId('dirty').waitFor({ state: 'hidden' });
+  await page.goto(`${server.url}/`);
+  assert.deepEqual(dialogs, ['beforeunload'], 'a saved canvas is left without a question');
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
 test('file://: built and exported without a server; legible with no host stylesheet', async () => {
   const url = pathToFileURL(join(ROOT, 'web', 'designer.html')).href;
   const page = await openPage(url, { width: 1280, height: 760 });

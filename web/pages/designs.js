@@ -48,12 +48,17 @@ function templateCard(t, names, msg) {
     h('div', { class: 'inline' }, name, h('button', { type: 'submit' }, 'New from template')));
 }
 
-/** Saves `graph` as `name` and opens it in the designer; the server's refusal is shown. */
+/** Creates design `name` from `graph` and opens it in the designer. The server creates it only
+ * under a name no design has (`create: true`), so a new design never replaces a saved one; its
+ * refusal is shown, with the way to the design that has the name. */
 async function create(name, graph, msg) {
   if (!name) return say(msg, 'error', 'Give the design a name first.');
-  const r = await api('POST', `/designs/${enc(name)}`, { graph });
-  if (r.body.ok) navigate(`#/designer/${enc(name)}`);
-  else say(msg, 'error', h('p', {}, `Not saved: ${r.body.error}`), r.body.errors ? issueList(r.body.errors) : null);
+  const r = await api('POST', `/designs/${enc(name)}`, { graph, create: true });
+  if (r.body.ok) return navigate(`#/designer/${enc(name)}`);
+  const taken = r.status === 409
+    ? h('p', {}, 'Nothing was replaced: ', h('a', { href: `#/designer/${enc(name)}` }, `open ${name}`), ', or choose another name.')
+    : null;
+  say(msg, 'error', h('p', {}, `Not created: ${r.body.error}`), taken, r.body.errors ? issueList(r.body.errors) : null);
 }
 
 /** Runs a saved design and opens the run (the API answers once it is done or parked). */
@@ -77,7 +82,14 @@ export async function renderDesigner(root, page) {
     root.append(h('h1', {}, name), h('p', { class: 'notice error' }, loaded.body.error), h('a', { href: '#/designs' }, '← Designs'));
     return;
   }
-  let lastSaved = loaded.body.graph; // what the server holds, to tell an edit from a reload
+  // What the server holds, as the canvas gives it once loaded: an edit is a difference from it.
+  let lastSaved = loaded.body.graph;
+  let dirty = false;
+  const refreshState = () => {
+    dirty = !!designer() && !same(designer().getGraph(), lastSaved);
+    state.textContent = dirty ? 'unsaved changes' : 'saved';
+  };
+  page.guard = () => (dirty ? `${name} has unsaved changes. Leave without saving them?` : null);
   const example = loaded.body.graph.example_input;
   const input = h('textarea', { name: 'input', rows: 3, placeholder: 'null', 'aria-label': 'Run input (JSON)' },
     example === undefined ? '' : JSON.stringify(example, null, 2));
@@ -105,7 +117,7 @@ export async function renderDesigner(root, page) {
     setBusy(false);
     if (r.body.ok) {
       lastSaved = graph;
-      state.textContent = 'saved';
+      refreshState(); // an edit made while saving is still unsaved
       say(msg, 'ok', `Saved ${name} (${r.body.nodes} nodes).`);
       return true;
     }
@@ -140,10 +152,10 @@ export async function renderDesigner(root, page) {
   // The canvas tells its parent what happened in it (its own keyboard shortcuts included).
   const onMessage = (e) => {
     if (e.source !== frame.contentWindow || !e.data || e.data.type !== 'vwf-designer') return;
-    if (e.data.event === 'changed') state.textContent = same(designer().getGraph(), lastSaved) ? 'saved' : 'unsaved changes';
+    if (e.data.event === 'changed') refreshState();
     if (e.data.event === 'saved') {
       lastSaved = designer().getGraph();
-      state.textContent = 'saved';
+      refreshState();
     }
     if (e.data.event === 'ran' && e.data.run_id) navigate(`#/runs/${e.data.run_id}`);
   };
@@ -166,7 +178,8 @@ export async function renderDesigner(root, page) {
       } catch { /* still starting */ }
       if (d && (shown === count(saved) || tries >= 30)) {
         if (shown !== count(saved)) d.setGraph(saved);
-        state.textContent = 'saved';
+        lastSaved = d.getGraph();
+        refreshState();
         setBusy(false);
       } else if (++tries < 60) {
         setTimeout(ready, 100);

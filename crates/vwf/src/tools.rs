@@ -14,6 +14,7 @@ use vwf_core::validate;
 use crate::app::{App, quiet};
 use crate::failure::Failure;
 use crate::runner::Answer;
+use crate::store::StoreError;
 
 pub const TOOL_NAMES: [&str; 5] = [
     "workflow_design_save",
@@ -92,22 +93,39 @@ fn name_arg(args: &Map<String, Value>) -> Result<DesignName, Failure> {
 fn save(app: &App, args: &Map<String, Value>) -> Result<Reply, Failure> {
     let name = name_arg(args)?;
     let graph = args.get("graph").ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
+    save_design(app, &name, graph, SaveMode::Replace).map(Reply::ok)
+}
+
+/// Whether a save may replace a design that has the name already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveMode {
+    Replace,
+    /// Only a new name: a design that exists is left as it is (`Failure::Conflict`).
+    Create,
+}
+
+/// Validates `graph` (a design, or its JSON text) and saves it as `name`: the body of
+/// `workflow_design_save`, `{ok, path, nodes}` or a design problem `{ok:false, error, errors}`.
+pub fn save_design(app: &App, name: &DesignName, graph: &Value, mode: SaveMode) -> Result<Value, Failure> {
     let graph = match graph {
         Value::String(text) => serde_json::from_str(text).map_err(|e| Failure::BadRequest(format!("\"graph\" is not valid JSON: {e}")))?,
         other => other.clone(),
     };
     let report = validate::validate(&graph);
     if !report.ok {
-        return Ok(Reply::ok(json!({
+        return Ok(json!({
             "ok": false,
             "error": refusal(&report.errors),
             "errors": report.errors,
-        })));
+        }));
     }
     let design = Design::from_value(&graph).map_err(|_| Failure::Internal("design changed while saving".into()))?;
     let normalized = normalize(design).to_value();
-    let path = app.store.save_design(&name, &normalized)?;
-    Ok(Reply::ok(json!({"ok": true, "path": path, "nodes": normalized["nodes"].as_array().map_or(0, Vec::len)})))
+    let path = match mode {
+        SaveMode::Replace => app.store.save_design(name, &normalized)?,
+        SaveMode::Create => app.store.create_design(name, &normalized)?,
+    };
+    Ok(json!({"ok": true, "path": path, "nodes": normalized["nodes"].as_array().map_or(0, Vec::len)}))
 }
 
 /// Condition and loop edge labels are stored lowercase (§3).
@@ -192,8 +210,8 @@ pub fn blank_design() -> Value {
 /// Creates a blank design; refuses to overwrite one that exists.
 pub fn new_design(app: &App, name: &str) -> Result<String, Failure> {
     let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
-    if app.store.design_exists(&name) {
-        return Err(Failure::Conflict(format!("design {:?} already exists; open it with `vwf open {name}`", name.as_str())));
-    }
-    Ok(app.store.save_design(&name, &blank_design())?)
+    app.store.create_design(&name, &blank_design()).map_err(|e| match e {
+        StoreError::Exists(_) => Failure::Conflict(format!("design {:?} already exists; open it with `vwf open {name}`", name.as_str())),
+        e => e.into(),
+    })
 }

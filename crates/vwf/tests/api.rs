@@ -427,6 +427,77 @@ fn a_design_named_templates_is_saved_loaded_and_run_over_http() {
     assert_eq!(server.get("/templates"), (200, list));
 }
 
+/// The dashboard's "new design" forms send `create: true`. A taken name is refused with 409 and
+/// the home stays byte for byte (the design, its schedule); every template and a blank graph
+/// are tried over every saved name; of many clients racing to create one name exactly one wins.
+#[test]
+fn creating_a_design_never_replaces_one() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let names = ["brief", "a.b_c-1", "templates", "Z9", &"n".repeat(64)];
+    for name in names {
+        server.save(name, gated());
+    }
+    let (s, b) = server.post("/designs/brief/schedule", json!({"preset": "daily", "time": "09:00", "paused": true}));
+    assert_eq!(s, 200, "{b}");
+    let (_, templates) = server.get("/templates");
+    let mut graphs: Vec<Value> = templates["templates"].as_array().expect("templates").iter().map(|t| t["graph"].clone()).collect();
+    graphs.extend([hello(), json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"}], "edges": []})]);
+    assert!(graphs.len() >= 6);
+    let before = snapshot(&home);
+    for name in names {
+        for graph in &graphs {
+            let (s, b) = server.post(&format!("/designs/{name}"), json!({"graph": graph, "create": true}));
+            assert_eq!(s, 409, "{name}: {b}");
+            assert_eq!(b["error"], format!("design {name:?} already exists"), "{b}");
+        }
+    }
+    assert!(snapshot(&home) == before, "a refused create wrote something");
+
+    // A create flag that is not a boolean is a bad request; nothing is written for it.
+    for flag in [json!("yes"), json!(1), json!([true]), json!({})] {
+        for name in ["brief", "fresh"] {
+            let (s, b) = server.post(&format!("/designs/{name}"), json!({"graph": hello(), "create": flag}));
+            assert_eq!(s, 400, "{flag}: {b}");
+        }
+    }
+    assert!(snapshot(&home) == before);
+
+    // A new name is created once; a plain save still replaces; `create: false` is a plain save.
+    let (s, b) = server.post("/designs/fresh", json!({"graph": hello(), "create": true}));
+    assert_eq!((s, &b["ok"]), (200, &json!(true)), "{b}");
+    assert_eq!(server.get("/designs/fresh").1["graph"]["description"], json!("says hello"));
+    assert_eq!(server.post("/designs/fresh", json!({"graph": gated(), "create": true})).0, 409);
+    for create in [json!(false), Value::Null] {
+        let (s, b) = server.post("/designs/fresh", json!({"graph": gated(), "create": create}));
+        assert_eq!((s, &b["ok"]), (200, &json!(true)), "{b}");
+    }
+    // A design problem is still a 200 describing it, whatever the flag.
+    let (s, b) = server.post("/designs/broken", json!({"graph": {"nodes": [{"id": "x", "type": "teleport"}], "edges": []}, "create": true}));
+    assert_eq!((s, &b["ok"]), (200, &json!(false)), "{b}");
+
+    // Racing clients: exactly one creates the design, and the file is that one's graph.
+    let answers: Vec<(u16, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let server = &server;
+                scope.spawn(move || {
+                    let mut graph = hello();
+                    graph["description"] = json!(format!("client {i}"));
+                    (server.post("/designs/raced", json!({"graph": graph, "create": true})).0, i)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("client thread")).collect()
+    });
+    let winners: Vec<usize> = answers.iter().filter(|(s, _)| *s == 200).map(|(_, i)| *i).collect();
+    assert_eq!(winners.len(), 1, "{answers:?}");
+    assert!(answers.iter().all(|(s, _)| *s == 200 || *s == 409), "{answers:?}");
+    assert_eq!(server.get("/designs/raced").1["graph"]["description"], json!(format!("client {}", winners[0])));
+    let strays: Vec<_> = home.files().into_iter().filter(|f| f.to_string_lossy().ends_with(".tmp")).collect();
+    assert!(strays.is_empty(), "{strays:?}");
+}
+
 // ---- runs ----
 
 #[test]

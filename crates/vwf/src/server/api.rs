@@ -64,7 +64,7 @@ pub(crate) const ROUTES: &[Route] = &[
     Route { method: "GET", path: "/designs", summary: "Saved design names", query: &[], body: None, answer: "{ok:true, designs:[name]}", handler: || get(list_designs) },
     Route { method: "GET", path: "/templates", summary: "Built-in designs from examples/", query: &[], body: None, answer: "{ok:true, templates:[{name, description, graph}]}", handler: || get(templates) },
     Route { method: "GET", path: "/designs/{name}", summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)", query: &[], body: None, answer: "{ok:true, graph}", handler: || get(load_design) },
-    Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design", query: &[], body: Some("{graph}"), answer: "{ok:true, path, nodes} or {ok:false, error, errors}", handler: || post(save_design) },
+    Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design; with create:true only under a new name (409 if taken)", query: &[], body: Some("{graph, create?}"), answer: "{ok:true, path, nodes} or {ok:false, error, errors}", handler: || post(save_design) },
     Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", query: &[], body: Some("{graph?}"), answer: "{ok, errors:[issue], warnings:[issue]}", handler: || post(validate_design) },
     Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked", query: &[], body: Some("{input?}"), answer: "run result, or {ok:false, error, errors}", handler: || post(run_design) },
     Route { method: "GET", path: "/schedules", summary: "Schedule jobs", query: &[], body: None, answer: "{ok:true, schedules:[job]}", handler: || get(list_schedules) },
@@ -247,17 +247,23 @@ async fn load_design(State(s): State<AppState>, Path(name): Path<String>) -> Res
     .await
 }
 
-async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
-    let name = match design_name(&name) {
-        Ok(n) => n,
+/// `{graph}` saves; `{graph, create: true}` saves only under a name no design has (the
+/// dashboard's "new design" forms), so a new design never replaces one.
+async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(mut body): JsonArgs) -> Response {
+    let request = design_name(&name).and_then(|name| {
+        let mode = match body.get("create") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => tools::SaveMode::Replace,
+            Some(Value::Bool(true)) => tools::SaveMode::Create,
+            Some(_) => return Err(Failure::BadRequest("\"create\" must be true or false".into())),
+        };
+        let graph = body.remove("graph").ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
+        Ok((name, graph, mode))
+    });
+    let (name, graph, mode) = match request {
+        Ok(parts) => parts,
         Err(f) => return failure(f),
     };
-    let mut args = Map::new();
-    args.insert("name".into(), name.as_str().into());
-    if let Some(graph) = body.get("graph") {
-        args.insert("graph".into(), graph.clone());
-    }
-    blocking(&s, move |app| tools::call(app, "workflow_design_save", &Value::Object(args))).await
+    blocking(&s, move |app| answer(tools::save_design(app, &name, &graph, mode))).await
 }
 
 async fn validate_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {

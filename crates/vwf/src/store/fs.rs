@@ -58,6 +58,25 @@ impl FileStore {
     fn design_path(&self, name: &DesignName) -> PathBuf {
         self.designs_dir().join(format!("{name}.json"))
     }
+
+    /// Writes a design as pretty JSON with `write` ([`atomic_write`] or [`atomic_create`]).
+    fn write_design(
+        &self,
+        name: &DesignName,
+        graph: &Value,
+        write: fn(&Path, &[u8]) -> io::Result<()>,
+    ) -> Result<String, StoreError> {
+        create_dir(&self.designs_dir())?;
+        let path = self.design_path(name);
+        let mut bytes =
+            serde_json::to_vec_pretty(graph).map_err(|e| StoreError::Io(e.to_string()))?;
+        bytes.push(b'\n');
+        match write(&path, &bytes) {
+            Ok(()) => Ok(path.display().to_string()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(StoreError::design_exists(name)),
+            Err(e) => Err(io_error("write", &path, e)),
+        }
+    }
     fn run_path(&self, id: &RunId) -> PathBuf {
         self.runs_dir().join(format!("{id}.json"))
     }
@@ -122,13 +141,11 @@ impl Store for FileStore {
     }
 
     fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
-        create_dir(&self.designs_dir())?;
-        let path = self.design_path(name);
-        let mut bytes =
-            serde_json::to_vec_pretty(graph).map_err(|e| StoreError::Io(e.to_string()))?;
-        bytes.push(b'\n');
-        atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))?;
-        Ok(path.display().to_string())
+        self.write_design(name, graph, atomic_write)
+    }
+
+    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        self.write_design(name, graph, atomic_create)
     }
 
     fn design_exists(&self, name: &DesignName) -> bool {
@@ -257,6 +274,11 @@ impl Drop for LockedFile {
 /// same directory, written, fsynced, renamed over `path`, then the directory fsynced.
 /// The parent directory must exist. On error the temp file is removed.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    atomic_write_with(path, bytes, replace)
+}
+
+/// A fresh random temp file beside `path`, written through to it with `place`.
+fn atomic_write_with(path: &Path, bytes: &[u8], place: fn(&Path, &Path) -> io::Result<()>) -> io::Result<()> {
     let file_name = path.file_name().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -271,7 +293,26 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     getrandom::fill(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
     let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let tmp = dir.join(format!(".{}.{suffix}.tmp", file_name.to_string_lossy()));
-    write_through(&tmp, path, dir, bytes, true)
+    write_through(&tmp, path, dir, bytes, true, place)
+}
+
+/// [`atomic_write`] that never replaces a file: the complete temp file is hard-linked to `path`,
+/// which fails with `AlreadyExists` when `path` exists (the check and the write are one step).
+pub fn atomic_create(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    atomic_write_with(path, bytes, link_new)
+}
+
+/// Gives `tmp` the name `path`, replacing what had it.
+fn replace(tmp: &Path, path: &Path) -> io::Result<()> {
+    fs::rename(tmp, path)
+}
+
+/// Gives `tmp` the name `path` unless that name is taken; `tmp` goes away either way.
+fn link_new(tmp: &Path, path: &Path) -> io::Result<()> {
+    fs::hard_link(tmp, path)?;
+    // The target is complete and durable already; a temp name left behind is only a stray.
+    let _ = fs::remove_file(tmp);
+    Ok(())
 }
 
 /// `atomic_write` for a writer that holds the target's lock: the temp name is fixed
@@ -284,10 +325,19 @@ pub fn atomic_write_locked(path: &Path, bytes: &[u8]) -> io::Result<()> {
         _ => Path::new("."),
     };
     let tmp = dir.join(format!(".{}.tmp", file_name.to_string_lossy()));
-    write_through(&tmp, path, dir, bytes, false)
+    write_through(&tmp, path, dir, bytes, false, replace)
 }
 
-fn write_through(tmp: &Path, path: &Path, dir: &Path, bytes: &[u8], fresh: bool) -> io::Result<()> {
+/// Writes `bytes` to a fresh temp file beside `path`, fsyncs it, then `place`s it at `path`
+/// (a rename, or a link that refuses to replace) and fsyncs the directory.
+fn write_through(
+    tmp: &Path,
+    path: &Path,
+    dir: &Path,
+    bytes: &[u8],
+    fresh: bool,
+    place: fn(&Path, &Path) -> io::Result<()>,
+) -> io::Result<()> {
     let written = (|| {
         let mut options = OpenOptions::new();
         options.write(true);
@@ -300,7 +350,7 @@ fn write_through(tmp: &Path, path: &Path, dir: &Path, bytes: &[u8], fresh: bool)
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
-        fs::rename(tmp, path)
+        place(tmp, path)
     })();
     if let Err(e) = written {
         let _ = fs::remove_file(tmp);
@@ -689,6 +739,21 @@ mod tests {
             waiter.join().unwrap(),
             "second locker got in while the first held the lock"
         );
+    }
+
+    #[test]
+    fn create_design_never_replaces_and_leaves_no_temp_file() {
+        let (dir, store) = store();
+        let first = json!({"nodes": [], "description": "first"});
+        store.create_design(&name("x"), &first).unwrap();
+        let e = store.create_design(&name("x"), &json!({"nodes": [], "description": "second"})).unwrap_err();
+        assert!(matches!(e, StoreError::Exists(_)), "{e:?}");
+        assert_eq!(e.to_string(), r#"design "x" already exists"#);
+        assert_eq!(store.load_design(&name("x")).unwrap(), first);
+        assert_eq!(files_in(&dir.path().join(DESIGNS_DIR)), vec!["x.json"]);
+        // A plain save still replaces.
+        store.save_design(&name("x"), &json!({"nodes": []})).unwrap();
+        assert_eq!(store.load_design(&name("x")).unwrap(), json!({"nodes": []}));
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub trait Store: Send + Sync {
     fn load_design(&self, name: &DesignName) -> Result<Value, StoreError>;
     /// Saves (creates or replaces) a design; returns where it was saved, to show to the user.
     fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
+    /// Saves a design only if none has this name, else `Exists`; the check and the write are one
+    /// step, so of two callers creating the same name exactly one succeeds.
+    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
     fn design_exists(&self, name: &DesignName) -> bool;
 
     /// A fresh run id from a CSPRNG, reserved in the store so no other caller
@@ -97,6 +100,9 @@ pub enum StoreError {
     /// What is missing, e.g. `design "x"` or `run d7b493cae249`.
     #[error("{0} not found")]
     NotFound(String),
+    /// What is there already, e.g. `design "x"`.
+    #[error("{0} already exists")]
+    Exists(String),
     /// `path` is where the user finds the entry (relative to the home for the file store).
     #[error("{path} is not valid JSON: {message}")]
     Corrupt { path: String, message: String },
@@ -108,6 +114,9 @@ pub enum StoreError {
 impl StoreError {
     pub fn design_not_found(name: &DesignName) -> Self {
         Self::NotFound(format!("design {:?}", name.as_str()))
+    }
+    pub fn design_exists(name: &DesignName) -> Self {
+        Self::Exists(format!("design {:?}", name.as_str()))
     }
     pub fn run_not_found(id: &RunId) -> Self {
         Self::NotFound(format!("run {id}"))
@@ -126,6 +135,10 @@ mod tests {
             r#"design "x" not found"#
         );
         let id = RunId::parse("d7b493cae249").unwrap();
+        assert_eq!(
+            StoreError::design_exists(&name).to_string(),
+            r#"design "x" already exists"#
+        );
         assert_eq!(
             StoreError::run_not_found(&id).to_string(),
             "run d7b493cae249 not found"
