@@ -44,8 +44,14 @@ pub const WATCH_DEDUPE_MINUTES: (u64, u64) = (0, 1440);
 pub const CANVAS_COORDINATE: f64 = 1_000_000.0;
 /// Step output kept inline, in bytes.
 pub const STEP_OUTPUT_BYTES: usize = 1024 * 1024;
+/// One template value handed to a command through its environment, in bytes: Linux refuses an
+/// environment entry over 128 KiB (MAX_ARG_STRLEN), name and `=` included.
+pub const COMMAND_VALUE_BYTES: usize = 128 * 1024 - 64;
 /// Request body accepted by the server and the tools, in bytes.
 pub const REQUEST_BODY_BYTES: usize = 1024 * 1024;
+/// JSON nesting accepted at every entry (bodies, inputs, payloads, arguments) and parsed from step
+/// outputs; a scalar is depth 0, `[]` depth 1.
+pub const JSON_DEPTH: usize = 64;
 /// Depth of design-emits-event-starts-design chains before the chain is cut.
 pub const EVENT_DEPTH: u32 = 8;
 

@@ -21,6 +21,7 @@ use crate::expr;
 use crate::limits;
 use crate::plan::{Plan, PlanStep};
 use crate::refs;
+use crate::shell;
 use crate::spec::{OnTimeout, Spec};
 use crate::template::{self, Context};
 use crate::time::{self, Ts};
@@ -356,7 +357,8 @@ fn beyond_time(what: &str) -> String {
 
 /// A loop's `over`, rendered: it must be a JSON array of at most `max_items` items.
 fn loop_items(text: &str, max_items: u64) -> Result<Vec<Value>, String> {
-    match serde_json::from_str::<Value>(text.trim()) {
+    match crate::json::parse(text.trim()) {
+        Err(e @ crate::json::JsonError::TooDeep) => Err(e.about("a loop's \"over\" gave")),
         Ok(Value::Array(items)) if items.len() as u64 <= max_items => Ok(items),
         Ok(Value::Array(items)) => Err(format!("the loop's list has {} items, more than max_items ({max_items})", items.len())),
         Ok(other) => Err(format!("a loop's \"over\" must give a JSON array, got {}", view::kind_name(&other))),
@@ -1240,8 +1242,13 @@ impl Run {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let ctx = self.context(&ids, &trigger, scope);
                 let rendered = (|| -> Result<Work, String> {
+                    let mut values = Vec::new();
                     let run = match run {
-                        Some(r) => Some(template::parse(&r).and_then(|t| t.render_with(&ctx, &template::shell_quote)).map_err(|e| e.0)?),
+                        Some(r) => {
+                            let script = template::parse(&r).map_err(|e| e.0).and_then(|t| shell::compile(&t).map_err(|e| e.0))?;
+                            values = script.bind(&ctx)?;
+                            Some(script.text)
+                        }
                         None => None,
                     };
                     let argv = match argv {
@@ -1253,6 +1260,7 @@ impl Run {
                         .into_iter()
                         .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
                         .collect::<Result<BTreeMap<_, _>, _>>()?;
+                    let env = env.into_iter().chain(values).collect();
                     Ok(Work::Command { run, argv, cwd, env, timeout_seconds })
                 })();
                 match rendered {

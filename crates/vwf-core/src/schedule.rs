@@ -1167,6 +1167,17 @@ fn check_watch_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) 
             .unwrap_or_default();
         issues.push(ScheduleError::new("command", format!("{need}{got}")));
     }
+    let words: Vec<&str> = match present(node, "command") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if words.iter().any(|w| crate::template::parse(w).is_ok_and(|t| t.refs().next().is_some())) {
+        issues.push(ScheduleError::new(
+            "command",
+            "a watch command takes no templates: it runs exactly as written, before any run exists; remove the {{…}}",
+        ));
+    }
     check_int(
         node,
         "restart_delay_seconds",
@@ -1823,6 +1834,8 @@ mod tests {
                 json!({"mode": "watch", "command": "x", "restart_delay_seconds": 301}),
                 vec!["restart_delay_seconds"],
             ),
+            (json!({"mode": "watch", "command": "tail -f {{trigger.path}}"}), vec!["command"]),
+            (json!({"mode": "watch", "command": ["tail", "-f", "{{ run.id }}"]}), vec!["command"]),
         ];
         for (node, expected) in cases {
             let issues = validate_trigger(&obj(node.clone()));

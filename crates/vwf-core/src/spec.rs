@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::design::Node;
 use crate::limits::{self, within};
-use crate::schedule;
+use crate::{schedule, shell, template};
 use crate::validate::Issue;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -263,8 +263,16 @@ impl Spec {
                     (Some(r), None, _) if r.trim().is_empty() => f.issue("run", "\"run\" must not be empty"),
                     _ => {}
                 }
+                if let Some(Ok(t)) = run.as_deref().map(template::parse)
+                    && let Err(e) = shell::compile(&t)
+                {
+                    f.issue("run", e.0);
+                }
                 let cwd = f.string("cwd");
                 let env = f.string_map("env");
+                if env.keys().any(|k| k.starts_with(shell::VALUE_VAR_PREFIX)) {
+                    f.issue("env", format!("environment names starting with {} carry template values into the command; choose another name", shell::VALUE_VAR_PREFIX));
+                }
                 let timeout_seconds = f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
                 Spec::Command { run, argv, cwd, env, timeout_seconds }
             }

@@ -211,49 +211,24 @@ impl Template {
 
     /// Renders the template: strings insert raw, other values as compact JSON.
     pub fn render(&self, ctx: &Context) -> Result<String, TemplateError> {
-        self.render_with(ctx, &|s: &str| s.to_string())
-    }
-
-    /// Renders the template, passing each inserted value's text through `quote`
-    /// (literal text is left alone).
-    pub fn render_with(
-        &self,
-        ctx: &Context,
-        quote: &dyn Fn(&str) -> String,
-    ) -> Result<String, TemplateError> {
         let mut out = String::new();
         for segment in &self.segments {
             match segment {
                 Segment::Text(t) => out.push_str(t),
-                Segment::Ref(r) => out.push_str(&quote(&value_text(&resolve(r, ctx)?))),
+                Segment::Ref(r) => out.push_str(&ref_text(r, ctx)?),
             }
         }
         Ok(out)
     }
 }
 
-/// A string as itself, any other value as compact JSON.
-fn value_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
+/// The text a reference inserts: a string as itself, any other value as compact JSON.
+pub fn ref_text(r: &Ref, ctx: &Context) -> Result<String, TemplateError> {
+    Ok(match resolve(r, ctx)? {
+        Value::String(s) => s,
         // Serializing a `Value` cannot fail (its keys are strings).
-        other => serde_json::to_string(other).unwrap_or_default(),
-    }
-}
-
-/// POSIX shell single-quoting: the result is one word whose value is exactly `s`.
-pub fn shell_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('\'');
-    for c in s.chars() {
-        if c == '\'' {
-            out.push_str("'\\''");
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('\'');
-    out
+        other => serde_json::to_string(&other).unwrap_or_default(),
+    })
 }
 
 /// Renders every string of a JSON value as a template; object keys are left untouched.
@@ -465,24 +440,6 @@ mod tests {
     }
 
     #[test]
-    fn render_with_quotes_inserted_values_only() {
-        let f = Fixture::new();
-        let t = parse("echo {{item.name}} {{loop.index}}").unwrap();
-        assert_eq!(
-            t.render_with(&f.ctx(), &shell_quote).unwrap(),
-            r#"echo 'it'\''s' '2'"#
-        );
-    }
-
-    #[test]
-    fn shell_quote_single_quotes() {
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("'"), r#"''\'''"#);
-        assert_eq!(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
-    }
-
-    #[test]
     fn render_json_renders_strings_not_keys() {
         let f = Fixture::new();
         let body =
@@ -492,25 +449,6 @@ mod tests {
             json!({"{{trigger.city}}": "Oslo", "n": [1, "2", null, true]})
         );
         assert!(render_json(&json!(["{{nodes.nope}}"]), &f.ctx()).is_err());
-    }
-
-    /// Reads back one POSIX single-quoted word as produced by `shell_quote`.
-    fn unquote(word: &str) -> Option<String> {
-        let mut out = String::new();
-        let mut chars = word.chars();
-        loop {
-            match chars.next() {
-                None => return Some(out),
-                Some('\'') => loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => out.push(c),
-                    }
-                },
-                Some('\\') => out.push(chars.next()?),
-                Some(_) => return None,
-            }
-        }
     }
 
     fn fragments() -> impl Strategy<Value = String> {
@@ -570,18 +508,15 @@ mod tests {
             let ctx = if in_loop { f.ctx() } else { Context { item: None, loop_index: None, ..f.ctx() } };
             if let Ok(t) = parse(&src) {
                 let plain = t.render(&ctx);
-                let quoted = t.render_with(&ctx, &shell_quote);
-                prop_assert_eq!(plain.is_ok(), quoted.is_ok());
+                // Placing it in a shell script never panics, and every hole gets its variable.
+                if let Ok(script) = crate::shell::compile(&t) {
+                    prop_assert_eq!(script.values.len(), t.refs().count());
+                }
                 // Without placeholders a template renders to itself.
                 if t.refs().next().is_none() {
                     prop_assert_eq!(plain, Ok(src.clone()));
                 }
             }
-        }
-
-        #[test]
-        fn shell_quote_round_trips(s in "\\PC*") {
-            prop_assert_eq!(unquote(&shell_quote(&s)), Some(s));
         }
     }
 }

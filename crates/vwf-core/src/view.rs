@@ -16,7 +16,8 @@ pub const BASE_KEYS: [&str; 5] = ["text", "data", "words", "chars", "lines"];
 /// Builds the output view of `text`, followed by the type-specific `extra` fields.
 /// An `extra` key that collides with a base key is ignored.
 pub fn output_view(text: &str, extra: Map<String, Value>) -> Value {
-    let data = serde_json::from_str::<Value>(text.trim()).unwrap_or(Value::Null);
+    // Deeper than the nesting limit stays text: whatever is kept must read back.
+    let data = crate::json::parse(text.trim()).unwrap_or(Value::Null);
     build(text, data, extra)
 }
 

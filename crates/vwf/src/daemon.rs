@@ -519,9 +519,12 @@ impl<'a> Daemon<'a> {
         if text.is_empty() {
             return;
         }
-        let Ok(input) = serde_json::from_str::<Value>(text) else {
-            log(now, &format!("{design}: ignored a line that is not JSON: {}", clip(text, 200)));
-            return;
+        let input = match vwf_core::json::parse(text) {
+            Ok(input) => input,
+            Err(e) => {
+                log(now, &format!("{design}: ignored a line that is not accepted JSON ({e}): {}", clip(text, 200)));
+                return;
+            }
         };
         if spec.dedupe_minutes > 0 {
             let since = time::sub_seconds_saturating(now, spec.dedupe_minutes.saturating_mul(60));

@@ -178,7 +178,7 @@ fn read_arg(arg: &str) -> Result<String, Failure> {
 }
 
 fn parse_json(text: &str, what: &str) -> Result<Value, Failure> {
-    serde_json::from_str(text).map_err(|e| Failure::BadRequest(format!("{what} is not valid JSON: {e}")))
+    vwf_core::json::parse(text).map_err(|e| Failure::BadRequest(e.about(&format!("{what} is"))))
 }
 
 /// Prints a live line per step on standard error while a run works.

@@ -76,6 +76,8 @@ impl Runner<'_> {
 
     /// Starts a run of `plan` and drives it until it is done, failed or parked.
     pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
+        // Every run starts here: its input is kept in the run file, which must read back.
+        vwf_core::json::check(&trigger.input).map_err(|e| Failure::BadRequest(e.about("the run's input is")))?;
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
         let mut run = Run::start(plan, id.as_str(), trigger, self.clock.now());
@@ -99,6 +101,7 @@ impl Runner<'_> {
         if !vwf_core::schedule::is_event_name(event) {
             return Err(Failure::BadRequest(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
         }
+        vwf_core::json::check(&payload).map_err(|e| Failure::BadRequest(e.about(&format!("the payload of event {event:?} is"))))?;
         if depth >= limits::EVENT_DEPTH {
             return Err(Failure::BadRequest(format!(
                 "event {event:?} is {} emits deep; chains stop at {} so designs emitting to each other cannot loop",

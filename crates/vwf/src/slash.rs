@@ -90,7 +90,7 @@ fn dispatch(app: &App, text: &str) -> String {
             let input = if rest.trim().is_empty() {
                 Value::Null
             } else {
-                match serde_json::from_str(rest.trim()) {
+                match vwf_core::json::parse(rest.trim()) {
                     Ok(v) => v,
                     Err(e) => return format!("The input after the design name must be JSON: {e}"),
                 }

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
+use vwf_core::json;
 use vwf_core::limits::REQUEST_BODY_BYTES;
 use vwf_core::names::DesignName;
 use vwf_core::run::{Response, TriggerInfo};
@@ -58,13 +59,14 @@ pub fn call_text(app: &App, name: &str, args: &str) -> Reply {
     if args.len() > REQUEST_BODY_BYTES {
         return Failure::BadRequest(format!("arguments are {} bytes; at most {REQUEST_BODY_BYTES} are accepted", args.len())).into();
     }
-    match serde_json::from_str::<Value>(args) {
+    match json::parse(args) {
         Ok(v) => call(app, name, &v),
-        Err(e) => Failure::BadRequest(format!("arguments are not valid JSON: {e}")).into(),
+        Err(e) => Failure::BadRequest(e.about("arguments are")).into(),
     }
 }
 
 fn dispatch(app: &App, name: &str, args: &Value) -> Result<Reply, Failure> {
+    json::check(args).map_err(|e| Failure::BadRequest(e.about("arguments are")))?;
     let Some(args) = args.as_object() else {
         return Err(Failure::BadRequest("arguments must be a JSON object".into()));
     };
@@ -108,7 +110,7 @@ pub enum SaveMode {
 /// `workflow_design_save`, `{ok, path, nodes}` or a design problem `{ok:false, error, errors}`.
 pub fn save_design(app: &App, name: &DesignName, graph: &Value, mode: SaveMode) -> Result<Value, Failure> {
     let graph = match graph {
-        Value::String(text) => serde_json::from_str(text).map_err(|e| Failure::BadRequest(format!("\"graph\" is not valid JSON: {e}")))?,
+        Value::String(text) => json::parse(text).map_err(|e| Failure::BadRequest(e.about("\"graph\" is")))?,
         other => other.clone(),
     };
     let report = validate::validate(&graph);

@@ -249,7 +249,7 @@ fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, String> 
     extra.insert("headers".into(), headers);
     let text = match String::from_utf8(bytes) {
         Ok(text) => {
-            let body = serde_json::from_str::<Value>(text.trim()).ok().filter(|_| !text.trim().is_empty());
+            let body = vwf_core::json::parse(text.trim()).ok().filter(|_| !text.trim().is_empty());
             extra.insert("body".into(), body.unwrap_or_else(|| Value::String(text.clone())));
             text
         }

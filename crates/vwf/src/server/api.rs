@@ -169,16 +169,17 @@ impl<S: Send + Sync> FromRequest<S> for JsonArgs {
                 error(status, format!("cannot read the request body: {}", rejection.body_text()))
             }
         })?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // No body at all means no arguments; a body of only whitespace is JSON that is not there.
+        if bytes.is_empty() {
             return Ok(JsonArgs(Map::new()));
         }
         if !json_type {
             return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the request body as JSON with Content-Type: application/json".into()));
         }
-        match serde_json::from_slice::<Value>(&bytes) {
+        match vwf_core::json::parse_slice(&bytes) {
             Ok(Value::Object(map)) => Ok(JsonArgs(map)),
             Ok(_) => Err(failure(Failure::BadRequest("the request body must be a JSON object".into()))),
-            Err(e) => Err(failure(Failure::BadRequest(format!("the request body is not valid JSON: {e}")))),
+            Err(e) => Err(failure(Failure::BadRequest(e.about("the request body is")))),
         }
     }
 }

@@ -1,0 +1,201 @@
+//! JSON nesting at every entry (SPEC §17, §18): JSON deeper than the limit is refused with a clear
+//! 400 / exit 2 before anything is written, and whatever is written reads back — through `show`,
+//! `GET /runs/{id}`, answering a parked gate and retrying — for every depth up to the limit + 1.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::{Home, snapshot};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use vwf_core::limits::JSON_DEPTH;
+
+/// A value `levels` deep, alternating arrays and objects, with `leaf` at the bottom.
+fn nested(levels: usize, leaf: Value) -> Value {
+    (0..levels).fold(leaf, |inner, i| if i % 2 == 0 { json!([inner]) } else { json!({ "k": inner }) })
+}
+
+/// The text of `nested(levels, leaf)`, built without a value tree (deep trees overflow the stack
+/// of whoever serializes or drops them).
+fn nested_text(levels: usize, leaf: &str) -> String {
+    let open: String = (0..levels).rev().map(|i| if i % 2 == 0 { "[" } else { "{\"k\":" }).collect();
+    let close: String = (0..levels).map(|i| if i % 2 == 0 { ']' } else { '}' }).collect();
+    format!("{open}{leaf}{close}")
+}
+
+/// A design whose trigger feeds a gate (so a run parks with its input kept) and a command that
+/// prints JSON `depth` deep.
+fn design(print_depth: usize) -> Value {
+    let printed = nested_text(print_depth, "\"leaf\"");
+    json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "deep", "type": "command", "run": format!("printf '%s' '{printed}'")},
+        {"id": "gate", "type": "approval", "question": "ok?"},
+        {"id": "out", "type": "output"}
+    ], "edges": [{"from": "start", "to": "deep"}, {"from": "deep", "to": "gate"}, {"from": "gate", "to": "out"}]})
+}
+
+fn run_with_input(home: &Home, name: &str, input: &Value) -> (i32, Value) {
+    let out = home.vwf().args(["--json", "run", name, "--input", "-"]).write_stdin(input.to_string()).output().expect("vwf");
+    (common::code(&out), common::parse(&out))
+}
+
+/// Reads a run back every way a user can, and answers its gate: every step must succeed.
+fn read_back_and_answer(home: &Home, run_id: &str) {
+    let (code, shown) = home.json(&["show", run_id]);
+    assert_eq!(code, 6, "a parked run reads back: {shown}");
+    let (code, listed) = home.json(&["runs", "--limit", "5"]);
+    assert_eq!(code, 0, "{listed}");
+    assert!(listed.to_string().contains(run_id), "{listed}");
+    let (code, answered) = home.json(&["approve", run_id, "gate", "approve"]);
+    assert_eq!(code, 0, "the gate can be answered: {answered}");
+    assert_eq!(answered["status"], "done", "{answered}");
+    let (code, shown) = home.json(&["show", run_id]);
+    assert_eq!(code, 0, "{shown}");
+}
+
+#[test]
+fn inputs_up_to_the_limit_run_and_read_back_and_deeper_are_refused_writing_nothing() {
+    let home = Home::new();
+    home.save("nest", &design(1));
+    // The run file wraps the input a few levels deep; the limit leaves room for that.
+    for levels in [0, 1, JSON_DEPTH - 1, JSON_DEPTH] {
+        let (code, run) = run_with_input(&home, "nest", &json!({"x": nested(levels - levels.min(1), json!(1))}));
+        assert_eq!(code, 6, "depth {levels}: {run}");
+        read_back_and_answer(&home, run["run_id"].as_str().expect("run id"));
+    }
+    let before = snapshot(&home);
+    for levels in [JSON_DEPTH + 1, 100, 126, 127, 128, 129, 1000] {
+        let deep = nested_text(levels, "1");
+        let out = home.vwf().args(["--json", "run", "nest", "--input", "-"]).write_stdin(deep.clone()).output().expect("vwf");
+        let body = common::parse(&out);
+        assert_eq!(common::code(&out), 2, "depth {levels}: {body}");
+        assert!(body["error"].as_str().unwrap_or_default().contains("nested deeper than 64"), "{body}");
+        // The same through the tool layer, an event payload, and a saved design.
+        let (code, body) = home.json(&["tool", "workflow_design_run", &format!("{{\"name\":\"nest\",\"input\":{deep}}}")]);
+        assert_eq!(code, 2, "tool, depth {levels}: {body}");
+        let out = home.vwf().args(["--json", "emit", "ping", "--payload", "-"]).write_stdin(deep.clone()).output().expect("vwf");
+        assert_eq!(common::code(&out), 2, "emit, depth {levels}: {}", common::parse(&out));
+        let graph = format!("{{\"nodes\": [{{\"id\": \"start\", \"type\": \"trigger\", \"mode\": \"manual\", \"extra\": {deep}}}], \"edges\": []}}");
+        let out = home.vwf().args(["--json", "save", "deep-design", "-"]).write_stdin(graph).output().expect("vwf");
+        assert_eq!(common::code(&out), 2, "save, depth {levels}: {}", common::parse(&out));
+        let out = home.vwf().args(["slash", &format!("/workflow run nest {deep}")]).output().expect("vwf");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("nested deeper than 64"), "{out:?}");
+    }
+    assert_eq!(snapshot(&home), before, "a refused request wrote something");
+}
+
+#[test]
+fn a_step_printing_json_deeper_than_the_limit_keeps_it_as_text_and_the_run_reads_back() {
+    let home = Home::new();
+    for levels in [JSON_DEPTH, JSON_DEPTH + 1, 126, 127, 200, 5000] {
+        home.save("printer", &design(levels));
+        let (code, run) = run_with_input(&home, "printer", &Value::Null);
+        assert_eq!(code, 6, "depth {levels}: {run}");
+        let deep = &run["outputs"]["deep"];
+        assert_eq!(deep["text"], nested_text(levels, "\"leaf\""), "the text is kept byte for byte");
+        assert_eq!(deep["data"].is_null(), levels > JSON_DEPTH, "depth {levels}: data {}", deep["data"]);
+        read_back_and_answer(&home, run["run_id"].as_str().expect("run id"));
+    }
+}
+
+/// A `vwf serve` in this process on a loopback port, shared by the HTTP tests.
+fn server() -> &'static (String, tempfile::TempDir) {
+    static SERVER: OnceLock<(String, tempfile::TempDir)> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let home = tempfile::tempdir().expect("home");
+        let app = vwf::app::App::open(home.path().to_path_buf()).expect("open home");
+        let server = vwf::server::prepare(app, Some("127.0.0.1:0")).expect("bind");
+        let url = server.api_url();
+        std::thread::spawn(move || server.run());
+        (url, home)
+    })
+}
+
+fn post(path: &str, body: String) -> (u16, Value) {
+    let (url, _) = server();
+    let response = reqwest::blocking::Client::new()
+        .post(format!("{url}{path}"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().expect("every answer is JSON"))
+}
+
+#[test]
+fn http_bodies_deeper_than_the_limit_or_only_whitespace_are_bad_requests() {
+    let (status, body) = post("/designs/web", json!({"graph": design(1)}).to_string());
+    assert_eq!(status, 200, "{body}");
+    for levels in [JSON_DEPTH, 126, 127, 129, 1000] {
+        for path in ["/designs/web/run", "/events/ping", "/designs/web", "/designs/web/validate"] {
+            let deep = nested_text(levels, "1");
+            let body = format!("{{\"input\": {deep}, \"payload\": {deep}, \"graph\": {deep}}}");
+            let (status, answer) = post(path, body);
+            assert_eq!(status, 400, "{path} depth {levels}: {answer}");
+            assert!(answer["error"].as_str().unwrap_or_default().contains("nested deeper than 64"), "{answer}");
+        }
+    }
+    for blank in [" ", "\n", "\t \r\n "] {
+        let (status, answer) = post("/designs/web/run", blank.to_string());
+        assert_eq!(status, 400, "{blank:?}: {answer}");
+        assert_eq!(answer["ok"], false);
+    }
+    // At the limit the run is written and reads back over HTTP.
+    let (status, run) = post("/designs/web/run", json!({"input": nested(JSON_DEPTH - 1, json!(1))}).to_string());
+    assert_eq!(status, 200, "{run}");
+    let (url, _) = server();
+    let id = run["run_id"].as_str().expect("run id");
+    let read = reqwest::blocking::get(format!("{url}/runs/{id}")).expect("get");
+    assert_eq!(read.status().as_u16(), 200);
+    let (status, answered) = post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "approve"}).to_string());
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["status"], "done", "{answered}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, max_shrink_iters: 32, ..ProptestConfig::default() })]
+
+    /// Whatever a write path accepts, the read path loads: random shapes at every depth up to the
+    /// limit + 1, as run input (kept in the run file and the index) and as a saved design.
+    #[test]
+    fn whatever_is_written_reads_back(levels in 0usize..=JSON_DEPTH + 1, width in 1usize..4, text in "\\PC{0,20}") {
+        let home = Home::new();
+        let leaf = json!({"s": text, "n": [1.5, -2, null, true]});
+        // One branch goes `levels` deep; siblings at the top give the value some width.
+        let value = (0..levels).fold(leaf, |inner, i| {
+            if i % 2 == 0 { json!([inner, i]) } else { json!({ "k": inner, "t": i }) }
+        });
+        let value = if levels > 0 && width > 1 && value.is_array() {
+            let mut items = value.as_array().cloned().unwrap_or_default();
+            items.extend((1..width).map(|w| json!({ "w": w })));
+            Value::Array(items)
+        } else {
+            value
+        };
+        let depth = vwf_core::json::depth(&value);
+        home.save("nest", &design(1));
+        let (code, run) = run_with_input(&home, "nest", &value);
+        if depth > JSON_DEPTH {
+            prop_assert_eq!(code, 2, "{}", run);
+        } else {
+            prop_assert_eq!(code, 6, "{}", run);
+            let id = run["run_id"].as_str().expect("run id");
+            let (code, shown) = home.json(&["show", id]);
+            prop_assert_eq!(code, 6, "{}", shown);
+            prop_assert_eq!(&shown["trigger"]["input"], &value);
+        }
+        let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual", "extra": value}], "edges": []});
+        let out = home.vwf().args(["--json", "save", "d", "-"]).write_stdin(graph.to_string()).output().expect("vwf");
+        let graph_depth = vwf_core::json::depth(&graph);
+        if graph_depth > JSON_DEPTH {
+            prop_assert_eq!(common::code(&out), 2);
+        } else {
+            prop_assert_eq!(common::code(&out), 0, "{}", common::parse(&out));
+            let (code, opened) = home.json(&["open", "d"]);
+            prop_assert_eq!(code, 0, "{}", opened);
+        }
+    }
+}
