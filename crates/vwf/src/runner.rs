@@ -76,8 +76,11 @@ impl Runner<'_> {
 
     /// Starts a run of `plan` and drives it until it is done, failed or parked.
     pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
-        // Every run starts here: its input is kept in the run file, which must read back.
-        vwf_core::json::check(&trigger.input).map_err(|e| Failure::BadRequest(e.about("the run's input is")))?;
+        // Every run starts here: its input is kept in the run file, which must read back. Entries
+        // refuse deeper JSON; an event run's input wraps its payload one level deeper.
+        if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
+            return Err(Failure::BadRequest(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
+        }
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
         let mut run = Run::start(plan, id.as_str(), trigger, self.clock.now());

@@ -199,3 +199,39 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_payload_at_the_limit_starts_its_listeners_and_a_failed_deep_run_can_be_retried() {
+    let home = Home::new();
+    home.save(
+        "listener",
+        &json!({"nodes": [
+            {"id": "start", "type": "trigger", "mode": "event", "sources": ["deep.ping"]},
+            {"id": "fail", "type": "command", "run": "exit 3"}
+        ], "edges": [{"from": "start", "to": "fail"}]}),
+    );
+    let payload = nested_text(JSON_DEPTH, "\"x\"");
+    let out = home.vwf().args(["--json", "emit", "deep.ping", "--payload", "-"]).write_stdin(payload).output().expect("vwf");
+    let emitted = common::parse(&out);
+    assert_eq!(emitted["ok"], true, "{emitted}");
+    let run_id = emitted["runs"][0]["run_id"].as_str().unwrap_or_else(|| panic!("the listener ran: {emitted}")).to_string();
+    assert_eq!(emitted["runs"][0]["status"], "failed", "{emitted}");
+    let (code, retried) = home.json(&["run", "retry", &run_id]);
+    assert_eq!(code, 1, "the retry runs and fails again, readably: {retried}");
+    assert_eq!(retried["status"], "failed", "{retried}");
+    let (code, shown) = home.json(&["show", &run_id]);
+    assert_eq!(code, 1, "{shown}");
+}
+
+#[test]
+fn an_input_near_the_size_limit_at_the_depth_limit_reads_back() {
+    let home = Home::new();
+    home.save("nest", &design(1));
+    let big = "é".repeat(450_000);
+    let input = format!("{{\"x\": {}}}", nested_text(JSON_DEPTH - 1, &serde_json::to_string(&big).expect("string")));
+    assert!(input.len() > 900_000 && input.len() < vwf_core::limits::REQUEST_BODY_BYTES);
+    let out = home.vwf().args(["--json", "run", "nest", "--input", "-"]).write_stdin(input).output().expect("vwf");
+    let run = common::parse(&out);
+    assert_eq!(common::code(&out), 6, "{}", run["error"]);
+    read_back_and_answer(&home, run["run_id"].as_str().expect("run id"));
+}
