@@ -5,6 +5,7 @@ pub mod app;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod doctor;
 pub mod exec;
 pub mod failure;
 pub mod mcp;

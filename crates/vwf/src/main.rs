@@ -107,6 +107,14 @@ enum Cmd {
     },
     /// Fire heartbeat, folder and watch triggers and resume due waits until stopped (Ctrl-C).
     Daemon,
+    /// Check a home: every design, run and schedule file parses, the run index matches the run
+    /// files, no temp or lock file was left by a killed writer. Exit 1 while problems remain.
+    Doctor {
+        /// Remove what killed writers left and repair the run index (never a design, run or
+        /// schedule file); prints what it did.
+        #[arg(long)]
+        fix: bool,
+    },
     /// Serve the agent tools over MCP on standard input and output (for Hermes and other MCP clients).
     Mcp,
     /// Serve the HTTP API, the dashboard and the canvas until stopped (Ctrl-C).
@@ -406,8 +414,18 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             }
             Ok(if emission.runs.iter().any(|r| r.status == Status::Failed) { 1 } else { 0 })
         }
+        Cmd::Doctor { fix } => {
+            let report = vwf::doctor::examine(app, *fix);
+            if json {
+                say!("{}", pretty(&report.to_json(&app.home)));
+            } else {
+                say!("{}", report.to_text(&app.home));
+            }
+            Ok(if report.ok() { 0 } else { 1 })
+        }
         Cmd::Daemon => {
             let _claim = vwf::daemon::claim_home(&app.home)?;
+            vwf::doctor::tidy_at_start(&app.home, "vwf daemon");
             let stop = vwf::daemon::stop_on_signals();
             let mut daemon = vwf::daemon::Daemon::new(app);
             daemon.tick(vwf::clock::Clock::now(app.clock.as_ref()));

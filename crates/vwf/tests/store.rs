@@ -371,3 +371,155 @@ fn a_run_the_machine_cannot_save_records_why() {
     let (code, retried) = home.json(&["run", "retry", &id]);
     assert_eq!((code, &retried["status"]), (0, &json!("done")), "{retried}");
 }
+
+// ---- debris of killed writers: `vwf doctor` and cleanup at start ----
+
+/// What killed writers leave, beside three intact runs: (paths that are provably stale and must
+/// go, paths that must stay, the run whose lock a live process holds, that holder).
+struct Debris {
+    stale: Vec<std::path::PathBuf>,
+    kept: Vec<std::path::PathBuf>,
+    _busy_lock: std::fs::File,
+}
+
+fn an_hour_ago(path: &std::path::Path) {
+    let file = std::fs::File::options().write(true).open(path).expect("open to age it");
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600)).expect("set mtime");
+}
+
+fn debris(home: &Home, ids: &[String]) -> Debris {
+    let runs = home.runs_dir();
+    let locks = runs.join(".locks");
+    // A first write killed after the index line and the temp file: no run file, an orphan lock.
+    let gone = &ids[0];
+    std::fs::remove_file(runs.join(format!("{gone}.json"))).expect("remove a run file");
+    std::fs::write(runs.join(format!(".{gone}.json.tmp")), "{\"run_id\": \"").expect("temp");
+    an_hour_ago(&locks.join(format!("{gone}.lock")));
+    // An id reserved and never written, an index rebuild and a design save killed mid-write.
+    let reserved = locks.join("0123456789ab.lock");
+    std::fs::write(&reserved, "").expect("lock file");
+    an_hour_ago(&reserved);
+    let index_temp = runs.join("..index.0123456789abcdef.tmp");
+    std::fs::write(&index_temp, "vwf-runs").expect("index temp");
+    let design_temp = home.path().join("workflow-designs/.hello.json.0123456789abcdef.tmp");
+    std::fs::write(&design_temp, "{").expect("design temp");
+    an_hour_ago(&design_temp);
+    // Not stale: a temp file of a run whose writer is alive, a lock file just made, a design
+    // temp file written a moment ago.
+    let busy = &ids[1];
+    let busy_temp = runs.join(format!(".{busy}.json.tmp"));
+    std::fs::write(&busy_temp, "{").expect("busy temp");
+    let busy_lock = std::fs::File::options().read(true).write(true).open(locks.join(format!("{busy}.lock"))).expect("busy lock");
+    busy_lock.try_lock().expect("hold the busy run's lock");
+    let fresh_lock = locks.join("0123456789ac.lock");
+    std::fs::write(&fresh_lock, "").expect("fresh lock");
+    let fresh_temp = home.path().join("workflow-designs/.hello.json.fedcba9876543210.tmp");
+    std::fs::write(&fresh_temp, "{").expect("fresh temp");
+    Debris {
+        stale: vec![runs.join(format!(".{gone}.json.tmp")), locks.join(format!("{gone}.lock")), reserved, index_temp, design_temp],
+        kept: vec![busy_temp, fresh_lock, fresh_temp],
+        _busy_lock: busy_lock,
+    }
+}
+
+fn doctor(home: &Home, args: &[&str]) -> (i32, Value) {
+    let (code, body) = home.json(&[&["doctor"], args].concat());
+    assert!(body["problems"].is_array(), "{body}");
+    (code, body)
+}
+
+#[test]
+fn doctor_finds_the_debris_of_killed_writes_and_fix_removes_what_is_stale() {
+    let home = Home::new();
+    let (ids, _) = five_runs(&home);
+    let (code, body) = doctor(&home, &[]);
+    assert_eq!((code, &body["ok"], &body["problems"]), (0, &json!(true), &json!([])), "a healthy home: {body}");
+    assert_eq!(body["checked"], json!({"designs": 1, "runs": 5, "schedules": 0}), "{body}");
+
+    let debris = debris(&home, &ids);
+    let before = common::snapshot(&home);
+    let (code, body) = doctor(&home, &[]);
+    assert_eq!((code, &body["ok"]), (1, &json!(false)), "{body}");
+    assert_eq!(common::snapshot(&home), before, "a check writes nothing");
+    let problems = body["problems"].as_array().expect("problems");
+    for path in &debris.stale {
+        let rel = path.strip_prefix(home.path()).expect("under the home").display().to_string();
+        assert!(problems.iter().any(|p| p["path"] == rel.as_str() && p["fixed"].is_null()), "{rel} not reported: {body}");
+    }
+    let index_problem = problems.iter().find(|p| p["path"] == "workflow-runs/.index").unwrap_or_else(|| panic!("{body}"));
+    assert!(index_problem["problem"].as_str().expect("problem").contains(&ids[0]), "{index_problem}");
+    for path in &debris.kept {
+        let rel = path.strip_prefix(home.path()).expect("under the home").display().to_string();
+        assert!(!problems.iter().any(|p| p["path"] == rel.as_str()), "{rel} is in use, not a problem: {body}");
+    }
+
+    let (code, body) = doctor(&home, &["--fix"]);
+    assert_eq!((code, &body["ok"]), (0, &json!(true)), "{body}");
+    let fixed = body["problems"].as_array().expect("problems");
+    assert!(fixed.len() > debris.stale.len() && fixed.iter().all(|p| p["fixed"].is_string()), "{body}");
+    for path in &debris.stale {
+        assert!(!path.exists(), "{} is still there", path.display());
+    }
+    for path in &debris.kept {
+        assert!(path.exists(), "{} was removed although it is in use", path.display());
+    }
+    let (code, body) = doctor(&home, &[]);
+    assert_eq!((code, &body["problems"]), (0, &json!([])), "fixed for good: {body}");
+    let (_, listed, _) = list_with_stderr(&home);
+    assert_eq!(listed, ids[1..].iter().rev().cloned().collect::<Vec<_>>());
+
+    // Human output says what it did.
+    let out = home.vwf().args(["doctor", "--fix"]).output().expect("run vwf");
+    assert_eq!(common::code(&out), 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No problems found"), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn doctor_reports_every_file_that_does_not_parse_and_leaves_it() {
+    let home = Home::new();
+    let (ids, _) = five_runs(&home);
+    let designs = home.path().join("workflow-designs");
+    std::fs::write(designs.join("broken.json"), "{\"nodes\": [").expect("design");
+    std::fs::write(designs.join("list.json"), "[]").expect("design");
+    std::fs::write(home.runs_dir().join(format!("{}.json", ids[1])), "{}").expect("run");
+    std::fs::write(home.runs_dir().join(format!("{}.json", ids[2])), "{\"run_id\": tr").expect("run");
+    let schedules = home.path().join("workflow-schedules");
+    std::fs::create_dir_all(&schedules).expect("schedules dir");
+    std::fs::write(schedules.join("wf-hello.json"), "{}").expect("schedule");
+    let bad = ["workflow-designs/broken.json", "workflow-designs/list.json", &format!("workflow-runs/{}.json", ids[1]), &format!("workflow-runs/{}.json", ids[2]), "workflow-schedules/wf-hello.json"].map(String::from);
+
+    for args in [&[][..], &["--fix"][..]] {
+        let before = common::snapshot(&home);
+        let (code, body) = doctor(&home, args);
+        assert_eq!((code, &body["ok"]), (1, &json!(false)), "{args:?}: {body}");
+        let problems = body["problems"].as_array().expect("problems");
+        assert_eq!(problems.len(), bad.len(), "{args:?}: {body}");
+        for path in &bad {
+            assert!(problems.iter().any(|p| p["path"] == path.as_str() && p["fixed"].is_null()), "{path}: {body}");
+        }
+        assert_eq!(common::snapshot(&home), before, "{args:?}: user files are never removed");
+    }
+}
+
+#[test]
+fn serve_and_daemon_start_remove_what_killed_writers_left() {
+    use std::io::BufRead;
+    for command in [&["daemon"][..], &["serve", "--bind", "127.0.0.1:0"][..]] {
+        let home = Home::new();
+        let (ids, _) = five_runs(&home);
+        let debris = debris(&home, &ids);
+        let mut child = vwf_process(&home, command).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("start vwf");
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("the first line");
+        let stale_left: Vec<_> = debris.stale.iter().filter(|p| p.exists()).collect();
+        let kept_gone: Vec<_> = debris.kept.iter().filter(|p| !p.exists()).collect();
+        child.kill().expect("stop vwf");
+        let out = child.wait_with_output().expect("reap vwf");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stale_left.is_empty(), "{command:?} left {stale_left:?}; first line {first:?}, stderr {stderr}");
+        assert!(kept_gone.is_empty(), "{command:?} removed {kept_gone:?} although in use");
+        assert!(stderr.contains(&format!(".{}.json.tmp", ids[0])) && stderr.contains("removed"), "{command:?} says what it removed: {stderr}");
+        let (code, body) = doctor(&home, &[]);
+        assert_eq!((code, &body["problems"]), (0, &json!([])), "{command:?}: {body}");
+    }
+}

@@ -155,9 +155,11 @@ impl Server {
         addr
     }
 
-    /// Marks runs left `running` by a dead process as interrupted and enforces passed deadlines
-    /// (the runner's listing does both).
+    /// Removes what killed writers left (temp and lock files, stale index lines), then marks runs
+    /// left `running` by a dead process as interrupted and enforces passed deadlines (the
+    /// runner's listing does both).
     fn sweep(&self) {
+        crate::doctor::tidy_at_start(&self.app.home, "vwf serve");
         if let Err(e) = self.app.runner(&crate::app::quiet, false).list(STARTUP_SWEEP) {
             eprintln!("vwf serve: cannot settle recent runs: {e}");
         }

@@ -11,14 +11,17 @@
 //! Invariants:
 //! - nothing is written outside those two directories, and only through [`atomic_write`]
 //!   (temp file in the same directory, fsync, rename, directory fsync), the index append
-//!   (one `write` + fsync) and lock files; a reader never sees half a file;
+//!   (the line, then the header's count, then fsync) and lock files; a reader never sees half a
+//!   file;
 //! - directories are created on the first write; reading a home that does not exist yet gives
 //!   empty lists and `NotFound`;
 //! - listings ignore every entry that is not `<valid name>.json` (dotfiles, temp files, strays);
 //!   a `<run_id>.json` that does not parse is listed with its error;
 //! - run locks are `flock`-style locks on `.locks/<run_id>.lock`, held per open file, so they
-//!   exclude other processes and other handles of this process alike. Lock files are never
-//!   deleted (deleting a locked file would let a second locker in on a new file).
+//!   exclude other processes and other handles of this process alike. A lock file is deleted
+//!   only by `tidy.rs`, holding its lock, for a run that has no file and whose lock file is
+//!   older than any id reservation in progress (deleting a lock file someone uses would let a
+//!   second locker in on a new file).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
@@ -38,7 +41,7 @@ const ALLOCATE_ATTEMPTS: usize = 32;
 /// The store of one home directory.
 #[derive(Debug, Clone)]
 pub struct FileStore {
-    home: PathBuf,
+    pub(super) home: PathBuf,
 }
 
 impl FileStore {
@@ -49,10 +52,10 @@ impl FileStore {
     fn designs_dir(&self) -> PathBuf {
         self.home.join(DESIGNS_DIR)
     }
-    fn runs_dir(&self) -> PathBuf {
+    pub(super) fn runs_dir(&self) -> PathBuf {
         self.home.join(RUNS_DIR)
     }
-    fn locks_dir(&self) -> PathBuf {
+    pub(super) fn locks_dir(&self) -> PathBuf {
         self.runs_dir().join(LOCKS_DIR)
     }
     fn design_path(&self, name: &DesignName) -> PathBuf {
@@ -77,10 +80,11 @@ impl FileStore {
             Err(e) => Err(io_error("write", &path, e)),
         }
     }
-    fn run_path(&self, id: &RunId) -> PathBuf {
+
+    pub(super) fn run_path(&self, id: &RunId) -> PathBuf {
         self.runs_dir().join(format!("{id}.json"))
     }
-    fn lock_path(&self, id: &RunId) -> PathBuf {
+    pub(super) fn lock_path(&self, id: &RunId) -> PathBuf {
         self.locks_dir().join(format!("{id}.lock"))
     }
 

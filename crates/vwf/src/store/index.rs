@@ -114,6 +114,33 @@ pub(super) fn forget(dir: &Path) {
     let _ = fs::remove_file(dir.join(INDEX_FILE));
 }
 
+/// The damage of the index in `dir`, if any, reading all of it (for `vwf doctor`).
+pub(super) fn inspect(dir: &Path) -> io::Result<Option<Damage>> {
+    if !dir.try_exists()? {
+        return Ok(None);
+    }
+    Ok(match read_newest(dir, usize::MAX) {
+        Ok(_) => None,
+        Err(Damage::Missing | Damage::Empty) if !has_run_files(dir)? => None,
+        Err(damage) => Some(damage),
+    })
+}
+
+/// Rewrites the index of `dir` under its lock without the ids in `drop`: reordered from the run
+/// files when `reorder` (a damaged index), else in its own order (only lines are dropped).
+pub(super) fn repair(dir: &Path, drop: &HashSet<RunId>, reorder: bool) -> io::Result<()> {
+    let _lock = lock_index(dir)?;
+    let old = salvage(dir);
+    let mut ids = if reorder {
+        order(dir, &old)?.0
+    } else {
+        let mut seen = HashSet::new();
+        old.into_iter().filter(|id| seen.insert(id.clone())).collect()
+    };
+    ids.retain(|id| !drop.contains(id));
+    write_index(dir, &ids)
+}
+
 /// Every id of the index in `dir` (oldest first) that parses, for checks and repairs that then
 /// compare it with the run files.
 pub(super) fn salvage(dir: &Path) -> Vec<RunId> {

@@ -18,11 +18,13 @@
 
 pub mod fs;
 mod index;
+mod tidy;
 
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
 
 pub use fs::FileStore;
+pub use tidy::{Finding, STALE_AFTER};
 
 /// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.
 pub trait Store: Send + Sync {
