@@ -276,6 +276,39 @@ fn vwf_limited(home: &Home, max_bytes: u64, args: &[&str]) -> std::process::Comm
     cmd
 }
 
+/// `vwf_process` on a store it cannot write: every directory under the home made 0555 and every
+/// file 0444 (kept that way until [`set_modes`] gives them back), and, as root (whom modes do not
+/// stop), the process run as `nobody`, so each write fails with EACCES as on a read-only mount.
+fn vwf_read_only(home: &Home, args: &[&str]) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    set_modes(home.path(), 0o555, 0o444);
+    let mut cmd = vwf_process(home, args);
+    // SAFETY: getuid, setgid and setuid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::getuid() == 0 && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Gives every directory under (and including) `dir` the mode `dirs`, every file `files`.
+fn set_modes(dir: &std::path::Path, dirs: u32, files: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dirs)).expect("chmod a directory");
+    for entry in std::fs::read_dir(dir).expect("read a directory").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            set_modes(&path, dirs, files);
+        } else {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(files)).expect("chmod a file");
+        }
+    }
+}
+
 fn output_json(mut cmd: std::process::Command) -> (i32, Value, String) {
     let out = cmd.output().expect("run vwf");
     (common::code(&out), common::parse(&out), String::from_utf8_lossy(&out.stderr).into_owned())
@@ -329,14 +362,17 @@ fn a_run_found_interrupted_is_reported_without_writing_when_the_store_cannot_be_
     let path = home.runs_dir().join(format!("{id}.json"));
     let before = std::fs::read(&path).expect("run file");
 
-    for args in [vec!["show", id.as_str()], vec!["runs"]] {
-        let (code, body, stderr) = output_json(vwf_limited(&home, 0, &args));
+    let limited = |args: &[&str]| vwf_limited(&home, 0, args);
+    let read_only = |args: &[&str]| vwf_read_only(&home, args);
+    for (how, args) in [(&limited as &dyn Fn(&[&str]) -> std::process::Command, vec!["show", id.as_str()]), (&limited, vec!["runs"]), (&read_only, vec!["show", id.as_str()]), (&read_only, vec!["runs"])] {
+        let (code, body, stderr) = output_json(how(&args));
         let run = if args[0] == "show" { body.clone() } else { body["runs"][0].clone() };
         assert_eq!(code, if args[0] == "show" { 1 } else { 0 }, "{args:?}: {body} {stderr}");
         assert_eq!((&run["status"], &run["error"]), (&json!("failed"), &json!("interrupted during step slow")), "{args:?}: {body}");
         assert_eq!(std::fs::read(&path).expect("run file"), before, "{args:?} wrote the run file");
     }
     // Where the store can be written, the first reader saves what it found.
+    set_modes(home.path(), 0o755, 0o644);
     let (code, body) = home.json(&["show", &id]);
     assert_eq!((code, &body["error"]), (1, &json!("interrupted during step slow")), "{body}");
     assert_eq!(common::run_file(&home, &id)["status"], "failed");

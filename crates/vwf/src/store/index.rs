@@ -485,6 +485,38 @@ mod tests {
         assert_eq!(salvage(dir.path()), vec![id("00000000000b"), id("00000000000a"), id("0000000000ff")]);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Whatever bytes replace, overwrite or join a valid index, a listing shows every run.
+        #[test]
+        fn store_index_no_damage_hides_a_run(
+            noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120),
+            at in 0usize..200,
+            how in 0u8..3,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let ids: Vec<RunId> = (1..=3).map(|i| id(&format!("00000000000{i}"))).collect();
+            for (i, run) in ids.iter().enumerate() {
+                run_file(dir.path(), run.as_str(), &format!("2020-01-0{}T00:00:00Z", i + 1));
+            }
+            write_index(dir.path(), &ids).unwrap();
+            let mut bytes = fs::read(dir.path().join(INDEX_FILE)).unwrap();
+            let at = at % (bytes.len() + 1);
+            match how {
+                0 => bytes = noise.clone(),
+                1 => { bytes.splice(at..at, noise.iter().copied()); }
+                _ => {
+                    let end = (at + noise.len()).min(bytes.len());
+                    bytes.splice(at..end, noise.iter().copied());
+                }
+            }
+            fs::write(dir.path().join(INDEX_FILE), &bytes).unwrap();
+            let mut listed = newest(dir.path(), 10).unwrap().ids;
+            listed.sort();
+            proptest::prop_assert_eq!(listed, ids);
+        }
+    }
+
     #[test]
     fn store_index_file_names() {
         assert_eq!(run_id_of_file_name("d7b493cae249.json").unwrap().as_str(), "d7b493cae249");
