@@ -6,6 +6,12 @@ command. Every call runs ``vwf tool NAME -`` (the arguments as JSON on standard 
 are all decided there, never here. The binary is ``$VWF_BIN``, else ``vwf`` on ``PATH``; its home
 is the same as Hermes's (``$VWF_HOME``, else ``$HERMES_HOME``, else ``~/.hermes``).
 
+Every call has a time limit, so a hung ``vwf`` never holds a Hermes turn forever: calls that
+run a workflow (``workflow_design_run``, ``workflow_design_respond``, ``/workflow run`` and
+``/workflow approve``, which can perform agent steps) get ``$VWF_RUN_TIMEOUT_SECONDS`` (default
+3600), every other call ``$VWF_CALL_TIMEOUT_SECONDS`` (default 60). A call over its limit is
+stopped (its whole process group) and answers ``{ok:false, error}`` saying so.
+
 ``schedule(design, ...)`` makes a Hermes cron job for a design: ``vwf schedule set`` records the
 schedule (paused, so only Hermes fires it) and builds the job's cron expression, name and prompt;
 the host's cron tool creates the job from exactly those.
@@ -14,8 +20,10 @@ the host's cron tool creates the job from exactly those.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -29,6 +37,16 @@ TOOL_SCHEMAS = json.loads((Path(__file__).with_name("tools.json")).read_text(enc
 # Hermes's cron tool is `cronjob` (hermes-agent 0.19); `cronjob_manage` is the older name.
 CRON_TOOLS = ("cronjob", "cronjob_manage")
 
+# Time limits of a call to vwf, in seconds: (environment variable, default). A run can wait on
+# agent steps (each up to an hour); the other calls read or write a few files.
+RUN_TIMEOUT = ("VWF_RUN_TIMEOUT_SECONDS", 3600.0)
+CALL_TIMEOUT = ("VWF_CALL_TIMEOUT_SECONDS", 60.0)
+# The tools and /workflow words that advance a run.
+RUN_TOOLS = ("workflow_design_run", "workflow_design_respond")
+RUN_WORDS = ("run", "approve")
+# After SIGTERM, how long a stopped call may take to exit before SIGKILL.
+STOP_GRACE_SECONDS = 2.0
+
 _ctx = None
 
 
@@ -41,25 +59,71 @@ def _failure(message: str) -> dict:
     return {"ok": False, "error": message}
 
 
-def _run(args: list, stdin: Optional[str] = None) -> dict:
-    """Runs ``vwf ARGS`` and parses the JSON it printed; any trouble is an ``{ok:false, error}``."""
-    binary = vwf_binary()
+def time_limit(limit: tuple) -> float:
+    """Seconds from the limit's environment variable, else its default (also for a value that
+    is not a positive number)."""
+    name, default = limit
     try:
-        done = subprocess.run(
+        seconds = float(os.environ.get(name, "").strip())
+    except ValueError:
+        return default
+    return seconds if math.isfinite(seconds) and seconds > 0 else default
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stops a call and everything it started: SIGTERM to its process group, SIGKILL after a
+    grace period, then collects what is left of its output."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_SECONDS), (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)):
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(proc.pid, sig)
+            else:
+                proc.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.communicate(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    # A process that left the group still holds the pipes: stop reading them.
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def _run(args: list, stdin: Optional[str] = None, limit: tuple = CALL_TIMEOUT) -> dict:
+    """Runs ``vwf ARGS`` and parses the JSON it printed; any trouble (a time limit passed
+    included) is an ``{ok:false, error}``."""
+    binary = vwf_binary()
+    seconds = time_limit(limit)
+    try:
+        proc = subprocess.Popen(
             [binary, *args],
-            input=stdin if stdin is not None else "",
-            capture_output=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            start_new_session=True,  # its own process group, so a stop reaches its children
         )
     except OSError as exc:
         return _failure(f"cannot run {binary}: {exc} (set VWF_BIN to the vwf binary)")
+    call = " ".join(a for a in args[:3] if not a.startswith("-"))[:100]  # "tool workflow_design_run"
     try:
-        body = json.loads(done.stdout)
+        stdout, stderr = proc.communicate(input=stdin if stdin is not None else "", timeout=seconds)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        return _failure(
+            f"{binary} {call} did not answer within {seconds:g} s and was stopped "
+            f"(set {limit[0]} to allow longer)"
+        )
+    try:
+        body = json.loads(stdout)
     except ValueError:
-        detail = (done.stderr or done.stdout).strip()[-2000:]
-        return _failure(f"{binary} {args[0]} exited with {done.returncode}: {detail or 'no output'}")
-    return body if isinstance(body, dict) else _failure(f"{binary} answered {done.stdout[:200]!r}")
+        detail = (stderr or stdout).strip()[-2000:]
+        return _failure(f"{binary} {call} exited with {proc.returncode}: {detail or 'no output'}")
+    return body if isinstance(body, dict) else _failure(f"{binary} answered {stdout[:200]!r}")
 
 
 def call_tool(name: str, args: Any) -> str:
@@ -68,7 +132,8 @@ def call_tool(name: str, args: Any) -> str:
         payload = json.dumps(args if args is not None else {})
     except (TypeError, ValueError) as exc:
         return json.dumps(_failure(f"arguments are not JSON: {exc}"))
-    return json.dumps(_run(["tool", name, "-"], stdin=payload))
+    limit = RUN_TIMEOUT if name in RUN_TOOLS else CALL_TIMEOUT
+    return json.dumps(_run(["tool", name, "-"], stdin=payload, limit=limit))
 
 
 def _tool_handler(name: str) -> Callable[..., str]:
@@ -82,7 +147,9 @@ def _tool_handler(name: str) -> Callable[..., str]:
 def workflow_command(raw_args: str = "") -> str:
     """``/workflow ...``: the reply text of ``vwf slash``."""
     text = f"/workflow {raw_args or ''}".strip()
-    body = _run(["--json", "slash", text])
+    words = text.split()
+    limit = RUN_TIMEOUT if len(words) > 1 and words[1].lower() in RUN_WORDS else CALL_TIMEOUT
+    body = _run(["--json", "slash", text], limit=limit)
     return body.get("reply") or f"/workflow failed: {body.get('error', 'no reply')}"
 
 

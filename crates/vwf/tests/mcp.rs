@@ -48,7 +48,11 @@ fn python() -> Option<&'static PathBuf> {
 
 /// Runs `tests/python/<script>` with `args` in a scratch directory and parses its JSON report.
 fn run_script(script: &str, args: &[&Path]) -> Option<Value> {
-    let python = python()?;
+    Some(run_script_with(python()?, script, args))
+}
+
+/// `run_script` with a given interpreter.
+fn run_script_with(python: &Path, script: &str, args: &[&Path]) -> Value {
     let work = tempfile::tempdir().expect("tempdir");
     let out = Command::new(python)
         .arg(repo().join("tests/python").join(script))
@@ -64,7 +68,7 @@ fn run_script(script: &str, args: &[&Path]) -> Option<Value> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{script} failed ({}):\n{stderr}\n{stdout}", out.status);
     let last = stdout.lines().last().unwrap_or("");
-    Some(serde_json::from_str(last).unwrap_or_else(|e| panic!("{script} printed no JSON report ({e}):\n{stdout}\n{stderr}")))
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{script} printed no JSON report ({e}):\n{stdout}\n{stderr}"))
 }
 
 fn vwf_bin() -> &'static Path {
@@ -229,6 +233,27 @@ fn injection_name_is_refused_by_mcp_and_plugin_and_cron_prompt_embeds_json_name(
     assert_eq!(jobs[0]["prompt"], prompt);
     assert_eq!(cron["cron"], "30 7 * * 1-5");
     assert_eq!(cron["vwf_job_paused"], true, "only Hermes fires the design");
+}
+
+/// The plugin against fake `vwf` binaries that never answer (`tests/python/hermes_timeout.py`:
+/// the standard library only, so it needs no PyPI): each of the five tools, six `/workflow`
+/// commands and the schedule helper answers `{ok:false, error}` once its time limit passes (a
+/// run's longer than the others'), and no process of the stopped call survives it.
+#[test]
+fn hermes_plugin_stops_a_hung_vwf_within_its_time_limit() {
+    let plugin = repo().join("integrations/hermes");
+    let report = run_script_with(Path::new("python3"), "hermes_timeout.py", &[vwf_bin(), &plugin]);
+    let calls = report["calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 14, "{report}");
+    for c in calls {
+        let (limit, took) = (c["limit"].as_f64().unwrap(), c["seconds"].as_f64().unwrap());
+        assert!(took >= limit - 0.01 && took < limit + 10.0, "{c}");
+    }
+    let runs = calls.iter().filter(|c| c["limit"] == json!(0.6)).count();
+    assert_eq!(runs, 6, "run, respond, /workflow run (twice) and approve get the run's limit: {report}");
+    assert_eq!(report["stopped_processes"], 28, "{report}");
+    assert_eq!(report["slow_run_answered"], true);
+    assert_eq!(report["real_binary"], "done");
 }
 
 #[test]
