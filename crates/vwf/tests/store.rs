@@ -559,3 +559,51 @@ fn serve_and_daemon_start_remove_what_killed_writers_left() {
         assert_eq!((code, &body["problems"]), (0, &json!([])), "{command:?}: {body}");
     }
 }
+
+/// With few file handles left (RLIMIT_NOFILE from 4 up), a run either cannot start at all, or
+/// records why it stopped (the step could not start its command, or the run could not be
+/// saved: "Too many open files"), and never claims a bare "interrupted".
+#[test]
+fn a_run_out_of_file_handles_records_that_cause() {
+    use std::os::unix::process::CommandExt;
+    let mut recorded = 0;
+    for limit in 4..=16u64 {
+        let home = Home::new();
+        home.save(
+            "cmd",
+            &json!({
+                "nodes": [
+                    {"id": "start", "type": "trigger", "mode": "manual"},
+                    {"id": "list", "type": "command", "run": "echo listed"},
+                    {"id": "after", "type": "output", "template": "done"}
+                ],
+                "edges": [{"from": "start", "to": "list"}, {"from": "list", "to": "after"}]
+            }),
+        );
+        let mut cmd = vwf_process(&home, &["run", "cmd"]);
+        // SAFETY: setrlimit is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                let rlimit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().expect("run vwf");
+        let Some((id, file)) = only_run(&home) else { continue };
+        // What a later reader reports (a run left running would be marked interrupted here).
+        let (_, shown) = home.json(&["show", &id]);
+        match shown["status"].as_str() {
+            Some("done") => {}
+            _ => {
+                let error = shown["error"].as_str().unwrap_or_default();
+                assert!(error.contains("Too many open files"), "limit {limit}: {error:?} (file {file}; stderr {})", String::from_utf8_lossy(&out.stderr));
+                eprintln!("RLIMIT_NOFILE {limit}: {error}");
+                recorded += 1;
+            }
+        }
+    }
+    assert!(recorded > 0, "no limit made a run fail for want of file handles");
+}
