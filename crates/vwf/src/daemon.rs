@@ -522,7 +522,7 @@ impl<'a> Daemon<'a> {
         let input = match vwf_core::json::parse(text) {
             Ok(input) => input,
             Err(e) => {
-                log(now, &format!("{design}: ignored a line that is not accepted JSON ({e}): {}", clip(text, 200)));
+                log(now, &format!("{design}: ignored a line: {}: {}", e.about("it is"), clip(text, 200)));
                 return;
             }
         };

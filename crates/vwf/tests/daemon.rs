@@ -438,7 +438,7 @@ fn watch_trigger_fires_a_run_per_new_ndjson_line_and_dedupes() {
     assert_eq!(inputs, vec![&json!({"n": 1}), &json!({"n": 2})]);
     assert!(runs.iter().all(|r| r["trigger"]["mode"] == "watch" && r["status"] == "done"));
     let stderr = daemon.stderr();
-    assert!(stderr.contains("not JSON"), "the text line is logged: {stderr}");
+    assert!(stderr.contains("not valid JSON"), "the text line is logged: {stderr}");
 
     // Stopping the daemon stops the command's whole process group.
     let pid: i32 = std::fs::read_to_string(&pidfile).expect("pid file").trim().parse().expect("pid");
