@@ -10,6 +10,9 @@ use crate::limits::MAX_ID_LEN;
 pub struct DesignName(String);
 
 impl DesignName {
+    /// What `parse` accepts, as a regular expression (for API documents; `parse` is the rule).
+    pub const PATTERN: &'static str = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$";
+
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut chars = s.chars();
         let ok = match chars.next() {
@@ -46,6 +49,8 @@ pub struct RunId(String);
 
 impl RunId {
     pub const LEN: usize = 12;
+    /// What `parse` accepts, as a regular expression (for API documents; `parse` is the rule).
+    pub const PATTERN: &'static str = "^[0-9a-f]{12}$";
     pub fn parse(s: &str) -> Result<Self, String> {
         if s.len() == Self::LEN && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
             Ok(Self(s.to_string()))
@@ -89,6 +94,26 @@ pub fn check_node_id(id: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The documented patterns and the parsers agree: what a pattern generates parses, and
+        /// its near misses (a bad first character, one character too many, upper-case hex) do not.
+        #[test]
+        fn patterns_match_the_parsers(
+            name in proptest::string::string_regex(DesignName::PATTERN.trim_matches(['^', '$'])).unwrap(),
+            bad_start in "[._-][A-Za-z0-9._-]{0,20}",
+            too_long in "[A-Za-z0-9][A-Za-z0-9._-]{64}",
+            id in proptest::string::string_regex(RunId::PATTERN.trim_matches(['^', '$'])).unwrap(),
+            bad_id in "[0-9a-f]{0,11}[A-F][0-9a-f]{0,11}",
+        ) {
+            prop_assert!(DesignName::parse(&name).is_ok(), "{}", name);
+            prop_assert!(DesignName::parse(&bad_start).is_err());
+            prop_assert!(DesignName::parse(&too_long).is_err());
+            prop_assert!(RunId::parse(&id).is_ok(), "{}", id);
+            prop_assert!(RunId::parse(&bad_id).is_err());
+        }
+    }
 
     #[test]
     fn design_names() {

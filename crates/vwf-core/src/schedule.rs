@@ -560,8 +560,11 @@ fn optional_u32(
 ) -> Result<Option<u32>, ScheduleError> {
     match present(obj, key) {
         None => Ok(None),
+        // A whole number written with a fraction (`6.0`) is still that whole number, as in JSON
+        // Schema's `integer`.
         Some(v) => v
             .as_u64()
+            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f)).map(|f| f as u64))
             .and_then(|n| u32::try_from(n).ok())
             .map(Some)
             .ok_or_else(|| {
@@ -670,6 +673,11 @@ fn hh_mm(s: &str) -> Result<(u32, u32), String> {
 /// spelled there; surrounding whitespace is ignored. Field `"tz"`.
 pub fn validate_tz(tz: &str) -> Result<(), ScheduleError> {
     parse_tz(tz).map(|_| ())
+}
+
+/// Every spelling [`validate_tz`] accepts (before trimming): `UTC`, `Z` and the IANA names.
+pub fn time_zone_names() -> impl Iterator<Item = &'static str> {
+    ["Z"].into_iter().chain(chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name()))
 }
 
 /// The zone [`validate_tz`] accepts, ready for computing wall-clock times. Field `"tz"`.
@@ -1078,6 +1086,9 @@ fn check_event_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) 
     check_int(node, "cooldown_seconds", limits::EVENT_COOLDOWN_SECONDS, issues);
 }
 
+/// What [`is_event_name`] accepts, as a regular expression (for API documents).
+pub const EVENT_NAME_PATTERN: &str = "^[A-Za-z0-9_.:-]+$";
+
 /// An event name: one or more of `A-Z a-z 0-9 _ . : -` (SPEC §10 sources, emit `event`).
 pub fn is_event_name(s: &str) -> bool {
     !s.is_empty()
@@ -1325,6 +1336,36 @@ mod tests {
             .iter()
             .map(|e| e.field.as_deref().unwrap_or("-"))
             .collect()
+    }
+
+    #[test]
+    fn whole_numbers_may_be_written_with_a_fraction() {
+        let six = schedule_from_value(&json!({"preset": "hourly", "minute": 6.0})).unwrap();
+        assert_eq!(six.minute, Some(6));
+        for bad in [json!(6.5), json!(-1.0), json!(5e12), json!("6")] {
+            assert!(schedule_from_value(&json!({"preset": "hourly", "minute": bad})).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_time_zone_name_is_accepted() {
+        let names: Vec<&str> = time_zone_names().collect();
+        assert!(names.len() > 400 && names.contains(&"UTC") && names.contains(&"Z"));
+        for name in names {
+            assert!(validate_tz(name).is_ok(), "{name}");
+        }
+        assert!(validate_tz("Mars/Olympus").is_err());
+    }
+
+    #[test]
+    fn the_event_name_pattern_is_the_rule() {
+        assert_eq!(EVENT_NAME_PATTERN, "^[A-Za-z0-9_.:-]+$");
+        for ok in ["deploy.done", "a", "A-1_b:c"] {
+            assert!(is_event_name(ok), "{ok}");
+        }
+        for bad in ["", "a b", "a/b", "é"] {
+            assert!(!is_event_name(bad), "{bad}");
+        }
     }
 
     // --- presets and human lines ---

@@ -107,7 +107,7 @@ pub fn tool_list() -> Vec<Tool> {
     vec![
         Tool::new(
             "workflow_design_save",
-            "Validate a design and save it under a name. Answers {ok:true, path, nodes}, or {ok:false, error, errors} listing the validation errors (nothing is saved then).",
+            "Validate a design and save it under a name. Answers {ok:true, name, path, nodes}, or {ok:false, error, errors} listing the validation errors (nothing is saved then).",
             schema(json!({"type": "object", "properties": {"name": name, "graph": graph}, "required": ["name", "graph"]})),
         ),
         read_only(Tool::new(

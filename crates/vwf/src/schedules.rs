@@ -47,9 +47,11 @@ pub const MISSED_KEPT: usize = 20;
 const MISSED_WALK: usize = 7 * 24 * 60;
 
 const SCHEDULES_DIR: &str = "workflow-schedules";
-const JOB_PREFIX: &str = "wf-";
+pub(crate) const JOB_PREFIX: &str = "wf-";
 const LOCK_FILE: &str = ".schedules.lock";
 const ACTIONS: &str = "pause, resume, run or remove";
+/// The actions of [`action`], for the API document.
+pub(crate) const ACTION_NAMES: [&str; 4] = ["pause", "resume", "run", "remove"];
 
 /// A schedule job: the `job` shape of SPEC §13, plus the schedule object it was made from and the
 /// fires it missed.
@@ -223,7 +225,7 @@ pub fn get(app: &App, job_id: &str) -> Result<Job, Failure> {
 /// `{ok:true, job_id, removed:true}` (remove) or the run result (run: the design starts now; a
 /// design with errors answers `{ok:false, error, errors}`).
 pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, Failure> {
-    if !matches!(action, "pause" | "resume" | "run" | "remove") {
+    if !ACTION_NAMES.contains(&action) {
         return Err(Failure::BadRequest(format!("unknown action {action:?}; use {ACTIONS}")));
     }
     let design = design_of(job_id)?;

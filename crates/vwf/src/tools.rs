@@ -107,7 +107,7 @@ pub enum SaveMode {
 }
 
 /// Validates `graph` (a design, or its JSON text) and saves it as `name`: the body of
-/// `workflow_design_save`, `{ok, path, nodes}` or a design problem `{ok:false, error, errors}`.
+/// `workflow_design_save`, `{ok, name, path, nodes}` or a design problem `{ok:false, error, errors}`.
 pub fn save_design(app: &App, name: &DesignName, graph: &Value, mode: SaveMode) -> Result<Value, Failure> {
     let graph = match graph {
         Value::String(text) => json::parse(text).map_err(|e| Failure::BadRequest(e.about("\"graph\" is")))?,
@@ -127,7 +127,7 @@ pub fn save_design(app: &App, name: &DesignName, graph: &Value, mode: SaveMode) 
         SaveMode::Replace => app.store.save_design(name, &normalized)?,
         SaveMode::Create => app.store.create_design(name, &normalized)?,
     };
-    Ok(json!({"ok": true, "path": path, "nodes": normalized["nodes"].as_array().map_or(0, Vec::len)}))
+    Ok(json!({"ok": true, "name": name.as_str(), "path": path, "nodes": normalized["nodes"].as_array().map_or(0, Vec::len)}))
 }
 
 /// Condition and loop edge labels are stored lowercase (§3).

@@ -19,31 +19,12 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::repo;
 
 /// The venv's python, or `None` (with the reason printed) when PyPI cannot be reached.
 fn python() -> Option<&'static PathBuf> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let out = Command::new(repo().join("scripts/python-env")).output().expect("run scripts/python-env");
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            match out.status.code() {
-                Some(0) => {
-                    let stdout = String::from_utf8_lossy(&out.stdout);
-                    let path = stdout.lines().last().expect("python-env prints the python path").trim().to_string();
-                    Some(PathBuf::from(path))
-                }
-                Some(3) => {
-                    eprintln!("SKIPPED: pip cannot reach PyPI, so the MCP client and hermes-agent are not installed:\n{stderr}");
-                    None
-                }
-                _ => panic!("scripts/python-env failed ({}):\n{stderr}", out.status),
-            }
-        })
-        .as_ref()
+    PYTHON.get_or_init(|| common::python_env("interop")).as_ref()
 }
 
 /// Runs `tests/python/<script>` with `args` in a scratch directory and parses its JSON report.

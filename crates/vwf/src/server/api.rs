@@ -33,50 +33,118 @@ pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
 
 /// `GET /runs` without `limit`, and the most it may ask for.
 const RUNS_DEFAULT: usize = 20;
-const RUNS_MAX: usize = 1000;
+pub(crate) const RUNS_MAX: usize = 1000;
 
 #[derive(Clone)]
 pub(crate) struct AppState {
     app: Arc<App>,
+    /// Whether an API token guards the API (the OpenAPI document then requires it).
+    secured: bool,
 }
 
 /// One route of the API: the router mounts `handler` at `API_PREFIX + path`, and the OpenAPI
-/// document describes it from the same entry.
+/// document describes it from the same entry (parameters, body and answers by kind, so the
+/// document states each one's exact type).
 pub(crate) struct Route {
     pub method: &'static str,
     /// Relative to [`API_PREFIX`], with `{param}` segments.
     pub path: &'static str,
     pub summary: &'static str,
-    /// Query parameters: (name, description).
-    pub query: &'static [(&'static str, &'static str)],
-    /// What the JSON request body holds; `None` for routes without a body.
-    pub body: Option<&'static str>,
-    /// What a successful answer holds.
-    pub answer: &'static str,
+    /// What each `{param}` of the path holds, in order.
+    pub path_params: &'static [Param],
+    /// Query parameters: (name, description, kind); all optional.
+    pub query: &'static [(&'static str, &'static str, Param)],
+    /// What the JSON request body holds; `None` for routes that read no body.
+    pub body: Option<RequestBody>,
+    /// What a 200 answer holds.
+    pub answer: Answer,
+    /// Error statuses this route can answer besides 400 and 403 (which every route can: a
+    /// second Host header, a foreign Host or Origin) and 401 (every route, with a token).
+    pub errors: &'static [u16],
     pub(crate) handler: fn() -> MethodRouter<AppState>,
 }
 
+/// The kinds of path and query parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Param {
+    DesignName,
+    RunId,
+    JobId,
+    ScheduleAction,
+    EventName,
+    /// `limit` of `GET /runs`: 1 to [`RUNS_MAX`].
+    Limit,
+    /// A `0/1` switch (see [`flag`]).
+    Flag,
+}
+
+/// The kinds of request bodies.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum RequestBody {
+    /// `{graph}`: the design document to save.
+    Save,
+    /// `{graph?}`: a design document to validate instead of the saved one.
+    Validate,
+    /// `{input?}`: the trigger input of a manual run.
+    Run,
+    /// The schedule object of SPEC §10 with `paused?`.
+    Schedule,
+    /// Any object; a schedule problem is the answer, not an error.
+    Preview,
+    /// `{node, answer | output | agent_generate: true}`.
+    Respond,
+    /// `{payload?}`.
+    Emit,
+}
+
+/// The kinds of 200 answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Answer {
+    Models,
+    Profiles,
+    Channels,
+    Designs,
+    Templates,
+    /// `{ok:true, graph}`, or the template list on the old `/designs/templates` path.
+    Design,
+    Saved,
+    Report,
+    /// A run result, or a design's refusal `{ok:false, error, errors}`.
+    RunStarted,
+    Jobs,
+    Job,
+    Preview,
+    ScheduleAction,
+    Runs,
+    Run,
+    Emitted,
+    OpenApi,
+}
+
+use Answer as A;
+use Param as P;
+
 /// Every route of the API, in the order of SPEC §13 (then the OpenAPI document itself).
 pub(crate) const ROUTES: &[Route] = &[
-    Route { method: "GET", path: "/models", summary: "Model catalog from the agent backend", query: &[("refresh", "1 drops the cached catalog")], body: None, answer: "{ok:true, models:[id]}", handler: || get(models) },
-    Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots)", query: &[], body: None, answer: "{ok:true, profiles:[{name, model, system?, backend?}]}", handler: || get(profiles) },
-    Route { method: "GET", path: "/channels", summary: "Delivery targets from the configured channels", query: &[], body: None, answer: "{ok:true, channels:[{platform, target, home}]}", handler: || get(channels) },
-    Route { method: "GET", path: "/designs", summary: "Saved design names", query: &[], body: None, answer: "{ok:true, designs:[name]}", handler: || get(list_designs) },
-    Route { method: "GET", path: "/templates", summary: "Built-in designs from examples/", query: &[], body: None, answer: "{ok:true, templates:[{name, description, graph}]}", handler: || get(templates) },
-    Route { method: "GET", path: "/designs/{name}", summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)", query: &[], body: None, answer: "{ok:true, graph}", handler: || get(load_design) },
-    Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design; with create:true only under a new name (409 if taken)", query: &[], body: Some("{graph, create?}"), answer: "{ok:true, path, nodes} or {ok:false, error, errors}", handler: || post(save_design) },
-    Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", query: &[], body: Some("{graph?}"), answer: "{ok, errors:[issue], warnings:[issue]}", handler: || post(validate_design) },
-    Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked", query: &[], body: Some("{input?}"), answer: "run result, or {ok:false, error, errors}", handler: || post(run_design) },
-    Route { method: "GET", path: "/schedules", summary: "Schedule jobs", query: &[], body: None, answer: "{ok:true, schedules:[job]}", handler: || get(list_schedules) },
-    Route { method: "POST", path: "/designs/{name}/schedule", summary: "Create or update the design's schedule job", query: &[], body: Some("{preset, time?, minute?, dow?, cron?, tz?, paused?}"), answer: "{ok:true, job}", handler: || post(schedule_design) },
-    Route { method: "POST", path: "/schedules/preview", summary: "What a schedule object would be, without saving anything", query: &[], body: Some("{preset, time?, minute?, dow?, cron?, tz?}"), answer: "{ok:true, cron, human, tz, next_run_at} or {ok:false, error, field}", handler: || post(schedule_preview) },
-    Route { method: "POST", path: "/schedules/{job_id}/{action}", summary: "Pause, resume, run or remove a schedule job", query: &[], body: None, answer: "{ok:true, job}, {ok:true, job_id, removed:true} or a run result", handler: || post(schedule_action) },
-    Route { method: "GET", path: "/runs", summary: "Recent runs, newest first", query: &[("limit", "how many runs (default 20, at most 1000)")], body: None, answer: "{ok:true, runs:[run result | {ok:false, run_id, error}]}", handler: || get(list_runs) },
-    Route { method: "GET", path: "/runs/{run_id}", summary: "One run in result shape", query: &[("plan", "1 adds the plan the run started with")], body: None, answer: "run result", handler: || get(open_run) },
-    Route { method: "POST", path: "/runs/{run_id}/respond", summary: "Answer a gate, supply or generate an agent step's output", query: &[], body: Some("{node, answer? | output? | agent_generate?}"), answer: "run result", handler: || post(respond) },
-    Route { method: "POST", path: "/runs/{run_id}/retry", summary: "Retry a failed run from its failed step", query: &[], body: None, answer: "run result", handler: || post(retry) },
-    Route { method: "POST", path: "/events/{name}", summary: "Emit an event (fires event triggers)", query: &[], body: Some("{payload?}"), answer: "{ok:true, event, runs:[run result], skipped:[{design, reason}]}", handler: || post(emit) },
-    Route { method: "GET", path: "/openapi.json", summary: "This document", query: &[], body: None, answer: "OpenAPI 3.1 document", handler: || get(openapi_json) },
+    Route { method: "GET", path: "/models", summary: "Model catalog from the agent backend", path_params: &[], query: &[("refresh", "1 drops the cached catalog", P::Flag)], body: None, answer: A::Models, errors: &[502, 503], handler: || get(models) },
+    Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots)", path_params: &[], query: &[], body: None, answer: A::Profiles, errors: &[], handler: || get(profiles) },
+    Route { method: "GET", path: "/channels", summary: "Delivery targets from the configured channels", path_params: &[], query: &[], body: None, answer: A::Channels, errors: &[], handler: || get(channels) },
+    Route { method: "GET", path: "/designs", summary: "Saved design names", path_params: &[], query: &[], body: None, answer: A::Designs, errors: &[500], handler: || get(list_designs) },
+    Route { method: "GET", path: "/templates", summary: "Built-in designs from examples/", path_params: &[], query: &[], body: None, answer: A::Templates, errors: &[], handler: || get(templates) },
+    Route { method: "GET", path: "/designs/{name}", summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)", path_params: &[P::DesignName], query: &[], body: None, answer: A::Design, errors: &[404, 500], handler: || get(load_design) },
+    Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design; with create:true only under a new name (409 if taken)", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Save), answer: A::Saved, errors: &[409, 413, 415, 500], handler: || post(save_design) },
+    Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Validate), answer: A::Report, errors: &[404, 413, 415, 500], handler: || post(validate_design) },
+    Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Run), answer: A::RunStarted, errors: &[404, 413, 415, 500], handler: || post(run_design) },
+    Route { method: "GET", path: "/schedules", summary: "Schedule jobs", path_params: &[], query: &[], body: None, answer: A::Jobs, errors: &[500], handler: || get(list_schedules) },
+    Route { method: "POST", path: "/designs/{name}/schedule", summary: "Create or update the design's schedule job", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Schedule), answer: A::Job, errors: &[404, 413, 415, 500], handler: || post(schedule_design) },
+    Route { method: "POST", path: "/schedules/preview", summary: "What a schedule object would be, without saving anything", path_params: &[], query: &[], body: Some(RequestBody::Preview), answer: A::Preview, errors: &[413, 415], handler: || post(schedule_preview) },
+    Route { method: "POST", path: "/schedules/{job_id}/{action}", summary: "Pause, resume, run or remove a schedule job", path_params: &[P::JobId, P::ScheduleAction], query: &[], body: None, answer: A::ScheduleAction, errors: &[404, 413, 415, 500], handler: || post(schedule_action) },
+    Route { method: "GET", path: "/runs", summary: "Recent runs, newest first", path_params: &[], query: &[("limit", "how many runs (default 20, at most 1000)", P::Limit)], body: None, answer: A::Runs, errors: &[500], handler: || get(list_runs) },
+    Route { method: "GET", path: "/runs/{run_id}", summary: "One run in result shape", path_params: &[P::RunId], query: &[("plan", "1 adds the plan the run started with", P::Flag)], body: None, answer: A::Run, errors: &[404, 500], handler: || get(open_run) },
+    Route { method: "POST", path: "/runs/{run_id}/respond", summary: "Answer a gate, supply or generate an agent step's output", path_params: &[P::RunId], query: &[], body: Some(RequestBody::Respond), answer: A::Run, errors: &[404, 409, 413, 415, 500, 502, 503], handler: || post(respond) },
+    Route { method: "POST", path: "/runs/{run_id}/retry", summary: "Retry a failed run from its failed step", path_params: &[P::RunId], query: &[], body: None, answer: A::Run, errors: &[404, 409, 413, 415, 500], handler: || post(retry) },
+    Route { method: "POST", path: "/events/{name}", summary: "Emit an event (fires event triggers)", path_params: &[P::EventName], query: &[], body: Some(RequestBody::Emit), answer: A::Emitted, errors: &[413, 415, 500], handler: || post(emit) },
+    Route { method: "GET", path: "/openapi.json", summary: "This document", path_params: &[], query: &[], body: None, answer: A::OpenApi, errors: &[], handler: || get(openapi_json) },
 ];
 
 /// The whole application: API routes from `ROUTES`, the pages, and the layers that guard every
@@ -86,13 +154,14 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
     for route in ROUTES {
         router = router.route(&format!("{API_PREFIX}{}", route.path), (route.handler)());
     }
+    let secured = guard.has_token();
     let routes = router
         .route_service(crate::mcp::HTTP_PATH, crate::mcp::http_service(app.clone()))
         .route("/", get(|| page("index.html", "dashboard")))
         .route("/designer.html", get(|| page("designer.html", "canvas")))
         .fallback(fallback)
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
-        .with_state(AppState { app });
+        .with_state(AppState { app, secured });
     // The outer layers wrap the whole router (not each route), so they see its own answers too
     // (a 405 with its Allow header) and guard requests before any routing.
     Router::new()
@@ -186,13 +255,26 @@ impl<S: Send + Sync> FromRequest<S> for JsonArgs {
 
 type Params = Query<HashMap<String, String>>;
 
-/// A `0/1` (or `false/true`) query flag.
+/// The spellings of a query flag, off then on; nothing else is one.
+pub(crate) const FLAG_VALUES: [(&str, bool); 6] = [("0", false), ("false", false), ("no", false), ("1", true), ("true", true), ("yes", true)];
+
+/// A `0/1` (or `false/true`, `no/yes`) query flag; absent is off.
 fn flag(params: &HashMap<String, String>, key: &str) -> Result<bool, Failure> {
-    match params.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-        None => Ok(false),
-        Some(v) if matches!(v.as_str(), "" | "0" | "false" | "no") => Ok(false),
-        Some(v) if matches!(v.as_str(), "1" | "true" | "yes") => Ok(true),
-        Some(v) => Err(Failure::BadRequest(format!("{key}={v:?}: use {key}=1 or {key}=0"))),
+    let Some(given) = params.get(key) else { return Ok(false) };
+    FLAG_VALUES
+        .iter()
+        .find(|(spelling, _)| spelling == given)
+        .map(|(_, on)| *on)
+        .ok_or_else(|| Failure::BadRequest(format!("{key}={given:?}: use {key}=1 or {key}=0")))
+}
+
+/// The design document of a body's `graph`: over HTTP it is a JSON object (the CLI and the tools
+/// also take it as JSON text); anything else is a malformed request, not a design problem.
+fn graph_arg(body: &Map<String, Value>) -> Result<Option<Value>, Failure> {
+    match body.get("graph") {
+        None => Ok(None),
+        Some(graph @ Value::Object(_)) => Ok(Some(graph.clone())),
+        Some(other) => Err(Failure::BadRequest(format!("\"graph\" must be a JSON object (the design document), got {}", vwf_core::view::kind_name(other)))),
     }
 }
 
@@ -250,14 +332,14 @@ async fn load_design(State(s): State<AppState>, Path(name): Path<String>) -> Res
 
 /// `{graph}` saves; `{graph, create: true}` saves only under a name no design has (the
 /// dashboard's "new design" forms), so a new design never replaces one.
-async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(mut body): JsonArgs) -> Response {
+async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
     let request = design_name(&name).and_then(|name| {
         let mode = match body.get("create") {
             None | Some(Value::Null) | Some(Value::Bool(false)) => tools::SaveMode::Replace,
             Some(Value::Bool(true)) => tools::SaveMode::Create,
             Some(_) => return Err(Failure::BadRequest("\"create\" must be true or false".into())),
         };
-        let graph = body.remove("graph").ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
+        let graph = graph_arg(&body)?.ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
         Ok((name, graph, mode))
     });
     let (name, graph, mode) = match request {
@@ -272,9 +354,10 @@ async fn validate_design(State(s): State<AppState>, Path(name): Path<String>, Js
         Ok(n) => n,
         Err(f) => return failure(f),
     };
-    let args = match body.get("graph") {
-        Some(graph) => json!({"graph": graph}),
-        None => json!({"name": name.as_str()}),
+    let args = match graph_arg(&body) {
+        Ok(Some(graph)) => json!({"graph": graph}),
+        Ok(None) => json!({"name": name.as_str()}),
+        Err(f) => return failure(f),
     };
     blocking(&s, move |app| tools::call(app, "workflow_design_validate", &args)).await
 }
@@ -326,10 +409,10 @@ async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path
 }
 
 async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Response {
-    let limit = match params.get("limit").map(|v| v.trim()) {
-        None | Some("") => RUNS_DEFAULT,
+    let limit = match params.get("limit") {
+        None => RUNS_DEFAULT,
         Some(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=RUNS_MAX).contains(&n) => n,
+            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
             _ => return failure(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
         },
     };
@@ -385,8 +468,8 @@ async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(bod
     .await
 }
 
-async fn openapi_json() -> Response {
-    axum::Json(openapi::document()).into_response()
+async fn openapi_json(State(s): State<AppState>) -> Response {
+    axum::Json(openapi::document(s.secured)).into_response()
 }
 
 // ---- pages and fallbacks ----

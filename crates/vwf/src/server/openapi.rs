@@ -1,74 +1,95 @@
 //! The OpenAPI 3.1 document of the API, built from `api::ROUTES` (the table the router mounts),
 //! so a route cannot be served without being described, or described without being served.
+//!
+//! The document is exact, so that clients and fuzzers can trust it: every parameter has its type
+//! and pattern (taken from the core's own constants: names, run ids, event names, time zones),
+//! every request body its schema with its required fields, and every status a route can answer
+//! its shape. Request schemas say what the server accepts structurally: a request that fits is
+//! never a 400 for its shape, one that does not fit always is. A design or schedule problem is
+//! not a structural one: it is a 200 whose body describes it (SPEC §13), so design graphs and
+//! preview bodies are plain objects here. Links between operations (save → run → respond, retry,
+//! open) let stateful clients follow a run from its design to its answers.
 
 use serde_json::{Map, Value, json};
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::schedule::{EVENT_NAME_PATTERN, time_zone_names};
 
-use super::api::{API_PREFIX, ROUTES, Route};
+use super::api::{API_PREFIX, Answer, FLAG_VALUES, Param, ROUTES, RUNS_MAX, RequestBody, Route};
+use crate::schedules::{ACTION_NAMES, JOB_PREFIX};
 
-pub(crate) fn document() -> Value {
+/// The document; `secured` when the server has an API token, which every call must then carry.
+pub(crate) fn document(secured: bool) -> Value {
     let mut paths = Map::new();
     for route in ROUTES {
         let item = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
-        item[route.method.to_ascii_lowercase()] = operation(route);
+        item[route.method.to_ascii_lowercase()] = operation(route, secured);
     }
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "visual-workflow",
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Design, validate and durably run agent workflows. Every error answer is {ok:false, error}: \
                             400 malformed request, 401 missing or wrong token, 403 foreign Host or Origin, 404 missing \
-                            design or run, 409 run not waiting or not retryable, 413 body over 1 MiB, 502 agent backend \
-                            failed, 503 no agent backend. A design problem is a 200 whose body describes it."
+                            design or run, 409 run not waiting or not retryable, 413 body over 1 MiB, 415 body not sent \
+                            as JSON, 500 the store failed, 502 agent backend failed, 503 no agent backend. A design \
+                            problem is a 200 whose body describes it."
         },
         "servers": [{"url": API_PREFIX}],
-        "security": [{}, {"bearer": []}],
         "paths": paths,
         "components": {
             "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "Required when the server has a token ([server] token_env)."}
+                "bearer": {"type": "http", "scheme": "bearer", "description": "The API token ([server] token_env)."}
             },
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["ok", "error"],
-                    "properties": {"ok": {"const": false}, "error": {"type": "string"}}
-                },
-                "Answer": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "additionalProperties": true}
-            },
-            "responses": {
-                "Error": {
-                    "description": "{ok:false, error}",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-                }
-            }
+            "schemas": schemas(),
+            "responses": error_responses(),
         }
-    })
+    });
+    if secured {
+        doc["security"] = json!([{"bearer": []}]);
+    }
+    doc
 }
 
-fn operation(route: &Route) -> Value {
-    let mut parameters: Vec<Value> = params(route.path)
-        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+fn operation(route: &Route, secured: bool) -> Value {
+    let names = params(route.path);
+    let mut parameters: Vec<Value> = names
+        .zip(route.path_params)
+        .map(|(name, kind)| json!({"name": name, "in": "path", "required": true, "schema": param_schema(*kind)}))
         .collect();
-    parameters.extend(route.query.iter().map(|(name, what)| json!({"name": name, "in": "query", "required": false, "description": what, "schema": {"type": "string"}})));
+    parameters.extend(
+        route
+            .query
+            .iter()
+            .map(|(name, what, kind)| json!({"name": name, "in": "query", "required": false, "description": what, "schema": param_schema(*kind)})),
+    );
+    let mut responses = Map::new();
+    let mut ok = json!({
+        "description": "OK",
+        "content": {"application/json": {"schema": answer_schema(route.answer)}}
+    });
+    if let Some(links) = links(route) {
+        ok["links"] = links;
+    }
+    responses.insert("200".into(), ok);
+    let mut errors = vec![400, 403];
+    if secured {
+        errors.push(401);
+    }
+    errors.extend_from_slice(route.errors);
+    errors.sort_unstable();
+    for status in errors {
+        responses.insert(status.to_string(), json!({"$ref": format!("#/components/responses/{status}")}));
+    }
     let mut op = json!({
         "operationId": operation_id(route),
         "summary": route.summary,
         "parameters": parameters,
-        "responses": {
-            "200": {
-                "description": route.answer,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Answer"}}}
-            },
-            "default": {"$ref": "#/components/responses/Error"}
-        }
+        "responses": responses,
     });
     if let Some(body) = route.body {
-        op["requestBody"] = json!({
-            "required": false,
-            "description": body,
-            "content": {"application/json": {"schema": {"type": "object"}}}
-        });
+        let (required, schema) = body_schema(body);
+        op["requestBody"] = json!({"required": required, "content": {"application/json": {"schema": schema}}});
     }
     op
 }
@@ -88,22 +109,420 @@ fn operation_id(route: &Route) -> String {
     id
 }
 
+fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn param_schema(kind: Param) -> Value {
+    match kind {
+        Param::DesignName => json!({"type": "string", "pattern": DesignName::PATTERN}),
+        Param::RunId => json!({"type": "string", "pattern": RunId::PATTERN}),
+        Param::JobId => {
+            json!({"type": "string", "pattern": format!("^{JOB_PREFIX}{}", DesignName::PATTERN.trim_start_matches('^'))})
+        }
+        Param::ScheduleAction => json!({"type": "string", "enum": ACTION_NAMES}),
+        Param::EventName => json!({"type": "string", "pattern": EVENT_NAME_PATTERN}),
+        Param::Limit => json!({"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "default": 20}),
+        Param::Flag => json!({"type": "string", "enum": FLAG_VALUES.map(|(spelling, _)| spelling), "default": "0"}),
+    }
+}
+
+/// Whether the body is required, and its schema.
+fn body_schema(body: RequestBody) -> (bool, Value) {
+    let object = |required: &[&str], properties: Value| json!({"type": "object", "required": required, "properties": properties});
+    let graph = json!({"type": "object", "description": "A design document (SPEC §2); a design problem is answered, not refused."});
+    let with_example = |mut schema: Value, example: Value| {
+        schema["examples"] = json!([example]);
+        schema
+    };
+    match body {
+        RequestBody::Save => (
+            true,
+            with_example(
+                object(&["graph"], json!({"graph": graph, "create": {"type": ["boolean", "null"], "description": "true: save only under a name no design has (else 409)."}})),
+                json!({"graph": example_design()}),
+            ),
+        ),
+        RequestBody::Validate => (false, object(&[], json!({"graph": graph}))),
+        RequestBody::Run => (false, with_example(object(&[], json!({"input": {"description": "The trigger input, any JSON."}})), json!({"input": {"topic": "tea"}}))),
+        RequestBody::Emit => (false, with_example(object(&[], json!({"payload": {"description": "The event payload, any JSON."}})), json!({"payload": {"n": 1}}))),
+        RequestBody::Schedule => (true, with_example(reference("ScheduleRequest"), json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"}))),
+        RequestBody::Preview => (
+            false,
+            json!({"type": "object", "description": "A schedule object ({preset, time?, minute?, dow?, cron?, tz?}); \
+                                                   what is wrong with it is the answer ({ok:false, error, field})."}),
+        ),
+        RequestBody::Respond => (true, with_example(reference("RespondRequest"), json!({"node": "gate", "answer": "send"}))),
+    }
+}
+
+/// The example of a save: a manual trigger, an approval gate and an output, so that following
+/// the links (run, answer) reaches a parked run and a finished one.
+fn example_design() -> Value {
+    json!({
+        "description": "asks before it says hello",
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "gate", "type": "approval", "question": "Send it?", "options": ["send", "skip"], "timeout_minutes": 60},
+            {"id": "say", "type": "output", "template": "hello from {{run.design}}"}
+        ],
+        "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "say", "label": "send"}]
+    })
+}
+
+fn answer_schema(answer: Answer) -> Value {
+    let list = |key: &str, items: Value| {
+        json!({"type": "object", "required": ["ok", key], "properties": {"ok": {"const": true}, key: {"type": "array", "items": items}}})
+    };
+    match answer {
+        Answer::Models => list("models", json!({"type": "string"})),
+        Answer::Profiles => list("profiles", reference("Profile")),
+        Answer::Channels => list("channels", reference("Channel")),
+        Answer::Designs => list("designs", json!({"type": "string", "pattern": DesignName::PATTERN})),
+        Answer::Templates => reference("Templates"),
+        Answer::Design => json!({"anyOf": [
+            {"type": "object", "required": ["ok", "graph"], "properties": {"ok": {"const": true}, "graph": {"type": "object"}}, "additionalProperties": false},
+            reference("Templates"),
+        ]}),
+        Answer::Saved => json!({"anyOf": [
+            {"type": "object", "required": ["ok", "name", "path", "nodes"], "additionalProperties": false,
+             "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "path": {"type": "string"}, "nodes": {"type": "integer", "minimum": 0}}},
+            reference("Refusal"),
+        ]}),
+        Answer::Report => json!({
+            "type": "object", "required": ["ok", "errors", "warnings"], "additionalProperties": false,
+            "properties": {"ok": {"type": "boolean"}, "errors": {"type": "array", "items": reference("Issue")}, "warnings": {"type": "array", "items": reference("Issue")}}
+        }),
+        Answer::RunStarted => json!({"anyOf": [reference("RunResult"), reference("Refusal")]}),
+        Answer::Jobs => list("schedules", reference("Job")),
+        Answer::Job => json!({"type": "object", "required": ["ok", "job"], "additionalProperties": false, "properties": {"ok": {"const": true}, "job": reference("Job")}}),
+        Answer::Preview => json!({"anyOf": [
+            {"type": "object", "required": ["ok", "cron", "human", "tz", "next_run_at"], "additionalProperties": false,
+             "properties": {"ok": {"const": true}, "cron": {"type": "string"}, "human": {"type": "string"}, "tz": {"type": "string"}, "next_run_at": nullable_time()}},
+            {"type": "object", "required": ["ok", "error", "field"], "additionalProperties": false,
+             "properties": {"ok": {"const": false}, "error": {"type": "string"}, "field": {"type": ["string", "null"]}}},
+        ]}),
+        Answer::ScheduleAction => json!({"anyOf": [
+            {"type": "object", "required": ["ok", "job"], "additionalProperties": false, "properties": {"ok": {"const": true}, "job": reference("Job")}},
+            {"type": "object", "required": ["ok", "job_id", "removed"], "additionalProperties": false,
+             "properties": {"ok": {"const": true}, "job_id": {"type": "string"}, "removed": {"const": true}}},
+            reference("RunResult"),
+            reference("Refusal"),
+        ]}),
+        Answer::Runs => list("runs", json!({"anyOf": [reference("RunResult"), reference("UnreadableRun")]})),
+        Answer::Run => reference("RunResult"),
+        Answer::Emitted => json!({
+            "type": "object", "required": ["ok", "event", "runs", "skipped"], "additionalProperties": false,
+            "properties": {
+                "ok": {"const": true},
+                "event": {"type": "string", "pattern": EVENT_NAME_PATTERN},
+                "runs": {"type": "array", "items": reference("RunResult")},
+                "skipped": {"type": "array", "items": {"type": "object", "required": ["design", "reason"], "properties": {"design": {"type": "string"}, "reason": {"type": "string"}}}}
+            }
+        }),
+        Answer::OpenApi => json!({"type": "object", "required": ["openapi", "info", "paths"]}),
+    }
+}
+
+fn time() -> Value {
+    json!({"type": "string", "format": "date-time"})
+}
+
+fn nullable_time() -> Value {
+    json!({"type": ["string", "null"], "format": "date-time"})
+}
+
+fn nullable_string() -> Value {
+    json!({"type": ["string", "null"]})
+}
+
+/// Shared shapes: the run result of SPEC §8 and its parts, jobs, issues, errors, and the
+/// structured request bodies.
+fn schemas() -> Value {
+    let step_status = ["running", "retrying", "done", "failed", "awaiting_approval", "awaiting_agent", "waiting"];
+    json!({
+        "Error": {
+            "type": "object", "required": ["ok", "error"], "additionalProperties": false,
+            "properties": {"ok": {"const": false}, "error": {"type": "string"}}
+        },
+        "Issue": {
+            "type": "object", "required": ["message"],
+            "properties": {"node": {"type": "string"}, "edge": {"type": "integer", "minimum": 0}, "field": {"type": "string"}, "message": {"type": "string"}}
+        },
+        "Refusal": {
+            "description": "A design that cannot run or be saved, with its problems.",
+            "type": "object", "required": ["ok", "error", "errors"], "additionalProperties": false,
+            "properties": {"ok": {"const": false}, "error": {"type": "string"}, "errors": {"type": "array", "items": reference("Issue")}}
+        },
+        "Pending": {
+            "oneOf": [
+                {"type": "object", "required": ["type", "node", "question", "options", "deadline", "on_timeout"],
+                 "properties": {"type": {"const": "approval"}, "node": {"type": "string"}, "question": {"type": "string"},
+                                "options": {"type": "array", "items": {"type": "string"}}, "deadline": nullable_time(), "on_timeout": {"type": "string"}}},
+                {"type": "object", "required": ["type", "node", "prompt", "profile", "model"],
+                 "properties": {"type": {"const": "agent"}, "node": {"type": "string"}, "prompt": {"type": "string"},
+                                "profile": nullable_string(), "model": nullable_string()}},
+                {"type": "object", "required": ["type", "node", "resume_at"],
+                 "properties": {"type": {"const": "wait"}, "node": {"type": "string"}, "resume_at": time()}}
+            ]
+        },
+        "Step": {
+            "type": "object", "required": ["node", "status", "attempts", "started_at", "finished_at", "error"],
+            "properties": {
+                "node": {"type": "string"}, "status": {"enum": step_status}, "attempts": {"type": "integer", "minimum": 0},
+                "started_at": time(), "finished_at": nullable_time(), "error": nullable_string(),
+                "failures": {"type": "array", "items": {"type": "string"}}
+            }
+        },
+        "Delivery": {
+            "type": "object", "required": ["node", "target", "ok", "detail", "at"],
+            "properties": {"node": {"type": "string"}, "target": {"type": "string"}, "ok": {"type": "boolean"}, "detail": {"type": "string"}, "at": time()}
+        },
+        "RunResult": {
+            "description": "The run result (SPEC §8).",
+            "type": "object",
+            "required": ["ok", "run_id", "design", "status", "pending", "outputs", "skipped", "deliveries", "error", "failed_node", "steps", "trigger", "created_at", "updated_at"],
+            "properties": {
+                "ok": {"type": "boolean"},
+                "run_id": {"type": "string", "pattern": RunId::PATTERN},
+                "design": {"type": "string", "pattern": DesignName::PATTERN},
+                "status": {"enum": ["running", "waiting", "awaiting_approval", "awaiting_agent", "done", "failed"]},
+                "pending": {"anyOf": [{"type": "null"}, reference("Pending")]},
+                "outputs": {"type": "object"},
+                "skipped": {"type": "array", "items": {"type": "string"}},
+                "deliveries": {"type": "array", "items": reference("Delivery")},
+                "error": nullable_string(),
+                "failed_node": nullable_string(),
+                "steps": {"type": "array", "items": reference("Step")},
+                "trigger": {"type": "object", "required": ["mode", "input"], "properties": {"mode": {"type": "string"}, "input": {}, "depth": {"type": "integer", "minimum": 0}}},
+                "created_at": time(),
+                "updated_at": time(),
+                "plan": {"type": "object", "description": "Only with plan=1: the plan the run started with."}
+            }
+        },
+        "UnreadableRun": {
+            "description": "A run file in the listing that cannot be read as a run.",
+            "type": "object", "required": ["ok", "run_id", "error"], "additionalProperties": false,
+            "properties": {"ok": {"const": false}, "run_id": {"type": "string"}, "error": {"type": "string"}}
+        },
+        "Job": {
+            "type": "object",
+            "required": ["job_id", "name", "design", "cron", "human", "tz", "paused", "next_run_at", "last_run_at", "prompt"],
+            "properties": {
+                "job_id": {"type": "string"}, "name": {"type": "string"}, "design": {"type": "string", "pattern": DesignName::PATTERN},
+                "cron": {"type": "string"}, "human": {"type": "string"}, "tz": {"type": "string"}, "paused": {"type": "boolean"},
+                "next_run_at": nullable_time(), "last_run_at": nullable_time(), "prompt": {"type": "string"},
+                "schedule": {"type": "object"},
+                "missed": {"type": "array", "items": {"type": "object", "required": ["at"], "properties": {"at": time()}}}
+            }
+        },
+        "Profile": {
+            "type": "object", "required": ["name", "model"],
+            "properties": {"name": {"type": "string"}, "model": nullable_string(), "system": {"type": "string"}, "backend": {"type": "string"}}
+        },
+        "Channel": {
+            "type": "object", "required": ["platform", "target", "home"],
+            "properties": {"platform": {"type": "string"}, "target": {"type": "string"}, "home": nullable_string()}
+        },
+        "Templates": {
+            "type": "object", "required": ["ok", "templates"], "additionalProperties": false,
+            "properties": {
+                "ok": {"const": true},
+                "templates": {"type": "array", "items": {
+                    "type": "object", "required": ["name", "description", "graph"],
+                    "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "graph": {"type": "object"}}
+                }}
+            }
+        },
+        "ScheduleRequest": schedule_request(),
+        "RespondRequest": {
+            "description": "Exactly one of answer (a gate's option), output (an agent step's text) or agent_generate: true.",
+            "type": "object", "required": ["node"],
+            "properties": {
+                "node": {"type": "string"},
+                "answer": nullable_string(),
+                "output": nullable_string(),
+                "agent_generate": {"type": ["boolean", "null"]}
+            },
+            "oneOf": [
+                {"required": ["answer"], "properties": {"answer": {"type": "string"}}},
+                {"required": ["output"], "properties": {"output": {"type": "string"}}},
+                {"required": ["agent_generate"], "properties": {"agent_generate": {"const": true}}}
+            ]
+        }
+    })
+}
+
+/// The schedule object of SPEC §10 plus `paused`, one branch per preset. Fields a preset does not
+/// use are still type-checked; `null` stands for a missing field.
+fn schedule_request() -> Value {
+    let time = json!({"type": "string", "pattern": r"^\s*([01][0-9]|2[0-3]):[0-5][0-9]\s*$"});
+    let unused_string = nullable_string();
+    let unused_number = json!({"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX});
+    let mut tz: Vec<&str> = time_zone_names().collect();
+    tz.sort_unstable();
+    tz.dedup();
+    let common = json!({
+        "tz": {"anyOf": [{"type": "null"}, {"enum": tz}]},
+        "paused": {"type": ["boolean", "null"]},
+        "time": unused_string,
+        "minute": unused_number,
+        "dow": unused_number,
+        "cron": unused_string,
+    });
+    let branch = |presets: Value, required: &[&str], own: Value| {
+        let mut properties = common.clone();
+        properties["preset"] = presets;
+        for (k, v) in own.as_object().into_iter().flatten() {
+            properties[k] = v.clone();
+        }
+        let mut required = required.to_vec();
+        required.insert(0, "preset");
+        json!({"type": "object", "required": required, "properties": properties})
+    };
+    json!({
+        "description": "{preset, time?, minute?, dow?, cron?, tz?, paused?}. The cron pattern covers numbers, * and */n \
+                        lists (days of month up to 28); the server also takes ranges (a-b, a-b/n).",
+        "oneOf": [
+            branch(json!({"const": "hourly"}), &[], json!({"minute": {"type": ["integer", "null"], "minimum": 0, "maximum": 59}, "time": {"anyOf": [{"type": "null"}, time]}})),
+            branch(json!({"enum": ["daily", "weekdays"]}), &["time"], json!({"time": time})),
+            branch(json!({"const": "weekly"}), &["time"], json!({"time": time, "dow": {"type": ["integer", "null"], "minimum": 0, "maximum": 6}})),
+            branch(json!({"const": "custom"}), &["cron"], json!({"cron": {"type": "string", "pattern": cron_pattern()}})),
+        ]
+    })
+}
+
+/// Five cron fields, each `*`, `*/n` or a comma list of numbers within the field's range: the
+/// forms every expression of which can fire.
+fn cron_pattern() -> String {
+    // (numbers, steps) per field: minute, hour, day of month (to 28: every month has it), month,
+    // day of week.
+    let fields = [
+        ("[0-9]|[1-5][0-9]", "[1-9]|[1-5][0-9]|60"),
+        ("[0-9]|1[0-9]|2[0-3]", "[1-9]|1[0-9]|2[0-4]"),
+        ("[1-9]|1[0-9]|2[0-8]", "[1-9]|[12][0-9]|3[01]"),
+        ("[1-9]|1[0-2]", "[1-9]|1[0-2]"),
+        ("[0-6]", "[1-7]"),
+    ];
+    let field = |(n, step): (&str, &str)| format!(r"(\*(/({step}))?|({n})(,({n}))*)");
+    let parts: Vec<String> = fields.into_iter().map(field).collect();
+    format!("^{}$", parts.join(" "))
+}
+
+/// Links from an operation's 200 answer to the operations that continue from it.
+fn links(route: &Route) -> Option<Value> {
+    let run_id = "$response.body#/run_id";
+    let continue_run = || {
+        json!({
+            "open": {"operationId": "get_runs_runid", "parameters": {"run_id": run_id}},
+            "answer": {"operationId": "post_runs_runid_respond", "parameters": {"run_id": run_id},
+                       "requestBody": {"node": "$response.body#/pending/node", "answer": "$response.body#/pending/options/0"}},
+            "respond": {"operationId": "post_runs_runid_respond", "parameters": {"run_id": run_id},
+                        "requestBody": {"node": "$response.body#/pending/node"}},
+            "retry": {"operationId": "post_runs_runid_retry", "parameters": {"run_id": run_id}},
+        })
+    };
+    // From the answer, not the request: a refused save (a 200 describing the design's problems)
+    // names nothing, so nothing follows it.
+    let name = "$response.body#/name";
+    Some(match (route.method, route.path) {
+        ("POST", "/designs/{name}") => json!({
+            "load": {"operationId": "get_designs_name", "parameters": {"name": name}},
+            "validate": {"operationId": "post_designs_name_validate", "parameters": {"name": name}},
+            "run": {"operationId": "post_designs_name_run", "parameters": {"name": name}},
+            "schedule": {"operationId": "post_designs_name_schedule", "parameters": {"name": name}},
+        }),
+        ("POST", "/designs/{name}/schedule") => {
+            let job = "$response.body#/job/job_id";
+            json!({
+                "act": {"operationId": "post_schedules_jobid_action", "parameters": {"job_id": job}},
+            })
+        }
+        ("POST", "/designs/{name}/run" | "/runs/{run_id}/respond" | "/runs/{run_id}/retry") | ("GET", "/runs/{run_id}") => continue_run(),
+        ("GET", "/runs") => json!({
+            "open": {"operationId": "get_runs_runid", "parameters": {"run_id": "$response.body#/runs/0/run_id"}},
+        }),
+        ("POST", "/events/{name}") => json!({
+            "open": {"operationId": "get_runs_runid", "parameters": {"run_id": "$response.body#/runs/0/run_id"}},
+        }),
+        _ => return None,
+    })
+}
+
+/// The error answers, one per status.
+fn error_responses() -> Value {
+    let what = [
+        (400, "Malformed request: bad JSON, a missing or mistyped field, a bad name or id, an answer not among the options, two Host headers."),
+        (401, "Missing or wrong API token."),
+        (403, "Foreign Host or Origin."),
+        (404, "No such design, run, node or schedule job."),
+        (409, "The run is not waiting on that node, or not retryable."),
+        (413, "Body over 1 MiB."),
+        (415, "Body not sent as JSON."),
+        (500, "The store failed (disk full, permissions)."),
+        (502, "The agent backend failed."),
+        (503, "No agent backend is configured."),
+    ];
+    let mut out = Map::new();
+    for (status, description) in what {
+        out.insert(
+            status.to_string(),
+            json!({"description": description, "content": {"application/json": {"schema": reference("Error")}}}),
+        );
+    }
+    Value::Object(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_route_is_described_once_with_its_parameters() {
-        let doc = document();
-        let mut ids = std::collections::HashSet::new();
-        for route in ROUTES {
-            let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
-            assert_eq!(op["summary"], route.summary, "{} {}", route.method, route.path);
-            assert!(ids.insert(op["operationId"].as_str().unwrap().to_string()), "duplicate operationId for {}", route.path);
-            let declared: Vec<&str> = op["parameters"].as_array().unwrap().iter().filter(|p| p["in"] == "path").map(|p| p["name"].as_str().unwrap()).collect();
-            assert_eq!(declared, params(route.path).collect::<Vec<_>>());
+        for secured in [false, true] {
+            let doc = document(secured);
+            let mut ids = std::collections::HashSet::new();
+            for route in ROUTES {
+                let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
+                assert_eq!(op["summary"], route.summary, "{} {}", route.method, route.path);
+                assert!(ids.insert(op["operationId"].as_str().unwrap().to_string()), "duplicate operationId for {}", route.path);
+                let declared: Vec<&str> = op["parameters"].as_array().unwrap().iter().filter(|p| p["in"] == "path").map(|p| p["name"].as_str().unwrap()).collect();
+                assert_eq!(declared, params(route.path).collect::<Vec<_>>());
+                assert_eq!(route.path_params.len(), declared.len(), "{}", route.path);
+                assert_eq!(op["responses"].get("401").is_some(), secured);
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    if let Some(target) = response["$ref"].as_str() {
+                        let key = target.rsplit('/').next().unwrap();
+                        assert!(doc["components"]["responses"][key].is_object(), "{status} of {}", route.path);
+                    }
+                }
+            }
+            let count: usize = doc["paths"].as_object().unwrap().values().map(|item| item.as_object().unwrap().len()).sum();
+            assert_eq!(count, ROUTES.len());
+            assert_eq!(doc.get("security").is_some(), secured);
         }
-        let count: usize = doc["paths"].as_object().unwrap().values().map(|item| item.as_object().unwrap().len()).sum();
-        assert_eq!(count, ROUTES.len());
+    }
+
+    #[test]
+    fn links_name_existing_operations_and_parameters() {
+        let doc = document(false);
+        let ops: std::collections::HashMap<String, &Value> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|item| item.as_object().unwrap().values())
+            .map(|op| (op["operationId"].as_str().unwrap().to_string(), op))
+            .collect();
+        let mut seen = 0;
+        for op in ops.values() {
+            for link in op["responses"]["200"]["links"].as_object().into_iter().flatten().map(|(_, l)| l) {
+                let target = ops.get(link["operationId"].as_str().unwrap()).unwrap_or_else(|| panic!("{link}"));
+                for name in link["parameters"].as_object().unwrap().keys() {
+                    assert!(target["parameters"].as_array().unwrap().iter().any(|p| p["name"] == *name), "{name} in {link}");
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen >= 10, "{seen} links");
     }
 }

@@ -48,6 +48,11 @@ impl Guard {
         Guard { token: token.map(|t| digest(t.as_bytes())), allowed_hosts }
     }
 
+    /// Whether API calls must carry the token.
+    pub(crate) fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
     fn host_allowed(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
         let name = host_name(&host);

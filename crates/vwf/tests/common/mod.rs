@@ -116,3 +116,27 @@ pub fn later(now: &str, minutes: i64) -> String {
     let t = chrono::DateTime::parse_from_rfc3339(now).unwrap_or_else(|e| panic!("bad time {now:?}: {e}"));
     (t + chrono::Duration::minutes(minutes)).to_utc().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
+
+/// The repository's root directory.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The python of `scripts/python-env <set>` (`interop` or `fuzz`), or `None`, with the reason
+/// printed, when pip cannot reach PyPI (the only case a test may skip for).
+pub fn python_env(set: &str) -> Option<PathBuf> {
+    let out = std::process::Command::new(repo().join("scripts/python-env")).arg(set).output().expect("run scripts/python-env");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let path = stdout.lines().last().expect("python-env prints the python path").trim().to_string();
+            Some(PathBuf::from(path))
+        }
+        Some(3) => {
+            eprintln!("SKIPPED: pip cannot reach PyPI, so the {set} Python packages are not installed:\n{stderr}");
+            None
+        }
+        _ => panic!("scripts/python-env {set} failed ({}):\n{stderr}", out.status),
+    }
+}
