@@ -271,7 +271,15 @@ fn schemas() -> Value {
             "properties": {
                 "node": {"type": "string"}, "status": {"enum": step_status}, "attempts": {"type": "integer", "minimum": 0},
                 "started_at": time(), "finished_at": nullable_time(), "error": nullable_string(),
-                "failures": {"type": "array", "items": {"type": "string"}}
+                "failures": {"type": "array", "items": {"type": "string"}},
+                "tries": {"type": "array", "items": {
+                    "type": "object", "required": ["attempt", "status", "started_at", "finished_at", "error", "output_bytes"],
+                    "properties": {
+                        "attempt": {"type": "integer", "minimum": 1}, "status": {"enum": step_status},
+                        "started_at": time(), "finished_at": nullable_time(), "error": nullable_string(),
+                        "output_bytes": {"type": ["integer", "null"], "minimum": 0}
+                    }
+                }}
             }
         },
         "Delivery": {
