@@ -890,6 +890,18 @@ fn malformed_requests_get_json_errors() {
     snap("method_not_allowed", &home, &server, s, &b);
     let (s, b) = send(server.client.put(server.url("/designs")));
     assert_eq!(s, 405, "{b}");
+    // What the OpenAPI document states, the server holds: a graph is an object, flags and limits
+    // are spelled exactly.
+    for graph in [json!(5), json!("{}"), json!(null), json!([])] {
+        let (s, b) = server.post("/designs/hello", json!({"graph": graph}));
+        assert_eq!(s, 400, "save with graph {graph}: {b}");
+        let (s, b) = server.post("/designs/hello/validate", json!({"graph": graph}));
+        assert_eq!(s, 400, "validate with graph {graph}: {b}");
+    }
+    for query in ["/models?refresh=", "/models?refresh=TRUE", "/models?refresh=%201", "/runs?limit=", "/runs?limit=+5", "/runs?limit=%205"] {
+        let (s, b) = server.get(query);
+        assert_eq!(s, 400, "{query}: {b}");
+    }
     assert_eq!(snapshot(&home), before, "malformed requests wrote nothing");
 }
 
