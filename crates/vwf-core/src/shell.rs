@@ -459,19 +459,23 @@ impl Lexer<'_> {
         Ok(())
     }
 
+    /// A hole inside quotes: refused where the word it is part of would choose or become code.
+    fn quoted_hole(&mut self, hole: usize, words: Option<&mut Words>, spelling: Spelling) -> Result<(), PlacementError> {
+        if let Some(w) = words {
+            if let Some(why) = w.code_position() {
+                return self.refuse(hole, &why);
+            }
+            w.current.push('\0');
+        }
+        self.place(hole, spelling);
+        Ok(())
+    }
+
     /// Inside `'…'`, after the opening quote: copies up to and including the closing quote.
     fn single(&mut self, mut words: Option<&mut Words>) -> Result<(), PlacementError> {
         while let Some(tok) = self.peek(0) {
             match tok {
-                Tok::Hole(h) => {
-                    if let Some(why) = words.as_deref().and_then(Words::code_position) {
-                        return self.refuse(h, &why);
-                    }
-                    if let Some(w) = words.as_deref_mut() {
-                        w.current.push('\0');
-                    }
-                    self.place(h, Spelling::InSingle);
-                }
+                Tok::Hole(h) => self.quoted_hole(h, words.as_deref_mut(), Spelling::InSingle)?,
                 Tok::Char('\'') => {
                     self.copy();
                     return Ok(());
@@ -494,13 +498,7 @@ impl Lexer<'_> {
         while let Some(tok) = self.peek(0) {
             let c = match tok {
                 Tok::Hole(h) => {
-                    if let Some(why) = words.as_deref().and_then(Words::code_position) {
-                        return self.refuse(h, &why);
-                    }
-                    if let Some(w) = words.as_deref_mut() {
-                        w.current.push('\0');
-                    }
-                    self.place(h, Spelling::InDouble);
+                    self.quoted_hole(h, words.as_deref_mut(), Spelling::InDouble)?;
                     continue;
                 }
                 Tok::Char(c) => c,

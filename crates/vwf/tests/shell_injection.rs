@@ -131,6 +131,16 @@ fn contexts() -> Vec<Context> {
     ]
 }
 
+/// Files in `dir` other than the `redirect` context's own output files.
+fn made_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("read cwd")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("out."))
+        .collect()
+}
+
 /// A design with one command node per context, all fed by the trigger.
 fn corpus_design(cwd: &str) -> Value {
     let mut nodes = vec![json!({"id": "start", "type": "trigger", "mode": "manual"})];
@@ -159,12 +169,7 @@ fn no_hostile_value_runs_in_any_context_and_each_arrives_byte_for_byte() {
             let got = run["outputs"][id]["text"].as_str().unwrap_or_else(|| panic!("{id} has no text for {shown:?}: {run}"));
             assert!(got == expect(value), "{id}: {shown:?} arrived as {:?}", got.chars().take(80).collect::<String>());
         }
-        let made: Vec<String> = std::fs::read_dir(work.path())
-            .expect("read cwd")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with("out."))
-            .collect();
+        let made = made_files(work.path());
         assert!(made.is_empty(), "{shown:?} ran something that made {made:?}");
     }
 }
@@ -258,12 +263,7 @@ fn the_corpus_holds_under_bash_too() {
             let got = String::from_utf8_lossy(&out.stdout);
             assert!(got == expect(&value), "{id} under bash: {shown:?} arrived as {:?}", got.chars().take(80).collect::<String>());
         }
-        let made: Vec<String> = std::fs::read_dir(work.path())
-            .expect("read cwd")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| !n.starts_with("out."))
-            .collect();
+        let made = made_files(work.path());
         assert!(made.is_empty(), "{shown:?} ran something under bash that made {made:?}");
     }
 }
