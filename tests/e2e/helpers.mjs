@@ -18,10 +18,14 @@ export function freshHome() {
   return mkdtempSync(join(tmpdir(), 'vwf-e2e-'));
 }
 
-/** Starts `vwf serve` on a free port; resolves to {url, api, home, stop()}. */
-export async function startServer(home = freshHome(), env = {}) {
-  const child = spawn(VWF, ['--home', home, '--json', 'serve', '--bind', '127.0.0.1:0'], {
-    env: { ...process.env, VWF_HOME: home, ...env },
+/** Starts `vwf serve` on a free port; resolves to {url, api, home, stop()}. `bin` and `cwd`
+ * start another copy of vwf from another directory; a variable set to undefined is removed. */
+export async function startServer(home = freshHome(), env = {}, { bin = VWF, cwd } = {}) {
+  const vars = { ...process.env, VWF_HOME: home, ...env };
+  for (const [k, v] of Object.entries(vars)) if (v === undefined) delete vars[k];
+  const child = spawn(bin, ['--home', home, '--json', 'serve', '--bind', '127.0.0.1:0'], {
+    env: vars,
+    cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

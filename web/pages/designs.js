@@ -22,7 +22,7 @@ export async function renderList(root) {
 
   const templates = h('section', { id: 'templates' }, h('h2', {}, 'Templates'));
   if (!builtIn.body.ok) templates.append(h('p', { class: 'notice error' }, builtIn.body.error));
-  else if (builtIn.body.templates.length === 0) templates.append(h('p', { class: 'muted' }, 'No templates found (examples/ is not beside this server).'));
+  else if (builtIn.body.templates.length === 0) templates.append(h('p', { class: 'muted' }, 'No templates found (VWF_EXAMPLES_DIR names a directory without any).'));
   else templates.append(h('div', { class: 'cards' }, builtIn.body.templates.map((t) => templateCard(t, names, msg))));
 
   root.append(h('div', { class: 'title' }, h('h1', {}, 'Designs'), blank), msg, designs, templates);

@@ -2,6 +2,7 @@
 //! the human renderings. `main.rs` is a thin CLI over it; benchmarks and tests use it directly.
 
 pub mod app;
+pub mod assets;
 pub mod clock;
 pub mod config;
 pub mod daemon;

@@ -45,8 +45,13 @@ struct Cli {
 enum Cmd {
     /// List saved designs.
     List,
-    /// Create a blank design.
-    New { name: String },
+    /// Create a blank design, or a copy of a built-in template (`vwf new NAME --from TEMPLATE`).
+    New {
+        name: String,
+        /// The template to copy (the names `GET /templates` lists, e.g. morning-brief).
+        #[arg(long, value_name = "TEMPLATE")]
+        from: Option<String>,
+    },
     /// Print a saved design.
     Open { name: String },
     /// Validate and save a design: JSON text, @file or - for standard input.
@@ -237,10 +242,12 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             }
             Ok(0)
         }
-        Cmd::New { name } => {
-            let path = tools::new_design(app, name)?;
+        Cmd::New { name, from } => {
+            let (path, graph) = tools::new_design(app, name, from.as_deref())?;
             if json {
-                say!("{}", pretty(&json!({"ok": true, "path": path, "graph": tools::blank_design()})));
+                say!("{}", pretty(&json!({"ok": true, "path": path, "graph": graph})));
+            } else if let Some(template) = from {
+                say!("Created design {name} from template {template} at {path}\nEdit it, then `vwf validate {name}` and `vwf run {name}`.");
             } else {
                 say!("Created blank design {name} at {path}\nEdit it (or save a graph with `vwf save {name} @file.json`), then `vwf validate {name}`.");
             }

@@ -41,8 +41,8 @@ fn dispatch(app: &App, text: &str) -> String {
         },
         "new" => {
             let (name, _) = split_word(rest);
-            match tools::new_design(app, name) {
-                Ok(path) => format!("Created blank design {name} at {path}.\nAdd nodes and edges, then /workflow save {name} <json> and /workflow validate {name}."),
+            match tools::new_design(app, name, None) {
+                Ok((path, _)) => format!("Created blank design {name} at {path}.\nAdd nodes and edges, then /workflow save {name} <json> and /workflow validate {name}."),
                 Err(e) => format!("Could not create {name:?}: {e}"),
             }
         }

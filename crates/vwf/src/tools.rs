@@ -209,11 +209,19 @@ pub fn blank_design() -> Value {
     })
 }
 
-/// Creates a blank design; refuses to overwrite one that exists.
-pub fn new_design(app: &App, name: &str) -> Result<String, Failure> {
+/// Creates a design, blank or a copy of the built-in template `from`; refuses to overwrite one
+/// that exists. Answers the path written and the graph.
+pub fn new_design(app: &App, name: &str, from: Option<&str>) -> Result<(String, Value), Failure> {
     let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
-    app.store.create_design(&name, &blank_design()).map_err(|e| match e {
+    let graph = match from {
+        None => blank_design(),
+        Some(template) => crate::assets::template(template).map_err(|names| {
+            Failure::NotFound(format!("no template named {template:?}; the templates are: {}", names.join(", ")))
+        })?,
+    };
+    let path = app.store.create_design(&name, &graph).map_err(|e| match e {
         StoreError::Exists(_) => Failure::Conflict(format!("design {:?} already exists; open it with `vwf open {name}`", name.as_str())),
         e => e.into(),
-    })
+    })?;
+    Ok((path, graph))
 }

@@ -12,21 +12,23 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{from_fn_with_state, map_response};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, any, get, post};
+use tower_http::compression::CompressionLayer;
 use serde_json::{Map, Value, json};
 use vwf_core::limits::REQUEST_BODY_BYTES;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 
 use crate::app::{App, quiet};
+use crate::assets::{self, WebFile};
 use crate::failure::Failure;
 use crate::tools::{self, Reply};
 
 use super::security::{self, Guard};
-use super::{openapi, pages};
+use super::openapi;
 
 /// Where the API is mounted.
 pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
@@ -157,9 +159,9 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
     let secured = guard.has_token();
     let routes = router
         .route_service(crate::mcp::HTTP_PATH, crate::mcp::http_service(app.clone()))
-        .route("/", get(|| page("index.html", "dashboard")))
-        .route("/designer.html", get(|| page("designer.html", "canvas")))
-        .fallback(fallback)
+        .route("/", get(|headers| page("index.html", "dashboard", headers)).layer(CompressionLayer::new()))
+        .route("/designer.html", get(|headers| page("designer.html", "canvas", headers)).layer(CompressionLayer::new()))
+        .fallback(any(fallback).layer(CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
         .with_state(AppState { app, secured });
     // The outer layers wrap the whole router (not each route), so they see its own answers too
@@ -306,7 +308,7 @@ async fn list_designs(State(s): State<AppState>) -> Response {
 }
 
 async fn templates(State(s): State<AppState>) -> Response {
-    blocking(&s, |_| Reply { status: 200, body: pages::templates(&pages::examples_dir()) }).await
+    blocking(&s, |_| Reply { status: 200, body: assets::templates() }).await
 }
 
 /// The design name whose path the template list had before it moved to `/templates`.
@@ -323,7 +325,7 @@ async fn load_design(State(s): State<AppState>, Path(name): Path<String>) -> Res
     blocking(&s, move |app| {
         let loaded = tools::call(app, "workflow_design_load", &json!({"name": name.as_str()}));
         if loaded.status == 404 && name.as_str() == OLD_TEMPLATES_NAME {
-            return Reply { status: 200, body: pages::templates(&pages::examples_dir()) };
+            return Reply { status: 200, body: assets::templates() };
         }
         loaded
     })
@@ -474,21 +476,33 @@ async fn openapi_json(State(s): State<AppState>) -> Response {
 
 // ---- pages and fallbacks ----
 
-async fn page(file: &'static str, what: &'static str) -> Response {
-    match tokio::task::spawn_blocking(move || pages::web_file(file)).await.ok().flatten() {
-        Some((kind, bytes)) => ([(header::CONTENT_TYPE, kind)], bytes).into_response(),
-        None => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], pages::placeholder(what)).into_response(),
+async fn page(file: &'static str, what: &'static str, headers: HeaderMap) -> Response {
+    match tokio::task::spawn_blocking(move || assets::web_file(file)).await.ok().flatten() {
+        Some(found) => web_answer(&found, &headers),
+        None => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], assets::placeholder(what, API_PREFIX)).into_response(),
     }
 }
 
-/// Unknown API routes are JSON 404s; other GETs may name a file of the web directory.
-async fn fallback(method: Method, uri: Uri) -> Response {
+/// A page or asset with its strong `ETag`, or `304 Not Modified` when the client has that
+/// version. `no-cache` makes browsers ask again each time, so a new binary's pages show at once.
+fn web_answer(file: &WebFile, headers: &HeaderMap) -> Response {
+    let cached = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| file.matches(v));
+    let status = if cached { StatusCode::NOT_MODIFIED } else { StatusCode::OK };
+    let validators = [(header::ETAG, file.etag.clone()), (header::CACHE_CONTROL, "no-cache".to_string())];
+    if cached {
+        return (status, validators).into_response();
+    }
+    (status, validators, [(header::CONTENT_TYPE, file.content_type)], file.bytes.clone().into_owned()).into_response()
+}
+
+/// Unknown API routes are JSON 404s; other GETs may name a file of the web pages.
+async fn fallback(method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let path = uri.path().to_string();
     let api = path == API_PREFIX || path.starts_with(&format!("{API_PREFIX}/"));
     if !api && (method == Method::GET || method == Method::HEAD) {
         let wanted = path.clone();
-        if let Some((kind, bytes)) = tokio::task::spawn_blocking(move || pages::web_file(&wanted)).await.ok().flatten() {
-            return ([(header::CONTENT_TYPE, kind)], bytes).into_response();
+        if let Some(found) = tokio::task::spawn_blocking(move || assets::web_file(&wanted)).await.ok().flatten() {
+            return web_answer(&found, &headers);
         }
     }
     let hint = if api { format!("; the routes are listed at {API_PREFIX}/openapi.json") } else { String::new() };

@@ -14,7 +14,6 @@
 
 mod api;
 mod openapi;
-mod pages;
 mod security;
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs};
