@@ -111,8 +111,11 @@ pub fn placeholder(page: &str, api_prefix: &str) -> String {
     )
 }
 
-/// `(name, where it came from, bytes or why not)` of every template file, sorted by name.
-fn template_files() -> Vec<(String, String, Result<Cow<'static, [u8]>, String>)> {
+/// A template file: its name, where it came from (for messages), its bytes or why not.
+type TemplateFile = (String, String, Result<Cow<'static, [u8]>, String>);
+
+/// Every template file, sorted by name.
+fn template_files() -> Vec<TemplateFile> {
     let mut found: Vec<_> = match override_dir(EXAMPLES_DIR_VAR) {
         Some(dir) => std::fs::read_dir(&dir)
             .into_iter()
