@@ -65,17 +65,74 @@ impl Script {
 #[error("{0}")]
 pub struct PlacementError(pub String);
 
-/// Programs that run their first non-option argument as a program (`sudo rm …`, `timeout 5 cmd`).
-const PRECOMMANDS: &[&str] = &[
-    "builtin", "chroot", "command", "doas", "env", "exec", "ionice", "nice", "nohup", "setsid", "stdbuf", "sudo",
-    "taskset", "time", "timeout", "xargs", "watch", "flock", "chrt", "unbuffer", "strace", "busybox",
+/// Programs and builtins that run another program or shell code taken from their arguments, or
+/// treat an argument as a variable name or arithmetic: no value may be among their arguments.
+const RUNNERS: &[&str] = &[
+    ".", "alias", "bind", "builtin", "busybox", "bwrap", "chroot", "chrt", "command", "complete", "compgen",
+    "coproc", "declare", "doas", "enable", "env", "eval", "exec", "expect", "fakeroot", "fc", "firejail",
+    "flock", "gdb", "getopts", "hash", "ionice", "let", "ltrace", "mapfile", "nice", "nohup", "nsenter",
+    "parallel", "proot", "read", "readarray", "runuser", "script", "setsid", "source", "ssh", "stdbuf",
+    "strace", "su", "sudo", "systemd-run", "taskset", "time", "timeout", "toybox", "trap", "typeset",
+    "unbuffer", "unshare", "valgrind", "watch", "xargs",
 ];
-/// Shells whose `-c` argument is a script.
-const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh"];
+/// Shells: a value may only be a positional parameter after `-c SCRIPT NAME`.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh", "rbash"];
+/// Interpreters whose option (`-c`, `-e`, …) takes a program: a value may not be that program.
+const INTERPRETERS: &[(&str, &[&str])] = &[
+    ("python", &["-c"]), ("python3", &["-c"]), ("python2", &["-c"]), ("perl", &["-e", "-E"]), ("ruby", &["-e"]),
+    ("node", &["-e", "--eval", "-p", "--print"]), ("php", &["-r"]), ("lua", &["-e"]), ("tclsh", &[]),
+    ("sed", &["-e", "--expression"]), ("gsed", &["-e", "--expression"]),
+];
+/// Programs whose first operand is their program text unless a script file is named with `-f`.
+const FIRST_OPERAND_IS_CODE: &[&str] = &["awk", "gawk", "mawk", "nawk", "busybox-awk", "sed", "gsed"];
+/// Environment variables whose value decides what runs or what code is loaded.
+const CODE_VARIABLES: &[&str] = &[
+    "PATH", "BASH_ENV", "ENV", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "CDPATH",
+    "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB",
+    "NODE_OPTIONS", "NODE_PATH", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXEC_PATH", "GIT_CONFIG_PARAMETERS",
+    "EDITOR", "VISUAL", "PAGER", "SHELL", "BROWSER", "LESSOPEN", "LESSCLOSE", "MANPAGER", "GCONV_PATH",
+    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "IFS",
+];
+/// Words that, anywhere in a script, make its program names unknowable (aliases) or its
+/// assignments arithmetic (integer attributes): a script using them takes no values.
+const SCRIPT_WIDE: &[&str] = &["alias", "declare", "typeset", "integer", "shopt", "enable"];
 /// Reserved words after which a command name follows.
 const KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"];
 /// Reserved words that end a compound command.
 const CLOSERS: &[&str] = &["fi", "done", "esac", "}"];
+/// Marks, inside a word's text, an expansion (`$…`, a backtick) or a hole.
+const EXPANSION: char = '\u{1}';
+const HOLE: char = '\0';
+
+const NOT_A_PROGRAM: &str =
+    "a template cannot name the program to run: write the program in the design and pass the value as an argument";
+
+/// `true` when `name` is an environment variable whose value can load or choose code.
+pub fn is_code_variable(name: &str) -> bool {
+    CODE_VARIABLES.contains(&name) || name.starts_with("LD_") || name.starts_with("DYLD_") || name.starts_with("BASH_FUNC_")
+}
+
+/// Checks the holes of a command's `argv` (no shell: each element is one argument) with the same
+/// rules as a simple command in `run`.
+pub fn check_argv(argv: &[Template]) -> Result<(), PlacementError> {
+    let mut words = Words::default();
+    for element in argv {
+        for segment in &element.segments {
+            match segment {
+                Segment::Text(t) => words.current.push_str(t),
+                Segment::Ref(r) => {
+                    if let Some(why) = words.code_position() {
+                        return Err(PlacementError(format!("{} in \"argv\": {why}", shown(r))));
+                    }
+                    words.current.push(HOLE);
+                }
+            }
+        }
+        words.in_word = true;
+        words.end_word();
+    }
+    Ok(())
+}
 
 /// Compiles a parsed `run` template into a script whose holes read environment variables.
 pub fn compile(template: &Template) -> Result<Script, PlacementError> {
@@ -90,8 +147,23 @@ pub fn compile(template: &Template) -> Result<Script, PlacementError> {
             }
         }
     }
-    let mut lexer = Lexer { toks: &toks, pos: 0, out: String::new(), refs: &refs, values: Vec::new(), heredocs: Vec::new() };
+    if let Some(first) = refs.first() {
+        let text: String = template.segments.iter().filter_map(|s| if let Segment::Text(t) = s { Some(t.as_str()) } else { None }).collect();
+        if let Some(word) = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).find(|w| SCRIPT_WIDE.contains(w)) {
+            return Err(PlacementError(format!(
+                "{} in \"run\": a script that uses {word} takes no template values, because {word} can change which program a word runs or make an assignment arithmetic: move that part to its own step",
+                shown(first)
+            )));
+        }
+    }
+    let mut lexer = Lexer { toks: &toks, pos: 0, out: String::new(), refs: &refs, values: Vec::new(), heredocs: Vec::new(), ambiguous_heredoc: false };
     lexer.command(None)?;
+    if lexer.ambiguous_heredoc && let Some(first) = refs.first() {
+        return Err(PlacementError(format!(
+            "{} in \"run\": a here-document's end line carries more than its delimiter, which shells read differently: put the delimiter alone on its line",
+            shown(first)
+        )));
+    }
     Ok(Script { text: lexer.out, values: lexer.values })
 }
 
@@ -119,13 +191,18 @@ struct HereDoc {
 /// The words of the simple command being read, enough to tell a program name from its arguments.
 #[derive(Default)]
 struct Words {
-    /// Completed words of this command, quotes removed (holes as `\0`).
+    /// Completed words of this command, quotes removed (holes as [`HOLE`], expansions as
+    /// [`EXPANSION`]).
     done: Vec<String>,
     /// The word being read.
     current: String,
     in_word: bool,
     /// The next word is a redirection target, not a command word.
     redirect_next: bool,
+    /// Inside `[[ … ]]`: no value may be placed until the command ends.
+    double_bracket: bool,
+    /// `case` commands open in this frame: a `)` ends a pattern, not the frame.
+    case_depth: usize,
 }
 
 impl Words {
@@ -145,11 +222,21 @@ impl Words {
         if std::mem::take(&mut self.redirect_next) {
             return;
         }
-        if CLOSERS.contains(&w.as_str()) {
+        if w == "]]" {
+            self.double_bracket = false;
+        }
+        let at_name = self.command_name_index().is_none();
+        if at_name && w == "case" {
+            self.case_depth += 1;
+        }
+        if at_name && w == "esac" {
+            self.case_depth = self.case_depth.saturating_sub(1);
+        }
+        if CLOSERS.contains(&w.as_str()) && at_name {
             self.done.clear();
             return;
         }
-        if KEYWORDS.contains(&w.as_str()) && self.command_name_index().is_none() {
+        if KEYWORDS.contains(&w.as_str()) && at_name {
             self.done.clear();
             return;
         }
@@ -159,99 +246,91 @@ impl Words {
         self.end_word();
         self.done.clear();
         self.redirect_next = false;
+        self.double_bracket = false;
     }
 
-    /// Index in `done` of the word that names the program, if one has been read.
+    /// Index in `done` of the word that names the program, if one has been read (assignments
+    /// before it are skipped).
     fn command_name_index(&self) -> Option<usize> {
-        let mut want_name = true;
-        let mut after_exec = false;
-        let mut found = None;
-        for (i, w) in self.done.iter().enumerate() {
-            if after_exec {
-                after_exec = false;
-                found = Some(i);
-                continue;
-            }
-            if EXEC_FLAGS.contains(&w.as_str()) {
-                after_exec = true;
-                continue;
-            }
-            if !want_name {
-                continue;
-            }
-            if found.is_none() && is_assignment(w) {
-                continue;
-            }
-            match found {
-                None => {
-                    found = Some(i);
-                    want_name = PRECOMMANDS.contains(&basename(w));
-                }
-                Some(prev) if PRECOMMANDS.contains(&basename(&self.done[prev])) || want_name => {
-                    if w.starts_with('-') || is_assignment(w) || w.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-                        continue;
-                    }
-                    found = Some(i);
-                    want_name = PRECOMMANDS.contains(&basename(w));
-                }
-                Some(_) => {}
-            }
-        }
-        found
+        self.done.iter().position(|w| !is_assignment(w))
     }
 
     /// Why a hole in the current word would let its value choose or become code, if it would.
     fn code_position(&self) -> Option<String> {
+        if self.double_bracket {
+            return Some("[[ … ]] evaluates arithmetic in some shells, which can run code hidden in a value: use [ \"…\" = … ] or test".into());
+        }
         if self.redirect_next {
             return None;
         }
-        let name = self.command_name_index();
-        let after_exec = self.done.last().is_some_and(|w| EXEC_FLAGS.contains(&w.as_str()));
-        let wants_name = match name {
-            None => !is_assignment(&self.current),
-            Some(i) => PRECOMMANDS.contains(&basename(&self.done[i])) && !self.current.starts_with('-') && !is_assignment(&self.current),
+        let Some(i) = self.command_name_index() else {
+            return match assignment_name(&self.current) {
+                Some(var) if is_code_variable(var) => Some(format!("{var} decides which code runs, so it cannot take a template value")),
+                Some(_) => None,
+                None => Some(NOT_A_PROGRAM.into()),
+            };
         };
-        if wants_name || after_exec {
-            return Some(
-                "a template cannot name the program to run: write the program in the design and pass the value as an argument"
-                    .into(),
-            );
+        let name = &self.done[i];
+        if name.contains([EXPANSION, HOLE, '*', '?', '~']) || (name.contains('[') && name != "[") {
+            return Some(format!(
+                "the program of this command ({name:?}) is not written out, so a value among its arguments could reach a shell or eval: name the program literally"
+            ));
         }
-        let i = name?;
-        match basename(&self.done[i]) {
-            program @ ("eval" | "trap") => {
-                return Some(format!(
-                    "{program} runs its arguments as shell code, so a value there would run: use the value directly as an argument, or pass it as a positional parameter (sh -c '… \"$1\" …' _ {{{{…}}}})"
-                ));
-            }
-            "let" => return Some("let evaluates arithmetic, which can run code hidden in a value in some shells: compute in a separate step".into()),
-            _ => {}
+        let program = basename(name);
+        let args = &self.done[i + 1..];
+        if RUNNERS.contains(&program) {
+            return Some(format!(
+                "{program} can run its arguments as a program or shell code, or read one as a variable name: write what it runs in the design, and pass a value as an argument of that program instead"
+            ));
         }
-        // A shell or ssh anywhere in the command (`sudo -u me sh -c …`, `xargs sh -c …`).
-        for (j, word) in self.done.iter().enumerate().skip(i) {
-            let program = basename(word);
-            if program == "ssh" {
-                return Some(
-                    "ssh hands its command to the remote shell, which would parse the value as code: send the value on standard input instead".into(),
-                );
+        if SHELLS.contains(&program) {
+            // Only `sh -c SCRIPT NAME [values…]`: a value is then a positional parameter.
+            let c_flag = args.first().is_some_and(|a| a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| c.is_ascii_lowercase()) && a.contains('c'));
+            return (!(c_flag && args.len() >= 3)).then(|| {
+                format!("{program} would run the value as shell code: pass it as a positional parameter instead ({program} -c '… \"$1\" …' _ {{{{…}}}})")
+            });
+        }
+        if let Some((_, options)) = INTERPRETERS.iter().find(|(p, _)| *p == program)
+            && args.last().is_some_and(|a| options.contains(&a.as_str()))
+        {
+            return Some(format!("the program text of {program} would run the value as code: pass the value as an argument or in the environment and read it there"));
+        }
+        let option_value = self.current.starts_with('-') || args.last().is_some_and(|a| a == "-v" || a == "-F");
+        if FIRST_OPERAND_IS_CODE.contains(&program)
+            && !option_value
+            && !args.iter().any(|a| a.starts_with("-f") || a == "-e" || a == "--expression" || a.starts_with("--file"))
+            && args.iter().all(|a| a.starts_with('-'))
+        {
+            return Some(format!("the program text of {program} would run the value as code: pass it with -v name=value (awk) or in the environment, and read it there"));
+        }
+        if program == "find" && args.iter().any(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")) {
+            return Some("find -exec runs its arguments as a program: pass values to find only before -exec".into());
+        }
+        if program == "printf" && args.iter().any(|a| a.starts_with("-v")) {
+            return Some("printf -v reads a variable name, which bash evaluates: print the value instead".into());
+        }
+        if matches!(program, "[" | "test") && args.iter().any(|a| a == "-v" || a == "-R") {
+            return Some("test -v reads a variable name, which bash evaluates: compare the value instead".into());
+        }
+        if matches!(program, "export" | "readonly" | "local") {
+            if args.iter().any(|a| a.starts_with('-')) || assignment_name(&self.current).is_none() {
+                return Some(format!("{program} takes values only as NAME=value, with no options"));
             }
-            if SHELLS.contains(&program) {
-                // `sh -c SCRIPT [name args…]`: the hole must not be in SCRIPT.
-                let args = &self.done[j + 1..];
-                let flag = args.iter().position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
-                if flag.is_some_and(|f| args[f + 1..].iter().all(|a| a.starts_with('-'))) {
-                    return Some(format!(
-                        "the script of {program} -c is parsed as shell code, so a value in it would run: pass the value as a positional parameter instead ({program} -c '… \"$1\" …' _ {{{{…}}}})"
-                    ));
-                }
+            if let Some(var) = assignment_name(&self.current).filter(|v| is_code_variable(v)) {
+                return Some(format!("{var} decides which code runs, so it cannot take a template value"));
             }
         }
         None
     }
 }
 
-/// `find` options whose next word is a program.
-const EXEC_FLAGS: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
+/// The variable an assignment word sets (`NAME=…`), if the word is one.
+fn assignment_name(word: &str) -> Option<&str> {
+    let (name, _) = word.split_once('=')?;
+    let mut chars = name.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    ok.then_some(name)
+}
 
 /// A reference as the design writes it (`{{trigger.x}}`).
 fn shown(r: &Ref) -> String {
@@ -273,13 +352,7 @@ fn basename(word: &str) -> &str {
 }
 
 fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            let mut chars = name.chars();
-            chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
+    assignment_name(word).is_some()
 }
 
 struct Lexer<'a> {
@@ -289,6 +362,9 @@ struct Lexer<'a> {
     refs: &'a [Ref],
     values: Vec<(String, Ref)>,
     heredocs: Vec<HereDoc>,
+    /// A here-document line started with its delimiter and went on (`EOF)`): bash may end the
+    /// document there, dash does not.
+    ambiguous_heredoc: bool,
 }
 
 impl Lexer<'_> {
@@ -340,7 +416,7 @@ impl Lexer<'_> {
                         return self.refuse(h, &why);
                     }
                     words.touch();
-                    words.current.push('\0');
+                    words.current.push(HOLE);
                     self.place(h, Spelling::Unquoted);
                     continue;
                 }
@@ -372,12 +448,12 @@ impl Lexer<'_> {
                     self.double(Some(&mut words), false)?;
                 }
                 '`' => {
-                    words.touch();
+                    words.push_char(EXPANSION);
                     self.backtick()?;
                 }
                 '$' => {
-                    words.touch();
-                    self.dollar(Spelling::Unquoted)?;
+                    words.push_char(EXPANSION);
+                    self.dollar(Spelling::Unquoted, Some(&mut words))?;
                 }
                 '#' if !words.in_word => self.comment(),
                 '\n' => {
@@ -389,34 +465,35 @@ impl Lexer<'_> {
                     words.end_word();
                     self.copy();
                 }
+                '&' | '|' if words.double_bracket => {
+                    // `&&` and `||` inside `[[ … ]]` are its own operators.
+                    words.end_word();
+                    self.copy();
+                }
                 ';' | '&' | '|' => {
                     words.end_command();
                     self.copy();
                 }
                 '(' => {
-                    words.end_word();
-                    if words.done.is_empty() && self.peek_char(1) == Some('(') {
-                        // `((…))`: bash arithmetic.
-                        let end = self.find_close_parens(self.pos);
-                        if let Some(h) = self.hole_in(self.pos, end) {
-                            return self.refuse(h, "arithmetic ((…)) can run code hidden in a value: compute in a separate step");
-                        }
-                        while self.pos < end {
-                            self.copy();
-                        }
+                    if !words.in_word && self.peek_char(1) == Some('(') {
+                        // `((…))` and `for ((…))`: bash arithmetic, read raw (its `<<` is a shift).
+                        self.arithmetic(self.pos, "arithmetic ((…)) can run code hidden in a value: compute in a separate step")?;
                         continue;
                     }
+                    words.end_word();
                     words.end_command();
                     depth += 1;
                     self.copy();
                 }
                 ')' => {
                     words.end_command();
-                    if depth == 0 && close == Some(')') {
+                    if depth > 0 {
+                        depth -= 1;
+                    } else if words.case_depth == 0 && close == Some(')') {
+                        // Outside a `case`, this `)` closes the `$(`; inside one it ends a pattern.
                         self.copy();
                         return Ok(());
                     }
-                    depth = depth.saturating_sub(1);
                     self.copy();
                 }
                 '<' | '>' => {
@@ -441,14 +518,11 @@ impl Lexer<'_> {
                     }
                     words.redirect_next = true;
                 }
-                '[' if !words.in_word && self.peek_char(1) == Some('[') => {
-                    let end = self.find_double_bracket_end(self.pos);
-                    if let Some(h) = self.hole_in(self.pos, end) {
-                        return self.refuse(h, "[[ … ]] evaluates arithmetic in some shells, which can run code hidden in a value: use [ \"…\" = … ] or test");
-                    }
-                    while self.pos < end {
-                        self.copy();
-                    }
+                '[' if !words.in_word && words.command_name_index().is_none() && self.peek_char(1) == Some('[') => {
+                    // `[[` as a command: lexed as usual, but no value may be placed in it.
+                    words.double_bracket = true;
+                    words.push_char('[');
+                    self.copy();
                 }
                 _ => {
                     words.push_char(c);
@@ -465,7 +539,7 @@ impl Lexer<'_> {
             if let Some(why) = w.code_position() {
                 return self.refuse(hole, &why);
             }
-            w.current.push('\0');
+            w.current.push(HOLE);
         }
         self.place(hole, spelling);
         Ok(())
@@ -526,8 +600,18 @@ impl Lexer<'_> {
                         None => {}
                     }
                 }
-                '`' => self.backtick()?,
-                '$' => self.dollar(Spelling::InDouble)?,
+                '`' => {
+                    if let Some(w) = words.as_deref_mut() {
+                        w.current.push(EXPANSION);
+                    }
+                    self.backtick()?;
+                }
+                '$' => {
+                    if let Some(w) = words.as_deref_mut() {
+                        w.current.push(EXPANSION);
+                    }
+                    self.dollar(Spelling::InDouble, words.as_deref_mut())?;
+                }
                 _ => {
                     if let Some(w) = words.as_deref_mut() {
                         w.current.push(c);
@@ -540,27 +624,22 @@ impl Lexer<'_> {
     }
 
     /// At a `$`: parameter expansion, command substitution, arithmetic, `$'…'` or a plain `$`.
-    fn dollar(&mut self, outer: Spelling) -> Result<(), PlacementError> {
+    /// `words` is the simple command the expansion is part of, when it is part of one.
+    fn dollar(&mut self, outer: Spelling, words: Option<&mut Words>) -> Result<(), PlacementError> {
         self.copy();
         match self.peek(0) {
             Some(Tok::Hole(h)) => self.refuse(h, "a template right after \"$\": remove the \"$\" (the value is inserted as it is)"),
             Some(Tok::Char('(')) if self.peek_char(1) == Some('(') => {
-                let end = self.find_close_parens(self.pos);
-                if let Some(h) = self.hole_in(self.pos, end) {
-                    return self.refuse(h, "arithmetic $((…)) can run code hidden in a value: compute in a separate step");
-                }
-                while self.pos < end {
-                    self.copy();
-                }
-                Ok(())
+                self.arithmetic(self.pos, "arithmetic $((…)) can run code hidden in a value: compute in a separate step")
             }
+            Some(Tok::Char('[')) => self.arithmetic(self.pos, "arithmetic $[…] can run code hidden in a value: compute in a separate step"),
             Some(Tok::Char('(')) => {
                 self.copy();
                 self.command(Some(')'))
             }
             Some(Tok::Char('{')) => {
                 self.copy();
-                self.parameter(outer)
+                self.parameter(outer, words)
             }
             Some(Tok::Char('\'')) if matches!(outer, Spelling::Unquoted) => {
                 if let Some(h) = self.hole_in(self.pos, self.toks.len()) {
@@ -576,14 +655,26 @@ impl Lexer<'_> {
         }
     }
 
-    /// Inside `${…}`, after the brace: the name, then an operator word up to the closing brace.
-    fn parameter(&mut self, outer: Spelling) -> Result<(), PlacementError> {
+    /// Inside `${…}`, after the brace: the name, then an operator and its word up to the closing
+    /// brace. Only the word of `-`, `=`, `?`, `+`, `#`, `%` and `/` (with or without `:`) may take a
+    /// value: offsets, subscripts and case changes are arithmetic or patterns bash evaluates.
+    fn parameter(&mut self, outer: Spelling, mut words: Option<&mut Words>) -> Result<(), PlacementError> {
         let mut in_name = true;
         let mut name_len = 0usize;
+        let mut arithmetic = false;
         while let Some(tok) = self.peek(0) {
             let c = match tok {
                 Tok::Hole(h) if in_name => return self.refuse(h, "a template cannot be a variable's name: name the variable in the design"),
+                Tok::Hole(h) if arithmetic => {
+                    return self.refuse(h, "offsets, subscripts and case changes in ${…} are evaluated as arithmetic or patterns: use ${name:-…} forms only");
+                }
                 Tok::Hole(h) => {
+                    if let Some(w) = words.as_deref_mut() {
+                        if let Some(why) = w.code_position() {
+                            return self.refuse(h, &why);
+                        }
+                        w.current.push(HOLE);
+                    }
                     self.place(h, Spelling::Unquoted);
                     continue;
                 }
@@ -593,6 +684,12 @@ impl Lexer<'_> {
             let special = name_len == 0 && matches!(c, '#' | '@' | '*' | '?' | '!' | '$' | '-');
             if in_name && !(special || c.is_ascii_alphanumeric() || c == '_') {
                 in_name = false;
+                let next = self.peek_char(1);
+                arithmetic = match c {
+                    ':' => !matches!(next, Some('-' | '=' | '?' | '+')),
+                    '-' | '=' | '?' | '+' | '#' | '%' | '/' | '}' => false,
+                    _ => true,
+                };
             }
             name_len += 1;
             match c {
@@ -612,18 +709,56 @@ impl Lexer<'_> {
                 }
                 '\'' if matches!(outer, Spelling::Unquoted) => {
                     self.copy();
-                    self.single(None)?;
+                    self.single(words.as_deref_mut())?;
+                }
+                '\'' => {
+                    // Inside "…", shells disagree on whether these quote: no value between them.
+                    let end = (self.pos + 1..self.toks.len()).find(|&i| self.toks[i] == Tok::Char('\'')).map_or(self.toks.len(), |i| i + 1);
+                    if let Some(h) = self.hole_in(self.pos, end) {
+                        return self.refuse(h, "single quotes inside ${…} within \"…\" are read differently by different shells: leave them out");
+                    }
+                    while self.pos < end {
+                        self.copy();
+                    }
                 }
                 '"' => {
                     self.copy();
-                    self.double(None, false)?;
+                    self.double(words.as_deref_mut(), false)?;
                 }
                 '`' => self.backtick()?,
-                '$' => self.dollar(outer)?,
+                '$' => self.dollar(outer, words.as_deref_mut())?,
                 _ => {
                     self.copy();
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Arithmetic at `from` (`((`, `$((` after its `$`, or `$[` after its `$`): copied raw to its
+    /// closing bracket, refusing any hole inside.
+    fn arithmetic(&mut self, from: usize, why: &str) -> Result<(), PlacementError> {
+        let (open, close) = if self.toks.get(from) == Some(&Tok::Char('[')) { ('[', ']') } else { ('(', ')') };
+        let mut depth = 0usize;
+        let mut end = self.toks.len();
+        for i in from..self.toks.len() {
+            match self.toks[i] {
+                Tok::Char(c) if c == open => depth += 1,
+                Tok::Char(c) if c == close => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(h) = self.hole_in(from, end) {
+            return self.refuse(h, why);
+        }
+        while self.pos < end {
+            self.copy();
         }
         Ok(())
     }
@@ -716,6 +851,14 @@ impl Lexer<'_> {
                     let l = if doc.strip_tabs { l.trim_start_matches('\t') } else { l };
                     l == doc.delimiter
                 });
+                if !is_end
+                    && line.as_deref().is_some_and(|l| {
+                        let l = if doc.strip_tabs { l.trim_start_matches('\t') } else { l };
+                        !doc.delimiter.is_empty() && l.starts_with(&doc.delimiter)
+                    })
+                {
+                    self.ambiguous_heredoc = true;
+                }
                 if is_end {
                     while self.pos < line_end {
                         self.copy();
@@ -746,32 +889,7 @@ impl Lexer<'_> {
         Ok(())
     }
 
-    /// The index just past the `))` that closes the `((` at `from`.
-    fn find_close_parens(&self, from: usize) -> usize {
-        let mut depth = 0i64;
-        let mut i = from;
-        while i < self.toks.len() {
-            match self.toks[i] {
-                Tok::Char('(') => depth += 1,
-                Tok::Char(')') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return i + 1;
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        self.toks.len()
-    }
 
-    /// The index just past the `]]` that closes the `[[` at `from`.
-    fn find_double_bracket_end(&self, from: usize) -> usize {
-        (from + 2..self.toks.len().saturating_sub(1))
-            .find(|&i| self.toks[i] == Tok::Char(']') && self.toks[i + 1] == Tok::Char(']'))
-            .map_or(self.toks.len(), |i| i + 2)
-    }
 }
 
 #[cfg(test)]
@@ -798,33 +916,89 @@ mod tests {
     #[test]
     fn placements_that_cannot_be_made_safe_are_refused_with_advice() {
         for (src, advice) in [
+            // The value would name the program.
             ("{{trigger.x}} --help", "name the program"),
-            ("sudo {{trigger.x}}", "name the program"),
-            ("timeout 5 {{trigger.x}}", "name the program"),
             ("A=1 {{trigger.x}}", "name the program"),
             ("echo ok; {{trigger.x}}", "name the program"),
             ("echo ok | \"{{trigger.x}}\"", "name the program"),
-            ("find . -exec {{trigger.x}} \\;", "name the program"),
-            ("echo `printf %s {{trigger.x}}`", "$(…) instead"),
+            ("\"${X:-{{trigger.x}}}\" arg", "name the program"),
+            ("${X:-{{trigger.x}}} arg", "name the program"),
+            ("echo \"$(case a in a) {{trigger.x}};; esac)\"", "name the program"),
+            ("case a in a) {{trigger.x}};; esac", "name the program"),
+            // Programs that run their arguments, whatever their options.
+            ("sudo {{trigger.x}}", "sudo can run"),
+            ("sudo -u me {{trigger.x}}", "sudo can run"),
+            ("timeout -s KILL 5 {{trigger.x}}", "timeout can run"),
+            ("xargs -I {} {{trigger.x}}", "xargs can run"),
+            ("chroot /srv {{trigger.x}}", "chroot can run"),
+            ("flock /tmp/l -c 'echo {{trigger.x}}'", "flock can run"),
+            ("exec -a n {{trigger.x}}", "exec can run"),
+            ("env -S\"{{trigger.x}}\"", "env can run"),
+            ("env --split-string={{trigger.x}}", "env can run"),
+            ("env P={{trigger.x}} printenv P", "env can run"),
+            ("watch echo {{trigger.x}}", "watch can run"),
+            ("su -c 'echo {{trigger.x}}'", "su can run"),
+            (". {{trigger.x}}", ". can run"),
+            ("source {{trigger.x}}", "source can run"),
+            ("eval echo {{trigger.x}}", "eval can run"),
+            ("trap 'echo {{trigger.x}}' EXIT", "trap can run"),
+            ("let n={{trigger.x}}", "let can run"),
+            ("read {{trigger.x}}", "read can run"),
+            ("ssh host echo {{trigger.x}}", "ssh can run"),
+            ("coproc {{trigger.x}}", "coproc can run"),
+            ("command {{trigger.x}}", "command can run"),
+            // The program is not written out.
+            ("$SHELL -c 'echo {{trigger.x}}'", "not written out"),
+            ("$(echo eval) {{trigger.x}}", "not written out"),
+            ("E=eval; $E {{trigger.x}}", "not written out"),
+            ("/bin/s? -c 'echo {{trigger.x}}'", "not written out"),
+            // Shells and interpreters: only positional parameters.
+            ("sh -c 'echo {{trigger.x}}'", "positional parameter"),
+            ("bash -c \"echo {{trigger.x}}\"", "positional parameter"),
+            ("sh {{trigger.x}}", "positional parameter"),
+            ("bash -ec 'echo {{trigger.x}}'", "positional parameter"),
+            ("find . -exec sh -c 'echo {{trigger.x}}' \\;", "find -exec"),
+            ("find . -exec {{trigger.x}} \\;", "find -exec"),
+            ("python3 -c \"print('{{trigger.x}}')\"", "program text of python3"),
+            ("perl -e 'print \"{{trigger.x}}\"'", "program text of perl"),
+            ("awk '{print \"{{trigger.x}}\"}' f", "program text of awk"),
+            ("sed 's/a/{{trigger.x}}/' f", "program text of sed"),
+            ("sed -e 's/a/{{trigger.x}}/' f", "program text of sed"),
+            ("printf -v {{trigger.x}} %s a", "printf -v"),
+            ("[ -v {{trigger.x}} ]", "test -v"),
+            // Variables whose value decides what runs.
+            ("PATH={{trigger.x}} ls", "PATH decides"),
+            ("LD_PRELOAD={{trigger.x}} ls", "LD_PRELOAD decides"),
+            ("PS4={{trigger.x}}; set -x; echo", "PS4 decides"),
+            ("export PATH={{trigger.x}}", "PATH decides"),
+            ("export -n X={{trigger.x}}", "no options"),
+            // Arithmetic, however it is written.
             ("echo $(({{trigger.x}} + 1))", "arithmetic"),
+            ("echo $[{{trigger.x}}]", "arithmetic"),
             ("(( {{trigger.x}} ))", "arithmetic"),
+            ("for ((i=0; i<{{trigger.x}}; i++)); do :; done", "arithmetic"),
             ("[[ {{trigger.x}} -eq 1 ]]", "[[ … ]]"),
-            ("let n={{trigger.x}}", "let"),
+            ("[[ -n x && {{trigger.x}} ]]", "[[ … ]]"),
+            ("echo [[ \"]]\"; {{trigger.x}} \"\"", "name the program"),
+            ("echo ${X:{{trigger.x}}}", "arithmetic"),
+            ("echo \"${a[{{trigger.x}}]}\"", "arithmetic"),
+            ("echo ${X^{{trigger.x}}}", "arithmetic"),
+            // Scripts that change what words mean.
+            ("alias a=echo\na {{trigger.x}}", "alias"),
+            ("declare -i n; n={{trigger.x}}", "declare"),
+            ("typeset -i n; n={{trigger.x}}", "typeset"),
+            // Quoting shells read differently, and quoting that expands nothing.
+            ("echo `printf %s {{trigger.x}}`", "$(…) instead"),
             ("cat <<'EOF'\n{{trigger.x}}\nEOF", "unquoted delimiter"),
             ("cat <<\"EOF\"\n{{trigger.x}}\nEOF", "unquoted delimiter"),
             ("cat <<{{trigger.x}}\nx\n", "delimiter"),
+            ("echo \"$(cat <<EOF\na\nEOF)\"\n{{trigger.x}}\nEOF", "delimiter alone"),
             ("echo \\{{trigger.x}}", "backslash"),
             ("echo \"\\{{trigger.x}}\"", "backslash"),
             ("echo ${#{{trigger.x}}}", "variable's name"),
             ("echo ${{trigger.x}}", "right after \"$\""),
-            ("eval echo {{trigger.x}}", "eval"),
-            ("trap 'echo {{trigger.x}}' EXIT", "trap"),
-            ("sh -c 'echo {{trigger.x}}'", "positional parameter"),
-            ("bash -c \"echo {{trigger.x}}\"", "positional parameter"),
-            ("sudo -u me sh -ec 'echo {{trigger.x}}'", "positional parameter"),
-            ("find . -exec sh -c 'echo {{trigger.x}}' \\;", "positional parameter"),
-            ("ssh host echo {{trigger.x}}", "ssh"),
             ("echo $'a{{trigger.x}}'", "$'…'"),
+            ("echo \"${v#'{{trigger.x}}'}\"", "single quotes inside"),
         ] {
             let e = script(src).expect_err(src);
             assert!(e.contains(advice), "{src}: {e}");
@@ -836,21 +1010,33 @@ mod tests {
     fn safe_neighbours_of_refused_placements_are_accepted() {
         for src in [
             "sh -c 'printf %s \"$1\"' _ {{trigger.x}}",
+            "bash -ec 'printf %s \"$1\"' name {{trigger.x}} {{trigger.x}}",
+            "python3 -c 'import sys; print(sys.argv[1])' {{trigger.x}}",
+            "awk -v v={{trigger.x}} 'BEGIN { print v }'",
+            "awk -F {{trigger.x}} '{ print $1 }' f",
+            "awk '{ print }' {{trigger.x}}",
+            "sed -e 's/a/b/' {{trigger.x}}",
             "printf %s {{trigger.x}} > /dev/null",
             "printf %s x > {{trigger.x}}",
+            "printf %s x 2>{{trigger.x}}",
             "cat <<EOF | wc -c\n{{trigger.x}}\nEOF",
             "cat <<-EOF\n\t{{trigger.x}}\n\tEOF",
             "for f in {{trigger.x}}; do echo \"$f\"; done",
             "case {{trigger.x}} in a) echo a;; *) echo b;; esac",
+            "echo \"$(case a in a) printf %s {{trigger.x}};; esac)\"",
             "if [ \"{{trigger.x}}\" = a ]; then echo yes; fi",
+            "test -n {{trigger.x}}",
             "echo $((1 + 2)) {{trigger.x}}",
             "# say {{trigger.x}}\necho hi",
-            "env FOO={{trigger.x}} printenv FOO",
             "echo `date` {{trigger.x}}",
             "x={{trigger.x}} && printf %s \"$x\"",
+            "export X={{trigger.x}} && printf %s \"$X\"",
             "echo ${X:-'{{trigger.x}}'}",
+            "echo \"${X:-{{trigger.x}}}\"",
             "v=x; echo \"${v#x{{trigger.x}}}\" ${#v}",
-            "sudo -u me printf %s {{trigger.x}}",
+            "echo [[ {{trigger.x}}",
+            "[[ -n x ]] || echo {{trigger.x}} ]]",
+            "echo \"$(cat <<EOF\n{{trigger.x}}\nEOF\n)\"",
         ] {
             script(src).unwrap_or_else(|e| panic!("{src}: {e}"));
         }

@@ -270,6 +270,18 @@ impl Spec {
                 }
                 let cwd = f.string("cwd");
                 let env = f.string_map("env");
+                let parsed_argv: Option<Result<Vec<template::Template>, _>> =
+                    argv.as_ref().map(|a: &Vec<String>| a.iter().map(|w| template::parse(w)).collect());
+                if let Some(Ok(parsed)) = parsed_argv
+                    && let Err(e) = shell::check_argv(&parsed)
+                {
+                    f.issue("argv", e.0);
+                }
+                for (name, value) in &env {
+                    if shell::is_code_variable(name) && template::parse(value).is_ok_and(|t| t.refs().next().is_some()) {
+                        f.issue("env", format!("env.{name}: {name} decides which code runs, so it cannot take a template value"));
+                    }
+                }
                 if env.keys().any(|k| k.starts_with(shell::VALUE_VAR_PREFIX)) {
                     f.issue("env", format!("environment names starting with {} carry template values into the command; choose another name", shell::VALUE_VAR_PREFIX));
                 }

@@ -1063,7 +1063,11 @@ fn design_with(f: &NumberField, value: Value) -> Value {
 /// Whether the contract allows `value` for a field (the validator may accept nothing more).
 fn allowed(allowed: Allowed, value: &Value) -> bool {
     match allowed {
-        Allowed::Whole(lo, hi) => value.as_u64().is_some_and(|n| (lo..=hi).contains(&n)),
+        // A whole number may be written with a zero fraction (`6.0`, `-0.0`).
+        Allowed::Whole(lo, hi) => {
+            value.as_u64().is_some_and(|n| (lo..=hi).contains(&n))
+                || value.as_f64().is_some_and(|x| x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64)
+        }
         Allowed::Coordinate => value.as_f64().is_some_and(|x| x.abs() <= limits::CANVAS_COORDINATE),
         Allowed::Duration(lo, hi) => value
             .as_str()

@@ -113,7 +113,10 @@ fn contexts() -> Vec<Context> {
         ("assign_double", "v=\"{{trigger.p}}\"; printf %s \"$v\"", same),
         ("assign_single", "v='{{trigger.p}}'; printf %s \"$v\"", same),
         ("assign_prefix", "P={{trigger.p}} sh -c 'printf %s \"$P\"'", same),
-        ("env_program", "env P={{trigger.p}} sh -c 'printf %s \"$P\"'", same),
+        ("case_in_subst", "printf %s \"$(case a in a) printf %s {{trigger.p}};; esac)\"", subst),
+        ("heredoc_in_subst", "printf %s \"$(cat <<EOF\n{{trigger.p}}\nEOF\n)\"", subst),
+        ("python_argv", "python3 -c 'import sys; sys.stdout.write(sys.argv[1])' {{trigger.p}}", same),
+        ("export", "export X={{trigger.p}} && printf %s \"$X\"", same),
         ("positional", "sh -c 'printf %s \"$1\"' _ {{trigger.p}}", same),
         ("heredoc", "cat <<EOF\n{{trigger.p}}\nEOF", |v| format!("{v}\n")),
         ("heredoc_tabs", "cat <<-EOF\n\t<{{trigger.p}}>\n\tEOF", |v| format!("<{v}>\n")),
@@ -127,7 +130,6 @@ fn contexts() -> Vec<Context> {
         ("group", "{ printf %s {{trigger.p}}; }", same),
         ("subshell", "(printf %s \"{{trigger.p}}\")", same),
         ("comment", "printf ok # {{trigger.p}}", |_| "ok".into()),
-        ("xargs", "printf x | xargs printf %s {{trigger.p}} >/dev/null; printf %s {{trigger.p}}", same),
     ]
 }
 
@@ -199,7 +201,6 @@ fn placements_that_cannot_be_made_safe_are_refused_at_save_with_how_to_write_the
     let home = Home::new();
     for (run, advice) in [
         ("{{trigger.p}}", "name the program"),
-        ("sudo {{trigger.p}}", "name the program"),
         ("echo `echo {{trigger.p}}`", "$(…) instead"),
         ("echo \"`echo {{trigger.p}}`\"", "$(…) instead"),
         ("echo $(( {{trigger.p}} + 1 ))", "arithmetic"),
@@ -210,6 +211,21 @@ fn placements_that_cannot_be_made_safe_are_refused_at_save_with_how_to_write_the
         ("trap 'echo {{trigger.p}}' EXIT", "trap"),
         ("echo \\{{trigger.p}}", "backslash"),
         ("echo ${{trigger.p}}", "right after"),
+        ("sudo -u me {{trigger.p}}", "sudo can run"),
+        ("timeout -s KILL 5 {{trigger.p}}", "timeout can run"),
+        ("env -S\"{{trigger.p}}\"", "env can run"),
+        ("flock /tmp/l -c 'echo {{trigger.p}}'", "flock can run"),
+        (". {{trigger.p}}", ". can run"),
+        ("$SHELL -c 'echo {{trigger.p}}'", "not written out"),
+        ("echo \"$(case a in a) {{trigger.p}};; esac)\"", "name the program"),
+        ("echo [[ \"]]\"; {{trigger.p}} \"\"", "name the program"),
+        ("alias a=echo\na {{trigger.p}}", "alias"),
+        ("for ((i=0; i<{{trigger.p}}; i++)); do :; done", "arithmetic"),
+        ("echo ${X:{{trigger.p}}}", "arithmetic"),
+        ("PATH={{trigger.p}} ls", "PATH decides"),
+        ("python3 -c \"print('{{trigger.p}}')\"", "program text"),
+        ("awk '{print \"{{trigger.p}}\"}'", "program text"),
+        ("echo \"$(cat <<EOF\na\nEOF)\"\n{{trigger.p}}\nEOF", "delimiter alone"),
     ] {
         let graph = json!({"nodes": [
             {"id": "start", "type": "trigger", "mode": "manual"},
@@ -222,6 +238,36 @@ fn placements_that_cannot_be_made_safe_are_refused_at_save_with_how_to_write_the
         assert!(text.contains(advice) && text.contains("\"run\""), "{run}: {body}");
     }
     assert!(!home.path().join("workflow-designs/refused.json").exists(), "a refused design was written");
+}
+
+#[test]
+fn argv_and_env_refuse_values_that_would_choose_what_runs() {
+    let home = Home::new();
+    for (node, field) in [
+        (json!({"argv": ["{{trigger.p}}", "x"]}), "argv"),
+        (json!({"argv": ["sh", "-c", "echo {{trigger.p}}"]}), "argv"),
+        (json!({"argv": ["sudo", "{{trigger.p}}"]}), "argv"),
+        (json!({"argv": ["python3", "-c", "print('{{trigger.p}}')"]}), "argv"),
+        (json!({"run": "true", "env": {"LD_PRELOAD": "{{trigger.p}}"}}), "env"),
+        (json!({"run": "true", "env": {"PATH": "/x:{{trigger.p}}"}}), "env"),
+        (json!({"run": "true", "env": {"BASH_FUNC_ls%%": "{{trigger.p}}"}}), "env"),
+    ] {
+        let mut cmd = json!({"id": "cmd", "type": "command"});
+        cmd.as_object_mut().expect("object").extend(node.as_object().expect("object").clone());
+        let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, cmd], "edges": [{"from": "start", "to": "cmd"}]});
+        let out = home.vwf().args(["--json", "save", "refused", "-"]).write_stdin(graph.to_string()).output().expect("vwf");
+        let body = common::parse(&out);
+        assert_eq!(body["ok"], false, "{node}: {body}");
+        assert_eq!(body["errors"][0]["field"], field, "{node}: {body}");
+    }
+    // A value as an argument of a program the design names is fine, and arrives as one argument.
+    let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "cmd", "type": "command", "argv": ["printf", "%s", "{{trigger.p}}"], "env": {"V": "{{trigger.p}}"}}],
+        "edges": [{"from": "start", "to": "cmd"}]});
+    home.save("argv", &graph);
+    let (code, run) = home.json(&["run", "argv", "--input", &json!({"p": "$(touch X); `id`"}).to_string()]);
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(run["outputs"]["cmd"]["text"], "$(touch X); `id`");
 }
 
 #[test]
