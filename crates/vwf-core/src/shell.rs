@@ -16,6 +16,8 @@
 //! it instead: the program name of a command, backticks, arithmetic (`$((…))`, `((…))`, `[[…]]`,
 //! `let`), a quoted here-document, right after a backslash, a parameter name, `$'…'`, a here-document
 //! delimiter, and code that is evaluated again (`eval`, `trap`, the script of `sh -c`, `ssh`).
+//! The design's own text may not mention a `VWF_VALUE_` variable: that would read a value where
+//! none of these rules look.
 //!
 //! Written by hand: shell parser crates build syntax trees of complete scripts and know nothing of
 //! holes; what this needs is the quoting state at each hole, which a small lexer tracks. When the
@@ -136,6 +138,18 @@ pub fn check_argv(argv: &[Template]) -> Result<(), PlacementError> {
 
 /// Compiles a parsed `run` template into a script whose holes read environment variables.
 pub fn compile(template: &Template) -> Result<Script, PlacementError> {
+    // The design's own text must not read a value variable: such a mention would put a value
+    // where the placement rules below never look (`$VWF_VALUE_1 {{…}}` runs the value). A hole
+    // cannot complete a partial name, as every spelling of a hole starts with `"`, `$` or `'`.
+    let written = template.segments.iter().map(|s| match s {
+        Segment::Text(t) => t.as_str(),
+        Segment::Ref(_) => "\0",
+    });
+    if written.collect::<String>().contains(VALUE_VAR_PREFIX) {
+        return Err(PlacementError(format!(
+            "\"run\" mentions {VALUE_VAR_PREFIX}…: names starting with {VALUE_VAR_PREFIX} are reserved for the template values of the command; write {{{{…}}}} where a value goes"
+        )));
+    }
     let mut toks = Vec::new();
     let mut refs = Vec::new();
     for segment in &template.segments {
@@ -1003,6 +1017,28 @@ mod tests {
             let e = script(src).expect_err(src);
             assert!(e.contains(advice), "{src}: {e}");
             assert!(e.starts_with("{{trigger.x}} in \"run\""), "{src}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_run_string_that_names_a_value_variable_itself_is_refused() {
+        // Such a mention reads a value where the placement rules do not look: in the program
+        // name (`$VWF_VALUE_1 {{…}}` runs the value), a here-document delimiter, and so on.
+        for src in [
+            "$VWF_VALUE_1 {{trigger.x}}",
+            "\"${VWF_VALUE_1}\" --help; echo {{trigger.x}}",
+            "cat <<-EO${VWF_VALUE_1}er\nx\n",
+            "eval \"$VWF_VALUE_2\"",
+            "echo VWF_VA{{trigger.x}}LUE_1",
+        ] {
+            let result = script(src);
+            if src.contains(VALUE_VAR_PREFIX) {
+                let e = result.expect_err(src);
+                assert!(e.contains("reserved") && e.contains("{{"), "{src}: {e}");
+            } else {
+                // Split by a hole, the letters never form a name: the hole starts with a quote.
+                assert_eq!(result.as_deref(), Ok("echo VWF_VA\"${VWF_VALUE_1}\"LUE_1"), "{src}");
+            }
         }
     }
 
