@@ -101,7 +101,8 @@ impl FileStore {
             if files.contains(&id) || self.run_path(&id).exists() || !older_than(&path, STALE_AFTER) {
                 continue;
             }
-            if let Some(_idle) = self.idle(&id) {
+            // Checked again under the lock: the run may have been written since the check above.
+            if let Some(_idle) = self.idle(&id).filter(|_| !self.run_path(&id).exists()) {
                 remove(self, &path, "the lock file of a run that has no file", fix, found);
             }
         }
@@ -123,6 +124,11 @@ impl FileStore {
         let mut stale: HashSet<RunId> = HashSet::new();
         for id in indexed.iter().filter(|id| !files.contains(*id)) {
             if let Some(guard) = self.idle(id) {
+                // `files` is a snapshot: a run created and first written since then has a file
+                // now, and its line must stay. Checked under the lock, so no write comes later.
+                if self.run_path(id).exists() {
+                    continue;
+                }
                 idle.push(guard);
                 stale.insert(id.clone());
             }
@@ -212,4 +218,29 @@ fn sample<'a>(ids: impl Iterator<Item = &'a RunId>) -> String {
         text.push_str(&format!(" and {more} more"));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    /// A run created and written between the snapshot of the run files and the index check
+    /// (the daemon firing while a server starts) keeps its index line.
+    #[test]
+    fn tidy_keeps_the_line_of_a_run_written_after_the_snapshot() {
+        let home = tempfile::tempdir().unwrap();
+        let store = FileStore::new(home.path().to_path_buf());
+        let old = store.allocate_run_id().unwrap();
+        store.write_run(&old, &serde_json::json!({"n": 1})).unwrap();
+        let files: HashSet<RunId> = store.run_ids().into_iter().collect();
+        let new = store.allocate_run_id().unwrap();
+        store.write_run(&new, &serde_json::json!({"n": 2})).unwrap();
+        let (mut idle, mut found) = (Vec::new(), Vec::new());
+        store.tidy_index(&store.runs_dir(), &files, true, &mut idle, &mut found);
+        drop(idle);
+        assert_eq!(found, Vec::new());
+        let listed: Vec<String> = store.list_runs(10).unwrap().into_iter().map(|e| e.id).collect();
+        assert_eq!(listed, vec![new.to_string(), old.to_string()]);
+    }
 }
