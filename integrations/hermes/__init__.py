@@ -9,7 +9,7 @@ is the same as Hermes's (``$VWF_HOME``, else ``$HERMES_HOME``, else ``~/.hermes`
 Every call has a time limit, so a hung ``vwf`` never holds a Hermes turn forever: calls that
 run a workflow (``workflow_design_run``, ``workflow_design_respond``, ``/workflow run`` and
 ``/workflow approve``, which can perform agent steps) get ``$VWF_RUN_TIMEOUT_SECONDS`` (default
-3600), every other call ``$VWF_CALL_TIMEOUT_SECONDS`` (default 60). A call over its limit is
+720000, the longest a run without loops can legitimately take), every other call ``$VWF_CALL_TIMEOUT_SECONDS`` (default 60). A call over its limit is
 stopped (its whole process group) and answers ``{ok:false, error}`` saying so.
 
 ``schedule(design, ...)`` makes a Hermes cron job for a design: ``vwf schedule set`` records the
@@ -38,8 +38,12 @@ TOOL_SCHEMAS = json.loads((Path(__file__).with_name("tools.json")).read_text(enc
 CRON_TOOLS = ("cronjob", "cronjob_manage")
 
 # Time limits of a call to vwf, in seconds: (environment variable, default). A run can wait on
-# agent steps (each up to an hour); the other calls read or write a few files.
-RUN_TIMEOUT = ("VWF_RUN_TIMEOUT_SECONDS", 3600.0)
+# agent steps; its default is the longest a run without loops can legitimately take (vwf's limits:
+# at most 50 steps, each up to 3600 s per attempt, an agent step tried up to 4 times), so only a
+# hung vwf is stopped. A loop over many agent steps can take longer: raise the variable for it.
+# The other calls read or write a few files.
+RUN_LIMIT_STEPS, RUN_LIMIT_STEP_SECONDS, RUN_LIMIT_ATTEMPTS = 50, 3600, 4
+RUN_TIMEOUT = ("VWF_RUN_TIMEOUT_SECONDS", float(RUN_LIMIT_STEPS * RUN_LIMIT_STEP_SECONDS * RUN_LIMIT_ATTEMPTS))
 CALL_TIMEOUT = ("VWF_CALL_TIMEOUT_SECONDS", 60.0)
 # The tools and /workflow words that advance a run.
 RUN_TOOLS = ("workflow_design_run", "workflow_design_respond")

@@ -235,6 +235,13 @@ fn hermes_plugin_stops_a_hung_vwf_within_its_time_limit() {
     assert_eq!(report["stopped_processes"], 28, "{report}");
     assert_eq!(report["slow_run_answered"], true);
     assert_eq!(report["real_binary"], "done");
+    // A run's default limit is the longest run the limits allow without loops (every step an
+    // agent step of the longest timeout, tried as often as allowed), so it cuts no such run short.
+    use vwf_core::limits;
+    let longest = limits::MAX_NODES as u64 * limits::AGENT_TIMEOUT_SECONDS.1 * (1 + limits::AGENT_RETRIES.1);
+    let step = [limits::COMMAND_TIMEOUT_SECONDS.1, limits::WAIT_SECONDS.1, limits::HTTP_TIMEOUT_SECONDS.1];
+    assert!(step.iter().all(|s| limits::MAX_NODES as u64 * s <= longest));
+    assert_eq!(report["run_default"].as_f64(), Some(longest as f64), "{report}");
 }
 
 #[test]
