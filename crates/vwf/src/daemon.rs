@@ -79,7 +79,9 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 
 const SCHEDULES_DIR: &str = "workflow-schedules";
 const DESIGNS_DIR: &str = "workflow-designs";
-const LOCK_FILE: &str = ".daemon.lock";
+pub(crate) const LOCK_FILE: &str = ".daemon.lock";
+/// The daemon's state file of a design's trigger is `trigger-<design>.json`.
+pub(crate) const TRIGGER_PREFIX: &str = "trigger-";
 
 /// What one tick did.
 #[derive(Debug, Default)]
@@ -864,7 +866,7 @@ fn shown_argv(argv: &[String]) -> String {
 // ---------------------------------------------------------------------------------------------
 
 fn state_path(home: &Path, design: &str) -> PathBuf {
-    home.join(SCHEDULES_DIR).join(format!("trigger-{design}.json"))
+    home.join(SCHEDULES_DIR).join(format!("{TRIGGER_PREFIX}{design}.json"))
 }
 
 /// The recorded last fire of a heartbeat design (`None` when never fired or unreadable).

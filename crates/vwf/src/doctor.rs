@@ -2,7 +2,9 @@
 //! safe to repair; plus the same repairs, quietly, when a server or daemon starts.
 //!
 //! What it checks: every design, run and schedule file parses as what it is meant to be; the run
-//! index matches the run files; no temp or lock file is left by a writer that was killed. Only
+//! index matches the run files; no temp or lock file is left by a writer that was killed; no
+//! stray entry (a file the store does not keep, a design or run path that is a directory) sits
+//! in the store's directories. A run parses by the runner's own rule (`runner::parse_run`). Only
 //! the store's own debris is ever repaired (see `store::tidy` for what counts as provably stale);
 //! a file a user may want back is reported, never removed. A check without `--fix` writes
 //! nothing.
@@ -12,7 +14,6 @@ use std::path::Path;
 use serde_json::{Value, json};
 use vwf_core::design::Design;
 use vwf_core::names::DesignName;
-use vwf_core::run::Run;
 
 use crate::app::App;
 use crate::schedules;
@@ -61,6 +62,8 @@ impl Report {
 pub fn examine(app: &App, fix: bool) -> Report {
     let store = FileStore::new(app.home.clone());
     let mut problems = store.tidy(fix);
+    problems.extend(store.strays());
+    schedules::strays(&store, &app.home, &mut problems);
     let designs = app.store.list_designs().unwrap_or_default();
     for name in &designs {
         let Ok(name) = DesignName::parse(name) else { continue };
@@ -77,7 +80,7 @@ pub fn examine(app: &App, fix: bool) -> Report {
     let runs = store.run_ids();
     for id in &runs {
         let problem = match store.read_run(id) {
-            Ok(value) => serde_json::from_value::<Run>(value).err().map(|e| format!("is not a run: {e}")),
+            Ok(value) => crate::runner::parse_run(id.as_str(), value).err().map(|e| e.to_string()),
             Err(StoreError::NotFound(_)) => None, // deleted meanwhile
             Err(e) => Some(unreadable(e)),
         };

@@ -461,7 +461,7 @@ impl Runner<'_> {
 }
 
 /// A stored run document as a run; anything else is as unreadable as a file that is not JSON.
-fn parse_run(id: &str, value: Value) -> Result<Run, Failure> {
+pub fn parse_run(id: &str, value: Value) -> Result<Run, Failure> {
     serde_json::from_value(value).map_err(|e| Failure::Internal(format!("run {id} cannot be read: {e}")))
 }
 

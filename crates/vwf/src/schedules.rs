@@ -100,6 +100,14 @@ pub struct Fired {
     pub missed: Vec<Missed>,
 }
 
+/// Checks the schedules directory for entries that are none of its files (jobs, the daemon's
+/// trigger state, the locks, temp files) and job names that are directories: reported, never
+/// removed.
+pub fn strays(store: &crate::store::FileStore, home: &Path, found: &mut Vec<crate::store::Finding>) {
+    let own = |name: &str| name.strip_suffix(".json").is_some_and(|n| n.starts_with(JOB_PREFIX) || n.starts_with(crate::daemon::TRIGGER_PREFIX));
+    store.strays_in(&home.join(SCHEDULES_DIR), "schedule", own, &[LOCK_FILE, crate::daemon::LOCK_FILE], found);
+}
+
 /// The id of a design's job: `wf-<design>` (a design name is path-safe, so the id is too).
 pub fn job_id(design: &DesignName) -> String {
     format!("{JOB_PREFIX}{design}")

@@ -537,6 +537,49 @@ fn doctor_reports_every_file_that_does_not_parse_and_leaves_it() {
     }
 }
 
+/// Entries the store does not keep in its directories, and design, run or lock paths that are
+/// directories, are reported by a check and left as they are by `--fix` (they may be a user's).
+#[test]
+fn doctor_reports_stray_files_and_directories_and_never_removes_them() {
+    let home = Home::new();
+    let (ids, _) = five_runs(&home);
+    let schedules = home.path().join("workflow-schedules");
+    std::fs::create_dir_all(&schedules).expect("schedules dir");
+    // Files the store keeps that a stray check must not report.
+    std::fs::write(schedules.join("trigger-hello.json"), "{}").expect("trigger state");
+    std::fs::write(schedules.join(".schedules.lock"), "").expect("schedules lock");
+    let stray_files = ["workflow-designs/notes.txt", "workflow-designs/.DS_Store", "workflow-designs/Bad Name.json", "workflow-runs/README", "workflow-runs/0123.json", "workflow-runs/.locks/junk", "workflow-schedules/backup.json.bak"];
+    for rel in stray_files {
+        std::fs::write(home.path().join(rel), "mine").expect("stray file");
+    }
+    let stray_dirs = ["workflow-designs/folder", "workflow-designs/hello2.json", "workflow-runs/0123456789ab.json", "workflow-runs/.locks/0123456789ac.lock", "workflow-schedules/wf-other.json"];
+    for rel in stray_dirs {
+        std::fs::create_dir_all(home.path().join(rel).join("inside")).expect("stray dir");
+    }
+    for args in [&[][..], &["--fix"][..]] {
+        let before = common::snapshot(&home);
+        let (code, body) = doctor(&home, args);
+        assert_eq!((code, &body["ok"]), (1, &json!(false)), "{args:?}: {body}");
+        let problems = body["problems"].as_array().expect("problems");
+        let mut reported: Vec<&str> = problems.iter().filter_map(|p| p["path"].as_str()).collect();
+        reported.sort_unstable();
+        let mut expected: Vec<&str> = stray_files.iter().chain(&stray_dirs).copied().collect();
+        expected.sort_unstable();
+        assert_eq!(reported, expected, "{args:?}: {body}");
+        assert!(problems.iter().all(|p| p["fixed"].is_null()), "{args:?}: {body}");
+        for rel in stray_dirs {
+            let p = problems.iter().find(|p| p["path"] == rel).expect("reported");
+            assert!(p["problem"].as_str().expect("text").contains("is a directory") || rel.ends_with("folder"), "{p}");
+        }
+        assert_eq!(common::snapshot(&home), before, "{args:?}: nothing is removed");
+        for rel in stray_dirs {
+            assert!(home.path().join(rel).join("inside").is_dir(), "{rel} was removed");
+        }
+    }
+    let (_, listed, _) = list_with_stderr(&home);
+    assert_eq!(listed, ids.iter().rev().cloned().collect::<Vec<_>>());
+}
+
 #[test]
 fn serve_and_daemon_start_remove_what_killed_writers_left() {
     use std::io::BufRead;

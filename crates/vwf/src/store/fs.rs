@@ -34,7 +34,7 @@ use super::{RunEntry, RunLock, Store, StoreError, index};
 
 const DESIGNS_DIR: &str = "workflow-designs";
 const RUNS_DIR: &str = "workflow-runs";
-const LOCKS_DIR: &str = ".locks";
+pub(super) const LOCKS_DIR: &str = ".locks";
 /// Tries before giving up on finding an unused run id (2^48 ids: a second try is already rare).
 const ALLOCATE_ATTEMPTS: usize = 32;
 
@@ -49,7 +49,7 @@ impl FileStore {
         Self { home }
     }
 
-    fn designs_dir(&self) -> PathBuf {
+    pub(super) fn designs_dir(&self) -> PathBuf {
         self.home.join(DESIGNS_DIR)
     }
     pub(super) fn runs_dir(&self) -> PathBuf {

@@ -20,7 +20,7 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use vwf_core::names::RunId;
+use vwf_core::names::{DesignName, RunId};
 
 use super::fs::FileStore;
 use super::index;
@@ -63,6 +63,41 @@ impl FileStore {
         }
         drop(idle);
         found
+    }
+
+    /// Entries of the store's own directories that are none of its files, and design, run or
+    /// lock paths that are directories: reported, never removed (they may be a user's). The
+    /// schedules directory is checked by its owner through [`FileStore::strays_in`].
+    pub fn strays(&self) -> Vec<Finding> {
+        let mut found = Vec::new();
+        let design = |name: &str| name.strip_suffix(".json").is_some_and(|n| DesignName::parse(n).is_ok());
+        self.strays_in(&self.designs_dir(), "design", design, &[], &mut found);
+        // The index and its lock report their own damage (a directory among it).
+        let index_files = [index::INDEX_FILE, index::INDEX_LOCK_FILE, super::fs::LOCKS_DIR];
+        self.strays_in(&self.runs_dir(), "run", |name| index::run_id_of_file_name(name).is_some(), &index_files, &mut found);
+        let lock = |name: &str| name.strip_suffix(".lock").is_some_and(|n| RunId::parse(n).is_ok());
+        self.strays_in(&self.locks_dir(), "run lock", lock, &[], &mut found);
+        found
+    }
+
+    /// The entries of `dir` that are neither temp files, nor named `kept`, nor named as `own`
+    /// says (a `what` file), and the `own` names that are directories; sorted by path.
+    pub fn strays_in(&self, dir: &Path, what: &str, own: impl Fn(&str) -> bool, kept: &[&str], found: &mut Vec<Finding>) {
+        let mut strays: Vec<Finding> = Vec::new();
+        for (name, path) in entries(dir) {
+            let problem = if is_temp(&name) || kept.contains(&name.as_str()) {
+                continue;
+            } else if !own(&name) {
+                format!("is not a {what} file nor any file the store keeps here")
+            } else if fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                format!("is a directory, not a {what} file")
+            } else {
+                continue;
+            };
+            strays.push(Finding { path: shown(self, &path), problem, fixed: None });
+        }
+        strays.sort_by(|a, b| a.path.cmp(&b.path));
+        found.extend(strays);
     }
 
     /// The ids of every run file (read from the directory, not the index), sorted.
