@@ -204,6 +204,35 @@ fn a_damaged_run_index_never_hides_a_run() {
     assert!(!stderr.contains("warning"), "{stderr}");
 }
 
+/// A valid but older copy of the index put back (five runs listed of seven): the listing shows
+/// every run, newest first, says what it found and did, and so does a run started first.
+#[test]
+fn an_older_copy_of_the_run_index_hides_no_run() {
+    let home = Home::new();
+    let (mut ids, older) = five_runs(&home);
+    for i in 5..7 {
+        let (code, run) = home.json_at(&common::later("2026-11-29T09:00:00Z", i), &["run", "hello", "--input", r#"{"who": "x"}"#]);
+        assert_eq!(code, 0, "{run}");
+        ids.push(run["run_id"].as_str().expect("run_id").to_string());
+    }
+    let path = home.runs_dir().join(".index");
+    std::fs::write(&path, &older).expect("put the older copy back");
+    let (code, listed, stderr) = list_with_stderr(&home);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(listed, ids.iter().rev().cloned().collect::<Vec<_>>(), "{stderr}");
+    assert!(stderr.contains("has 5 lines but had 7") && stderr.contains("rebuilt it from the 7 run files"), "{stderr:?}");
+    let (_, _, stderr) = list_with_stderr(&home);
+    assert!(!stderr.contains("warning"), "repaired: {stderr}");
+
+    // A run started on the older copy first rebuilds it, then is the newest.
+    std::fs::write(&path, &older).expect("put the older copy back");
+    let (code, run) = home.json_at(&common::later("2026-11-29T09:00:00Z", 7), &["run", "hello", "--input", r#"{"who": "x"}"#]);
+    assert_eq!(code, 0, "{run}");
+    ids.push(run["run_id"].as_str().expect("run_id").to_string());
+    let (code, listed, stderr) = list_with_stderr(&home);
+    assert_eq!((code, listed), (0, ids.iter().rev().cloned().collect::<Vec<_>>()), "{stderr}");
+}
+
 #[test]
 fn an_index_or_lock_that_is_a_directory_hides_no_run_and_stops_no_run() {
     let home = Home::new();

@@ -4,7 +4,8 @@
 //! <home>/workflow-designs/<name>.json      pretty JSON (2 spaces) + newline
 //! <home>/workflow-runs/<run_id>.json       compact JSON + newline, rewritten after every step
 //! <home>/workflow-runs/.index              run ids in order of first write (see `index.rs`)
-//! <home>/workflow-runs/.index.lock         serialises index appends and rebuilds
+//! <home>/workflow-runs/.index.lock         serialises index appends and rebuilds; holds the
+//!                                          index's line count (its stamp)
 //! <home>/workflow-runs/.locks/<run_id>.lock  per-run lock; its creation reserves the id
 //! ```
 //!

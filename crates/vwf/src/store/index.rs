@@ -7,7 +7,14 @@
 //! ```
 //!
 //! Every line (header included) ends with the first 4 bytes of the SHA-256 of the rest of the
-//! line, in hex. A run's line is appended when the run is first written, then the header's count
+//! line, in hex. The index lock file holds the number of lines the index had after its last
+//! append or rewrite (`<count: 12 hex>\n`, the stamp): an index with fewer lines than its stamp
+//! is an older copy put back, or lost lines with a rewritten header, which no check inside the
+//! file can see. Comparing costs one read of a 13-byte file per listing (no directory read, so a
+//! listing stays as fast at 100,000 runs); an empty or unreadable stamp (a store of an earlier
+//! version) means nothing. A stale stamp errs only towards a rebuild: it is written after the
+//! index, so a crash between the two leaves it smaller, never larger, except after a rewrite that
+//! dropped lines, where a larger stamp costs one needless rebuild. A run's line is appended when the run is first written, then the header's count
 //! is raised, both under `workflow-runs/.index.lock`; so at any moment the file holds at least as
 //! many lines as its header counts, and never a repeated id.
 //!
@@ -58,6 +65,7 @@ pub(super) enum Damage {
     Header,
     Torn,
     Short { lines: u64, count: u64 },
+    Stale { lines: u64, stamp: u64 },
     BadLine(u64),
     Repeated(RunId),
 }
@@ -73,6 +81,7 @@ impl fmt::Display for Damage {
             Damage::Header => write!(f, "has no valid header (garbled, or written by an older version)"),
             Damage::Torn => write!(f, "ends in a partial line (truncated)"),
             Damage::Short { lines, count } => write!(f, "has {lines} lines but {count} were added (truncated)"),
+            Damage::Stale { lines, stamp } => write!(f, "has {lines} lines but had {stamp} (an older copy, or lines lost)"),
             Damage::BadLine(n) => write!(f, "line {n} is garbled"),
             Damage::Repeated(id) => write!(f, "lists run {id} twice"),
         }
@@ -163,12 +172,13 @@ fn read_newest(dir: &Path, want: usize) -> Result<Vec<RunId>, Damage> {
         return Err(Damage::LockDirectory);
     }
     let unreadable = |e: io::Error| Damage::Unreadable(e.to_string());
+    let stamp = read_stamp(dir);
     let file = match File::open(dir.join(INDEX_FILE)) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Damage::Missing),
         Err(e) => return Err(unreadable(e)),
     };
-    let lines = counted_lines(&file)?;
+    let lines = stamped_lines(&file, stamp)?;
     let mut seen = HashSet::new();
     let mut ids = Vec::new();
     let mut end = lines;
@@ -220,6 +230,32 @@ fn counted_lines(file: &File) -> Result<u64, Damage> {
     Ok(lines)
 }
 
+/// [`counted_lines`], and no fewer than the `stamp` read before (see the module doc).
+fn stamped_lines(file: &File, stamp: Option<u64>) -> Result<u64, Damage> {
+    let lines = counted_lines(file)?;
+    match stamp {
+        Some(stamp) if stamp > lines => Err(Damage::Stale { lines, stamp }),
+        _ => Ok(lines),
+    }
+}
+
+/// The stamp of the index in `dir` (see the module doc); `None` when there is none to trust.
+fn read_stamp(dir: &Path) -> Option<u64> {
+    let mut bytes = [0u8; 13];
+    let file = File::open(dir.join(INDEX_LOCK_FILE)).ok()?;
+    file.read_exact_at(&mut bytes, 0).ok()?;
+    let text = std::str::from_utf8(bytes.strip_suffix(b"\n")?).ok()?;
+    u64::from_str_radix(text, 16).ok()
+}
+
+/// Records that the index in `dir` now has `lines` lines. The caller holds the index lock. A
+/// failure leaves the old stamp, which at worst costs a rebuild, so it is not an error.
+fn write_stamp(dir: &Path, lines: u64) {
+    if let Ok(file) = OpenOptions::new().write(true).open(dir.join(INDEX_LOCK_FILE)) {
+        let _ = file.write_all_at(format!("{lines:012x}\n").as_bytes(), 0);
+    }
+}
+
 /// Appends `id` as the newest run of the index in `dir`: one write of the line, then the header's
 /// count, under the index lock, and `fdatasync` after the lock is released (so appenders queue
 /// only for the writes and their syncs can share a journal commit). A missing or damaged index is
@@ -232,7 +268,8 @@ pub(super) fn append(dir: &Path, id: &RunId) -> io::Result<()> {
 fn append_line(dir: &Path, id: &RunId) -> io::Result<File> {
     let lock = lock_index(dir)?;
     let path = dir.join(INDEX_FILE);
-    let lines = match File::open(&path).map_err(|e| Damage::Unreadable(e.to_string())).and_then(|f| counted_lines(&f)) {
+    let stamp = read_stamp(dir);
+    let lines = match File::open(&path).map_err(|e| Damage::Unreadable(e.to_string())).and_then(|f| stamped_lines(&f, stamp)) {
         Ok(lines) => lines,
         Err(damage) => {
             let rebuilt = rebuild(dir, Ok(&lock))?;
@@ -246,6 +283,7 @@ fn append_line(dir: &Path, id: &RunId) -> io::Result<File> {
     let offset = HEADER_LEN as u64 + lines * LINE_LEN as u64;
     file.write_all_at(line(id).as_bytes(), offset).map_err(|e| at(&path, e))?;
     file.write_all_at(header(lines + 1).as_bytes(), 0).map_err(|e| at(&path, e))?;
+    write_stamp(dir, lines + 1);
     Ok(file)
 }
 
@@ -309,7 +347,9 @@ pub(super) fn write_index(dir: &Path, ids: &[RunId]) -> io::Result<()> {
         text.push_str(&line(id));
     }
     let path = dir.join(INDEX_FILE);
-    atomic_write(&path, text.as_bytes()).map_err(|e| at(&path, e))
+    atomic_write(&path, text.as_bytes()).map_err(|e| at(&path, e))?;
+    write_stamp(dir, ids.len() as u64);
+    Ok(())
 }
 
 /// The exclusive lock on the index of `dir`, held until the value drops.
@@ -514,6 +554,40 @@ mod tests {
             let mut listed = newest(dir.path(), 10).unwrap().ids;
             listed.sort();
             proptest::prop_assert_eq!(listed, ids);
+        }
+    }
+
+    /// An older copy of the index put back (valid, with fewer lines) is found by its stamp, and
+    /// the listing shows every run; so does an append made to that older copy.
+    #[test]
+    fn store_index_older_copy_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids: Vec<RunId> = (1..=5).map(|i| id(&format!("00000000000{i}"))).collect();
+        let mut older = Vec::new();
+        for (i, run) in ids.iter().enumerate() {
+            append(dir.path(), run).unwrap();
+            run_file(dir.path(), run.as_str(), &format!("2020-01-0{}T00:00:00Z", i + 1));
+            if i == 2 {
+                older = fs::read(dir.path().join(INDEX_FILE)).unwrap();
+            }
+        }
+        let newest_first: Vec<RunId> = ids.iter().rev().cloned().collect();
+        for then_append in [false, true] {
+            fs::write(dir.path().join(INDEX_FILE), &older).unwrap();
+            let mut want = newest_first.clone();
+            if then_append {
+                let extra = id("0000000000ff");
+                append(dir.path(), &extra).unwrap();
+                run_file(dir.path(), extra.as_str(), "2020-02-01T00:00:00Z");
+                want.insert(0, extra);
+            }
+            let got = newest(dir.path(), 10).unwrap();
+            assert_eq!(got.ids, want, "append: {then_append}");
+            if !then_append {
+                let note = got.note.unwrap();
+                assert!(note.contains("has 3 lines but had 5") && note.contains("rebuilt it from the 5 run files"), "{note}");
+            }
+            assert_eq!(newest(dir.path(), 10).unwrap().note, None, "repaired");
         }
     }
 
