@@ -28,8 +28,11 @@ use vwf::{render, slash, tools};
 use vwf::failure::Failure;
 use vwf::runner::{Answer, Progress};
 
+/// `vwf --version`: the package version and the commit it was built from (`unknown` outside git).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("VWF_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "vwf", version, about = "Design, validate and durably run agent workflows.")]
+#[command(name = "vwf", version = VERSION, about = "Design, validate and durably run agent workflows.")]
 struct Cli {
     /// Home directory (default: $VWF_HOME, else $HERMES_HOME, else ~/.hermes).
     #[arg(long, global = true, value_name = "DIR")]
@@ -128,10 +131,23 @@ enum Cmd {
         #[arg(long, value_name = "ADDR:PORT")]
         bind: Option<String>,
     },
+    /// Print a shell completion script (e.g. `vwf completions bash > /etc/bash_completion.d/vwf`).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff), or write vwf.1 and a page per subcommand into DIR.
+    Man {
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Generated from the clap definitions; they need no home.
+    match &cli.cmd {
+        Cmd::Completions { shell } => return completions(*shell),
+        Cmd::Man { dir } => return man(dir.as_deref(), cli.json),
+        _ => {}
+    }
     let home = app::resolve_home(cli.home.as_deref());
     let app = match App::open(home) {
         Ok(a) => a,
@@ -140,6 +156,35 @@ fn main() -> ExitCode {
     match execute(&app, &cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => fail(&f, cli.json),
+    }
+}
+
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut cmd, "vwf", &mut std::io::stdout());
+    ExitCode::SUCCESS
+}
+
+fn man(dir: Option<&std::path::Path>, json: bool) -> ExitCode {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    // Built as `generate_to` builds it (with the `help` subcommand), so both ways print one page.
+    cmd.build();
+    let written = match dir {
+        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout()).map(|()| None),
+        Some(dir) => std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(cmd, dir)).map(Some),
+    };
+    match written {
+        Ok(None) => ExitCode::SUCCESS,
+        Ok(Some(())) => {
+            let page = dir.map(|d| d.join("vwf.1")).unwrap_or_default();
+            if json {
+                say!("{}", pretty(&json!({"ok": true, "path": page})));
+            } else {
+                say!("Wrote {} and a page per subcommand beside it.", page.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&Failure::Internal(format!("cannot write the man pages: {e}")), json),
     }
 }
 
@@ -484,6 +529,8 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             say!("{}", pretty(&reply.body));
             Ok(reply_code(&reply))
         }
+        // Answered in `main` before a home is opened.
+        Cmd::Completions { .. } | Cmd::Man { .. } => Ok(0),
     }
 }
 
