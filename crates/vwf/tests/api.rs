@@ -11,150 +11,13 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::peer::Peer;
+use common::server::{Options, PREFIX, Server, TOKEN_VAR, send, vwf, write_config};
 use common::{Home, snapshot};
-use reqwest::blocking::{Client, RequestBuilder};
 use serde_json::{Value, json};
-
-const PREFIX: &str = "/api/plugins/visual-workflow";
-const TOKEN_VAR: &str = "VWF_API_TEST_TOKEN";
-
-/// A running `vwf serve`; stopped (killed) when dropped.
-struct Server {
-    child: Child,
-    /// Kept open so the server's later writes to standard output never fail.
-    _stdout: BufReader<ChildStdout>,
-    /// `http://127.0.0.1:<port>`
-    base: String,
-    port: u16,
-    client: Client,
-    token: Option<String>,
-}
-
-struct Options<'a> {
-    env: Vec<(&'a str, String)>,
-    bind: Option<&'a str>,
-    token: Option<&'a str>,
-}
-
-impl Default for Options<'_> {
-    fn default() -> Self {
-        Options { env: Vec::new(), bind: Some("127.0.0.1:0"), token: None }
-    }
-}
-
-fn vwf(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_vwf"));
-    c.arg("--home").arg(home);
-    for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW", "VWF_WEB_DIR", TOKEN_VAR] {
-        c.env_remove(var);
-    }
-    c.env("VWF_EXAMPLES_DIR", common::examples_dir());
-    c
-}
-
-impl Server {
-    fn start(home: &Home) -> Server {
-        Server::start_with(home, Options::default())
-    }
-
-    fn start_with(home: &Home, options: Options<'_>) -> Server {
-        let mut cmd = vwf(home.path());
-        cmd.arg("serve");
-        if let Some(bind) = options.bind {
-            cmd.arg("--bind").arg(bind);
-        }
-        for (k, v) in &options.env {
-            cmd.env(k, v);
-        }
-        if let Some(token) = options.token {
-            cmd.env(TOKEN_VAR, token);
-        }
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start vwf serve");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("read the server's first line");
-        let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| {
-            let _ = child.kill();
-            panic!("no URL on the server's first line: {line:?}")
-        });
-        let base = url.trim_end_matches('/').to_string();
-        let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the URL");
-        let client = Client::builder().no_proxy().timeout(Duration::from_secs(60)).build().expect("http client");
-        Server { child, _stdout: stdout, base, port, client, token: options.token.map(String::from) }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{PREFIX}{path}", self.base)
-    }
-
-    fn authed(&self, req: RequestBuilder) -> RequestBuilder {
-        match &self.token {
-            Some(t) => req.bearer_auth(t),
-            None => req,
-        }
-    }
-
-    fn get(&self, path: &str) -> (u16, Value) {
-        send(self.authed(self.client.get(self.url(path))))
-    }
-
-    fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        send(self.authed(self.client.post(self.url(path)).json(&body)))
-    }
-
-    /// A POST without any body.
-    fn post_empty(&self, path: &str) -> (u16, Value) {
-        send(self.authed(self.client.post(self.url(path))))
-    }
-
-    fn save(&self, name: &str, graph: Value) {
-        let (status, body) = self.post(&format!("/designs/{name}"), json!({"graph": graph}));
-        assert_eq!((status, &body["ok"]), (200, &json!(true)), "save {name}: {body}");
-    }
-
-    fn run_id(&self, name: &str, input: Value) -> String {
-        let (status, body) = self.post(&format!("/designs/{name}/run"), json!({"input": input}));
-        assert_eq!(status, 200, "{body}");
-        body["run_id"].as_str().unwrap_or_else(|| panic!("no run_id in {body}")).to_string()
-    }
-
-    /// Sends SIGTERM and waits for the exit code.
-    fn terminate(mut self) -> Option<i32> {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        self.child.wait().expect("wait for vwf serve").code()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Sends a request; the answer must be JSON, and an error answer `{ok:false, error}`.
-fn send(req: RequestBuilder) -> (u16, Value) {
-    let res = req.send().expect("request");
-    let status = res.status().as_u16();
-    let kind = res.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    let text = res.text().expect("response body");
-    assert!(kind.starts_with("application/json"), "status {status}: content type {kind:?}, body {text:?}");
-    let body: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("status {status}: body is not JSON ({e}): {text}"));
-    if status >= 400 {
-        assert_eq!(body["ok"], false, "error answer without ok:false: {body}");
-        assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "error answer without error text: {body}");
-        assert_eq!(body.as_object().map(|o| o.len()), Some(2), "an error body is exactly {{ok, error}}: {body}");
-    }
-    (status, body)
-}
 
 /// Snapshots `{status, body}` with run ids, timestamps, the port and the home scrubbed.
 fn snap(name: &str, home: &Home, server: &Server, status: u16, body: &Value) {
@@ -252,10 +115,6 @@ fn listener() -> Value {
         ],
         "edges": [{"from": "on-ping", "to": "echo"}]
     })
-}
-
-fn write_config(home: &Home, toml: &str) {
-    std::fs::write(home.path().join("visual-workflow.toml"), toml).expect("write config");
 }
 
 // ---- the route table ----

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod peer;
+pub mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
