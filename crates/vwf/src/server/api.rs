@@ -161,6 +161,8 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
         .route_service(crate::mcp::HTTP_PATH, crate::mcp::http_service(app.clone()))
         .route("/", get(|headers| page("index.html", "dashboard", headers)).layer(CompressionLayer::new()))
         .route("/designer.html", get(|headers| page("designer.html", "canvas", headers)).layer(CompressionLayer::new()))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .fallback(any(fallback).layer(CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
         .with_state(AppState { app, secured });
@@ -170,6 +172,29 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
         .fallback_service(routes)
         .layer(from_fn_with_state(guard, security::guard))
         .layer(map_response(json_errors))
+}
+
+// ---- probes ----
+//
+// For load balancers and service managers: at the root (where they look), outside the API prefix
+// and so outside the token and the OpenAPI document. They answer JSON and reveal nothing.
+
+/// Live: the process answers.
+async fn healthz() -> Response {
+    axum::Json(json!({"ok": true})).into_response()
+}
+
+/// Ready: the store can be read (designs and runs listed); else 503 with the reason.
+async fn readyz(State(state): State<AppState>) -> Response {
+    let app = state.app.clone();
+    let probe = tokio::task::spawn_blocking(move || {
+        app.store.list_designs().and_then(|_| app.store.list_runs(1)).map_err(|e| e.to_string())
+    });
+    match probe.await {
+        Ok(Ok(_)) => axum::Json(json!({"ok": true})).into_response(),
+        Ok(Err(e)) => error(StatusCode::SERVICE_UNAVAILABLE, format!("the store is not reachable: {e}")),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, format!("the readiness probe failed: {e}")),
+    }
 }
 
 // ---- answers ----
