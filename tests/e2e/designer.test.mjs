@@ -637,3 +637,68 @@ test('file://: built and exported without a server; legible with no host stylesh
   assert.deepEqual(page.problems, []);
   await page.close();
 });
+
+// Saving under a name other than the one the design was opened or last saved as only creates
+// (`create: true`): an existing design's name (after opening another, "New" or a rename) is
+// refused with the server's 409 and shown, and that design is unchanged; a plain Save of the
+// opened design still replaces it.
+/** A small valid design whose output says `text`. */
+const design = (text) => ({
+  nodes: [{ id: 'start', type: 'trigger', mode: 'manual' }, { id: 'out', type: 'output', template: text }],
+  edges: [{ from: 'start', to: 'out' }],
+});
+
+/** The output text of the saved design `name`. */
+const savedText = async (name) => (await api(server, 'GET', `/designs/${name}`)).body.graph.nodes.find((n) => n.id === 'out').template;
+
+test('served: a save under a new name never replaces a design; saving the opened design does', async () => {
+  for (const [name, text] of [['save-keep', 'kept'], ['save-mine', 'mine 1']]) {
+    assert.equal((await api(server, 'POST', `/designs/${name}`, { graph: design(text) })).body.ok, true);
+  }
+  const page = await openPage(`${server.url}/designer.html?design=save-mine`);
+  await page.getByTestId('status').filter({ hasText: 'Opened save-mine' }).waitFor();
+  const edit = (text) => page.evaluate((g) => window.vwfDesigner.setGraph(g), design(text));
+  /** Types `name`, saves, and waits for the status that starts with `expect`. */
+  const saveAs = async (name, expect) => {
+    await page.getByTestId('design-name').fill(name);
+    await page.getByTestId('design-name').press('Enter');
+    await page.getByTestId('btn-save').click();
+    const status = page.getByTestId('status').filter({ hasText: `${expect}` });
+    await status.waitFor();
+    return status.innerText();
+  };
+
+  // The opened design: a plain save replaces it.
+  await edit('mine 2');
+  await saveAs('save-mine', 'Saved save-mine');
+  assert.equal(await savedText('save-mine'), 'mine 2');
+
+  // Renamed to an existing design's name: refused, shown, nothing replaced.
+  await edit('mine 3');
+  const refused = await saveAs('save-keep', 'Not saved');
+  assert.match(refused, /a design named save-keep already exists; choose another name/, refused);
+  assert.equal(await savedText('save-keep'), 'kept', 'the existing design is unchanged');
+  assert.equal(await savedText('save-mine'), 'mine 2');
+
+  // Renamed to a new name: created; saving it again replaces it (it is now the opened design).
+  await saveAs('save-fresh', 'Saved save-fresh');
+  assert.equal(await savedText('save-fresh'), 'mine 3');
+  await edit('fresh 2');
+  await saveAs('save-fresh', 'Saved save-fresh');
+  assert.equal(await savedText('save-fresh'), 'fresh 2');
+  // And the name it came from is now "another" name: saving back onto it is refused too.
+  await saveAs('save-mine', 'Not saved');
+  assert.equal(await savedText('save-mine'), 'mine 2');
+
+  // "New", then an existing name: refused; a new name: created.
+  await page.getByTestId('btn-new').click();
+  await page.getByTestId('status').filter({ hasText: 'New design' }).waitFor();
+  await edit('blank');
+  await saveAs('save-keep', 'Not saved');
+  assert.equal(await savedText('save-keep'), 'kept');
+  await saveAs('save-brand', 'Saved save-brand');
+  assert.equal(await savedText('save-brand'), 'blank');
+
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
