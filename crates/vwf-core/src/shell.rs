@@ -36,6 +36,10 @@ pub struct Script {
     pub text: String,
     /// `(variable name, reference)`, in the order the holes appear.
     pub values: Vec<(String, Ref)>,
+    /// A construct in which bash evaluates variables as arithmetic (`$((…))`, `[[ … ]]`, …): a
+    /// value stored in a variable may reach it, and bash runs `a[$(…)]` there, so values holding
+    /// `[` with `$` or a backtick are refused when the step runs.
+    pub arithmetic: Option<&'static str>,
 }
 
 impl Script {
@@ -49,6 +53,14 @@ impl Script {
                 let shown = shown(r);
                 if text.contains('\0') {
                     return Err(format!("{shown} holds a NUL byte, which no command can receive"));
+                }
+                if let Some(construct) = self.arithmetic
+                    && text.contains('[')
+                    && text.contains(['$', '`'])
+                {
+                    return Err(format!(
+                        "{shown} holds \"[\" with \"$\" or a backtick, which bash would run as code if it reached the {construct} this command uses; nothing was run"
+                    ));
                 }
                 if text.len() > COMMAND_VALUE_BYTES {
                     return Err(format!(
@@ -75,7 +87,7 @@ const RUNNERS: &[&str] = &[
     "flock", "gdb", "getopts", "hash", "ionice", "let", "ltrace", "mapfile", "nice", "nohup", "nsenter",
     "parallel", "proot", "read", "readarray", "runuser", "script", "setsid", "source", "ssh", "stdbuf",
     "strace", "su", "sudo", "systemd-run", "taskset", "time", "timeout", "toybox", "trap", "typeset",
-    "unbuffer", "unshare", "valgrind", "watch", "xargs",
+    "unbuffer", "unset", "unshare", "valgrind", "watch", "xargs",
 ];
 /// Shells: a value may only be a positional parameter after `-c SCRIPT NAME`.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh", "rbash"];
@@ -97,9 +109,9 @@ const CODE_VARIABLES: &[&str] = &[
 ];
 /// Words that, anywhere in a script, make its program names unknowable (aliases) or its
 /// assignments arithmetic (integer attributes): a script using them takes no values.
-const SCRIPT_WIDE: &[&str] = &["alias", "declare", "typeset", "integer", "shopt", "enable"];
+const SCRIPT_WIDE: &[&str] = &["alias", "declare", "typeset", "integer", "shopt", "enable", "function", "let"];
 /// Reserved words after which a command name follows.
-const KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"];
+const KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "while", "until", "!", "{"];
 /// Reserved words that end a compound command.
 const CLOSERS: &[&str] = &["fi", "done", "esac", "}"];
 /// Marks, inside a word's text, an expansion (`$…`, a backtick) or a hole.
@@ -108,6 +120,41 @@ const HOLE: char = '\0';
 
 const NOT_A_PROGRAM: &str =
     "a template cannot name the program to run: write the program in the design and pass the value as an argument";
+
+/// The first construct in a script's literal text in which bash evaluates the contents of variables
+/// as arithmetic (array subscripts and substring offsets included), if any.
+fn evaluating_construct(text: &str) -> Option<&'static str> {
+    let bytes = text.as_bytes();
+    let at = |i: usize, s: &str| bytes.get(i..i + s.len()) == Some(s.as_bytes());
+    for i in 0..bytes.len() {
+        if at(i, "((") {
+            return Some("((…)) arithmetic");
+        }
+        if at(i, "$[") {
+            return Some("$[…] arithmetic");
+        }
+        if at(i, "[[") {
+            return Some("[[ … ]]");
+        }
+        if at(i, "${") {
+            // `${name[…]}` (a subscript) or `${name:offset}` (a substring).
+            let rest = &text[i + 2..];
+            let rest = rest.strip_prefix(['#', '!']).unwrap_or(rest);
+            let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            let after = &rest[name_len..];
+            if name_len > 0 && (after.starts_with('[') || (after.starts_with(':') && !after[1..].starts_with(['-', '=', '?', '+']))) {
+                return Some("${…} subscripts or offsets");
+            }
+        }
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for pair in words.windows(2) {
+        if matches!(pair[0], "local" | "export" | "readonly") && pair[1].starts_with('-') {
+            return Some("an attribute option (such as -i)");
+        }
+    }
+    None
+}
 
 /// `true` when `name` is an environment variable whose value can load or choose code.
 pub fn is_code_variable(name: &str) -> bool {
@@ -169,6 +216,7 @@ pub fn compile(template: &Template) -> Result<Script, PlacementError> {
                 shown(first)
             )));
         }
+
     }
     let mut lexer = Lexer { toks: &toks, pos: 0, out: String::new(), refs: &refs, values: Vec::new(), heredocs: Vec::new(), ambiguous_heredoc: false };
     lexer.command(None)?;
@@ -178,7 +226,8 @@ pub fn compile(template: &Template) -> Result<Script, PlacementError> {
             shown(first)
         )));
     }
-    Ok(Script { text: lexer.out, values: lexer.values })
+    let text: String = template.segments.iter().filter_map(|s| if let Segment::Text(t) = s { Some(t.as_str()) } else { None }).collect();
+    Ok(Script { text: lexer.out, values: lexer.values, arithmetic: evaluating_construct(&text) })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,10 +262,14 @@ struct Words {
     in_word: bool,
     /// The next word is a redirection target, not a command word.
     redirect_next: bool,
-    /// Inside `[[ … ]]`: no value may be placed until the command ends.
+    /// Inside `[[ … ]]`: no value may be placed until its unquoted `]]`.
     double_bracket: bool,
+    /// The current word has a quoted part.
+    quoted: bool,
     /// `case` commands open in this frame: a `)` ends a pattern, not the frame.
     case_depth: usize,
+    /// A `case` was read in this frame.
+    saw_case: bool,
 }
 
 impl Words {
@@ -227,21 +280,27 @@ impl Words {
     fn touch(&mut self) {
         self.in_word = true;
     }
+    fn quote(&mut self) {
+        self.in_word = true;
+        self.quoted = true;
+    }
     fn end_word(&mut self) {
         if !self.in_word {
             return;
         }
         let w = std::mem::take(&mut self.current);
         self.in_word = false;
+        let quoted = std::mem::take(&mut self.quoted);
         if std::mem::take(&mut self.redirect_next) {
             return;
         }
-        if w == "]]" {
+        if w == "]]" && !quoted {
             self.double_bracket = false;
         }
         let at_name = self.command_name_index().is_none();
         if at_name && w == "case" {
             self.case_depth += 1;
+            self.saw_case = true;
         }
         if at_name && w == "esac" {
             self.case_depth = self.case_depth.saturating_sub(1);
@@ -285,7 +344,7 @@ impl Words {
             };
         };
         let name = &self.done[i];
-        if name.contains([EXPANSION, HOLE, '*', '?', '~']) || (name.contains('[') && name != "[") {
+        if name.contains([EXPANSION, HOLE, '*', '?', '~', '{', '}']) || (name.contains('[') && name != "[") {
             return Some(format!(
                 "the program of this command ({name:?}) is not written out, so a value among its arguments could reach a shell or eval: name the program literally"
             ));
@@ -320,8 +379,8 @@ impl Words {
         if program == "find" && args.iter().any(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")) {
             return Some("find -exec runs its arguments as a program: pass values to find only before -exec".into());
         }
-        if program == "printf" && args.iter().any(|a| a.starts_with("-v")) {
-            return Some("printf -v reads a variable name, which bash evaluates: print the value instead".into());
+        if program == "printf" && (args.is_empty() || args.iter().any(|a| a.starts_with("-v"))) {
+            return Some("printf's format and -v are read as code-like text (a value could be -v name): write the format in the design (printf %s {{…}})".into());
         }
         if matches!(program, "[" | "test") && args.iter().any(|a| a == "-v" || a == "-R") {
             return Some("test -v reads a variable name, which bash evaluates: compare the value instead".into());
@@ -420,7 +479,8 @@ impl Lexer<'_> {
     }
 
     /// Shell commands until the end, or until the `)` that closes a `$(` (`close` is then `')'`).
-    fn command(&mut self, close: Option<char>) -> Result<(), PlacementError> {
+    /// Answers whether a `case` was read.
+    fn command(&mut self, close: Option<char>) -> Result<bool, PlacementError> {
         let mut words = Words::default();
         let mut depth = 0usize;
         while let Some(tok) = self.peek(0) {
@@ -437,6 +497,11 @@ impl Lexer<'_> {
                 Tok::Char(c) => c,
             };
             match c {
+                '&' | '|' | '(' | ')' | '\n' | '<' | '>' if words.double_bracket => {
+                    // Inside `[[ … ]]` these are its own operators (and it may span lines).
+                    words.end_word();
+                    self.copy();
+                }
                 '\\' => {
                     self.copy();
                     match self.peek(0) {
@@ -452,12 +517,12 @@ impl Lexer<'_> {
                     }
                 }
                 '\'' => {
-                    words.touch();
+                    words.quote();
                     self.copy();
                     self.single(Some(&mut words))?;
                 }
                 '"' => {
-                    words.touch();
+                    words.quote();
                     self.copy();
                     self.double(Some(&mut words), false)?;
                 }
@@ -476,11 +541,6 @@ impl Lexer<'_> {
                     self.read_heredocs()?;
                 }
                 ' ' | '\t' => {
-                    words.end_word();
-                    self.copy();
-                }
-                '&' | '|' if words.double_bracket => {
-                    // `&&` and `||` inside `[[ … ]]` are its own operators.
                     words.end_word();
                     self.copy();
                 }
@@ -506,7 +566,7 @@ impl Lexer<'_> {
                     } else if words.case_depth == 0 && close == Some(')') {
                         // Outside a `case`, this `)` closes the `$(`; inside one it ends a pattern.
                         self.copy();
-                        return Ok(());
+                        return Ok(words.saw_case);
                     }
                     self.copy();
                 }
@@ -544,7 +604,7 @@ impl Lexer<'_> {
                 }
             }
         }
-        Ok(())
+        Ok(words.saw_case)
     }
 
     /// A hole inside quotes: refused where the word it is part of would choose or become code.
@@ -649,7 +709,14 @@ impl Lexer<'_> {
             Some(Tok::Char('[')) => self.arithmetic(self.pos, "arithmetic $[…] can run code hidden in a value: compute in a separate step"),
             Some(Tok::Char('(')) => {
                 self.copy();
-                self.command(Some(')'))
+                let start = self.pos;
+                // A `case` inside `$(…)`: its pattern `)`s make the end of the `$(` uncertain.
+                if self.command(Some(')'))?
+                    && let Some(h) = self.hole_in(start, self.toks.len())
+                {
+                    return self.refuse(h, "a case inside $(…) makes its end hard to tell apart from a pattern's \")\": move the case to its own step");
+                }
+                Ok(())
             }
             Some(Tok::Char('{')) => {
                 self.copy();
@@ -674,11 +741,15 @@ impl Lexer<'_> {
     /// value: offsets, subscripts and case changes are arithmetic or patterns bash evaluates.
     fn parameter(&mut self, outer: Spelling, mut words: Option<&mut Words>) -> Result<(), PlacementError> {
         let mut in_name = true;
-        let mut name_len = 0usize;
+        let mut name = String::new();
         let mut arithmetic = false;
+        let mut assigns_code = false;
         while let Some(tok) = self.peek(0) {
             let c = match tok {
                 Tok::Hole(h) if in_name => return self.refuse(h, "a template cannot be a variable's name: name the variable in the design"),
+                Tok::Hole(h) if assigns_code => {
+                    return self.refuse(h, &format!("{name} decides which code runs, so it cannot take a template value"));
+                }
                 Tok::Hole(h) if arithmetic => {
                     return self.refuse(h, "offsets, subscripts and case changes in ${…} are evaluated as arithmetic or patterns: use ${name:-…} forms only");
                 }
@@ -695,7 +766,7 @@ impl Lexer<'_> {
                 Tok::Char(c) => c,
             };
             // The name: `#` (length) or one special parameter first, then letters, digits and `_`.
-            let special = name_len == 0 && matches!(c, '#' | '@' | '*' | '?' | '!' | '$' | '-');
+            let special = name.is_empty() && matches!(c, '#' | '@' | '*' | '?' | '!' | '$' | '-');
             if in_name && !(special || c.is_ascii_alphanumeric() || c == '_') {
                 in_name = false;
                 let next = self.peek_char(1);
@@ -704,8 +775,11 @@ impl Lexer<'_> {
                     '-' | '=' | '?' | '+' | '#' | '%' | '/' | '}' => false,
                     _ => true,
                 };
+                assigns_code = (c == '=' || (c == ':' && next == Some('='))) && is_code_variable(&name);
             }
-            name_len += 1;
+            if in_name {
+                name.push(c);
+            }
             match c {
                 '}' => {
                     self.copy();
@@ -726,14 +800,11 @@ impl Lexer<'_> {
                     self.single(words.as_deref_mut())?;
                 }
                 '\'' => {
-                    // Inside "…", shells disagree on whether these quote: no value between them.
-                    let end = (self.pos + 1..self.toks.len()).find(|&i| self.toks[i] == Tok::Char('\'')).map_or(self.toks.len(), |i| i + 1);
-                    if let Some(h) = self.hole_in(self.pos, end) {
-                        return self.refuse(h, "single quotes inside ${…} within \"…\" are read differently by different shells: leave them out");
+                    // Inside "…", shells disagree on whether this quotes: no value after it.
+                    if let Some(h) = self.hole_in(self.pos, self.toks.len()) {
+                        return self.refuse(h, "a single quote inside ${…} within \"…\" or a here-document is read differently by different shells: leave it out");
                     }
-                    while self.pos < end {
-                        self.copy();
-                    }
+                    self.copy();
                 }
                 '"' => {
                     self.copy();
@@ -956,7 +1027,7 @@ mod tests {
             ("source {{trigger.x}}", "source can run"),
             ("eval echo {{trigger.x}}", "eval can run"),
             ("trap 'echo {{trigger.x}}' EXIT", "trap can run"),
-            ("let n={{trigger.x}}", "let can run"),
+            ("let n={{trigger.x}}", "uses let"),
             ("read {{trigger.x}}", "read can run"),
             ("ssh host echo {{trigger.x}}", "ssh can run"),
             ("coproc {{trigger.x}}", "coproc can run"),
@@ -978,7 +1049,7 @@ mod tests {
             ("awk '{print \"{{trigger.x}}\"}' f", "program text of awk"),
             ("sed 's/a/{{trigger.x}}/' f", "program text of sed"),
             ("sed -e 's/a/{{trigger.x}}/' f", "program text of sed"),
-            ("printf -v {{trigger.x}} %s a", "printf -v"),
+            ("printf -v {{trigger.x}} %s a", "printf's format"),
             ("[ -v {{trigger.x}} ]", "test -v"),
             // Variables whose value decides what runs.
             ("PATH={{trigger.x}} ls", "PATH decides"),
@@ -994,6 +1065,7 @@ mod tests {
             ("[[ {{trigger.x}} -eq 1 ]]", "[[ … ]]"),
             ("[[ -n x && {{trigger.x}} ]]", "[[ … ]]"),
             ("echo [[ \"]]\"; {{trigger.x}} \"\"", "name the program"),
+            ("echo \"]]\"; {{trigger.x}} \"\"", "name the program"),
             ("echo ${X:{{trigger.x}}}", "arithmetic"),
             ("echo \"${a[{{trigger.x}}]}\"", "arithmetic"),
             ("echo ${X^{{trigger.x}}}", "arithmetic"),
@@ -1012,7 +1084,24 @@ mod tests {
             ("echo ${#{{trigger.x}}}", "variable's name"),
             ("echo ${{trigger.x}}", "right after \"$\""),
             ("echo $'a{{trigger.x}}'", "$'…'"),
-            ("echo \"${v#'{{trigger.x}}'}\"", "single quotes inside"),
+            ("echo \"${v#'{{trigger.x}}'}\"", "single quote inside"),
+            // Found by review: quoting the shells read differently, and values flowing into
+            // arithmetic through variables.
+            ("cat <<EOF\nBuilt by ${B:-the team's bot}\nEOF\necho \"That's it\"\nfind . -name \"{{trigger.x}}.log\"", "single quote inside"),
+            ("echo \"${G:-Hi, it's me}\"\necho \"Now it's time\"\nfind . -name {{trigger.x}}", "single quote inside"),
+            ("echo \"Found: $( (case \"$M\" in f) echo q;; esac); find . -name {{trigger.x}} )\"", "case inside $(…)"),
+            ("echo \"$(case a in a) printf %s {{trigger.x}};; esac)\"", "case inside $(…)"),
+            ("[[ -f /etc/passwd && ( 0 -lt {{trigger.x}} ) ]]", "[[ … ]]"),
+            ("[[ $s == \"]]\" || 0 -lt {{trigger.x}} ]]", "[[ … ]]"),
+            ("[[ -f x &&\n 0 -lt {{trigger.x}} ]]", "[[ … ]]"),
+            ("[[ a < b || 0 -lt {{trigger.x}} ]]", "[[ … ]]"),
+            ("function greet { sh -c \"echo {{trigger.x}}\"; }; greet", "uses function"),
+            ("time -p sh -c \"echo {{trigger.x}}\"", "time can run"),
+            ("{fd}>f eval {{trigger.x}}", "not written out"),
+            ("arr=(a b); unset \"arr[{{trigger.x}}]\"", "unset can run"),
+            ("printf \"{{trigger.x}}\" a", "printf's format"),
+            (": \"${GIT_SSH_COMMAND:={{trigger.x}}}\"; git ls-remote r", "GIT_SSH_COMMAND decides"),
+
         ] {
             let e = script(src).expect_err(src);
             assert!(e.contains(advice), "{src}: {e}");
@@ -1042,6 +1131,27 @@ mod tests {
         }
     }
 
+    /// A value may reach arithmetic through a variable: such scripts are marked, and `bind` refuses
+    /// values bash would run there.
+    #[test]
+    fn scripts_that_evaluate_arithmetic_are_marked() {
+        for src in [
+            "n={{trigger.x}}; echo \"next: $((n + 1))\"",
+            "n={{trigger.x}}; if [[ $n -gt 5 ]]; then echo; fi",
+            "echo $((1 + 2)) {{trigger.x}}",
+            "s={{trigger.x}}; echo ${s:1}",
+            "echo ${a[1]} {{trigger.x}}",
+            "cd {{trigger.x}} && n=$((n + 1))",
+            "f() { local -i n; n={{trigger.x}}; }; f",
+        ] {
+            let c = compile(&template::parse(src).unwrap()).unwrap_or_else(|e| panic!("{src}: {e}"));
+            assert!(c.arithmetic.is_some(), "{src}");
+        }
+        for src in ["echo {{trigger.x}}", "echo ${X:-1} {{trigger.x}}", "[ \"{{trigger.x}}\" -gt 1 ]"] {
+            assert_eq!(compile(&template::parse(src).unwrap()).unwrap().arithmetic, None, "{src}");
+        }
+    }
+
     #[test]
     fn safe_neighbours_of_refused_placements_are_accepted() {
         for src in [
@@ -1059,10 +1169,8 @@ mod tests {
             "cat <<-EOF\n\t{{trigger.x}}\n\tEOF",
             "for f in {{trigger.x}}; do echo \"$f\"; done",
             "case {{trigger.x}} in a) echo a;; *) echo b;; esac",
-            "echo \"$(case a in a) printf %s {{trigger.x}};; esac)\"",
             "if [ \"{{trigger.x}}\" = a ]; then echo yes; fi",
             "test -n {{trigger.x}}",
-            "echo $((1 + 2)) {{trigger.x}}",
             "# say {{trigger.x}}\necho hi",
             "echo `date` {{trigger.x}}",
             "x={{trigger.x}} && printf %s \"$x\"",
@@ -1070,8 +1178,6 @@ mod tests {
             "echo ${X:-'{{trigger.x}}'}",
             "echo \"${X:-{{trigger.x}}}\"",
             "v=x; echo \"${v#x{{trigger.x}}}\" ${#v}",
-            "echo [[ {{trigger.x}}",
-            "[[ -n x ]] || echo {{trigger.x}} ]]",
             "echo \"$(cat <<EOF\n{{trigger.x}}\nEOF\n)\"",
         ] {
             script(src).unwrap_or_else(|e| panic!("{src}: {e}"));

@@ -48,7 +48,7 @@ fn tally_design() -> Value {
             {"id": "varied", "type": "condition", "expr": "out.tally.distinct > 2"},
             {"id": "each", "type": "loop", "over": "{{nodes.tally.items}}", "concurrency": 3},
             {"id": "describe", "type": "command",
-             "run": "i={{loop.index}}; sleep 0.$((3 - i % 3)); printf '{\"pass\": %s, \"word\": \"%s\", \"times\": %s}\\n' \"$i\" {{item.word}} {{item.n}}"},
+             "run": "i={{loop.index}}; sleep 0.$(expr 3 - $i % 3); printf '{\"pass\": %s, \"word\": \"%s\", \"times\": %s}\\n' \"$i\" {{item.word}} {{item.n}}"},
             {"id": "summary", "type": "output", "template": "{{nodes.each.count}} distinct words: {{nodes.each.items}}"},
             {"id": "monotone", "type": "output", "template": "only {{nodes.tally.distinct}} distinct words"}
         ],

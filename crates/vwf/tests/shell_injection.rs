@@ -113,7 +113,6 @@ fn contexts() -> Vec<Context> {
         ("assign_double", "v=\"{{trigger.p}}\"; printf %s \"$v\"", same),
         ("assign_single", "v='{{trigger.p}}'; printf %s \"$v\"", same),
         ("assign_prefix", "P={{trigger.p}} sh -c 'printf %s \"$P\"'", same),
-        ("case_in_subst", "printf %s \"$(case a in a) printf %s {{trigger.p}};; esac)\"", subst),
         ("heredoc_in_subst", "printf %s \"$(cat <<EOF\n{{trigger.p}}\nEOF\n)\"", subst),
         ("python_argv", "python3 -c 'import sys; sys.stdout.write(sys.argv[1])' {{trigger.p}}", same),
         ("export", "export X={{trigger.p}} && printf %s \"$X\"", same),
@@ -219,6 +218,8 @@ fn placements_that_cannot_be_made_safe_are_refused_at_save_with_how_to_write_the
         ("$SHELL -c 'echo {{trigger.p}}'", "not written out"),
         ("echo \"$(case a in a) {{trigger.p}};; esac)\"", "name the program"),
         ("echo [[ \"]]\"; {{trigger.p}} \"\"", "name the program"),
+        ("echo \"${G:-it's}\"; find . -name {{trigger.p}}", "single quote inside"),
+        ("time -p sh -c \"echo {{trigger.p}}\"", "time can run"),
         ("alias a=echo\na {{trigger.p}}", "alias"),
         ("for ((i=0; i<{{trigger.p}}; i++)); do :; done", "arithmetic"),
         ("echo ${X:{{trigger.p}}}", "arithmetic"),
@@ -268,6 +269,31 @@ fn argv_and_env_refuse_values_that_would_choose_what_runs() {
     let (code, run) = home.json(&["run", "argv", "--input", &json!({"p": "$(touch X); `id`"}).to_string()]);
     assert_eq!(code, 0, "{run}");
     assert_eq!(run["outputs"]["cmd"]["text"], "$(touch X); `id`");
+}
+
+/// A value stored in a variable may reach arithmetic later (`$((n + 1))`), where bash runs
+/// `a[$(…)]`: in a script that evaluates arithmetic such values fail the step and nothing runs;
+/// ordinary values still arrive.
+#[test]
+fn values_bash_would_run_in_arithmetic_fail_the_step_in_scripts_that_do_arithmetic() {
+    let home = Home::new();
+    let work = tempfile::tempdir().expect("tempdir");
+    let cwd = work.path().to_str().expect("utf-8 path");
+    let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "cmd", "type": "command", "cwd": cwd, "run": "n={{trigger.p}}; printf %s \"$n\"; echo \"$((0 + 1))\" >/dev/null"}],
+        "edges": [{"from": "start", "to": "cmd"}]});
+    home.save("arith", &graph);
+    for value in [format!("a[$(touch {CANARY})]"), format!("x[`touch {CANARY}`]"), format!("[$(touch {CANARY})")] {
+        let (code, run) = home.json(&["run", "arith", "--input", &json!({"p": value}).to_string()]);
+        assert_eq!(code, 1, "{run}");
+        assert!(run["error"].as_str().unwrap_or_default().contains("would run as code"), "{run}");
+    }
+    let (code, run) = home.json(&["run", "arith", "--input", &json!({"p": "[ok] $HOME `x`"}).to_string()]);
+    assert_eq!(code, 1, "[ with $ is refused whatever else it holds: {run}");
+    let (code, run) = home.json(&["run", "arith", "--input", &json!({"p": "a[1] and 5"}).to_string()]);
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(run["outputs"]["cmd"]["text"], "a[1] and 5");
+    assert!(made_files(work.path()).is_empty());
 }
 
 #[test]
