@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod doctor;
 pub mod exec;
 pub mod failure;
+pub mod logs;
 pub mod mcp;
 pub mod render;
 pub mod runner;

@@ -509,6 +509,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             })
         }
         Cmd::Serve { bind } => {
+            vwf::logs::init();
             let server = vwf::server::prepare(App::open(app.home.clone())?, bind.as_deref())?;
             // One line first, so whoever started the server learns its address from it.
             if json {

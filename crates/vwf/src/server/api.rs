@@ -165,6 +165,7 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
         .route("/readyz", get(readyz))
         .fallback(any(fallback).layer(CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
+        .route_layer(axum::middleware::map_request(keep_route))
         .with_state(AppState { app, secured });
     // The outer layers wrap the whole router (not each route), so they see its own answers too
     // (a 405 with its Allow header) and guard requests before any routing.
@@ -172,6 +173,43 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
         .fallback_service(routes)
         .layer(from_fn_with_state(guard, security::guard))
         .layer(map_response(json_errors))
+        .layer(axum::middleware::from_fn(log_request))
+}
+
+/// Where the routed layer leaves the route a request matched (its template, e.g.
+/// `/api/…/runs/{run_id}`) for the outermost layer, which sees the request before routing.
+#[derive(Clone, Default)]
+struct RouteSlot(Arc<std::sync::Mutex<Option<String>>>);
+
+async fn keep_route(path: Option<axum::extract::MatchedPath>, request: Request) -> Request {
+    if let (Some(p), Some(slot)) = (path, request.extensions().get::<RouteSlot>())
+        && let Ok(mut route) = slot.0.lock()
+    {
+        *route = Some(p.as_str().to_string());
+    }
+    request
+}
+
+/// One log line per request: method, route (the template, or `-` when none matched), path,
+/// status and duration. Outermost, so refusals by the guard and the router are logged too.
+async fn log_request(request: Request, next: axum::middleware::Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let slot = RouteSlot::default();
+    let mut request = request;
+    request.extensions_mut().insert(slot.clone());
+    let response = next.run(request).await;
+    let route = slot.0.lock().ok().and_then(|r| r.clone()).unwrap_or_else(|| "-".into());
+    tracing::info!(
+        method = %method,
+        route = %route,
+        path = %path,
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
 }
 
 // ---- probes ----

@@ -31,11 +31,13 @@ pub struct Options<'a> {
     pub env: Vec<(&'a str, String)>,
     pub bind: Option<&'a str>,
     pub token: Option<&'a str>,
+    /// Where the server's standard error goes (default: the test's own).
+    pub stderr: Option<&'a Path>,
 }
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Options { env: Vec::new(), bind: Some("127.0.0.1:0"), token: None }
+        Options { env: Vec::new(), bind: Some("127.0.0.1:0"), token: None, stderr: None }
     }
 }
 
@@ -66,7 +68,10 @@ impl Server {
         if let Some(token) = options.token {
             cmd.env(TOKEN_VAR, token);
         }
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start vwf serve");
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(match options.stderr {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("create the stderr file")),
+            None => Stdio::inherit(),
+        }).spawn().expect("start vwf serve");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read the server's first line");

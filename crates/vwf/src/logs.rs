@@ -1,0 +1,27 @@
+//! Structured logs for the long-running server, through `tracing`.
+//!
+//! Why: an operator running `vwf serve` under a service manager needs one line per request (and
+//! later per run transition) that a log pipeline can parse. Invariants:
+//! - Logs go to standard error only; standard output stays the server's address line and nothing
+//!   else, so whoever started the server can read it.
+//! - Levels come from `RUST_LOG` (default `info`); `VWF_LOG_FORMAT=json` writes one JSON object a
+//!   line, anything else the human text format.
+//! - Only `serve` installs the subscriber: CLI commands keep their exact standard error.
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+pub const FORMAT_VAR: &str = "VWF_LOG_FORMAT";
+
+/// Installs the global subscriber; a second call (or one after another subscriber) does nothing.
+pub fn init() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false);
+    let json = std::env::var(FORMAT_VAR).is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let _ = if json { builder.json().flatten_event(true).try_init() } else { builder.try_init() };
+}
