@@ -379,7 +379,8 @@ impl Words {
         if program == "find" && args.iter().any(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")) {
             return Some("find -exec runs its arguments as a program: pass values to find only before -exec".into());
         }
-        if program == "printf" && (args.is_empty() || args.iter().any(|a| a.starts_with("-v"))) {
+        // A value at the very start of printf's format could be bash's `-v name`.
+        if program == "printf" && ((args.is_empty() && self.current.is_empty()) || args.iter().any(|a| a.starts_with("-v"))) {
             return Some("printf's format and -v are read as code-like text (a value could be -v name): write the format in the design (printf %s {{…}})".into());
         }
         if matches!(program, "[" | "test") && args.iter().any(|a| a == "-v" || a == "-R") {
@@ -1100,6 +1101,7 @@ mod tests {
             ("{fd}>f eval {{trigger.x}}", "not written out"),
             ("arr=(a b); unset \"arr[{{trigger.x}}]\"", "unset can run"),
             ("printf \"{{trigger.x}}\" a", "printf's format"),
+            ("printf {{trigger.x}}%s a", "printf's format"),
             (": \"${GIT_SSH_COMMAND:={{trigger.x}}}\"; git ls-remote r", "GIT_SSH_COMMAND decides"),
 
         ] {
@@ -1174,6 +1176,7 @@ mod tests {
             "# say {{trigger.x}}\necho hi",
             "echo `date` {{trigger.x}}",
             "x={{trigger.x}} && printf %s \"$x\"",
+            "printf '\\377{{trigger.x}}'",
             "export X={{trigger.x}} && printf %s \"$X\"",
             "echo ${X:-'{{trigger.x}}'}",
             "echo \"${X:-{{trigger.x}}}\"",
