@@ -1021,8 +1021,12 @@ impl Run {
             self.fail_step(id, &msg, now);
             return;
         }
-        let view = view::output_view(text, extra);
         let (base, _) = split_instance(id);
+        let view = if self.plan.step(base).is_some_and(|s| s.kind() == "command") {
+            view::command_view(text, extra)
+        } else {
+            view::output_view(text, extra)
+        };
         let base = base.to_string();
         match self.locate(id) {
             Some((_, scope)) if scope.pass.is_some() => {

@@ -21,6 +21,19 @@ pub fn output_view(text: &str, extra: Map<String, Value>) -> Value {
     build(text, data, extra)
 }
 
+/// The output view of a command step: `text` is its stdout without trailing newlines, as shell
+/// command substitution (`$(…)`) gives it, so `{{nodes.a}} {{nodes.b}}` joins two `echo`s as
+/// `A B`; `stdout` keeps the exact bytes the command printed.
+pub fn command_view(stdout: &str, mut extra: Map<String, Value>) -> Value {
+    extra.insert("stdout".into(), Value::String(stdout.to_string()));
+    output_view(command_text(stdout), extra)
+}
+
+/// A command's stdout as its text view reads it (see [`command_view`]).
+pub fn command_text(stdout: &str) -> &str {
+    stdout.trim_end_matches('\n')
+}
+
 /// The view of a run's input (the trigger): its text is the string itself when the input is a
 /// JSON string, else its compact JSON (`null` for no input); its `data` is the input value.
 pub fn input_view(input: &Value) -> Value {
@@ -150,6 +163,23 @@ mod tests {
         assert_eq!(view_lookup(&v, &[]), Some(v["text"].clone()));
         let plain = output_view("just text", Map::new());
         assert_eq!(view_lookup(&plain, &["city"]), None);
+    }
+
+    proptest::proptest! {
+        /// Whatever a command prints, its text is what `$(…)` would give and `stdout` the exact
+        /// bytes.
+        #[test]
+        fn command_view_text_is_command_substitution(body in "[a-z \\n\\r\\t]{0,12}", newlines in 0usize..4) {
+            let stdout = format!("{body}{}", "\n".repeat(newlines));
+            let v = command_view(&stdout, Map::new());
+            let mut expected = stdout.clone();
+            while expected.ends_with('\n') {
+                expected.pop();
+            }
+            proptest::prop_assert_eq!(v["text"].as_str(), Some(expected.as_str()));
+            proptest::prop_assert_eq!(v["stdout"].as_str(), Some(stdout.as_str()));
+            proptest::prop_assert_eq!(v["lines"].as_u64(), Some(expected.lines().count() as u64));
+        }
     }
 
     #[test]

@@ -85,7 +85,8 @@ fn stdout_is_the_output_byte_for_byte() {
     let graph = chain(vec![json!({"id": "cmd", "type": "command", "run": "printf '  two  spaces\\n\\ttab \\n\\n'"})]);
     let run = run_ok(&home, &graph, &Value::Null);
     let out = &run["outputs"]["cmd"];
-    assert_eq!(out["text"], "  two  spaces\n\ttab \n\n", "{run}");
+    assert_eq!(out["stdout"], "  two  spaces\n\ttab \n\n", "{run}");
+    assert_eq!(out["text"], "  two  spaces\n\ttab ", "the text view drops trailing newlines only: {run}");
     assert_eq!(out["exit_code"], 0, "{run}");
     assert_eq!(out["stderr"], "", "{run}");
     assert!(out.get("encoding").is_none(), "UTF-8 output needs no encoding marker: {run}");
@@ -93,7 +94,7 @@ fn stdout_is_the_output_byte_for_byte() {
     // Standard error is reported beside the output, never mixed into it.
     let graph = chain(vec![json!({"id": "cmd", "type": "command", "run": "echo out; echo warn >&2"})]);
     let run = run_ok(&home, &graph, &Value::Null);
-    assert_eq!(run["outputs"]["cmd"]["text"], "out\n", "{run}");
+    assert_eq!(run["outputs"]["cmd"]["stdout"], "out\n", "{run}");
     assert_eq!(run["outputs"]["cmd"]["stderr"], "warn\n", "{run}");
 }
 
@@ -116,11 +117,32 @@ fn json_stdout_is_addressable_downstream() {
         ]
     });
     let run = run_ok(&home, &graph, &Value::Null);
-    assert_eq!(run["outputs"]["cmd"]["text"], "{\"count\": 3}\n", "stdout is kept as printed: {run}");
+    assert_eq!(run["outputs"]["cmd"]["stdout"], "{\"count\": 3}\n", "stdout is kept as printed: {run}");
     assert_eq!(run["outputs"]["cmd"]["data"], json!({"count": 3}), "{run}");
     assert_eq!(run["outputs"]["check"]["value"], true, "{run}");
     assert_eq!(text_of(&run, "many"), "count=3");
     assert_eq!(run["skipped"], json!(["few"]), "{run}");
+}
+
+/// Templates read a command's text as shell command substitution gives it: `{{nodes.a}} {{nodes.b}}`
+/// joins two `echo`s as "A B", whatever number of newlines each printed; the exact bytes stay in
+/// `stdout`.
+#[test]
+fn text_view_drops_trailing_newlines_as_command_substitution_does() {
+    let home = Home::new();
+    for (a, b) in [("A\n", "B\n"), ("A", "B\n\n\n"), ("A\n\nx\n", "\n")] {
+        let graph = chain(vec![
+            json!({"id": "a", "type": "command", "argv": ["printf", "%s", a]}),
+            json!({"id": "b", "type": "command", "argv": ["printf", "%s", b]}),
+            json!({"id": "both", "type": "output", "template": "{{nodes.a}} {{nodes.b}}"}),
+        ]);
+        let run = run_ok(&home, &graph, &Value::Null);
+        let shell = |s: &str| s.trim_end_matches('\n').to_string();
+        assert_eq!(text_of(&run, "both"), format!("{} {}", shell(a), shell(b)), "{run}");
+        assert_eq!(run["outputs"]["a"]["stdout"], a, "{run}");
+        assert_eq!(run["outputs"]["b"]["stdout"], b, "{run}");
+        assert_eq!(run["outputs"]["b"]["lines"], shell(b).lines().count(), "{run}");
+    }
 }
 
 #[test]
@@ -217,7 +239,7 @@ fn background_grandchild_does_not_hang_the_step() {
     let started = Instant::now();
     let run = run_ok(&home, &graph, &Value::Null);
     assert!(started.elapsed() < Duration::from_secs(60), "the step waited for the background sleep");
-    assert_eq!(text_of(&run, "cmd"), "hi\n");
+    assert_eq!(text_of(&run, "cmd"), "hi");
     assert_all_dead(&pids_in(&work.path().join("pid")));
 }
 
@@ -296,7 +318,7 @@ fn output_over_the_inline_limit_fails_clearly() {
     // Exactly at the limit is still kept, whole.
     let graph = chain(vec![json!({"id": "cmd", "type": "command", "run": "yes | head -c 1048576"})]);
     let run = run_ok(&home, &graph, &Value::Null);
-    assert_eq!(text_of(&run, "cmd").len(), 1_048_576);
+    assert_eq!(run["outputs"]["cmd"]["stdout"].as_str().map(str::len), Some(1_048_576));
 }
 
 #[test]

@@ -260,8 +260,9 @@ fn the_built_design_answers_its_gate_and_delivers_the_command_output() {
     let home = Home::new();
     let run = run_cli(&home, "designer-built", &graph);
     assert_eq!(run["status"], "done", "{run}");
-    assert_eq!(run["outputs"]["command1"]["text"], "hello\n", "stdout byte for byte: {run}");
+    assert_eq!(run["outputs"]["command1"]["stdout"], "hello\n", "stdout byte for byte: {run}");
+    assert_eq!(run["outputs"]["command1"]["text"], "hello", "the text view drops trailing newlines: {run}");
     assert_eq!(run["outputs"]["condition1"]["value"], true, "{run}");
     assert_eq!(run["outputs"]["approval1"]["answer"], "send", "the first option: {run}");
-    assert_eq!(run["outputs"]["output1"]["text"], "Command said: hello\n", "{run}");
+    assert_eq!(run["outputs"]["output1"]["text"], "Command said: hello", "{run}");
 }

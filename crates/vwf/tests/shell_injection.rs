@@ -167,7 +167,7 @@ fn no_hostile_value_runs_in_any_context_and_each_arrives_byte_for_byte() {
         let shown: String = value.chars().take(60).collect();
         assert_eq!(code, 0, "{shown:?}: {run}");
         for (id, _, expect) in contexts() {
-            let got = run["outputs"][id]["text"].as_str().unwrap_or_else(|| panic!("{id} has no text for {shown:?}: {run}"));
+            let got = run["outputs"][id]["stdout"].as_str().unwrap_or_else(|| panic!("{id} has no stdout for {shown:?}: {run}"));
             assert!(got == expect(value), "{id}: {shown:?} arrived as {:?}", got.chars().take(80).collect::<String>());
         }
         let made = made_files(work.path());
