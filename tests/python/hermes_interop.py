@@ -1,14 +1,21 @@
 """Loads visual-workflow into the real hermes-agent package and records what Hermes does with it.
 
-Usage: python hermes_interop.py VWF_BIN PLUGIN_DIR README EXAMPLE_JSON WORK_DIR
+Usage: python hermes_interop.py VWF_BIN PLUGIN README EXAMPLE_JSON WORK_DIR
 
-1. Hermes's plugin loader discovers integrations/hermes as a user plugin (enabled in
-   config.yaml), which registers the five tools and /workflow; a tool call goes through Hermes's
-   tool registry and `/workflow list` through its plugin-command lookup.
-2. The plugin's cron helper creates a Hermes cron job through Hermes's own cron tool.
+PLUGIN is the plugin folder (integrations/hermes), linked into Hermes's plugins directory and
+run with ``VWF_BIN`` set; or ``entrypoint``: the ``visual-workflow`` wheel is installed in this
+interpreter's environment, nothing is put in a plugins folder, ``VWF_BIN`` is unset, ``PATH``
+does not lead to the environment's scripts, and VWF_BIN names the binary the plugin should find.
+
+1. Hermes's plugin loader discovers the plugin (enabled in config.yaml), which registers the five
+   tools and /workflow; a tool call goes through Hermes's tool registry and `/workflow list`
+   through its plugin-command lookup.
+2. The plugin's cron helper creates Hermes cron jobs through Hermes's own cron tool, with the
+   delivery target the design's output nodes name, which Hermes's scheduler resolves.
 3. Hermes's MCP client starts `vwf mcp` from the `mcp_servers` snippet of the README.
-4. Hermes's web dashboard (its FastAPI app, driven in-process) discovers the plugin's dashboard
-   tab from dashboard/manifest.json, lists it to the browser and serves its dist/index.js.
+4. (Folder only.) Hermes's web dashboard (its FastAPI app, driven in-process) discovers the
+   plugin's dashboard tab from dashboard/manifest.json, lists it to the browser and serves its
+   dist/index.js.
 
 Prints one JSON object on standard output; crates/vwf/tests/mcp.rs asserts on it.
 """
@@ -22,6 +29,7 @@ import sys
 from pathlib import Path
 
 VWF, PLUGIN_DIR, README, EXAMPLE, WORK = sys.argv[1:6]
+ENTRY_POINT = PLUGIN_DIR == "entrypoint"
 WORK_DIR = Path(WORK)
 HOME = WORK_DIR / "home"
 HERMES_HOME = HOME / ".hermes"
@@ -33,7 +41,12 @@ ODD_NAME = "brief.v2_x-1"
 HERMES_HOME.mkdir(parents=True, exist_ok=True)
 os.environ["HOME"] = str(HOME)
 os.environ["HERMES_HOME"] = str(HERMES_HOME)
-os.environ["VWF_BIN"] = VWF
+if ENTRY_POINT:
+    os.environ.pop("VWF_BIN", None)
+    scripts = os.path.dirname(VWF)
+    os.environ["PATH"] = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and os.path.abspath(p) != scripts)
+else:
+    os.environ["VWF_BIN"] = VWF
 os.environ.pop("VWF_HOME", None)
 os.environ["HERMES_TIMEZONE"] = "UTC"
 
@@ -43,6 +56,8 @@ def mcp_snippet() -> str:
     text = Path(README).read_text(encoding="utf-8")
     for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
         if "mcp_servers:" in block and "command:" in block:
+            if ENTRY_POINT:
+                return block  # `command: vwf`, found on the activated environment's PATH
             return re.sub(r"command: *\S+", f"command: {json.dumps(VWF)}", block, count=1)
     raise SystemExit("README has no mcp_servers snippet with a command")
 
@@ -55,6 +70,8 @@ def write_config() -> None:
     (HERMES_HOME / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     plugins = HERMES_HOME / "plugins"
     plugins.mkdir(exist_ok=True)
+    if ENTRY_POINT:
+        return
     link = plugins / "visual-workflow"
     if not link.exists():
         link.symlink_to(Path(PLUGIN_DIR).resolve(), target_is_directory=True)
@@ -69,6 +86,11 @@ def parse(raw):
     return raw
 
 
+def plugin_module():
+    """The plugin's module as Hermes imported it."""
+    return sys.modules["vwf_hermes" if ENTRY_POINT else "hermes_plugins.visual_workflow"]
+
+
 def plugin_part(example: dict) -> dict:
     from hermes_cli import plugins
     from tools.registry import registry
@@ -77,6 +99,9 @@ def plugin_part(example: dict) -> dict:
     manager = plugins.get_plugin_manager()
     manager.discover_and_load(force=True)
     out["plugins"] = [p for p in manager.list_plugins() if p["key"] == "visual-workflow"]
+    out["binary"] = plugin_module().vwf_binary()
+    out["expected_binary"] = VWF
+    out["plugin_file"] = plugin_module().__file__
     out["registered_tools"] = sorted(n for n in registry.get_all_tool_names() if n.startswith("workflow_"))
     out["toolset"] = registry.get_toolset_for_tool("workflow_design_run")
     out["schema_name"] = (registry.get_schema("workflow_design_run") or {}).get("name")
@@ -100,7 +125,10 @@ def cron_part() -> dict:
     import tools.cronjob_tools  # noqa: F401  (registers Hermes's cron tool, as a session does)
     from cron.jobs import list_jobs
 
-    module = sys.modules["hermes_plugins.visual_workflow"]
+    from cron.scheduler import _resolve_delivery_targets
+    from tools.registry import registry
+
+    module = plugin_module()
     out: dict = {}
     out["bad_name"] = module.schedule(BAD_NAME, preset="daily", time="09:00")
     out["jobs_after_bad_name"] = len(list_jobs(include_disabled=True))
@@ -115,7 +143,43 @@ def cron_part() -> dict:
     ]
     out["vwf_job_paused"] = job.get("paused")
     out["cron"] = job.get("cron")
+
+    # Output nodes that name Hermes targets set the cron job's `deliver`; Hermes's scheduler
+    # resolves it to the chats it will send the job's result to.
+    os.environ["SLACK_HOME_CHANNEL"] = "C0HOME"
+    out["deliver"] = {}
+    for name, outputs in DELIVERIES.items():
+        graph = {
+            "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}]
+            + [{"id": f"out{i}", "type": "output", **o} for i, o in enumerate(outputs)],
+            "edges": [{"from": "start", "to": f"out{i}"} for i in range(len(outputs))],
+        }
+        saved = parse(registry.dispatch("workflow_design_save", {"name": name, "graph": graph}))
+        made = module.schedule(name, preset="daily", time="09:00")
+        hermes = next((j for j in list_jobs(include_disabled=True) if j.get("name") == f"workflow:{name}"), {})
+        out["deliver"][name] = {
+            "saved": saved.get("ok"),
+            "made": made.get("ok"),
+            "error": made.get("error"),
+            "vwf_job_deliver": (made.get("job") or {}).get("deliver"),
+            "hermes_job_deliver": hermes.get("deliver"),
+            "targets": [
+                {"platform": t["platform"], "chat_id": str(t["chat_id"]), "thread_id": t.get("thread_id")}
+                for t in _resolve_delivery_targets(hermes)
+            ] if hermes else None,
+        }
     return out
+
+
+# Designs whose output nodes name delivery targets: which of them Hermes can reach.
+DELIVERIES = {
+    "to-telegram-topic": [{"deliver": "channel", "target": "telegram:-1001234567890:17585"}],
+    "to-slack-home-and-webhook": [
+        {"deliver": "notification", "target": "slack"},
+        {"deliver": "channel", "target": "webhook:ci"},
+    ],
+    "to-discord-webhook": [{"deliver": "channel", "target": "discord:alerts"}],
+}
 
 
 def mcp_part() -> dict:
@@ -172,7 +236,14 @@ def dashboard_part() -> dict:
 def main() -> None:
     write_config()
     example = json.loads(Path(EXAMPLE).read_text(encoding="utf-8"))
-    report = {"plugin": plugin_part(example), "cron": cron_part(), "mcp": mcp_part(), "dashboard": dashboard_part(), "hermes_home": str(HERMES_HOME)}
+    report = {"plugin": plugin_part(example), "cron": cron_part()}
+    if ENTRY_POINT:
+        # An activated environment: its scripts directory is on PATH, so `command: vwf` works.
+        os.environ["PATH"] = os.pathsep.join([os.path.dirname(VWF), os.environ.get("PATH", "")])
+    report["mcp"] = mcp_part()
+    if not ENTRY_POINT:
+        report["dashboard"] = dashboard_part()
+    report["hermes_home"] = str(HERMES_HOME)
     sys.stdout.write(json.dumps(report) + "\n")
     sys.stdout.flush()
 

@@ -34,8 +34,12 @@ SLACK = 10.0
 
 
 def load_plugin():
-    spec = importlib.util.spec_from_file_location("vwf_hermes_plugin", Path(PLUGIN_DIR) / "__init__.py")
+    # Loaded as a package, as Hermes loads a plugin folder (it imports a sibling module).
+    spec = importlib.util.spec_from_file_location(
+        "vwf_hermes_plugin", Path(PLUGIN_DIR) / "__init__.py", submodule_search_locations=[PLUGIN_DIR]
+    )
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 

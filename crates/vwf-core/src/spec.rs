@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::design::Node;
+use crate::design::{Design, Node};
 use crate::limits::{self, within};
 use crate::{schedule, shell, template};
 use crate::validate::Issue;
@@ -470,6 +470,32 @@ pub fn check_target(deliver: &Deliver, target: &str) -> Result<(), String> {
     }
 }
 
+/// Platforms whose targets Hermes's gateway reaches the same way vwf does: a home channel by
+/// platform name, or a chat by its platform id. Discord and webhook targets name webhooks of vwf's
+/// own configuration, which Hermes knows nothing of.
+pub const HERMES_PLATFORMS: [&str; 2] = ["telegram", "slack"];
+
+/// The `deliver` value of a Hermes cron job that runs `design` (SPEC §19): the targets of its output
+/// nodes that name a Hermes destination ([`HERMES_PLATFORMS`]), in node order, without repeats,
+/// comma-joined as Hermes reads them (`telegram`, `telegram:-100123:17585,slack:#ops`). `None` when no
+/// output node names one: Hermes then keeps its own default.
+pub fn hermes_deliver(design: &Design) -> Option<String> {
+    let mut targets: Vec<String> = Vec::new();
+    for node in design.nodes.iter().filter(|n| n.is("output")) {
+        let Ok(Spec::Output { deliver: Some(deliver), target: Some(target), .. }) = Spec::parse(node) else {
+            continue;
+        };
+        let platform = match deliver {
+            Deliver::Notification => target.as_str(),
+            Deliver::Channel => target.split_once(':').map_or("", |(platform, _)| platform),
+        };
+        if HERMES_PLATFORMS.contains(&platform) && !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    (!targets.is_empty()).then(|| targets.join(","))
+}
+
 /// The node map's `type` field, for callers holding only raw JSON.
 pub fn kind_of(raw: &Map<String, Value>) -> &str {
     raw.get("type").and_then(Value::as_str).unwrap_or("")
@@ -516,5 +542,35 @@ mod tests {
         assert_eq!(s, Spec::Approval { question: "q".into(), options: vec!["approve".into(), "reject".into()], timeout_minutes: None, on_timeout: OnTimeout::Reject });
         let s = Spec::parse(&node(json!({"id": "h", "type": "http", "url": "https://x", "accept": ["2xx", 404]}))).unwrap();
         assert!(matches!(s, Spec::Http { ref accept, timeout_seconds: 30, .. } if accept == &vec![(200, 299), (404, 404)]));
+    }
+
+    #[test]
+    fn hermes_deliver_keeps_the_targets_hermes_can_reach() {
+        let design = |outputs: Value| {
+            let mut nodes = vec![json!({"id": "t", "type": "trigger", "mode": "manual"})];
+            for (i, o) in outputs.as_array().unwrap().iter().enumerate() {
+                let mut node = json!({"id": format!("o{i}"), "type": "output"});
+                node.as_object_mut().unwrap().extend(o.as_object().unwrap().clone());
+                nodes.push(node);
+            }
+            Design::from_value(&json!({"nodes": nodes, "edges": []})).unwrap()
+        };
+        let cases = [
+            (json!([]), None),
+            (json!([{}]), None),
+            (json!([{"deliver": "notification", "target": "telegram"}]), Some("telegram")),
+            (json!([{"deliver": "channel", "target": "telegram:-100123:17585"}]), Some("telegram:-100123:17585")),
+            (json!([{"deliver": "channel", "target": "slack:#ops"}, {"deliver": "notification", "target": "slack"}]), Some("slack:#ops,slack")),
+            // vwf's own webhooks are not Hermes destinations.
+            (json!([{"deliver": "channel", "target": "discord:alerts"}, {"deliver": "channel", "target": "webhook:ci"}]), None),
+            (json!([{"deliver": "channel", "target": "discord:alerts"}, {"deliver": "channel", "target": "telegram:42"}]), Some("telegram:42")),
+            // Repeats once; a bad target is not guessed at.
+            (json!([{"deliver": "channel", "target": "telegram:42"}, {"deliver": "channel", "target": " telegram:42 "}]), Some("telegram:42")),
+            (json!([{"deliver": "channel", "target": "telegram:not-a-chat"}, {"deliver": "notification", "target": "discord"}]), None),
+            (json!([{"deliver": "channel", "target": "telegram,slack:x"}]), None),
+        ];
+        for (outputs, want) in cases {
+            assert_eq!(hermes_deliver(&design(outputs.clone())).as_deref(), want, "{outputs}");
+        }
     }
 }

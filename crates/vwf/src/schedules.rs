@@ -27,9 +27,11 @@ use std::path::{Path, PathBuf};
 use chrono::TimeDelta;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use vwf_core::design::Design;
 use vwf_core::names::DesignName;
 use vwf_core::run::{Status, TriggerInfo};
 use vwf_core::schedule::{self, Schedule, ScheduleError};
+use vwf_core::spec;
 use vwf_core::time::{self, Ts};
 
 use crate::app::{self, App};
@@ -71,6 +73,10 @@ pub struct Job {
     pub last_run_at: Option<Ts>,
     /// What a Hermes cron job asks its agent to do (see [`prompt`]).
     pub prompt: String,
+    /// Where a Hermes cron job for this design delivers its result: the Hermes targets of the
+    /// design's output nodes when the job was set (`vwf_core::spec::hermes_deliver`), else `null`.
+    #[serde(default)]
+    pub deliver: Option<String>,
     /// The schedule object (`{preset, time?, minute?, dow?, cron?, tz?}`), to edit it again.
     pub schedule: Schedule,
     /// Fires that passed while nothing was ticking, oldest first; not run.
@@ -150,6 +156,9 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
     if !app.store.design_exists(design) {
         return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
     }
+    // A design that cannot be read or parsed now still gets its schedule (its runs report the
+    // problem); it just names no delivery target.
+    let deliver = app.store.load_design(design).ok().and_then(|v| Design::from_value(&v).ok()).and_then(|d| spec::hermes_deliver(&d));
     spec.tz = spec.tz.map(|tz| tz.trim().to_string());
     let _lock = DirLock::take(&dir(app))?;
     let path = job_path(app, design);
@@ -164,6 +173,7 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
         next_run_at: if paused { None } else { next_run_at },
         last_run_at: old.as_ref().and_then(|j| j.last_run_at),
         prompt: prompt(design),
+        deliver,
         schedule: spec,
         missed: old.map(|j| j.missed).unwrap_or_default(),
         cron,

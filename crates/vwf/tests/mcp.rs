@@ -14,12 +14,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use common::repo;
+use common::{hermes, repo};
 
 /// The venv's python, or `None` (with the reason printed) when PyPI cannot be reached.
 fn python() -> Option<&'static PathBuf> {
@@ -29,27 +28,7 @@ fn python() -> Option<&'static PathBuf> {
 
 /// Runs `tests/python/<script>` with `args` in a scratch directory and parses its JSON report.
 fn run_script(script: &str, args: &[&Path]) -> Option<Value> {
-    Some(run_script_with(python()?, script, args))
-}
-
-/// `run_script` with a given interpreter.
-fn run_script_with(python: &Path, script: &str, args: &[&Path]) -> Value {
-    let work = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(python)
-        .arg(repo().join("tests/python").join(script))
-        .args(args)
-        .arg(work.path())
-        .env_remove("VWF_HOME")
-        .env_remove("HERMES_HOME")
-        .env_remove("VWF_NOW")
-        .env("PYTHONDONTWRITEBYTECODE", "1") // no __pycache__ left in integrations/hermes
-        .output()
-        .expect("run the python script");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{script} failed ({}):\n{stderr}\n{stdout}", out.status);
-    let last = stdout.lines().last().unwrap_or("");
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("{script} printed no JSON report ({e}):\n{stdout}\n{stderr}"))
+    Some(hermes::run_script(python()?, script, args))
 }
 
 fn vwf_bin() -> &'static Path {
@@ -223,7 +202,7 @@ fn injection_name_is_refused_by_mcp_and_plugin_and_cron_prompt_embeds_json_name(
 #[test]
 fn hermes_plugin_stops_a_hung_vwf_within_its_time_limit() {
     let plugin = repo().join("integrations/hermes");
-    let report = run_script_with(Path::new("python3"), "hermes_timeout.py", &[vwf_bin(), &plugin]);
+    let report = hermes::run_script(Path::new("python3"), "hermes_timeout.py", &[vwf_bin(), &plugin]);
     let calls = report["calls"].as_array().expect("calls");
     assert_eq!(calls.len(), 14, "{report}");
     for c in calls {
@@ -247,31 +226,13 @@ fn hermes_plugin_stops_a_hung_vwf_within_its_time_limit() {
 #[test]
 fn hermes_plugin_loader_registers_the_tools_and_workflow_command() {
     let Some(report) = hermes_report() else { return };
-    let plugin = &report["plugin"];
-    let loaded = &plugin["plugins"][0];
-    assert_eq!(loaded["enabled"], true, "{loaded}");
-    assert_eq!(loaded["error"], Value::Null, "{loaded}");
-    assert_eq!(loaded["source"], "user");
-    assert_eq!((loaded["tools"].as_u64(), loaded["commands"].as_u64()), (Some(5), Some(1)), "{loaded}");
-    let mut five: Vec<&str> = SEVEN[..5].to_vec();
-    five.sort_unstable();
-    assert_eq!(plugin["registered_tools"], json!(five));
-    assert_eq!(plugin["toolset"], "visual-workflow");
-    assert_eq!(plugin["schema_name"], "workflow_design_run");
-    assert_eq!(plugin["commands"], json!(["workflow"]));
+    hermes::assert_plugin_registered(report, "user", vwf_bin());
+}
 
-    // Tool calls through Hermes's registry reach vwf in Hermes's home.
-    assert_eq!(plugin["save"]["ok"], true, "{}", plugin["save"]);
-    let home = report["hermes_home"].as_str().expect("home");
-    assert!(plugin["save"]["path"].as_str().unwrap_or("").starts_with(home), "{} in {home}", plugin["save"]);
-    assert_eq!(plugin["run"]["status"], "awaiting_agent", "{}", plugin["run"]);
-    assert_eq!(plugin["respond"]["status"], "awaiting_approval", "{}", plugin["respond"]);
-    assert_eq!(plugin["load_missing"]["ok"], false);
-
-    // `/workflow list` through Hermes's plugin-command lookup.
-    let list = plugin["slash_list"].as_str().expect("reply");
-    assert!(list.contains("draft-review") && list.contains("brief.v2_x-1"), "{list}");
-    assert!(plugin["slash_help"].as_str().unwrap_or("").contains("/workflow run <name>"), "{}", plugin["slash_help"]);
+#[test]
+fn hermes_cron_jobs_deliver_to_the_targets_of_the_output_nodes() {
+    let Some(report) = hermes_report() else { return };
+    hermes::assert_cron_jobs_deliver(report);
 }
 
 /// Hermes's dashboard backend discovers `integrations/hermes/dashboard/manifest.json` (the plugin
@@ -300,18 +261,7 @@ fn hermes_dashboard_lists_the_workflows_tab_and_serves_its_script() {
 #[test]
 fn hermes_mcp_servers_snippet_reaches_vwf_mcp() {
     let Some(report) = hermes_report() else { return };
-    let mcp = &report["mcp"];
-    let expected: Vec<String> = {
-        let mut names: Vec<String> = SEVEN.iter().map(|t| format!("mcp__visual_workflow__{t}")).collect();
-        names.sort();
-        names
-    };
-    assert_eq!(mcp["tools"], json!(expected));
-    let listed: Value = serde_json::from_str(mcp["list"]["result"].as_str().expect("a result")).expect("JSON text");
-    assert_eq!(listed["ok"], true);
-    assert_eq!(listed["designs"], json!(["brief.v2_x-1", "draft-review"]), "the same home as the plugin");
-    let runs: Value = serde_json::from_str(mcp["runs"]["result"].as_str().expect("a result")).expect("JSON text");
-    assert_eq!(runs["runs"][0]["run_id"], report["plugin"]["run"]["run_id"]);
+    hermes::assert_mcp_reaches_vwf(report);
 }
 
 /// The plugin's schemas (integrations/hermes/tools.json) are the MCP server's, so the two

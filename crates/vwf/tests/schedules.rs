@@ -103,7 +103,7 @@ fn the_job_shape_is_the_contract() {
     save(&app, "brief", hello());
     let job = upsert(&app, "brief", json!({"preset": "weekdays", "time": "09:00", "tz": "Europe/Berlin"})).unwrap();
     let value = serde_json::to_value(&job).unwrap();
-    for key in ["job_id", "name", "design", "cron", "human", "tz", "paused", "next_run_at", "last_run_at", "prompt"] {
+    for key in ["job_id", "name", "design", "cron", "human", "tz", "paused", "next_run_at", "last_run_at", "prompt", "deliver"] {
         assert!(value.get(key).is_some(), "job lacks {key}: {value}");
     }
     insta::assert_json_snapshot!("schedule_job", value);
@@ -363,6 +363,30 @@ fn the_prompt_embeds_the_design_name_as_json() {
     let line = job.prompt.lines().find(|l| l.contains("workflow_design_run")).unwrap();
     let args = line.split("the arguments ").nth(1).unwrap().trim_end_matches('.');
     assert_eq!(serde_json::from_str::<Value>(args).unwrap(), json!({"name": "night.report_2"}));
+}
+
+/// A Hermes cron job delivers where the design's output nodes say, when Hermes can reach it; the
+/// target follows the design each time the schedule is set.
+#[test]
+fn the_job_names_the_hermes_targets_of_the_output_nodes() {
+    let home = tempfile::tempdir().unwrap();
+    let app = app_at(home.path(), "2026-06-01T08:00:00Z");
+    let with_output = |deliver: Value| {
+        let mut out = json!({"id": "send", "type": "output", "x": 200, "y": 0});
+        out.as_object_mut().unwrap().extend(deliver.as_object().unwrap().clone());
+        json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual", "x": 0, "y": 0}, out], "edges": [{"from": "start", "to": "send"}]})
+    };
+    let daily = json!({"preset": "daily", "time": "09:00"});
+    for (deliver, want) in [
+        (json!({"deliver": "channel", "target": "telegram:123456"}), json!("telegram:123456")),
+        (json!({"deliver": "notification", "target": "slack"}), json!("slack")),
+        (json!({"deliver": "channel", "target": "discord:alerts"}), Value::Null),
+        (json!({}), Value::Null),
+    ] {
+        save(&app, "brief", with_output(deliver.clone()));
+        let job = upsert(&app, "brief", daily.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&job).unwrap()["deliver"], want, "{deliver}");
+    }
 }
 
 #[test]

@@ -315,11 +315,12 @@ fn schemas() -> Value {
         },
         "Job": {
             "type": "object",
-            "required": ["job_id", "name", "design", "cron", "human", "tz", "paused", "next_run_at", "last_run_at", "prompt"],
+            "required": ["job_id", "name", "design", "cron", "human", "tz", "paused", "next_run_at", "last_run_at", "prompt", "deliver"],
             "properties": {
                 "job_id": {"type": "string"}, "name": {"type": "string"}, "design": {"type": "string", "pattern": DesignName::PATTERN},
                 "cron": {"type": "string"}, "human": {"type": "string"}, "tz": {"type": "string"}, "paused": {"type": "boolean"},
                 "next_run_at": nullable_time(), "last_run_at": nullable_time(), "prompt": {"type": "string"},
+                "deliver": nullable_string(),
                 "schedule": {"type": "object"},
                 "missed": {"type": "array", "items": {"type": "object", "required": ["at"], "properties": {"at": time()}}}
             }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: they drive the real `vwf` binary in a temporary home.
 #![allow(dead_code)]
 
+pub mod hermes;
 pub mod peer;
 pub mod server;
 
@@ -123,10 +124,20 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The python of `scripts/python-env <set>` (`interop` or `fuzz`), or `None`, with the reason
+/// The python of `scripts/python-env <set>` (`interop`, `fuzz`, `build`, `wheel`), or `None`, with the reason
 /// printed, when pip cannot reach PyPI (the only case a test may skip for).
 pub fn python_env(set: &str) -> Option<PathBuf> {
-    let out = std::process::Command::new(repo().join("scripts/python-env")).arg(set).output().expect("run scripts/python-env");
+    python_env_with(set, &[])
+}
+
+/// [`python_env`] with variables for `scripts/python-env` (`VWF_PY_VENV`, `VWF_WHEEL`).
+pub fn python_env_with(set: &str, vars: &[(&str, &Path)]) -> Option<PathBuf> {
+    let mut command = std::process::Command::new(repo().join("scripts/python-env"));
+    command.arg(set);
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let out = command.output().expect("run scripts/python-env");
     let stderr = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
         Some(0) => {

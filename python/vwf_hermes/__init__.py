@@ -3,8 +3,12 @@
 ``register(ctx)`` gives Hermes the five agent tools (``workflow_design_*``) and the ``/workflow``
 command. Every call runs ``vwf tool NAME -`` (the arguments as JSON on standard input) or
 ``vwf slash TEXT`` and hands back what the binary printed; validation, names, runs and prompts
-are all decided there, never here. The binary is ``$VWF_BIN``, else ``vwf`` on ``PATH``; its home
-is the same as Hermes's (``$VWF_HOME``, else ``$HERMES_HOME``, else ``~/.hermes``).
+are all decided there, never here. The binary is ``$VWF_BIN``, else the one the
+``visual-workflow`` wheel installed into this Python environment, else ``vwf`` on ``PATH``; its
+home is the same as Hermes's (``$VWF_HOME``, else ``$HERMES_HOME``, else ``~/.hermes``).
+
+Hermes loads this one source either way: as the ``vwf_hermes`` package of the wheel (entry point
+``hermes_agent.plugins``: ``visual-workflow``), or as a folder copied into its plugins directory.
 
 Every call has a time limit, so a hung ``vwf`` never holds a Hermes turn forever: calls that
 run a workflow (``workflow_design_run``, ``workflow_design_respond``, ``/workflow run`` and
@@ -13,8 +17,9 @@ run a workflow (``workflow_design_run``, ``workflow_design_respond``, ``/workflo
 stopped (its whole process group) and answers ``{ok:false, error}`` saying so.
 
 ``schedule(design, ...)`` makes a Hermes cron job for a design: ``vwf schedule set`` records the
-schedule (paused, so only Hermes fires it) and builds the job's cron expression, name and prompt;
-the host's cron tool creates the job from exactly those.
+schedule (paused, so only Hermes fires it) and builds the job's cron expression, name, prompt and
+delivery target (the Hermes targets its output nodes name); the host's cron tool creates the job
+from exactly those.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import signal
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+from ._find_vwf import VwfNotFound, find_vwf_bin
 
 TOOLSET = "visual-workflow"
 
@@ -55,8 +62,14 @@ _ctx = None
 
 
 def vwf_binary() -> str:
-    """``$VWF_BIN``, else ``vwf`` found on ``PATH`` (the bare name when it is not there)."""
-    return os.environ.get("VWF_BIN") or shutil.which("vwf") or "vwf"
+    """``$VWF_BIN``, else the environment's own ``vwf`` (see ``_find_vwf``), else ``vwf`` found
+    on ``PATH`` (the bare name when it is not there either)."""
+    if os.environ.get("VWF_BIN"):
+        return os.environ["VWF_BIN"]
+    try:
+        return find_vwf_bin()
+    except VwfNotFound:
+        return shutil.which("vwf") or "vwf"
 
 
 def _failure(message: str) -> dict:
@@ -170,8 +183,10 @@ def schedule(
     """Creates the Hermes cron job ``workflow:<design>`` for a schedule.
 
     ``vwf schedule set`` checks the name and the schedule and answers the job (``job.cron``,
-    ``job.name``, ``job.prompt``); it is recorded paused, so the Hermes cron job is the only thing
-    that fires it. ``dispatch(tool, args)`` calls a host tool (default: the registered plugin
+    ``job.name``, ``job.prompt``, ``job.deliver``); it is recorded paused, so the Hermes cron job is
+    the only thing that fires it. When the design's output nodes name Hermes targets
+    (``job.deliver``, e.g. ``telegram:-100123:17585``), the cron job delivers its result there
+    through Hermes's gateway; otherwise Hermes's default applies (the chat it was created from). ``dispatch(tool, args)`` calls a host tool (default: the registered plugin
     context's ``dispatch_tool``). Answers ``{ok:true, job, cron_job}`` or ``{ok:false, error}``.
     Hermes evaluates the cron expression in its own time zone (``timezone`` in config.yaml):
     pass the same ``tz`` so ``vwf`` reports the same next run.
@@ -190,6 +205,8 @@ def schedule(
         return answer
     job = answer["job"]
     request = {"action": "create", "name": job["name"], "schedule": job["cron"], "prompt": job["prompt"]}
+    if job.get("deliver"):
+        request["deliver"] = job["deliver"]
     created = None
     for tool in CRON_TOOLS:
         raw = dispatch(tool, dict(request))
