@@ -195,6 +195,10 @@ pub enum Pending {
         #[serde(with = "time::opt")]
         deadline: Option<Ts>,
         on_timeout: String,
+        /// What is being approved: the text of each step (or of the run's input, `trigger`) the
+        /// question's template names, keyed by id.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        outputs: Map<String, Value>,
     },
     Agent { node: String, prompt: String, profile: Option<String>, model: Option<String> },
     Wait {
@@ -1134,6 +1138,30 @@ impl Run {
         template::render_str(src, &self.context(&ids, &trigger, scope)).map_err(|e| e.0)
     }
 
+    /// The texts a template names: each referenced step's `text` keyed by its id (the run's
+    /// input under `trigger`), for a person to see what a gate's question is about.
+    fn referred(&self, src: &str, scope: &Scope) -> Map<String, Value> {
+        let mut out = Map::new();
+        let Ok(parsed) = template::parse(src) else { return out };
+        let ids = self.plan.ids();
+        let input = || view::input_view(&self.trigger.input).get("text").cloned();
+        for r in parsed.refs() {
+            let (key, text) = match r {
+                template::Ref::Trigger { .. } => ("trigger", input()),
+                template::Ref::Node { reference } => {
+                    let Some((id, _)) = refs::resolve_longest(ids.iter().map(String::as_str), reference) else { continue };
+                    let text = if Some(id) == self.plan.trigger_id() { input() } else { self.view_in(id, scope).and_then(|v| v.get("text")).cloned() };
+                    (id, text)
+                }
+                _ => continue,
+            };
+            if let Some(t) = text {
+                out.insert(key.to_string(), t);
+            }
+        }
+        out
+    }
+
     /// The parents' outputs an output node collects: id → text, for parents that ran.
     fn collected(&self, step: &PlanStep, scope: &Scope) -> Map<String, Value> {
         let mut out = Map::new();
@@ -1195,12 +1223,18 @@ impl Run {
             }
             Spec::Approval { question, options, timeout_minutes, on_timeout } => {
                 self.open_record(id, StepStatus::AwaitingApproval, now);
+                let question_src = question.clone();
                 let deadline = match timeout_minutes.map(|m| time::add_seconds(now, m.saturating_mul(60))) {
                     None => None,
                     Some(Some(d)) => Some(d),
                     Some(None) => return fail(self, beyond_time("the gate's deadline")),
                 };
-                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout: on_timeout.as_str().into() });
+                let question = match self.render(&question, scope) {
+                    Ok(q) => q,
+                    Err(e) => return fail(self, e),
+                };
+                let outputs = self.referred(&question_src, scope);
+                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout: on_timeout.as_str().into(), outputs });
                 self.refresh_status();
                 Begin::Settled
             }

@@ -353,6 +353,7 @@ impl Spec {
         let mut out: Vec<(&'static str, &str)> = Vec::new();
         match self {
             Spec::Agent { prompt, .. } => out.push(("prompt", prompt)),
+            Spec::Approval { question, .. } => out.push(("question", question)),
             Spec::Output { template: Some(t), .. } => out.push(("template", t)),
             Spec::Command { run, argv, cwd, env, .. } => {
                 if let Some(r) = run {

@@ -172,6 +172,62 @@ impl<'a> Graph<'a> {
     }
 }
 
+/// What the templates and the condition of one node may read: the rule `validate_design` checks
+/// references against, kept in one place so the scope it reports is the one it enforces.
+struct NodeScope {
+    /// Every node from which this one can be reached.
+    upstream: BTreeSet<usize>,
+    /// The loops whose body holds this node (a body step reads `item`, not its loop's output).
+    loops: BTreeSet<usize>,
+    /// Whether the trigger (the run's input) is readable: always, when the design has one.
+    trigger: Option<usize>,
+}
+
+impl NodeScope {
+    fn of(graph: &Graph, bodies: &BTreeMap<usize, BTreeSet<usize>>, trigger: Option<usize>, n: usize) -> NodeScope {
+        let loops = bodies.iter().filter(|(_, body)| body.contains(&n)).map(|(&lp, _)| lp).collect();
+        NodeScope { upstream: graph.ancestors(n), loops, trigger }
+    }
+
+    /// The nodes a reference may name, in design order: the trigger, then every upstream node
+    /// that is neither a note nor a loop around this node.
+    fn readable(&self, graph: &Graph) -> Vec<String> {
+        let mut out: BTreeSet<usize> = self.upstream.iter().copied().filter(|u| !self.loops.contains(u)).collect();
+        out.extend(self.trigger);
+        out.into_iter().filter(|&i| !graph.nodes[i].is("note")).map(|i| graph.nodes[i].id.clone()).collect()
+    }
+}
+
+/// What a node's templates and condition may name (SPEC §4, §5), as the validator decides it:
+/// `nodes` are the ids `{{nodes.<id>}}` and `out.<id>` may name (the trigger and every upstream
+/// node), `loop` the loop whose body holds the node (then `{{item}}` and `{{loop.index}}` are
+/// available), `trigger` the trigger's id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scope {
+    pub nodes: Vec<String>,
+    #[serde(rename = "loop")]
+    pub in_loop: Option<String>,
+}
+
+/// The scope of every node of a design given as JSON, keyed by id (notes and later duplicates of
+/// an id left out); `None` when the JSON is not a design at all.
+pub fn scopes(value: &Value) -> Option<BTreeMap<String, Scope>> {
+    let design = Design::from_value(value).ok()?;
+    let graph = Graph::new(&design);
+    let bodies = graph.loop_bodies(&design);
+    let trigger = design.nodes.iter().find(|n| n.is("trigger")).and_then(|t| graph.index.get(t.id.as_str()).copied());
+    let mut out = BTreeMap::new();
+    for (i, n) in graph.nodes.iter().enumerate() {
+        if n.is("note") || graph.index.get(n.id.as_str()) != Some(&i) {
+            continue;
+        }
+        let scope = NodeScope::of(&graph, &bodies, trigger, i);
+        let in_loop = scope.loops.first().map(|&lp| graph.nodes[lp].id.clone());
+        out.insert(n.id.clone(), Scope { nodes: scope.readable(&graph), in_loop });
+    }
+    Some(out)
+}
+
 /// Validates a parsed design.
 pub fn validate_design(design: &Design) -> Report {
     let mut errors = Vec::new();
@@ -312,27 +368,27 @@ pub fn validate_design(design: &Design) -> Report {
             }
         }
     }
-    let in_loop_body = |n: usize| bodies.values().any(|b| b.contains(&n));
 
     // References in conditions and templates.
     let all_ids: Vec<&str> = design.nodes.iter().map(|n| n.id.as_str()).collect();
     let trigger_id = triggers.first().map(|t| t.id.as_str());
+    let trigger_index = trigger_id.and_then(|id| graph.index.get(id).copied());
     for (i, n) in graph.nodes.iter().enumerate() {
         let Some(spec) = specs.get(n.id.as_str()) else { continue };
-        let ancestors = graph.ancestors(i);
+        let scope = NodeScope::of(&graph, &bodies, trigger_index, i);
         let check_node_ref = |reference: &str, field: &str, shown: &str| -> Option<Issue> {
             let Some((id, _)) = refs::resolve_longest(all_ids.iter().copied(), reference) else {
                 return Some(Issue::node_field(&n.id, field, format!("{shown} names no known node")));
             };
             let target = graph.index.get(id).copied();
-            if let Some(t) = target.filter(|t| bodies.get(t).is_some_and(|b| b.contains(&i))) {
+            if let Some(t) = target.filter(|t| scope.loops.contains(t)) {
                 return Some(Issue::node_field(
                     &n.id,
                     field,
                     format!("{shown}: a step in the body of loop {:?} cannot read the loop's own output; use {{{{item}}}}", graph.nodes[t].id),
                 ));
             }
-            let upstream = Some(id) == trigger_id || target.is_some_and(|t| ancestors.contains(&t));
+            let upstream = Some(id) == trigger_id || target.is_some_and(|t| scope.upstream.contains(&t));
             (!upstream).then(|| Issue::node_field(&n.id, field, format!("{shown}: node {id:?} is not upstream of {:?}", n.id)))
         };
         if let Spec::Condition { expr: src } = spec {
@@ -355,7 +411,7 @@ pub fn validate_design(design: &Design) -> Report {
                                     errors.push(issue);
                                 }
                             }
-                            Ref::Item { .. } | Ref::LoopIndex if !in_loop_body(i) => errors.push(Issue::node_field(
+                            Ref::Item { .. } | Ref::LoopIndex if scope.loops.is_empty() => errors.push(Issue::node_field(
                                 &n.id,
                                 field,
                                 "{{item}} and {{loop.index}} are only available inside a loop body",

@@ -348,6 +348,20 @@ fn approval_parks_the_run_with_a_pending_gate() {
 }
 
 #[test]
+fn a_gate_question_is_rendered_and_carries_the_outputs_it_names() {
+    let mut run = start_with(&gate_design(json!({"question": "Send {{ nodes.draft }} to {{trigger.who}}? ({{nodes.start.data.who}})"})), json!({"who": "ops"}));
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status, Status::AwaitingApproval, "{:#}", run.result());
+    let pending = &run.result()["pending"];
+    assert_eq!(pending["question"], "Send draft text to ops? (ops)");
+    assert_eq!(pending["outputs"], json!({"draft": "draft text", "trigger": "{\"who\":\"ops\"}", "start": "{\"who\":\"ops\"}"}));
+    // A path missing at run time fails the gate's step, as in any template.
+    let mut run = start(&gate_design(json!({"question": "Send {{nodes.draft.data.title}}?"})));
+    drive(&mut run, t0(), standard);
+    assert_eq!((run.status, run.failed_node.as_deref()), (Status::Failed, Some("gate")), "{:#}", run.result());
+}
+
+#[test]
 fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
     // A clock pinned near the end of four-digit years: three days more cannot be written in a
     // run file that is read back, so the step fails with a clear error instead.

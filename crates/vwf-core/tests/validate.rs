@@ -400,6 +400,130 @@ fn template_naming_a_node_that_is_not_upstream_is_an_error() {
     assert_ok(&r);
 }
 
+#[test]
+fn approval_question_is_a_template_checked_like_any_other() {
+    let gate = |question: &str| json!({"id": "gate", "type": "approval", "question": question, "options": ["ship", "stop"]});
+    let design = |question: &str| json!({
+        "nodes": [manual(), agent("build", "p"), gate(question), output("late"), output("done")],
+        "edges": [e("start", "build"), e("build", "gate"), l("gate", "done", "ship"), l("gate", "late", "stop")]
+    });
+    assert_ok(&validate(&design("Ship {{nodes.build}} for {{trigger.who}} ({{run.id}})?")));
+    assert_error(&validate(&design("Ship {{nodes.late}}?")), node("gate", "question", "not upstream"));
+    assert_error(&validate(&design("Ship {{nodes.nobody}}?")), node("gate", "question", "no known node"));
+    assert_error(&validate(&design("Ship {{item}}?")), node("gate", "question", "loop body"));
+    assert_error(&validate(&design("Ship {{nodes.build?")), node("gate", "question", ""));
+}
+
+/// An edge of a generated design: (from, to, label), by node index.
+type Wire = (usize, usize, Option<&'static str>);
+
+/// A design of `kinds` (index 0 first) wired by `edges`, node `i` named `n<i>`.
+fn wired(kinds: &[&str], edges: &[Wire]) -> Value {
+    let nodes: Vec<Value> = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, k)| match *k {
+            "trigger" => json!({"id": format!("n{i}"), "type": "trigger", "mode": "manual"}),
+            "loop" => json!({"id": format!("n{i}"), "type": "loop", "over": "[1, 2]"}),
+            "note" => json!({"id": format!("n{i}"), "type": "note", "text": "t"}),
+            _ => json!({"id": format!("n{i}"), "type": "agent", "prompt": "p"}),
+        })
+        .collect();
+    let edges: Vec<Value> = edges
+        .iter()
+        .map(|(f, t, label)| match label {
+            Some(l) => json!({"from": format!("n{f}"), "to": format!("n{t}"), "label": l}),
+            None => json!({"from": format!("n{f}"), "to": format!("n{t}")}),
+        })
+        .collect();
+    json!({"nodes": nodes, "edges": edges})
+}
+
+/// Small acyclic designs: a trigger or not, agents, loops (their edges labelled each or done)
+/// and a note, with random forward edges.
+fn small_dag() -> impl Strategy<Value = (Vec<&'static str>, Vec<Wire>)> {
+    (2usize..8)
+        .prop_flat_map(|n| {
+            let kinds = proptest::collection::vec(prop_oneof![4 => Just("agent"), 2 => Just("loop"), 1 => Just("note")], n);
+            let edges = proptest::collection::vec((0..n, 0..n, any::<bool>()), 0..n * 2);
+            (any::<bool>(), kinds, edges)
+        })
+        .prop_map(|(trigger, mut kinds, raw)| {
+            if trigger {
+                kinds[0] = "trigger";
+            }
+            let mut edges = Vec::new();
+            for (a, b, each) in raw {
+                let (f, t) = (a.min(b), a.max(b));
+                if f == t || edges.iter().any(|(x, y, _)| *x == f && *y == t) {
+                    continue;
+                }
+                let label = (kinds[f] == "loop").then_some(if each { "each" } else { "done" });
+                edges.push((f, t, label));
+            }
+            (kinds, edges)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The scope the validator reports is the rule it enforces: for every agent node and every id
+    /// of the design, `{{nodes.<id>}}` in its prompt is accepted exactly when the id is in the
+    /// node's scope, and `{{item}}` exactly when the node has a loop.
+    #[test]
+    fn the_reported_scope_is_the_rule_the_validator_enforces((kinds, edges) in small_dag()) {
+        let design = wired(&kinds, &edges);
+        let scopes = vwf_core::validate::scopes(&design).expect("a design");
+        for (i, kind) in kinds.iter().enumerate() {
+            let me = format!("n{i}");
+            prop_assert_eq!(scopes.contains_key(&me), *kind != "note", "{} in scopes: {:?}", me, scopes);
+            if *kind != "agent" {
+                continue;
+            }
+            let scope = &scopes[&me];
+            let prompt_refused = |prompt: String| {
+                let mut d = design.clone();
+                d["nodes"][i]["prompt"] = json!(prompt);
+                validate(&d).errors.into_iter().any(|e| e.node.as_deref() == Some(me.as_str()) && e.field.as_deref() == Some("prompt"))
+            };
+            for j in 0..kinds.len() {
+                let other = format!("n{j}");
+                let refused = prompt_refused(format!("{{{{nodes.{other}}}}}"));
+                prop_assert_eq!(refused, !scope.nodes.contains(&other), "{} reading {} in {}: scope {:?}", me, other, design, scope);
+            }
+            prop_assert_eq!(prompt_refused("{{item}} {{loop.index}}".into()), scope.in_loop.is_none(), "{} item: {:?}", me, scope);
+        }
+    }
+}
+
+#[test]
+fn scopes_name_upstream_nodes_the_trigger_and_the_loop_around_a_body() {
+    let design = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            agent("fetch", "p"),
+            {"id": "each", "type": "loop", "over": "{{nodes.fetch.data}}"},
+            agent("body", "{{item}}"),
+            agent("after", "p"),
+            agent("side", "p"),
+            {"id": "tip", "type": "note", "text": "t"}
+        ],
+        "edges": [e("start", "fetch"), e("fetch", "each"), l("each", "body", "each"), l("each", "after", "done")]
+    });
+    let scopes = vwf_core::validate::scopes(&design).unwrap();
+    let names = |id: &str| scopes[id].nodes.clone();
+    assert_eq!(names("fetch"), ["start"]);
+    assert_eq!(names("body"), ["start", "fetch"], "a body step reads upstream steps but not its loop");
+    assert_eq!(scopes["body"].in_loop.as_deref(), Some("each"));
+    assert_eq!(names("after"), ["start", "fetch", "each"]);
+    assert_eq!(scopes["after"].in_loop, None);
+    assert_eq!(names("side"), ["start"], "the trigger is always readable");
+    assert!(!scopes.contains_key("tip"), "a note has no scope");
+    assert_eq!(serde_json::to_value(&scopes["body"]).unwrap(), json!({"nodes": ["start", "fetch"], "loop": "each"}));
+    assert_eq!(vwf_core::validate::scopes(&json!([1])), None);
+}
+
 // ---- schedules, deliveries, budget -------------------------------------------------------
 
 #[test]

@@ -76,6 +76,12 @@ impl Runner<'_> {
 
     /// Starts a run of `plan` and drives it until it is done, failed or parked.
     pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
+        self.start_then(plan, trigger, |_| {})
+    }
+
+    /// `start`, telling `started` about the run once it is saved and before its first step, so a
+    /// caller can answer with its id while this thread drives it on.
+    pub fn start_then(&self, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, Failure> {
         // Every run starts here: its input is kept in the run file, which must read back. Entries
         // refuse deeper JSON; an event run's input wraps its payload one level deeper.
         if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
@@ -85,6 +91,7 @@ impl Runner<'_> {
         let lock = self.store.lock_run(&id)?;
         let mut run = Run::start(plan, id.as_str(), trigger, self.clock.now());
         self.persist(&run)?;
+        started(&run);
         self.drive(&mut run, &lock)?;
         Ok(run)
     }

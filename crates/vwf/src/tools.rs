@@ -168,12 +168,18 @@ fn validate_tool(app: &App, args: &Map<String, Value>) -> Result<Reply, Failure>
 fn run(app: &App, args: &Map<String, Value>) -> Result<Reply, Failure> {
     let name = name_arg(args)?;
     let input = args.get("input").cloned().unwrap_or(Value::Null);
+    run_design(app, &name, input, |_| {})
+}
+
+/// Runs saved design `name` by hand until it is done or parked: the body of
+/// `workflow_design_run`. `started` hears of the run once it is saved, before its first step.
+pub fn run_design(app: &App, name: &DesignName, input: Value, started: impl FnOnce(&vwf_core::run::Run)) -> Result<Reply, Failure> {
     let runner = app.runner(&quiet, false);
-    let plan = match runner.compile(&name)? {
+    let plan = match runner.compile(name)? {
         Ok(plan) => plan,
         Err(report) => return Ok(Reply::ok(json!({"ok": false, "error": refusal(&report.errors), "errors": report.errors}))),
     };
-    let run = runner.start(plan, TriggerInfo::new("manual", input))?;
+    let run = runner.start_then(plan, TriggerInfo::new("manual", input), started)?;
     Ok(Reply::ok(run.result()))
 }
 

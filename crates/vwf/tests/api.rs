@@ -237,6 +237,78 @@ fn designs_save_load_list_validate() {
 }
 
 #[test]
+fn validate_with_scope_answers_what_each_node_may_name() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let graph = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "fetch", "type": "command", "argv": ["echo", "[1]"]},
+            {"id": "each", "type": "loop", "over": "{{nodes.fetch}}"},
+            {"id": "body", "type": "output", "template": "{{item}}"},
+            {"id": "gate", "type": "approval", "question": "Ship {{nodes.body}}?"}
+        ],
+        "edges": [{"from": "start", "to": "fetch"}, {"from": "fetch", "to": "each"}, {"from": "each", "to": "body", "label": "each"}, {"from": "each", "to": "gate", "label": "done"}]
+    });
+    let (s, b) = server.post("/designs/draft/validate?scope=1", json!({"graph": graph}));
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["scopes"], serde_json::to_value(vwf_core::validate::scopes(&graph).unwrap()).unwrap(), "the core's scopes, as they are");
+    assert_eq!(b["scopes"]["body"], json!({"nodes": ["start", "fetch"], "loop": "each"}));
+    // The question names a step inside the loop's body, which nothing after the loop can read.
+    assert!(b["errors"].as_array().unwrap().iter().any(|e| e["node"] == "gate" && e["field"] == "question"), "{b}");
+    let (s, b) = server.post("/designs/draft/validate", json!({"graph": graph}));
+    assert!(s == 200 && b.get("scopes").is_none(), "scopes only when asked: {b}");
+    server.save("hello", hello());
+    let (s, b) = server.post_empty("/designs/hello/validate?scope=yes");
+    assert_eq!((s, &b["scopes"]["say"]["nodes"]), (200, &json!(["start"])), "{b}");
+    let (s, b) = server.post_empty("/designs/hello/validate?scope=maybe");
+    assert_eq!(s, 400, "{b}");
+}
+
+#[test]
+fn run_without_waiting_answers_at_once_and_the_run_goes_on() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let go = home.path().join("go");
+    let graph = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "hold", "type": "command", "argv": ["sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.02; done; printf released", "sh", go.to_str().unwrap()]},
+            {"id": "gate", "type": "approval", "question": "Ship {{nodes.hold}} for {{trigger.who}}?", "options": ["ship", "stop"]}
+        ],
+        "edges": [{"from": "start", "to": "hold"}, {"from": "hold", "to": "gate"}]
+    });
+    server.save("held", graph);
+    // The answer comes while the first step is still held: the run is saved and running.
+    let (s, b) = server.post("/designs/held/run", json!({"input": {"who": "ops"}, "wait": false}));
+    assert_eq!((s, &b["status"]), (200, &json!("running")), "{b}");
+    let id = b["run_id"].as_str().unwrap().to_string();
+    // Read while it moves, until `until` holds of it (bounded: the step is a real process).
+    let read_until = |until: &dyn Fn(&Value) -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, b) = server.get(&format!("/runs/{id}"));
+            if until(&b) || std::time::Instant::now() > deadline {
+                break b;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let held = read_until(&|b| b["steps"][0]["status"] == "running");
+    assert_eq!((&held["status"], &held["steps"][0]["node"]), (&json!("running"), &json!("hold")), "{held}");
+    std::fs::write(&go, "").unwrap();
+    let parked = read_until(&|b| b["status"] != "running");
+    assert_eq!(parked["status"], "awaiting_approval", "{parked}");
+    assert_eq!(parked["pending"]["question"], "Ship released for ops?");
+    assert_eq!(parked["pending"]["outputs"], json!({"hold": "released", "trigger": "{\"who\":\"ops\"}"}));
+    // Refusals and bad requests answer as a waiting run does.
+    let (s, b) = server.post("/designs/nothing-here/run", json!({"wait": false}));
+    assert_eq!(s, 404, "{b}");
+    let (s, b) = server.post("/designs/held/run", json!({"wait": "no"}));
+    assert_eq!(s, 400, "{b}");
+}
+
+#[test]
 fn templates_come_from_the_examples_directory() {
     let home = Home::new();
     let dir = tempfile::tempdir().expect("tempdir");

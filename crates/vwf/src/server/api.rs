@@ -87,7 +87,7 @@ pub(crate) enum RequestBody {
     Save,
     /// `{graph?}`: a design document to validate instead of the saved one.
     Validate,
-    /// `{input?}`: the trigger input of a manual run.
+    /// `{input?, wait?}`: the trigger input of a manual run; `wait: false` answers once it started.
     Run,
     /// The schedule object of SPEC §10 with `paused?`.
     Schedule,
@@ -135,8 +135,8 @@ pub(crate) const ROUTES: &[Route] = &[
     Route { method: "GET", path: "/templates", summary: "Built-in designs from examples/", path_params: &[], query: &[], body: None, answer: A::Templates, errors: &[], handler: || get(templates) },
     Route { method: "GET", path: "/designs/{name}", summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)", path_params: &[P::DesignName], query: &[], body: None, answer: A::Design, errors: &[404, 500], handler: || get(load_design) },
     Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design; with create:true only under a new name (409 if taken)", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Save), answer: A::Saved, errors: &[409, 413, 415, 500], handler: || post(save_design) },
-    Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Validate), answer: A::Report, errors: &[404, 413, 415, 500], handler: || post(validate_design) },
-    Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Run), answer: A::RunStarted, errors: &[404, 413, 415, 500], handler: || post(run_design) },
+    Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", path_params: &[P::DesignName], query: &[("scope", "1 adds scopes: what each node's templates and condition may name", P::Flag)], body: Some(RequestBody::Validate), answer: A::Report, errors: &[404, 413, 415, 500], handler: || post(validate_design) },
+    Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked (wait:false: answer once started)", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Run), answer: A::RunStarted, errors: &[404, 413, 415, 500], handler: || post(run_design) },
     Route { method: "GET", path: "/schedules", summary: "Schedule jobs", path_params: &[], query: &[], body: None, answer: A::Jobs, errors: &[500], handler: || get(list_schedules) },
     Route { method: "POST", path: "/designs/{name}/schedule", summary: "Create or update the design's schedule job", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Schedule), answer: A::Job, errors: &[404, 413, 415, 500], handler: || post(schedule_design) },
     Route { method: "POST", path: "/schedules/preview", summary: "What a schedule object would be, without saving anything", path_params: &[], query: &[], body: Some(RequestBody::Preview), answer: A::Preview, errors: &[413, 415], handler: || post(schedule_preview) },
@@ -414,26 +414,72 @@ async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonAr
     blocking(&s, move |app| answer(tools::save_design(app, &name, &graph, mode))).await
 }
 
-async fn validate_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
-    let name = match design_name(&name) {
-        Ok(n) => n,
+/// The validator's report; with `scope=1` also what each node's templates and condition may name
+/// (`scopes`, the rule the report applies), for a canvas that offers only what is in scope.
+async fn validate_design(State(s): State<AppState>, Path(name): Path<String>, Query(params): Params, JsonArgs(body): JsonArgs) -> Response {
+    let request = design_name(&name).and_then(|name| Ok((name, graph_arg(&body)?, flag(&params, "scope")?)));
+    let (name, graph, with_scopes) = match request {
+        Ok(parts) => parts,
         Err(f) => return failure(f),
     };
-    let args = match graph_arg(&body) {
-        Ok(Some(graph)) => json!({"graph": graph}),
-        Ok(None) => json!({"name": name.as_str()}),
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| tools::call(app, "workflow_design_validate", &args)).await
+    blocking(&s, move |app| {
+        let args = match &graph {
+            Some(graph) => json!({"graph": graph}),
+            None => json!({"name": name.as_str()}),
+        };
+        let mut report = tools::call(app, "workflow_design_validate", &args);
+        if with_scopes && report.status == 200 {
+            let graph = graph.or_else(|| app.store.load_design(&name).ok());
+            let scopes = graph.as_ref().and_then(vwf_core::validate::scopes).and_then(|s| serde_json::to_value(s).ok());
+            if let (Some(body), Some(scopes)) = (report.body.as_object_mut(), scopes) {
+                body.insert("scopes".into(), scopes);
+            }
+        }
+        report
+    })
+    .await
 }
 
+/// Runs a design until it is done or parked; with `wait: false` answers as soon as the run is
+/// saved (status `running`) and drives it on in the background, so a page can follow it live.
 async fn run_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
-    let name = match design_name(&name) {
-        Ok(n) => n,
+    let request = design_name(&name).and_then(|name| match body.get("wait") {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => Ok((name, true)),
+        Some(Value::Bool(false)) => Ok((name, false)),
+        Some(_) => Err(Failure::BadRequest("\"wait\" must be true or false".into())),
+    });
+    let (name, wait) = match request {
+        Ok(parts) => parts,
         Err(f) => return failure(f),
     };
     let input = body.get("input").cloned().unwrap_or(Value::Null);
-    blocking(&s, move |app| tools::call(app, "workflow_design_run", &json!({"name": name.as_str(), "input": input}))).await
+    if wait {
+        return blocking(&s, move |app| tools::call(app, "workflow_design_run", &json!({"name": name.as_str(), "input": input}))).await;
+    }
+    let app = s.app.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Reply>();
+    tokio::task::spawn_blocking(move || {
+        let mut tx = Some(tx);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tools::run_design(&app, &name, input, |run| {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(Reply { status: 200, body: run.result() });
+                }
+            })
+        }));
+        // Not started (a refusal, a failure before the run was saved): that is the answer.
+        if let Some(tx) = tx.take() {
+            let reply = match outcome {
+                Ok(result) => result.unwrap_or_else(Reply::from),
+                Err(_) => Failure::Internal(format!("internal error while starting a run of {name}")).into(),
+            };
+            let _ = tx.send(reply);
+        }
+    });
+    match rx.await {
+        Ok(r) => reply(r),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal error while starting the run".into()),
+    }
 }
 
 async fn list_schedules(State(s): State<AppState>) -> Response {

@@ -144,7 +144,16 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
             ),
         ),
         RequestBody::Validate => (false, object(&[], json!({"graph": graph}))),
-        RequestBody::Run => (false, with_example(object(&[], json!({"input": {"description": "The trigger input, any JSON."}})), json!({"input": {"topic": "tea"}}))),
+        RequestBody::Run => (
+            false,
+            with_example(
+                object(&[], json!({
+                    "input": {"description": "The trigger input, any JSON."},
+                    "wait": {"type": ["boolean", "null"], "description": "false: answer once the run is saved (status running) and run it on in the background."}
+                })),
+                json!({"input": {"topic": "tea"}}),
+            ),
+        ),
         RequestBody::Emit => (false, with_example(object(&[], json!({"payload": {"description": "The event payload, any JSON."}})), json!({"payload": {"n": 1}}))),
         RequestBody::Schedule => (true, with_example(reference("ScheduleRequest"), json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"}))),
         RequestBody::Preview => (
@@ -191,7 +200,17 @@ fn answer_schema(answer: Answer) -> Value {
         ]}),
         Answer::Report => json!({
             "type": "object", "required": ["ok", "errors", "warnings"], "additionalProperties": false,
-            "properties": {"ok": {"type": "boolean"}, "errors": {"type": "array", "items": reference("Issue")}, "warnings": {"type": "array", "items": reference("Issue")}}
+            "properties": {
+                "ok": {"type": "boolean"}, "errors": {"type": "array", "items": reference("Issue")}, "warnings": {"type": "array", "items": reference("Issue")},
+                "scopes": {
+                    "description": "Only with scope=1: per node id, the node ids its templates and condition may name, and the loop whose body holds it.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object", "required": ["nodes", "loop"], "additionalProperties": false,
+                        "properties": {"nodes": {"type": "array", "items": {"type": "string"}}, "loop": nullable_string()}
+                    }
+                }
+            }
         }),
         Answer::RunStarted => json!({"anyOf": [reference("RunResult"), reference("Refusal")]}),
         Answer::Jobs => list("schedules", reference("Job")),
@@ -258,7 +277,9 @@ fn schemas() -> Value {
             "oneOf": [
                 {"type": "object", "required": ["type", "node", "question", "options", "deadline", "on_timeout"],
                  "properties": {"type": {"const": "approval"}, "node": {"type": "string"}, "question": {"type": "string"},
-                                "options": {"type": "array", "items": {"type": "string"}}, "deadline": nullable_time(), "on_timeout": {"type": "string"}}},
+                                "options": {"type": "array", "items": {"type": "string"}}, "deadline": nullable_time(), "on_timeout": {"type": "string"},
+                                "outputs": {"type": "object", "description": "The texts of the steps (and of the input, trigger) the question names, by id.",
+                                            "additionalProperties": {"type": "string"}}}},
                 {"type": "object", "required": ["type", "node", "prompt", "profile", "model"],
                  "properties": {"type": {"const": "agent"}, "node": {"type": "string"}, "prompt": {"type": "string"},
                                 "profile": nullable_string(), "model": nullable_string()}},
