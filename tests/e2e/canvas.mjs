@@ -97,3 +97,55 @@ export async function waitForCanvasStates(page, what, expected) {
 export async function waitForRunStatus(page, status) {
   await waitFor(page, `the run page to say ${status}`, (s) => document.querySelector('.title')?.dataset.status === s, status);
 }
+
+/** Run in the canvas page: what is on screen, in the page's pixels. `canvas` is the visible
+ * canvas; each node its box; each edge its ends, points sampled every 2 units along its drawn
+ * path, and its label's box; `titlePx` the smallest title letters on screen. */
+export function canvasGeometry() {
+  const rect = (r) => ({ x0: r.left, y0: r.top, x1: r.right, y1: r.bottom });
+  const canvas = rect(document.querySelector('[data-testid="canvas"]').getBoundingClientRect());
+  const nodes = [...document.querySelectorAll('g.node')].map((g) => ({ id: g.dataset.nodeId, box: rect(g.querySelector('.box').getBoundingClientRect()) }));
+  const edges = [...document.querySelectorAll('g.edge')].map((g) => {
+    const path = g.querySelector('path.line');
+    const m = path.getScreenCTM();
+    const pts = [];
+    const len = path.getTotalLength();
+    for (let l = 0; l <= len; l += 2) {
+      const p = path.getPointAtLength(l);
+      const q = new DOMPoint(p.x, p.y).matrixTransform(m);
+      pts.push([q.x, q.y]);
+    }
+    const tag = g.querySelector('.tag rect');
+    return { from: g.dataset.from, to: g.dataset.to, label: g.dataset.label, pts, tag: tag ? rect(tag.getBoundingClientRect()) : null };
+  });
+  const titles = [...document.querySelectorAll('g.node .title')].map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
+  return { canvas, nodes, edges, titlePx: titles.length ? Math.min(...titles) : null };
+}
+
+/** The problems of a drawn design (canvasGeometry's answer): nodes out of `canvas`, nodes that
+ * overlap, edges through a node box they do not connect (or through their own nodes' insides),
+ * labels a node covers, titles under `minTitlePx`. An empty list when it is clean. */
+export function layoutProblems(geo, { minTitlePx = 9 } = {}) {
+  const problems = [];
+  const inside = (p, b, m) => p[0] > b.x0 + m && p[0] < b.x1 - m && p[1] > b.y0 + m && p[1] < b.y1 - m;
+  const meet = (a, b, m = 0) => Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0) > m && Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0) > m;
+  const c = geo.canvas;
+  for (const n of geo.nodes) {
+    if (n.box.x0 < c.x0 - 0.5 || n.box.y0 < c.y0 - 0.5 || n.box.x1 > c.x1 + 0.5 || n.box.y1 > c.y1 + 0.5) problems.push(`${n.id} is out of view`);
+  }
+  for (let i = 0; i < geo.nodes.length; i++) {
+    for (let j = i + 1; j < geo.nodes.length; j++) {
+      if (meet(geo.nodes[i].box, geo.nodes[j].box, 0.5)) problems.push(`${geo.nodes[i].id} and ${geo.nodes[j].id} overlap`);
+    }
+  }
+  for (const e of geo.edges) {
+    for (const n of geo.nodes) {
+      const own = n.id === e.from || n.id === e.to;
+      const hit = e.pts.find((p) => inside(p, n.box, own ? 3 : 1));
+      if (hit) problems.push(`edge ${e.from} → ${e.to} crosses ${own ? 'its own node ' : ''}${n.id} at ${hit.map(Math.round)}`);
+    }
+    if (e.tag) for (const n of geo.nodes) if (meet(e.tag, n.box)) problems.push(`the label "${e.label}" of ${e.from} → ${e.to} is covered by ${n.id}`);
+  }
+  if (geo.titlePx !== null && geo.titlePx < minTitlePx) problems.push(`titles are ${geo.titlePx.toFixed(1)} px on screen`);
+  return problems;
+}

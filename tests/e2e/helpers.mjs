@@ -7,6 +7,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { chromium } from 'playwright-core';
+import { before, after } from 'node:test';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const VWF = process.env.VWF_BIN || join(ROOT, 'target', 'debug', 'vwf');
@@ -71,4 +72,19 @@ export async function api(server, method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: await res.json() };
+}
+
+/** For a test file: a `vwf serve` and a Chromium started before its tests and stopped after
+ * them. Answers an object whose `server` and `browser` are set once they run. */
+export function serverAndBrowser() {
+  const ctx = {};
+  before(async () => {
+    ctx.server = await startServer();
+    ctx.browser = await launch();
+  });
+  after(async () => {
+    await ctx.browser?.close();
+    await ctx.server?.stop();
+  });
+  return ctx;
 }

@@ -1,0 +1,126 @@
+// Large designs on the canvas (web/designer.html) in a real Chromium: the layered layout of
+// designs without positions and of Tidy, Fit, edge routes and labels, checked geometrically on
+// generated 50-node branching designs and on every shipped example: after Fit every node is in
+// view, no two nodes overlap, no edge crosses a node box it does not connect, no label is
+// covered, and titles stay readable. Every wait is for a selector or a condition.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { serverAndBrowser, ROOT, DOCS } from './helpers.mjs';
+import { openDesigner, graphOf, canvasGeometry, layoutProblems, waitFor } from './canvas.mjs';
+import { branching } from './generate.mjs';
+
+const ctx = serverAndBrowser();
+
+/** Sets `graph` on the canvas (which fits it), clicks Fit, and answers the layout problems. */
+async function drawn(page, graph) {
+  await page.evaluate((g) => window.vwfDesigner.setGraph(g), graph);
+  await page.getByTestId('btn-fit').click();
+  return layoutProblems(await page.evaluate(canvasGeometry));
+}
+
+const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
+
+test('layout: generated 50-node branching designs without positions are laid out in layers, clean after Fit and after Tidy', async () => {
+  const page = await openDesigner(ctx.browser, `${ctx.server.url}/designer.html`, { width: 1600, height: 900 });
+  for (const seed of SEEDS) {
+    const graph = branching(seed);
+    assert.equal(graph.nodes.length, 50);
+    assert.deepEqual(await drawn(page, graph), [], `seed ${seed}, laid out on opening`);
+    assert.deepEqual(await graphOf(page), graph, 'opening does not write positions into the design');
+
+    // Layers run left to right and branches use the second dimension: a condition's two
+    // children sit right of it, one above the other.
+    const geo = await page.evaluate(canvasGeometry);
+    const box = (id) => geo.nodes.find((n) => n.id === id).box;
+    for (const e of graph.edges) assert.ok(box(e.to).x0 > box(e.from).x1, `seed ${seed}: ${e.to} is right of ${e.from}`);
+    const split = graph.nodes.find((n) => n.type === 'condition' && graph.edges.filter((e) => e.from === n.id).length === 2);
+    if (split) {
+      const [a, b] = graph.edges.filter((e) => e.from === split.id).map((e) => box(e.to));
+      assert.ok(a.y1 <= b.y0 || b.y1 <= a.y0, `seed ${seed}: the branches of ${split.id} are one above the other`);
+    }
+
+    // Tidy writes the positions (one undoable change) and is as clean.
+    await page.getByTestId('btn-tidy').click();
+    const tidied = await graphOf(page);
+    assert.ok(tidied.nodes.every((n) => Number.isInteger(n.x) && Number.isInteger(n.y)), 'Tidy writes whole-number positions');
+    assert.deepEqual(layoutProblems(await page.evaluate(canvasGeometry)), [], `seed ${seed}, after Tidy`);
+    await page.getByTestId('btn-undo').click();
+    assert.deepEqual(await graphOf(page), graph, 'undo takes the positions away again');
+  }
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('layout: Tidy untangles a design piled up by hand, and edges go round the nodes after one is moved', async () => {
+  const page = await openDesigner(ctx.browser, `${ctx.server.url}/designer.html`, { width: 1600, height: 900 });
+  for (const seed of SEEDS) {
+    const graph = branching(100 + seed, 50, { scatter: true });
+    await page.evaluate((g) => window.vwfDesigner.setGraph(g), graph);
+    await page.getByTestId('btn-tidy').click();
+    await page.getByTestId('btn-fit').click();
+    assert.deepEqual(layoutProblems(await page.evaluate(canvasGeometry)), [], `seed ${100 + seed}, after Tidy`);
+  }
+  // Moving a node across others: the edges are routed around every box again.
+  const graph = branching(7);
+  await page.evaluate((g) => window.vwfDesigner.setGraph(g), graph);
+  await page.getByTestId('btn-tidy').click();
+  await page.evaluate(() => {
+    const g = window.vwfDesigner.getGraph();
+    const last = g.nodes.filter((n) => n.type !== 'note').at(-1);
+    // Put the last node left of the trigger, level with it: its incoming edges must go round.
+    const start = g.nodes.find((n) => n.id === 'start');
+    last.x = start.x - 400;
+    last.y = start.y;
+    window.vwfDesigner.setGraph(g);
+  });
+  await page.getByTestId('btn-fit').click();
+  const problems = layoutProblems(await page.evaluate(canvasGeometry), { minTitlePx: 0 }).filter((p) => !/out of view|overlap/.test(p));
+  assert.deepEqual(problems, []);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('layout: every shipped example is clean and readable after Fit', async () => {
+  const page = await openDesigner(ctx.browser, `${ctx.server.url}/designer.html`, { width: 1600, height: 900 });
+  const files = readdirSync(join(ROOT, 'examples')).filter((f) => f.endsWith('.designer.json'));
+  assert.ok(files.length >= 8);
+  for (const f of files) {
+    const graph = JSON.parse(readFileSync(join(ROOT, 'examples', f), 'utf8'));
+    assert.deepEqual(await drawn(page, graph), [], f);
+    // Readable at full size: titles at least 11 px, not the overview form.
+    const geo = await page.evaluate(canvasGeometry);
+    assert.ok(geo.titlePx >= 11, `${f}: titles ${geo.titlePx} px`);
+  }
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('layout: at Fit a 50-node design shows every node with readable titles (the overview form), and full text when zoomed in', async () => {
+  const page = await openDesigner(ctx.browser, `${ctx.server.url}/designer.html`, { width: 1280, height: 760 });
+  const graph = branching(3);
+  assert.deepEqual(await drawn(page, graph), []);
+  const geo = await page.evaluate(canvasGeometry);
+  assert.ok(geo.titlePx >= 9, `titles ${geo.titlePx} px`);
+  assert.ok(await page.locator('g.node .title.overview').count() > 0, 'zoomed out, nodes show their titles only');
+  assert.equal(await page.locator('g.node .detail').count(), 0);
+  for (let i = 0; i < 12; i++) await page.getByTestId('btn-zoom-in').click();
+  await waitFor(page, 'the full node form', () => document.querySelectorAll('g.node .title.overview').length === 0 && document.querySelectorAll('g.node .detail').length > 0);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('layout: the screenshot of a 50-node design after Tidy, full screen (docs/large-design.png)', async () => {
+  // Opened from disk: the generated nodes have no fields, and no server judges them here.
+  const page = await openDesigner(ctx.browser, pathToFileURL(join(ROOT, 'web', 'designer.html')).href, { width: 1920, height: 1080 });
+  await page.evaluate((g) => window.vwfDesigner.setGraph(g), branching(3));
+  await page.getByTestId('btn-tidy').click();
+  await page.getByTestId('btn-full').click();
+  await page.getByTestId('btn-fit').click();
+  assert.deepEqual(layoutProblems(await page.evaluate(canvasGeometry)), []);
+  await page.screenshot({ path: join(DOCS, 'large-design.png') });
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
