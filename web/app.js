@@ -120,6 +120,26 @@ export function when(ts) {
   return Number.isNaN(t) ? '—' : new Date(t).toLocaleString();
 }
 
+/** A timestamp as the wall clock of time zone `tz` reads it ("1 Dec 2026, 09:00 CET"), or "—". */
+export function inZone(ts, tz) {
+  const t = Date.parse(ts);
+  if (Number.isNaN(t)) return '—';
+  const timeZone = !tz || tz === 'Z' ? 'UTC' : tz;
+  try {
+    return new Date(t).toLocaleString(undefined, { timeZone, dateStyle: 'medium', timeStyle: 'short', timeZoneName: 'short' });
+  } catch {
+    return `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  }
+}
+
+/** The viewer's own time zone (IANA name). */
+export const viewerZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+/** Whether zone `tz` reads the same wall clock as the viewer's at `ts`. */
+export function sameClock(ts, tz) {
+  return inZone(ts, tz).replace(/\s\S+$/, '') === inZone(ts, viewerZone).replace(/\s\S+$/, '');
+}
+
 /** Time between two timestamps: "0.12 s", "4.0 s", "2 min 5 s". */
 export function elapsed(from, to) {
   const ms = Date.parse(to) - Date.parse(from);

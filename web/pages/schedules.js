@@ -1,7 +1,8 @@
 // Schedules (#/schedules, #/schedules?design=<name>): the schedule jobs, and a form that creates
 // or updates a design's job. The human line is previewed as you type by asking the server
 // (POST /schedules/preview, which saves nothing): presets, cron checks and zones are its rules.
-import { api, h, enc, badge, ago, when, say } from '../app.js';
+// Fire times are shown on the job's own wall clock, and on the viewer's when that differs.
+import { api, h, enc, badge, ago, say, inZone, sameClock, viewerZone } from '../app.js';
 
 const PRESETS = ['hourly', 'daily', 'weekdays', 'weekly', 'custom'];
 const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
@@ -23,6 +24,7 @@ export async function render(root, page) {
     cron: h('input', { name: 'cron', placeholder: '*/15 * * * *', size: 16, 'aria-label': 'Cron expression' }),
     tz: h('input', { name: 'tz', placeholder: 'UTC', size: 16, list: 'zones', 'aria-label': 'Time zone' }),
     paused: h('input', { name: 'paused', type: 'checkbox' }),
+    input: h('textarea', { name: 'input', rows: 2, cols: 40, placeholder: '{"city": "Oslo"}', 'aria-label': 'Run input (JSON)' }),
   };
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
   const preview = h('output', { id: 'preview', 'aria-live': 'polite' });
@@ -34,9 +36,21 @@ export async function render(root, page) {
     h('div', { class: 'fields' }, field('design', 'Design'), field('preset', 'Preset'), field('time', 'Time'), field('minute', 'Minute'),
       field('dow', 'Day'), field('cron', 'Cron'), field('tz', 'Time zone'),
       h('datalist', { id: 'zones' }, ['UTC', zone].filter((z, i, all) => z && all.indexOf(z) === i).map((z) => h('option', { value: z })))),
+    h('p', {}, h('label', { 'data-field': 'input' }, 'Run input (JSON, optional) ', f.input)),
     h('p', {}, h('label', {}, f.paused, ' start paused')),
     h('p', { class: 'preview' }, 'Runs: ', preview),
     h('button', { type: 'submit', class: 'primary', disabled: designs.length === 0 }, 'Save schedule'));
+
+  /** The run input of the form: null when empty (no input); throws when it is not JSON. */
+  function runInput() {
+    const text = f.input.value.trim();
+    if (text === '') return null;
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new Error(`The run input is not JSON: ${e.message}`);
+    }
+  }
 
   /** The schedule object of the form: the preset and the inputs it shows, as typed. */
   function schedule() {
@@ -58,7 +72,7 @@ export async function render(root, page) {
     if (r.body.ok) {
       preview.className = 'ok';
       preview.replaceChildren(h('b', {}, r.body.human), h('span', { class: 'muted small' },
-        ` · cron ${r.body.cron} · ${r.body.tz}${r.body.next_run_at ? ` · next ${when(r.body.next_run_at)}` : ''}`));
+        ` · cron ${r.body.cron} · ${r.body.tz}${r.body.next_run_at ? ` · next ${fireTime(r.body.next_run_at, r.body.tz)}` : ''}`));
     } else {
       preview.className = 'error';
       preview.replaceChildren(r.body.error || `HTTP ${r.status}`);
@@ -70,6 +84,11 @@ export async function render(root, page) {
   async function save() {
     const body = schedule();
     if (f.paused.checked) body.paused = true;
+    try {
+      body.input = runInput();
+    } catch (e) {
+      return say(msg, 'error', e.message);
+    }
     const r = await api('POST', `/designs/${enc(f.design.value)}/schedule`, body);
     if (r.body.ok) {
       say(msg, 'ok', `Scheduled ${r.body.job.design}: ${r.body.job.human} (${r.body.job.tz})${r.body.job.paused ? ', paused' : ''}.`);
@@ -89,6 +108,7 @@ export async function render(root, page) {
     f.cron.value = s.cron || (s.preset ? '' : job.cron);
     f.tz.value = s.tz || '';
     f.paused.checked = job.paused;
+    f.input.value = job.input === undefined ? '' : JSON.stringify(job.input, null, 2);
     updatePreview();
     form.scrollIntoView({ block: 'nearest' });
   }
@@ -120,8 +140,8 @@ export async function render(root, page) {
       h('td', {}, h('a', { href: `#/designer/${enc(job.design)}` }, job.design)),
       h('td', {}, h('span', { class: 'human' }, job.human), h('div', { class: 'muted small' }, h('code', {}, job.cron))),
       h('td', {}, job.tz),
-      h('td', { title: job.next_run_at || '' }, job.next_run_at ? `${when(job.next_run_at)} (${ago(job.next_run_at)})` : '—'),
-      h('td', { title: job.last_run_at || '' }, job.last_run_at ? `${when(job.last_run_at)} (${ago(job.last_run_at)})` : '—'),
+      h('td', { class: 'next', title: job.next_run_at || '' }, job.next_run_at ? [fireTime(job.next_run_at, job.tz), ` (${ago(job.next_run_at)})`] : '—'),
+      h('td', { class: 'last', title: job.last_run_at || '' }, job.last_run_at ? [fireTime(job.last_run_at, job.tz), ` (${ago(job.last_run_at)})`] : '—'),
       h('td', {}, badge(job.paused ? 'paused' : 'active')),
       h('td', { class: 'actions' },
         h('button', { 'data-action': toggle, onclick: (e) => action(job, toggle, e.target) }, toggle === 'pause' ? 'Pause' : 'Resume'), ' ',
@@ -155,4 +175,10 @@ export async function render(root, page) {
     f.time.value = '09:00';
     updatePreview();
   }
+}
+
+/** A fire time on the job's wall clock, then the viewer's when it reads differently. */
+function fireTime(ts, tz) {
+  if (sameClock(ts, tz)) return h('span', { class: 'zoned' }, inZone(ts, tz));
+  return h('span', { class: 'zoned' }, inZone(ts, tz), h('span', { class: 'muted small viewer' }, ` · yours: ${inZone(ts, viewerZone)}`));
 }

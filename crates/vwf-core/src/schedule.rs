@@ -646,20 +646,20 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
     }
 }
 
-/// A 24-hour `HH:MM` (two digits each); surrounding whitespace is ignored. Field `"time"`.
+/// A 24-hour `HH:MM`, the hour also as one digit (`7:30` is `07:30`); surrounding whitespace is
+/// ignored. Field `"time"`.
 fn parse_time(s: &str) -> Result<(u32, u32), ScheduleError> {
     hh_mm(s).map_err(|detail| ScheduleError::new("time", format!("time \"{s}\" {detail}")))
 }
 
 fn hh_mm(s: &str) -> Result<(u32, u32), String> {
-    let b = s.trim().as_bytes();
-    let shape_ok =
-        b.len() == 5 && b[2] == b':' && [0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_digit());
-    if !shape_ok {
-        return Err("must be a 24-hour time HH:MM, e.g. \"09:00\"".into());
+    let shape = || "must be a 24-hour time HH:MM, e.g. \"09:00\"".to_string();
+    let (h, m) = s.trim().split_once(':').ok_or_else(shape)?;
+    let digits = |t: &str, widths: &[usize]| widths.contains(&t.len()) && t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(h, &[1, 2]) || !digits(m, &[2]) {
+        return Err(shape());
     }
-    let hour = u32::from(b[0] - b'0') * 10 + u32::from(b[1] - b'0');
-    let minute = u32::from(b[3] - b'0') * 10 + u32::from(b[4] - b'0');
+    let (hour, minute) = (h.parse::<u32>().map_err(|_| shape())?, m.parse::<u32>().map_err(|_| shape())?);
     if hour > 23 {
         return Err(format!("has hour {hour:02} out of range 00-23"));
     }
@@ -1449,7 +1449,8 @@ mod tests {
     fn schedule_errors_name_their_field() {
         let cases = [
             (json!({"preset": "daily"}), "time"),
-            (json!({"preset": "daily", "time": "9:00"}), "time"),
+            (json!({"preset": "daily", "time": "9:0"}), "time"),
+            (json!({"preset": "daily", "time": "009:00"}), "time"),
             (json!({"preset": "weekdays", "time": "24:00"}), "time"),
             (json!({"preset": "weekly", "time": "09:60"}), "time"),
             (
@@ -1481,11 +1482,29 @@ mod tests {
         let e = schedule_from_value(&json!("daily")).expect_err("not an object");
         assert!(e.message.contains("must be an object"), "{e}");
         assert_eq!(
-            sched(json!({"preset": "daily", "time": "9:00"}))
+            sched(json!({"preset": "daily", "time": "9.00"}))
                 .expect_err("bad time")
                 .to_string(),
-            "time \"9:00\" must be a 24-hour time HH:MM, e.g. \"09:00\""
+            "time \"9.00\" must be a 24-hour time HH:MM, e.g. \"09:00\""
         );
+    }
+
+    /// Every time of day is taken with a one- or two-digit hour, and both spellings mean the
+    /// same minute; nothing else of that shape is.
+    #[test]
+    fn schedule_time_takes_a_one_digit_hour() {
+        for hour in 0..24u32 {
+            for minute in 0..60u32 {
+                let want = format!("{minute} {hour} * * *");
+                for time in [format!("{hour}:{minute:02}"), format!("{hour:02}:{minute:02}"), format!(" {hour}:{minute:02} ")] {
+                    assert_eq!(sched(json!({"preset": "daily", "time": time})), Ok(want.clone()), "{time}");
+                }
+            }
+        }
+        for bad in ["24:00", "7:60", "7:5", "07:5", "123:00", ":30", "7:", "7", "+7:30", "7:3a", "٧:30"] {
+            assert!(sched(json!({"preset": "daily", "time": bad})).is_err(), "{bad}");
+        }
+        assert_eq!(parse_window("8:00-18:00"), Ok((8 * 60, 18 * 60)));
     }
 
     #[test]
@@ -1708,7 +1727,7 @@ mod tests {
         assert_eq!(parse_window("23:00-00:00"), Ok((1380, 0)));
         for bad in [
             "08:00-08:00",
-            "8:00-18:00",
+            "8:0-18:00",
             "08:00",
             "08:00-24:00",
             "08:00_18:00",

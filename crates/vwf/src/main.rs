@@ -14,7 +14,7 @@ macro_rules! say {
 }
 
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use vwf_core::names::DesignName;
 use vwf_core::run::{Response, Run, Status, TriggerInfo};
 
-use vwf::app::{self, App};
+use vwf::app::{self, App, parse_json, read_arg};
 use vwf::{render, slash, tools};
 use vwf::failure::Failure;
 use vwf::runner::{Answer, Progress};
@@ -50,50 +50,87 @@ enum Cmd {
     List,
     /// Create a blank design, or a copy of a built-in template (`vwf new NAME --from TEMPLATE`).
     New {
+        /// Name of the new design (letters, digits, '.', '_', '-'; up to 64).
         name: String,
         /// The template to copy (the names `GET /templates` lists, e.g. morning-brief).
         #[arg(long, value_name = "TEMPLATE")]
         from: Option<String>,
     },
     /// Print a saved design.
-    Open { name: String },
+    Open {
+        /// The design's name.
+        name: String,
+    },
     /// Validate and save a design: JSON text, @file or - for standard input.
-    Save { name: String, graph: String },
+    Save {
+        /// The design's name.
+        name: String,
+        /// The design document: JSON text, @file or - for standard input.
+        graph: String,
+    },
     /// Check a saved design (or @file / - for a draft).
-    Validate { name: String },
+    Validate {
+        /// The design's name, or @file / - for a draft document.
+        name: String,
+    },
     /// Run a design now (`vwf run retry <run_id>` retries a failed run).
     Run {
+        /// The design's name (or `retry`, followed by the failed run's id).
         name: String,
+        /// After `retry`: the id of the failed run to retry.
         run_id: Option<String>,
         /// The run's input as JSON (text, @file or -).
         #[arg(long)]
         input: Option<String>,
     },
     /// Answer an approval gate.
-    Approve { run_id: String, node: String, answer: String },
+    Approve {
+        /// The run waiting at the gate.
+        run_id: String,
+        /// The approval node's id.
+        node: String,
+        /// One of the gate's options.
+        answer: String,
+    },
     /// Answer a parked step: a gate's answer, an agent's output, or generate it with the backend.
     Respond {
+        /// The parked run.
         run_id: String,
+        /// The node it waits on.
         node: String,
+        /// A gate's answer (one of its options).
         #[arg(long, conflicts_with_all = ["output", "generate"])]
         answer: Option<String>,
         /// The agent step's text (text, @file or -).
         #[arg(long, conflicts_with = "generate")]
         output: Option<String>,
+        /// Perform the agent step through the configured backend.
         #[arg(long)]
         generate: bool,
     },
     /// Recent runs, newest first.
     Runs {
+        /// How many runs to list.
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
     /// One run.
-    Show { run_id: String },
+    Show {
+        /// The run's id (12 hex characters).
+        run_id: String,
+    },
     /// Run a /workflow chat command and print the reply.
-    Slash { text: String },
+    Slash {
+        /// The command text, e.g. "/workflow list".
+        text: String,
+    },
     /// Call an agent tool with JSON arguments (text, @file or -).
-    Tool { name: String, args: String },
+    Tool {
+        /// workflow_design_save, _load, _validate, _run or _respond.
+        name: String,
+        /// The tool's arguments as a JSON object (text, @file or -).
+        args: String,
+    },
     /// Schedule jobs: run a design on a cron schedule (set, list, pause, resume, run, remove, tick).
     Schedule {
         #[command(subcommand)]
@@ -101,6 +138,7 @@ enum Cmd {
     },
     /// Turn an agent.json file's workflows into saved designs (file path or -).
     Import {
+        /// The agent.json file, or - for standard input.
         file: String,
         /// Replace designs that already exist (default: leave them alone).
         #[arg(long)]
@@ -108,6 +146,7 @@ enum Cmd {
     },
     /// Emit an event: every design whose event trigger takes it starts a run.
     Emit {
+        /// The event's name (letters, digits, '_', '.', ':', '-').
         event: String,
         /// The event's payload as JSON (text, @file or -).
         #[arg(long)]
@@ -132,9 +171,13 @@ enum Cmd {
         bind: Option<String>,
     },
     /// Print a shell completion script (e.g. `vwf completions bash > /etc/bash_completion.d/vwf`).
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
     /// Print the man page (roff), or write vwf.1 and a page per subcommand into DIR.
     Man {
+        /// Write the pages into this directory instead of printing vwf.1.
         #[arg(value_name = "DIR")]
         dir: Option<PathBuf>,
     },
@@ -220,23 +263,6 @@ fn run_code(status: Status) -> u8 {
 
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-}
-
-/// Reads an argument given as text, `@file` or `-` (standard input).
-fn read_arg(arg: &str) -> Result<String, Failure> {
-    if arg == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| Failure::BadRequest(format!("cannot read standard input: {e}")))?;
-        Ok(s)
-    } else if let Some(path) = arg.strip_prefix('@') {
-        std::fs::read_to_string(path).map_err(|e| Failure::BadRequest(format!("cannot read {path}: {e}")))
-    } else {
-        Ok(arg.to_string())
-    }
-}
-
-fn parse_json(text: &str, what: &str) -> Result<Value, Failure> {
-    vwf_core::json::parse(text).map_err(|e| Failure::BadRequest(e.about(&format!("{what} is"))))
 }
 
 /// Prints a live line per step on standard error while a run works.
@@ -327,10 +353,13 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
         }
         Cmd::Run { name, run_id, input } => {
             if name == "retry" {
-                if let Some(id) = run_id {
-                    let run = runner.retry(id)?;
-                    return Ok(show_run(&run, json, true));
-                }
+                let Some(id) = run_id else {
+                    return Err(Failure::BadRequest(
+                        "`vwf run retry` needs the id of the failed run to retry: vwf run retry <run_id> (`vwf runs --status failed` lists them)".into(),
+                    ));
+                };
+                let run = runner.retry(id)?;
+                return Ok(show_run(&run, json, true));
             } else if let Some(extra) = run_id {
                 return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
             }
@@ -581,4 +610,36 @@ fn tool_out(app: &App, name: &str, args: &Value, json: bool, human: impl Fn(&Val
         }
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every subcommand and every argument of the whole tree (`vwf schedule set --tz` included)
+    /// says what it is in `--help`.
+    #[test]
+    fn every_cli_argument_has_a_help_line() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>, seen: &mut usize) {
+            for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+                *seen += 1;
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(path.clone());
+                }
+                walk(sub, &path, missing, seen);
+            }
+        }
+        let mut cmd = super::Cli::command();
+        cmd.build();
+        let (mut missing, mut seen) = (Vec::new(), 0);
+        walk(&cmd, "vwf", &mut missing, &mut seen);
+        assert!(seen > 40, "only {seen} arguments walked");
+        assert!(missing.is_empty(), "without a help line: {missing:#?}");
+    }
 }

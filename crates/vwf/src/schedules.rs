@@ -82,6 +82,10 @@ pub struct Job {
     /// Fires that passed while nothing was ticking, oldest first; not run.
     #[serde(default)]
     pub missed: Vec<Missed>,
+    /// The input every run of this job starts with, as a manual run's `input` (absent: the run's
+    /// input says which job fired and when).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub input: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,6 +108,9 @@ pub struct Fired {
     pub error: Option<String>,
     /// Fires recorded as missed by this tick.
     pub missed: Vec<Missed>,
+    /// The job's own input, if it has one (else the run's input names the fire).
+    #[serde(skip)]
+    input: Value,
 }
 
 /// Checks the schedules directory for entries that are none of its files (jobs, the daemon's
@@ -119,11 +126,15 @@ pub fn job_id(design: &DesignName) -> String {
     format!("{JOB_PREFIX}{design}")
 }
 
-/// The prompt a Hermes cron job needs to run `design` (SPEC §10). The name is embedded as JSON,
-/// so no quote or newline in it could change the instructions.
-pub fn prompt(design: &DesignName) -> String {
+/// The prompt a Hermes cron job needs to run `design` with `input` (SPEC §10). The name and the
+/// input are embedded as JSON, so no quote or newline in them could change the instructions.
+pub fn prompt(design: &DesignName, input: &Value) -> String {
     let name = Value::String(design.to_string()).to_string();
-    let args = json!({"name": design.as_str()}).to_string();
+    let mut args = json!({"name": design.as_str()});
+    if !input.is_null() {
+        args["input"] = input.clone();
+    }
+    let args = args.to_string();
     [
         format!("Run the saved visual-workflow design {name} now and report its result."),
         format!("1. Call the tool workflow_design_run with the arguments {args}."),
@@ -147,11 +158,12 @@ pub fn prompt(design: &DesignName) -> String {
 }
 
 /// Creates or updates the job of `design` from a schedule object (`{preset, time?, minute?, dow?,
-/// cron?, tz?, paused?}`). A schedule problem is a bad request naming the field; an unknown design
-/// is not found; nothing is written then. An update keeps `last_run_at`, `missed` and (unless
-/// `paused` is given) the paused state; `next_run_at` is computed afresh from `now`.
+/// cron?, tz?, paused?, input?}`). A schedule problem is a bad request naming the field; an
+/// unknown design is not found; nothing is written then. An update keeps `last_run_at`, `missed`
+/// and, unless given, the paused state and the input (`input: null` removes it); `next_run_at` is
+/// computed afresh from `now`.
 pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<Job, Failure> {
-    let (mut spec, paused) = parse_body(body)?;
+    let (mut spec, paused, input) = parse_body(body)?;
     let Resolved { cron, human, tz, next_run_at } = resolve(&spec, now).map_err(bad_schedule)?;
     if !app.store.design_exists(design) {
         return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
@@ -165,6 +177,7 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
     // A damaged file is replaced: saving the schedule again is how it gets repaired.
     let old = read_job(&path).ok().flatten();
     let paused = paused.or(old.as_ref().map(|j| j.paused)).unwrap_or(false);
+    let input = input.or_else(|| old.as_ref().map(|j| j.input.clone())).unwrap_or(Value::Null);
     let job = Job {
         job_id: job_id(design),
         name: format!("workflow:{design}"),
@@ -172,8 +185,9 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
         human,
         next_run_at: if paused { None } else { next_run_at },
         last_run_at: old.as_ref().and_then(|j| j.last_run_at),
-        prompt: prompt(design),
         deliver,
+        prompt: prompt(design, &input),
+        input,
         schedule: spec,
         missed: old.map(|j| j.missed).unwrap_or_default(),
         cron,
@@ -270,7 +284,7 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
             job.last_run_at = Some(now);
             write_job(&path, &job)?;
             drop(lock);
-            let input = json!({"job_id": job_id, "fired_at": time::format(&now)});
+            let input = fire_input(&job.input, json!({"job_id": job_id, "fired_at": time::format(&now)}));
             let clock = Shifted::to(app.clock.as_ref(), now);
             match scheduled_runner(app, &clock).start_design(&design, TriggerInfo::new("schedule", input))? {
                 Ok(run) => Ok(run.result()),
@@ -304,14 +318,14 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
             job.missed.drain(..excess);
             job.next_run_at = next_fire(&job.cron, &job.tz, now);
             let error = write_job(&job_path_in(&dir, &job.job_id), &job).err().map(|e| format!("not started: cannot record the fire: {e}"));
-            fired.push(Fired { job_id: job.job_id, design: job.design, scheduled_for: run_at, run_id: None, status: None, error, missed });
+            fired.push(Fired { job_id: job.job_id, design: job.design, scheduled_for: run_at, run_id: None, status: None, error, missed, input: job.input });
         }
     }
     let clock = Shifted::to(app.clock.as_ref(), now);
     let runner = scheduled_runner(app, &clock);
     for f in fired.iter_mut().filter(|f| f.error.is_none()) {
         let Some(at) = f.scheduled_for else { continue };
-        let input = json!({"job_id": f.job_id, "fired_at": time::format(&now), "scheduled_for": time::format(&at)});
+        let input = fire_input(&f.input, json!({"job_id": f.job_id, "fired_at": time::format(&now), "scheduled_for": time::format(&at)}));
         let started = DesignName::parse(&f.design)
             .map_err(Failure::BadRequest)
             .and_then(|name| runner.start_design(&name, TriggerInfo::new("schedule", input)));
@@ -353,8 +367,14 @@ fn next_fire(cron: &str, tz: &str, after: Ts) -> Option<Ts> {
     schedule::next_cron_fire_tz(cron, Some(tz), after)
 }
 
-/// The schedule object and `paused` from a request body.
-fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>), Failure> {
+/// The input a run of a job starts with: the job's `own`, else `fire` (which job fired, when).
+fn fire_input(own: &Value, fire: Value) -> Value {
+    if own.is_null() { fire } else { own.clone() }
+}
+
+/// The schedule object, `paused` and `input` from a request body (`None`: not given; an `input`
+/// of `null` is given, and removes the job's input).
+fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>, Option<Value>), Failure> {
     if !body.is_object() {
         return Err(Failure::BadRequest(format!(
             "the schedule must be an object like {{\"preset\": \"daily\", \"time\": \"09:00\"}}, got {}",
@@ -366,7 +386,11 @@ fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>), Failure> {
         Some(Value::Bool(b)) => Some(*b),
         Some(other) => return Err(Failure::BadRequest(format!("paused must be true or false, got {}", vwf_core::view::kind_name(other)))),
     };
-    Ok((schedule::schedule_from_value(body).map_err(bad_schedule)?, paused))
+    let input = body.get("input").cloned();
+    if let Some(input) = &input {
+        vwf_core::json::check(input).map_err(|e| Failure::BadRequest(e.about("the schedule's input is")))?;
+    }
+    Ok((schedule::schedule_from_value(body).map_err(bad_schedule)?, paused, input))
 }
 
 
@@ -494,6 +518,7 @@ pub mod cli {
     pub enum ScheduleCmd {
         /// Create or update a design's schedule job.
         Set {
+            /// The design to run.
             design: String,
             /// hourly, daily, weekdays, weekly or custom.
             #[arg(long)]
@@ -516,17 +541,32 @@ pub mod cli {
             /// Create or leave the job paused.
             #[arg(long)]
             paused: bool,
+            /// The input of every run it starts, as JSON (text, @file or -); kept by later updates.
+            #[arg(long, value_name = "JSON")]
+            input: Option<String>,
         },
         /// List schedule jobs.
         List,
         /// Stop a job from firing until it is resumed.
-        Pause { job_id: String },
+        Pause {
+            /// The job's id: wf-<design> (`vwf schedule list` shows it).
+            job_id: String,
+        },
         /// Let a paused job fire again, from now on.
-        Resume { job_id: String },
+        Resume {
+            /// The job's id: wf-<design> (`vwf schedule list` shows it).
+            job_id: String,
+        },
         /// Start the job's design now.
-        Run { job_id: String },
+        Run {
+            /// The job's id: wf-<design> (`vwf schedule list` shows it).
+            job_id: String,
+        },
         /// Delete a job.
-        Remove { job_id: String },
+        Remove {
+            /// The job's id: wf-<design> (`vwf schedule list` shows it).
+            job_id: String,
+        },
         /// Fire the jobs that are due, once, now (for cron-driven setups).
         Tick,
     }
@@ -542,11 +582,14 @@ pub mod cli {
     pub fn execute(app: &App, cmd: &ScheduleCmd) -> Result<Output, Failure> {
         let now = app.clock.now();
         match cmd {
-            ScheduleCmd::Set { design, preset, time, minute, dow, cron, tz, paused } => {
+            ScheduleCmd::Set { design, preset, time, minute, dow, cron, tz, paused, input } => {
                 let name = DesignName::parse(design).map_err(Failure::BadRequest)?;
                 let mut body = json!({"preset": preset, "time": time, "minute": minute, "dow": dow, "cron": cron, "tz": tz});
                 if *paused {
                     body["paused"] = json!(true);
+                }
+                if let Some(text) = input {
+                    body["input"] = crate::app::json_arg(text, "--input")?;
                 }
                 let job = super::upsert(app, &name, &body, now)?;
                 let when = if job.paused { "paused".to_string() } else { format!("next run {}", at(job.next_run_at, &job.tz)) };

@@ -192,6 +192,18 @@ fn approving_a_run_that_is_not_waiting_is_a_conflict() {
     refused(&f.home, &["respond", &f.parked, "gate", "--output", "text"], 2, "approval gate");
 }
 
+/// `vwf run retry` without an id says what is missing (it never runs a design called "retry"),
+/// in JSON and in words.
+#[test]
+fn retry_without_a_run_id_says_what_is_missing() {
+    let f = fixture();
+    f.home.save("retry", &json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "o", "type": "output", "template": "ran"}], "edges": [{"from": "start", "to": "o"}]}));
+    refused(&f.home, &["run", "retry"], 2, "needs the id of the failed run to retry: vwf run retry <run_id>");
+    let (code, _, stderr) = human(&f.home, T0, &["run", "retry"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("vwf run retry <run_id>"), "{stderr}");
+}
+
 #[test]
 fn retrying_a_run_that_did_not_fail_is_a_conflict() {
     let f = fixture();

@@ -354,7 +354,7 @@ fn the_prompt_embeds_the_design_name_as_json() {
     let app = app_at(home.path(), "2026-06-01T08:00:00Z");
     save(&app, "night.report_2", hello());
     let job = upsert(&app, "night.report_2", json!({"preset": "daily", "time": "09:00"})).unwrap();
-    assert_eq!(job.prompt, schedules::prompt(&name("night.report_2")));
+    assert_eq!(job.prompt, schedules::prompt(&name("night.report_2"), &Value::Null));
     assert!(job.prompt.contains(r#"workflow_design_run with the arguments {"name":"night.report_2"}"#), "{}", job.prompt);
     for needle in ["\"night.report_2\"", "awaiting_agent", "workflow_design_respond", "do not answer the approval", "verbatim"] {
         assert!(job.prompt.contains(needle), "prompt lacks {needle:?}:\n{}", job.prompt);
@@ -484,5 +484,45 @@ fn cli_refuses_a_bad_schedule_and_writes_nothing() {
     assert_eq!(code, 3);
     let (code, _) = home.json_at(T0, &["schedule", "pause", "wf-ghost"]);
     assert_eq!(code, 3);
+    assert_eq!(snapshot(&home), before);
+}
+
+/// A schedule carries the run input: every run it starts gets exactly that input (as a manual run
+/// with `--input` would); an update that does not mention it keeps it, `input: null` removes it.
+/// Times take a one-digit hour (`7:30` is `07:30`).
+#[test]
+fn a_schedule_carries_the_run_input_and_takes_a_one_digit_hour() {
+    let home = Home::new();
+    home.save("greet", &json!({
+        "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "o", "type": "output", "template": "hello {{trigger.city}}"}],
+        "edges": [{"from": "start", "to": "o"}]
+    }));
+    let input = json!({"city": "Oslo \"north\"\nside"});
+    let (code, body) = home.json_at(T0, &["schedule", "set", "greet", "--preset", "daily", "--time", "7:30", "--input", &input.to_string()]);
+    assert_eq!(code, 0, "{body}");
+    let job = &body["job"];
+    assert_eq!((&job["cron"], &job["human"], &job["input"]), (&json!("30 7 * * *"), &json!("Daily at 07:30"), &input));
+    assert!(job["prompt"].as_str().unwrap().contains(&json!({"name": "greet", "input": input}).to_string()), "the Hermes prompt passes the input: {job}");
+
+    let (code, body) = home.json_at("2026-06-01T07:30:10Z", &["schedule", "tick"]);
+    assert_eq!((code, &body["fired"][0]["status"]), (0, &json!("done")), "{body}");
+    let run = run_file_at(home.path(), body["fired"][0]["run_id"].as_str().unwrap());
+    assert_eq!((&run["trigger"]["mode"], &run["trigger"]["input"]), (&json!("schedule"), &input), "{run}");
+    assert_eq!(run["outputs"]["o"]["text"], "hello Oslo \"north\"\nside");
+    let (_, run) = home.json_at("2026-06-01T09:00:00Z", &["schedule", "run", "wf-greet"]);
+    assert_eq!(run["trigger"]["input"], input, "run now uses it too: {run}");
+
+    let (_, body) = home.json_at(T0, &["schedule", "set", "greet", "--preset", "daily", "--time", "08:00"]);
+    assert_eq!(body["job"]["input"], input, "kept by an update that does not mention it: {body}");
+    let app = app_at(home.path(), T0);
+    let job = upsert(&app, "greet", json!({"preset": "daily", "time": "08:00", "input": null})).unwrap();
+    assert_eq!(job.input, Value::Null);
+    let (_, body) = home.json_at("2026-06-01T08:00:10Z", &["schedule", "tick"]);
+    let run = run_file_at(home.path(), body["fired"][0]["run_id"].as_str().unwrap());
+    assert_eq!(run["trigger"]["input"]["job_id"], "wf-greet", "without an input the run says which job fired: {run}");
+
+    let before = snapshot(&home);
+    let (code, body) = home.json_at(T0, &["schedule", "set", "greet", "--preset", "daily", "--time", "7:30", "--input", "{oops"]);
+    assert_eq!((code, &body["ok"]), (2, &json!(false)), "{body}");
     assert_eq!(snapshot(&home), before);
 }

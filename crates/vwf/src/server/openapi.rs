@@ -343,6 +343,7 @@ fn schemas() -> Value {
                 "next_run_at": nullable_time(), "last_run_at": nullable_time(), "prompt": {"type": "string"},
                 "deliver": nullable_string(),
                 "schedule": {"type": "object"},
+                "input": {"description": "The input of every run the job starts; absent when it has none."},
                 "missed": {"type": "array", "items": {"type": "object", "required": ["at"], "properties": {"at": time()}}}
             }
         },
@@ -386,7 +387,7 @@ fn schemas() -> Value {
 /// The schedule object of SPEC §10 plus `paused`, one branch per preset. Fields a preset does not
 /// use are still type-checked; `null` stands for a missing field.
 fn schedule_request() -> Value {
-    let time = json!({"type": "string", "pattern": r"^\s*([01][0-9]|2[0-3]):[0-5][0-9]\s*$"});
+    let time = json!({"type": "string", "pattern": r"^\s*([01]?[0-9]|2[0-3]):[0-5][0-9]\s*$"});
     let unused_string = nullable_string();
     let unused_number = json!({"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX});
     let mut tz: Vec<&str> = time_zone_names().collect();
@@ -395,6 +396,7 @@ fn schedule_request() -> Value {
     let common = json!({
         "tz": {"anyOf": [{"type": "null"}, {"enum": tz}]},
         "paused": {"type": ["boolean", "null"]},
+        "input": {"description": "The input of every run the job starts (null removes it; absent keeps it)."},
         "time": unused_string,
         "minute": unused_number,
         "dow": unused_number,
@@ -411,7 +413,7 @@ fn schedule_request() -> Value {
         json!({"type": "object", "required": required, "properties": properties})
     };
     json!({
-        "description": "{preset, time?, minute?, dow?, cron?, tz?, paused?}. The cron pattern covers numbers, * and */n \
+        "description": "{preset, time?, minute?, dow?, cron?, tz?, paused?, input?}. The cron pattern covers numbers, * and */n \
                         lists (days of month up to 28); the server also takes ranges (a-b, a-b/n).",
         "oneOf": [
             branch(json!({"const": "hourly"}), &[], json!({"minute": {"type": ["integer", "null"], "minimum": 0, "maximum": 59}, "time": {"anyOf": [{"type": "null"}, time]}})),
