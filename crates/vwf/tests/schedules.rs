@@ -80,7 +80,7 @@ fn presets_become_cron_expressions_and_human_lines() {
         (json!({"preset": "weekly", "time": "09:00", "dow": 1}), "0 9 * * 1", "Weekly on Monday at 09:00", "2026-06-01T09:00:00Z"),
         (json!({"preset": "weekly", "time": "07:30", "dow": 0}), "30 7 * * 0", "Weekly on Sunday at 07:30", "2026-06-07T07:30:00Z"),
         (json!({"preset": "hourly", "minute": 15}), "15 * * * *", "Hourly at :15", "2026-06-01T08:15:00Z"),
-        (json!({"preset": "custom", "cron": " */5 * * * * "}), "*/5 * * * *", "Cron */5 * * * *", "2026-06-01T08:05:00Z"),
+        (json!({"preset": "custom", "cron": " */5 * * * * "}), "*/5 * * * *", "Every 5 minutes", "2026-06-01T08:05:00Z"),
     ] {
         let job = upsert(&app, "brief", body.clone()).unwrap_or_else(|e| panic!("{body}: {e}"));
         assert_eq!((job.cron.as_str(), job.human.as_str()), (cron, human), "{body}");
