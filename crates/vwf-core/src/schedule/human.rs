@@ -185,7 +185,7 @@ fn times(minutes: &[u32], hours: &[u32]) -> Option<Times> {
 /// across the wrap); `None` otherwise.
 fn every_from_zero(set: &[u32], span: u32) -> Option<u32> {
     let step = if set.len() > 1 { set[1] } else { return None };
-    (step > 0 && span % step == 0 && set.len() as u32 == span / step && set.iter().enumerate().all(|(i, v)| *v == i as u32 * step))
+    (step > 0 && span.is_multiple_of(step) && set.len() as u32 == span / step && set.iter().enumerate().all(|(i, v)| *v == i as u32 * step))
         .then_some(step)
 }
 
