@@ -196,7 +196,8 @@ test('served: a design built by mouse is saved, flagged, fixed, exported, run, a
   await page.getByTestId('run-link').waitFor();
   const href = await page.getByTestId('run-link').getAttribute('href');
   assert.match(href, /^index\.html#\/runs\/[0-9a-f]{12}$/);
-  assert.equal(await page.getByTestId('node-approval1').getAttribute('data-state'), 'pending');
+  // The run answers once it has started; the canvas colours its steps as they settle.
+  await page.locator('[data-testid="node-approval1"][data-state="pending"]').waitFor();
   assert.equal(await page.getByTestId('node-command1').getAttribute('data-state'), 'done');
   assert.equal(await page.getByTestId('node-output2').getAttribute('data-state'), 'skipped', 'the false branch is not taken');
 
@@ -511,7 +512,10 @@ test('served: the embedding contract (vwfDesigner and messages to the parent)', 
   const frame = await navigated;
   await frame.waitForFunction(() => !!window.vwfDesigner);
   await frame.getByTestId('palette-trigger').waitFor();
-  assert.equal(await frame.getByTestId('toolbar').isVisible(), false);
+  // Embedded, the host names, saves and runs the design; the canvas keeps its own editing buttons.
+  assert.equal(await frame.getByTestId('design-name').isVisible(), false);
+  assert.equal(await frame.getByTestId('btn-save').isVisible(), false);
+  assert.equal(await frame.getByTestId('btn-undo').isVisible(), true);
 
   // setGraph draws what it is given; getGraph gives it back exactly.
   const graph = {
@@ -539,8 +543,10 @@ test('served: the embedding contract (vwfDesigner and messages to the parent)', 
   // Saving and running post their events with the name and the run id.
   assert.equal((await frame.evaluate(() => window.vwfDesigner.save())).ok, true);
   await page.waitForFunction(() => window.messages.some((m) => m.event === 'saved' && m.name === 'embedded'));
+  // run() answers once the run has started; the canvas then follows it to its end.
   const ran = await frame.evaluate(() => window.vwfDesigner.run());
-  assert.equal(ran.status, 'done');
+  assert.match(ran.run_id, /^[0-9a-f]{12}$/);
+  await frame.locator('[data-testid="node-say"][data-state="done"]').waitFor();
   const message = await page.waitForFunction(() => window.messages.find((m) => m.event === 'ran'));
   assert.deepEqual(await message.jsonValue(), { type: 'vwf-designer', event: 'ran', name: 'embedded', run_id: ran.run_id });
   await page.close();

@@ -61,12 +61,13 @@ async function create(name, graph, msg) {
   say(msg, 'error', h('p', {}, `Not created: ${r.body.error}`), taken, r.body.errors ? issueList(r.body.errors) : null);
 }
 
-/** Runs a saved design and opens the run (the API answers once it is done or parked). */
+/** Starts a run of a saved design and opens its page at once (the API answers as soon as the run
+ * has started; the run page follows it live). */
 async function runDesign(name, input, button, msg) {
   button.disabled = true;
   const label = button.textContent;
-  button.textContent = 'Running…';
-  const r = await api('POST', `/designs/${enc(name)}/run`, input === undefined ? {} : { input });
+  button.textContent = 'Starting…';
+  const r = await api('POST', `/designs/${enc(name)}/run`, input === undefined ? { wait: false } : { input, wait: false });
   button.disabled = false;
   button.textContent = label;
   if (r.body.run_id) return navigate(`#/runs/${r.body.run_id}`);
@@ -90,9 +91,6 @@ export async function renderDesigner(root, page) {
     state.textContent = dirty ? 'unsaved changes' : 'saved';
   };
   page.guard = () => (dirty ? `${name} has unsaved changes. Leave without saving them?` : null);
-  const example = loaded.body.graph.example_input;
-  const input = h('textarea', { name: 'input', rows: 3, placeholder: 'null', 'aria-label': 'Run input (JSON)' },
-    example === undefined ? '' : JSON.stringify(example, null, 2));
   const frame = h('iframe', { class: 'canvas', title: `Designer: ${name}`, src: `designer.html?design=${enc(name)}&embed=1` });
   const designer = () => frame.contentWindow && frame.contentWindow.vwfDesigner;
   const pick = (node) => designer() && designer().select(node);
@@ -138,15 +136,13 @@ export async function renderDesigner(root, page) {
     say(msg, v.errors.length ? 'error' : 'ok', h('p', {}, v.errors.length ? `${v.errors.length} error(s).` : 'Valid.'), issues.length ? issueList(issues, pick) : null);
   }
 
+  // The run input is the canvas's own box (its side panel, with nothing selected), which also
+  // feeds its suggestions of `trigger.` fields.
   async function run() {
-    let value;
-    try {
-      value = input.value.trim() === '' ? undefined : JSON.parse(input.value);
-    } catch (e) {
-      return say(msg, 'error', `The run input is not JSON: ${e.message}`);
-    }
+    const given = designer().getRunInput();
+    if (given.error) return say(msg, 'error', given.error);
     if (!(await save())) return;
-    await runDesign(name, value, buttons.run, msg);
+    await runDesign(name, given.input, buttons.run, msg);
   }
 
   // The canvas tells its parent what happened in it (its own keyboard shortcuts included).
@@ -195,7 +191,7 @@ export async function renderDesigner(root, page) {
       h('h1', {}, h('a', { href: '#/designs', class: 'muted' }, 'Designs'), ' / ', name), state),
     h('div', { class: 'toolbar' }, buttons.save, buttons.validate, buttons.run,
       h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule…'),
-      h('details', { class: 'input' }, h('summary', {}, 'Run input'), input)),
+      h('span', { class: 'muted small' }, 'Run input: in the canvas side panel, with nothing selected.')),
     msg, frame);
 }
 

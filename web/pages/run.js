@@ -96,8 +96,13 @@ export async function render(root, page) {
   function pendingBlock(p) {
     const title = h('h2', {}, 'Waiting for ', h('code', {}, p.node));
     if (p.type === 'approval') {
+      // What the question is about: the text of each step (or of the input) it names.
+      const about = Object.entries(p.outputs || {});
       return [title,
         h('p', { class: 'question' }, p.question),
+        about.length ? h('div', { class: 'approving', 'data-testid': 'approving' }, h('h3', {}, 'What is being approved'),
+          about.map(([node, text]) => h('details', { open: true, 'data-output': node },
+            h('summary', {}, h('code', {}, node === 'trigger' ? 'run input' : node)), h('pre', {}, text)))) : null,
         h('div', { class: 'toolbar options' }, (p.options || []).map((o) =>
           h('button', { class: 'primary', 'data-option': o, onclick: (e) => act(e.target, 'respond', { node: p.node, answer: o }) }, o))),
         h('p', { class: 'muted small' }, p.deadline
