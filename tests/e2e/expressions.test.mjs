@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serverAndBrowser, api, DOCS } from './helpers.mjs';
+import { random } from './generate.mjs';
 import { openDesigner, openPage, graphOf, waitFor, canvasStates } from './canvas.mjs';
 
 const env = serverAndBrowser();
@@ -227,6 +228,79 @@ test('renaming a node rewrites every reference and edge naming it, says how many
   await page.close();
 });
 
+/** A chain of steps whose ids prefix each other (`a`, `a.b`, `ab`…), each reading earlier steps
+ * through `{{nodes.…}}` with paths and spacing, conditions through `out.…`. */
+function prefixDesign(seed) {
+  const r = random(seed);
+  const pick = (xs) => xs[Math.floor(r() * xs.length)];
+  const pool = ['a', 'a.b', 'a.b.c', 'ab', 'b', 'a.bc', 'x.y', 'x'].sort(() => r() - 0.5);
+  const ids = pool.slice(0, 3 + Math.floor(r() * 5));
+  // A reference to an earlier step: its id and a path, unless the two read as a longer id
+  // (`a` + `.b.c` is `a.b` + `.c`) that is not an earlier step.
+  const dotted = (earlier) => {
+    const id = pick(earlier);
+    const path = pick(['', '.text', '.words', '.data.b', '.b.c', '.c']);
+    const longest = ids.filter((i) => (id + path) === i || (id + path).startsWith(i + '.')).sort((x, y) => y.length - x.length)[0];
+    return earlier.includes(longest) ? id + path : id;
+  };
+  const ref = (earlier) => pick(['{{nodes.%}}', '{{ nodes.% }}', '{{nodes.%  }}']).replace('%', dotted(earlier));
+  const nodes = [{ id: 'start', type: 'trigger', mode: 'manual', x: 0, y: 0 }];
+  const edges = [];
+  ids.forEach((id, i) => {
+    const earlier = ids.slice(0, i);
+    let node;
+    if (earlier.length && r() < 0.3) node = { id, type: 'condition', expr: `out.${dotted(earlier)} > 1` };
+    else if (earlier.length) node = { id, type: 'agent', prompt: Array.from({ length: 1 + Math.floor(r() * 3) }, () => ref(earlier)).join(' and ') };
+    else node = { id, type: 'agent', prompt: 'first' };
+    nodes.push({ ...node, x: 200 * (i + 1), y: 0 });
+    const from = i === 0 ? 'start' : ids[i - 1];
+    const prev = nodes[i];
+    edges.push(prev.type === 'condition' ? { from, to: id, label: 'true' } : { from, to: id });
+  });
+  return { graph: { nodes, edges }, old: pick(ids) };
+}
+
+/** The ids each reference of a graph resolves to (longest known id prefix), with its path. */
+function resolved(graph) {
+  const ids = graph.nodes.map((n) => n.id);
+  const out = [];
+  const resolve = (dotted) => {
+    const id = ids.filter((i) => dotted === i || dotted.startsWith(i + '.')).sort((x, y) => y.length - x.length)[0];
+    return id === undefined ? ['?', dotted] : [id, dotted.slice(id.length)];
+  };
+  for (const n of graph.nodes) {
+    if (typeof n.prompt === 'string') for (const m of n.prompt.matchAll(/\{\{\s*nodes\.([^\s}]+)\s*\}\}/g)) out.push([n.id, ...resolve(m[1])]);
+    if (typeof n.expr === 'string') out.push([n.id, ...resolve(/^out\.(\S+)/.exec(n.expr)[1])]);
+  }
+  return out;
+}
+
+test('renaming keeps what every reference means, over generated designs whose ids prefix each other', async () => {
+  const page = await openDesigner(env.browser, `${env.server.url}/designer.html`);
+  const cases = 25;
+  for (let seed = 1; seed <= cases; seed++) {
+    const { graph, old } = prefixDesign(seed);
+    const verdict = await api(env.server, 'POST', '/designs/gen/validate', { graph });
+    assert.deepEqual(verdict.body.errors, [], `seed ${seed}: the generated design is valid`);
+    await page.evaluate((g) => window.vwfDesigner.setGraph(g), graph);
+    await page.evaluate((id) => window.vwfDesigner.select(id), old);
+    await page.getByTestId('field-id').fill('renamed');
+    await page.getByTestId('field-id').press('Enter');
+    const after = await graphOf(page);
+    const rename = (id) => (id === old ? 'renamed' : id);
+    const expected = resolved(graph).map(([at, id, path]) => [rename(at), rename(id), path]);
+    assert.deepEqual(resolved(after), expected, `seed ${seed}: renaming ${old} keeps every reference's meaning`);
+    const refs = expected.filter(([, id]) => id === 'renamed').length;
+    const ends = graph.edges.reduce((k, e) => k + (e.from === old) + (e.to === old), 0);
+    assert.match(await page.getByTestId('status').innerText(), new RegExp(`${refs + ends} places? changed \\(${refs} references?, ${ends} edge ends?\\)`), `seed ${seed}`);
+    assert.deepEqual((await api(env.server, 'POST', '/designs/gen/validate', { graph: after })).body.errors, [], `seed ${seed}: still valid`);
+    await page.getByTestId('btn-undo').click();
+    assert.deepEqual(await graphOf(page), graph, `seed ${seed}: one undo`);
+  }
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
 test('a gate renders its question and the run page shows what is being approved', async () => {
   const gated = {
     nodes: [
@@ -258,6 +332,11 @@ test('a gate renders its question and the run page shows what is being approved'
   assert.equal(await page.locator('#pending [data-output="build"] pre').innerText(), 'v1.2 built');
   assert.equal(await page.locator('#pending [data-output="trigger"] pre').innerText(), '{"env":"prod"}');
   assert.equal(await page.locator('#pending button[data-option]').count(), 2);
+  // The run view of the canvas says the same when the gate is selected.
+  const view = page.frameLocator('iframe.canvas');
+  await view.getByTestId('node-gate').click();
+  await waitFor(page, 'the canvas run view to show the gate', () => /v1\.2 built/.test(document.querySelector('iframe.canvas')?.contentDocument?.querySelector('[data-testid="pending"]')?.textContent || ''));
+  assert.match(await view.getByTestId('pending').innerText(), /Ship v1\.2 built to prod\?[\s\S]*build:\nv1\.2 built/);
   assert.deepEqual(page.problems, []);
   await page.close();
 });
