@@ -5,13 +5,15 @@
 // renaming a node rewrites its references and edges in one undoable step; a gate's question is
 // rendered on the run page with what is being approved; the dashboard's "Save & run" takes the
 // canvas's one run-input box and opens the run page at once, its canvas colouring steps as they
-// settle; the embedded canvas shows its refusals and has its own undo, redo, import and export.
+// settle; the embedded canvas shows its refusals and has its own undo, redo, import and export;
+// opened from disk, suggestions say they need the server and renaming works offline.
 // Every wait is for a condition; nothing sleeps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serverAndBrowser, api, DOCS } from './helpers.mjs';
+import { pathToFileURL } from 'node:url';
+import { serverAndBrowser, api, DOCS, ROOT } from './helpers.mjs';
 import { random } from './generate.mjs';
 import { openDesigner, openPage, graphOf, waitFor, canvasStates } from './canvas.mjs';
 
@@ -414,6 +416,26 @@ test('dashboard: the embedded canvas says why a connection is refused, and has u
   await frame.getByTestId('import-load').click();
   await frame.getByTestId('node-only').waitFor();
   assert.match(await frame.getByTestId('status').innerText(), /Imported 1 nodes/);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('file://: without a server the suggestions say what they need, and renaming still works', async () => {
+  const page = await openDesigner(env.browser, pathToFileURL(join(ROOT, 'web', 'designer.html')).href);
+  await page.evaluate(() => window.vwfDesigner.setGraph({
+    nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 0, y: 0 }, { id: 'a', type: 'agent', prompt: 'p', x: 240, y: 0 },
+      { id: 'b', type: 'agent', prompt: 'p', x: 480, y: 0 }],
+    edges: [{ from: 'start', to: 'a' }, { from: 'a', to: 'b' }],
+  }));
+  await typeInto(page, 'b', 'prompt', 'Use {{');
+  await waitFor(page, 'the note', () => /need the server/.test(document.querySelector('[data-testid="autocomplete"]')?.textContent || ''));
+  assert.equal(await page.getByTestId('ac-item').count(), 0, 'no scope is guessed without the validator');
+  await page.getByTestId('field-prompt').pressSequentially('nodes.a}}');
+  await page.evaluate(() => window.vwfDesigner.select('a'));
+  await page.getByTestId('field-id').fill('first');
+  await page.getByTestId('field-id').press('Enter');
+  assert.equal((await graphOf(page)).nodes[2].prompt, 'Use {{nodes.first}}');
+  assert.match(await page.getByTestId('status').innerText(), /3 places changed/);
   assert.deepEqual(page.problems, []);
   await page.close();
 });
