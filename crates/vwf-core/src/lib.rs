@@ -15,5 +15,6 @@ pub mod validate;
 pub mod time;
 pub mod plan;
 pub mod run;
+pub mod transition;
 pub mod events;
 pub mod import;

@@ -246,7 +246,7 @@ fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: usize) -> E
     let store = TimedStore::new(FileStore::new(home.clone()));
     let drivers = Drivers::new(Config::default());
     let observer = |_: Progress<'_>| {};
-    let runner = Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false };
+    let runner = Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
 
     let mut figures = EngineFigures {
         totals: Vec::new(),
@@ -301,7 +301,7 @@ fn engine_runs_in_memory(plan: &Plan, runs: usize) -> Vec<Duration> {
     let store = MemoryStore::default();
     let drivers = Drivers::new(Config::default());
     let observer = |_: Progress<'_>| {};
-    let runner = Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false };
+    let runner = Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
     let mut totals = Vec::new();
     for i in 0..WARMUP_RUNS + runs {
         let t = Instant::now();

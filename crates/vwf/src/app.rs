@@ -9,12 +9,15 @@ use crate::exec::Drivers;
 use crate::failure::Failure;
 use crate::runner::{Progress, Runner};
 use crate::store::{FileStore, Store};
+use crate::telemetry::Metrics;
 
 pub struct App {
     pub home: PathBuf,
     pub store: Box<dyn Store>,
     pub drivers: Drivers,
     pub clock: Box<dyn Clock>,
+    /// Set by `vwf serve`, which exposes them; every runner of this app updates them.
+    pub metrics: Option<Metrics>,
 }
 
 /// The home directory: `--home`, else `$VWF_HOME`, else `$HERMES_HOME`, else `~/.hermes`.
@@ -35,11 +38,11 @@ impl App {
     pub fn open(home: PathBuf) -> Result<App, Failure> {
         let config = Config::load(&home).map_err(Failure::Internal)?;
         let clock = clock::from_env().map_err(Failure::BadRequest)?;
-        Ok(App { store: Box::new(FileStore::new(home.clone())), home, drivers: Drivers::new(config), clock })
+        Ok(App { store: Box::new(FileStore::new(home.clone())), home, drivers: Drivers::new(config), clock, metrics: None })
     }
 
     pub fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {
-        Runner { store: self.store.as_ref(), drivers: &self.drivers, clock: self.clock.as_ref(), observer, sleep_for_waits }
+        Runner { store: self.store.as_ref(), drivers: &self.drivers, clock: self.clock.as_ref(), observer, sleep_for_waits, metrics: self.metrics.as_ref() }
     }
 }
 

@@ -17,4 +17,5 @@ pub mod schedules;
 pub mod server;
 pub mod slash;
 pub mod store;
+pub mod telemetry;
 pub mod tools;

@@ -1,12 +1,13 @@
 //! Structured logs for the long-running server, through `tracing`.
 //!
-//! Why: an operator running `vwf serve` under a service manager needs one line per request (and
-//! later per run transition) that a log pipeline can parse. Invariants:
+//! Why: an operator running `vwf serve` under a service manager needs one line per request and
+//! per run transition (see `crate::telemetry`) that a log pipeline can parse. Invariants:
 //! - Logs go to standard error only; standard output stays the server's address line and nothing
 //!   else, so whoever started the server can read it.
 //! - Levels come from `RUST_LOG` (default `info`); `VWF_LOG_FORMAT=json` writes one JSON object a
 //!   line, anything else the human text format.
-//! - Only `serve` installs the subscriber: CLI commands keep their exact standard error.
+//! - `serve` always installs the subscriber; other commands only when `RUST_LOG` or
+//!   `VWF_LOG_FORMAT` is set, so by default they keep their exact standard error.
 
 use std::io::IsTerminal;
 
@@ -24,4 +25,12 @@ pub fn init() {
         .with_target(false);
     let json = std::env::var(FORMAT_VAR).is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let _ = if json { builder.json().flatten_event(true).try_init() } else { builder.try_init() };
+}
+
+/// Installs the subscriber for a command other than `serve` when the environment asks for logs
+/// (`RUST_LOG` or `VWF_LOG_FORMAT` set): then `vwf run` logs its run's transitions too.
+pub fn init_if_asked() {
+    if ["RUST_LOG", FORMAT_VAR].iter().any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty())) {
+        init();
+    }
 }

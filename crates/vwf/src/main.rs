@@ -191,6 +191,7 @@ fn main() -> ExitCode {
         Cmd::Man { dir } => return man(dir.as_deref(), cli.json),
         _ => {}
     }
+    vwf::logs::init_if_asked();
     let home = app::resolve_home(cli.home.as_deref());
     let app = match App::open(home) {
         Ok(a) => a,

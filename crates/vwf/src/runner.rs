@@ -23,6 +23,7 @@ use crate::clock::Clock;
 use crate::exec::{Drivers, agent};
 use crate::failure::Failure;
 use crate::store::{RunEntry, RunLock, Store};
+use crate::telemetry::{Metrics, Watch};
 
 /// How many recent runs are looked at to apply an event trigger's cooldown.
 const COOLDOWN_SCAN: usize = 200;
@@ -58,6 +59,8 @@ pub struct Runner<'a> {
     pub observer: &'a dyn Fn(Progress<'_>),
     /// A foreground run sleeps through `wait` steps; a background caller leaves them parked.
     pub sleep_for_waits: bool,
+    /// The server's metrics, which every save of a run updates (none outside `vwf serve`).
+    pub metrics: Option<&'a Metrics>,
 }
 
 impl Runner<'_> {
@@ -459,10 +462,16 @@ impl Runner<'_> {
         Err(cause)
     }
 
+    /// The one place a run is saved, so also where its transitions are logged and counted.
     fn write(&self, run: &Run) -> Result<(), Failure> {
         let id = parse_id(&run.run_id)?;
         let json = serde_json::to_vec(run).map_err(|e| Failure::Internal(e.to_string()))?;
+        let watch = Watch::before(self.metrics, self.store, &id);
+        let started = std::time::Instant::now();
         self.store.write_run_json(&id, &json)?;
+        if let Some(watch) = watch {
+            watch.saved(run, started.elapsed());
+        }
         Ok(())
     }
 }

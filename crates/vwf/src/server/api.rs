@@ -121,12 +121,14 @@ pub(crate) enum Answer {
     Run,
     Emitted,
     OpenApi,
+    /// The Prometheus text format (not JSON).
+    Metrics,
 }
 
 use Answer as A;
 use Param as P;
 
-/// Every route of the API, in the order of SPEC §13 (then the OpenAPI document itself).
+/// Every route of the API, in the order of SPEC §13 (then the metrics and the OpenAPI document).
 pub(crate) const ROUTES: &[Route] = &[
     Route { method: "GET", path: "/models", summary: "Model catalog from the agent backend", path_params: &[], query: &[("refresh", "1 drops the cached catalog", P::Flag)], body: None, answer: A::Models, errors: &[502, 503], handler: || get(models) },
     Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots)", path_params: &[], query: &[], body: None, answer: A::Profiles, errors: &[], handler: || get(profiles) },
@@ -146,6 +148,7 @@ pub(crate) const ROUTES: &[Route] = &[
     Route { method: "POST", path: "/runs/{run_id}/respond", summary: "Answer a gate, supply or generate an agent step's output", path_params: &[P::RunId], query: &[], body: Some(RequestBody::Respond), answer: A::Run, errors: &[404, 409, 413, 415, 500, 502, 503], handler: || post(respond) },
     Route { method: "POST", path: "/runs/{run_id}/retry", summary: "Retry a failed run from its failed step", path_params: &[P::RunId], query: &[], body: None, answer: A::Run, errors: &[404, 409, 413, 415, 500], handler: || post(retry) },
     Route { method: "POST", path: "/events/{name}", summary: "Emit an event (fires event triggers)", path_params: &[P::EventName], query: &[], body: Some(RequestBody::Emit), answer: A::Emitted, errors: &[413, 415, 500], handler: || post(emit) },
+    Route { method: "GET", path: "/metrics", summary: "Metrics in the Prometheus text format (version 0.0.4)", path_params: &[], query: &[], body: None, answer: A::Metrics, errors: &[], handler: || get(metrics) },
     Route { method: "GET", path: "/openapi.json", summary: "This document", path_params: &[], query: &[], body: None, answer: A::OpenApi, errors: &[], handler: || get(openapi_json) },
 ];
 
@@ -166,14 +169,14 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
         .fallback(any(fallback).layer(CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
         .route_layer(axum::middleware::map_request(keep_route))
-        .with_state(AppState { app, secured });
+        .with_state(AppState { app: app.clone(), secured });
     // The outer layers wrap the whole router (not each route), so they see its own answers too
     // (a 405 with its Allow header) and guard requests before any routing.
     Router::new()
         .fallback_service(routes)
         .layer(from_fn_with_state(guard, security::guard))
         .layer(map_response(json_errors))
-        .layer(axum::middleware::from_fn(log_request))
+        .layer(from_fn_with_state(app, log_request))
 }
 
 /// Where the routed layer leaves the route a request matched (its template, e.g.
@@ -191,8 +194,9 @@ async fn keep_route(path: Option<axum::extract::MatchedPath>, request: Request) 
 }
 
 /// One log line per request: method, route (the template, or `-` when none matched), path,
-/// status and duration. Outermost, so refusals by the guard and the router are logged too.
-async fn log_request(request: Request, next: axum::middleware::Next) -> Response {
+/// status and duration; and the request counted in the metrics by method, route and status.
+/// Outermost, so refusals by the guard and the router are logged and counted too.
+async fn log_request(State(app): State<Arc<App>>, request: Request, next: axum::middleware::Next) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
@@ -201,6 +205,9 @@ async fn log_request(request: Request, next: axum::middleware::Next) -> Response
     request.extensions_mut().insert(slot.clone());
     let response = next.run(request).await;
     let route = slot.0.lock().ok().and_then(|r| r.clone()).unwrap_or_else(|| "-".into());
+    if let Some(metrics) = &app.metrics {
+        metrics.request(method.as_str(), &route, response.status().as_u16());
+    }
     tracing::info!(
         method = %method,
         route = %route,
@@ -577,6 +584,16 @@ async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(bod
         }))
     })
     .await
+}
+
+/// The metrics, in the Prometheus text format; the parked-runs gauge is counted from the store.
+async fn metrics(State(s): State<AppState>) -> Response {
+    let app = s.app.clone();
+    let text = tokio::task::spawn_blocking(move || app.metrics.as_ref().map(|m| m.render(app.store.as_ref())).unwrap_or_default()).await;
+    match text {
+        Ok(text) => ([(header::CONTENT_TYPE, crate::telemetry::CONTENT_TYPE)], text).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the metrics: {e}")),
+    }
 }
 
 async fn openapi_json(State(s): State<AppState>) -> Response {

@@ -79,7 +79,7 @@ pub struct Server {
 
 /// Checks the security settings, binds the listener and settles stale runs. Refuses (as a bad
 /// request, before anything is written) a non-loopback bind without a token.
-pub fn prepare(app: App, bind_flag: Option<&str>) -> Result<Server, Failure> {
+pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure> {
     let settings = Settings::from_table(&app.drivers.config.server)?;
     let bind = bind_flag.map(str::trim).filter(|b| !b.is_empty()).map(String::from).or(settings.bind.clone()).unwrap_or_else(|| DEFAULT_BIND.into());
     let addr = resolve(&bind)?;
@@ -114,6 +114,8 @@ pub fn prepare(app: App, bind_flag: Option<&str>) -> Result<Server, Failure> {
         let _entered = runtime.enter();
         StopSignals::install().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?
     };
+    // The server exposes its metrics (`GET /metrics`): every run this app drives updates them.
+    app.metrics.get_or_insert_with(crate::telemetry::Metrics::new);
     let server = Server { app: Arc::new(app), listener, addr, guard, runtime, stop_signals };
     server.sweep();
     Ok(server)

@@ -64,10 +64,12 @@ fn operation(route: &Route, secured: bool) -> Value {
             .map(|(name, what, kind)| json!({"name": name, "in": "query", "required": false, "description": what, "schema": param_schema(*kind)})),
     );
     let mut responses = Map::new();
-    let mut ok = json!({
-        "description": "OK",
-        "content": {"application/json": {"schema": answer_schema(route.answer)}}
-    });
+    let content = match route.answer {
+        // `text/plain; version=0.0.4; charset=utf-8`: the media type is what a client matches.
+        Answer::Metrics => json!({"text/plain": {"schema": {"type": "string", "description": "The Prometheus text format, version 0.0.4."}}}),
+        answer => json!({"application/json": {"schema": answer_schema(answer)}}),
+    };
+    let mut ok = json!({"description": "OK", "content": content});
     if let Some(links) = links(route) {
         ok["links"] = links;
     }
@@ -240,6 +242,7 @@ fn answer_schema(answer: Answer) -> Value {
             }
         }),
         Answer::OpenApi => json!({"type": "object", "required": ["openapi", "info", "paths"]}),
+        Answer::Metrics => json!({"type": "string"}),
     }
 }
 

@@ -1,0 +1,248 @@
+//! What changed in a run between two saves: the transitions an operator sees (one log line each)
+//! and counts (metrics).
+//!
+//! Why here: the runner saves a run at one place, and what a save changed is a rule about runs,
+//! not about files or logs. The runner reads back the state last saved ([`Saved`], a digest of
+//! the run file), saves the new one, and asks [`between`] what happened; the caller only prints
+//! and counts.
+//!
+//! Invariants:
+//! - A transition is a change of durable state: comparing two saved states, never an intention,
+//!   so a refused write reports nothing and a change made by another process is seen by the next.
+//! - Each step's change is reported once, with every attempt that ended since the last save
+//!   (an attempt never ends twice: attempts are only appended, see `StepRecord`).
+//! - Order: `started` first, then the steps in the run's order, then the run's new status.
+
+use serde_json::Value;
+
+use crate::run::{Run, Status, StepRecord, StepStatus, Try};
+
+/// The part of a saved run that transitions are computed from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub status: Status,
+    steps: Vec<SavedStep>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct SavedStep {
+    node: String,
+    status: StepStatus,
+    attempts: u32,
+    /// How many of its attempts had ended.
+    ended: usize,
+}
+
+impl Saved {
+    pub fn of(run: &Run) -> Saved {
+        let steps = run
+            .steps
+            .iter()
+            .map(|r| SavedStep { node: r.node.clone(), status: r.status, attempts: r.attempts, ended: ended(r) })
+            .collect();
+        Saved { status: run.status, steps }
+    }
+
+    /// The digest of a stored run document; `None` when it is not one (a damaged file).
+    pub fn from_value(value: &Value) -> Option<Saved> {
+        let status = serde_json::from_value(value.get("status")?.clone()).ok()?;
+        let mut steps = Vec::new();
+        for step in value.get("steps")?.as_array()? {
+            let tries = step.get("tries").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            steps.push(SavedStep {
+                node: step.get("node")?.as_str()?.to_string(),
+                status: serde_json::from_value(step.get("status")?.clone()).ok()?,
+                attempts: u32::try_from(step.get("attempts")?.as_u64()?).ok()?,
+                ended: tries.iter().filter(|t| t.get("finished_at").is_some_and(|f| !f.is_null())).count(),
+            });
+        }
+        Some(Saved { status, steps })
+    }
+}
+
+fn ended(record: &StepRecord) -> usize {
+    record.tries.iter().filter(|t| t.finished_at.is_some()).count()
+}
+
+/// One change between two saves of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transition<'r> {
+    /// The run's first save.
+    Started,
+    /// A step changed: a new attempt, an attempt parked or ended. `ended` holds the attempts
+    /// that ended since the last save, oldest first.
+    Step { record: &'r StepRecord, ended: Vec<&'r Try> },
+    /// The run's status changed from `from` to the run's status.
+    Status { from: Status },
+}
+
+impl Transition<'_> {
+    /// The name of the transition in logs: `started`; `step_started`, `step_retrying`,
+    /// `step_done`, `step_failed`, `step_parked`; `parked`, `resumed`, `retried`, `done`, `failed`.
+    pub fn event(&self, run: &Run) -> &'static str {
+        match self {
+            Transition::Started => "started",
+            Transition::Step { record, .. } => match record.status {
+                StepStatus::Running => "step_started",
+                StepStatus::Retrying => "step_retrying",
+                StepStatus::Done => "step_done",
+                StepStatus::Failed => "step_failed",
+                StepStatus::AwaitingApproval | StepStatus::AwaitingAgent | StepStatus::Waiting => "step_parked",
+            },
+            Transition::Status { from } => match run.status {
+                Status::Done => "done",
+                Status::Failed => "failed",
+                Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent => "parked",
+                Status::Running if *from == Status::Failed => "retried",
+                Status::Running => "resumed",
+            },
+        }
+    }
+}
+
+/// How long an ended attempt took, in seconds (0 for one that ended as it started).
+pub fn seconds(attempt: &Try) -> f64 {
+    attempt.finished_at.map_or(0.0, |end| (end - attempt.started_at).num_milliseconds().max(0) as f64 / 1000.0)
+}
+
+/// What saving `run` changes over `before`, the state saved last (`None`: the run's first save).
+pub fn between<'r>(before: Option<&Saved>, run: &'r Run) -> Vec<Transition<'r>> {
+    let mut out = Vec::new();
+    let from = match before {
+        None => {
+            out.push(Transition::Started);
+            Status::Running
+        }
+        Some(saved) => saved.status,
+    };
+    let steps = before.map(|s| s.steps.as_slice()).unwrap_or_default();
+    for record in &run.steps {
+        let was = steps.iter().find(|s| s.node == record.node);
+        let now = SavedStep { node: String::new(), status: record.status, attempts: record.attempts, ended: ended(record) };
+        let seen = was.map_or(0, |s| s.ended);
+        if was.is_some_and(|s| (s.status, s.attempts, s.ended) == (now.status, now.attempts, now.ended)) {
+            continue;
+        }
+        let ended = record.tries.iter().filter(|t| t.finished_at.is_some()).skip(seen).collect();
+        out.push(Transition::Step { record, ended });
+    }
+    if run.status != from {
+        out.push(Transition::Status { from });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::Design;
+    use crate::plan::Plan;
+    use crate::run::{Advance, Outcome, Response, TriggerInfo};
+    use serde_json::json;
+
+    fn t(s: &str) -> crate::time::Ts {
+        crate::time::parse(s).unwrap()
+    }
+
+    fn run(nodes: Value, edges: Value) -> Run {
+        let design = Design::from_value(&json!({"nodes": nodes, "edges": edges})).unwrap();
+        let plan = Plan::compile("d", &design).unwrap();
+        Run::start(plan, "000000000001", TriggerInfo::new("manual", Value::Null), t("2026-01-01T00:00:00Z"))
+    }
+
+    /// Drives `run` like the runner does, saving (comparing) after every change; returns the
+    /// events of each save. Tasks start at `now` and end two seconds later.
+    fn drive(run: &mut Run, saved: &mut Option<Saved>, now: &str, outcome: impl Fn(&str) -> Outcome) -> Vec<Vec<String>> {
+        let end = t(now) + chrono::TimeDelta::seconds(2);
+        let mut saves = Vec::new();
+        let mut save = |run: &Run, saved: &mut Option<Saved>| {
+            saves.push(between(saved.as_ref(), run).iter().map(|tr| tr.event(run).to_string()).collect::<Vec<_>>());
+            *saved = Some(Saved::of(run));
+        };
+        loop {
+            match run.advance(t(now)) {
+                Advance::Settled(_) => save(run, saved),
+                Advance::Tasks(tasks) => {
+                    save(run, saved);
+                    for task in tasks {
+                        run.complete(&task.node, outcome(&task.node), end).unwrap();
+                        save(run, saved);
+                    }
+                }
+                Advance::Idle => {
+                    save(run, saved);
+                    return saves;
+                }
+            }
+        }
+    }
+
+    fn flat(saves: Vec<Vec<String>>) -> Vec<String> {
+        saves.into_iter().flatten().collect()
+    }
+
+    #[test]
+    fn a_run_that_parks_resumes_and_finishes() {
+        let mut r = run(
+            json!([
+                {"id": "start", "type": "trigger", "mode": "manual"},
+                {"id": "work", "type": "command", "run": "true"},
+                {"id": "gate", "type": "approval", "question": "ok?", "options": ["yes", "no"]},
+                {"id": "after", "type": "command", "run": "true"},
+            ]),
+            json!([{"from": "start", "to": "work"}, {"from": "work", "to": "gate"}, {"from": "gate", "to": "after", "label": "yes"}]),
+        );
+        let mut saved = None;
+        let done = |_: &str| Outcome::Done { text: "ok".into(), extra: Default::default(), tokens: 0 };
+        let events = flat(drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", done));
+        assert_eq!(events, ["started", "step_started", "step_done", "step_parked", "parked"]);
+        // The command's attempt took two seconds of the run's clock.
+        let work = r.record("work").unwrap();
+        assert_eq!(seconds(&work.tries[0]), 2.0);
+
+        // The runner saves the answered run before driving it on.
+        r.respond("gate", Response::Answer("yes".into()), t("2026-01-01T00:01:00Z")).unwrap();
+        let mut events: Vec<String> = between(saved.as_ref(), &r).iter().map(|tr| tr.event(&r).to_string()).collect();
+        saved = Some(Saved::of(&r));
+        events.extend(flat(drive(&mut r, &mut saved, "2026-01-01T00:01:00Z", done)));
+        assert_eq!(events, ["step_done", "resumed", "step_started", "step_done", "done"]);
+        assert_eq!(seconds(&r.record("gate").unwrap().tries[0]), 60.0);
+        // Saving the same state again reports nothing.
+        assert!(between(saved.as_ref(), &r).is_empty());
+    }
+
+    #[test]
+    fn a_failure_and_a_retry() {
+        let mut r = run(
+            json!([{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "boom", "type": "command", "run": "false"}]),
+            json!([{"from": "start", "to": "boom"}]),
+        );
+        let mut saved = None;
+        let fail = |_: &str| Outcome::Failed { error: "exit 1".into() };
+        let events = flat(drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", fail));
+        assert_eq!(events, ["started", "step_started", "step_failed", "failed"]);
+        r.retry(t("2026-01-01T00:05:00Z")).unwrap();
+        let saves = drive(&mut r, &mut saved, "2026-01-01T00:05:00Z", |_| Outcome::Done { text: String::new(), extra: Default::default(), tokens: 0 });
+        let events = flat(saves);
+        assert_eq!(events.first().map(String::as_str), Some("step_started"), "{events:?}");
+        assert!(events.contains(&"retried".to_string()), "{events:?}");
+        assert_eq!(events.last().map(String::as_str), Some("done"), "{events:?}");
+        // The second attempt ended once: its step line carries it, the first attempt is not repeated.
+        let boom = r.record("boom").unwrap();
+        assert_eq!(boom.attempts, 2);
+    }
+
+    #[test]
+    fn the_digest_of_the_saved_file_equals_the_digest_of_the_run() {
+        let mut r = run(
+            json!([{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "boom", "type": "command", "run": "false"}]),
+            json!([{"from": "start", "to": "boom"}]),
+        );
+        let mut saved = None;
+        drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", |_| Outcome::Failed { error: "x".into() });
+        let file = serde_json::to_value(&r).unwrap();
+        assert_eq!(Saved::from_value(&file), Some(Saved::of(&r)));
+        assert_eq!(Saved::from_value(&json!([])), None);
+        assert_eq!(Saved::from_value(&json!({"status": "nope", "steps": []})), None);
+    }
+}
