@@ -240,3 +240,24 @@ fn log(run: &Run, t: &Transition<'_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_metrics_counts_apart_and_bounds_its_labels() {
+        let (a, b) = (Metrics::new(), Metrics::new());
+        a.request("GET", "/healthz", 200);
+        a.request("BREW", "/healthz", 200);
+        let text = |m: &Metrics| {
+            let mut out = String::new();
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &m.registry).unwrap();
+            out
+        };
+        let a_text = text(&a);
+        assert!(a_text.contains(r#"vwf_http_requests_total{method="GET",route="/healthz",status="200"} 1"#), "{a_text}");
+        assert!(a_text.contains(r#"vwf_http_requests_total{method="other",route="/healthz",status="200"} 1"#), "{a_text}");
+        assert!(!text(&b).contains("vwf_http_requests_total{"), "{}", text(&b));
+    }
+}

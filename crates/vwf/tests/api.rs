@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::peer::Peer;
 use common::server::{Options, PREFIX, Server, TOKEN_VAR, send, vwf, write_config};
-use common::{Home, snapshot};
+use common::{Home, failing, snapshot};
 use serde_json::{Value, json};
 
 /// Snapshots `{status, body}` with run ids, timestamps, the port and the home scrubbed.
@@ -95,17 +95,6 @@ fn drafted() -> Value {
     })
 }
 
-/// trigger → a command that fails.
-fn failing() -> Value {
-    json!({
-        "nodes": [
-            {"id": "start", "type": "trigger", "mode": "manual"},
-            {"id": "boom", "type": "command", "argv": ["sh", "-c", "echo broken >&2; exit 3"]}
-        ],
-        "edges": [{"from": "start", "to": "boom"}]
-    })
-}
-
 /// Started by the event `ping`.
 fn listener() -> Value {
     json!({
@@ -142,6 +131,8 @@ const SECTION_13: &[(&str, &str)] = &[
     // Beyond §13: a dry run of a schedule object, so the dashboard previews the human line
     // without holding the rule itself.
     ("POST", "/schedules/preview"),
+    // Beyond §13: metrics for Prometheus (the text format, not JSON).
+    ("GET", "/metrics"),
 ];
 
 #[test]
@@ -173,6 +164,13 @@ fn openapi_lists_every_route_and_the_server_answers_each() {
             .replace("{run_id}", "0123456789ab")
             .replace("{job_id}", "wf-nothing-here")
             .replace("{action}", "pause");
+        if path == "/metrics" {
+            let res = server.client.get(server.url(path)).send().expect("scrape");
+            assert_eq!(res.status().as_u16(), 200, "{method} {path}");
+            let kind = res.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            assert!(kind.starts_with("text/plain"), "{method} {path}: {kind}");
+            continue;
+        }
         let (status, body) = match method.as_str() {
             "GET" => server.get(&concrete),
             _ => server.post(&concrete, json!({})),

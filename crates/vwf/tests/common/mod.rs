@@ -90,6 +90,17 @@ pub fn parse(out: &Output) -> Value {
     })
 }
 
+/// trigger → a command that fails (`boom`, exit code 3, `broken` on standard error).
+pub fn failing() -> Value {
+    serde_json::json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "boom", "type": "command", "argv": ["sh", "-c", "echo broken >&2; exit 3"]}
+        ],
+        "edges": [{"from": "start", "to": "boom"}]
+    })
+}
+
 /// The repository's `examples/` directory.
 pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
