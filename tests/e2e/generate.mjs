@@ -16,10 +16,11 @@ const LABELS = { condition: ['true', 'false'], approval: ['approve', 'reject'], 
 
 /** A branching design of `count` nodes from `seed`: a trigger, then nodes that each hang from one
  * of the last few (conditions, approvals and loops branch with labelled edges), some merging two
- * branches, and two notes. Without positions unless `scatter` (then piled up at random). */
-export function branching(seed, count = 50, { scatter = false } = {}) {
+ * branches, and two notes. Without positions unless `scatter` (then piled up at random). Without
+ * `loops` it is a valid design (the server saves it). */
+export function branching(seed, count = 50, { scatter = false, loops = true } = {}) {
   const rnd = random(seed);
-  const types = ['command', 'agent', 'condition', 'approval', 'loop', 'output', 'http', 'command', 'agent'];
+  const types = ['command', 'agent', 'condition', 'approval', loops ? 'loop' : 'command', 'output', 'http', 'command', 'agent'];
   const nodes = [{ id: 'start', type: 'trigger', mode: 'manual' }];
   const edges = [];
   const children = new Map([['start', 0]]);
@@ -42,6 +43,18 @@ export function branching(seed, count = 50, { scatter = false } = {}) {
   nodes.push({ id: 'note-a', type: 'note', text: 'A generated design: every branch is laid out in the second dimension.' });
   nodes.push({ id: 'note-b', type: 'note', text: 'Short' });
   for (const n of nodes) if (n.label === undefined) delete n.label;
+  // Fields that make each node valid, naming its first parent.
+  const parentOf = (id) => edges.find((e) => e.to === id)?.from;
+  const FIELDS = {
+    command: (p) => ({ run: `echo ${p}` }),
+    agent: (p) => ({ prompt: `Summarise {{nodes.${p}}}` }),
+    condition: (p) => ({ expr: `out.${p}.text != ""` }),
+    approval: (p) => ({ question: `Go on after ${p}?`, options: ['approve', 'reject'] }),
+    loop: (p) => ({ over: `{{nodes.${p}}}` }),
+    output: (p) => ({ template: `{{nodes.${p}}}` }),
+    http: () => ({ url: 'https://example.org/' }),
+  };
+  for (const n of nodes) if (FIELDS[n.type]) Object.assign(n, FIELDS[n.type](parentOf(n.id)));
   if (scatter) for (const n of nodes) { n.x = Math.round(rnd() * 600); n.y = Math.round(rnd() * 400); }
   return { nodes, edges };
 }

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { serverAndBrowser, ROOT, DOCS } from './helpers.mjs';
-import { openDesigner, graphOf, canvasGeometry, layoutProblems, waitFor } from './canvas.mjs';
+import { serverAndBrowser, api, ROOT, DOCS } from './helpers.mjs';
+import { openPage, openDesigner, graphOf, canvasGeometry, layoutProblems, waitFor } from './canvas.mjs';
 import { branching } from './generate.mjs';
 
 const ctx = serverAndBrowser();
@@ -121,6 +121,42 @@ test('layout: the screenshot of a 50-node design after Tidy, full screen (docs/l
   await page.getByTestId('btn-fit').click();
   assert.deepEqual(layoutProblems(await page.evaluate(canvasGeometry)), []);
   await page.screenshot({ path: join(DOCS, 'large-design.png') });
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('room: in the dashboard the canvas takes the page\'s width, goes full screen, and a minimap moves the view', async () => {
+  const graph = branching(5, 50, { loops: false });
+  assert.equal((await api(ctx.server, 'POST', '/designs/roomy', { graph })).body.ok, true);
+  const page = await openPage(ctx.browser, `${ctx.server.url}/#/designer/roomy`, { viewport: { width: 1920, height: 1080 } });
+  const frame = page.frameLocator('iframe.canvas');
+  await frame.getByTestId('node-start').waitFor();
+  const canvas = () => frame.getByTestId('canvas').boundingBox();
+  // The page column is not capped: the canvas gets what the palette and the panel leave.
+  assert.ok((await canvas()).width >= 1920 - 40 - 150 - 330 - 10, `canvas ${(await canvas()).width} px wide`);
+
+  // Fitted, the whole design is in view: no minimap. Zoomed in, the minimap shows, and a click
+  // on it moves the view there.
+  await frame.getByTestId('btn-fit').click();
+  assert.equal(await frame.getByTestId('minimap').isVisible(), false);
+  for (let i = 0; i < 6; i++) await frame.getByTestId('btn-zoom-in').click();
+  await frame.getByTestId('minimap').waitFor();
+  const transform = () => frame.locator('#viewport').getAttribute('transform');
+  const before = await transform();
+  const map = await frame.getByTestId('minimap').boundingBox();
+  await page.mouse.click(map.x + map.width * 0.9, map.y + map.height / 2);
+  assert.notEqual(await transform(), before, 'the view moved');
+
+  // Full screen: the canvas covers the window; Escape gives the page back.
+  await frame.getByTestId('btn-full').click();
+  await waitFor(page, 'the canvas to cover the window', () => {
+    const r = document.querySelector('iframe.canvas').getBoundingClientRect();
+    return r.left === 0 && r.top === 0 && r.width === innerWidth && r.height === innerHeight;
+  });
+  assert.deepEqual(await canvas(), { x: 0, y: 0, width: 1920, height: 1080 });
+  await page.keyboard.press('Escape');
+  await waitFor(page, 'the page back', () => document.querySelector('iframe.canvas').getBoundingClientRect().top > 0);
+  assert.ok((await canvas()).width < 1920);
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -154,6 +154,7 @@ export async function renderDesigner(root, page) {
       refreshState();
     }
     if (e.data.event === 'ran' && e.data.run_id) navigate(`#/runs/${e.data.run_id}`);
+    if (e.data.event === 'fullscreen') frame.classList.toggle('full', !!e.data.on);
   };
   window.addEventListener('message', onMessage);
   page.onLeave(() => window.removeEventListener('message', onMessage));
@@ -186,6 +187,7 @@ export async function renderDesigner(root, page) {
     ready();
   });
 
+  root.classList.add('wide');
   root.append(
     h('div', { class: 'title' },
       h('h1', {}, h('a', { href: '#/designs', class: 'muted' }, 'Designs'), ' / ', name), state),
