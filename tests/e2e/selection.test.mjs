@@ -5,7 +5,9 @@
 // Every wait is for a selector or a condition; nothing sleeps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serverAndBrowser, api } from './helpers.mjs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { serverAndBrowser, api, ROOT } from './helpers.mjs';
 import { openDesigner, openPage, graphOf, byId, drop, canvasGeometry, waitFor } from './canvas.mjs';
 import { random } from './generate.mjs';
 
@@ -102,7 +104,7 @@ test('selection: shift-click, box, select all; move, copy as design JSON, paste,
   g = await graphOf(page);
   assert.deepEqual(g.nodes.slice(5).map((n) => n.id), ['a2', 'b2']);
   assert.deepEqual(g.edges.at(-1), { from: 'a2', to: 'b2' });
-  assert.equal(byId(g, 'b2').run, 'echo {{nodes.a}}');
+  assert.equal(byId(g, 'b2').run, 'echo {{nodes.a2}}', 'references among the pasted nodes follow them');
   assert.deepEqual(await selected(page), ['a2', 'b2'], 'the pasted nodes are selected');
   assertNoOverlap(await page.evaluate(canvasGeometry), 'after paste');
   await page.keyboard.press('Control+z');
@@ -160,6 +162,7 @@ test('selection: shift-click, box, select all; move, copy as design JSON, paste,
   const pasted = await graphOf(other);
   assert.deepEqual(pasted.nodes.map((n) => n.id), ['start', 'start2', 'a']);
   assert.deepEqual(pasted.edges, [{ from: 'start2', to: 'a' }]);
+  assert.equal(byId(pasted, 'a').run, 'echo a');
   assertNoOverlap(await other.evaluate(canvasGeometry), 'pasted into another design');
   // Text that is not a design is refused and changes nothing.
   await other.evaluate(() => {
@@ -243,6 +246,48 @@ test('placing: in the dashboard the first palette click lands in view', async ()
   const n = await frame.getByTestId('node-agent1').locator('.box').boundingBox();
   const c = await frame.getByTestId('canvas').boundingBox();
   assert.ok(n.x >= c.x && n.y >= c.y && n.x + n.width <= c.x + c.width && n.y + n.height <= c.y + c.height, `agent1 at ${JSON.stringify(n)} in ${JSON.stringify(c)}`);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('paste: over generated designs and fragments whose ids collide, every id is unique and the fragment keeps its edges and references', async () => {
+  const page = await openDesigner(ctx.browser, pathToFileURL(join(ROOT, 'web', 'designer.html')).href, { width: 1280, height: 760 });
+  const rnd = random(29);
+  const pool = ['a', 'a2', 'a3', 'b', 'b2', 'c', 'node', 'node1'];
+  const some = (k) => pool.filter(() => rnd() < k);
+  for (let round = 0; round < 40; round++) {
+    const base = { nodes: some(0.5).map((id, i) => ({ id, type: 'command', run: 'echo base', x: i * 220, y: 0 })), edges: [] };
+    const ids = some(0.5);
+    if (!ids.length) continue;
+    const fragment = {
+      nodes: ids.map((id, i) => ({ id, type: 'command', run: `echo {{nodes.${ids[(i + 1) % ids.length]}}} {{nodes.outside}}`, x: i * 220, y: 300 })),
+      edges: ids.slice(1).map((id, i) => ({ from: ids[i], to: id })),
+    };
+    const problems = await page.evaluate(([b, f]) => {
+      window.vwfDesigner.setGraph(b);
+      const data = new DataTransfer();
+      data.setData('text/plain', JSON.stringify(f));
+      document.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data }));
+      const g = window.vwfDesigner.getGraph();
+      const out = [];
+      const all = g.nodes.map((n) => n.id);
+      if (new Set(all).size !== all.length) out.push(`ids repeat: ${all}`);
+      const pasted = g.nodes.slice(b.nodes.length);
+      if (pasted.length !== f.nodes.length) out.push(`pasted ${pasted.length} of ${f.nodes.length}`);
+      const now = Object.fromEntries(f.nodes.map((n, i) => [n.id, pasted[i].id]));
+      for (const n of b.nodes) if (now[n.id] === n.id) out.push(`${n.id} kept an id the design had`);
+      f.edges.forEach((e, i) => {
+        const got = g.edges[i];
+        if (!got || got.from !== now[e.from] || got.to !== now[e.to]) out.push(`edge ${e.from}→${e.to} became ${JSON.stringify(got)}`);
+      });
+      f.nodes.forEach((n, i) => {
+        const want = n.run.replace(/\{\{nodes\.([a-z0-9]+)\}\}/g, (w, id) => (id in now ? `{{nodes.${now[id]}}}` : w));
+        if (pasted[i].run !== want) out.push(`${pasted[i].id}.run is ${pasted[i].run}, not ${want}`);
+      });
+      return out;
+    }, [base, fragment]);
+    assert.deepEqual(problems, [], `round ${round}: ${JSON.stringify(base.nodes.map((n) => n.id))} + ${JSON.stringify(ids)}`);
+  }
   assert.deepEqual(page.problems, []);
   await page.close();
 });
