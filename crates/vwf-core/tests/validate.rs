@@ -981,6 +981,8 @@ proptest! {
         prop_assert_eq!(report.ok, report.errors.is_empty());
         // The report itself is valid contract JSON.
         let _ = serde_json::to_value(&report).expect("report serializes");
+        // So is the scope of every node, for whatever parses as a design.
+        prop_assert_eq!(vwf_core::validate::scopes(&design).is_some(), Design::from_value(&design).is_ok());
         if report.ok {
             let parsed = Design::from_value(&design).expect("a valid design parses");
             let plan = Plan::compile("fuzz", &parsed).expect("a valid design compiles");
