@@ -10,7 +10,9 @@
 //!   save changed. So every surface (CLI, server, daemon, tools, MCP) reports them alike, and a
 //!   refused write reports nothing.
 //! - Nothing is read back when nobody listens: no metrics (every command but `serve`) and run
-//!   logs filtered out.
+//!   logs filtered out. A server does not read back either while it drives a run: [`Metrics`]
+//!   keeps the digest of each run it saved `running` (under the run's lock, so nobody else
+//!   writes it) until the run's next save, and reads back only a run it did not save last.
 //! - [`Metrics`] is one registry per server (in its `App`), never global: two servers in one
 //!   process count apart.
 //! - Label values are bounded: designs and node types come from saved designs, HTTP routes are
@@ -18,6 +20,8 @@
 //! - The parked-runs gauge is derived from the store at each scrape (the newest runs the daemon
 //!   watches), so it is exact across restarts and across processes sharing the home.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -77,6 +81,9 @@ pub struct Metrics {
     runs_parked: Family<StatusLabel, Gauge>,
     write_seconds: Histogram,
     requests: Family<RequestLabels, Counter>,
+    /// The digest of each run this server saved `running` last, by run id: taken by the run's
+    /// next save, so it holds only runs being driven now.
+    driving: Mutex<HashMap<String, Saved>>,
 }
 
 impl Default for Metrics {
@@ -102,7 +109,7 @@ impl Metrics {
         registry.register("runs_parked", "Runs parked now (waiting on a wait, a gate or an agent), by status, among the newest runs", runs_parked.clone());
         registry.register("run_write_duration_seconds", "Durable writes of a run file (written, synced, renamed)", write_seconds.clone());
         registry.register("http_requests", "HTTP requests answered, by method, route template and status", requests.clone());
-        Metrics { registry, runs_started, runs_done, runs_failed, step_seconds, runs_parked, write_seconds, requests }
+        Metrics { registry, runs_started, runs_done, runs_failed, step_seconds, runs_parked, write_seconds, requests, driving: Mutex::default() }
     }
 
     fn record(&self, run: &Run, transitions: &[Transition<'_>]) {
@@ -187,11 +194,16 @@ pub struct Watch<'a> {
 }
 
 impl<'a> Watch<'a> {
-    /// Reads the state saved last, when someone listens (metrics, or run logs not filtered out);
-    /// `None` when nobody does or the saved state cannot be read (then the save reports nothing).
+    /// The state saved last, when someone listens (metrics, or run logs not filtered out): kept
+    /// by the metrics while this server drives the run, else read back from the store. `None`
+    /// when nobody listens or the saved state cannot be read (then the save reports nothing).
     pub fn before(metrics: Option<&'a Metrics>, store: &dyn Store, id: &RunId) -> Option<Watch<'a>> {
         if metrics.is_none() && !tracing::enabled!(tracing::Level::INFO) {
             return None;
+        }
+        // Taken out: a save that fails leaves no digest behind, so the next save reads back.
+        if let Some(kept) = metrics.and_then(|m| m.driving.lock().ok()?.remove(id.as_str())) {
+            return Some(Watch { metrics, before: Some(kept) });
         }
         let before = match store.read_run(id) {
             Ok(value) => Some(Saved::from_value(&value)?),
@@ -207,6 +219,12 @@ impl<'a> Watch<'a> {
         if let Some(metrics) = self.metrics {
             metrics.write_seconds.observe(took.as_secs_f64());
             metrics.record(run, &transitions);
+            // A run saved `running` is being driven under its lock: its next save is ours too.
+            if run.status == Status::Running
+                && let Ok(mut driving) = metrics.driving.lock()
+            {
+                driving.insert(run.run_id.clone(), Saved::of(run));
+            }
         }
         for t in &transitions {
             log(run, t);
