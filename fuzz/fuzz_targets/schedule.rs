@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, Timelike, Utc};
 use libfuzzer_sys::fuzz_target;
-use vwf_core::{json, schedule};
+use vwf_core::{json, schedule, trigger};
 use vwf_fuzz::{Tape, sections};
 
 fuzz_target!(|data: &[u8]| {
@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = schedule::parse_window(text).map(|w| schedule::in_window(Some(w), tape.u32() % 2000));
         let _ = schedule::parse_days(text);
         let _ = schedule::validate_tz(text);
-        let _ = schedule::is_event_name(text);
+        let _ = trigger::is_event_name(text);
     }
 
     let Ok(value) = json::parse_slice(object) else { return };
@@ -48,9 +48,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let Some(node) = value.as_object() else { return };
-    let _ = schedule::validate_trigger(node);
+    let _ = trigger::Trigger::parse(node);
     let _ = schedule::wait_seconds(node);
-    if let Ok(hb) = schedule::heartbeat_from_node(node)
+    if let Ok(hb) = trigger::heartbeat_from_node(node)
         && let Some(t) = hb.next_heartbeat(after, last)
     {
         assert!(t >= after, "heartbeat fires at {t}, before {after}");

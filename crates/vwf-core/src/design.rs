@@ -32,6 +32,15 @@ impl Node {
     }
 }
 
+/// An edge label as stored (§3): edges leaving a condition or a loop are matched without regard to
+/// case and stored lowercase; other labels are kept as written.
+pub fn stored_label(from_kind: &str, label: &str) -> String {
+    match from_kind {
+        "condition" | "loop" => label.to_ascii_lowercase(),
+        _ => label.to_string(),
+    }
+}
+
 /// One edge `{from, to, label?}`; `label` is stored lowercase for conditions (§3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Edge {
@@ -108,6 +117,15 @@ impl Design {
 
     pub fn node(&self, id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// Every edge label as stored ([`stored_label`]).
+    pub fn normalize_labels(&mut self) {
+        let kinds: std::collections::HashMap<&str, &str> = self.nodes.iter().map(|n| (n.id.as_str(), n.kind.as_str())).collect();
+        for e in &mut self.edges {
+            let kind = kinds.get(e.from.as_str()).copied().unwrap_or("");
+            e.label = e.label.as_deref().map(|l| stored_label(kind, l));
+        }
     }
 
     pub fn trigger(&self) -> Option<&Node> {

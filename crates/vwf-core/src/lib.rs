@@ -9,6 +9,7 @@ pub mod expr;
 pub mod template;
 pub mod shell;
 pub mod schedule;
+pub mod trigger;
 pub mod design;
 pub mod spec;
 pub mod validate;

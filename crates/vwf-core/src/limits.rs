@@ -32,14 +32,19 @@ pub const LOOP_CONCURRENCY_DEFAULT: u64 = 1;
 pub const WAIT_SECONDS: (u64, u64) = (1, 3600);
 /// Heartbeat interval in seconds (one minute to one day).
 pub const HEARTBEAT_SECONDS: (u64, u64) = (60, 86_400);
-/// Event trigger `cooldown_seconds` (up to one week).
+/// Event trigger `cooldown_seconds` (up to one week) and its default.
 pub const EVENT_COOLDOWN_SECONDS: (u64, u64) = (0, 7 * 86_400);
-/// Folder trigger `debounce_ms` (up to one minute).
+pub const EVENT_COOLDOWN_DEFAULT: u64 = 0;
+/// Folder trigger `debounce_ms` (up to one minute) and its default; the default `pattern`.
 pub const FOLDER_DEBOUNCE_MS: (u64, u64) = (0, 60_000);
-/// Watch trigger `restart_delay_seconds` (the backoff never exceeds the top either).
+pub const FOLDER_DEBOUNCE_DEFAULT_MS: u64 = 500;
+pub const FOLDER_PATTERN_DEFAULT: &str = "*";
+/// Watch trigger `restart_delay_seconds` (the backoff never exceeds the top either) and its default.
 pub const WATCH_RESTART_DELAY_SECONDS: (u64, u64) = (1, 300);
-/// Watch trigger `dedupe_minutes` (up to one day).
+pub const WATCH_RESTART_DELAY_DEFAULT_SECONDS: u64 = 5;
+/// Watch trigger `dedupe_minutes` (up to one day) and its default.
 pub const WATCH_DEDUPE_MINUTES: (u64, u64) = (0, 1440);
+pub const WATCH_DEDUPE_DEFAULT_MINUTES: u64 = 10;
 /// A node's canvas position `x`, `y`: any number within this distance of the origin.
 pub const CANVAS_COORDINATE: f64 = 1_000_000.0;
 /// Step output kept inline, in bytes.

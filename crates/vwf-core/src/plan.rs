@@ -79,10 +79,7 @@ impl Plan {
                 .map(|(e, p)| {
                     let edge = &design.edges[e];
                     let from_kind = graph.nodes[p].kind.as_str();
-                    let label = edge.label.as_ref().map(|l| match from_kind {
-                        "condition" | "loop" => l.to_ascii_lowercase(),
-                        _ => l.clone(),
-                    });
+                    let label = edge.label.as_deref().map(|l| crate::design::stored_label(from_kind, l));
                     Parent { from: edge.from.clone(), label }
                 })
                 .collect();
@@ -106,8 +103,9 @@ impl Plan {
         self.trigger.as_ref().and_then(|t| t.get("id")).and_then(Value::as_str)
     }
 
+    /// The mode the trigger declares (`manual` without a trigger).
     pub fn trigger_mode(&self) -> &str {
-        self.trigger.as_ref().and_then(|t| t.get("mode")).and_then(Value::as_str).unwrap_or("manual")
+        self.trigger.as_ref().map_or("manual", crate::trigger::declared_mode)
     }
 
     /// Every addressable id: the steps and the trigger.

@@ -1357,7 +1357,7 @@ impl Run {
                 self.loops.insert(id.to_string(), LoopState { items, concurrency, passes: Vec::new() });
                 Begin::Settled
             }
-            Spec::Trigger { .. } | Spec::Note => {
+            Spec::Trigger(_) | Spec::Note => {
                 self.open_record(id, StepStatus::Running, now);
                 fail(self, format!("a {} node never runs as a step", step.kind()))
             }

@@ -1,5 +1,6 @@
 //! Time rules of triggers and the wait node (SPEC §3 wait, §10, §18): cron validation and
 //! next-fire computation, schedule presets, the human line, durations, heartbeat windows and days.
+//! Trigger nodes themselves are read by [`crate::trigger`].
 //!
 //! It exists so that the validator, the designer's verdict, the scheduler and the engine read one
 //! rule for every time-shaped field instead of each parsing strings its own way.
@@ -44,7 +45,7 @@ pub struct ScheduleError {
 }
 
 impl ScheduleError {
-    fn new(field: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(field: &str, message: impl Into<String>) -> Self {
         Self {
             field: Some(field.to_string()),
             message: message.into(),
@@ -56,7 +57,7 @@ impl ScheduleError {
             message: message.into(),
         }
     }
-    fn in_field(mut self, field: &str) -> Self {
+    pub(crate) fn in_field(mut self, field: &str) -> Self {
         self.field = Some(field.to_string());
         self
     }
@@ -92,7 +93,6 @@ const DAY_NAMES: [&str; 7] = [
 ];
 const DAY_ABBREVIATIONS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const PRESETS: &str = "hourly, daily, weekdays, weekly or custom";
-const TRIGGER_MODES: &str = "manual, schedule, heartbeat, event, folder or watch";
 const DURATION_HINT: &str = "use whole numbers with h, m or s, e.g. \"30s\", \"5m\", \"1h30m\"";
 
 // ---------------------------------------------------------------------------------------------
@@ -822,39 +822,6 @@ pub struct Heartbeat {
     pub tz: Tz,
 }
 
-/// Reads a heartbeat trigger node (`every`, `window?`, `days?`, `tz?`), with the same checks and
-/// messages as [`validate_trigger`]; the first problem is returned. A `mode` other than
-/// `heartbeat` is an error on field `"mode"`; an absent one is allowed.
-pub fn heartbeat_from_node(node: &Map<String, Value>) -> Result<Heartbeat, ScheduleError> {
-    match present(node, "mode") {
-        None => {}
-        Some(Value::String(m)) if m == "heartbeat" => {}
-        Some(other) => {
-            return Err(ScheduleError::new(
-                "mode",
-                format!("a heartbeat needs mode \"heartbeat\", got {}", shown(other)),
-            ));
-        }
-    }
-    let mut issues = Vec::new();
-    check_heartbeat_mode(node, &mut issues);
-    if let Some(first) = issues.into_iter().next() {
-        return Err(first);
-    }
-    let text = |key: &str| present(node, key).and_then(Value::as_str);
-    let every_seconds =
-        parse_duration(text("every").unwrap_or_default()).map_err(|e| e.in_field("every"))?;
-    Ok(Heartbeat {
-        every_seconds,
-        window: text("window").map(parse_window).transpose()?,
-        days: text("days")
-            .map(parse_days)
-            .transpose()?
-            .unwrap_or([true; 7]),
-        tz: text("tz").map(parse_tz).transpose()?.unwrap_or(Tz::UTC),
-    })
-}
-
 impl Heartbeat {
     /// When the heartbeat fires next, given the current instant `after` and its `last` fire.
     ///
@@ -931,268 +898,8 @@ impl Heartbeat {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Trigger and wait nodes
+// Wait nodes
 // ---------------------------------------------------------------------------------------------
-
-/// Every problem of a flat trigger node (SPEC §10): its `mode` and that mode's fields. Each error's
-/// `field` is a field of the node (`"mode"`, `"schedule"`, `"every"`, `"sources"`, …); problems
-/// inside the schedule object are reported on `"schedule"` with a message naming the inner field.
-/// `null` counts as absent. Fields of other modes are ignored.
-pub fn validate_trigger(node: &Map<String, Value>) -> Vec<ScheduleError> {
-    let mut issues = Vec::new();
-    let mode = match present(node, "mode") {
-        None => {
-            issues.push(ScheduleError::new(
-                "mode",
-                format!("trigger needs a mode ({TRIGGER_MODES})"),
-            ));
-            return issues;
-        }
-        Some(Value::String(s)) => s.as_str(),
-        Some(other) => {
-            issues.push(ScheduleError::new(
-                "mode",
-                format!(
-                    "mode must be a string ({TRIGGER_MODES}), got {}",
-                    describe(other)
-                ),
-            ));
-            return issues;
-        }
-    };
-    match mode {
-        "manual" => {}
-        "schedule" => check_schedule_mode(node, &mut issues),
-        "heartbeat" => check_heartbeat_mode(node, &mut issues),
-        "event" => check_event_mode(node, &mut issues),
-        "folder" => check_folder_mode(node, &mut issues),
-        "watch" => check_watch_mode(node, &mut issues),
-        other => issues.push(ScheduleError::new(
-            "mode",
-            format!("unknown mode \"{other}\" (use {TRIGGER_MODES})"),
-        )),
-    }
-    issues
-}
-
-fn check_schedule_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
-    let Some(value) = present(node, "schedule") else {
-        issues.push(ScheduleError::new(
-            "schedule",
-            "a schedule trigger needs a schedule, e.g. {\"preset\": \"daily\", \"time\": \"09:00\"}",
-        ));
-        return;
-    };
-    if let Err(e) = schedule_from_value(value).and_then(|s| to_cron(&s)) {
-        issues.push(e.in_field("schedule"));
-    }
-}
-
-fn check_heartbeat_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
-    let (lo, hi) = limits::HEARTBEAT_SECONDS;
-    match present(node, "every") {
-        None => issues.push(ScheduleError::new("every", "a heartbeat trigger needs every, e.g. \"30m\" (1m to 24h)")),
-        Some(Value::String(s)) => match parse_duration(s) {
-            Err(e) => issues.push(e.in_field("every")),
-            Ok(secs) if !limits::within(secs, limits::HEARTBEAT_SECONDS) => issues.push(ScheduleError::new(
-                "every",
-                format!("every \"{s}\" is {secs} seconds; a heartbeat must be every {lo} to {hi} seconds (1m to 24h)"),
-            )),
-            Ok(_) => {}
-        },
-        Some(other) => issues.push(ScheduleError::new(
-            "every",
-            format!("every must be a duration string like \"30m\", got {}", describe(other)),
-        )),
-    }
-    type Check = fn(&str) -> Result<(), ScheduleError>;
-    let checks: [(&str, &str, Check); 3] = [
-        ("window", "\"08:00-18:00\"", |s| parse_window(s).map(|_| ())),
-        ("days", "\"mon-fri\"", |s| parse_days(s).map(|_| ())),
-        ("tz", "\"Europe/Paris\"", validate_tz),
-    ];
-    for (key, example, check) in checks {
-        match present(node, key) {
-            None => {}
-            Some(Value::String(s)) => {
-                if let Err(e) = check(s) {
-                    issues.push(e.in_field(key));
-                }
-            }
-            Some(other) => issues.push(ScheduleError::new(
-                key,
-                format!(
-                    "{key} must be a string like {example}, got {}",
-                    describe(other)
-                ),
-            )),
-        }
-    }
-}
-
-fn check_event_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
-    let need = "an event trigger needs sources: a list of event names or prefixes like [\"deploy.done\", \"alerts.*\"]";
-    match present(node, "sources") {
-        None => issues.push(ScheduleError::new("sources", need)),
-        Some(Value::Array(items)) if items.is_empty() => {
-            issues.push(ScheduleError::new("sources", need))
-        }
-        Some(Value::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                let ok = item.as_str().is_some_and(|s| {
-                    let name = s.strip_suffix(".*").unwrap_or(s);
-                    is_event_name(name)
-                });
-                if !ok {
-                    let shown = match item {
-                        Value::String(s) => format!("\"{s}\""),
-                        other => describe(other),
-                    };
-                    issues.push(ScheduleError::new(
-                        "sources",
-                        format!(
-                            "sources[{i}] {shown} is not an event name (letters, digits, _ . : -) or a prefix ending in .*"
-                        ),
-                    ));
-                }
-            }
-        }
-        Some(other) => issues.push(ScheduleError::new(
-            "sources",
-            format!("{need}; got {}", describe(other)),
-        )),
-    }
-    check_int(node, "cooldown_seconds", limits::EVENT_COOLDOWN_SECONDS, issues);
-}
-
-/// What [`is_event_name`] accepts, as a regular expression (for API documents).
-pub const EVENT_NAME_PATTERN: &str = "^[A-Za-z0-9_.:-]+$";
-
-/// An event name: one or more of `A-Z a-z 0-9 _ . : -` (SPEC §10 sources, emit `event`).
-pub fn is_event_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
-}
-
-fn check_folder_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
-    match present(node, "path") {
-        Some(Value::String(s)) if !s.trim().is_empty() => {}
-        None | Some(Value::String(_)) => {
-            issues.push(ScheduleError::new(
-                "path",
-                "a folder trigger needs a path (the folder to watch)",
-            ));
-        }
-        Some(other) => {
-            issues.push(ScheduleError::new(
-                "path",
-                format!("path must be a string, got {}", describe(other)),
-            ));
-        }
-    }
-    match present(node, "pattern") {
-        None => {}
-        Some(Value::String(s)) if !s.trim().is_empty() => {}
-        Some(Value::String(_)) => {
-            issues.push(ScheduleError::new(
-                "pattern",
-                "pattern is empty (leave it out to match every file, \"*\")",
-            ));
-        }
-        Some(other) => {
-            issues.push(ScheduleError::new(
-                "pattern",
-                format!(
-                    "pattern must be a string like \"*.csv\", got {}",
-                    describe(other)
-                ),
-            ));
-        }
-    }
-    let events_hint = "events must be a non-empty list of create, modify, remove";
-    match present(node, "events") {
-        None => {}
-        Some(Value::Array(items)) if items.is_empty() => {
-            issues.push(ScheduleError::new("events", events_hint))
-        }
-        Some(Value::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                if !matches!(item.as_str(), Some("create" | "modify" | "remove")) {
-                    issues.push(ScheduleError::new(
-                        "events",
-                        format!(
-                            "events[{i}] is {}: use create, modify or remove",
-                            shown(item)
-                        ),
-                    ));
-                }
-            }
-        }
-        Some(other) => issues.push(ScheduleError::new(
-            "events",
-            format!("{events_hint}; got {}", describe(other)),
-        )),
-    }
-    check_int(node, "debounce_ms", limits::FOLDER_DEBOUNCE_MS, issues);
-}
-
-fn check_watch_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) {
-    let need =
-        "a watch trigger needs a command: a non-empty string or a list of strings (program first)";
-    let ok = match present(node, "command") {
-        Some(Value::String(s)) => !s.trim().is_empty(),
-        Some(Value::Array(items)) => {
-            items.iter().all(Value::is_string)
-                && items
-                    .first()
-                    .and_then(Value::as_str)
-                    .is_some_and(|p| !p.trim().is_empty())
-        }
-        _ => false,
-    };
-    if !ok {
-        let got = present(node, "command")
-            .map(|v| format!("; got {}", shown(v)))
-            .unwrap_or_default();
-        issues.push(ScheduleError::new("command", format!("{need}{got}")));
-    }
-    let words: Vec<&str> = match present(node, "command") {
-        Some(Value::String(s)) => vec![s.as_str()],
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    if words.iter().any(|w| crate::template::parse(w).is_ok_and(|t| t.refs().next().is_some())) {
-        issues.push(ScheduleError::new(
-            "command",
-            "a watch command takes no templates: it runs exactly as written, before any run exists; remove the {{…}}",
-        ));
-    }
-    check_int(
-        node,
-        "restart_delay_seconds",
-        limits::WATCH_RESTART_DELAY_SECONDS,
-        issues,
-    );
-    check_int(node, "dedupe_minutes", limits::WATCH_DEDUPE_MINUTES, issues);
-}
-
-/// An optional whole-number field within an inclusive range.
-fn check_int(
-    node: &Map<String, Value>,
-    key: &str,
-    range: (u64, u64),
-    issues: &mut Vec<ScheduleError>,
-) {
-    let Some(v) = present(node, key) else { return };
-    if v.as_u64().is_some_and(|n| limits::within(n, range)) {
-        return;
-    }
-    issues.push(ScheduleError::new(
-        key,
-        format!("{key} must be a whole number from {} to {}, got {}", range.0, range.1, shown(v)),
-    ));
-}
 
 /// Seconds a `wait` node waits (SPEC §3): exactly one of `seconds` (whole number) or `duration`
 /// (`"30s"`, `"5m"`, `"1h"`), within 1 s – 1 h.
@@ -1256,12 +963,12 @@ pub fn wait_seconds(node: &Map<String, Value>) -> Result<u64, ScheduleError> {
 // ---------------------------------------------------------------------------------------------
 
 /// A field's value, with `null` counted as absent.
-fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+pub(crate) fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     obj.get(key).filter(|v| !v.is_null())
 }
 
 /// The JSON type of a value, for "got …" in messages (numbers shown as written).
-fn describe(v: &Value) -> String {
+pub(crate) fn describe(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(_) => "a boolean".into(),
@@ -1273,7 +980,7 @@ fn describe(v: &Value) -> String {
 }
 
 /// Like [`describe`], but short strings are shown quoted.
-fn shown(v: &Value) -> String {
+pub(crate) fn shown(v: &Value) -> String {
     match v {
         Value::String(s) if s.chars().count() <= 40 => format!("\"{s}\""),
         other => describe(other),
@@ -1283,6 +990,7 @@ fn shown(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trigger::{EVENT_NAME_PATTERN, heartbeat_from_node, is_event_name, validate_trigger};
     use chrono::TimeZone;
     use proptest::prelude::*;
     use serde_json::json;

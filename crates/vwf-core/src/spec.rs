@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::design::{Design, Node};
 use crate::limits::{self, within};
+use crate::trigger::Trigger;
 use crate::{schedule, shell, template};
 use crate::validate::Issue;
 
@@ -45,7 +46,7 @@ impl Deliver {
 /// One node's typed fields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
-    Trigger { mode: String },
+    Trigger(Trigger),
     Agent { prompt: String, profile: Option<String>, model: Option<String>, retries: u32, timeout_seconds: u64, max_tokens: Option<u64> },
     Condition { expr: String },
     Approval { question: String, options: Vec<String>, timeout_minutes: Option<u64>, on_timeout: OnTimeout },
@@ -165,13 +166,17 @@ impl Spec {
             f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.kind));
         }
         let spec = match node.kind.as_str() {
-            "trigger" => {
-                for e in schedule::validate_trigger(&node.raw) {
-                    let field = e.field.clone().unwrap_or_else(|| "mode".into());
-                    f.issue(&field, e.message);
+            "trigger" => match Trigger::parse(&node.raw) {
+                Ok(trigger) => Spec::Trigger(trigger),
+                Err(issues) => {
+                    for e in issues {
+                        let field = e.field.clone().unwrap_or_else(|| "mode".into());
+                        f.issue(&field, e.message);
+                    }
+                    // Reported above; a lenient reader goes on as if it were started by hand.
+                    Spec::Trigger(Trigger::Manual)
                 }
-                Spec::Trigger { mode: f.string("mode").unwrap_or_default() }
-            }
+            },
             "agent" => {
                 let prompt = f.required_string("prompt");
                 let profile = f.string("profile");
@@ -335,7 +340,7 @@ impl Spec {
             }
             "emit" => {
                 let event = f.required_string("event");
-                if !event.is_empty() && !event.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c)) {
+                if !event.is_empty() && !crate::trigger::is_event_name(&event) {
                     f.issue("event", format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'"));
                 }
                 Spec::Emit { event, payload: f.get("payload").cloned() }

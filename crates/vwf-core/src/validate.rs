@@ -491,7 +491,7 @@ pub fn validate_design(design: &Design) -> Report {
                     .collect();
                 (!missing.is_empty()).then(|| format!("approval {:?} leads nowhere on {}", n.id, missing.join(", ")))
             }
-            Spec::Trigger { .. } | Spec::Wait { .. } if out_labels.is_empty() => {
+            Spec::Trigger(_) | Spec::Wait { .. } if out_labels.is_empty() => {
                 Some(format!("{:?} ends the run on nothing concrete; end on an output, emit or data step", n.id))
             }
             _ => None,
@@ -500,7 +500,7 @@ pub fn validate_design(design: &Design) -> Report {
             warnings.push(Issue::node(&n.id, msg));
         }
     }
-    let scheduled = triggers.first().is_some_and(|t| t.field("mode").and_then(Value::as_str) == Some("schedule"));
+    let scheduled = triggers.first().is_some_and(|t| crate::trigger::declared_mode(&t.raw) == "schedule");
     if scheduled {
         for (i, n) in graph.nodes.iter().enumerate() {
             if let Some(Spec::Output { deliver: None, .. }) = specs.get(n.id.as_str())

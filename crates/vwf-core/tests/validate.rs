@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
 use vwf_core::plan::Plan;
 use vwf_core::run::{Advance, Delivery, Outcome, Pending, Response, Run, TriggerInfo, Work};
+use vwf_core::trigger::Trigger;
 use vwf_core::validate::{Issue, Report, validate};
 
 /// Where an issue should point: `node`, `edge` and `field` must match exactly, and the message
@@ -1223,18 +1224,17 @@ fn exercise(design: &Value, now: Ts, agents: u8, tokens: u64) -> Result<(), Test
     let back: Result<Run, _> = serde_json::from_value(file.clone());
     prop_assert!(back.is_ok(), "the run cannot be read back: {:?}\n{file:#}", back.err());
 
-    let trigger = parsed.trigger().map(|t| t.raw.clone()).unwrap_or_default();
-    if let Some(cooldown) = vwf_core::events::listens(&trigger, "ping") {
+    let trigger = parsed.trigger().map(|t| Trigger::parse(&t.raw).expect("a valid trigger parses"));
+    if let Some(cooldown) = trigger.as_ref().and_then(|t| t.listens("ping")) {
         prop_assert!(time::sub_seconds_saturating(now, cooldown) <= now);
     }
-    if let Some(s) = trigger.get("schedule") {
-        let schedule = vwf_core::schedule::schedule_from_value(s).expect("a valid schedule reads");
-        let cron = vwf_core::schedule::to_cron(&schedule).expect("a valid schedule has a cron");
-        prop_assert!(vwf_core::schedule::next_schedule_fire(&schedule, now).is_none_or(|t| t > now), "{cron}");
-    }
-    if trigger.get("mode") == Some(&json!("heartbeat")) {
-        let hb = vwf_core::schedule::heartbeat_from_node(&trigger).expect("a valid heartbeat reads");
-        prop_assert!(hb.next_heartbeat(now, Some(now)).is_none_or(|t| t >= now));
+    match &trigger {
+        Some(Trigger::Schedule { schedule, cron }) => {
+            prop_assert_eq!(&vwf_core::schedule::to_cron(schedule).expect("a valid schedule has a cron"), cron);
+            prop_assert!(vwf_core::schedule::next_schedule_fire(schedule, now).is_none_or(|t| t > now), "{cron}");
+        }
+        Some(Trigger::Heartbeat(hb)) => prop_assert!(hb.next_heartbeat(now, Some(now)).is_none_or(|t| t >= now)),
+        _ => {}
     }
     Ok(())
 }

@@ -43,7 +43,9 @@ use vwf_core::design::Design;
 use vwf_core::names::DesignName;
 use vwf_core::plan::Plan;
 use vwf_core::run::{Pending, Status, TriggerInfo};
-use vwf_core::schedule::{self, Heartbeat};
+use vwf_core::schedule::Heartbeat;
+use vwf_core::trigger::Trigger as core;
+use vwf_core::trigger::{FolderEvent, FolderTrigger, WatchTrigger};
 use vwf_core::time::{self, Ts};
 
 use crate::app::{self, App};
@@ -65,10 +67,6 @@ const DESIGN_REREAD_SECONDS: i64 = 10;
 const FOLDER_RETRY_SECONDS: i64 = 10;
 /// Watch commands: how long a run must last to reset the restart backoff.
 const WATCH_STABLE: Duration = Duration::from_secs(60);
-/// Defaults of SPEC §10.
-const FOLDER_DEBOUNCE_DEFAULT_MS: u64 = 500;
-const WATCH_RESTART_DEFAULT_SECONDS: u64 = 5;
-const WATCH_DEDUPE_DEFAULT_MINUTES: u64 = 10;
 /// A watch command line longer than this is dropped (it could not become a run input anyway).
 const WATCH_LINE_BYTES: usize = vwf_core::limits::REQUEST_BODY_BYTES;
 /// How long `run` waits between ticks, and how often it looks at the stop flag meanwhile.
@@ -151,30 +149,16 @@ struct Tracked {
     live: Live,
 }
 
+/// What the daemon makes of a design's trigger (the core's [`vwf_core::trigger::Trigger`]).
 #[derive(Debug, Clone, PartialEq)]
 enum Trigger {
     /// A mode the daemon does not fire (manual, schedule, event).
-    Other(String),
+    Other(&'static str),
     Heartbeat(Heartbeat),
-    Folder(FolderSpec),
-    Watch(WatchSpec),
+    Folder(FolderTrigger),
+    Watch(WatchTrigger),
     /// The design cannot be run: why.
     Invalid(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct FolderSpec {
-    path: String,
-    pattern: String,
-    events: Vec<String>,
-    debounce_ms: u64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct WatchSpec {
-    argv: Vec<String>,
-    restart_delay_seconds: u64,
-    dedupe_minutes: u64,
 }
 
 enum Live {
@@ -284,11 +268,11 @@ impl<'a> Daemon<'a> {
             .filter_map(|(name, t)| {
                 let job = schedules::get(self.app, &schedules::job_id(&DesignName::parse(name).ok()?)).ok();
                 let (mode, mut detail) = match &t.trigger {
-                    Trigger::Other(mode) if mode == "schedule" && job.is_none() => {
-                        (mode.clone(), "no schedule job yet (create it with `vwf schedule`)".to_string())
+                    Trigger::Other(mode) if *mode == "schedule" && job.is_none() => {
+                        (mode.to_string(), "no schedule job yet (create it with `vwf schedule`)".to_string())
                     }
-                    Trigger::Other(mode) if mode == "schedule" => (mode.clone(), String::new()),
-                    Trigger::Other(mode) => (mode.clone(), other_detail(mode).to_string()),
+                    Trigger::Other(mode) if *mode == "schedule" => (mode.to_string(), String::new()),
+                    Trigger::Other(mode) => (mode.to_string(), other_detail(mode).to_string()),
                     Trigger::Invalid(why) => ("invalid".to_string(), format!("not watched: {why}")),
                     Trigger::Heartbeat(h) => ("heartbeat".to_string(), heartbeat_detail(h)),
                     Trigger::Folder(f) => {
@@ -296,7 +280,7 @@ impl<'a> Daemon<'a> {
                             Live::Folder(w) => w.dir.display().to_string(),
                             _ => f.path.clone(),
                         };
-                        ("folder".to_string(), format!("{dir} {} on {}{}", f.pattern, f.events.join(","), down_note(&t.live)))
+                        ("folder".to_string(), format!("{dir} {} on {}{}", f.pattern, event_names(&f.events, ","), down_note(&t.live)))
                     }
                     Trigger::Watch(w) => ("watch".to_string(), format!("{}{}", shown_argv(&w.argv), down_note(&t.live))),
                 };
@@ -378,7 +362,7 @@ impl<'a> Daemon<'a> {
                 self.generation += 1;
                 match self.start_folder(name, &spec, self.generation) {
                     Ok(w) => {
-                        log(now, &format!("{name}: watching folder {} for {} ({})", w.dir.display(), spec.pattern, spec.events.join(", ")));
+                        log(now, &format!("{name}: watching folder {} for {} ({})", w.dir.display(), spec.pattern, event_names(&spec.events, ", ")));
                         Live::Folder(w)
                     }
                     Err(why) => {
@@ -407,7 +391,7 @@ impl<'a> Daemon<'a> {
         }
     }
 
-    fn start_folder(&self, name: &str, spec: &FolderSpec, generation: u64) -> Result<FolderWatch, String> {
+    fn start_folder(&self, name: &str, spec: &FolderTrigger, generation: u64) -> Result<FolderWatch, String> {
         let dir = resolve_path(&self.app.home, &spec.path);
         let dir = std::fs::canonicalize(&dir).map_err(|e| format!("cannot open folder {}: {e}", dir.display()))?;
         if !dir.is_dir() {
@@ -435,7 +419,7 @@ impl<'a> Daemon<'a> {
         Ok(FolderWatch { generation, dir, seen, _debouncer: debouncer })
     }
 
-    fn start_watch(&self, name: &str, spec: &WatchSpec, generation: u64) -> WatchProcess {
+    fn start_watch(&self, name: &str, spec: &WatchTrigger, generation: u64) -> WatchProcess {
         let stop = Arc::new(AtomicBool::new(false));
         let group = Arc::new(Mutex::new(None));
         let supervisor = Supervisor {
@@ -500,7 +484,7 @@ impl<'a> Daemon<'a> {
                 }
                 (false, false) => continue,
             };
-            if spec.events.iter().any(|e| e == kind) {
+            if spec.events.iter().any(|e| e.as_str() == kind) {
                 inputs.push(json!({"path": full.to_string_lossy(), "kind": kind}));
             }
         }
@@ -751,43 +735,17 @@ fn read_trigger(runner: &Runner<'_>, name: &DesignName) -> Trigger {
     if let Err(report) = Plan::compile(name.as_str(), &design) {
         return Trigger::Invalid(crate::tools::refusal(&report.errors));
     }
-    let Some(node) = design.trigger() else { return Trigger::Other("manual".into()) };
+    let Some(node) = design.trigger() else { return Trigger::Other("manual") };
     trigger_from_node(&node.raw)
 }
 
 fn trigger_from_node(node: &Map<String, Value>) -> Trigger {
-    if let Some(first) = schedule::validate_trigger(node).into_iter().next() {
-        return Trigger::Invalid(first.message);
-    }
-    let mode = node.get("mode").and_then(Value::as_str).unwrap_or("manual");
-    let uint = |key: &str, default: u64| node.get(key).and_then(Value::as_u64).unwrap_or(default);
-    match mode {
-        "heartbeat" => match schedule::heartbeat_from_node(node) {
-            Ok(h) => Trigger::Heartbeat(h),
-            Err(e) => Trigger::Invalid(e.message),
-        },
-        "folder" => Trigger::Folder(FolderSpec {
-            path: node.get("path").and_then(Value::as_str).unwrap_or_default().trim().to_string(),
-            pattern: node.get("pattern").and_then(Value::as_str).unwrap_or("*").to_string(),
-            events: match node.get("events").and_then(Value::as_array) {
-                Some(items) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-                None => vec!["create".into(), "modify".into()],
-            },
-            debounce_ms: uint("debounce_ms", FOLDER_DEBOUNCE_DEFAULT_MS),
-        }),
-        "watch" => {
-            let argv = match node.get("command") {
-                Some(Value::String(s)) => vec!["sh".to_string(), "-c".to_string(), s.clone()],
-                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-                _ => Vec::new(),
-            };
-            Trigger::Watch(WatchSpec {
-                argv,
-                restart_delay_seconds: uint("restart_delay_seconds", WATCH_RESTART_DEFAULT_SECONDS),
-                dedupe_minutes: uint("dedupe_minutes", WATCH_DEDUPE_DEFAULT_MINUTES),
-            })
-        }
-        other => Trigger::Other(other.to_string()),
+    match vwf_core::trigger::Trigger::parse(node) {
+        Err(issues) => Trigger::Invalid(issues.into_iter().next().map(|e| e.message).unwrap_or_default()),
+        Ok(core::Heartbeat(h)) => Trigger::Heartbeat(h),
+        Ok(core::Folder(f)) => Trigger::Folder(f),
+        Ok(core::Watch(w)) => Trigger::Watch(w),
+        Ok(other) => Trigger::Other(other.mode()),
     }
 }
 
@@ -805,12 +763,16 @@ fn resolve_path(home: &Path, path: &str) -> PathBuf {
 
 fn describe(trigger: &Trigger) -> String {
     match trigger {
-        Trigger::Other(mode) => mode.clone(),
+        Trigger::Other(mode) => mode.to_string(),
         Trigger::Heartbeat(h) => format!("heartbeat ({})", heartbeat_detail(h)),
         Trigger::Folder(f) => format!("folder ({} {})", f.path, f.pattern),
         Trigger::Watch(w) => format!("watch ({})", shown_argv(&w.argv)),
         Trigger::Invalid(why) => format!("invalid ({why})"),
     }
+}
+
+fn event_names(events: &[FolderEvent], separator: &str) -> String {
+    events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(separator)
 }
 
 fn other_detail(mode: &str) -> &'static str {
@@ -1234,13 +1196,13 @@ mod tests {
         let node = |v: Value| v.as_object().cloned().unwrap();
         assert_eq!(
             trigger_from_node(&node(json!({"mode": "folder", "path": "/tmp/in"}))),
-            Trigger::Folder(FolderSpec { path: "/tmp/in".into(), pattern: "*".into(), events: vec!["create".into(), "modify".into()], debounce_ms: 500 })
+            Trigger::Folder(FolderTrigger { path: "/tmp/in".into(), pattern: "*".into(), events: vec![FolderEvent::Create, FolderEvent::Modify], debounce_ms: 500 })
         );
         assert_eq!(
             trigger_from_node(&node(json!({"mode": "watch", "command": "tail -f x"}))),
-            Trigger::Watch(WatchSpec { argv: vec!["sh".into(), "-c".into(), "tail -f x".into()], restart_delay_seconds: 5, dedupe_minutes: 10 })
+            Trigger::Watch(WatchTrigger { argv: vec!["sh".into(), "-c".into(), "tail -f x".into()], restart_delay_seconds: 5, dedupe_minutes: 10 })
         );
-        assert_eq!(trigger_from_node(&node(json!({"mode": "event", "sources": ["a"]}))), Trigger::Other("event".into()));
+        assert_eq!(trigger_from_node(&node(json!({"mode": "event", "sources": ["a"]}))), Trigger::Other("event"));
         assert!(matches!(trigger_from_node(&node(json!({"mode": "heartbeat", "every": "5s"}))), Trigger::Invalid(_)));
     }
 }

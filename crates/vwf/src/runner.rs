@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use serde_json::Map;
-use vwf_core::events;
+use vwf_core::trigger::{self, Trigger};
 use vwf_core::limits;
 use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
 use vwf_core::validate::Report;
@@ -111,7 +111,7 @@ impl Runner<'_> {
     /// `{event, payload}` as input. `depth` counts the emits that led here; a chain deeper than
     /// the limit is cut with an error, so designs emitting to each other cannot loop forever.
     pub fn emit(&self, event: &str, payload: Value, depth: u32) -> Result<Emission, Failure> {
-        if !vwf_core::schedule::is_event_name(event) {
+        if !trigger::is_event_name(event) {
             return Err(Failure::BadRequest(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
         }
         vwf_core::json::check(&payload).map_err(|e| Failure::BadRequest(e.about(&format!("the payload of event {event:?} is"))))?;
@@ -127,7 +127,14 @@ impl Runner<'_> {
         for name in self.store.list_designs()? {
             let Ok(name) = DesignName::parse(&name) else { continue };
             let Ok(graph) = self.store.load_design(&name) else { continue };
-            let Some(cooldown) = Design::from_value(&graph).ok().and_then(|d| d.trigger().and_then(|t| events::listens(&t.raw, event))) else {
+            let Some(cooldown) = Design::from_value(&graph).ok().and_then(|d| {
+                let node = &d.trigger()?.raw;
+                match Trigger::parse(node) {
+                    Ok(trigger) => trigger.listens(event),
+                    // Refused when it starts, and listed as skipped with the validator's verdict.
+                    Err(_) => trigger::names_event(node, event).then_some(0),
+                }
+            }) else {
                 continue;
             };
             if cooldown > 0 && self.fired_within(&name, vwf_core::time::sub_seconds_saturating(now, cooldown))? {

@@ -121,24 +121,14 @@ pub fn save_design(app: &App, name: &DesignName, graph: &Value, mode: SaveMode) 
             "errors": report.errors,
         }));
     }
-    let design = Design::from_value(&graph).map_err(|_| Failure::Internal("design changed while saving".into()))?;
-    let normalized = normalize(design).to_value();
+    let mut design = Design::from_value(&graph).map_err(|_| Failure::Internal("design changed while saving".into()))?;
+    design.normalize_labels();
+    let normalized = design.to_value();
     let path = match mode {
         SaveMode::Replace => app.store.save_design(name, &normalized)?,
         SaveMode::Create => app.store.create_design(name, &normalized)?,
     };
     Ok(json!({"ok": true, "name": name.as_str(), "path": path, "nodes": normalized["nodes"].as_array().map_or(0, Vec::len)}))
-}
-
-/// Condition and loop edge labels are stored lowercase (§3).
-fn normalize(mut design: Design) -> Design {
-    let kinds: std::collections::HashMap<String, String> = design.nodes.iter().map(|n| (n.id.clone(), n.kind.clone())).collect();
-    for e in &mut design.edges {
-        if matches!(kinds.get(&e.from).map(String::as_str), Some("condition" | "loop")) {
-            e.label = e.label.as_ref().map(|l| l.to_ascii_lowercase());
-        }
-    }
-    design
 }
 
 pub fn refusal(errors: &[validate::Issue]) -> String {

@@ -12,7 +12,8 @@
 
 use serde_json::{Map, Value, json};
 use vwf_core::names::{DesignName, RunId};
-use vwf_core::schedule::{EVENT_NAME_PATTERN, time_zone_names};
+use vwf_core::schedule::time_zone_names;
+use vwf_core::trigger::EVENT_NAME_PATTERN;
 
 use super::api::{API_PREFIX, Answer, FLAG_VALUES, Param, ROUTES, RUNS_MAX, RequestBody, Route};
 use crate::schedules::{ACTION_NAMES, JOB_PREFIX};
