@@ -25,6 +25,16 @@ export const graphOf = (page) => page.evaluate(() => window.vwfDesigner.getGraph
 /** The node of `graph` with this id. */
 export const byId = (graph, id) => graph.nodes.find((n) => n.id === id);
 
+/** An element's box on screen; a node redrawn at that instant (the server's verdict arriving)
+ * has none, so it is asked again, a bounded number of times. */
+export async function boxOf(page, testid) {
+  for (let i = 0; i < 20; i++) {
+    const b = await page.getByTestId(testid).boundingBox();
+    if (b) return b;
+  }
+  throw new Error(`${testid} has no box`);
+}
+
 /** Drags a palette item onto the canvas at (x, y) of the canvas and waits for the new node. */
 export async function drop(page, type, x, y, id = `${type}1`) {
   await page.getByTestId(`palette-${type}`).dragTo(page.getByTestId('canvas'), { targetPosition: { x, y } });

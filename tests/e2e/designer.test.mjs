@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { startServer, launch, saveFixture, api, ROOT, DOCS } from './helpers.mjs';
 import {
   openDesigner, graphOf, byId, drop, connect, exported,
-  canvasStates, canvasShowsEveryNode, waitFor, waitForCanvasStates, waitForRunStatus,
+  canvasStates, canvasShowsEveryNode, waitFor, waitForCanvasStates, waitForRunStatus, boxOf,
 } from './canvas.mjs';
 
 let server;
@@ -405,7 +405,7 @@ test('served: an edge is cut with click + Delete, and every change undoes and re
   assert.equal(g.description, 'Cut me');
 
   // Dragging a node moves it (and is one undo step).
-  const box = await page.getByTestId('node-out').boundingBox();
+  const box = await boxOf(page, 'node-out');
   await page.mouse.move(box.x + 60, box.y + 20);
   await page.mouse.down();
   await page.mouse.move(box.x + 60, box.y + 140, { steps: 4 });
@@ -581,7 +581,7 @@ test('file://: built and exported without a server; legible with no host stylesh
   // Click adds a node in the middle of the view; drag it aside, then drop the others in place.
   await page.getByTestId('palette-trigger').click();
   await page.getByTestId('node-trigger1').waitFor();
-  const t = await page.getByTestId('node-trigger1').boundingBox();
+  const t = await boxOf(page, 'node-trigger1');
   const canvas = await page.getByTestId('canvas').boundingBox();
   await page.mouse.move(t.x + 60, t.y + 20);
   await page.mouse.down();
@@ -638,8 +638,8 @@ test('file://: built and exported without a server; legible with no host stylesh
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
   const dark = await page.evaluate(nodeColours);
   assertLegible(dark, 'dark');
-  const boxOf = (colours, id) => colours.find((x) => x.id === id).box;
-  assert.notEqual(boxOf(dark, 'command1'), boxOf(light, 'command1'), 'the dark theme repaints the nodes');
+  const fillOf = (colours, id) => colours.find((x) => x.id === id).box;
+  assert.notEqual(fillOf(dark, 'command1'), fillOf(light, 'command1'), 'the dark theme repaints the nodes');
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -160,3 +160,36 @@ test('room: in the dashboard the canvas takes the page\'s width, goes full scree
   assert.deepEqual(page.problems, []);
   await page.close();
 });
+
+test('layout: in a design without positions, moving or deleting a node moves no other (their positions are written then)', async () => {
+  const page = await openDesigner(ctx.browser, `${ctx.server.url}/designer.html`, { width: 1600, height: 900 });
+  const graph = branching(4);
+  await page.evaluate((g) => window.vwfDesigner.setGraph(g), graph);
+  for (let i = 0; i < 4; i++) await page.getByTestId('btn-zoom-in').click();
+  const boxes = async () => Object.fromEntries((await page.evaluate(canvasGeometry)).nodes.map((n) => [n.id, n.box]));
+  const before = await boxes();
+  // The node nearest the middle of the canvas (in view).
+  const c = (await page.evaluate(canvasGeometry)).canvas;
+  const mid = (r) => Math.hypot((r.x0 + r.x1 - c.x0 - c.x1) / 2, (r.y0 + r.y1 - c.y0 - c.y1) / 2);
+  const mover = Object.keys(before).sort((p, q) => mid(before[p]) - mid(before[q]))[0];
+  const b = before[mover];
+  await page.mouse.move(b.x0 + 20, b.y0 + 8);
+  await page.mouse.down();
+  await page.mouse.move(b.x0 + 20, b.y0 + 150, { steps: 4 });
+  await page.mouse.up();
+  const after = await boxes();
+  for (const id of Object.keys(before)) if (id !== mover) assert.deepEqual(after[id], before[id], `${id} stayed`);
+  assert.ok(after[mover].y0 > before[mover].y0 + 50);
+  assert.ok((await graphOf(page)).nodes.every((n) => Number.isFinite(n.x) && Number.isFinite(n.y)), 'the positions are written');
+  await page.keyboard.press('Control+z');
+  assert.deepEqual(await graphOf(page), graph, 'undo gives the design without positions back');
+
+  // Deleting a node: the others stay.
+  await page.getByTestId(`node-${mover}`).click();
+  await page.keyboard.press('Delete');
+  await page.getByTestId(`node-${mover}`).waitFor({ state: 'detached' });
+  const left = await boxes();
+  for (const id of Object.keys(left)) assert.deepEqual(left[id], before[id], `${id} stayed after the delete`);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});

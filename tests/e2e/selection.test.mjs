@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { serverAndBrowser, api, ROOT } from './helpers.mjs';
-import { openDesigner, openPage, graphOf, byId, drop, canvasGeometry, waitFor } from './canvas.mjs';
+import { openDesigner, openPage, graphOf, byId, drop, canvasGeometry, waitFor, boxOf } from './canvas.mjs';
 import { random } from './generate.mjs';
 
 const ctx = serverAndBrowser();
@@ -23,16 +23,6 @@ const small = () => ({
   ],
   edges: [{ from: 'start', to: 'a' }, { from: 'a', to: 'b' }, { from: 'b', to: 'out' }],
 });
-
-/** An element's box on screen; a node redrawn at that instant (the server's verdict arriving)
- * has none, so it is asked again, a bounded number of times. */
-async function boxOf(page, testid) {
-  for (let i = 0; i < 20; i++) {
-    const b = await page.getByTestId(testid).boundingBox();
-    if (b) return b;
-  }
-  throw new Error(`${testid} has no box`);
-}
 
 const selected = (page) => page.evaluate(() => [...document.querySelectorAll('g.node.selected')].map((g) => g.dataset.nodeId).sort());
 
