@@ -213,3 +213,33 @@ fn loops_inside_loops_and_reading_the_loop_from_its_body_are_design_errors() {
     let r = validate(&reads_itself);
     assert!(r.errors.iter().any(|e| e.node.as_deref() == Some("x") && e.message.contains("use {{item}}")), "{:?}", r.errors);
 }
+
+/// The stored run file of a run in flight: its plan, a loop between passes, the history and a
+/// parked gate. Runs on disk are resumed by later binaries, so a change to any of this is a change
+/// of the file format and shows here.
+#[test]
+fn the_stored_format_of_a_run_in_flight_is_fixed() {
+    let design = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "draft", "type": "agent", "prompt": "Draft {{trigger.topic}}", "retries": 1},
+            {"id": "lp", "type": "loop", "over": "[\"a\", \"b\"]"},
+            {"id": "ok", "type": "approval", "question": "Keep {{item}} of {{nodes.draft}}?", "options": ["yes", "no"], "timeout_minutes": 60},
+            {"id": "kept", "type": "output", "template": "kept {{item}}"},
+            {"id": "done", "type": "output", "template": "{{nodes.lp.count}} passes"}
+        ],
+        "edges": [
+            {"from": "start", "to": "draft"},
+            {"from": "draft", "to": "lp"},
+            {"from": "lp", "to": "ok", "label": "each"},
+            {"from": "ok", "to": "kept", "label": "yes"},
+            {"from": "lp", "to": "done", "label": "done"}
+        ]
+    });
+    let mut run = start(design, json!({"topic": "the release"}));
+    drive(&mut run, |_| Outcome::Done { text: "a draft".into(), extra: Map::new(), tokens: 12 });
+    run.respond("ok#0", vwf_core::run::Response::Answer("yes".into()), t0() + Duration::minutes(5)).unwrap();
+    drive(&mut run, agent_text);
+    assert_eq!(run.pending.as_ref().unwrap().node(), "ok#1");
+    insta::assert_json_snapshot!("run_in_flight", serde_json::to_value(&run).unwrap());
+}
