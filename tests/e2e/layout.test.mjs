@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { serverAndBrowser, api, ROOT, DOCS } from './helpers.mjs';
 import { openPage, openDesigner, graphOf, canvasGeometry, layoutProblems, waitFor } from './canvas.mjs';
-import { branching } from './generate.mjs';
+import { branching, random } from './generate.mjs';
 
 const ctx = serverAndBrowser();
 
@@ -191,5 +191,40 @@ test('layout: in a design without positions, moving or deleting a node moves no 
   const left = await boxes();
   for (const id of Object.keys(left)) assert.deepEqual(left[id], before[id], `${id} stayed after the delete`);
   assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('layout: odd drafts (cycles, self-loops, repeated or missing ids, unknown ends, odd labels and values) are drawn, tidied and fitted without a page error', async () => {
+  const page = await openDesigner(ctx.browser, pathToFileURL(join(ROOT, 'web', 'designer.html')).href, { width: 1280, height: 760 });
+  const rnd = random(71);
+  const pick = (list) => list[Math.floor(rnd() * list.length)];
+  const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+  const odd = [null, 7, 'text', [], {}, { id: 5, type: 'command' }, { type: 'agent' }, { id: 'x', type: 'nonsense', x: 'left', y: null }];
+  for (let round = 0; round < 60; round++) {
+    const nodes = [];
+    const count = 1 + Math.floor(rnd() * 12);
+    for (let i = 0; i < count; i++) {
+      if (rnd() < 0.15) { nodes.push(pick(odd)); continue; }
+      const n = { id: pick(ids), type: pick(['trigger', 'command', 'condition', 'note', 'loop', 'approval']) };
+      if (rnd() < 0.4) { n.x = Math.round(rnd() * 800 - 400) || 0; n.y = Math.round(rnd() * 600 - 300) || 0; } // no -0: JSON has none
+      if (n.type === 'note') n.text = rnd() < 0.5 ? 'a note with some words in it '.repeat(Math.floor(rnd() * 5)) : 42;
+      nodes.push(n);
+    }
+    const edges = [];
+    for (let i = 0; i < Math.floor(rnd() * 14); i++) {
+      if (rnd() < 0.1) { edges.push(pick(odd)); continue; }
+      const e = { from: pick([...ids, 'nobody']), to: pick([...ids, 'nobody']) };
+      if (rnd() < 0.4) e.label = pick(['true', 'each', 12, { odd: 1 }, '', 'a label long enough to be cut short']);
+      edges.push(e);
+    }
+    const graph = { nodes, edges };
+    await page.evaluate((g) => window.vwfDesigner.setGraph(g), graph);
+    await page.getByTestId('btn-tidy').click();
+    await page.getByTestId('btn-fit').click();
+    // Tidy is one undo step (with no node to lay out it changes nothing).
+    if (nodes.some((n) => n !== null && typeof n === 'object' && !Array.isArray(n))) await page.getByTestId('btn-undo').click();
+    assert.deepEqual(await graphOf(page), graph, `round ${round}: undo after Tidy`);
+    assert.deepEqual(page.problems, [], `round ${round}: ${JSON.stringify(graph)}`);
+  }
   await page.close();
 });
