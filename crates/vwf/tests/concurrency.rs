@@ -35,6 +35,24 @@ fn spawn_json(home: &Home, args: &[&str]) -> Child {
     vwf_command(home, &full).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn vwf")
 }
 
+/// Waits (bounded) until one of `child`'s threads sleeps in the kernel waiting for a file lock
+/// (`/proc/<pid>/task/*/wchan`): the moment it is blocked by the lock the test holds, not sooner.
+fn wait_until_blocked_on_a_lock(child: &mut Child) {
+    let tasks = format!("/proc/{}/task", child.id());
+    let started = Instant::now();
+    loop {
+        let waiting = std::fs::read_dir(&tasks).into_iter().flatten().filter_map(Result::ok).any(|task| {
+            std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w.contains("lock"))
+        });
+        if waiting {
+            return;
+        }
+        assert!(child.try_wait().expect("try_wait").is_none(), "the process finished while another held the run's lock");
+        assert!(started.elapsed() < PATIENCE, "the process never waited for the run's lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn finish(child: Child) -> (i32, Value) {
     let out = child.wait_with_output().expect("wait for vwf");
     (common::code(&out), common::parse(&out))
@@ -299,9 +317,9 @@ fn a_writer_waits_for_the_lock_holder() {
     let before = read_file(&home, &id);
     let lock = hold_lock(&lock_path(&home, &id));
     let mut answer = spawn_json(&home, &["approve", &id, "gate", "approve"]);
-    // The answer cannot get the lock while the test holds it: whatever it has done so far,
-    // it has not finished and has not touched the file.
-    std::thread::sleep(Duration::from_millis(300));
+    // The answer cannot get the lock while the test holds it: once the kernel shows it waiting
+    // for the lock, it has not finished and has not touched the file.
+    wait_until_blocked_on_a_lock(&mut answer);
     assert!(answer.try_wait().expect("try_wait").is_none(), "approve finished while another process held the run's lock");
     assert_eq!(read_file(&home, &id), before);
     drop(lock);

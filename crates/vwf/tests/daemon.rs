@@ -319,6 +319,15 @@ impl Running {
         }
     }
 
+    /// Waits (bounded) until the daemon's log (standard error) has a line with `needle`.
+    fn wait_for_log(&self, needle: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.stderr().contains(needle) {
+            assert!(Instant::now() < deadline, "no log line with {needle:?} within {limit:?}; stderr:\n{}", self.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn stderr(&self) -> String {
         self.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -398,11 +407,16 @@ fn folder_trigger_fires_once_per_matching_file_change() {
     std::fs::rename(inbox_path.join("a.csv.part"), inbox_path.join("a.csv")).expect("rename a.csv");
     std::fs::write(inbox_path.join("b.txt"), "not a csv\n").expect("write b.txt");
     let runs = wait_for_runs(&home, 1, Duration::from_secs(10), &daemon);
-    // b.txt changed in the same instant as a.csv: had it matched, it would have fired with it.
-    std::thread::sleep(Duration::from_millis(500));
-    let runs_after = self::runs(home.path());
-    assert_eq!(runs_after.len(), 1, "only a.csv fires: {runs_after:?}\n{}", daemon.stderr());
-    let run = &runs[0];
+    let run = runs[0].clone();
+    // The watcher reports changes in order: once c.csv (renamed in after b.txt was written) has
+    // fired, b.txt was handled too, and had it matched, its run would be there.
+    std::fs::write(inbox_path.join("c.csv.part"), "x\n").expect("write c.csv.part");
+    std::fs::rename(inbox_path.join("c.csv.part"), inbox_path.join("c.csv")).expect("rename c.csv");
+    let runs = wait_for_runs(&home, 2, Duration::from_secs(10), &daemon);
+    let c = inbox_path.join("c.csv").to_string_lossy().into_owned();
+    let inputs: Vec<&Value> = runs.iter().map(|r| &r["trigger"]["input"]).collect();
+    assert_eq!(inputs.len(), 2, "only the .csv files fire: {inputs:?}\n{}", daemon.stderr());
+    assert_eq!(inputs[1], &json!({"path": c, "kind": "create"}));
     let a = inbox_path.join("a.csv").to_string_lossy().into_owned();
     assert_eq!(run["design"], "inbox");
     assert_eq!(run["trigger"]["mode"], "folder");
@@ -411,8 +425,8 @@ fn folder_trigger_fires_once_per_matching_file_change() {
 
     // Writing the same file again is a modification: one more run.
     std::fs::write(inbox_path.join("a.csv"), "x,y\n1,2\n3,4\n").expect("rewrite a.csv");
-    let runs = wait_for_runs(&home, 2, Duration::from_secs(10), &daemon);
-    assert_eq!(runs[1]["trigger"]["input"], json!({"path": a, "kind": "modify"}));
+    let runs = wait_for_runs(&home, 3, Duration::from_secs(10), &daemon);
+    assert_eq!(runs[2]["trigger"]["input"], json!({"path": a, "kind": "modify"}));
 }
 
 #[test]
@@ -429,11 +443,12 @@ fn watch_trigger_fires_a_run_per_new_ndjson_line_and_dedupes() {
     let mut daemon = Running::start(&home);
     daemon.wait_for_line("feed", Duration::from_secs(10));
     let runs = wait_for_runs(&home, 2, Duration::from_secs(10), &daemon);
-    // The duplicate and the text line come before {"n":2}'s run was started, so by now they
-    // were handled: let a moment pass to be sure neither fired anything.
-    std::thread::sleep(Duration::from_millis(500));
+    // The lines are handled in order: once the daemon has said what it did with the last one
+    // (the text line), the duplicate before it was handled too, and neither fired anything.
+    daemon.wait_for_log("ignored a line", Duration::from_secs(10));
     let runs_after = self::runs(home.path());
     assert_eq!(runs_after.len(), 2, "{runs_after:?}\n{}", daemon.stderr());
+    assert!(daemon.stderr().contains("duplicate line within 10 min, not fired"), "{}", daemon.stderr());
     let inputs: Vec<&Value> = runs.iter().map(|r| &r["trigger"]["input"]).collect();
     assert_eq!(inputs, vec![&json!({"n": 1}), &json!({"n": 2})]);
     assert!(runs.iter().all(|r| r["trigger"]["mode"] == "watch" && r["status"] == "done"));
@@ -462,14 +477,16 @@ fn watch_triggers_respect_commands_disabled() {
         &json!({"nodes": [{"id": "t", "type": "trigger", "mode": "watch", "command": script}, {"id": "o", "type": "output"}],
                 "edges": [{"from": "t", "to": "o"}]}),
     );
-    let daemon = Running::start(&home);
+    let mut daemon = Running::start(&home);
     let line = daemon.wait_for_line("feed", Duration::from_secs(10));
     assert!(line.contains("disabled"), "the listing says why the watch is off: {line}");
-    // Give a wrongly started command time to show itself.
-    std::thread::sleep(Duration::from_millis(1500));
+    assert!(daemon.stderr().contains("commands are disabled"), "{}", daemon.stderr());
+    // A clean stop ends every watch command the daemon started (and waits for it): none may have
+    // run, nor started a run.
+    assert_eq!(daemon.stop(), Some(0), "a clean stop; stderr:\n{}", daemon.stderr());
+    assert!(!daemon.stderr().contains("starting watch command"), "{}", daemon.stderr());
     assert!(!marker.exists(), "the watch command must not run");
     assert!(runs(home.path()).is_empty());
-    assert!(daemon.stderr().contains("commands are disabled"), "{}", daemon.stderr());
 }
 
 #[test]
