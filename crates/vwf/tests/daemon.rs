@@ -480,7 +480,7 @@ fn watch_triggers_respect_commands_disabled() {
     let mut daemon = Running::start(&home);
     let line = daemon.wait_for_line("feed", Duration::from_secs(10));
     assert!(line.contains("disabled"), "the listing says why the watch is off: {line}");
-    assert!(daemon.stderr().contains("commands are disabled"), "{}", daemon.stderr());
+    daemon.wait_for_log("commands are disabled", Duration::from_secs(10));
     // A clean stop ends every watch command the daemon started (and waits for it): none may have
     // run, nor started a run.
     assert_eq!(daemon.stop(), Some(0), "a clean stop; stderr:\n{}", daemon.stderr());
