@@ -227,9 +227,86 @@ mod tests {
         assert_eq!(events.first().map(String::as_str), Some("step_started"), "{events:?}");
         assert!(events.contains(&"retried".to_string()), "{events:?}");
         assert_eq!(events.last().map(String::as_str), Some("done"), "{events:?}");
-        // The second attempt ended once: its step line carries it, the first attempt is not repeated.
-        let boom = r.record("boom").unwrap();
-        assert_eq!(boom.attempts, 2);
+        // The retried step kept both attempts.
+        assert_eq!(r.record("boom").unwrap().attempts, 2);
+    }
+
+    proptest::proptest! {
+        /// A chain of agent steps with retries, whose attempts succeed or fail at random, retried
+        /// after failing: over all saves, every ended attempt is reported exactly once, `started`
+        /// once and first, a save that changes nothing reports nothing, and the file's digest is
+        /// the run's.
+        #[test]
+        fn every_ended_attempt_is_reported_once(
+            steps in 1usize..4,
+            retries in 0u32..3,
+            outcomes in proptest::collection::vec(proptest::bool::weighted(0.6), 1..40),
+            run_retries in 0usize..3,
+        ) {
+            let mut nodes = vec![json!({"id": "start", "type": "trigger", "mode": "manual"})];
+            let mut edges = Vec::new();
+            for i in 0..steps {
+                nodes.push(json!({"id": format!("a{i}"), "type": "agent", "prompt": "p", "retries": retries}));
+                let from = if i == 0 { "start".to_string() } else { format!("a{}", i - 1) };
+                edges.push(json!({"from": from, "to": format!("a{i}")}));
+            }
+            let mut r = run(Value::Array(nodes), Value::Array(edges));
+            let next = std::cell::Cell::new(0usize);
+            let outcome = |_: &str| {
+                let ok = outcomes[next.get() % outcomes.len()];
+                next.set(next.get() + 1);
+                if ok { Outcome::Done { text: "x".into(), extra: Default::default(), tokens: 0 } } else { Outcome::Failed { error: "no".into() } }
+            };
+            let mut saved = None;
+            let mut reported: std::collections::HashMap<String, usize> = Default::default();
+            let mut events = Vec::new();
+            let mut save = |r: &Run, saved: &mut Option<Saved>| {
+                for tr in between(saved.as_ref(), r) {
+                    if let Transition::Step { record, ended } = &tr {
+                        *reported.entry(record.node.clone()).or_default() += ended.len();
+                    }
+                    events.push(tr.event(r).to_string());
+                }
+                *saved = Some(Saved::of(r));
+                proptest::prop_assert!(between(saved.as_ref(), r).is_empty());
+                proptest::prop_assert_eq!(Saved::from_value(&serde_json::to_value(r).unwrap()), saved.clone());
+                Ok(())
+            };
+            let mut failures = 0;
+            for attempt in 0..=run_retries {
+                if attempt > 0 {
+                    if r.status != Status::Failed || r.retry(t("2026-01-01T00:10:00Z")).is_err() {
+                        break;
+                    }
+                    save(&r, &mut saved)?;
+                }
+                let end = t("2026-01-01T00:00:01Z");
+                loop {
+                    match r.advance(t("2026-01-01T00:00:00Z")) {
+                        Advance::Settled(_) => save(&r, &mut saved)?,
+                        Advance::Tasks(tasks) => {
+                            save(&r, &mut saved)?;
+                            for task in tasks {
+                                r.complete(&task.node, outcome(&task.node), end).unwrap();
+                                save(&r, &mut saved)?;
+                            }
+                        }
+                        Advance::Idle => break,
+                    }
+                }
+                save(&r, &mut saved)?;
+                failures += usize::from(r.status == Status::Failed);
+            }
+            for record in &r.steps {
+                proptest::prop_assert_eq!(reported.get(&record.node).copied().unwrap_or(0), ended(record), "{}", record.node);
+            }
+            proptest::prop_assert_eq!(events.iter().filter(|e| *e == "started").count(), 1);
+            proptest::prop_assert_eq!(events.first().map(String::as_str), Some("started"));
+            proptest::prop_assert_eq!(events.iter().filter(|e| *e == "failed").count(), failures);
+            let last_status = events.iter().rev().find(|e| ["done", "failed", "parked"].contains(&e.as_str())).cloned();
+            let expected = match r.status { Status::Done => "done", Status::Failed => "failed", _ => "parked" };
+            proptest::prop_assert_eq!(last_status.as_deref(), Some(expected));
+        }
     }
 
     #[test]
