@@ -1,0 +1,443 @@
+//! One step of a run: whether it runs or is skipped, what it renders from the context of its
+//! scope, the task it hands out or the result it settles, and how a result or a failure is
+//! recorded.
+
+use super::*;
+
+impl Run {
+    pub(super) fn any_active_parent(&self, step: &PlanStep, scope: &Scope) -> bool {
+        step.parents.is_empty()
+            || step.parents.iter().any(|p| {
+                if Some(p.from.as_str()) == self.plan.trigger_id() {
+                    return true;
+                }
+                if scope.pass.as_ref().is_some_and(|(lp, _)| lp == &p.from) {
+                    return p.label.as_deref() == Some("each");
+                }
+                let Some(view) = self.view_in(&p.from, scope) else { return false };
+                let kind = self.plan.step(&p.from).map(|s| s.kind()).unwrap_or("");
+                match (kind, p.label.as_deref()) {
+                    ("condition", Some(l)) => view.get("value").and_then(Value::as_bool).map(|b| b.to_string()).as_deref() == Some(l),
+                    ("approval", Some(l)) => view.get("answer").and_then(Value::as_str) == Some(l),
+                    ("loop", Some(l)) => l == "done",
+                    _ => true,
+                }
+            })
+    }
+
+    pub(super) fn skip(&mut self, id: &str, scope: &Scope) {
+        if scope.pass.is_some() {
+            if let Some(pass) = self.pass_state_mut(scope) {
+                pass.skipped.push(id.to_string());
+            }
+            return;
+        }
+        self.skipped.push(id.to_string());
+        let order: HashMap<&str, usize> = self.plan.steps.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+        self.skipped.sort_by_key(|s| order.get(s.as_str()).copied().unwrap_or(usize::MAX));
+    }
+
+    /// Where a record sorts in `steps`: plan position, then pass.
+    pub(super) fn order_key(&self, node: &str) -> (usize, usize) {
+        let (base, pass) = split_instance(node);
+        (self.plan.position(base).unwrap_or(usize::MAX), pass.map_or(0, |p| p + 1))
+    }
+
+    /// Opens (or reopens, for a retry) the step's record.
+    pub(super) fn open_record(&mut self, id: &str, status: StepStatus, now: Ts) -> u32 {
+        if let Some(r) = self.record_mut(id) {
+            return r.begin_try(status, now);
+        }
+        let key = self.order_key(id);
+        let at = self.steps.iter().position(|r| self.order_key(&r.node) > key).unwrap_or(self.steps.len());
+        self.steps.insert(at, StepRecord::open(id, status, now));
+        1
+    }
+
+    /// Records a step instance's output (`id` is a record name: `node` or `node#pass`).
+    pub(super) fn finish_step(&mut self, id: &str, text: &str, extra: Map<String, Value>, now: Ts) {
+        if text.len() > limits::STEP_OUTPUT_BYTES {
+            let msg = format!(
+                "output of step {id} is {} bytes, over the {} byte limit for output kept inline",
+                text.len(),
+                limits::STEP_OUTPUT_BYTES
+            );
+            self.fail_step(id, &msg, now);
+            return;
+        }
+        let (base, _) = split_instance(id);
+        let view = if self.plan.step(base).is_some_and(|s| s.kind() == "command") {
+            view::command_view(text, extra)
+        } else {
+            view::output_view(text, extra)
+        };
+        let base = base.to_string();
+        match self.locate(id) {
+            Some((_, scope)) if scope.pass.is_some() => {
+                if let Some(pass) = self.pass_state_mut(&scope) {
+                    pass.outputs.insert(base, view);
+                }
+            }
+            _ => {
+                self.outputs.insert(base, view);
+            }
+        }
+        if let Some(r) = self.record_mut(id) {
+            r.end_try(StepStatus::Done, None, Some(text.len() as u64), now);
+        }
+    }
+
+    /// Fails a step instance and the run; a failure inside a pass fails its loop step too.
+    pub(super) fn fail_step(&mut self, id: &str, error: &str, now: Ts) {
+        if self.record(id).is_none() {
+            self.open_record(id, StepStatus::Failed, now);
+        }
+        if let Some(r) = self.record_mut(id) {
+            r.end_try(StepStatus::Failed, Some(error), None, now);
+        }
+        let (failed, error) = match self.locate(id).and_then(|(_, scope)| scope.pass) {
+            Some((lp, i)) => {
+                let msg = format!("loop {lp} failed in pass {i} at step {}: {error}", split_instance(id).0);
+                // The first failed pass fails the loop; a concurrent pass failing after it
+                // keeps its error on its own record.
+                if let Some(r) = self.record_mut(&lp).filter(|r| r.status != StepStatus::Failed) {
+                    r.end_try(StepStatus::Failed, Some(&msg), None, now);
+                }
+                (lp, msg)
+            }
+            None => (id.to_string(), error.to_string()),
+        };
+        if !self.status.is_finished() {
+            self.status = Status::Failed;
+            self.ok = false;
+            self.error = Some(error);
+            self.failed_node = Some(failed);
+            self.pending = None;
+        }
+    }
+
+    pub(super) fn refresh_status(&mut self) {
+        if self.status.is_finished() {
+            self.pending = None;
+            return;
+        }
+        let mut parked = std::mem::take(&mut self.parked);
+        parked.sort_by_key(|p| self.order_key(p.node()));
+        self.parked = parked;
+        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.kind() == "loop");
+        let running = self.steps.iter().any(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying) && !is_loop(r));
+        let loop_can_move = self.loops.iter().any(|(lp, state)| {
+            self.record(lp).map(|r| r.status) == Some(StepStatus::Running) && {
+                let body: Vec<&PlanStep> = self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).collect();
+                let open = state.passes.iter().filter(|p| !p.done).count() as u64;
+                let closable = state.passes.iter().any(|p| !p.done && body.iter().all(|b| p.outputs.contains_key(&b.id) || p.skipped.contains(&b.id)));
+                let openable = open < state.concurrency.max(1) && state.passes.len() < state.items.len();
+                closable || openable || state.passes.iter().all(|p| p.done)
+            }
+        });
+        let ready = (0..self.plan.steps.len()).any(|i| self.is_ready(i)) || !self.ready_instances().is_empty() || loop_can_move;
+        let all_settled = self.plan.steps.iter().filter(|s| s.in_loop.is_none()).all(|s| self.is_settled(&s.id));
+        self.pending = self.parked.first().cloned();
+        self.status = if all_settled {
+            Status::Done
+        } else if running || ready {
+            Status::Running
+        } else if let Some(p) = &self.pending {
+            p.status()
+        } else {
+            Status::Running
+        };
+        self.ok = true;
+    }
+
+    pub(super) fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value, scope: &Scope) -> Context<'a> {
+        let (local_views, item, loop_index) = match &scope.pass {
+            Some((lp, i)) => (
+                self.pass_state(scope).map(|p| &p.outputs),
+                self.loops.get(lp).and_then(|l| l.items.get(*i)),
+                Some(*i as u64),
+            ),
+            None => (None, None, None),
+        };
+        Context {
+            ids,
+            views: &self.outputs,
+            local_views,
+            trigger_id: self.plan.trigger_id(),
+            trigger,
+            item,
+            loop_index,
+            run_id: &self.run_id,
+            design: &self.design,
+        }
+    }
+
+    pub(super) fn render(&self, src: &str, scope: &Scope) -> Result<String, String> {
+        let ids = self.plan.ids();
+        let trigger = view::input_view(&self.trigger.input);
+        template::render_str(src, &self.context(&ids, &trigger, scope)).map_err(|e| e.0)
+    }
+
+    /// The texts a template names: each referenced step's `text` keyed by its id (the run's
+    /// input under `trigger`), for a person to see what a gate's question is about.
+    pub(super) fn referred(&self, src: &str, scope: &Scope) -> Map<String, Value> {
+        let mut out = Map::new();
+        let Ok(parsed) = template::parse(src) else { return out };
+        let ids = self.plan.ids();
+        let input = || view::input_view(&self.trigger.input).get("text").cloned();
+        for r in parsed.refs() {
+            let (key, text) = match r {
+                template::Ref::Trigger { .. } => ("trigger", input()),
+                template::Ref::Node { reference } => {
+                    let Some((id, _)) = refs::resolve_longest(ids.iter().map(String::as_str), reference) else { continue };
+                    let text = if Some(id) == self.plan.trigger_id() { input() } else { self.view_in(id, scope).and_then(|v| v.get("text")).cloned() };
+                    (id, text)
+                }
+                _ => continue,
+            };
+            if let Some(t) = text {
+                out.insert(key.to_string(), t);
+            }
+        }
+        out
+    }
+
+    /// The parents' outputs an output node collects: id → text, for parents that ran.
+    pub(super) fn collected(&self, step: &PlanStep, scope: &Scope) -> Map<String, Value> {
+        let mut out = Map::new();
+        for p in &step.parents {
+            let text = if Some(p.from.as_str()) == self.plan.trigger_id() {
+                view::input_view(&self.trigger.input).get("text").cloned()
+            } else {
+                self.view_in(&p.from, scope).and_then(|v| v.get("text")).cloned()
+            };
+            if let Some(t) = text {
+                out.insert(p.from.clone(), t);
+            }
+        }
+        out
+    }
+
+    /// An output node's message: its template, else its parents' texts in plan order.
+    pub(super) fn collect_message(&self, step: &PlanStep, scope: &Scope) -> Result<String, String> {
+        match step.node.get("template").and_then(Value::as_str) {
+            Some(t) if !t.is_empty() => self.render(t, scope),
+            _ => {
+                let collected = self.collected(step, scope);
+                let mut parents: Vec<&String> = collected.keys().collect();
+                parents.sort_by_key(|id| self.plan.position(id).unwrap_or(0));
+                Ok(parents.iter().filter_map(|id| collected.get(*id).and_then(Value::as_str)).collect::<Vec<_>>().join("\n\n"))
+            }
+        }
+    }
+
+    /// Starts one ready, active step instance.
+    pub(super) fn begin(&mut self, step: &PlanStep, scope: &Scope, now: Ts) -> Begin {
+        let inst = scope.instance(&step.id);
+        let id = inst.as_str();
+        let spec = match step.spec() {
+            Ok(s) => s,
+            Err(e) => {
+                self.fail_step(id, &e, now);
+                return Begin::Settled;
+            }
+        };
+        let fail = |run: &mut Run, e: String| {
+            run.fail_step(id, &e, now);
+            Begin::Settled
+        };
+        let ids = self.plan.ids();
+        let trigger = view::input_view(&self.trigger.input);
+        match spec {
+            Spec::Condition { expr: src } => {
+                self.open_record(id, StepStatus::Running, now);
+                match self.evaluate(&src, scope) {
+                    Ok(b) => {
+                        let mut extra = Map::new();
+                        extra.insert("value".into(), Value::Bool(b));
+                        self.finish_step(id, if b { "true" } else { "false" }, extra, now);
+                        Begin::Settled
+                    }
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Approval { question, options, timeout_minutes, on_timeout } => {
+                self.open_record(id, StepStatus::AwaitingApproval, now);
+                let question_src = question.clone();
+                let deadline = match timeout_minutes.map(|m| time::add_seconds(now, m.saturating_mul(60))) {
+                    None => None,
+                    Some(Some(d)) => Some(d),
+                    Some(None) => return fail(self, beyond_time("the gate's deadline")),
+                };
+                let question = match self.render(&question, scope) {
+                    Ok(q) => q,
+                    Err(e) => return fail(self, e),
+                };
+                let outputs = self.referred(&question_src, scope);
+                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout: on_timeout.as_str().into(), outputs });
+                self.refresh_status();
+                Begin::Settled
+            }
+            Spec::Wait { seconds } => {
+                self.open_record(id, StepStatus::Waiting, now);
+                let Some(resume_at) = time::add_seconds(now, seconds) else {
+                    return fail(self, beyond_time("the wait's end"));
+                };
+                self.parked.push(Pending::Wait { node: id.into(), resume_at });
+                self.refresh_status();
+                Begin::Settled
+            }
+            Spec::Output { deliver, target, .. } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let message = match self.collect_message(step, scope) {
+                    Ok(m) => m,
+                    Err(e) => return fail(self, e),
+                };
+                let collected = self.collected(step, scope);
+                match (deliver, target) {
+                    (Some(d), Some(t)) => Begin::Task(Task {
+                        node: id.into(),
+                        attempt,
+                        work: Work::Deliver { message, deliver: d.as_str().into(), target: t, collected },
+                    }),
+                    _ => {
+                        let mut extra = Map::new();
+                        extra.insert("collected".into(), Value::Object(collected));
+                        extra.insert("deliveries".into(), json!([]));
+                        self.finish_step(id, &message, extra, now);
+                        Begin::Settled
+                    }
+                }
+            }
+            Spec::Agent { prompt, profile, model, max_tokens, timeout_seconds, .. } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                match self.render(&prompt, scope) {
+                    Ok(prompt) => Begin::Task(Task { node: id.into(), attempt, work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds } }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Command { run, argv, cwd, env, timeout_seconds } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let ctx = self.context(&ids, &trigger, scope);
+                let rendered = (|| -> Result<Work, String> {
+                    let mut values = Vec::new();
+                    let run = match run {
+                        Some(r) => {
+                            let script = template::parse(&r).map_err(|e| e.0).and_then(|t| shell::compile(&t).map_err(|e| e.0))?;
+                            values = script.bind(&ctx)?;
+                            Some(script.text)
+                        }
+                        None => None,
+                    };
+                    let argv = match argv {
+                        Some(a) => Some(a.iter().map(|s| template::render_str(s, &ctx).map_err(|e| e.0)).collect::<Result<Vec<_>, _>>()?),
+                        None => None,
+                    };
+                    let cwd = cwd.map(|c| template::render_str(&c, &ctx).map_err(|e| e.0)).transpose()?;
+                    let env = env
+                        .into_iter()
+                        .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
+                        .collect::<Result<BTreeMap<_, _>, _>>()?;
+                    let env = env.into_iter().chain(values).collect();
+                    Ok(Work::Command { run, argv, cwd, env, timeout_seconds })
+                })();
+                match rendered {
+                    Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Http { url, method, headers, body, timeout_seconds, accept } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let ctx = self.context(&ids, &trigger, scope);
+                let rendered = (|| -> Result<Work, String> {
+                    let url = template::render_str(&url, &ctx).map_err(|e| e.0)?;
+                    let headers = headers
+                        .into_iter()
+                        .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
+                        .collect::<Result<BTreeMap<_, _>, _>>()?;
+                    let body = body.map(|b| template::render_json(&b, &ctx).map_err(|e| e.0)).transpose()?;
+                    Ok(Work::Http { url, method, headers, body, timeout_seconds, accept })
+                })();
+                match rendered {
+                    Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Emit { event, payload } => {
+                let attempt = self.open_record(id, StepStatus::Running, now);
+                let payload = match payload {
+                    None => Ok(Value::Null),
+                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger, scope)).map_err(|e| e.0),
+                };
+                match payload {
+                    Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload } }),
+                    Err(e) => fail(self, e),
+                }
+            }
+            Spec::Loop { over, max_items, concurrency } => {
+                self.open_record(id, StepStatus::Running, now);
+                if scope.pass.is_some() {
+                    return fail(self, "a loop inside a loop body is not supported".into());
+                }
+                if self.loops.contains_key(id) {
+                    // A retried loop keeps the passes it finished.
+                    return Begin::Settled;
+                }
+                let items = match self.render(&over, scope).and_then(|text| loop_items(&text, max_items)) {
+                    Ok(items) => items,
+                    Err(e) => return fail(self, e),
+                };
+                if items.is_empty() {
+                    let mut extra = Map::new();
+                    extra.insert("items".into(), json!([]));
+                    extra.insert("count".into(), json!(0));
+                    self.finish_step(id, "[]", extra, now);
+                    return Begin::Settled;
+                }
+                self.loops.insert(id.to_string(), LoopState { items, concurrency, passes: Vec::new() });
+                Begin::Settled
+            }
+            Spec::Trigger(_) | Spec::Note => {
+                self.open_record(id, StepStatus::Running, now);
+                fail(self, format!("a {} node never runs as a step", step.kind()))
+            }
+        }
+    }
+
+    /// Evaluates a condition against the outputs so far; failures are errors, never `false`.
+    pub(super) fn evaluate(&self, src: &str, scope: &Scope) -> Result<bool, String> {
+        let e = expr::parse(src).map_err(|e| e.0)?;
+        let ids = self.plan.ids();
+        let Some((id, path)) = refs::resolve_longest(ids.iter().map(String::as_str), &e.reference) else {
+            return Err(format!("condition names an unknown node: out.{}", e.reference));
+        };
+        let input_view;
+        let view = if Some(id) == self.plan.trigger_id() {
+            input_view = view::input_view(&self.trigger.input);
+            &input_view
+        } else {
+            self.view_in(id, scope).ok_or_else(|| format!("condition reads {id:?}, which has no output (it was skipped)"))?
+        };
+        let left = view::view_lookup(view, &refs::split_path(path));
+        e.evaluate(left.as_ref()).map_err(|e| format!("condition {src:?}: {}", e.0))
+    }
+
+    pub(super) fn resume_due_wait(&mut self, now: Ts) -> Option<String> {
+        let node = self.parked.iter().find_map(|p| match p {
+            Pending::Wait { node, resume_at } if *resume_at <= now => Some(node.clone()),
+            _ => None,
+        })?;
+        self.parked.retain(|p| p.node() != node);
+        let mut extra = Map::new();
+        extra.insert("resumed_at".into(), Value::String(time::format(&now)));
+        self.finish_step(&node, "", extra, now);
+        self.refresh_status();
+        Some(node)
+    }
+}
+
+#[allow(clippy::large_enum_variant)] // short-lived, one per step
+pub(super) enum Begin {
+    Settled,
+    Task(Task),
+}
