@@ -126,7 +126,7 @@ export function inZone(ts, tz) {
   if (Number.isNaN(t)) return '—';
   const timeZone = !tz || tz === 'Z' ? 'UTC' : tz;
   try {
-    return new Date(t).toLocaleString(undefined, { timeZone, dateStyle: 'medium', timeStyle: 'short', timeZoneName: 'short' });
+    return new Date(t).toLocaleString(undefined, { timeZone, year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
   } catch {
     return `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
   }

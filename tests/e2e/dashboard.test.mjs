@@ -483,3 +483,220 @@ test('designer: unsaved edits are guarded when leaving for another page or closi
   assert.deepEqual(page.problems, []);
   await page.close();
 });
+
+// ---- finding runs again, deleting designs, schedules in their zone, no console errors ----
+
+/** A page of `srv` at `hash` that records page errors and console errors in `page.problems`. */
+async function watchedPage(srv, hash, options = {}) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, ...options });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()} at ${m.location().url}`); });
+  page.problems = problems;
+  await page.goto(`${srv.url}/${hash}`);
+  return page;
+}
+
+const hello = {
+  nodes: [{ id: 'start', type: 'trigger', mode: 'manual' }, { id: 'o', type: 'output', template: 'hello' }],
+  edges: [{ from: 'start', to: 'o' }],
+};
+const breaks = {
+  nodes: [{ id: 'start', type: 'trigger', mode: 'manual' }, { id: 'fail', type: 'command', run: 'exit 3' }],
+  edges: [{ from: 'start', to: 'fail' }],
+};
+
+/** Runs `fn` against a server of its own (a fresh home, `env` added), stopped afterwards. */
+async function withServer(env, fn) {
+  const srv = await startServer(freshHome(), env);
+  try {
+    await fn(srv);
+  } finally {
+    await srv.stop();
+  }
+}
+
+/** Saves `graph` as design `name` on `srv`. */
+async function seedOn(srv, name, graph) {
+  assert.equal((await api(srv, 'POST', `/designs/${name}`, { graph })).body.ok, true, name);
+}
+
+/** The run ids the runs table shows, in order. */
+const shownRuns = (page) => page.locator('#runs tbody tr[data-run]').evaluateAll((rows) => rows.map((r) => r.dataset.run));
+
+test('runs page: filters by design, status and trigger, searches by id, pages with the cursor; a design lists its runs', async () => {
+  await withServer({}, async (srv) => {
+    await seedOn(srv, 'alpha', hello);
+    await seedOn(srv, 'broken', breaks);
+    const made = [];
+    for (let i = 0; i < 56; i++) {
+      const name = i % 2 ? 'broken' : 'alpha';
+      made.unshift((await api(srv, 'POST', `/designs/${name}/run`, {})).body.run_id);
+    }
+    assert.equal((await api(srv, 'POST', '/designs/alpha/schedule', { preset: 'daily', time: '09:00' })).body.ok, true);
+    const scheduled = (await api(srv, 'POST', '/schedules/wf-alpha/run')).body.run_id;
+    made.unshift(scheduled);
+
+    // The newest 50, then the rest through the cursor, then back to the newest.
+    const page = await watchedPage(srv, '#/runs');
+    await waitFor(page, 'the first page', () => document.querySelectorAll('#runs tbody tr[data-run]').length === 50);
+    assert.deepEqual(await shownRuns(page), made.slice(0, 50));
+    await page.locator('#runs-pager button[data-page="older"]').click();
+    await waitFor(page, 'the second page', () => document.querySelectorAll('#runs tbody tr[data-run]').length === 7);
+    assert.deepEqual(await shownRuns(page), made.slice(50));
+    assert.match(page.url(), /before=[0-9a-f]{12}/);
+    assert.equal(await page.locator('#runs-pager button[data-page="older"]').count(), 0, 'no older page after the oldest');
+    await page.locator('#runs-pager button[data-page="newest"]').click();
+    await waitFor(page, 'the newest page again', () => document.querySelectorAll('#runs tbody tr[data-run]').length === 50);
+
+    // Filters: picking one lists only its runs and puts it in the address.
+    await page.locator('#run-filters select[name="status"]').selectOption('failed');
+    await waitFor(page, 'only failed runs', () => location.hash.includes('status=failed')
+      && document.querySelectorAll('#runs tbody tr[data-run]').length === 28
+      && [...document.querySelectorAll('#runs tbody tr[data-run]')].every((r) => r.dataset.status === 'failed'));
+    await page.locator('#run-filters select[name="design"]').selectOption('broken');
+    await waitFor(page, 'failed runs of broken', () => location.hash.includes('design=broken') && document.querySelectorAll('#runs tbody tr[data-run]').length === 28);
+    mkdirSync(DOCS, { recursive: true });
+    await page.screenshot({ path: join(DOCS, 'runs-filtered.png'), fullPage: false });
+    await page.locator('#run-filters select[name="design"]').selectOption('alpha');
+    await waitFor(page, 'no failed run of alpha', () => location.hash.includes('design=alpha') && /No matching runs/.test(document.querySelector('#runs tbody')?.textContent || ''));
+    await page.locator('#run-filters select[name="status"]').selectOption('');
+    await page.locator('#run-filters select[name="trigger"]').selectOption('schedule');
+    await waitFor(page, 'the scheduled run', () => location.hash.includes('trigger=schedule') && !location.hash.includes('status=')
+      && document.querySelectorAll('#runs tbody tr[data-run]').length === 1);
+    assert.deepEqual(await shownRuns(page), [scheduled]);
+    assert.equal(await page.locator('#runs tbody td.trigger').textContent(), 'schedule');
+
+    // Search by run id (its start), from a cleared filter.
+    await page.getByRole('link', { name: 'Clear' }).click();
+    await waitFor(page, 'the cleared list', () => location.hash === '#/runs' && document.querySelectorAll('#runs tbody tr[data-run]').length === 50);
+    const target = made[40];
+    await page.locator('#run-filters input[name="id"]').fill(target.slice(0, 8));
+    await page.locator('#run-filters').getByRole('button', { name: 'Search' }).click();
+    await waitFor(page, 'the run searched for', (id) => document.querySelector('#runs tbody tr[data-run]')?.dataset.run === id, target);
+    assert.deepEqual(await shownRuns(page), made.filter((id) => id.startsWith(target.slice(0, 8))));
+    await page.locator('#run-filters input[name="id"]').fill('XYZ!');
+    await page.locator('#run-filters').getByRole('button', { name: 'Search' }).click();
+    await waitFor(page, 'the refusal', () => /Cannot list runs: id/.test(document.querySelector('#runs-note')?.textContent || ''));
+    page.problems.splice(0); // the refused search's 400 is the answer the page shows
+    await page.close();
+
+    // A design's page lists its most recent runs, with the way to all of them.
+    const designer = await watchedPage(srv, '#/designer/alpha');
+    await waitFor(designer, 'recent runs', () => document.querySelectorAll('#recent-runs tbody tr[data-run]').length === 10);
+    const recent = await designer.locator('#recent-runs tbody tr[data-run]').evaluateAll((rows) => rows.map((r) => r.dataset.run));
+    const alphaRuns = (await api(srv, 'GET', '/runs?design=alpha&limit=10')).body.runs.map((r) => r.run_id);
+    assert.deepEqual(recent, alphaRuns);
+    assert.equal(await designer.locator('#recent-runs a[href="#/runs?design=alpha"]').count(), 1);
+    assert.deepEqual(designer.problems, []);
+    await designer.close();
+  });
+});
+
+test('designs page: delete asks first; its runs stay readable and its schedule is paused, saying why', async () => {
+  await withServer({}, async (srv) => {
+    await seedOn(srv, 'doomed', hello);
+    const run = (await api(srv, 'POST', '/designs/doomed/run', {})).body;
+    assert.equal((await api(srv, 'POST', '/designs/doomed/schedule', { preset: 'daily', time: '7:30', tz: 'Europe/Berlin' })).body.ok, true);
+    const page = await watchedPage(srv, '#/designs');
+    const remove = page.locator('tr[data-design="doomed"] button[data-action="delete"]');
+    await remove.click();
+    assert.equal(await remove.textContent(), 'Confirm delete doomed');
+    assert.deepEqual((await api(srv, 'GET', '/designs')).body.designs, ['doomed'], 'one click deletes nothing');
+    await remove.click();
+    await page.locator('tr[data-design="doomed"]').waitFor({ state: 'detached' });
+    assert.match(await page.locator('.notice.ok').textContent(), /Deleted doomed\. Its runs stay readable.*Its schedule is paused \(its design "doomed" was deleted\)/);
+    assert.deepEqual((await api(srv, 'GET', '/designs')).body.designs, []);
+
+    await page.locator('.notice.ok a[href="#/runs?design=doomed"]').click();
+    await waitFor(page, 'its runs', (id) => document.querySelector('#runs tbody tr[data-run]')?.dataset.run === id, run.run_id);
+    await page.locator(`#runs tr[data-run="${run.run_id}"] a[href^="#/runs/"]`).click();
+    await waitFor(page, 'the run, readable', () => document.querySelector('.title')?.dataset.status === 'done');
+
+    await page.goto(`${srv.url}/#/schedules`);
+    await waitFor(page, 'the paused job', () => document.querySelector('tr[data-job="wf-doomed"]')?.dataset.state === 'paused');
+    assert.match(await page.locator('tr[data-job="wf-doomed"] .reason').textContent(), /its design "doomed" was deleted/);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+});
+
+test('schedules page: 7:30 is taken, the run input is kept, fires show on the job\'s clock and the viewer\'s', async () => {
+  await withServer({ VWF_NOW: '2026-06-01T04:00:00Z' }, async (srv) => {
+    await seedOn(srv, 'greet', hello);
+    // The viewer is in New York; the job runs on Berlin's clock.
+    const page = await watchedPage(srv, '#/schedules?design=greet', { timezoneId: 'America/New_York' });
+    const form = page.locator('#schedule-form');
+    await form.waitFor();
+    await form.locator('select[name="preset"]').selectOption('daily');
+    await form.locator('input[name="time"]').fill('7:30');
+    await form.locator('input[name="tz"]').fill('Europe/Berlin');
+    await waitFor(page, 'the preview of 7:30', () => document.querySelector('#preview.ok')?.textContent.includes('Daily at 07:30'));
+    await form.locator('textarea[name="input"]').fill('{"who": "Ada"}');
+    await form.getByRole('button', { name: 'Save schedule' }).click();
+    await waitFor(page, 'the job row', () => document.querySelector('tr[data-job="wf-greet"] .human')?.textContent === 'Daily at 07:30');
+    const job = (await api(srv, 'GET', '/schedules')).body.schedules[0];
+    assert.deepEqual(job.input, { who: 'Ada' });
+    assert.equal(job.next_run_at, '2026-06-01T05:30:00.000Z');
+    const next = await page.locator('tr[data-job="wf-greet"] td.next').textContent();
+    assert.match(next, /7:30/, `Berlin's clock: ${next}`);
+    assert.match(next, /GMT\+2|CEST/, next);
+    assert.match(next, /yours: .*1:30.*(EDT|GMT-4)/, `the viewer's clock: ${next}`);
+    // Editing the job shows its input again.
+    await page.locator('tr[data-job="wf-greet"] button[data-action="edit"]').click();
+    assert.deepEqual(JSON.parse(await form.locator('textarea[name="input"]').inputValue()), { who: 'Ada' });
+    assert.deepEqual(page.problems, []);
+    await page.close();
+
+    // A viewer on the job's own clock sees it once.
+    const berlin = await watchedPage(srv, '#/schedules', { timezoneId: 'Europe/Berlin' });
+    await berlin.locator('tr[data-job="wf-greet"] td.next .zoned').waitFor();
+    assert.equal(await berlin.locator('tr[data-job="wf-greet"] td.next .viewer').count(), 0);
+    await berlin.close();
+  });
+});
+
+test('every page loads without a console error: no backend, a parked agent step, a finished run; a favicon', async () => {
+  await withServer({}, async (srv) => {
+    await seedOn(srv, 'ask', askAgent);
+    await seedOn(srv, 'hello', hello);
+    const parked = (await api(srv, 'POST', '/designs/ask/run', { input: { who: 'Ada' } })).body;
+    assert.equal(parked.status, 'awaiting_agent');
+    const done = (await api(srv, 'POST', '/designs/hello/run', {})).body;
+    assert.equal((await api(srv, 'POST', '/designs/hello/schedule', { preset: 'weekdays', time: '09:00' })).body.ok, true);
+    const pages = [
+      ['#/designs', () => document.querySelector('#designs tr[data-design]')],
+      ['#/designer/ask', () => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Save & run' && !b.disabled)],
+      ['#/runs', () => document.querySelector('#runs tbody tr[data-run]')],
+      ['#/runs?status=done&trigger=manual', () => document.querySelector('#runs tbody tr[data-run]')],
+      [`#/runs/${parked.run_id}`, () => document.querySelector('#pending textarea[name="output"]')],
+      [`#/runs/${done.run_id}`, () => document.querySelector('iframe.canvas')?.contentDocument?.querySelector('[data-testid="state-start"]')],
+      ['#/schedules', () => document.querySelector('tr[data-job="wf-hello"]')],
+      ['designer.html', () => !!window.vwfDesigner],
+      ['designer.html?design=ask', () => !!window.vwfDesigner && document.querySelector('[data-testid="node-draft"]')],
+    ];
+    for (const [where, ready] of pages) {
+      const page = await watchedPage(srv, where);
+      await waitFor(page, where, ready);
+      await page.waitForLoadState('networkidle');
+      assert.deepEqual(page.problems, [], where);
+      if (where === '#/designs') {
+        const icon = await page.evaluate(async () => {
+          const r = await fetch(document.querySelector('link[rel="icon"]').href);
+          return [r.status, r.headers.get('content-type')];
+        });
+        assert.deepEqual(icon, [200, 'image/svg+xml']);
+      }
+      if (where === `#/runs/${done.run_id}`) {
+        const label = await page.evaluate(() => document.querySelector('iframe.canvas').contentDocument.querySelector('[data-testid="state-start"]').textContent);
+        assert.equal(label, 'done', 'a finished run shows its trigger done, not started');
+      }
+      if (where === `#/runs/${parked.run_id}`) {
+        await waitFor(page, 'the trigger label', () => document.querySelector('iframe.canvas')?.contentDocument?.querySelector('[data-testid="state-start"]'));
+        const label = await page.evaluate(() => document.querySelector('iframe.canvas').contentDocument.querySelector('[data-testid="state-start"]').textContent);
+        assert.equal(label, 'started', 'a run still in progress shows its trigger started');
+      }
+      await page.close();
+    }
+  });
+});

@@ -3,6 +3,7 @@
 // toolbar hidden); the buttons here read its graph through `window.vwfDesigner` and call the API,
 // so saving, validating and running always show the server's verdict.
 import { api, h, enc, navigate, say, issueList } from '../app.js';
+import { recentRuns } from './runs.js';
 
 const BLANK = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 120 }], edges: [] };
 
@@ -30,11 +31,36 @@ export async function renderList(root) {
 
 function designRow(name, msg) {
   const run = h('button', { onclick: () => runDesign(name, undefined, run, msg) }, 'Run');
-  return h('tr', { 'data-design': name },
+  const row = h('tr', { 'data-design': name },
     h('td', {}, h('a', { href: `#/designer/${enc(name)}` }, name)),
     h('td', { class: 'actions' },
       h('a', { class: 'button', href: `#/designer/${enc(name)}` }, 'Open'), ' ', run, ' ',
-      h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule')));
+      h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule'), ' ',
+      h('a', { class: 'button', href: `#/runs?design=${enc(name)}` }, 'Runs'), ' ',
+      deleteButton(name, msg, () => row.remove())));
+  return row;
+}
+
+/** Delete, asking once more first (the second click deletes). The runs stay readable; a schedule
+ * of the design is paused by the server, which says so. */
+function deleteButton(name, msg, done) {
+  const button = h('button', { class: 'danger', 'data-action': 'delete', onclick: async () => {
+    if (!button.dataset.armed) {
+      button.dataset.armed = '1';
+      button.textContent = `Confirm delete ${name}`;
+      return;
+    }
+    button.disabled = true;
+    const r = await api('DELETE', `/designs/${enc(name)}`);
+    if (!r.body.ok) {
+      button.disabled = false;
+      return say(msg, 'error', `Not deleted: ${r.body.error}`);
+    }
+    done();
+    say(msg, 'ok', `Deleted ${name}. Its runs stay readable: `, h('a', { href: `#/runs?design=${enc(name)}` }, `runs of ${name}`), '.',
+      r.body.schedule ? ` Its schedule is paused (${r.body.schedule.paused_reason}).` : '');
+  } }, 'Delete');
+  return button;
 }
 
 function templateCard(t, names, msg) {
@@ -194,7 +220,7 @@ export async function renderDesigner(root, page) {
     h('div', { class: 'toolbar' }, buttons.save, buttons.validate, buttons.run,
       h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule…'),
       h('span', { class: 'muted small' }, 'Run input: in the canvas side panel, with nothing selected.')),
-    msg, frame);
+    msg, frame, recentRuns(name, page));
 }
 
 /** Whether two graphs are the same JSON (what the canvas shows against what was last saved). */

@@ -22,7 +22,7 @@ export async function render(root, page) {
 
   const open = new Set(); // output panels the user opened, kept open across refreshes
   let shown = { updated: null, status: null, pendingKey: null };
-  let models = null; // whether an agent backend answers GET /models, asked once
+  let models = null; // whether an agent backend is configured (GET /profiles says), asked once
 
   const refresh = poll(page, 1000, async () => {
     const r = await api('GET', `/runs/${enc(id)}`);
@@ -63,7 +63,7 @@ export async function render(root, page) {
     if (key !== shown.pendingKey) {
       shown.pendingKey = key;
       if (run.pending && run.pending.type === 'agent' && models === null) {
-        models = (await api('GET', '/models')).body.ok === true;
+        models = Boolean((await api('GET', '/profiles')).body.backend);
       }
       pending.replaceChildren(...(run.pending ? pendingBlock(run.pending) : []));
       pending.hidden = !run.pending;

@@ -1,46 +1,114 @@
-// Runs (#/runs): the newest runs first, as the server lists them. The list refreshes itself
-// while any run is still moving (running or waiting on a timer).
-import { api, h, enc, badge, ago, poll } from '../app.js';
+// Runs (#/runs?design=&status=&trigger=&id=&before=): the runs newest first, filtered by design,
+// status and trigger, searched by run id, a page at a time. The filters live in the address, so
+// a filtered page can be linked and Back returns to it; paging follows the server's `next`
+// cursor. The list refreshes itself while any run on it is still moving.
+import { api, h, enc, badge, ago, poll, navigate } from '../app.js';
 
 const LIMIT = 50;
 const MOVING = ['running', 'waiting'];
+const STATUSES = ['running', 'waiting', 'awaiting_approval', 'awaiting_agent', 'done', 'failed'];
+const TRIGGERS = ['manual', 'schedule', 'heartbeat', 'event', 'folder', 'watch'];
+const FILTERS = ['design', 'status', 'trigger', 'id'];
 
 export async function render(root, page) {
+  const q = page.query;
+  const designs = (await api('GET', '/designs')).body.designs || [];
+  if (!page.alive) return;
+  const select = (name, label, values) => h('select', { name, 'aria-label': label },
+    h('option', { value: '' }, `any ${name}`), values.map((v) => h('option', { value: v, selected: q.get(name) === v }, v.replace(/_/g, ' '))));
+  const f = {
+    design: select('design', 'Design', designs.includes(q.get('design')) || !q.get('design') ? designs : [...designs, q.get('design')]),
+    status: select('status', 'Status', STATUSES),
+    trigger: select('trigger', 'Trigger', TRIGGERS),
+    id: h('input', { name: 'id', type: 'search', placeholder: 'run id', size: 14, value: q.get('id') || '', 'aria-label': 'Run id (or its start)' }),
+  };
+  const apply = (extra = {}) => {
+    const params = new URLSearchParams();
+    for (const key of FILTERS) if (f[key].value.trim()) params.set(key, f[key].value.trim().toLowerCase());
+    for (const [k, v] of Object.entries(extra)) params.set(k, v);
+    const qs = params.toString();
+    navigate(`#/runs${qs ? `?${qs}` : ''}`);
+  };
+  const form = h('form', { id: 'run-filters', class: 'inline filters', onsubmit: (e) => { e.preventDefault(); apply(); } },
+    f.design, f.status, f.trigger, f.id, h('button', { type: 'submit' }, 'Search'),
+    FILTERS.some((k) => q.get(k)) ? h('a', { class: 'button', href: '#/runs' }, 'Clear') : null);
+  for (const key of ['design', 'status', 'trigger']) f[key].addEventListener('change', () => apply());
+
   const body = h('tbody');
-  const note = h('p', { class: 'muted small' });
+  const note = h('p', { class: 'muted small', id: 'runs-note' });
+  const pager = h('p', { class: 'pager', id: 'runs-pager' });
+  const query = new URLSearchParams({ limit: String(LIMIT) });
+  for (const key of [...FILTERS, 'before']) if (q.get(key)) query.set(key, q.get(key));
+  const filtered = FILTERS.some((k) => q.get(k));
   const refresh = poll(page, 2000, async () => {
-    const r = await api('GET', `/runs?limit=${LIMIT}`);
+    const r = await api('GET', `/runs?${query}`);
     if (!page.alive) return false;
     if (!r.body.ok) {
+      body.replaceChildren();
+      note.className = 'notice error';
       note.textContent = `Cannot list runs: ${r.body.error}`;
       return false;
     }
-    body.replaceChildren(...r.body.runs.map(row));
-    if (r.body.runs.length === 0) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No runs yet. Open a design and run it.')));
+    body.replaceChildren(...r.body.runs.map(runRow));
+    if (r.body.runs.length === 0) {
+      const empty = filtered || q.get('before')
+        ? (r.body.next ? 'No matching runs among these; older runs may match.' : 'No matching runs.')
+        : 'No runs yet. Open a design and run it.';
+      body.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, empty)));
+    }
+    pager.replaceChildren(
+      q.get('before') ? h('button', { 'data-page': 'newest', onclick: () => apply() }, '« Newest') : null, ' ',
+      r.body.next ? h('button', { 'data-page': 'older', onclick: () => apply({ before: r.body.next }) }, 'Older »') : null);
     const moving = r.body.runs.some((run) => MOVING.includes(run.status));
-    note.textContent = moving ? 'Refreshing while runs are in progress…' : `Showing the newest ${LIMIT} runs.`;
+    note.className = 'muted small';
+    note.textContent = moving ? 'Refreshing while runs are in progress…'
+      : `${r.body.runs.length} run${r.body.runs.length === 1 ? '' : 's'}${filtered ? ' matching' : ''}${q.get('before') ? ', older than ' + q.get('before') : ', newest first'}.`;
     return moving;
   });
   root.append(
     h('div', { class: 'title' }, h('h1', {}, 'Runs'), h('button', { onclick: () => refresh() }, 'Refresh')),
-    h('table', { id: 'runs', class: 'list' },
-      h('thead', {}, h('tr', {}, ['Run', 'Design', 'Status', 'Started', 'Pending', 'Error'].map((c) => h('th', {}, c)))),
-      body),
-    note);
+    form,
+    runsTable(body),
+    note, pager);
   await refresh();
 }
 
-function row(run) {
+/** The runs table around `body` (rows from `runRow`). */
+export function runsTable(body) {
+  return h('table', { id: 'runs', class: 'list' },
+    h('thead', {}, h('tr', {}, ['Run', 'Design', 'Status', 'Trigger', 'Started', 'Pending', 'Error'].map((c) => h('th', {}, c)))),
+    body);
+}
+
+/** One run of a listing as a table row. */
+export function runRow(run) {
   if (!run.status) {
     // An entry the store could not read: listed with its error, never hidden.
-    return h('tr', { 'data-run': run.run_id }, h('td', {}, h('code', {}, run.run_id)), h('td', { colspan: 5, class: 'error' }, run.error));
+    return h('tr', { 'data-run': run.run_id }, h('td', {}, h('code', {}, run.run_id)), h('td', { colspan: 6, class: 'error' }, run.error));
   }
   const pending = run.pending ? `${run.pending.node} (${run.pending.type})` : '';
   return h('tr', { 'data-run': run.run_id, 'data-status': run.status },
     h('td', {}, h('a', { href: `#/runs/${enc(run.run_id)}` }, h('code', {}, run.run_id))),
     h('td', {}, h('a', { href: `#/designer/${enc(run.design)}` }, run.design)),
     h('td', {}, badge(run.status)),
+    h('td', { class: 'trigger' }, run.trigger ? run.trigger.mode : ''),
     h('td', { title: run.created_at }, ago(run.created_at)),
     h('td', {}, pending),
     h('td', { class: 'error' }, run.error ? `${run.failed_node ? `${run.failed_node}: ` : ''}${run.error}` : ''));
+}
+
+/** A design page's section of its most recent runs, with a link to all of them. */
+export function recentRuns(design, page, count = 10) {
+  const body = h('tbody');
+  const more = h('p', { class: 'muted small' });
+  const section = h('section', { id: 'recent-runs' }, h('h2', {}, 'Recent runs'), runsTable(body), more);
+  (async () => {
+    const r = await api('GET', `/runs?design=${enc(design)}&limit=${count}`);
+    if (!page.alive) return;
+    if (!r.body.ok) return more.replaceChildren(`Cannot list its runs: ${r.body.error}`);
+    body.replaceChildren(...r.body.runs.map(runRow));
+    if (!r.body.runs.length) body.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No runs of this design yet.')));
+    more.replaceChildren(h('a', { href: `#/runs?design=${enc(design)}` }, `All runs of ${design} »`));
+  })();
+  return section;
 }

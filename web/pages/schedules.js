@@ -142,7 +142,7 @@ export async function render(root, page) {
       h('td', {}, job.tz),
       h('td', { class: 'next', title: job.next_run_at || '' }, job.next_run_at ? [fireTime(job.next_run_at, job.tz), ` (${ago(job.next_run_at)})`] : '—'),
       h('td', { class: 'last', title: job.last_run_at || '' }, job.last_run_at ? [fireTime(job.last_run_at, job.tz), ` (${ago(job.last_run_at)})`] : '—'),
-      h('td', {}, badge(job.paused ? 'paused' : 'active')),
+      h('td', {}, badge(job.paused ? 'paused' : 'active'), job.paused_reason ? h('div', { class: 'muted small reason' }, job.paused_reason) : null),
       h('td', { class: 'actions' },
         h('button', { 'data-action': toggle, onclick: (e) => action(job, toggle, e.target) }, toggle === 'pause' ? 'Pause' : 'Resume'), ' ',
         h('button', { 'data-action': 'run', onclick: (e) => action(job, 'run', e.target) }, 'Run now'), ' ',

@@ -17,5 +17,6 @@ pub mod time;
 pub mod plan;
 pub mod run;
 pub mod transition;
+pub mod listing;
 pub mod events;
 pub mod import;

@@ -64,3 +64,7 @@ pub const EVENT_DEPTH: u32 = 8;
 pub fn within(v: u64, range: (u64, u64)) -> bool {
     v >= range.0 && v <= range.1
 }
+
+/// Runs a filtered listing page looks at, at most: a page whose filter matches few runs ends
+/// there with a cursor to continue, so no page reads every run of a large store.
+pub const RUNS_SCANNED_PER_PAGE: usize = 2000;

@@ -377,6 +377,9 @@ impl Store for TimedStore {
     fn design_exists(&self, name: &DesignName) -> bool {
         self.inner.design_exists(name)
     }
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        self.inner.delete_design(name)
+    }
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         self.inner.allocate_run_id()
     }
@@ -395,6 +398,9 @@ impl Store for TimedStore {
     }
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
         self.inner.list_runs(limit)
+    }
+    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.inner.list_run_ids(before, limit)
     }
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
         self.inner.lock_run(id)
@@ -427,6 +433,9 @@ impl Store for MemoryStore {
     fn design_exists(&self, _: &DesignName) -> bool {
         false
     }
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        Err(StoreError::design_not_found(name))
+    }
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         RunId::parse(&format!("{n:012x}")).map_err(StoreError::Io)
@@ -441,6 +450,9 @@ impl Store for MemoryStore {
         Err(StoreError::run_not_found(id))
     }
     fn list_runs(&self, _: usize) -> Result<Vec<RunEntry>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn list_run_ids(&self, _: Option<&RunId>, _: usize) -> Result<Vec<RunId>, StoreError> {
         Ok(Vec::new())
     }
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {

@@ -20,7 +20,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
-use vwf_core::names::DesignName;
+use vwf_core::listing::RunFilter;
+use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::{Response, Run, Status, TriggerInfo};
 
 use vwf::app::{self, App, parse_json, read_arg};
@@ -55,6 +56,11 @@ enum Cmd {
         /// The template to copy (the names `GET /templates` lists, e.g. morning-brief).
         #[arg(long, value_name = "TEMPLATE")]
         from: Option<String>,
+    },
+    /// Delete a saved design: its runs stay readable, its schedule job (if any) is paused.
+    Delete {
+        /// The design's name.
+        name: String,
     },
     /// Print a saved design.
     Open {
@@ -108,11 +114,26 @@ enum Cmd {
         #[arg(long)]
         generate: bool,
     },
-    /// Recent runs, newest first.
+    /// Runs, newest first, a page at a time (`--before` the last id shown for the next page).
     Runs {
-        /// How many runs to list.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
+        /// How many runs to list (1-1000).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        limit: u16,
+        /// Only runs of this design.
+        #[arg(long, value_name = "NAME")]
+        design: Option<String>,
+        /// Only runs with this status: running, waiting, awaiting_approval, awaiting_agent, done or failed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only runs started by this trigger mode: manual, schedule, heartbeat, event, folder or watch.
+        #[arg(long, value_name = "MODE")]
+        trigger: Option<String>,
+        /// Only runs whose id starts with this.
+        #[arg(long, value_name = "PREFIX")]
+        id: Option<String>,
+        /// Only runs older than this run (the `next` of the previous page).
+        #[arg(long, value_name = "RUN_ID")]
+        before: Option<String>,
     },
     /// One run.
     Show {
@@ -325,6 +346,19 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             }
             Ok(0)
         }
+        Cmd::Delete { name } => {
+            let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
+            let body = tools::delete_design(app, &name)?;
+            if json {
+                say!("{}", pretty(&body));
+            } else {
+                say!("Deleted design {name}; its runs stay readable (`vwf runs --design {name}`).");
+                if let Some(job) = body["schedule"]["job_id"].as_str() {
+                    say!("Its schedule job {job} is paused until the design is saved again and the job resumed.");
+                }
+            }
+            Ok(0)
+        }
         Cmd::Open { name } => tool_out(app, "workflow_design_load", &json!({"name": name}), json, |b| {
             format!("{}\n# saved at {}", pretty(&b["graph"]), name)
         }),
@@ -408,15 +442,23 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             let run = runner.respond(run_id, node, how)?;
             Ok(show_run(&run, json, true))
         }
-        Cmd::Runs { limit } => {
-            let runs = runner.list_results(*limit)?;
+        Cmd::Runs { limit, design, status, trigger, id, before } => {
+            let filter = RunFilter::parse(design.as_deref(), status.as_deref(), trigger.as_deref(), id.as_deref()).map_err(Failure::BadRequest)?;
+            let before = before.as_deref().map(RunId::parse).transpose().map_err(Failure::BadRequest)?;
+            let page = runner.list_page(&filter, before.as_ref(), usize::from(*limit))?;
             if json {
-                say!("{}", pretty(&json!({"ok": true, "runs": runs})));
-            } else if runs.is_empty() {
-                say!("No runs yet.");
+                say!("{}", pretty(&json!({"ok": true, "runs": page.runs, "next": page.next})));
+                return Ok(0);
+            }
+            let filtered = filter != RunFilter::default() || before.is_some();
+            if page.runs.is_empty() {
+                say!("{}", if filtered { "No matching runs." } else { "No runs yet." });
             } else {
-                let rows: Vec<Vec<String>> = runs.iter().map(render::run_row).collect();
+                let rows: Vec<Vec<String>> = page.runs.iter().map(render::run_row).collect();
                 say!("{}", render::table(&["RUN", "DESIGN", "STATUS", "CREATED", "NOTE"], &rows));
+            }
+            if let Some(next) = &page.next {
+                say!("Older runs may match: add --before {next}");
             }
             Ok(0)
         }

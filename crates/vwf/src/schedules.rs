@@ -82,6 +82,10 @@ pub struct Job {
     /// Fires that passed while nothing was ticking, oldest first; not run.
     #[serde(default)]
     pub missed: Vec<Missed>,
+    /// Why the job was paused when something other than a person paused it (its design was
+    /// deleted); cleared when it is resumed or set again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_reason: Option<String>,
     /// The input every run of this job starts with, as a manual run's `input` (absent: the run's
     /// input says which job fired and when).
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -186,6 +190,7 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
         next_run_at: if paused { None } else { next_run_at },
         last_run_at: old.as_ref().and_then(|j| j.last_run_at),
         deliver,
+        paused_reason: None,
         prompt: prompt(design, &input),
         input,
         schedule: spec,
@@ -273,6 +278,7 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
         }
         "pause" | "resume" => {
             job.paused = action == "pause";
+            job.paused_reason = None;
             job.next_run_at = if job.paused { None } else { next_fire(&job.cron, &job.tz, now) };
             write_job(&path, &job)?;
             Ok(json!({"ok": true, "job": job}))
@@ -292,6 +298,22 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
             }
         }
     }
+}
+
+/// Pauses the job of a design that was deleted, saying why: it fires nothing until the design
+/// exists again and a person resumes it (or sets it again). `None` when the design had no job.
+pub fn pause_for_deleted_design(app: &App, design: &DesignName) -> Result<Option<Job>, Failure> {
+    let path = job_path(app, design);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let _lock = DirLock::take(&dir(app))?;
+    let Some(mut job) = read_job(&path).map_err(Failure::Internal)? else { return Ok(None) };
+    job.paused = true;
+    job.next_run_at = None;
+    job.paused_reason = Some(format!("its design {:?} was deleted", design.as_str()));
+    write_job(&path, &job)?;
+    Ok(Some(job))
 }
 
 /// One pass of the scheduler at `now`: every unpaused job whose `next_run_at` has come is
@@ -652,6 +674,9 @@ pub mod cli {
                     let mut state = if job.paused { "paused" } else { "active" }.to_string();
                     if !job.missed.is_empty() {
                         state.push_str(&format!(" ({} missed)", job.missed.len()));
+                    }
+                    if let Some(reason) = &job.paused_reason {
+                        state.push_str(&format!(": {reason}"));
                     }
                     vec![job.job_id.clone(), job.design.clone(), job.human.clone(), job.tz.clone(), at(job.next_run_at, &job.tz), at(job.last_run_at, &job.tz), state]
                 }

@@ -310,7 +310,7 @@ fn runs_lists_the_newest_first_and_honours_limit() {
     let home = Home::new();
     home.save("gated", &gated("reject"));
     let (_, body) = home.json(&["runs"]);
-    assert_eq!(body, json!({"ok": true, "runs": []}));
+    assert_eq!(body, json!({"ok": true, "runs": [], "next": null}));
     let ids: Vec<String> = (0..3).map(|i| id_of(&start(&home, &later(T0, i), "gated", r#"{"n": 1}"#, 0))).collect();
 
     let (code, body) = home.json(&["runs", "--limit", "2"]);
@@ -338,7 +338,9 @@ fn runs_prints_a_table_with_a_header() {
     assert!(lines[1].starts_with(&f.failed) && lines[1].contains("failed") && lines[1].contains("cannot compare"), "{stdout}");
     assert!(lines[3].starts_with(&f.parked) && lines[3].contains("awaiting_approval") && lines[3].contains("waits on gate"), "{stdout}");
     let (_, stdout, _) = human(&f.home, T0, &["runs", "--limit", "1"]);
-    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert_eq!(lines[2], format!("Older runs may match: add --before {}", f.failed), "the next page's cursor: {stdout}");
 }
 
 #[test]

@@ -116,6 +116,17 @@ pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
 /// The catalog of `models` for the openai backend: (base URL it came from, ids).
 static CATALOG: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
 
+/// The configured agent backend (`openai` or `command`), or `None` when agent steps park for a
+/// person (no backend, or an unknown name, which `models` reports): pages ask `GET /models` only
+/// when there is one to ask.
+pub fn backend(config: &Config) -> Option<&'static str> {
+    match Kind::parse(&config.agent.backend) {
+        Ok(Kind::OpenAi) => Some("openai"),
+        Ok(Kind::Command) => Some("command"),
+        Ok(Kind::None) | Err(_) => None,
+    }
+}
+
 /// The configured profiles: `[{name, model, system?, backend?}]`, where `model` is the one a step
 /// naming the profile uses when it sets none (the profile's, else the default, else null).
 pub fn profiles(config: &Config) -> Vec<Value> {

@@ -15,10 +15,11 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{from_fn_with_state, map_response};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, any, get, post};
+use axum::routing::{MethodRouter, any, delete, get, post};
 use tower_http::compression::CompressionLayer;
 use serde_json::{Map, Value, json};
 use vwf_core::limits::REQUEST_BODY_BYTES;
+use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 
@@ -76,6 +77,12 @@ pub(crate) enum Param {
     EventName,
     /// `limit` of `GET /runs`: 1 to [`RUNS_MAX`].
     Limit,
+    /// A run status (`GET /runs?status=`).
+    Status,
+    /// A trigger mode (`GET /runs?trigger=`).
+    Trigger,
+    /// A run id or its start (`GET /runs?id=`).
+    RunIdPrefix,
     /// A `0/1` switch (see [`flag`]).
     Flag,
 }
@@ -110,6 +117,8 @@ pub(crate) enum Answer {
     /// `{ok:true, graph}`, or the template list on the old `/designs/templates` path.
     Design,
     Saved,
+    /// `{ok:true, name, deleted:true, schedule}`.
+    Deleted,
     Report,
     /// A run result, or a design's refusal `{ok:false, error, errors}`.
     RunStarted,
@@ -131,19 +140,27 @@ use Param as P;
 /// Every route of the API, in the order of SPEC §13 (then the metrics and the OpenAPI document).
 pub(crate) const ROUTES: &[Route] = &[
     Route { method: "GET", path: "/models", summary: "Model catalog from the agent backend", path_params: &[], query: &[("refresh", "1 drops the cached catalog", P::Flag)], body: None, answer: A::Models, errors: &[502, 503], handler: || get(models) },
-    Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots)", path_params: &[], query: &[], body: None, answer: A::Profiles, errors: &[], handler: || get(profiles) },
+    Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots), and the agent backend (null: agent steps park for a person)", path_params: &[], query: &[], body: None, answer: A::Profiles, errors: &[], handler: || get(profiles) },
     Route { method: "GET", path: "/channels", summary: "Delivery targets from the configured channels", path_params: &[], query: &[], body: None, answer: A::Channels, errors: &[], handler: || get(channels) },
     Route { method: "GET", path: "/designs", summary: "Saved design names", path_params: &[], query: &[], body: None, answer: A::Designs, errors: &[500], handler: || get(list_designs) },
     Route { method: "GET", path: "/templates", summary: "Built-in designs from examples/", path_params: &[], query: &[], body: None, answer: A::Templates, errors: &[], handler: || get(templates) },
     Route { method: "GET", path: "/designs/{name}", summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)", path_params: &[P::DesignName], query: &[], body: None, answer: A::Design, errors: &[404, 500], handler: || get(load_design) },
     Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design; with create:true only under a new name (409 if taken)", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Save), answer: A::Saved, errors: &[409, 413, 415, 500], handler: || post(save_design) },
+    Route { method: "DELETE", path: "/designs/{name}", summary: "Delete a design: its runs stay readable, its schedule job is paused and says why", path_params: &[P::DesignName], query: &[], body: None, answer: A::Deleted, errors: &[404, 500], handler: || delete(delete_design) },
     Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", path_params: &[P::DesignName], query: &[("scope", "1 adds scopes: what each node's templates and condition may name", P::Flag)], body: Some(RequestBody::Validate), answer: A::Report, errors: &[404, 413, 415, 500], handler: || post(validate_design) },
     Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked (wait:false: answer once started)", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Run), answer: A::RunStarted, errors: &[404, 413, 415, 500], handler: || post(run_design) },
     Route { method: "GET", path: "/schedules", summary: "Schedule jobs", path_params: &[], query: &[], body: None, answer: A::Jobs, errors: &[500], handler: || get(list_schedules) },
     Route { method: "POST", path: "/designs/{name}/schedule", summary: "Create or update the design's schedule job", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Schedule), answer: A::Job, errors: &[404, 413, 415, 500], handler: || post(schedule_design) },
     Route { method: "POST", path: "/schedules/preview", summary: "What a schedule object would be, without saving anything", path_params: &[], query: &[], body: Some(RequestBody::Preview), answer: A::Preview, errors: &[413, 415], handler: || post(schedule_preview) },
     Route { method: "POST", path: "/schedules/{job_id}/{action}", summary: "Pause, resume, run or remove a schedule job", path_params: &[P::JobId, P::ScheduleAction], query: &[], body: None, answer: A::ScheduleAction, errors: &[404, 413, 415, 500], handler: || post(schedule_action) },
-    Route { method: "GET", path: "/runs", summary: "Recent runs, newest first", path_params: &[], query: &[("limit", "how many runs (default 20, at most 1000)", P::Limit)], body: None, answer: A::Runs, errors: &[500], handler: || get(list_runs) },
+    Route { method: "GET", path: "/runs", summary: "Runs, newest first, filtered, a page at a time", path_params: &[], query: &[
+        ("limit", "how many runs (default 20, at most 1000)", P::Limit),
+        ("design", "only runs of this design", P::DesignName),
+        ("status", "only runs with this status", P::Status),
+        ("trigger", "only runs started by this trigger mode", P::Trigger),
+        ("id", "only runs whose id starts with this", P::RunIdPrefix),
+        ("before", "only runs older than this one (the next cursor of the previous page)", P::RunId),
+    ], body: None, answer: A::Runs, errors: &[404, 500], handler: || get(list_runs) },
     Route { method: "GET", path: "/runs/{run_id}", summary: "One run in result shape", path_params: &[P::RunId], query: &[("plan", "1 adds the plan the run started with", P::Flag)], body: None, answer: A::Run, errors: &[404, 500], handler: || get(open_run) },
     Route { method: "POST", path: "/runs/{run_id}/respond", summary: "Answer a gate, supply or generate an agent step's output", path_params: &[P::RunId], query: &[], body: Some(RequestBody::Respond), answer: A::Run, errors: &[404, 409, 413, 415, 500, 502, 503], handler: || post(respond) },
     Route { method: "POST", path: "/runs/{run_id}/retry", summary: "Retry a failed run from its failed step", path_params: &[P::RunId], query: &[], body: None, answer: A::Run, errors: &[404, 409, 413, 415, 500], handler: || post(retry) },
@@ -364,8 +381,9 @@ async fn models(State(s): State<AppState>, Query(params): Params) -> Response {
 }
 
 async fn profiles(State(s): State<AppState>) -> Response {
-    let profiles = crate::exec::agent::profiles(&s.app.drivers.config);
-    reply(Reply { status: 200, body: json!({"ok": true, "profiles": profiles}) })
+    let config = &s.app.drivers.config;
+    let body = json!({"ok": true, "profiles": crate::exec::agent::profiles(config), "backend": crate::exec::agent::backend(config)});
+    reply(Reply { status: 200, body })
 }
 
 async fn channels(State(s): State<AppState>) -> Response {
@@ -423,6 +441,14 @@ async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonAr
 
 /// The validator's report; with `scope=1` also what each node's templates and condition may name
 /// (`scopes`, the rule the report applies), for a canvas that offers only what is in scope.
+async fn delete_design(State(s): State<AppState>, Path(name): Path<String>) -> Response {
+    let name = match design_name(&name) {
+        Ok(n) => n,
+        Err(f) => return failure(f),
+    };
+    blocking(&s, move |app| answer(tools::delete_design(app, &name))).await
+}
+
 async fn validate_design(State(s): State<AppState>, Path(name): Path<String>, Query(params): Params, JsonArgs(body): JsonArgs) -> Response {
     let request = design_name(&name).and_then(|name| Ok((name, graph_arg(&body)?, flag(&params, "scope")?)));
     let (name, graph, with_scopes) = match request {
@@ -527,15 +553,26 @@ async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path
 }
 
 async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Response {
-    let limit = match params.get("limit") {
-        None => RUNS_DEFAULT,
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
-            _ => return failure(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
-        },
+    let request = (|| {
+        let limit = match params.get("limit") {
+            None => RUNS_DEFAULT,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
+                _ => return Err(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
+            },
+        };
+        let get = |key: &str| params.get(key).map(String::as_str);
+        let filter = RunFilter::parse(get("design"), get("status"), get("trigger"), get("id")).map_err(Failure::BadRequest)?;
+        let before = get("before").map(run_id).transpose()?;
+        Ok((limit, filter, before))
+    })();
+    let (limit, filter, before) = match request {
+        Ok(parts) => parts,
+        Err(f) => return failure(f),
     };
     blocking(&s, move |app| {
-        answer(app.runner(&quiet, false).list_results(limit).map(|runs| json!({"ok": true, "runs": runs})))
+        let page = app.runner(&quiet, false).list_page(&filter, before.as_ref(), limit);
+        answer(page.map(|page| json!({"ok": true, "runs": page.runs, "next": page.next})))
     })
     .await
 }

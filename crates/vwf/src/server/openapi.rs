@@ -11,6 +11,7 @@
 //! open) let stateful clients follow a run from its design to its answers.
 
 use serde_json::{Map, Value, json};
+use vwf_core::listing::{STATUSES, TRIGGER_MODES};
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::schedule::time_zone_names;
 use vwf_core::trigger::EVENT_NAME_PATTERN;
@@ -125,6 +126,9 @@ fn param_schema(kind: Param) -> Value {
         }
         Param::ScheduleAction => json!({"type": "string", "enum": ACTION_NAMES}),
         Param::EventName => json!({"type": "string", "pattern": EVENT_NAME_PATTERN}),
+        Param::Status => json!({"type": "string", "enum": STATUSES}),
+        Param::Trigger => json!({"type": "string", "enum": TRIGGER_MODES}),
+        Param::RunIdPrefix => json!({"type": "string", "pattern": "^[0-9a-f]{1,12}$"}),
         Param::Limit => json!({"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "default": 20}),
         Param::Flag => json!({"type": "string", "enum": FLAG_VALUES.map(|(spelling, _)| spelling), "default": "0"}),
     }
@@ -188,7 +192,12 @@ fn answer_schema(answer: Answer) -> Value {
     };
     match answer {
         Answer::Models => list("models", json!({"type": "string"})),
-        Answer::Profiles => list("profiles", reference("Profile")),
+        Answer::Profiles => {
+            let mut profiles = list("profiles", reference("Profile"));
+            profiles["required"] = json!(["ok", "profiles", "backend"]);
+            profiles["properties"]["backend"] = json!({"enum": ["openai", "command", null], "description": "The agent backend; null when none is configured (GET /models then answers 503)."});
+            profiles
+        }
         Answer::Channels => list("channels", reference("Channel")),
         Answer::Designs => list("designs", json!({"type": "string", "pattern": DesignName::PATTERN})),
         Answer::Templates => reference("Templates"),
@@ -201,6 +210,13 @@ fn answer_schema(answer: Answer) -> Value {
              "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "path": {"type": "string"}, "nodes": {"type": "integer", "minimum": 0}}},
             reference("Refusal"),
         ]}),
+        Answer::Deleted => json!({
+            "type": "object", "required": ["ok", "name", "deleted", "schedule"], "additionalProperties": false,
+            "properties": {
+                "ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "deleted": {"const": true},
+                "schedule": {"description": "The design's schedule job, now paused, or null when it had none.", "anyOf": [{"type": "null"}, reference("Job")]}
+            }
+        }),
         Answer::Report => json!({
             "type": "object", "required": ["ok", "errors", "warnings"], "additionalProperties": false,
             "properties": {
@@ -231,7 +247,15 @@ fn answer_schema(answer: Answer) -> Value {
             reference("RunResult"),
             reference("Refusal"),
         ]}),
-        Answer::Runs => list("runs", json!({"anyOf": [reference("RunResult"), reference("UnreadableRun")]})),
+        Answer::Runs => {
+            let mut runs = list("runs", json!({"anyOf": [reference("RunResult"), reference("UnreadableRun")]}));
+            runs["required"] = json!(["ok", "runs", "next"]);
+            runs["properties"]["next"] = json!({
+                "type": ["string", "null"], "pattern": RunId::PATTERN,
+                "description": "Pass as before= for the next page; null when no older run matches."
+            });
+            runs
+        }
         Answer::Run => reference("RunResult"),
         Answer::Emitted => json!({
             "type": "object", "required": ["ok", "event", "runs", "skipped"], "additionalProperties": false,
@@ -347,6 +371,7 @@ fn schemas() -> Value {
                 "next_run_at": nullable_time(), "last_run_at": nullable_time(), "prompt": {"type": "string"},
                 "deliver": nullable_string(),
                 "schedule": {"type": "object"},
+                "paused_reason": {"type": "string", "description": "Why the job was paused when no person paused it (its design was deleted)."},
                 "input": {"description": "The input of every run the job starts; absent when it has none."},
                 "missed": {"type": "array", "items": {"type": "object", "required": ["at"], "properties": {"at": time()}}}
             }
@@ -477,6 +502,7 @@ fn links(route: &Route) -> Option<Value> {
         ("POST", "/designs/{name}/run" | "/runs/{run_id}/respond" | "/runs/{run_id}/retry") | ("GET", "/runs/{run_id}") => continue_run(),
         ("GET", "/runs") => json!({
             "open": {"operationId": "get_runs_runid", "parameters": {"run_id": "$response.body#/runs/0/run_id"}},
+            "more": {"operationId": "get_runs", "parameters": {"before": "$response.body#/next"}},
         }),
         ("POST", "/events/{name}") => json!({
             "open": {"operationId": "get_runs_runid", "parameters": {"run_id": "$response.body#/runs/0/run_id"}},

@@ -157,6 +157,15 @@ impl Store for FileStore {
         self.design_path(name).is_file()
     }
 
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        let path = self.design_path(name);
+        match fs::remove_file(&path) {
+            Ok(()) => sync_dir(&self.designs_dir()).map_err(|e| io_error("sync", &self.designs_dir(), e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::design_not_found(name)),
+            Err(e) => Err(io_error("remove", &path, e)),
+        }
+    }
+
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         let locks = self.locks_dir();
         create_dir(&locks)?;
@@ -228,15 +237,7 @@ impl Store for FileStore {
 
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
         let mut entries = Vec::new();
-        if limit == 0 {
-            return Ok(entries);
-        }
-        let dir = self.runs_dir();
-        let newest = index::newest(&dir, limit).map_err(|e| StoreError::Io(format!("cannot list runs: {e}")))?;
-        if let Some(note) = &newest.note {
-            index::warn(note);
-        }
-        for id in newest.ids {
+        for id in self.list_run_ids(None, limit)? {
             let run = match self.read_run(&id) {
                 Ok(run) => Ok(run),
                 // Deleted since the listing saw it: deleting a run file forgets the run.
@@ -246,6 +247,20 @@ impl Store for FileStore {
             entries.push(RunEntry { id: id.to_string(), run });
         }
         Ok(entries)
+    }
+
+    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let page = index::older(&self.runs_dir(), before, limit).map_err(|e| StoreError::Io(format!("cannot list runs: {e}")))?;
+        let Some(page) = page else {
+            return Err(StoreError::NotFound(format!("run {} (the listing's cursor)", before.map(RunId::as_str).unwrap_or(""))));
+        };
+        if let Some(note) = &page.note {
+            index::warn(note);
+        }
+        Ok(page.ids)
     }
 
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {

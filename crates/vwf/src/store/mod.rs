@@ -38,6 +38,9 @@ pub trait Store: Send + Sync {
     /// step, so of two callers creating the same name exactly one succeeds.
     fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
     fn design_exists(&self, name: &DesignName) -> bool;
+    /// Removes a saved design (`NotFound` when there is none). Runs keep the plan they started
+    /// with, so they stay readable.
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError>;
 
     /// A fresh run id from a CSPRNG, reserved in the store so no other caller
     /// (in this process or another) gets the same one.
@@ -55,6 +58,11 @@ pub trait Store: Send + Sync {
     /// At most `limit` runs, newest first (by first write). A run that cannot be read is
     /// listed with its error instead of its value.
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError>;
+    /// At most `limit` ids of runs that have a document, newest first, starting after `before`
+    /// (from the newest when `None`): one page of the listing, for callers that read and filter
+    /// the runs themselves. `NotFound` when `before` is not in the listing. The cost does not
+    /// grow with the number of runs read before the cursor.
+    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError>;
     /// Waits for the run's exclusive lock (held across processes) and holds it until the
     /// guard drops. `NotFound` if the id was neither allocated nor written.
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
