@@ -133,6 +133,8 @@ const SECTION_13: &[(&str, &str)] = &[
     ("POST", "/schedules/preview"),
     // Beyond §13: metrics for Prometheus (the text format, not JSON).
     ("GET", "/metrics"),
+    // Beyond §13: deleting a design (its runs stay readable, its schedule is paused).
+    ("DELETE", "/designs/{name}"),
 ];
 
 #[test]
@@ -702,7 +704,7 @@ fn models_profiles_and_channels() {
     let server = Server::start(&home);
     let (s, b) = server.get("/models");
     snap("models_without_backend", &home, &server, s, &b);
-    assert_eq!(server.get("/profiles"), (200, json!({"ok": true, "profiles": []})));
+    assert_eq!(server.get("/profiles"), (200, json!({"ok": true, "profiles": [], "backend": null})), "no backend: pages do not ask for models");
     assert_eq!(server.get("/channels"), (200, json!({"ok": true, "channels": []})));
     let (s, b) = server.get("/models?refresh=maybe");
     assert_eq!(s, 400, "{b}");
@@ -815,7 +817,7 @@ fn malformed_requests_get_json_errors() {
     assert_eq!(s, 400, "{b}");
     let (s, b) = send(server.client.get(server.url("/no/such/route")));
     snap("unknown_route", &home, &server, s, &b);
-    let (s, b) = send(server.client.delete(&url));
+    let (s, b) = send(server.client.put(&url));
     snap("method_not_allowed", &home, &server, s, &b);
     let (s, b) = send(server.client.put(server.url("/designs")));
     assert_eq!(s, 405, "{b}");
