@@ -81,7 +81,10 @@ fn dispatch(app: &App, text: &str) -> String {
         "run" => {
             let (name, rest) = split_word(rest);
             let (maybe_id, _) = split_word(rest);
-            if name == "retry" && !maybe_id.is_empty() {
+            if name == "retry" && maybe_id.is_empty() {
+                return "Retry needs the id of the failed run: /workflow run retry <run_id>".to_string();
+            }
+            if name == "retry" {
                 return match app.runner(&quiet, false).retry(maybe_id) {
                     Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
                     Err(e) => format!("Could not retry {maybe_id}: {e}"),

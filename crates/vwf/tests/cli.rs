@@ -202,6 +202,9 @@ fn retry_without_a_run_id_says_what_is_missing() {
     let (code, _, stderr) = human(&f.home, T0, &["run", "retry"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("vwf run retry <run_id>"), "{stderr}");
+    for text in ["/workflow run retry", "/workflow run retry   "] {
+        assert_eq!(slash(&f.home, text), "Retry needs the id of the failed run: /workflow run retry <run_id>");
+    }
 }
 
 #[test]
