@@ -613,6 +613,30 @@ mod tests {
         }
     }
 
+    /// A page after a cursor lists the runs older than it, from a sound index and from one that
+    /// has to be rebuilt first; a cursor the index does not hold is `None`.
+    #[test]
+    fn store_index_pages_after_a_cursor_even_when_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids: Vec<RunId> = (0..BLOCK_LINES as usize + 50).map(|i| id(&format!("{i:012x}"))).collect();
+        for (i, run) in ids.iter().enumerate() {
+            append(dir.path(), run).unwrap();
+            run_file(dir.path(), run.as_str(), &format!("2020-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60));
+        }
+        let newest_first: Vec<RunId> = ids.iter().rev().cloned().collect();
+        let cursor = &newest_first[100];
+        for damaged in [false, true] {
+            if damaged {
+                fs::write(dir.path().join(INDEX_FILE), b"garbled").unwrap();
+            }
+            let page = older(dir.path(), Some(cursor), 7).unwrap().expect("the cursor is listed");
+            assert_eq!(page.ids, newest_first[101..108], "damaged: {damaged}");
+            assert_eq!(page.note.is_some(), damaged);
+            assert!(older(dir.path(), Some(&id("ffffffffffff")), 7).unwrap().is_none());
+            assert!(older(dir.path(), Some(newest_first.last().unwrap()), 7).unwrap().unwrap().ids.is_empty());
+        }
+    }
+
     #[test]
     fn store_index_file_names() {
         assert_eq!(run_id_of_file_name("d7b493cae249.json").unwrap().as_str(), "d7b493cae249");
