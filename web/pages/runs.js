@@ -6,20 +6,28 @@ import { api, h, enc, badge, ago, poll, navigate } from '../app.js';
 
 const LIMIT = 50;
 const MOVING = ['running', 'waiting'];
-const STATUSES = ['running', 'waiting', 'awaiting_approval', 'awaiting_agent', 'done', 'failed'];
-const TRIGGERS = ['manual', 'schedule', 'heartbeat', 'event', 'folder', 'watch'];
 const FILTERS = ['design', 'status', 'trigger', 'id'];
+
+/** The values `GET /runs` takes for its `status` and `trigger` filters, as its OpenAPI document
+ * states them (the server's own lists; none is copied here). */
+async function filterValues() {
+  const doc = (await api('GET', '/openapi.json')).body;
+  const params = doc?.paths?.['/runs']?.get?.parameters || [];
+  const values = (name) => params.find((p) => p.name === name)?.schema?.enum || [];
+  return { status: values('status'), trigger: values('trigger') };
+}
 
 export async function render(root, page) {
   const q = page.query;
-  const designs = (await api('GET', '/designs')).body.designs || [];
+  const [listed, values] = await Promise.all([api('GET', '/designs'), filterValues()]);
+  const designs = listed.body.designs || [];
   if (!page.alive) return;
   const select = (name, label, values) => h('select', { name, 'aria-label': label },
     h('option', { value: '' }, `any ${name}`), values.map((v) => h('option', { value: v, selected: q.get(name) === v }, v.replace(/_/g, ' '))));
   const f = {
     design: select('design', 'Design', designs.includes(q.get('design')) || !q.get('design') ? designs : [...designs, q.get('design')]),
-    status: select('status', 'Status', STATUSES),
-    trigger: select('trigger', 'Trigger', TRIGGERS),
+    status: select('status', 'Status', values.status),
+    trigger: select('trigger', 'Trigger', values.trigger),
     id: h('input', { name: 'id', type: 'search', placeholder: 'run id', size: 14, value: q.get('id') || '', 'aria-label': 'Run id (or its start)' }),
   };
   const apply = (extra = {}) => {
