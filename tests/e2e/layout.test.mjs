@@ -158,6 +158,17 @@ test('room: in the dashboard the canvas takes the page\'s width, goes full scree
   await waitFor(page, 'the page back', () => document.querySelector('iframe.canvas').getBoundingClientRect().top > 0);
   assert.ok((await canvas()).width < 1920);
   assert.deepEqual(page.problems, []);
+
+  // A run's page gives its canvas the width too.
+  const tiny = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual' }, { id: 'out', type: 'output', template: 'hi' }], edges: [{ from: 'start', to: 'out' }] };
+  assert.equal((await api(ctx.server, 'POST', '/designs/tiny', { graph: tiny })).body.ok, true);
+  const run = (await api(ctx.server, 'POST', '/designs/tiny/run', {})).body;
+  assert.equal(run.status, 'done');
+  await page.goto(`${ctx.server.url}/#/runs/${run.run_id}`);
+  await page.frameLocator('iframe.canvas.run').getByTestId('node-out').waitFor();
+  const runFrame = await page.locator('iframe.canvas.run').boundingBox();
+  assert.ok(runFrame.width >= 1920 - 80, `the run's canvas is ${runFrame.width} px wide`);
+  assert.deepEqual(page.problems, []);
   await page.close();
 });
 

@@ -18,6 +18,7 @@ export async function render(root, page) {
   const steps = h('section', { id: 'steps' });
   const outputs = h('section', { id: 'outputs' });
   const deliveries = h('section', { id: 'deliveries' });
+  root.classList.add('wide');
   root.append(head, meta, problem, actions, msg, pending, frame, steps, outputs, deliveries);
 
   const open = new Set(); // output panels the user opened, kept open across refreshes
