@@ -18,10 +18,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(seen.insert(name.clone()), "design name {name:?} is given twice");
         let checked = validate::validate(design);
         if !checked.ok {
-            assert!(
-                report.notes.iter().any(|n| n.starts_with(&format!("{name}: "))),
-                "design {name:?} is invalid but no note says so"
-            );
+            assert!(report.notes.iter().any(|n| n.starts_with(&format!("{name}: "))), "design {name:?} is invalid but no note says so");
         }
     }
 });

@@ -15,7 +15,16 @@ fuzz_target!(|data: &[u8]| {
     let mut tape = Tape::new(tape);
     let after = instant(&mut tape);
     let last = (tape.byte() % 2 == 1).then(|| instant(&mut tape));
-    let tz = tape.pick(&[None, Some("UTC"), Some("Europe/Berlin"), Some("America/New_York"), Some("Pacific/Apia"), Some("Australia/Lord_Howe"), Some("Asia/Kathmandu"), Some("Nowhere")]);
+    let tz = tape.pick(&[
+        None,
+        Some("UTC"),
+        Some("Europe/Berlin"),
+        Some("America/New_York"),
+        Some("Pacific/Apia"),
+        Some("Australia/Lord_Howe"),
+        Some("Asia/Kathmandu"),
+        Some("Nowhere"),
+    ]);
 
     if let Ok(text) = std::str::from_utf8(text) {
         let valid = schedule::validate_cron(text).is_ok();

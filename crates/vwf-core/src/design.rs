@@ -11,9 +11,8 @@ use serde_json::{Map, Value};
 use crate::validate::Issue;
 
 /// The node types of SPEC §3.
-pub const NODE_TYPES: [&str; 11] = [
-    "trigger", "agent", "condition", "approval", "output", "note", "command", "http", "loop", "wait", "emit",
-];
+pub const NODE_TYPES: [&str; 11] =
+    ["trigger", "agent", "condition", "approval", "output", "note", "command", "http", "loop", "wait", "emit"];
 
 /// One node: its id, its type and the raw object it came from (all fields, flat).
 #[derive(Debug, Clone, PartialEq)]
@@ -281,8 +280,15 @@ mod tests {
 
     #[test]
     fn shape_errors_are_reported_not_panicked() {
-        for bad in [json!(null), json!([]), json!({"nodes": 3}), json!({"nodes": [1]}), json!({"nodes": [{"id": 1}]}),
-                    json!({"nodes": [], "edges": [{"from": "a"}]}), json!({"nodes": [{"id": "a"}]})] {
+        for bad in [
+            json!(null),
+            json!([]),
+            json!({"nodes": 3}),
+            json!({"nodes": [1]}),
+            json!({"nodes": [{"id": 1}]}),
+            json!({"nodes": [], "edges": [{"from": "a"}]}),
+            json!({"nodes": [{"id": "a"}]}),
+        ] {
             assert!(Design::from_value(&bad).is_err(), "{bad} accepted");
         }
     }

@@ -128,33 +128,23 @@ const OPERATORS_HINT: &str = "use ==, !=, >, >=, < or <=";
 pub fn parse(src: &str) -> Result<Expr, ExprError> {
     let src = src.trim();
     let Some(after) = src.strip_prefix("out.") else {
-        return err(format!(
-            "condition must start with \"out.\" followed by a node id, e.g. out.check.words > 20 (got \"{src}\")"
-        ));
+        return err(format!("condition must start with \"out.\" followed by a node id, e.g. out.check.words > 20 (got \"{src}\")"));
     };
 
-    let (reference, rest) = split_run(after, |c| {
-        !c.is_whitespace() && !OPERATOR_CHARS.contains(&c)
-    });
+    let (reference, rest) = split_run(after, |c| !c.is_whitespace() && !OPERATOR_CHARS.contains(&c));
     if reference.is_empty() {
         return err("missing node after \"out.\": write out.<node> or out.<node>.<path>");
     }
     if reference.split('.').any(str::is_empty) {
-        return err(format!(
-            "bad reference \"out.{reference}\": empty path segment"
-        ));
+        return err(format!("bad reference \"out.{reference}\": empty path segment"));
     }
 
     let rest = rest.trim_start();
     let (op_token, rest) = split_run(rest, |c| OPERATOR_CHARS.contains(&c));
     if op_token.is_empty() {
         return match rest.split_whitespace().next() {
-            None => err(format!(
-                "missing operator after \"out.{reference}\": {OPERATORS_HINT}"
-            )),
-            Some(word) => err(format!(
-                "expected an operator after \"out.{reference}\", found \"{word}\": {OPERATORS_HINT}"
-            )),
+            None => err(format!("missing operator after \"out.{reference}\": {OPERATORS_HINT}")),
+            Some(word) => err(format!("expected an operator after \"out.{reference}\", found \"{word}\": {OPERATORS_HINT}")),
         };
     }
     let Some(op) = Op::from_token(op_token) else {
@@ -168,32 +158,21 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
         return err(format!("unexpected \"{trailing}\" after the literal"));
     }
     if op.is_ordering() && !matches!(literal, Literal::Number(_)) {
-        return err(format!(
-            "ordering needs a number literal: \"{op}\" cannot compare with {literal}"
-        ));
+        return err(format!("ordering needs a number literal: \"{op}\" cannot compare with {literal}"));
     }
-    Ok(Expr {
-        reference: reference.to_string(),
-        op,
-        literal,
-    })
+    Ok(Expr { reference: reference.to_string(), op, literal })
 }
 
 /// Splits `s` after the longest prefix whose chars all satisfy `keep`.
 fn split_run(s: &str, keep: impl Fn(char) -> bool) -> (&str, &str) {
-    let end = s
-        .char_indices()
-        .find(|&(_, c)| !keep(c))
-        .map_or(s.len(), |(i, _)| i);
+    let end = s.char_indices().find(|&(_, c)| !keep(c)).map_or(s.len(), |(i, _)| i);
     s.split_at(end)
 }
 
 fn parse_literal(s: &str, op: Op) -> Result<(Literal, &str), ExprError> {
     let mut chars = s.char_indices();
     let Some((_, first)) = chars.next() else {
-        return err(format!(
-            "missing literal after \"{op}\": expected a number, a quoted string, true, false or null"
-        ));
+        return err(format!("missing literal after \"{op}\": expected a number, a quoted string, true, false or null"));
     };
     if first == '"' || first == '\'' {
         let mut text = String::new();
@@ -227,9 +206,7 @@ fn parse_literal(s: &str, op: Op) -> Result<(Literal, &str), ExprError> {
             _ => return err(format!("number literal \"{token}\" is out of range")),
         },
         _ => {
-            return err(format!(
-                "bad literal \"{token}\": expected a number, a quoted string, true, false or null"
-            ));
+            return err(format!("bad literal \"{token}\": expected a number, a quoted string, true, false or null"));
         }
     };
     Ok((literal, rest))
@@ -284,10 +261,7 @@ impl Expr {
             return err(format!("out.{} has no value", self.reference));
         };
         if self.op.is_ordering() && !matches!(self.literal, Literal::Number(_)) {
-            return err(format!(
-                "ordering needs a number literal: \"{}\" cannot compare with {}",
-                self.op, self.literal
-            ));
+            return err(format!("ordering needs a number literal: \"{}\" cannot compare with {}", self.op, self.literal));
         }
         match &self.literal {
             Literal::Number(right) => {
@@ -297,10 +271,7 @@ impl Expr {
                     _ => None,
                 };
                 let Some(ordering) = number.and_then(|n| n.partial_cmp(right)) else {
-                    return err(format!(
-                        "cannot compare {} with number {right}",
-                        compact(left)
-                    ));
+                    return err(format!("cannot compare {} with number {right}", compact(left)));
                 };
                 Ok(self.op.holds(ordering))
             }
@@ -312,22 +283,11 @@ impl Expr {
                 Ok(self.op.holds(text.as_str().cmp(right.as_str())))
             }
             Literal::Bool(right) => match left {
-                Value::Bool(b) => Ok(self.op.holds(if b == right {
-                    Ordering::Equal
-                } else {
-                    Ordering::Less
-                })),
-                other => err(format!(
-                    "cannot compare {} with {right}: expected true or false",
-                    compact(other)
-                )),
+                Value::Bool(b) => Ok(self.op.holds(if b == right { Ordering::Equal } else { Ordering::Less })),
+                other => err(format!("cannot compare {} with {right}: expected true or false", compact(other))),
             },
             Literal::Null => {
-                let ordering = if left.is_null() {
-                    Ordering::Equal
-                } else {
-                    Ordering::Less
-                };
+                let ordering = if left.is_null() { Ordering::Equal } else { Ordering::Less };
                 Ok(self.op.holds(ordering))
             }
         }
@@ -363,37 +323,18 @@ mod tests {
     #[test]
     fn parses_reference_operator_and_literal() {
         let e = parse("  out.a.b.words>=20 ").unwrap();
-        assert_eq!(
-            e,
-            Expr {
-                reference: "a.b.words".into(),
-                op: Op::Ge,
-                literal: Literal::Number(20.0)
-            }
-        );
-        assert_eq!(
-            parse("out.x == 'it\\'s'").unwrap().literal,
-            Literal::Text("it's".into())
-        );
+        assert_eq!(e, Expr { reference: "a.b.words".into(), op: Op::Ge, literal: Literal::Number(20.0) });
+        assert_eq!(parse("out.x == 'it\\'s'").unwrap().literal, Literal::Text("it's".into()));
         assert_eq!(parse("out.x==true").unwrap().literal, Literal::Bool(true));
         assert_eq!(parse("out.x == null").unwrap().literal, Literal::Null);
-        assert_eq!(
-            parse("out.x < -1.5e3").unwrap().literal,
-            Literal::Number(-1500.0)
-        );
+        assert_eq!(parse("out.x < -1.5e3").unwrap().literal, Literal::Number(-1500.0));
         assert_eq!(parse("out.x <-1").unwrap().op, Op::Lt);
     }
 
     #[test]
     fn escapes_in_quoted_literals() {
-        assert_eq!(
-            parse(r#"out.x == "a\"b\\c\nd\te\q""#).unwrap().literal,
-            Literal::Text("a\"b\\c\nd\teq".into())
-        );
-        assert_eq!(
-            parse(r#"out.x == 'say "hi"'"#).unwrap().literal,
-            Literal::Text("say \"hi\"".into())
-        );
+        assert_eq!(parse(r#"out.x == "a\"b\\c\nd\te\q""#).unwrap().literal, Literal::Text("a\"b\\c\nd\teq".into()));
+        assert_eq!(parse(r#"out.x == 'say "hi"'"#).unwrap().literal, Literal::Text("say \"hi\"".into()));
     }
 
     #[test]
@@ -416,10 +357,7 @@ mod tests {
         assert_eq!(eval("out.a > 20", json!(42)), Ok(true));
         assert_eq!(eval("out.a <= 20", json!(20.0)), Ok(true));
         assert_eq!(eval("out.a == 7", json!("007")), Ok(true));
-        assert_eq!(
-            eval("out.a > 20", json!("abc")),
-            Err(ExprError("cannot compare \"abc\" with number 20".into()))
-        );
+        assert_eq!(eval("out.a > 20", json!("abc")), Err(ExprError("cannot compare \"abc\" with number 20".into())));
         assert!(eval("out.a > 20", json!(true)).is_err());
         assert!(eval("out.a == 20", json!(null)).is_err());
         assert!(eval("out.a == 20", json!("inf")).is_err());
@@ -439,16 +377,8 @@ mod tests {
 
     #[test]
     fn ordering_with_a_quoted_literal_is_rejected_at_parse() {
-        for src in [
-            "out.a > '5'",
-            "out.a >= \"5\"",
-            "out.a < true",
-            "out.a <= null",
-        ] {
-            assert!(
-                message(src).starts_with("ordering needs a number literal"),
-                "{src}"
-            );
+        for src in ["out.a > '5'", "out.a >= \"5\"", "out.a < true", "out.a <= null"] {
+            assert!(message(src).starts_with("ordering needs a number literal"), "{src}");
         }
     }
 
@@ -465,10 +395,7 @@ mod tests {
     #[test]
     fn missing_value_is_an_error_not_false() {
         let e = parse("out.a.b == 1").unwrap();
-        assert_eq!(
-            e.evaluate(None),
-            Err(ExprError("out.a.b has no value".into()))
-        );
+        assert_eq!(e.evaluate(None), Err(ExprError("out.a.b has no value".into())));
     }
 
     #[test]
@@ -477,19 +404,13 @@ mod tests {
         assert!(message("").contains("must start with \"out.\""));
         assert!(message("out. > 1").contains("missing node"));
         assert!(message("out.a..b > 1").contains("empty path segment"));
-        assert_eq!(
-            message("out.a >> 1"),
-            "unknown operator \">>\": use ==, !=, >, >=, < or <="
-        );
+        assert_eq!(message("out.a >> 1"), "unknown operator \">>\": use ==, !=, >, >=, < or <=");
         assert!(message("out.a = 1").contains("unknown operator \"=\""));
         assert!(message("out.a => 1").contains("unknown operator \"=>\""));
         assert!(message("out.a <> 1").contains("unknown operator \"<>\""));
         assert!(message("out.a").contains("missing operator"));
         assert!(message("out.a is 1").contains("found \"is\""));
-        assert_eq!(
-            message("out.a > abc"),
-            "bad literal \"abc\": expected a number, a quoted string, true, false or null"
-        );
+        assert_eq!(message("out.a > abc"), "bad literal \"abc\": expected a number, a quoted string, true, false or null");
         assert!(message("out.a == ").contains("missing literal"));
         assert!(message("out.a == 'abc").starts_with("unterminated string literal"));
         assert!(message("out.a == \"abc\\\"").starts_with("unterminated string literal"));
@@ -497,10 +418,7 @@ mod tests {
         assert!(message("out.a == 'x' y").contains("unexpected \"y\""));
         assert!(message("out.a > 1e999").contains("out of range"));
         for bad in ["1.", ".5", "+1", "1e", "0x10", "NaN", "inf", "--1"] {
-            assert!(
-                message(&format!("out.a > {bad}")).starts_with("bad literal"),
-                "{bad}"
-            );
+            assert!(message(&format!("out.a > {bad}")).starts_with("bad literal"), "{bad}");
         }
     }
 
@@ -515,9 +433,8 @@ mod tests {
 
     fn fragments() -> impl Strategy<Value = String> {
         let pieces = prop::sample::select(vec![
-            "out.", "out", ".", "..", "a", "a.b", "==", "!=", ">", ">=", "<", "<=", "=", "!", "<>",
-            "=>", "'", "\"", "\\", "\\'", " ", "\t", "\n", "0", "7", "-", "1e", "e", "+", "1.5",
-            "true", "false", "null", "é", "✓", "{{", "}}",
+            "out.", "out", ".", "..", "a", "a.b", "==", "!=", ">", ">=", "<", "<=", "=", "!", "<>", "=>", "'", "\"", "\\", "\\'", " ",
+            "\t", "\n", "0", "7", "-", "1e", "e", "+", "1.5", "true", "false", "null", "é", "✓", "{{", "}}",
         ]);
         prop::collection::vec(pieces, 0..16).prop_map(|v| v.concat())
     }

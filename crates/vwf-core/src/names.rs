@@ -20,15 +20,10 @@ impl DesignName {
             Some(first) => first.is_ascii_alphanumeric() && chars.all(is_name_char),
         };
         if s.len() > MAX_ID_LEN {
-            return Err(format!(
-                "design name is {} characters long; at most {MAX_ID_LEN} are allowed",
-                s.chars().count()
-            ));
+            return Err(format!("design name is {} characters long; at most {MAX_ID_LEN} are allowed", s.chars().count()));
         }
         if !ok {
-            return Err(format!(
-                "bad design name {s:?}: use letters, digits, '.', '_' and '-', starting with a letter or digit"
-            ));
+            return Err(format!("bad design name {s:?}: use letters, digits, '.', '_' and '-', starting with a letter or digit"));
         }
         Ok(Self(s.to_string()))
     }

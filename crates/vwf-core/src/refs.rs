@@ -9,19 +9,10 @@ use serde_json::Value;
 
 /// Picks the longest id in `ids` such that `dotted == id` or `dotted` starts with `id + "."`.
 /// Returns the id and the rest of the reference without the leading dot (`""` when none).
-pub fn resolve_longest<'a, I: IntoIterator<Item = &'a str>>(
-    ids: I,
-    dotted: &str,
-) -> Option<(&'a str, &str)> {
+pub fn resolve_longest<'a, I: IntoIterator<Item = &'a str>>(ids: I, dotted: &str) -> Option<(&'a str, &str)> {
     let mut best: Option<(&'a str, &str)> = None;
     for id in ids {
-        let rest = if dotted == id {
-            Some("")
-        } else {
-            dotted
-                .strip_prefix(id)
-                .and_then(|after| after.strip_prefix('.'))
-        };
+        let rest = if dotted == id { Some("") } else { dotted.strip_prefix(id).and_then(|after| after.strip_prefix('.')) };
         if let Some(rest) = rest {
             if id.is_empty() {
                 // An empty id would prefix nothing meaningful; never resolve to it.
@@ -37,11 +28,7 @@ pub fn resolve_longest<'a, I: IntoIterator<Item = &'a str>>(
 
 /// Splits a dot-separated path into its segments; the empty path has no segments.
 pub fn split_path(path: &str) -> Vec<&str> {
-    if path.is_empty() {
-        Vec::new()
-    } else {
-        path.split('.').collect()
-    }
+    if path.is_empty() { Vec::new() } else { path.split('.').collect() }
 }
 
 /// Follows `segs` into `value`: an object key, or an array index when the segment is a

@@ -25,10 +25,7 @@
 
 use std::str::FromStr;
 
-use chrono::{
-    DateTime, Datelike, LocalResult, Months, NaiveDate, NaiveDateTime, Offset, TimeDelta,
-    TimeZone, Timelike, Utc,
-};
+use chrono::{DateTime, Datelike, LocalResult, Months, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -46,16 +43,10 @@ pub struct ScheduleError {
 
 impl ScheduleError {
     pub(crate) fn new(field: &str, message: impl Into<String>) -> Self {
-        Self {
-            field: Some(field.to_string()),
-            message: message.into(),
-        }
+        Self { field: Some(field.to_string()), message: message.into() }
     }
     fn bare(message: impl Into<String>) -> Self {
-        Self {
-            field: None,
-            message: message.into(),
-        }
+        Self { field: None, message: message.into() }
     }
     pub(crate) fn in_field(mut self, field: &str) -> Self {
         self.field = Some(field.to_string());
@@ -91,15 +82,7 @@ pub use duration::*;
 pub use heartbeat::*;
 pub use object::*;
 
-const DAY_NAMES: [&str; 7] = [
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-];
+const DAY_NAMES: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const DAY_ABBREVIATIONS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const PRESETS: &str = "hourly, daily, weekdays, weekly or custom";
 const DURATION_HINT: &str = "use whole numbers with h, m or s, e.g. \"30s\", \"5m\", \"1h30m\"";
@@ -114,34 +97,20 @@ pub fn wait_seconds(node: &Map<String, Value>) -> Result<u64, ScheduleError> {
     let (lo, hi) = limits::WAIT_SECONDS;
     let secs = match (present(node, "seconds"), present(node, "duration")) {
         (Some(_), Some(_)) => {
-            return Err(ScheduleError::new(
-                "seconds",
-                "a wait takes seconds or duration, not both",
-            ));
+            return Err(ScheduleError::new("seconds", "a wait takes seconds or duration, not both"));
         }
         (None, None) => {
-            return Err(ScheduleError::new(
-                "seconds",
-                format!("a wait needs seconds ({lo}-{hi}) or a duration (\"30s\", \"5m\", \"1h\")"),
-            ));
+            return Err(ScheduleError::new("seconds", format!("a wait needs seconds ({lo}-{hi}) or a duration (\"30s\", \"5m\", \"1h\")")));
         }
-        (Some(v), None) => v.as_u64().ok_or_else(|| {
-            ScheduleError::new(
-                "seconds",
-                format!(
-                    "seconds must be a whole number from {lo} to {hi}, got {}",
-                    shown(v)
-                ),
-            )
-        })?,
+        (Some(v), None) => v
+            .as_u64()
+            .ok_or_else(|| ScheduleError::new("seconds", format!("seconds must be a whole number from {lo} to {hi}, got {}", shown(v))))?,
         (None, Some(Value::String(s))) => {
             let secs = parse_duration(s).map_err(|e| e.in_field("duration"))?;
             if !limits::within(secs, limits::WAIT_SECONDS) {
                 return Err(ScheduleError::new(
                     "duration",
-                    format!(
-                        "duration \"{s}\" is {secs} seconds; a wait lasts {lo} to {hi} seconds (1s to 1h)"
-                    ),
+                    format!("duration \"{s}\" is {secs} seconds; a wait lasts {lo} to {hi} seconds (1s to 1h)"),
                 ));
             }
             secs
@@ -149,18 +118,12 @@ pub fn wait_seconds(node: &Map<String, Value>) -> Result<u64, ScheduleError> {
         (None, Some(other)) => {
             return Err(ScheduleError::new(
                 "duration",
-                format!(
-                    "duration must be a string like \"30s\", \"5m\" or \"1h\", got {}",
-                    describe(other)
-                ),
+                format!("duration must be a string like \"30s\", \"5m\" or \"1h\", got {}", describe(other)),
             ));
         }
     };
     if !limits::within(secs, limits::WAIT_SECONDS) {
-        return Err(ScheduleError::new(
-            "seconds",
-            format!("seconds must be from {lo} to {hi} (1s to 1h), got {secs}"),
-        ));
+        return Err(ScheduleError::new("seconds", format!("seconds must be from {lo} to {hi} (1s to 1h), got {secs}")));
     }
     Ok(secs)
 }

@@ -82,30 +82,123 @@ pub struct PlacementError(pub String);
 /// Programs and builtins that run another program or shell code taken from their arguments, or
 /// treat an argument as a variable name or arithmetic: no value may be among their arguments.
 const RUNNERS: &[&str] = &[
-    ".", "alias", "bind", "builtin", "busybox", "bwrap", "chroot", "chrt", "command", "complete", "compgen",
-    "coproc", "declare", "doas", "enable", "env", "eval", "exec", "expect", "fakeroot", "fc", "firejail",
-    "flock", "gdb", "getopts", "hash", "ionice", "let", "ltrace", "mapfile", "nice", "nohup", "nsenter",
-    "parallel", "proot", "read", "readarray", "runuser", "script", "setsid", "source", "ssh", "stdbuf",
-    "strace", "su", "sudo", "systemd-run", "taskset", "time", "timeout", "toybox", "trap", "typeset",
-    "unbuffer", "unset", "unshare", "valgrind", "watch", "xargs",
+    ".",
+    "alias",
+    "bind",
+    "builtin",
+    "busybox",
+    "bwrap",
+    "chroot",
+    "chrt",
+    "command",
+    "complete",
+    "compgen",
+    "coproc",
+    "declare",
+    "doas",
+    "enable",
+    "env",
+    "eval",
+    "exec",
+    "expect",
+    "fakeroot",
+    "fc",
+    "firejail",
+    "flock",
+    "gdb",
+    "getopts",
+    "hash",
+    "ionice",
+    "let",
+    "ltrace",
+    "mapfile",
+    "nice",
+    "nohup",
+    "nsenter",
+    "parallel",
+    "proot",
+    "read",
+    "readarray",
+    "runuser",
+    "script",
+    "setsid",
+    "source",
+    "ssh",
+    "stdbuf",
+    "strace",
+    "su",
+    "sudo",
+    "systemd-run",
+    "taskset",
+    "time",
+    "timeout",
+    "toybox",
+    "trap",
+    "typeset",
+    "unbuffer",
+    "unset",
+    "unshare",
+    "valgrind",
+    "watch",
+    "xargs",
 ];
 /// Shells: a value may only be a positional parameter after `-c SCRIPT NAME`.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh", "rbash"];
 /// Interpreters whose option (`-c`, `-e`, …) takes a program: a value may not be that program.
 const INTERPRETERS: &[(&str, &[&str])] = &[
-    ("python", &["-c"]), ("python3", &["-c"]), ("python2", &["-c"]), ("perl", &["-e", "-E"]), ("ruby", &["-e"]),
-    ("node", &["-e", "--eval", "-p", "--print"]), ("php", &["-r"]), ("lua", &["-e"]), ("tclsh", &[]),
-    ("sed", &["-e", "--expression"]), ("gsed", &["-e", "--expression"]),
+    ("python", &["-c"]),
+    ("python3", &["-c"]),
+    ("python2", &["-c"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("node", &["-e", "--eval", "-p", "--print"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+    ("tclsh", &[]),
+    ("sed", &["-e", "--expression"]),
+    ("gsed", &["-e", "--expression"]),
 ];
 /// Programs whose first operand is their program text unless a script file is named with `-f`.
 const FIRST_OPERAND_IS_CODE: &[&str] = &["awk", "gawk", "mawk", "nawk", "busybox-awk", "sed", "gsed"];
 /// Environment variables whose value decides what runs or what code is loaded.
 const CODE_VARIABLES: &[&str] = &[
-    "PATH", "BASH_ENV", "ENV", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "CDPATH",
-    "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB",
-    "NODE_OPTIONS", "NODE_PATH", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXEC_PATH", "GIT_CONFIG_PARAMETERS",
-    "EDITOR", "VISUAL", "PAGER", "SHELL", "BROWSER", "LESSOPEN", "LESSCLOSE", "MANPAGER", "GCONV_PATH",
-    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "IFS",
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "CDPATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_EXEC_PATH",
+    "GIT_CONFIG_PARAMETERS",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "SHELL",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "MANPAGER",
+    "GCONV_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "IFS",
 ];
 /// Words that, anywhere in a script, make its program names unknowable (aliases) or its
 /// assignments arithmetic (integer attributes): a script using them takes no values.
@@ -118,8 +211,7 @@ const CLOSERS: &[&str] = &["fi", "done", "esac", "}"];
 const EXPANSION: char = '\u{1}';
 const HOLE: char = '\0';
 
-const NOT_A_PROGRAM: &str =
-    "a template cannot name the program to run: write the program in the design and pass the value as an argument";
+const NOT_A_PROGRAM: &str = "a template cannot name the program to run: write the program in the design and pass the value as an argument";
 
 /// The first construct in a script's literal text in which bash evaluates the contents of variables
 /// as arithmetic (array subscripts and substring offsets included), if any.
@@ -209,18 +301,21 @@ pub fn compile(template: &Template) -> Result<Script, PlacementError> {
         }
     }
     if let Some(first) = refs.first() {
-        let text: String = template.segments.iter().filter_map(|s| if let Segment::Text(t) = s { Some(t.as_str()) } else { None }).collect();
+        let text: String =
+            template.segments.iter().filter_map(|s| if let Segment::Text(t) = s { Some(t.as_str()) } else { None }).collect();
         if let Some(word) = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).find(|w| SCRIPT_WIDE.contains(w)) {
             return Err(PlacementError(format!(
                 "{} in \"run\": a script that uses {word} takes no template values, because {word} can change which program a word runs or make an assignment arithmetic: move that part to its own step",
                 shown(first)
             )));
         }
-
     }
-    let mut lexer = Lexer { toks: &toks, pos: 0, out: String::new(), refs: &refs, values: Vec::new(), heredocs: Vec::new(), ambiguous_heredoc: false };
+    let mut lexer =
+        Lexer { toks: &toks, pos: 0, out: String::new(), refs: &refs, values: Vec::new(), heredocs: Vec::new(), ambiguous_heredoc: false };
     lexer.command(None)?;
-    if lexer.ambiguous_heredoc && let Some(first) = refs.first() {
+    if lexer.ambiguous_heredoc
+        && let Some(first) = refs.first()
+    {
         return Err(PlacementError(format!(
             "{} in \"run\": a here-document's end line carries more than its delimiter, which shells read differently: put the delimiter alone on its line",
             shown(first)
@@ -331,7 +426,9 @@ impl Words {
     /// Why a hole in the current word would let its value choose or become code, if it would.
     fn code_position(&self) -> Option<String> {
         if self.double_bracket {
-            return Some("[[ … ]] evaluates arithmetic in some shells, which can run code hidden in a value: use [ \"…\" = … ] or test".into());
+            return Some(
+                "[[ … ]] evaluates arithmetic in some shells, which can run code hidden in a value: use [ \"…\" = … ] or test".into(),
+            );
         }
         if self.redirect_next {
             return None;
@@ -358,7 +455,9 @@ impl Words {
         }
         if SHELLS.contains(&program) {
             // Only `sh -c SCRIPT NAME [values…]`: a value is then a positional parameter.
-            let c_flag = args.first().is_some_and(|a| a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| c.is_ascii_lowercase()) && a.contains('c'));
+            let c_flag = args
+                .first()
+                .is_some_and(|a| a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| c.is_ascii_lowercase()) && a.contains('c'));
             return (!(c_flag && args.len() >= 3)).then(|| {
                 format!("{program} would run the value as shell code: pass it as a positional parameter instead ({program} -c '… \"$1\" …' _ {{{{…}}}})")
             });
@@ -366,7 +465,9 @@ impl Words {
         if let Some((_, options)) = INTERPRETERS.iter().find(|(p, _)| *p == program)
             && args.last().is_some_and(|a| options.contains(&a.as_str()))
         {
-            return Some(format!("the program text of {program} would run the value as code: pass the value as an argument or in the environment and read it there"));
+            return Some(format!(
+                "the program text of {program} would run the value as code: pass the value as an argument or in the environment and read it there"
+            ));
         }
         let option_value = self.current.starts_with('-') || args.last().is_some_and(|a| a == "-v" || a == "-F");
         if FIRST_OPERAND_IS_CODE.contains(&program)
@@ -374,7 +475,9 @@ impl Words {
             && !args.iter().any(|a| a.starts_with("-f") || a == "-e" || a == "--expression" || a.starts_with("--file"))
             && args.iter().all(|a| a.starts_with('-'))
         {
-            return Some(format!("the program text of {program} would run the value as code: pass it with -v name=value (awk) or in the environment, and read it there"));
+            return Some(format!(
+                "the program text of {program} would run the value as code: pass it with -v name=value (awk) or in the environment, and read it there"
+            ));
         }
         if program == "find" && args.iter().any(|a| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")) {
             return Some("find -exec runs its arguments as a program: pass values to find only before -exec".into());
@@ -715,7 +818,10 @@ impl Lexer<'_> {
                 if self.command(Some(')'))?
                     && let Some(h) = self.hole_in(start, self.toks.len())
                 {
-                    return self.refuse(h, "a case inside $(…) makes its end hard to tell apart from a pattern's \")\": move the case to its own step");
+                    return self.refuse(
+                        h,
+                        "a case inside $(…) makes its end hard to tell apart from a pattern's \")\": move the case to its own step",
+                    );
                 }
                 Ok(())
             }
@@ -747,12 +853,17 @@ impl Lexer<'_> {
         let mut assigns_code = false;
         while let Some(tok) = self.peek(0) {
             let c = match tok {
-                Tok::Hole(h) if in_name => return self.refuse(h, "a template cannot be a variable's name: name the variable in the design"),
+                Tok::Hole(h) if in_name => {
+                    return self.refuse(h, "a template cannot be a variable's name: name the variable in the design");
+                }
                 Tok::Hole(h) if assigns_code => {
                     return self.refuse(h, &format!("{name} decides which code runs, so it cannot take a template value"));
                 }
                 Tok::Hole(h) if arithmetic => {
-                    return self.refuse(h, "offsets, subscripts and case changes in ${…} are evaluated as arithmetic or patterns: use ${name:-…} forms only");
+                    return self.refuse(
+                        h,
+                        "offsets, subscripts and case changes in ${…} are evaluated as arithmetic or patterns: use ${name:-…} forms only",
+                    );
                 }
                 Tok::Hole(h) => {
                     if let Some(w) = words.as_deref_mut() {
@@ -893,7 +1004,9 @@ impl Lexer<'_> {
         let mut quote: Option<char> = None;
         while let Some(tok) = self.peek(0) {
             let c = match tok {
-                Tok::Hole(h) => return self.refuse(h, "a template cannot be a here-document's delimiter: write the delimiter in the design"),
+                Tok::Hole(h) => {
+                    return self.refuse(h, "a template cannot be a here-document's delimiter: write the delimiter in the design");
+                }
                 Tok::Char(c) => c,
             };
             match (quote, c) {
@@ -974,8 +1087,6 @@ impl Lexer<'_> {
         }
         Ok(())
     }
-
-
 }
 
 #[cfg(test)]
@@ -1088,7 +1199,10 @@ mod tests {
             ("echo \"${v#'{{trigger.x}}'}\"", "single quote inside"),
             // Found by review: quoting the shells read differently, and values flowing into
             // arithmetic through variables.
-            ("cat <<EOF\nBuilt by ${B:-the team's bot}\nEOF\necho \"That's it\"\nfind . -name \"{{trigger.x}}.log\"", "single quote inside"),
+            (
+                "cat <<EOF\nBuilt by ${B:-the team's bot}\nEOF\necho \"That's it\"\nfind . -name \"{{trigger.x}}.log\"",
+                "single quote inside",
+            ),
             ("echo \"${G:-Hi, it's me}\"\necho \"Now it's time\"\nfind . -name {{trigger.x}}", "single quote inside"),
             ("echo \"Found: $( (case \"$M\" in f) echo q;; esac); find . -name {{trigger.x}} )\"", "case inside $(…)"),
             ("echo \"$(case a in a) printf %s {{trigger.x}};; esac)\"", "case inside $(…)"),
@@ -1103,7 +1217,6 @@ mod tests {
             ("printf \"{{trigger.x}}\" a", "printf's format"),
             ("printf {{trigger.x}}%s a", "printf's format"),
             (": \"${GIT_SSH_COMMAND:={{trigger.x}}}\"; git ls-remote r", "GIT_SSH_COMMAND decides"),
-
         ] {
             let e = script(src).expect_err(src);
             assert!(e.contains(advice), "{src}: {e}");

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use crate::design::{Design, Node};
 use crate::limits::{self, within};
 use crate::trigger::Trigger;
-use crate::{schedule, shell, template};
 use crate::validate::Issue;
+use crate::{schedule, shell, template};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum OnTimeout {
@@ -47,16 +47,56 @@ impl Deliver {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
     Trigger(Trigger),
-    Agent { prompt: String, profile: Option<String>, model: Option<String>, retries: u32, timeout_seconds: u64, max_tokens: Option<u64> },
-    Condition { expr: String },
-    Approval { question: String, options: Vec<String>, timeout_minutes: Option<u64>, on_timeout: OnTimeout },
-    Output { deliver: Option<Deliver>, target: Option<String>, template: Option<String> },
+    Agent {
+        prompt: String,
+        profile: Option<String>,
+        model: Option<String>,
+        retries: u32,
+        timeout_seconds: u64,
+        max_tokens: Option<u64>,
+    },
+    Condition {
+        expr: String,
+    },
+    Approval {
+        question: String,
+        options: Vec<String>,
+        timeout_minutes: Option<u64>,
+        on_timeout: OnTimeout,
+    },
+    Output {
+        deliver: Option<Deliver>,
+        target: Option<String>,
+        template: Option<String>,
+    },
     Note,
-    Command { run: Option<String>, argv: Option<Vec<String>>, cwd: Option<String>, env: BTreeMap<String, String>, timeout_seconds: u64 },
-    Http { url: String, method: String, headers: BTreeMap<String, String>, body: Option<Value>, timeout_seconds: u64, accept: Vec<(u16, u16)> },
-    Loop { over: String, max_items: u64, concurrency: u64 },
-    Wait { seconds: u64 },
-    Emit { event: String, payload: Option<Value> },
+    Command {
+        run: Option<String>,
+        argv: Option<Vec<String>>,
+        cwd: Option<String>,
+        env: BTreeMap<String, String>,
+        timeout_seconds: u64,
+    },
+    Http {
+        url: String,
+        method: String,
+        headers: BTreeMap<String, String>,
+        body: Option<Value>,
+        timeout_seconds: u64,
+        accept: Vec<(u16, u16)>,
+    },
+    Loop {
+        over: String,
+        max_items: u64,
+        concurrency: u64,
+    },
+    Wait {
+        seconds: u64,
+    },
+    Emit {
+        event: String,
+        payload: Option<Value>,
+    },
 }
 
 /// Platforms a delivery may name, and those with a home channel (`deliver: notification`).
@@ -182,7 +222,8 @@ impl Spec {
                 let profile = f.string("profile");
                 let model = f.string("model");
                 let retries = f.ranged("retries", limits::AGENT_RETRIES, "").unwrap_or(0) as u32;
-                let timeout_seconds = f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
+                let timeout_seconds =
+                    f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
                 let max_tokens = f.ranged("max_tokens", limits::AGENT_MAX_TOKENS, "");
                 Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens }
             }
@@ -288,9 +329,16 @@ impl Spec {
                     }
                 }
                 if env.keys().any(|k| k.starts_with(shell::VALUE_VAR_PREFIX)) {
-                    f.issue("env", format!("environment names starting with {} carry template values into the command; choose another name", shell::VALUE_VAR_PREFIX));
+                    f.issue(
+                        "env",
+                        format!(
+                            "environment names starting with {} carry template values into the command; choose another name",
+                            shell::VALUE_VAR_PREFIX
+                        ),
+                    );
                 }
-                let timeout_seconds = f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
+                let timeout_seconds =
+                    f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
                 Spec::Command { run, argv, cwd, env, timeout_seconds }
             }
             "http" => {
@@ -308,7 +356,8 @@ impl Spec {
                 }
                 let headers = f.string_map("headers");
                 let body = f.get("body").cloned();
-                let timeout_seconds = f.ranged("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::HTTP_TIMEOUT_DEFAULT);
+                let timeout_seconds =
+                    f.ranged("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::HTTP_TIMEOUT_DEFAULT);
                 let accept = match f.get("accept") {
                     None => vec![(200, 299)],
                     Some(v) => match parse_accept(v) {
@@ -545,7 +594,15 @@ mod tests {
     #[test]
     fn defaults_apply() {
         let s = Spec::parse(&node(json!({"id": "g", "type": "approval", "question": "q"}))).unwrap();
-        assert_eq!(s, Spec::Approval { question: "q".into(), options: vec!["approve".into(), "reject".into()], timeout_minutes: None, on_timeout: OnTimeout::Reject });
+        assert_eq!(
+            s,
+            Spec::Approval {
+                question: "q".into(),
+                options: vec!["approve".into(), "reject".into()],
+                timeout_minutes: None,
+                on_timeout: OnTimeout::Reject
+            }
+        );
         let s = Spec::parse(&node(json!({"id": "h", "type": "http", "url": "https://x", "accept": ["2xx", 404]}))).unwrap();
         assert!(matches!(s, Spec::Http { ref accept, timeout_seconds: 30, .. } if accept == &vec![(200, 299), (404, 404)]));
     }
@@ -566,12 +623,21 @@ mod tests {
             (json!([{}]), None),
             (json!([{"deliver": "notification", "target": "telegram"}]), Some("telegram")),
             (json!([{"deliver": "channel", "target": "telegram:-100123:17585"}]), Some("telegram:-100123:17585")),
-            (json!([{"deliver": "channel", "target": "slack:#ops"}, {"deliver": "notification", "target": "slack"}]), Some("slack:#ops,slack")),
+            (
+                json!([{"deliver": "channel", "target": "slack:#ops"}, {"deliver": "notification", "target": "slack"}]),
+                Some("slack:#ops,slack"),
+            ),
             // vwf's own webhooks are not Hermes destinations.
             (json!([{"deliver": "channel", "target": "discord:alerts"}, {"deliver": "channel", "target": "webhook:ci"}]), None),
-            (json!([{"deliver": "channel", "target": "discord:alerts"}, {"deliver": "channel", "target": "telegram:42"}]), Some("telegram:42")),
+            (
+                json!([{"deliver": "channel", "target": "discord:alerts"}, {"deliver": "channel", "target": "telegram:42"}]),
+                Some("telegram:42"),
+            ),
             // Repeats once; a bad target is not guessed at.
-            (json!([{"deliver": "channel", "target": "telegram:42"}, {"deliver": "channel", "target": " telegram:42 "}]), Some("telegram:42")),
+            (
+                json!([{"deliver": "channel", "target": "telegram:42"}, {"deliver": "channel", "target": " telegram:42 "}]),
+                Some("telegram:42"),
+            ),
             (json!([{"deliver": "channel", "target": "telegram:not-a-chat"}, {"deliver": "notification", "target": "discord"}]), None),
             (json!([{"deliver": "channel", "target": "telegram,slack:x"}]), None),
         ];

@@ -85,9 +85,7 @@ pub fn parse(src: &str) -> Result<Template, TemplateError> {
         let after_open = &rest[open + 2..];
         let Some(close) = after_open.find("}}") else {
             let shown: String = rest[open..].chars().take(40).collect();
-            return err(format!(
-                "unclosed \"{{{{\" in \"{shown}\": close it with \"}}}}\""
-            ));
+            return err(format!("unclosed \"{{{{\" in \"{shown}\": close it with \"}}}}\""));
         };
         let reference = parse_ref(after_open[..close].trim())?;
         if !text.is_empty() {
@@ -105,23 +103,14 @@ pub fn parse(src: &str) -> Result<Template, TemplateError> {
 
 fn parse_ref(body: &str) -> Result<Ref, TemplateError> {
     if body.is_empty() {
-        return err(
-            "empty placeholder \"{{ }}\": write a reference such as {{nodes.<id>}} or {{trigger}}",
-        );
+        return err("empty placeholder \"{{ }}\": write a reference such as {{nodes.<id>}} or {{trigger}}");
     }
-    if body
-        .chars()
-        .any(|c| c.is_whitespace() || c == '{' || c == '}')
-    {
-        return err(format!(
-            "bad reference \"{{{{{body}}}}}\": a reference has no spaces or braces inside"
-        ));
+    if body.chars().any(|c| c.is_whitespace() || c == '{' || c == '}') {
+        return err(format!("bad reference \"{{{{{body}}}}}\": a reference has no spaces or braces inside"));
     }
     let path_of = |rest: &str| -> Result<String, TemplateError> {
         if rest.split('.').any(str::is_empty) {
-            return err(format!(
-                "bad reference \"{{{{{body}}}}}\": empty path segment"
-            ));
+            return err(format!("bad reference \"{{{{{body}}}}}\": empty path segment"));
         }
         Ok(rest.to_string())
     };
@@ -129,26 +118,16 @@ fn parse_ref(body: &str) -> Result<Ref, TemplateError> {
         "loop.index" => Ref::LoopIndex,
         "run.id" => Ref::RunId,
         "run.design" => Ref::RunDesign,
-        "trigger" => Ref::Trigger {
-            path: String::new(),
-        },
-        "item" => Ref::Item {
-            path: String::new(),
-        },
+        "trigger" => Ref::Trigger { path: String::new() },
+        "item" => Ref::Item { path: String::new() },
         "nodes" => return err("bad reference \"{{nodes}}\": name a node, e.g. {{nodes.<id>}}"),
         _ => {
             if let Some(rest) = body.strip_prefix("nodes.") {
-                Ref::Node {
-                    reference: path_of(rest)?,
-                }
+                Ref::Node { reference: path_of(rest)? }
             } else if let Some(rest) = body.strip_prefix("trigger.") {
-                Ref::Trigger {
-                    path: path_of(rest)?,
-                }
+                Ref::Trigger { path: path_of(rest)? }
             } else if let Some(rest) = body.strip_prefix("item.") {
-                Ref::Item {
-                    path: path_of(rest)?,
-                }
+                Ref::Item { path: path_of(rest)? }
             } else {
                 return err(format!(
                     "unknown reference \"{{{{{body}}}}}\": use nodes.<id>, trigger, item, loop.index, run.id or run.design"
@@ -163,9 +142,7 @@ fn parse_ref(body: &str) -> Result<Ref, TemplateError> {
 pub fn resolve(r: &Ref, ctx: &Context) -> Result<Value, TemplateError> {
     match r {
         Ref::Node { reference } => {
-            let Some((id, path)) =
-                refs::resolve_longest(ctx.ids.iter().map(String::as_str), reference)
-            else {
+            let Some((id, path)) = refs::resolve_longest(ctx.ids.iter().map(String::as_str), reference) else {
                 return err(format!("unknown node in \"nodes.{reference}\""));
             };
             let view = if Some(id) == ctx.trigger_id {
@@ -174,12 +151,9 @@ pub fn resolve(r: &Ref, ctx: &Context) -> Result<Value, TemplateError> {
                 ctx.local_views.and_then(|l| l.get(id)).or_else(|| ctx.views.get(id))
             };
             let Some(view) = view else {
-                return err(format!(
-                    "node \"{id}\" has no output (it was skipped or has not run)"
-                ));
+                return err(format!("node \"{id}\" has no output (it was skipped or has not run)"));
             };
-            view_lookup(view, &refs::split_path(path))
-                .ok_or_else(|| TemplateError(format!("nodes.{reference}: no value at \"{path}\"")))
+            view_lookup(view, &refs::split_path(path)).ok_or_else(|| TemplateError(format!("nodes.{reference}: no value at \"{path}\"")))
         }
         Ref::Trigger { path } => view_lookup(ctx.trigger, &refs::split_path(path))
             .ok_or_else(|| TemplateError(format!("trigger.{path}: no value at \"{path}\""))),
@@ -235,17 +209,10 @@ pub fn ref_text(r: &Ref, ctx: &Context) -> Result<String, TemplateError> {
 pub fn render_json(value: &Value, ctx: &Context) -> Result<Value, TemplateError> {
     Ok(match value {
         Value::String(s) => Value::String(render_str(s, ctx)?),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| render_json(v, ctx))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| Ok((k.clone(), render_json(v, ctx)?)))
-                .collect::<Result<_, TemplateError>>()?,
-        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| render_json(v, ctx)).collect::<Result<_, _>>()?),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| Ok((k.clone(), render_json(v, ctx)?))).collect::<Result<_, TemplateError>>()?)
+        }
         other => other.clone(),
     })
 }
@@ -275,10 +242,7 @@ mod tests {
             let mut views = BTreeMap::new();
             views.insert("start".to_string(), input_view(&input));
             views.insert("a".to_string(), output_view("alpha says hi", Map::new()));
-            views.insert(
-                "a.b".to_string(),
-                output_view(r#"{"title": "T", "n": 3}"#, Map::new()),
-            );
+            views.insert("a.b".to_string(), output_view(r#"{"title": "T", "n": 3}"#, Map::new()));
             Fixture {
                 ids: ["start", "a", "a.b", "skipped"].map(String::from).to_vec(),
                 views,
@@ -320,13 +284,9 @@ mod tests {
             t.segments,
             vec![
                 Segment::Text("Hi ".into()),
-                Segment::Ref(Ref::Node {
-                    reference: "a.b.title".into()
-                }),
+                Segment::Ref(Ref::Node { reference: "a.b.title".into() }),
                 Segment::Text(" from ".into()),
-                Segment::Ref(Ref::Trigger {
-                    path: String::new()
-                }),
+                Segment::Ref(Ref::Trigger { path: String::new() }),
                 Segment::Text("}} ".into()),
                 Segment::Ref(Ref::Item { path: "0".into() }),
                 Segment::Ref(Ref::LoopIndex),
@@ -336,10 +296,7 @@ mod tests {
         );
         assert_eq!(t.refs().count(), 6);
         assert_eq!(parse("").unwrap().segments, vec![]);
-        assert_eq!(
-            parse("}} only").unwrap().segments,
-            vec![Segment::Text("}} only".into())]
-        );
+        assert_eq!(parse("}} only").unwrap().segments, vec![Segment::Text("}} only".into())]);
     }
 
     #[test]
@@ -347,10 +304,7 @@ mod tests {
         assert!(parse_err("Hi {{nodes.a").starts_with("unclosed \"{{\""));
         assert!(parse_err("{{ }}").starts_with("empty placeholder"));
         assert!(parse_err("{{}}").starts_with("empty placeholder"));
-        assert_eq!(
-            parse_err("{{foo}}"),
-            "unknown reference \"{{foo}}\": use nodes.<id>, trigger, item, loop.index, run.id or run.design"
-        );
+        assert_eq!(parse_err("{{foo}}"), "unknown reference \"{{foo}}\": use nodes.<id>, trigger, item, loop.index, run.id or run.design");
         assert!(parse_err("{{nodes.a..b}}").contains("empty path segment"));
         assert!(parse_err("{{nodes.}}").contains("empty path segment"));
         assert!(parse_err("{{trigger.}}").contains("empty path segment"));
@@ -368,86 +322,48 @@ mod tests {
         assert_eq!(f.render("{{nodes.a.b.title}}").unwrap(), "T");
         assert_eq!(f.render("{{nodes.a.b.words}}").unwrap(), "4");
         assert_eq!(f.render("{{nodes.a.words}}").unwrap(), "3");
-        assert_eq!(
-            f.render("{{nodes.a}} / {{nodes.a.b}}").unwrap(),
-            "alpha says hi / {\"title\": \"T\", \"n\": 3}"
-        );
+        assert_eq!(f.render("{{nodes.a}} / {{nodes.a.b}}").unwrap(), "alpha says hi / {\"title\": \"T\", \"n\": 3}");
     }
 
     #[test]
     fn strings_insert_raw_and_other_values_as_compact_json() {
         let f = Fixture::new();
         assert_eq!(f.render("{{trigger.city}}").unwrap(), "Oslo");
-        assert_eq!(
-            f.render("{{trigger}}").unwrap(),
-            r#"{"city":"Oslo","tags":["a","b"]}"#
-        );
+        assert_eq!(f.render("{{trigger}}").unwrap(), r#"{"city":"Oslo","tags":["a","b"]}"#);
         assert_eq!(f.render("{{trigger.tags}}").unwrap(), r#"["a","b"]"#);
         assert_eq!(f.render("{{nodes.start.tags.1}}").unwrap(), "b");
-        assert_eq!(
-            f.render("{{nodes.a.b.data}}").unwrap(),
-            r#"{"title":"T","n":3}"#
-        );
-        assert_eq!(
-            f.render("{{item}}").unwrap(),
-            r#"{"name":"it's","list":[10,20]}"#
-        );
-        assert_eq!(
-            f.render("#{{loop.index}} {{item.list.1}}").unwrap(),
-            "#2 20"
-        );
+        assert_eq!(f.render("{{nodes.a.b.data}}").unwrap(), r#"{"title":"T","n":3}"#);
+        assert_eq!(f.render("{{item}}").unwrap(), r#"{"name":"it's","list":[10,20]}"#);
+        assert_eq!(f.render("#{{loop.index}} {{item.list.1}}").unwrap(), "#2 20");
         assert_eq!(f.render("{{run.id}}@{{run.design}}").unwrap(), "r-1@demo");
     }
 
     #[test]
     fn missing_path_at_render_is_an_error_not_an_empty_string() {
         let f = Fixture::new();
-        assert_eq!(
-            f.render("x{{nodes.a.b.missing}}x"),
-            Err(TemplateError(
-                "nodes.a.b.missing: no value at \"missing\"".into()
-            ))
-        );
+        assert_eq!(f.render("x{{nodes.a.b.missing}}x"), Err(TemplateError("nodes.a.b.missing: no value at \"missing\"".into())));
         assert!(f.render("{{trigger.country}}").is_err());
         assert!(f.render("{{item.list.5}}").is_err());
-        assert_eq!(
-            f.render("{{nodes.zz}}"),
-            Err(TemplateError("unknown node in \"nodes.zz\"".into()))
-        );
+        assert_eq!(f.render("{{nodes.zz}}"), Err(TemplateError("unknown node in \"nodes.zz\"".into())));
         assert_eq!(
             f.render("{{nodes.skipped}}"),
-            Err(TemplateError(
-                "node \"skipped\" has no output (it was skipped or has not run)".into()
-            ))
+            Err(TemplateError("node \"skipped\" has no output (it was skipped or has not run)".into()))
         );
     }
 
     #[test]
     fn item_and_loop_index_only_inside_a_loop() {
         let f = Fixture::new();
-        let ctx = Context {
-            item: None,
-            loop_index: None,
-            ..f.ctx()
-        };
-        assert_eq!(
-            render_str("{{item}}", &ctx),
-            Err(TemplateError(
-                "item is only available inside a loop body".into()
-            ))
-        );
+        let ctx = Context { item: None, loop_index: None, ..f.ctx() };
+        assert_eq!(render_str("{{item}}", &ctx), Err(TemplateError("item is only available inside a loop body".into())));
         assert!(render_str("{{loop.index}}", &ctx).is_err());
     }
 
     #[test]
     fn render_json_renders_strings_not_keys() {
         let f = Fixture::new();
-        let body =
-            json!({"{{trigger.city}}": "{{trigger.city}}", "n": [1, "{{loop.index}}", null, true]});
-        assert_eq!(
-            render_json(&body, &f.ctx()).unwrap(),
-            json!({"{{trigger.city}}": "Oslo", "n": [1, "2", null, true]})
-        );
+        let body = json!({"{{trigger.city}}": "{{trigger.city}}", "n": [1, "{{loop.index}}", null, true]});
+        assert_eq!(render_json(&body, &f.ctx()).unwrap(), json!({"{{trigger.city}}": "Oslo", "n": [1, "2", null, true]}));
         assert!(render_json(&json!(["{{nodes.nope}}"]), &f.ctx()).is_err());
     }
 

@@ -35,11 +35,8 @@ struct SavedStep {
 
 impl Saved {
     pub fn of(run: &Run) -> Saved {
-        let steps = run
-            .steps
-            .iter()
-            .map(|r| SavedStep { node: r.node.clone(), status: r.status, attempts: r.attempts, ended: ended(r) })
-            .collect();
+        let steps =
+            run.steps.iter().map(|r| SavedStep { node: r.node.clone(), status: r.status, attempts: r.attempts, ended: ended(r) }).collect();
         Saved { status: run.status, steps }
     }
 
@@ -222,7 +219,11 @@ mod tests {
         let events = flat(drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", fail));
         assert_eq!(events, ["started", "step_started", "step_failed", "failed"]);
         r.retry(t("2026-01-01T00:05:00Z")).unwrap();
-        let saves = drive(&mut r, &mut saved, "2026-01-01T00:05:00Z", |_| Outcome::Done { text: String::new(), extra: Default::default(), tokens: 0 });
+        let saves = drive(&mut r, &mut saved, "2026-01-01T00:05:00Z", |_| Outcome::Done {
+            text: String::new(),
+            extra: Default::default(),
+            tokens: 0,
+        });
         let events = flat(saves);
         assert_eq!(events.first().map(String::as_str), Some("step_started"), "{events:?}");
         assert!(events.contains(&"retried".to_string()), "{events:?}");

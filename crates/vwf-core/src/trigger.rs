@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 use crate::events::source_matches;
 use crate::limits;
 use crate::schedule::{
-    Heartbeat, Schedule, ScheduleError, describe, parse_days, parse_duration, parse_tz, parse_window, present, schedule_from_value,
-    shown, to_cron, validate_tz,
+    Heartbeat, Schedule, ScheduleError, describe, parse_days, parse_duration, parse_tz, parse_window, present, schedule_from_value, shown,
+    to_cron, validate_tz,
 };
 
 const TRIGGER_MODES: &str = "manual, schedule, heartbeat, event, folder or watch";
@@ -30,7 +30,10 @@ pub enum Trigger {
     Manual,
     /// Started on a cron schedule by a schedule job; the object it is described by, and the cron
     /// expression it stands for.
-    Schedule { schedule: Schedule, cron: String },
+    Schedule {
+        schedule: Schedule,
+        cron: String,
+    },
     Heartbeat(Heartbeat),
     Event(EventTrigger),
     Folder(FolderTrigger),
@@ -151,7 +154,9 @@ pub fn declared_mode(node: &Map<String, Value>) -> &str {
 /// rather than passing it by. For a node that parses, the same as [`Trigger::listens`].
 pub fn names_event(node: &Map<String, Value>, event: &str) -> bool {
     declared_mode(node) == "event"
-        && present(node, "sources").and_then(Value::as_array).is_some_and(|s| s.iter().filter_map(Value::as_str).any(|s| source_matches(s, event)))
+        && present(node, "sources")
+            .and_then(Value::as_array)
+            .is_some_and(|s| s.iter().filter_map(Value::as_str).any(|s| source_matches(s, event)))
 }
 
 /// Every problem of a flat trigger node; empty when [`Trigger::parse`] accepts it.
@@ -161,7 +166,8 @@ pub fn validate_trigger(node: &Map<String, Value>) -> Vec<ScheduleError> {
 
 fn schedule_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) -> Option<Trigger> {
     let Some(value) = present(node, "schedule") else {
-        issues.push(ScheduleError::new("schedule", "a schedule trigger needs a schedule, e.g. {\"preset\": \"daily\", \"time\": \"09:00\"}"));
+        issues
+            .push(ScheduleError::new("schedule", "a schedule trigger needs a schedule, e.g. {\"preset\": \"daily\", \"time\": \"09:00\"}"));
         return None;
     };
     let schedule = schedule_from_value(value).map_err(|e| issues.push(e.in_field("schedule"))).ok()?;
@@ -316,7 +322,9 @@ fn folder_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) -> Op
             for (i, item) in items.iter().enumerate() {
                 match item.as_str().and_then(FolderEvent::parse) {
                     Some(e) => events.push(e),
-                    None => issues.push(ScheduleError::new("events", format!("events[{i}] is {}: use create, modify or remove", shown(item)))),
+                    None => {
+                        issues.push(ScheduleError::new("events", format!("events[{i}] is {}: use create, modify or remove", shown(item))))
+                    }
                 }
             }
             Some(events)
@@ -356,13 +364,8 @@ fn watch_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) -> Opt
             "a watch command takes no templates: it runs exactly as written, before any run exists; remove the {{…}}",
         ));
     }
-    let restart_delay_seconds = int_field(
-        node,
-        "restart_delay_seconds",
-        limits::WATCH_RESTART_DELAY_SECONDS,
-        limits::WATCH_RESTART_DELAY_DEFAULT_SECONDS,
-        issues,
-    );
+    let restart_delay_seconds =
+        int_field(node, "restart_delay_seconds", limits::WATCH_RESTART_DELAY_SECONDS, limits::WATCH_RESTART_DELAY_DEFAULT_SECONDS, issues);
     let dedupe_minutes = int_field(node, "dedupe_minutes", limits::WATCH_DEDUPE_MINUTES, limits::WATCH_DEDUPE_DEFAULT_MINUTES, issues);
     Some(WatchTrigger { argv: argv?, restart_delay_seconds: restart_delay_seconds?, dedupe_minutes: dedupe_minutes? })
 }
@@ -403,10 +406,14 @@ mod tests {
         );
         let Ok(Trigger::Watch(w)) = parse(json!({"mode": "watch", "command": "tail -f x"})) else { panic!() };
         assert_eq!(w.argv, ["sh", "-c", "tail -f x"]);
-        assert_eq!((w.restart_delay_seconds, w.dedupe_minutes), (limits::WATCH_RESTART_DELAY_DEFAULT_SECONDS, limits::WATCH_DEDUPE_DEFAULT_MINUTES));
+        assert_eq!(
+            (w.restart_delay_seconds, w.dedupe_minutes),
+            (limits::WATCH_RESTART_DELAY_DEFAULT_SECONDS, limits::WATCH_DEDUPE_DEFAULT_MINUTES)
+        );
         let Ok(Trigger::Event(e)) = parse(json!({"mode": "event", "sources": ["a.*", "b"]})) else { panic!() };
         assert_eq!((e.sources, e.cooldown_seconds), (vec!["a.*".to_string(), "b".to_string()], limits::EVENT_COOLDOWN_DEFAULT));
-        let Ok(Trigger::Schedule { cron, .. }) = parse(json!({"mode": "schedule", "schedule": {"preset": "weekdays", "time": "07:30"}})) else {
+        let Ok(Trigger::Schedule { cron, .. }) = parse(json!({"mode": "schedule", "schedule": {"preset": "weekdays", "time": "07:30"}}))
+        else {
             panic!()
         };
         assert_eq!(cron, "30 7 * * 1-5");
@@ -458,7 +465,8 @@ mod tests {
     #[test]
     fn a_parsed_trigger_names_its_mode() {
         for mode in ["manual", "schedule", "heartbeat", "event", "folder", "watch"] {
-            let node = json!({"mode": mode, "schedule": {"preset": "hourly"}, "every": "5m", "sources": ["a"], "path": "/x", "command": "x"});
+            let node =
+                json!({"mode": mode, "schedule": {"preset": "hourly"}, "every": "5m", "sources": ["a"], "path": "/x", "command": "x"});
             assert_eq!(parse(node).map(|t| t.mode()), Ok(mode));
         }
         assert_eq!(declared_mode(json!({"mode": "schedule"}).as_object().unwrap()), "schedule");

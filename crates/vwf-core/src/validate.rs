@@ -289,25 +289,20 @@ pub fn validate_design(design: &Design) -> Report {
         }
         let label = e.label.as_deref();
         match specs.get(from.id.as_str()) {
-            Some(Spec::Condition { .. })
-                if !label.is_some_and(|l| l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false")) => {
-                    errors.push(Issue::edge(i, format!("edge {} -> {}: a condition's edges are labelled true or false", e.from, e.to)));
-                }
+            Some(Spec::Condition { .. }) if !label.is_some_and(|l| l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false")) => {
+                errors.push(Issue::edge(i, format!("edge {} -> {}: a condition's edges are labelled true or false", e.from, e.to)));
+            }
             Some(Spec::Approval { options, .. }) => match label {
                 Some(l) if !options.iter().any(|o| o == l) => errors.push(Issue::edge(
                     i,
                     format!("edge {} -> {}: label {l:?} is not one of the options ({})", e.from, e.to, options.join(", ")),
                 )),
                 Some(_) => {}
-                None => warnings.push(Issue::edge(
-                    i,
-                    format!("edge {} -> {} has no label, so it is taken on every answer", e.from, e.to),
-                )),
+                None => warnings.push(Issue::edge(i, format!("edge {} -> {} has no label, so it is taken on every answer", e.from, e.to))),
             },
-            Some(Spec::Loop { .. })
-                if !label.is_some_and(|l| l.eq_ignore_ascii_case("each") || l.eq_ignore_ascii_case("done")) => {
-                    errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
-                }
+            Some(Spec::Loop { .. }) if !label.is_some_and(|l| l.eq_ignore_ascii_case("each") || l.eq_ignore_ascii_case("done")) => {
+                errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
+            }
             _ => {}
         }
     }
@@ -342,7 +337,10 @@ pub fn validate_design(design: &Design) -> Report {
         for &n in body.intersection(&after) {
             errors.push(Issue::node(
                 &graph.nodes[n].id,
-                format!("{:?} is inside the body of loop {:?} and also runs after it; a loop body connects only to itself", graph.nodes[n].id, graph.nodes[lp].id),
+                format!(
+                    "{:?} is inside the body of loop {:?} and also runs after it; a loop body connects only to itself",
+                    graph.nodes[n].id, graph.nodes[lp].id
+                ),
             ));
         }
         for &(ei, f, t) in &graph.edges {
@@ -353,7 +351,10 @@ pub fn validate_design(design: &Design) -> Report {
             if leaks_out || leaks_in {
                 errors.push(Issue::edge(
                     ei,
-                    format!("edge {} -> {} crosses the body of loop {:?}; a loop body connects only to itself", e.from, e.to, graph.nodes[lp].id),
+                    format!(
+                        "edge {} -> {} crosses the body of loop {:?}; a loop body connects only to itself",
+                        e.from, e.to, graph.nodes[lp].id
+                    ),
                 ));
             }
         }
@@ -363,7 +364,10 @@ pub fn validate_design(design: &Design) -> Report {
             if graph.nodes[n].is("loop") {
                 errors.push(Issue::node(
                     &graph.nodes[n].id,
-                    format!("loop {:?} sits inside the body of loop {:?}; loops inside loops are not supported", graph.nodes[n].id, graph.nodes[lp].id),
+                    format!(
+                        "loop {:?} sits inside the body of loop {:?}; loops inside loops are not supported",
+                        graph.nodes[n].id, graph.nodes[lp].id
+                    ),
                 ));
             }
         }
@@ -385,7 +389,10 @@ pub fn validate_design(design: &Design) -> Report {
                 return Some(Issue::node_field(
                     &n.id,
                     field,
-                    format!("{shown}: a step in the body of loop {:?} cannot read the loop's own output; use {{{{item}}}}", graph.nodes[t].id),
+                    format!(
+                        "{shown}: a step in the body of loop {:?} cannot read the loop's own output; use {{{{item}}}}",
+                        graph.nodes[t].id
+                    ),
                 ));
             }
             let upstream = Some(id) == trigger_id || target.is_some_and(|t| scope.upstream.contains(&t));
@@ -456,7 +463,11 @@ pub fn validate_design(design: &Design) -> Report {
             }
             _ => errors.push(Issue::field_only(
                 "budget",
-                format!("\"budget\" must be {{\"tokens\": <whole number from {} to {}>}}", limits::BUDGET_TOKENS.0, limits::BUDGET_TOKENS.1),
+                format!(
+                    "\"budget\" must be {{\"tokens\": <whole number from {} to {}>}}",
+                    limits::BUDGET_TOKENS.0,
+                    limits::BUDGET_TOKENS.1
+                ),
             )),
         }
     }
@@ -476,10 +487,8 @@ pub fn validate_design(design: &Design) -> Report {
             graph.children(i).map(|(e, _)| design.edges[e].label.as_ref().map(|l| l.to_ascii_lowercase())).collect();
         let dead_end = match spec {
             Spec::Condition { .. } => {
-                let missing: Vec<&str> = ["true", "false"]
-                    .into_iter()
-                    .filter(|b| !out_labels.iter().any(|l| l.as_deref() == Some(*b)))
-                    .collect();
+                let missing: Vec<&str> =
+                    ["true", "false"].into_iter().filter(|b| !out_labels.iter().any(|l| l.as_deref() == Some(*b))).collect();
                 (!missing.is_empty()).then(|| format!("condition {:?} leads nowhere when it is {}", n.id, missing.join(" or ")))
             }
             Spec::Approval { options, .. } => {
@@ -504,12 +513,13 @@ pub fn validate_design(design: &Design) -> Report {
     if scheduled {
         for (i, n) in graph.nodes.iter().enumerate() {
             if let Some(Spec::Output { deliver: None, .. }) = specs.get(n.id.as_str())
-                && graph.children(i).next().is_none() {
-                    warnings.push(Issue::node(
-                        &n.id,
-                        format!("output {:?} on a scheduled design neither delivers nor feeds another step; nobody will see it", n.id),
-                    ));
-                }
+                && graph.children(i).next().is_none()
+            {
+                warnings.push(Issue::node(
+                    &n.id,
+                    format!("output {:?} on a scheduled design neither delivers nor feeds another step; nobody will see it", n.id),
+                ));
+            }
         }
     }
     Report::new(errors, warnings)

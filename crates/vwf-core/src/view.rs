@@ -106,20 +106,9 @@ mod tests {
 
     #[test]
     fn view_has_base_keys_in_order_then_extras() {
-        let v = output_view(
-            "hello big world\nbye",
-            extra(json!({"exit_code": 0, "text": "no"})),
-        );
-        let keys: Vec<&str> = v
-            .as_object()
-            .into_iter()
-            .flat_map(|m| m.keys())
-            .map(String::as_str)
-            .collect();
-        assert_eq!(
-            keys,
-            ["text", "data", "words", "chars", "lines", "exit_code"]
-        );
+        let v = output_view("hello big world\nbye", extra(json!({"exit_code": 0, "text": "no"})));
+        let keys: Vec<&str> = v.as_object().into_iter().flat_map(|m| m.keys()).map(String::as_str).collect();
+        assert_eq!(keys, ["text", "data", "words", "chars", "lines", "exit_code"]);
         assert_eq!(v["text"], "hello big world\nbye");
         assert_eq!(v["data"], Value::Null);
         assert_eq!(v["words"], 4);
@@ -130,10 +119,7 @@ mod tests {
     #[test]
     fn counts_over_empty_and_unicode_text() {
         let v = output_view("", Map::new());
-        assert_eq!(
-            (v["words"].clone(), v["chars"].clone(), v["lines"].clone()),
-            (json!(0), json!(0), json!(0))
-        );
+        assert_eq!((v["words"].clone(), v["chars"].clone(), v["lines"].clone()), (json!(0), json!(0), json!(0)));
         let v = output_view("héllo ✓", Map::new());
         assert_eq!(v["chars"], 7);
         assert_eq!(v["lines"], 1);
@@ -141,20 +127,14 @@ mod tests {
 
     #[test]
     fn data_is_text_parsed_as_json() {
-        assert_eq!(
-            output_view("  {\"a\": [1, 2]}\n", Map::new())["data"],
-            json!({"a": [1, 2]})
-        );
+        assert_eq!(output_view("  {\"a\": [1, 2]}\n", Map::new())["data"], json!({"a": [1, 2]}));
         assert_eq!(output_view("42", Map::new())["data"], json!(42));
         assert_eq!(output_view("{broken", Map::new())["data"], Value::Null);
     }
 
     #[test]
     fn data_keys_are_addressable_unless_a_view_key_wins() {
-        let v = output_view(
-            r#"{"city": "Oslo", "words": "mine", "items": [{"t": "x"}]}"#,
-            Map::new(),
-        );
+        let v = output_view(r#"{"city": "Oslo", "words": "mine", "items": [{"t": "x"}]}"#, Map::new());
         assert_eq!(view_lookup(&v, &["city"]), Some(json!("Oslo")));
         assert_eq!(view_lookup(&v, &["words"]), Some(json!(7)));
         assert_eq!(view_lookup(&v, &["data", "words"]), Some(json!("mine")));

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
 use vwf_core::plan::Plan;
 use vwf_core::run::{
-    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Outcome, Pending, Response, Run, Status, StepStatus,
-    TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
+    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Outcome, Pending, Response,
+    Run, Status, StepStatus, TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
 };
 use vwf_core::time::Ts;
 
@@ -303,7 +303,8 @@ fn comparison_failure_fails_the_run_never_false() {
 // ---- approvals ---------------------------------------------------------------------------
 
 fn gate_design(extra: Value) -> Value {
-    let mut gate = json!({"id": "gate", "type": "approval", "question": "Send this brief?", "options": ["send", "skip"], "timeout_minutes": 120});
+    let mut gate =
+        json!({"id": "gate", "type": "approval", "question": "Send this brief?", "options": ["send", "skip"], "timeout_minutes": 120});
     if let (Some(g), Some(e)) = (gate.as_object_mut(), extra.as_object()) {
         g.extend(e.clone());
     }
@@ -349,7 +350,10 @@ fn approval_parks_the_run_with_a_pending_gate() {
 
 #[test]
 fn a_gate_question_is_rendered_and_carries_the_outputs_it_names() {
-    let mut run = start_with(&gate_design(json!({"question": "Send {{ nodes.draft }} to {{trigger.who}}? ({{nodes.start.data.who}})"})), json!({"who": "ops"}));
+    let mut run = start_with(
+        &gate_design(json!({"question": "Send {{ nodes.draft }} to {{trigger.who}}? ({{nodes.start.data.who}})"})),
+        json!({"who": "ops"}),
+    );
     drive(&mut run, t0(), standard);
     assert_eq!(run.status, Status::AwaitingApproval, "{:#}", run.result());
     let pending = &run.result()["pending"];
@@ -368,7 +372,9 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
     let late = vwf_core::time::latest() - Duration::minutes(30);
     let wait = json!({"nodes": [manual(), {"id": "w", "type": "wait", "seconds": 3600}, {"id": "o", "type": "output"}],
                       "edges": [edge("start", "w"), edge("w", "o")]});
-    for (design, node, what) in [(gate_design(json!({"timeout_minutes": 4320})), "gate", "the gate's deadline"), (wait, "w", "the wait's end")] {
+    for (design, node, what) in
+        [(gate_design(json!({"timeout_minutes": 4320})), "gate", "the gate's deadline"), (wait, "w", "the wait's end")]
+    {
         let mut run = Run::start(plan_of(&design), RUN_ID, TriggerInfo::new("manual", Value::Null), late);
         drive(&mut run, late, standard);
         assert_eq!((run.status, run.failed_node.as_deref()), (Status::Failed, Some(node)), "{:#}", run.result());
@@ -660,7 +666,8 @@ fn retry_reruns_from_the_failed_step_and_keeps_the_steps_before_it() {
     let b = run.record("b").unwrap();
     assert_eq!((b.attempts, b.status, b.error.as_deref()), (2, StepStatus::Done, None));
     assert_eq!(b.failures, ["flaky"]);
-    let tries: Vec<_> = b.tries.iter().map(|t| (t.attempt, t.status, t.started_at, t.finished_at, t.error.as_deref(), t.output_bytes)).collect();
+    let tries: Vec<_> =
+        b.tries.iter().map(|t| (t.attempt, t.status, t.started_at, t.finished_at, t.error.as_deref(), t.output_bytes)).collect();
     assert_eq!(
         tries,
         [

@@ -23,21 +23,13 @@ fn nodes(design: &Value) -> Vec<&Value> {
 }
 
 fn node<'a>(design: &'a Value, id: &str) -> &'a Value {
-    nodes(design)
-        .into_iter()
-        .find(|n| n["id"] == id)
-        .unwrap_or_else(|| panic!("no node {id} in {design:#}"))
+    nodes(design).into_iter().find(|n| n["id"] == id).unwrap_or_else(|| panic!("no node {id} in {design:#}"))
 }
 
 fn ids_and_types(design: &Value) -> Vec<(String, String)> {
     nodes(design)
         .iter()
-        .map(|n| {
-            (
-                n["id"].as_str().unwrap_or_default().to_string(),
-                n["type"].as_str().unwrap_or_default().to_string(),
-            )
-        })
+        .map(|n| (n["id"].as_str().unwrap_or_default().to_string(), n["type"].as_str().unwrap_or_default().to_string()))
         .collect()
 }
 
@@ -71,10 +63,7 @@ fn assert_laid_out_left_to_right(design: &Value) {
         assert!(n["x"].is_u64() && n["y"].is_u64(), "{n}");
     }
     for (from, to, _) in edges(design) {
-        let (fx, tx) = (
-            node(design, &from)["x"].as_u64(),
-            node(design, &to)["x"].as_u64(),
-        );
+        let (fx, tx) = (node(design, &from)["x"].as_u64(), node(design, &to)["x"].as_u64());
         assert!(fx < tx, "{from} -> {to} goes right to left");
     }
 }
@@ -95,38 +84,16 @@ fn sequential_workflow_becomes_a_chain_from_the_trigger() {
     assert_eq!(report.notes, Vec::<String>::new());
     assert_eq!(
         ids_and_types(design),
-        [
-            ("start", "trigger"),
-            ("gather", "agent"),
-            ("write", "agent"),
-            ("step3", "agent")
-        ]
-        .map(|(i, t)| (i.to_string(), t.to_string()))
+        [("start", "trigger"), ("gather", "agent"), ("write", "agent"), ("step3", "agent")].map(|(i, t)| (i.to_string(), t.to_string()))
     );
-    assert_eq!(
-        edges(design),
-        [
-            edge("start", "gather", None),
-            edge("gather", "write", None),
-            edge("write", "step3", None)
-        ]
-    );
+    assert_eq!(edges(design), [edge("start", "gather", None), edge("gather", "write", None), edge("write", "step3", None)]);
     assert_eq!(node(design, "start")["mode"], "manual");
-    assert_eq!(
-        node(design, "gather")["prompt"],
-        "Collect today's headlines"
-    );
+    assert_eq!(node(design, "gather")["prompt"], "Collect today's headlines");
     assert_eq!(node(design, "write")["max_tokens"], 2000);
     assert_eq!(node(design, "write")["model"], "small");
-    assert_eq!(
-        node(design, "step3")["prompt"],
-        "Polish the summary and return it"
-    );
+    assert_eq!(node(design, "step3")["prompt"], "Polish the summary and return it");
     assert_eq!(design["description"], "News digest");
-    let xs: Vec<u64> = nodes(design)
-        .iter()
-        .filter_map(|n| n["x"].as_u64())
-        .collect();
+    let xs: Vec<u64> = nodes(design).iter().filter_map(|n| n["x"].as_u64()).collect();
     assert_eq!(xs, [40, 220, 400, 580]);
     assert!(nodes(design).iter().all(|n| n["y"] == 120));
     assert_valid(design);
@@ -144,10 +111,7 @@ fn sequential_activities_keep_their_named_types_and_unknown_fields() {
     }}}));
     let (_, design) = only(&report);
     assert_eq!(node(design, "get")["type"], "command");
-    assert_eq!(
-        node(design, "get")["run"],
-        "curl -s https://example.org/feed.json"
-    );
+    assert_eq!(node(design, "get")["run"], "curl -s https://example.org/feed.json");
     assert_eq!(node(design, "get")["timeout_seconds"], 60);
     assert_eq!(node(design, "call")["type"], "http");
     assert_eq!(node(design, "call")["method"], "POST");
@@ -156,10 +120,7 @@ fn sequential_activities_keep_their_named_types_and_unknown_fields() {
     assert_eq!(node(design, "ls")["type"], "command");
     assert_eq!(node(design, "ls")["argv"], json!(["ls", "-l"]));
     // A field with no meaning here is kept (designs round-trip it) and reported.
-    assert_eq!(
-        report.notes,
-        ["fetch: node \"sum\": fields kept without an equivalent: tools"]
-    );
+    assert_eq!(report.notes, ["fetch: node \"sum\": fields kept without an equivalent: tools"]);
     assert_valid(design);
 }
 
@@ -208,10 +169,7 @@ fn graph_workflow_maps_trigger_emit_branch_and_loop_labels() {
     assert_eq!(node(design, "emit")["event"], "invoice-sync.done");
     assert_eq!(node(design, "any")["expr"], "out.list.chars > 2");
     assert_eq!(node(design, "each_file")["over"], "{{nodes.list}}");
-    assert_eq!(
-        nodes(design).iter().filter(|n| n["type"] == "emit").count(),
-        1
-    );
+    assert_eq!(nodes(design).iter().filter(|n| n["type"] == "emit").count(), 1);
     assert_laid_out_left_to_right(design);
     assert_valid(design);
 }
@@ -242,8 +200,7 @@ fn graph_workflow_emit_event_can_be_given_and_loop_back_edges_are_dropped() {
     assert!(!edges(design).contains(&edge("work", "each", None)));
     assert!(edges(design).contains(&edge("each", "work", Some("each"))));
     assert!(
-        report.notes.iter().any(|n| n
-            .starts_with("batch: edges from the body of loop \"each\" back to it were dropped")),
+        report.notes.iter().any(|n| n.starts_with("batch: edges from the body of loop \"each\" back to it were dropped")),
         "{:#?}",
         report.notes
     );
@@ -264,29 +221,12 @@ fn schedule_trigger_becomes_a_custom_cron_schedule() {
         assert_eq!(node(&report.designs[i].1, "start")["mode"], "schedule");
         assert_valid(&report.designs[i].1);
     }
-    assert_eq!(
-        schedule(0),
-        json!({"preset": "custom", "cron": "0 6 * * 1-5", "tz": "Europe/Berlin"})
-    );
-    assert_eq!(
-        schedule(1),
-        json!({"preset": "custom", "cron": "*/15 * * * *"})
-    );
-    assert_eq!(
-        schedule(2),
-        json!({"preset": "custom", "cron": "0 0 * * *"})
-    );
-    assert_eq!(
-        schedule(3),
-        json!({"preset": "custom", "cron": "30 9 * * *"})
-    );
+    assert_eq!(schedule(0), json!({"preset": "custom", "cron": "0 6 * * 1-5", "tz": "Europe/Berlin"}));
+    assert_eq!(schedule(1), json!({"preset": "custom", "cron": "*/15 * * * *"}));
+    assert_eq!(schedule(2), json!({"preset": "custom", "cron": "0 0 * * *"}));
+    assert_eq!(schedule(3), json!({"preset": "custom", "cron": "30 9 * * *"}));
     assert_eq!(schedule(4), json!({"preset": "weekdays", "time": "09:00"}));
-    assert_eq!(
-        report.notes,
-        [
-            "d: cron \"0 30 9 * * *\" has a seconds field; it was dropped (schedules fire on whole minutes)"
-        ]
-    );
+    assert_eq!(report.notes, ["d: cron \"0 30 9 * * *\" has a seconds field; it was dropped (schedules fire on whole minutes)"]);
 }
 
 #[test]
@@ -313,18 +253,9 @@ fn other_trigger_modes_map_to_their_fields() {
         json!({"mode": "heartbeat", "every": "30m", "window": "08:00-18:00", "days": "mon,tue,wed,thu,fri", "tz": "Europe/Berlin"})
     );
     assert_eq!(start(1), json!({"mode": "heartbeat", "every": "1h30m"}));
-    assert_eq!(
-        start(2),
-        json!({"mode": "event", "sources": ["invoice-sync.done"], "cooldown_seconds": 60})
-    );
-    assert_eq!(
-        start(3),
-        json!({"mode": "folder", "path": "/data/in", "pattern": "*.csv"})
-    );
-    assert_eq!(
-        start(4),
-        json!({"mode": "watch", "command": "tail -f log.ndjson"})
-    );
+    assert_eq!(start(2), json!({"mode": "event", "sources": ["invoice-sync.done"], "cooldown_seconds": 60}));
+    assert_eq!(start(3), json!({"mode": "folder", "path": "/data/in", "pattern": "*.csv"}));
+    assert_eq!(start(4), json!({"mode": "watch", "command": "tail -f log.ndjson"}));
     assert_eq!(start(5), json!({"mode": "manual"}));
     for (_, design) in &report.designs {
         assert_valid(design);
@@ -348,32 +279,20 @@ fn run_budget_becomes_budget_tokens() {
     for (_, design) in &report.designs {
         assert_valid(design);
     }
-    assert_eq!(
-        report.notes,
-        [
-            "extra: budget fields without an equivalent dropped: usd (only a token budget is enforced)"
-        ]
-    );
+    assert_eq!(report.notes, ["extra: budget fields without an equivalent dropped: usd (only a token budget is enforced)"]);
 }
 
 #[test]
 fn run_budget_below_the_activity_budgets_is_reported_not_truncated() {
-    let report = import(
-        json!({"workflows": {"tight": {"budget": 1000, "activities": [
-            {"name": "a", "prompt": "one", "token_budget": 800},
-            {"name": "b", "prompt": "two", "token_budget": 800}
-        ]}}}),
-    );
+    let report = import(json!({"workflows": {"tight": {"budget": 1000, "activities": [
+        {"name": "a", "prompt": "one", "token_budget": 800},
+        {"name": "b", "prompt": "two", "token_budget": 800}
+    ]}}}));
     let (_, design) = only(&report);
     assert_eq!(design["budget"], json!({"tokens": 1000}));
     assert!(!validate(design).ok);
     assert_eq!(report.notes.len(), 1, "{:#?}", report.notes);
-    assert!(
-        report.notes[0]
-            .starts_with("tight: not valid as imported: budget.tokens is 1000, below the sum"),
-        "{}",
-        report.notes[0]
-    );
+    assert!(report.notes[0].starts_with("tight: not valid as imported: budget.tokens is 1000, below the sum"), "{}", report.notes[0]);
 }
 
 #[test]
@@ -410,11 +329,7 @@ fn what_cannot_be_mapped_is_reported_in_notes() {
         "odd: workflow fields kept without an equivalent: owner",
     ];
     for prefix in expected {
-        assert!(
-            report.notes.iter().any(|n| n.starts_with(prefix)),
-            "missing note {prefix:?} in {:#?}",
-            report.notes
-        );
+        assert!(report.notes.iter().any(|n| n.starts_with(prefix)), "missing note {prefix:?} in {:#?}", report.notes);
     }
     assert_valid(design);
 }
@@ -429,16 +344,7 @@ fn bad_workflow_name_is_sanitized_and_noted() {
         "ok.name_1": {"activities": [{"name": "start", "prompt": "p"}, {"name": "my step!", "prompt": "q"}]}
     }}));
     let names: Vec<&str> = report.designs.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "Daily-report-EU",
-            "etc-passwd",
-            "workflow",
-            "Daily-report-EU-2",
-            "ok.name_1"
-        ]
-    );
+    assert_eq!(names, ["Daily-report-EU", "etc-passwd", "workflow", "Daily-report-EU-2", "ok.name_1"]);
     for name in &names {
         assert!(DesignName::parse(name).is_ok(), "{name}");
     }
@@ -449,47 +355,23 @@ fn bad_workflow_name_is_sanitized_and_noted() {
         ("Daily report: EU", "Daily-report-EU-2"),
     ] {
         let note = format!("{to}: workflow {from:?} renamed to {to:?}");
-        assert!(
-            report.notes.iter().any(|n| n.starts_with(&note)),
-            "{note:?} not in {:#?}",
-            report.notes
-        );
+        assert!(report.notes.iter().any(|n| n.starts_with(&note)), "{note:?} not in {:#?}", report.notes);
     }
     let (_, design) = &report.designs[4];
-    assert_eq!(
-        ids_and_types(design)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect::<Vec<_>>(),
-        ["start", "start-2", "my-step"]
-    );
+    assert_eq!(ids_and_types(design).into_iter().map(|(i, _)| i).collect::<Vec<_>>(), ["start", "start-2", "my-step"]);
     assert_eq!(node(design, "my-step")["label"], "my step!");
-    assert!(
-        report
-            .notes
-            .iter()
-            .any(|n| n.starts_with("ok.name_1: activity \"start\" is node \"start-2\""))
-    );
+    assert!(report.notes.iter().any(|n| n.starts_with("ok.name_1: activity \"start\" is node \"start-2\"")));
     assert_valid(design);
 }
 
 #[test]
 fn documents_without_workflows_give_notes_not_designs() {
-    for doc in [
-        json!(null),
-        json!([1, 2]),
-        json!("agent"),
-        json!({}),
-        json!({"workflows": 3}),
-        json!({"workflows": {}}),
-    ] {
+    for doc in [json!(null), json!([1, 2]), json!("agent"), json!({}), json!({"workflows": 3}), json!({"workflows": {}})] {
         let report = import(doc.clone());
         assert!(report.designs.is_empty(), "{doc}");
         assert_eq!(report.notes.len(), 1, "{doc}: {:#?}", report.notes);
     }
-    let report = import(
-        json!({"workflows": [{"name": "listed", "activities": ["x"]}, {"activities": ["y"]}]}),
-    );
+    let report = import(json!({"workflows": [{"name": "listed", "activities": ["x"]}, {"activities": ["y"]}]}));
     let names: Vec<&str> = report.designs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["listed", "workflow-2"]);
 }
@@ -500,10 +382,7 @@ fn a_workflow_already_in_design_form_is_checked_and_kept() {
     let report = import(json!({"workflows": {"native": ours.clone()}}));
     let (_, design) = only(&report);
     assert_eq!(design, &ours);
-    assert_eq!(
-        report.notes,
-        ["native: already in design form (it has \"nodes\"); copied as is"]
-    );
+    assert_eq!(report.notes, ["native: already in design form (it has \"nodes\"); copied as is"]);
 }
 
 // --- never panics ---
@@ -587,14 +466,8 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
         ]);
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec(
-                (
-                    prop_oneof![key.prop_map(str::to_string), any::<String>()],
-                    inner
-                ),
-                0..6
-            )
-            .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            prop::collection::vec((prop_oneof![key.prop_map(str::to_string), any::<String>()], inner), 0..6)
+                .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
         ]
     })
 }
@@ -619,11 +492,7 @@ fn check_report(doc: &Value) -> Result<(), TestCaseError> {
         prop_assert!(seen.insert(name.clone()), "duplicate name {:?}", name);
         if !validate(design).ok {
             let prefix = format!("{name}: ");
-            prop_assert!(
-                report.notes.iter().any(|n| n.starts_with(&prefix)),
-                "{} invalid without a note",
-                name
-            );
+            prop_assert!(report.notes.iter().any(|n| n.starts_with(&prefix)), "{} invalid without a note", name);
         }
     }
     Ok(())

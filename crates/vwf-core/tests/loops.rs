@@ -177,7 +177,11 @@ fn a_gate_inside_a_pass_parks_the_run_and_its_answer_resumes_the_pass() {
     drive(&mut run, agent_text);
     assert_eq!(run.status, Status::AwaitingApproval);
     assert_eq!(run.pending.as_ref().unwrap().node(), "ok#0");
-    assert!(matches!(run.pending.as_ref().unwrap(), vwf_core::run::Pending::Approval { question, .. } if question == "Keep a?"), "{:?}", run.pending);
+    assert!(
+        matches!(run.pending.as_ref().unwrap(), vwf_core::run::Pending::Approval { question, .. } if question == "Keep a?"),
+        "{:?}",
+        run.pending
+    );
     run.respond("ok#0", vwf_core::run::Response::Answer("yes".into()), t0()).unwrap();
     drive(&mut run, agent_text);
     assert_eq!(run.pending.as_ref().unwrap().node(), "ok#1");

@@ -397,17 +397,21 @@ fn template_naming_a_node_that_is_not_upstream_is_an_error() {
         "edges": [e("start", "a")]
     }));
     assert_error(&r, node("a", "prompt", "loop body"));
-    let r = validate(&json!({"nodes": [manual(), agent("a", "{{nodes.start}} {{trigger.x}} {{run.id}} {{ run.design }}")], "edges": [e("start", "a")]}));
+    let r = validate(
+        &json!({"nodes": [manual(), agent("a", "{{nodes.start}} {{trigger.x}} {{run.id}} {{ run.design }}")], "edges": [e("start", "a")]}),
+    );
     assert_ok(&r);
 }
 
 #[test]
 fn approval_question_is_a_template_checked_like_any_other() {
     let gate = |question: &str| json!({"id": "gate", "type": "approval", "question": question, "options": ["ship", "stop"]});
-    let design = |question: &str| json!({
-        "nodes": [manual(), agent("build", "p"), gate(question), output("late"), output("done")],
-        "edges": [e("start", "build"), e("build", "gate"), l("gate", "done", "ship"), l("gate", "late", "stop")]
-    });
+    let design = |question: &str| {
+        json!({
+            "nodes": [manual(), agent("build", "p"), gate(question), output("late"), output("done")],
+            "edges": [e("start", "build"), e("build", "gate"), l("gate", "done", "ship"), l("gate", "late", "stop")]
+        })
+    };
     assert_ok(&validate(&design("Ship {{nodes.build}} for {{trigger.who}} ({{run.id}})?")));
     assert_error(&validate(&design("Ship {{nodes.late}}?")), node("gate", "question", "not upstream"));
     assert_error(&validate(&design("Ship {{nodes.nobody}}?")), node("gate", "question", "no known node"));
@@ -529,8 +533,10 @@ fn scopes_name_upstream_nodes_the_trigger_and_the_loop_around_a_body() {
 
 #[test]
 fn bad_schedule_is_an_error() {
-    let sched = |s: Value| json!({"nodes": [{"id": "start", "type": "trigger", "mode": "schedule", "schedule": s}, output("o")],
-                                  "edges": [e("start", "o")]});
+    let sched = |s: Value| {
+        json!({"nodes": [{"id": "start", "type": "trigger", "mode": "schedule", "schedule": s}, output("o")],
+                                  "edges": [e("start", "o")]})
+    };
     let r = validate(&sched(json!({"preset": "custom", "cron": "* * * *"})));
     assert_error(&r, node("start", "schedule", "field"));
     let r = validate(&sched(json!({"preset": "daily", "time": "25:00"})));
@@ -545,7 +551,9 @@ fn bad_schedule_is_an_error() {
 
 #[test]
 fn bad_delivery_target_is_an_error() {
-    for (deliver, target) in [("channel", "telegram"), ("channel", "telegram:abc"), ("channel", "sms:123"), ("notification", "discord"), ("channel", "slack:")] {
+    for (deliver, target) in
+        [("channel", "telegram"), ("channel", "telegram:abc"), ("channel", "sms:123"), ("notification", "discord"), ("channel", "slack:")]
+    {
         let r = validate(&with_node(json!({"id": "send", "type": "output", "deliver": deliver, "target": target})));
         assert_error(&r, node("send", "target", ""));
     }
@@ -644,7 +652,9 @@ fn any_json() -> impl Strategy<Value = Value> {
 fn field_value(key: &'static str) -> BoxedStrategy<Value> {
     let good: Vec<Value> = match key {
         "mode" => vec![json!("manual"), json!("schedule"), json!("event"), json!("heartbeat"), json!("bogus")],
-        "schedule" => vec![json!({"preset": "daily", "time": "09:00"}), json!({"preset": "custom", "cron": "* * * *"}), json!({"preset": "hourly"})],
+        "schedule" => {
+            vec![json!({"preset": "daily", "time": "09:00"}), json!({"preset": "custom", "cron": "* * * *"}), json!({"preset": "hourly"})]
+        }
         "sources" => vec![json!(["deploy.done"]), json!([])],
         "every" => vec![json!("30m"), json!("5s")],
         "prompt" | "template" | "over" | "run" | "payload" | "url" | "cwd" => vec![
@@ -688,9 +698,38 @@ fn field_value(key: &'static str) -> BoxedStrategy<Value> {
 }
 
 const FIELDS: [&str; 32] = [
-    "mode", "schedule", "sources", "every", "prompt", "template", "over", "run", "payload", "url", "cwd", "expr", "question", "event",
-    "text", "profile", "model", "options", "retries", "max_tokens", "timeout_minutes", "on_timeout", "deliver", "target", "argv",
-    "method", "seconds", "duration", "max_items", "concurrency", "timeout_seconds", "x",
+    "mode",
+    "schedule",
+    "sources",
+    "every",
+    "prompt",
+    "template",
+    "over",
+    "run",
+    "payload",
+    "url",
+    "cwd",
+    "expr",
+    "question",
+    "event",
+    "text",
+    "profile",
+    "model",
+    "options",
+    "retries",
+    "max_tokens",
+    "timeout_minutes",
+    "on_timeout",
+    "deliver",
+    "target",
+    "argv",
+    "method",
+    "seconds",
+    "duration",
+    "max_items",
+    "concurrency",
+    "timeout_seconds",
+    "x",
 ];
 
 /// The fields a node of `kind` needs to be valid (values still drawn at random).
@@ -712,23 +751,25 @@ fn needed(kind: &str) -> &'static [&'static str] {
 fn node_strategy() -> impl Strategy<Value = Value> {
     let id = prop_oneof![8 => prop::sample::select(IDS.to_vec()).prop_map(|s| json!(s)), 1 => any_json()];
     let kind = prop_oneof![10 => prop::sample::select(TYPES.to_vec()).prop_map(|s| json!(s)), 1 => any_json()];
-    (id, kind, prop::collection::vec(prop::sample::select(FIELDS.to_vec()), 0..3), any::<bool>()).prop_flat_map(|(id, kind, extra, typed)| {
-        let k = kind.as_str().unwrap_or("").to_string();
-        let mut keys: Vec<&'static str> = if typed { needed(&k).to_vec() } else { Vec::new() };
-        keys.extend(extra);
-        keys.dedup();
-        let values: Vec<BoxedStrategy<(&'static str, Value)>> =
-            keys.into_iter().map(|key| field_value(key).prop_map(move |v| (key, v)).boxed()).collect();
-        (Just(id), Just(kind), values).prop_map(|(id, kind, fields)| {
-            let mut m = Map::new();
-            m.insert("id".into(), id);
-            m.insert("type".into(), kind);
-            for (k, v) in fields {
-                m.insert(k.into(), v);
-            }
-            Value::Object(m)
-        })
-    })
+    (id, kind, prop::collection::vec(prop::sample::select(FIELDS.to_vec()), 0..3), any::<bool>()).prop_flat_map(
+        |(id, kind, extra, typed)| {
+            let k = kind.as_str().unwrap_or("").to_string();
+            let mut keys: Vec<&'static str> = if typed { needed(&k).to_vec() } else { Vec::new() };
+            keys.extend(extra);
+            keys.dedup();
+            let values: Vec<BoxedStrategy<(&'static str, Value)>> =
+                keys.into_iter().map(|key| field_value(key).prop_map(move |v| (key, v)).boxed()).collect();
+            (Just(id), Just(kind), values).prop_map(|(id, kind, fields)| {
+                let mut m = Map::new();
+                m.insert("id".into(), id);
+                m.insert("type".into(), kind);
+                for (k, v) in fields {
+                    m.insert(k.into(), v);
+                }
+                Value::Object(m)
+            })
+        },
+    )
 }
 
 fn edge_strategy() -> impl Strategy<Value = Value> {
@@ -1049,7 +1090,12 @@ struct NumberField {
 
 fn number_fields() -> Vec<NumberField> {
     use Allowed::*;
-    let field = |node: Value, path: &'static [&'static str], reported_as: &'static str, allowed: Allowed| NumberField { node, path, reported_as, allowed };
+    let field = |node: Value, path: &'static [&'static str], reported_as: &'static str, allowed: Allowed| NumberField {
+        node,
+        path,
+        reported_as,
+        allowed,
+    };
     let agent = json!({"id": "n", "type": "agent", "prompt": "p"});
     let approval = json!({"id": "n", "type": "approval", "question": "q", "timeout_minutes": 1});
     let command = json!({"id": "n", "type": "command", "run": "true"});
@@ -1059,15 +1105,31 @@ fn number_fields() -> Vec<NumberField> {
     let event = json!({"id": "start", "type": "trigger", "mode": "event", "sources": ["ping"]});
     let folder = json!({"id": "start", "type": "trigger", "mode": "folder", "path": "in"});
     let watch = json!({"id": "start", "type": "trigger", "mode": "watch", "command": "tail -f x"});
-    let heartbeat = json!({"id": "start", "type": "trigger", "mode": "heartbeat", "every": "30m", "window": "08:00-18:00", "tz": "America/New_York"});
+    let heartbeat =
+        json!({"id": "start", "type": "trigger", "mode": "heartbeat", "every": "30m", "window": "08:00-18:00", "tz": "America/New_York"});
     let hourly = json!({"id": "start", "type": "trigger", "mode": "schedule", "schedule": {"preset": "hourly", "tz": "Europe/Berlin"}});
     let weekly = json!({"id": "start", "type": "trigger", "mode": "schedule", "schedule": {"preset": "weekly", "time": "09:00", "tz": "America/New_York"}});
     let mut fields = vec![
         field(agent.clone(), &["retries"], "retries", Whole(limits::AGENT_RETRIES.0, limits::AGENT_RETRIES.1)),
-        field(agent.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::AGENT_TIMEOUT_SECONDS.0, limits::AGENT_TIMEOUT_SECONDS.1)),
+        field(
+            agent.clone(),
+            &["timeout_seconds"],
+            "timeout_seconds",
+            Whole(limits::AGENT_TIMEOUT_SECONDS.0, limits::AGENT_TIMEOUT_SECONDS.1),
+        ),
         field(agent.clone(), &["max_tokens"], "max_tokens", Whole(limits::AGENT_MAX_TOKENS.0, limits::AGENT_MAX_TOKENS.1)),
-        field(approval.clone(), &["timeout_minutes"], "timeout_minutes", Whole(limits::APPROVAL_TIMEOUT_MINUTES.0, limits::APPROVAL_TIMEOUT_MINUTES.1)),
-        field(command.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::COMMAND_TIMEOUT_SECONDS.0, limits::COMMAND_TIMEOUT_SECONDS.1)),
+        field(
+            approval.clone(),
+            &["timeout_minutes"],
+            "timeout_minutes",
+            Whole(limits::APPROVAL_TIMEOUT_MINUTES.0, limits::APPROVAL_TIMEOUT_MINUTES.1),
+        ),
+        field(
+            command.clone(),
+            &["timeout_seconds"],
+            "timeout_seconds",
+            Whole(limits::COMMAND_TIMEOUT_SECONDS.0, limits::COMMAND_TIMEOUT_SECONDS.1),
+        ),
         field(http.clone(), &["timeout_seconds"], "timeout_seconds", Whole(limits::HTTP_TIMEOUT_SECONDS.0, limits::HTTP_TIMEOUT_SECONDS.1)),
         field(http.clone(), &["accept"], "accept", Whole(100, 599)),
         field(lp.clone(), &["max_items"], "max_items", Whole(limits::LOOP_MAX_ITEMS.0, limits::LOOP_MAX_ITEMS.1)),
@@ -1076,13 +1138,23 @@ fn number_fields() -> Vec<NumberField> {
         field(wait, &["duration"], "duration", Duration(limits::WAIT_SECONDS.0, limits::WAIT_SECONDS.1)),
         field(event, &["cooldown_seconds"], "cooldown_seconds", Whole(limits::EVENT_COOLDOWN_SECONDS.0, limits::EVENT_COOLDOWN_SECONDS.1)),
         field(folder, &["debounce_ms"], "debounce_ms", Whole(limits::FOLDER_DEBOUNCE_MS.0, limits::FOLDER_DEBOUNCE_MS.1)),
-        field(watch.clone(), &["restart_delay_seconds"], "restart_delay_seconds", Whole(limits::WATCH_RESTART_DELAY_SECONDS.0, limits::WATCH_RESTART_DELAY_SECONDS.1)),
+        field(
+            watch.clone(),
+            &["restart_delay_seconds"],
+            "restart_delay_seconds",
+            Whole(limits::WATCH_RESTART_DELAY_SECONDS.0, limits::WATCH_RESTART_DELAY_SECONDS.1),
+        ),
         field(watch, &["dedupe_minutes"], "dedupe_minutes", Whole(limits::WATCH_DEDUPE_MINUTES.0, limits::WATCH_DEDUPE_MINUTES.1)),
         field(heartbeat, &["every"], "every", Duration(limits::HEARTBEAT_SECONDS.0, limits::HEARTBEAT_SECONDS.1)),
         field(hourly, &["schedule", "minute"], "schedule", Whole(0, 59)),
         field(weekly, &["schedule", "dow"], "schedule", Whole(0, 6)),
         // The budget is a design field; the agent beside it asks for one token.
-        field(json!({"id": "n", "type": "agent", "prompt": "p", "max_tokens": 1}), &["budget", "tokens"], "budget", Whole(limits::BUDGET_TOKENS.0, limits::BUDGET_TOKENS.1)),
+        field(
+            json!({"id": "n", "type": "agent", "prompt": "p", "max_tokens": 1}),
+            &["budget", "tokens"],
+            "budget",
+            Whole(limits::BUDGET_TOKENS.0, limits::BUDGET_TOKENS.1),
+        ),
     ];
     // Every node type carries a canvas position.
     let others = [
@@ -1102,11 +1174,39 @@ fn number_fields() -> Vec<NumberField> {
 
 /// A number of the whole class a JSON number can be, bounds of every limit included.
 fn any_number() -> impl Strategy<Value = Value> {
-    let mut edges: Vec<Value> = vec![json!(u64::MAX), json!(i64::MIN), json!(i64::MAX), json!(1u64 << 53), json!((1u64 << 53) + 1), json!(u64::from(u32::MAX) + 1), json!(1.5), json!(-0.0), json!(-1), json!(1e19), json!(1e308), json!(-1e308), json!(f64::MIN_POSITIVE), json!(1_000_000.5)];
+    let mut edges: Vec<Value> = vec![
+        json!(u64::MAX),
+        json!(i64::MIN),
+        json!(i64::MAX),
+        json!(1u64 << 53),
+        json!((1u64 << 53) + 1),
+        json!(u64::from(u32::MAX) + 1),
+        json!(1.5),
+        json!(-0.0),
+        json!(-1),
+        json!(1e19),
+        json!(1e308),
+        json!(-1e308),
+        json!(f64::MIN_POSITIVE),
+        json!(1_000_000.5),
+    ];
     for (lo, hi) in [
-        limits::AGENT_RETRIES, limits::AGENT_TIMEOUT_SECONDS, limits::AGENT_MAX_TOKENS, limits::BUDGET_TOKENS, limits::APPROVAL_TIMEOUT_MINUTES, limits::HTTP_TIMEOUT_SECONDS,
-        limits::LOOP_MAX_ITEMS, limits::LOOP_CONCURRENCY, limits::WAIT_SECONDS, limits::EVENT_COOLDOWN_SECONDS, limits::FOLDER_DEBOUNCE_MS,
-        limits::WATCH_RESTART_DELAY_SECONDS, limits::WATCH_DEDUPE_MINUTES, (0, 59), (0, 6), (100, 599),
+        limits::AGENT_RETRIES,
+        limits::AGENT_TIMEOUT_SECONDS,
+        limits::AGENT_MAX_TOKENS,
+        limits::BUDGET_TOKENS,
+        limits::APPROVAL_TIMEOUT_MINUTES,
+        limits::HTTP_TIMEOUT_SECONDS,
+        limits::LOOP_MAX_ITEMS,
+        limits::LOOP_CONCURRENCY,
+        limits::WAIT_SECONDS,
+        limits::EVENT_COOLDOWN_SECONDS,
+        limits::FOLDER_DEBOUNCE_MS,
+        limits::WATCH_RESTART_DELAY_SECONDS,
+        limits::WATCH_DEDUPE_MINUTES,
+        (0, 59),
+        (0, 6),
+        (100, 599),
     ] {
         edges.extend([json!(i128::from(lo) - 1), json!(lo), json!(hi), json!(i128::from(hi) + 1)]);
     }
@@ -1196,10 +1296,9 @@ fn allowed(allowed: Allowed, value: &Value) -> bool {
                 || value.as_f64().is_some_and(|x| x.fract() == 0.0 && x >= lo as f64 && x <= hi as f64)
         }
         Allowed::Coordinate => value.as_f64().is_some_and(|x| x.abs() <= limits::CANVAS_COORDINATE),
-        Allowed::Duration(lo, hi) => value
-            .as_str()
-            .and_then(|s| vwf_core::schedule::parse_duration(s).ok())
-            .is_some_and(|secs| (lo..=hi).contains(&secs)),
+        Allowed::Duration(lo, hi) => {
+            value.as_str().and_then(|s| vwf_core::schedule::parse_duration(s).ok()).is_some_and(|secs| (lo..=hi).contains(&secs))
+        }
     }
 }
 

@@ -55,9 +55,8 @@ const STORE_FORMAT: u32 = 1;
 fn main() {
     let engine_runs = env_usize("VWF_BENCH_ENGINE_RUNS", 30).max(1);
     let store_runs = env_usize("VWF_BENCH_RUNS", 100_000).max(20);
-    let base = std::env::var_os("VWF_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("vwf-bench"));
+    let base =
+        std::env::var_os("VWF_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("vwf-bench"));
     fs::create_dir_all(&base).unwrap_or_else(|e| die(&format!("cannot create {}: {e}", base.display())));
     let base = base.canonicalize().unwrap_or(base);
 
@@ -76,15 +75,22 @@ fn main() {
     let design = Design::from_value(&graph).unwrap_or_else(|e| die(&format!("the bench design does not parse: {e:?}")));
     let plan = Plan::compile("bench-chain", &design).unwrap_or_else(|r| die(&format!("the bench design is not valid: {:?}", r.errors)));
     let steps = plan.steps.len();
-    println!("[1] {steps} steps per run ({DESIGN_NODES} nodes incl. the trigger), {WARMUP_RUNS} warm-ups + {engine_runs} runs, durable FileStore");
-    println!("    each run is followed by {steps} floor writes and {steps} store writes of its finished file (same disk state, averaged alike)");
+    println!(
+        "[1] {steps} steps per run ({DESIGN_NODES} nodes incl. the trigger), {WARMUP_RUNS} warm-ups + {engine_runs} runs, durable FileStore"
+    );
+    println!(
+        "    each run is followed by {steps} floor writes and {steps} store writes of its finished file (same disk state, averaged alike)"
+    );
     let engine = engine_runs_durable(&base, &plan, engine_runs, steps);
     let per_step = Stats::of(engine.totals.iter().map(|d| *d / steps as u32).collect());
     let in_store = Stats::of(engine.in_write_run.iter().map(|d| *d / steps as u32).collect());
     let writes_per_step = engine.writes_per_run as f64 / steps as f64;
     println!("    per step: {per_step}");
     println!("    of which inside Store::write_run: {in_store}");
-    println!("    write_run calls per run: {} ({writes_per_step:.2} per step), new run ids per run: {}", engine.writes_per_run, engine.new_ids_per_run);
+    println!(
+        "    write_run calls per run: {} ({writes_per_step:.2} per step), new run ids per run: {}",
+        engine.writes_per_run, engine.new_ids_per_run
+    );
     println!("    run file: {} bytes when finished", engine.final_bytes.len());
 
     let memory = engine_runs_in_memory(&plan, engine_runs);
@@ -93,7 +99,8 @@ fn main() {
     let core = core_only_runs(&plan, engine_runs);
     let core_step = Stats::of(core.iter().map(|d| *d / steps as u32).collect());
     println!("    same runs in the core alone (Run::advance, no store): per step {core_step}");
-    let finished: Run = serde_json::from_slice(&engine.final_bytes).unwrap_or_else(|e| die(&format!("the run file does not read back: {e}")));
+    let finished: Run =
+        serde_json::from_slice(&engine.final_bytes).unwrap_or_else(|e| die(&format!("the run file does not read back: {e}")));
     let via_value = mean_of(VALIDATE_ITERS, || {
         let value = serde_json::to_value(black_box(&finished)).unwrap_or_default();
         black_box(serde_json::to_vec(&value).unwrap_or_default());
@@ -101,7 +108,11 @@ fn main() {
     let direct = mean_of(VALIDATE_ITERS, || {
         black_box(serde_json::to_vec(black_box(&finished)).unwrap_or_default());
     });
-    println!("    serialising the finished run: to_value + to_vec (what persist + write_run do) {}, to_vec directly {}", us(via_value), us(direct));
+    println!(
+        "    serialising the finished run: to_value + to_vec (what persist + write_run do) {}, to_vec directly {}",
+        us(via_value),
+        us(direct)
+    );
 
     let floor = Stats::of(batch_means(&engine.floor, steps));
     let floor_writes = Stats::of(engine.floor.concat());
@@ -127,15 +138,69 @@ fn main() {
         "[3] step overhead / floor: each run against the floor batch after it, median {paired_median:.2}x; medians {ratio:.2}x; means {ratio_mean:.2}x; target <= {STEP_TARGET_RATIO}x: {verdict}"
     );
     println!("    ({} so far)", secs(began.elapsed()));
-    rows.push(Row::new("step overhead, durable (median/mean)", format!("{} / {}", ms(per_step.median), ms(per_step.mean)), format!("floor {} / {}", ms(floor.median), ms(floor.mean)), format!("{paired_median:.2}x paired ({ratio:.2}x medians)"), format!("<= {STEP_TARGET_RATIO}x {verdict}")));
-    rows.push(Row::new("  of which in Store::write_run (median)", ms(in_store.median), format!("floor {}", ms(floor.median)), format!("{:.2}x", in_store.median.as_secs_f64() / floor.median.as_secs_f64()), "-".into()));
-    rows.push(Row::new("  write_run calls per step", format!("{writes_per_step:.2} ({}/run)", engine.writes_per_run), "1".into(), format!("{writes_per_step:.2}x"), "1 per step".into()));
-    rows.push(Row::new("step, in-memory store (median/mean)", format!("{} / {}", us(mem_step.median), us(mem_step.mean)), format!("floor {}", ms(floor.median)), format!("{:.3}x", mem_step.median.as_secs_f64() / floor.median.as_secs_f64()), "-".into()));
-    rows.push(Row::new("step, core alone (median/mean)", format!("{} / {}", us(core_step.median), us(core_step.mean)), format!("floor {}", ms(floor.median)), format!("{:.3}x", core_step.median.as_secs_f64() / floor.median.as_secs_f64()), "-".into()));
-    rows.push(Row::new("serialise finished run: to_value+to_vec", us(via_value), format!("to_vec {}", us(direct)), format!("{:.2}x", via_value.as_secs_f64() / direct.as_secs_f64()), "-".into()));
-    rows.push(Row::new("FileStore::write_run, finished run, batch means (median/mean)", format!("{} / {}", ms(store_floor.median), ms(store_floor.mean)), format!("floor {}", ms(floor.median)), format!("{:.2}x", store_floor.median.as_secs_f64() / floor.median.as_secs_f64()), "-".into()));
-    rows.push(Row::new("floor: atomic_write, batch means (median/mean)", format!("{} / {}", ms(floor.median), ms(floor.mean)), format!("{} bytes", engine.final_bytes.len()), "1.00x".into(), "-".into()));
-    rows.push(Row::new("floor: atomic_write, per write (median/mean)", format!("{} / {}", ms(floor_writes.median), ms(floor_writes.mean)), format!("n={}", floor_writes.n), format!("{:.2}x", floor_writes.median.as_secs_f64() / floor.median.as_secs_f64()), "-".into()));
+    rows.push(Row::new(
+        "step overhead, durable (median/mean)",
+        format!("{} / {}", ms(per_step.median), ms(per_step.mean)),
+        format!("floor {} / {}", ms(floor.median), ms(floor.mean)),
+        format!("{paired_median:.2}x paired ({ratio:.2}x medians)"),
+        format!("<= {STEP_TARGET_RATIO}x {verdict}"),
+    ));
+    rows.push(Row::new(
+        "  of which in Store::write_run (median)",
+        ms(in_store.median),
+        format!("floor {}", ms(floor.median)),
+        format!("{:.2}x", in_store.median.as_secs_f64() / floor.median.as_secs_f64()),
+        "-".into(),
+    ));
+    rows.push(Row::new(
+        "  write_run calls per step",
+        format!("{writes_per_step:.2} ({}/run)", engine.writes_per_run),
+        "1".into(),
+        format!("{writes_per_step:.2}x"),
+        "1 per step".into(),
+    ));
+    rows.push(Row::new(
+        "step, in-memory store (median/mean)",
+        format!("{} / {}", us(mem_step.median), us(mem_step.mean)),
+        format!("floor {}", ms(floor.median)),
+        format!("{:.3}x", mem_step.median.as_secs_f64() / floor.median.as_secs_f64()),
+        "-".into(),
+    ));
+    rows.push(Row::new(
+        "step, core alone (median/mean)",
+        format!("{} / {}", us(core_step.median), us(core_step.mean)),
+        format!("floor {}", ms(floor.median)),
+        format!("{:.3}x", core_step.median.as_secs_f64() / floor.median.as_secs_f64()),
+        "-".into(),
+    ));
+    rows.push(Row::new(
+        "serialise finished run: to_value+to_vec",
+        us(via_value),
+        format!("to_vec {}", us(direct)),
+        format!("{:.2}x", via_value.as_secs_f64() / direct.as_secs_f64()),
+        "-".into(),
+    ));
+    rows.push(Row::new(
+        "FileStore::write_run, finished run, batch means (median/mean)",
+        format!("{} / {}", ms(store_floor.median), ms(store_floor.mean)),
+        format!("floor {}", ms(floor.median)),
+        format!("{:.2}x", store_floor.median.as_secs_f64() / floor.median.as_secs_f64()),
+        "-".into(),
+    ));
+    rows.push(Row::new(
+        "floor: atomic_write, batch means (median/mean)",
+        format!("{} / {}", ms(floor.median), ms(floor.mean)),
+        format!("{} bytes", engine.final_bytes.len()),
+        "1.00x".into(),
+        "-".into(),
+    ));
+    rows.push(Row::new(
+        "floor: atomic_write, per write (median/mean)",
+        format!("{} / {}", ms(floor_writes.median), ms(floor_writes.mean)),
+        format!("n={}", floor_writes.n),
+        format!("{:.2}x", floor_writes.median.as_secs_f64() / floor.median.as_secs_f64()),
+        "-".into(),
+    ));
 
     // 4. Validation and compilation.
     let validate_time = mean_of(VALIDATE_ITERS, || {
@@ -149,10 +214,19 @@ fn main() {
     let report = validate(&graph);
     println!(
         "[4] validate({DESIGN_NODES} nodes): {} mean over {VALIDATE_ITERS} (ok: {}, {} warnings); Plan::compile: {} mean",
-        us(validate_time), report.ok, report.warnings.len(), us(compile_time)
+        us(validate_time),
+        report.ok,
+        report.warnings.len(),
+        us(compile_time)
     );
     rows.push(Row::new(&format!("validate, {DESIGN_NODES}-node design (mean)"), us(validate_time), "-".into(), "-".into(), "-".into()));
-    rows.push(Row::new(&format!("Plan::compile, {DESIGN_NODES}-node design (mean)"), us(compile_time), format!("validate {}", us(validate_time)), format!("{:.2}x", compile_time.as_secs_f64() / validate_time.as_secs_f64()), "-".into()));
+    rows.push(Row::new(
+        &format!("Plan::compile, {DESIGN_NODES}-node design (mean)"),
+        us(compile_time),
+        format!("validate {}", us(validate_time)),
+        format!("{:.2}x", compile_time.as_secs_f64() / validate_time.as_secs_f64()),
+        "-".into(),
+    ));
 
     // 5. Listing a large store.
     println!("[5] list_runs(20) with {store_runs} runs in the store");
@@ -162,12 +236,24 @@ fn main() {
     println!("    list_runs(20), {LIST_CALLS} calls: {}", listing.list);
     rows.push(Row::new(&format!("index rebuild, {store_runs} runs (once)"), ms(listing.rebuild), "-".into(), "-".into(), "-".into()));
     let list_ok = listing.list.median.as_secs_f64() * 1e3 < LIST_TARGET_MS;
-    rows.push(Row::new(&format!("list_runs(20), {store_runs} runs (median/mean)"), format!("{} / {}", ms(listing.list.median), ms(listing.list.mean)), "-".into(), "-".into(), format!("< {LIST_TARGET_MS} ms {}", pass(list_ok))));
+    rows.push(Row::new(
+        &format!("list_runs(20), {store_runs} runs (median/mean)"),
+        format!("{} / {}", ms(listing.list.median), ms(listing.list.mean)),
+        "-".into(),
+        "-".into(),
+        format!("< {LIST_TARGET_MS} ms {}", pass(list_ok)),
+    ));
     match &listing.cli {
         Some((runs, version)) => {
             println!("    vwf runs --limit 20 --json, {CLI_CALLS} spawns: {runs}");
             println!("    vwf --version (process start), {CLI_CALLS} spawns: {version}");
-            rows.push(Row::new("CLI `vwf runs --limit 20 --json` (mean)", ms(runs.mean), format!("`vwf --version` {}", ms(version.mean)), format!("{:.2}x", runs.mean.as_secs_f64() / version.mean.as_secs_f64()), format!("< {LIST_TARGET_MS} ms {}", pass(runs.mean.as_secs_f64() * 1e3 < LIST_TARGET_MS))));
+            rows.push(Row::new(
+                "CLI `vwf runs --limit 20 --json` (mean)",
+                ms(runs.mean),
+                format!("`vwf --version` {}", ms(version.mean)),
+                format!("{:.2}x", runs.mean.as_secs_f64() / version.mean.as_secs_f64()),
+                format!("< {LIST_TARGET_MS} ms {}", pass(runs.mean.as_secs_f64() * 1e3 < LIST_TARGET_MS)),
+            ));
         }
         None => {
             println!("    CLI skipped: no binary at {}", vwf_binary().display());
@@ -246,7 +332,8 @@ fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: usize) -> E
     let store = TimedStore::new(FileStore::new(home.clone()));
     let drivers = Drivers::new(Config::default());
     let observer = |_: Progress<'_>| {};
-    let runner = Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
+    let runner =
+        Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
 
     let mut figures = EngineFigures {
         totals: Vec::new(),
@@ -275,7 +362,8 @@ fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: usize) -> E
         if i == 0 {
             let path = home.join("workflow-runs").join(format!("{}.json", run.run_id));
             figures.final_bytes = fs::read(&path).unwrap_or_else(|e| die(&format!("cannot read {}: {e}", path.display())));
-            final_value = serde_json::from_slice(&figures.final_bytes).unwrap_or_else(|e| die(&format!("{} is not JSON: {e}", path.display())));
+            final_value =
+                serde_json::from_slice(&figures.final_bytes).unwrap_or_else(|e| die(&format!("{} is not JSON: {e}", path.display())));
         }
         let (mut floor, mut store_floor) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
         for _ in 0..batch {
@@ -301,7 +389,8 @@ fn engine_runs_in_memory(plan: &Plan, runs: usize) -> Vec<Duration> {
     let store = MemoryStore::default();
     let drivers = Drivers::new(Config::default());
     let observer = |_: Progress<'_>| {};
-    let runner = Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
+    let runner =
+        Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
     let mut totals = Vec::new();
     for i in 0..WARMUP_RUNS + runs {
         let t = Instant::now();
@@ -338,7 +427,10 @@ fn check_finished(run: &Run, plan: &Plan) {
     if run.status != Status::Done || run.steps.len() != plan.steps.len() || !run.skipped.is_empty() {
         die(&format!(
             "the bench run did not finish every step: status {:?}, {} steps, skipped {:?}, error {:?}",
-            run.status, run.steps.len(), run.skipped, run.error
+            run.status,
+            run.steps.len(),
+            run.skipped,
+            run.error
         ));
     }
 }

@@ -85,12 +85,14 @@ fn bench() -> Result<Vec<String>, String> {
         baseline_runs: env_usize("VWF_BENCH_BASELINE_RUNS", 200)?.max(1),
         command_step: std::env::var_os("VWF_BENCH_SERVER_COMMAND").is_some_and(|v| !v.is_empty() && v != "0"),
     };
-    let base = std::env::var_os("VWF_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("vwf-bench"));
+    let base =
+        std::env::var_os("VWF_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("vwf-bench"));
     fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
     let base = base.canonicalize().unwrap_or(base);
-    let homes = tempfile::Builder::new().prefix("server-").tempdir_in(&base).map_err(|e| format!("cannot create a temp dir in {}: {e}", base.display()))?;
+    let homes = tempfile::Builder::new()
+        .prefix("server-")
+        .tempdir_in(&base)
+        .map_err(|e| format!("cannot create a temp dir in {}: {e}", base.display()))?;
     let (server_home, baseline_home) = (homes.path().join("server-home"), homes.path().join("baseline-home"));
     // Each client holds a connection, and the server a socket plus a run lock (and briefly a
     // temp file and the index lock) per request in flight; the server inherits this limit.
@@ -146,11 +148,20 @@ fn bench() -> Result<Vec<String>, String> {
             Base::List => &baseline.list,
         };
         let versus = match phase.compare {
-            Compare::Latency(b) => format!("{:.2}x p50, {:.2}x mean", ratio(phase.stats.p50, base(b).p50), ratio(phase.stats.mean, base(b).mean)),
+            Compare::Latency(b) => {
+                format!("{:.2}x p50, {:.2}x mean", ratio(phase.stats.p50, base(b).p50), ratio(phase.stats.mean, base(b).mean))
+            }
             Compare::Throughput(b) => format!("{:.2}x time/req", 1.0 / phase.throughput() / base(b).mean.as_secs_f64().max(1e-9)),
             Compare::None => "-".into(),
         };
-        rows.push(Row::new(&phase.label, phase.stats.n.to_string(), phase.errors.to_string(), format!("{:.0}", phase.throughput()), &phase.stats, versus));
+        rows.push(Row::new(
+            &phase.label,
+            phase.stats.n.to_string(),
+            phase.errors.to_string(),
+            format!("{:.0}", phase.throughput()),
+            &phase.stats,
+            versus,
+        ));
     }
     print_table(&rows);
     println!();
@@ -355,7 +366,8 @@ impl Server {
             let _ = reader.join();
         }
         let output = self.output.lock().map(|o| o.clone()).unwrap_or_default();
-        let status = status.and_then(|s| if s.success() { Ok(s.to_string()) } else { Err(format!("the server exited with {s} after SIGTERM")) });
+        let status =
+            status.and_then(|s| if s.success() { Ok(s.to_string()) } else { Err(format!("the server exited with {s} after SIGTERM")) });
         (status, output)
     }
 }
@@ -434,7 +446,8 @@ enum Request {
 }
 
 fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Accounting), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start the client runtime: {e}"))?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start the client runtime: {e}"))?;
     let client = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(knobs.clients)
@@ -443,7 +456,8 @@ fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Ac
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let api = Arc::new(server.api.clone());
     let outcome = runtime.block_on(async move {
-        let saved = client.post(format!("{api}/designs/{DESIGN}")).json(&json!({"graph": graph})).send().await.map_err(|e| format!("save: {e}"))?;
+        let saved =
+            client.post(format!("{api}/designs/{DESIGN}")).json(&json!({"graph": graph})).send().await.map_err(|e| format!("save: {e}"))?;
         let status = saved.status();
         let body: Value = saved.json().await.map_err(|e| format!("save: {e}"))?;
         if status != 200 || body["ok"] != json!(true) {
@@ -829,17 +843,14 @@ fn print_table(rows: &[Row]) {
         }
     }
     let line = |cells: &[String; 9]| {
-        let cells: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .enumerate()
-            .map(|(i, (c, w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") })
-            .collect();
+        let cells: Vec<String> =
+            cells.iter().zip(widths).enumerate().map(|(i, (c, w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") }).collect();
         println!("| {} |", cells.join(" | "));
     };
     line(&header);
     // Numbers align right (`---:`), the measure left.
-    let dashes: Vec<String> = widths.iter().enumerate().map(|(i, w)| if i == 0 { "-".repeat(w + 2) } else { format!("{}:", "-".repeat(w + 1)) }).collect();
+    let dashes: Vec<String> =
+        widths.iter().enumerate().map(|(i, w)| if i == 0 { "-".repeat(w + 2) } else { format!("{}:", "-".repeat(w + 1)) }).collect();
     println!("|{}|", dashes.join("|"));
     for row in rows {
         line(&row.cells);

@@ -42,7 +42,14 @@ impl App {
     }
 
     pub fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {
-        Runner { store: self.store.as_ref(), drivers: &self.drivers, clock: self.clock.as_ref(), observer, sleep_for_waits, metrics: self.metrics.as_ref() }
+        Runner {
+            store: self.store.as_ref(),
+            drivers: &self.drivers,
+            clock: self.clock.as_ref(),
+            observer,
+            sleep_for_waits,
+            metrics: self.metrics.as_ref(),
+        }
     }
 }
 

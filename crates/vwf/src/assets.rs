@@ -166,9 +166,10 @@ pub fn templates() -> Value {
 pub fn template(name: &str) -> Result<Value, Vec<String>> {
     let list = templates();
     let all = list["templates"].as_array().cloned().unwrap_or_default();
-    all.iter().find(|t| t["name"] == name).map(|t| t["graph"].clone()).ok_or_else(|| {
-        all.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect()
-    })
+    all.iter()
+        .find(|t| t["name"] == name)
+        .map(|t| t["graph"].clone())
+        .ok_or_else(|| all.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
 }
 
 #[cfg(test)]
@@ -177,7 +178,16 @@ mod tests {
 
     #[test]
     fn web_paths_never_leave_the_directory() {
-        for bad in ["../secret.html", "a/../../b.html", ".hidden.html", "x/.git/config.html", "a//b.html", "a\\b.html", "evil%2e.html", "index.exe"] {
+        for bad in [
+            "../secret.html",
+            "a/../../b.html",
+            ".hidden.html",
+            "x/.git/config.html",
+            "a//b.html",
+            "a\\b.html",
+            "evil%2e.html",
+            "index.exe",
+        ] {
             assert!(web_file(bad).is_none(), "{bad}");
         }
     }

@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -44,9 +44,9 @@ use vwf_core::names::DesignName;
 use vwf_core::plan::Plan;
 use vwf_core::run::{Pending, Status, TriggerInfo};
 use vwf_core::schedule::Heartbeat;
+use vwf_core::time::{self, Ts};
 use vwf_core::trigger::Trigger as core;
 use vwf_core::trigger::{FolderEvent, FolderTrigger, WatchTrigger};
-use vwf_core::time::{self, Ts};
 
 use crate::app::{self, App};
 use crate::clock::Clock;
@@ -166,7 +166,10 @@ enum Live {
     Folder(FolderWatch),
     Watch(WatchProcess),
     /// A watcher that could not start: retried at `retry_at` (or never, for `None`).
-    Down { why: String, retry_at: Option<Ts> },
+    Down {
+        why: String,
+        retry_at: Option<Ts>,
+    },
 }
 
 struct FolderWatch {
@@ -362,7 +365,15 @@ impl<'a> Daemon<'a> {
                 self.generation += 1;
                 match self.start_folder(name, &spec, self.generation) {
                     Ok(w) => {
-                        log(now, &format!("{name}: watching folder {} for {} ({})", w.dir.display(), spec.pattern, event_names(&spec.events, ", ")));
+                        log(
+                            now,
+                            &format!(
+                                "{name}: watching folder {} for {} ({})",
+                                w.dir.display(),
+                                spec.pattern,
+                                event_names(&spec.events, ", ")
+                            ),
+                        );
                         Live::Folder(w)
                     }
                     Err(why) => {
@@ -408,10 +419,7 @@ impl<'a> Daemon<'a> {
         };
         let timeout = Duration::from_millis(spec.debounce_ms.max(10));
         let mut debouncer = new_debouncer(timeout, handler).map_err(|e| format!("cannot start a watcher: {e}"))?;
-        debouncer
-            .watcher()
-            .watch(&dir, RecursiveMode::NonRecursive)
-            .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+        debouncer.watcher().watch(&dir, RecursiveMode::NonRecursive).map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
         // Listed after the watch starts, so no file falls between the two.
         let seen = std::fs::read_dir(&dir)
             .map(|entries| entries.flatten().filter(|e| e.path().is_file()).map(|e| e.file_name()).collect())
@@ -585,7 +593,8 @@ impl<'a> Daemon<'a> {
 
     /// Starts `design` through the runner and logs one line about it.
     fn fire(&mut self, runner: &Runner<'_>, now: Ts, design: &str, mode: &str, input: Value) -> Fired {
-        let mut fired = Fired { design: design.to_string(), mode: mode.to_string(), input: input.clone(), run_id: None, status: None, error: None };
+        let mut fired =
+            Fired { design: design.to_string(), mode: mode.to_string(), input: input.clone(), run_id: None, status: None, error: None };
         let started = DesignName::parse(design)
             .map_err(Failure::BadRequest)
             .and_then(|name| runner.start_design(&name, TriggerInfo::new(mode, input.clone())));
@@ -1196,11 +1205,20 @@ mod tests {
         let node = |v: Value| v.as_object().cloned().unwrap();
         assert_eq!(
             trigger_from_node(&node(json!({"mode": "folder", "path": "/tmp/in"}))),
-            Trigger::Folder(FolderTrigger { path: "/tmp/in".into(), pattern: "*".into(), events: vec![FolderEvent::Create, FolderEvent::Modify], debounce_ms: 500 })
+            Trigger::Folder(FolderTrigger {
+                path: "/tmp/in".into(),
+                pattern: "*".into(),
+                events: vec![FolderEvent::Create, FolderEvent::Modify],
+                debounce_ms: 500
+            })
         );
         assert_eq!(
             trigger_from_node(&node(json!({"mode": "watch", "command": "tail -f x"}))),
-            Trigger::Watch(WatchTrigger { argv: vec!["sh".into(), "-c".into(), "tail -f x".into()], restart_delay_seconds: 5, dedupe_minutes: 10 })
+            Trigger::Watch(WatchTrigger {
+                argv: vec!["sh".into(), "-c".into(), "tail -f x".into()],
+                restart_delay_seconds: 5,
+                dedupe_minutes: 10
+            })
         );
         assert_eq!(trigger_from_node(&node(json!({"mode": "event", "sources": ["a"]}))), Trigger::Other("event"));
         assert!(matches!(trigger_from_node(&node(json!({"mode": "heartbeat", "every": "5s"}))), Trigger::Invalid(_)));

@@ -13,7 +13,6 @@ macro_rules! say {
     }};
 }
 
-
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,9 +24,9 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::{Response, Run, Status, TriggerInfo};
 
 use vwf::app::{self, App, parse_json, read_arg};
-use vwf::{render, slash, tools};
 use vwf::failure::Failure;
 use vwf::runner::{Answer, Progress};
+use vwf::{render, slash, tools};
 
 /// `vwf --version`: the package version and the commit it was built from (`unknown` outside git).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("VWF_COMMIT"), ")");
@@ -342,7 +341,9 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             } else if let Some(template) = from {
                 say!("Created design {name} from template {template} at {path}\nEdit it, then `vwf validate {name}` and `vwf run {name}`.");
             } else {
-                say!("Created blank design {name} at {path}\nEdit it (or save a graph with `vwf save {name} @file.json`), then `vwf validate {name}`.");
+                say!(
+                    "Created blank design {name} at {path}\nEdit it (or save a graph with `vwf save {name} @file.json`), then `vwf validate {name}`."
+                );
             }
             Ok(0)
         }
@@ -359,9 +360,9 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             }
             Ok(0)
         }
-        Cmd::Open { name } => tool_out(app, "workflow_design_load", &json!({"name": name}), json, |b| {
-            format!("{}\n# saved at {}", pretty(&b["graph"]), name)
-        }),
+        Cmd::Open { name } => {
+            tool_out(app, "workflow_design_load", &json!({"name": name}), json, |b| format!("{}\n# saved at {}", pretty(&b["graph"]), name))
+        }
         Cmd::Save { name, graph } => {
             let graph = parse_json(&read_arg(graph)?, "the graph")?;
             tool_out(app, "workflow_design_save", &json!({"name": name, "graph": graph}), json, |b| {
@@ -443,7 +444,8 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             Ok(show_run(&run, json, true))
         }
         Cmd::Runs { limit, design, status, trigger, id, before } => {
-            let filter = RunFilter::parse(design.as_deref(), status.as_deref(), trigger.as_deref(), id.as_deref()).map_err(Failure::BadRequest)?;
+            let filter =
+                RunFilter::parse(design.as_deref(), status.as_deref(), trigger.as_deref(), id.as_deref()).map_err(Failure::BadRequest)?;
             let before = before.as_deref().map(RunId::parse).transpose().map_err(Failure::BadRequest)?;
             let page = runner.list_page(&filter, before.as_ref(), usize::from(*limit))?;
             if json {
@@ -492,7 +494,8 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                     designs.push(json!({"name": name, "status": "saved", "path": reply.body["path"]}));
                 } else {
                     code = 5;
-                    designs.push(json!({"name": name, "status": "refused", "error": reply.body["error"], "errors": reply.body.get("errors")}));
+                    designs
+                        .push(json!({"name": name, "status": "refused", "error": reply.body["error"], "errors": reply.body.get("errors")}));
                 }
             }
             if json {
@@ -501,8 +504,13 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 let rows: Vec<Vec<String>> = designs
                     .iter()
                     .map(|d| {
-                        let detail = d.get("path").or_else(|| d.get("reason")).or_else(|| d.get("error")).and_then(Value::as_str).unwrap_or("");
-                        vec![d["name"].as_str().unwrap_or("").to_string(), d["status"].as_str().unwrap_or("").to_string(), detail.to_string()]
+                        let detail =
+                            d.get("path").or_else(|| d.get("reason")).or_else(|| d.get("error")).and_then(Value::as_str).unwrap_or("");
+                        vec![
+                            d["name"].as_str().unwrap_or("").to_string(),
+                            d["status"].as_str().unwrap_or("").to_string(),
+                            detail.to_string(),
+                        ]
                     })
                     .collect();
                 if rows.is_empty() {
@@ -555,7 +563,8 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             daemon.tick(vwf::clock::Clock::now(app.clock.as_ref()));
             let watching = daemon.watching();
             if json {
-                let designs: Vec<Value> = watching.iter().map(|w| json!({"design": w.design, "mode": w.mode, "detail": w.detail})).collect();
+                let designs: Vec<Value> =
+                    watching.iter().map(|w| json!({"design": w.design, "mode": w.mode, "detail": w.detail})).collect();
                 say!("{}", json!({"ok": true, "home": app.home, "watching": designs}));
             } else if watching.is_empty() {
                 say!("vwf daemon on {}: no designs yet; saved designs are picked up as they appear. Stop with Ctrl-C.", app.home.display());

@@ -42,7 +42,8 @@ pub fn step_line(step: &Value) -> String {
     // Earlier attempts (agent retries, run retries): how each one ended.
     let earlier = step.get("tries").and_then(Value::as_array).map(|t| &t[..t.len().saturating_sub(1)]).unwrap_or_default();
     for t in earlier {
-        let took = t.get("finished_at").and_then(Value::as_str).map(|f| format!(" after {}", elapsed(s(t, "started_at"), f))).unwrap_or_default();
+        let took =
+            t.get("finished_at").and_then(Value::as_str).map(|f| format!(" after {}", elapsed(s(t, "started_at"), f))).unwrap_or_default();
         let error = t.get("error").and_then(Value::as_str).map(|e| format!(": {e}")).unwrap_or_default();
         let n = t.get("attempt").and_then(Value::as_u64).unwrap_or(0);
         line.push_str(&format!("\n      attempt {n} {}{took} (started {}){error}", s(t, "status").replace('_', " "), s(t, "started_at")));
@@ -86,7 +87,8 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
         let node = s(p, "node");
         match s(p, "type") {
             "approval" => {
-                let options: Vec<&str> = p.get("options").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                let options: Vec<&str> =
+                    p.get("options").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
                 out.push(format!("Waiting for approval at {node}: {}", s(p, "question")));
                 out.push(format!("  options: {}", options.join(" / ")));
                 if let Some(d) = p.get("deadline").and_then(Value::as_str) {
@@ -101,7 +103,9 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
                 }
                 out.push(match reader {
                     Reader::Cli => format!("  answer: vwf respond {id} {node} --output '<text>'"),
-                    Reader::Chat => format!("  answer: call workflow_design_respond with {{\"run_id\": \"{id}\", \"node\": \"{node}\", \"output\": \"<text>\"}}"),
+                    Reader::Chat => format!(
+                        "  answer: call workflow_design_respond with {{\"run_id\": \"{id}\", \"node\": \"{node}\", \"output\": \"<text>\"}}"
+                    ),
                 });
             }
             "wait" => out.push(format!("Waiting at {node} until {}", s(p, "resume_at"))),
@@ -113,10 +117,11 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
         out.push(format!("  retry from that step: {retry} {id}"));
     }
     if s(run, "status") == "done"
-        && let Some(last) = last_output(run) {
-            out.push(String::new());
-            out.push(last);
-        }
+        && let Some(last) = last_output(run)
+    {
+        out.push(String::new());
+        out.push(last);
+    }
     out.join("\n")
 }
 

@@ -7,17 +7,17 @@
 //! holds was left by a dead process: it is marked interrupted and can be retried.
 
 use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use vwf_core::design::Design;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::plan::Plan;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 
 use serde_json::Map;
-use vwf_core::trigger::{self, Trigger};
 use vwf_core::limits;
 use vwf_core::listing::RunFilter;
 use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
+use vwf_core::trigger::{self, Trigger};
 use vwf_core::validate::Report;
 
 use crate::clock::Clock;
@@ -308,9 +308,7 @@ impl Runner<'_> {
         let now = self.clock.now();
         match run.status {
             Status::Running => true,
-            Status::AwaitingApproval => {
-                run.parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now))
-            }
+            Status::AwaitingApproval => run.parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now)),
             Status::Waiting => resume_waits && run.next_wake().is_some_and(|t| t <= now),
             _ => false,
         }
@@ -426,11 +424,13 @@ impl Runner<'_> {
                     self.perform_all(run, &tasks)?;
                 }
                 Advance::Idle => {
-                    if run.status == Status::Waiting && self.sleep_for_waits
-                        && let Some(t) = run.next_wake() {
-                            self.clock.sleep_until(t);
-                            continue;
-                        }
+                    if run.status == Status::Waiting
+                        && self.sleep_for_waits
+                        && let Some(t) = run.next_wake()
+                    {
+                        self.clock.sleep_until(t);
+                        continue;
+                    }
                     if run.status != persisted.status || run.pending != persisted.pending {
                         self.persist(run)?;
                     }

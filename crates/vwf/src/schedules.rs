@@ -121,7 +121,8 @@ pub struct Fired {
 /// trigger state, the locks, temp files) and job names that are directories: reported, never
 /// removed.
 pub fn strays(store: &crate::store::FileStore, home: &Path, found: &mut Vec<crate::store::Finding>) {
-    let own = |name: &str| name.strip_suffix(".json").is_some_and(|n| n.starts_with(JOB_PREFIX) || n.starts_with(crate::daemon::TRIGGER_PREFIX));
+    let own =
+        |name: &str| name.strip_suffix(".json").is_some_and(|n| n.starts_with(JOB_PREFIX) || n.starts_with(crate::daemon::TRIGGER_PREFIX));
     store.strays_in(&home.join(SCHEDULES_DIR), "schedule", own, &[LOCK_FILE, crate::daemon::LOCK_FILE], found);
 }
 
@@ -253,9 +254,7 @@ pub fn list(app: &App) -> Result<Vec<Entry>, Failure> {
 /// One job: bad request for an id that is not `wf-<design name>`, not found for no such job.
 pub fn get(app: &App, job_id: &str) -> Result<Job, Failure> {
     let design = design_of(job_id)?;
-    read_job(&job_path(app, &design))
-        .map_err(Failure::Internal)?
-        .ok_or_else(|| not_found(job_id))
+    read_job(&job_path(app, &design)).map_err(Failure::Internal)?.ok_or_else(|| not_found(job_id))
 }
 
 /// `pause`, `resume`, `run` or `remove` a job. Answers `{ok:true, job}` (pause, resume),
@@ -340,7 +339,16 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
             job.missed.drain(..excess);
             job.next_run_at = next_fire(&job.cron, &job.tz, now);
             let error = write_job(&job_path_in(&dir, &job.job_id), &job).err().map(|e| format!("not started: cannot record the fire: {e}"));
-            fired.push(Fired { job_id: job.job_id, design: job.design, scheduled_for: run_at, run_id: None, status: None, error, missed, input: job.input });
+            fired.push(Fired {
+                job_id: job.job_id,
+                design: job.design,
+                scheduled_for: run_at,
+                run_id: None,
+                status: None,
+                error,
+                missed,
+                input: job.input,
+            });
         }
     }
     let clock = Shifted::to(app.clock.as_ref(), now);
@@ -414,7 +422,6 @@ fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>, Option<Value>), F
     }
     Ok((schedule::schedule_from_value(body).map_err(bad_schedule)?, paused, input))
 }
-
 
 /// A schedule error as a bad request whose message starts with the field it is about.
 fn bad_schedule(e: ScheduleError) -> Failure {
@@ -659,7 +666,11 @@ pub mod cli {
             }
             ScheduleCmd::Tick => {
                 let fired = super::tick(app, now)?;
-                let text = if fired.is_empty() { "No schedule job was due.".to_string() } else { fired.iter().map(fired_line).collect::<Vec<_>>().join("\n") };
+                let text = if fired.is_empty() {
+                    "No schedule job was due.".to_string()
+                } else {
+                    fired.iter().map(fired_line).collect::<Vec<_>>().join("\n")
+                };
                 Ok(Output { body: json!({"ok": true, "fired": fired}), text, status: None })
             }
         }
@@ -678,7 +689,15 @@ pub mod cli {
                     if let Some(reason) = &job.paused_reason {
                         state.push_str(&format!(": {reason}"));
                     }
-                    vec![job.job_id.clone(), job.design.clone(), job.human.clone(), job.tz.clone(), at(job.next_run_at, &job.tz), at(job.last_run_at, &job.tz), state]
+                    vec![
+                        job.job_id.clone(),
+                        job.design.clone(),
+                        job.human.clone(),
+                        job.tz.clone(),
+                        at(job.next_run_at, &job.tz),
+                        at(job.last_run_at, &job.tz),
+                        state,
+                    ]
                 }
                 Err((id, why)) => {
                     let blank = String::new;

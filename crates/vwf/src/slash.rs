@@ -4,7 +4,6 @@
 
 use serde_json::{Value, json};
 
-
 use crate::app::{App, quiet};
 use crate::render;
 use crate::runner::Answer;
@@ -42,7 +41,9 @@ fn dispatch(app: &App, text: &str) -> String {
         "new" => {
             let (name, _) = split_word(rest);
             match tools::new_design(app, name, None) {
-                Ok((path, _)) => format!("Created blank design {name} at {path}.\nAdd nodes and edges, then /workflow save {name} <json> and /workflow validate {name}."),
+                Ok((path, _)) => format!(
+                    "Created blank design {name} at {path}.\nAdd nodes and edges, then /workflow save {name} <json> and /workflow validate {name}."
+                ),
                 Err(e) => format!("Could not create {name:?}: {e}"),
             }
         }
@@ -135,4 +136,3 @@ fn refusal(body: &Value) -> String {
     }
     out
 }
-

@@ -105,11 +105,29 @@ impl Metrics {
         registry.register("runs_started", "Runs started, by design", runs_started.clone());
         registry.register("runs_done", "Runs that ended done, by design", runs_done.clone());
         registry.register("runs_failed", "Runs that ended failed (each time, a retried run again), by design", runs_failed.clone());
-        registry.register("step_duration_seconds", "Duration of ended step attempts, by node type and how they ended", step_seconds.clone());
-        registry.register("runs_parked", "Runs parked now (waiting on a wait, a gate or an agent), by status, among the newest runs", runs_parked.clone());
+        registry.register(
+            "step_duration_seconds",
+            "Duration of ended step attempts, by node type and how they ended",
+            step_seconds.clone(),
+        );
+        registry.register(
+            "runs_parked",
+            "Runs parked now (waiting on a wait, a gate or an agent), by status, among the newest runs",
+            runs_parked.clone(),
+        );
         registry.register("run_write_duration_seconds", "Durable writes of a run file (written, synced, renamed)", write_seconds.clone());
         registry.register("http_requests", "HTTP requests answered, by method, route template and status", requests.clone());
-        Metrics { registry, runs_started, runs_done, runs_failed, step_seconds, runs_parked, write_seconds, requests, driving: Mutex::default() }
+        Metrics {
+            registry,
+            runs_started,
+            runs_done,
+            runs_failed,
+            step_seconds,
+            runs_parked,
+            write_seconds,
+            requests,
+            driving: Mutex::default(),
+        }
     }
 
     fn record(&self, run: &Run, transitions: &[Transition<'_>]) {
@@ -175,7 +193,8 @@ pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CON
 fn parked_runs(store: &dyn Store) -> Result<[i64; 3], StoreError> {
     let mut counts = [0; 3];
     for entry in store.list_runs(crate::daemon::RUN_SCAN)? {
-        let Some(status) = entry.run.ok().and_then(|v| v.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok())) else {
+        let Some(status) = entry.run.ok().and_then(|v| v.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok()))
+        else {
             continue;
         };
         if let Some(i) = PARKED.iter().position(|p| *p == status) {

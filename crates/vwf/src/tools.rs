@@ -17,13 +17,8 @@ use crate::failure::Failure;
 use crate::runner::Answer;
 use crate::store::StoreError;
 
-pub const TOOL_NAMES: [&str; 5] = [
-    "workflow_design_save",
-    "workflow_design_load",
-    "workflow_design_validate",
-    "workflow_design_run",
-    "workflow_design_respond",
-];
+pub const TOOL_NAMES: [&str; 5] =
+    ["workflow_design_save", "workflow_design_load", "workflow_design_validate", "workflow_design_run", "workflow_design_respond"];
 
 /// A tool's answer: the JSON body and the HTTP status a server would send with it.
 #[derive(Debug, Clone, PartialEq)]
@@ -220,9 +215,8 @@ pub fn new_design(app: &App, name: &str, from: Option<&str>) -> Result<(String, 
     let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
     let graph = match from {
         None => blank_design(),
-        Some(template) => crate::assets::template(template).map_err(|names| {
-            Failure::NotFound(format!("no template named {template:?}; the templates are: {}", names.join(", ")))
-        })?,
+        Some(template) => crate::assets::template(template)
+            .map_err(|names| Failure::NotFound(format!("no template named {template:?}; the templates are: {}", names.join(", "))))?,
     };
     let path = app.store.create_design(&name, &graph).map_err(|e| match e {
         StoreError::Exists(_) => Failure::Conflict(format!("design {:?} already exists; open it with `vwf open {name}`", name.as_str())),

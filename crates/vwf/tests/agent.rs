@@ -111,11 +111,17 @@ async fn requests(server: &MockServer) -> Vec<Request> {
 fn an_agent_step_is_performed_by_an_openai_compatible_server() {
     runtime().block_on(async {
         let server = MockServer::start().await;
-        chat().and(body_string_contains("Polish: Rust in brief")).respond_with(completion("Final: Rust in brief.", "polish-model", 7)).with_priority(1).mount(&server).await;
+        chat()
+            .and(body_string_contains("Polish: Rust in brief"))
+            .respond_with(completion("Final: Rust in brief.", "polish-model", 7))
+            .with_priority(1)
+            .mount(&server)
+            .await;
         chat().respond_with(completion("Rust in brief", "writer-model", 12)).mount(&server).await;
         let home = Arc::new(Home::new());
         use_server(&home, &server, "");
-        let polish = json!({"id": "polish", "type": "agent", "prompt": "Polish: {{nodes.draft}}", "model": "polish-model", "max_tokens": 64});
+        let polish =
+            json!({"id": "polish", "type": "agent", "prompt": "Polish: {{nodes.draft}}", "model": "polish-model", "max_tokens": 64});
         home.save("brief", &chain(vec![draft(json!({"profile": "writer"})), polish], json!({})));
 
         let (code, run) = vwf(&home, &["run", "brief", "--input", r#"{"topic": "rust"}"#]).await;
@@ -172,7 +178,9 @@ fn the_api_key_is_sent_only_when_its_variable_is_set_and_never_recorded() {
         // A server that echoes the key in its refusal: the error names the status, not the key.
         server.reset().await;
         chat()
-            .respond_with(ResponseTemplate::new(401).set_body_json(json!({"error": {"message": format!("Incorrect API key provided: {secret}")}})))
+            .respond_with(
+                ResponseTemplate::new(401).set_body_json(json!({"error": {"message": format!("Incorrect API key provided: {secret}")}})),
+            )
             .mount(&server)
             .await;
         let (code, run) = vwf_env(&home, &[(KEY_VAR, Some(secret))], &["run", "keyed", "--input", TOPIC]).await;
@@ -373,7 +381,11 @@ fn the_command_backend_gets_the_prompt_on_stdin() {
     assert_eq!(run["outputs"]["draft"]["model"], "local-7b");
 
     // A failing command fails the step with its exit code and the tail of its stderr.
-    std::fs::write(Config::path(home.path()), "[agent]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"echo model crashed >&2; exit 3\"]\n").unwrap();
+    std::fs::write(
+        Config::path(home.path()),
+        "[agent]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"echo model crashed >&2; exit 3\"]\n",
+    )
+    .unwrap();
     let (code, run) = home.json(&["run", "loud", "--input", TOPIC]);
     assert_eq!(code, 1, "{run}");
     let error = run["error"].as_str().unwrap_or_default();
@@ -400,7 +412,10 @@ fn models_are_cached_until_refreshed() {
         let server = MockServer::start().await;
         Mock::given(method("GET"))
             .and(path("/v1/models"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"object": "list", "data": [{"id": "llama3.2", "object": "model"}, {"id": "qwen2.5"}]})))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"object": "list", "data": [{"id": "llama3.2", "object": "model"}, {"id": "qwen2.5"}]})),
+            )
             .expect(2)
             .mount(&server)
             .await;

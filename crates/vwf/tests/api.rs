@@ -314,7 +314,8 @@ fn templates_come_from_the_examples_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("tiny.designer.json"), hello().to_string()).expect("write template");
     std::fs::write(dir.path().join("notes.txt"), "not a template").expect("write");
-    let server = Server::start_with(&home, Options { env: vec![("VWF_EXAMPLES_DIR", dir.path().display().to_string())], ..Options::default() });
+    let server =
+        Server::start_with(&home, Options { env: vec![("VWF_EXAMPLES_DIR", dir.path().display().to_string())], ..Options::default() });
     let (s, b) = server.get("/templates");
     snap("templates", &home, &server, s, &b);
     drop(server);
@@ -323,7 +324,8 @@ fn templates_come_from_the_examples_directory() {
     let server = Server::start(&home);
     let (s, b) = server.get("/templates");
     assert_eq!(s, 200);
-    let served: BTreeSet<String> = b["templates"].as_array().expect("templates").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    let served: BTreeSet<String> =
+        b["templates"].as_array().expect("templates").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
     let files: BTreeSet<String> = std::fs::read_dir(common::examples_dir())
         .expect("examples dir")
         .flatten()
@@ -413,7 +415,8 @@ fn creating_a_design_never_replaces_one() {
         assert_eq!((s, &b["ok"]), (200, &json!(true)), "{b}");
     }
     // A design problem is still a 200 describing it, whatever the flag.
-    let (s, b) = server.post("/designs/broken", json!({"graph": {"nodes": [{"id": "x", "type": "teleport"}], "edges": []}, "create": true}));
+    let (s, b) =
+        server.post("/designs/broken", json!({"graph": {"nodes": [{"id": "x", "type": "teleport"}], "edges": []}, "create": true}));
     assert_eq!((s, &b["ok"]), (200, &json!(false)), "{b}");
 
     // Racing clients: exactly one creates the design, and the file is that one's graph.
@@ -605,7 +608,14 @@ fn an_event_cooldown_out_of_range_is_refused_at_save_and_never_a_500_at_post_eve
         design["nodes"][0]["cooldown_seconds"] = cooldown;
         design
     };
-    let bad = [json!(u64::MAX), json!(i64::MAX), json!(1u64 << 62), json!(vwf_core::limits::EVENT_COOLDOWN_SECONDS.1 + 1), json!(-1), json!(1e300)];
+    let bad = [
+        json!(u64::MAX),
+        json!(i64::MAX),
+        json!(1u64 << 62),
+        json!(vwf_core::limits::EVENT_COOLDOWN_SECONDS.1 + 1),
+        json!(-1),
+        json!(1e300),
+    ];
     for cooldown in &bad {
         let (s, b) = server.post("/designs/calm", json!({"graph": with_cooldown(cooldown.clone())}));
         assert_eq!((s, &b["ok"]), (200, &json!(false)), "{cooldown}: a design problem is a 200 whose body describes it: {b}");
@@ -686,8 +696,6 @@ fn schedules_create_list_and_act() {
 
 // ---- agent backend, profiles, channels ----
 
-
-
 /// A loopback port nobody listens on.
 fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -704,7 +712,11 @@ fn models_profiles_and_channels() {
     let server = Server::start(&home);
     let (s, b) = server.get("/models");
     snap("models_without_backend", &home, &server, s, &b);
-    assert_eq!(server.get("/profiles"), (200, json!({"ok": true, "profiles": [], "backend": null})), "no backend: pages do not ask for models");
+    assert_eq!(
+        server.get("/profiles"),
+        (200, json!({"ok": true, "profiles": [], "backend": null})),
+        "no backend: pages do not ask for models"
+    );
     assert_eq!(server.get("/channels"), (200, json!({"ok": true, "channels": []})));
     let (s, b) = server.get("/models?refresh=maybe");
     assert_eq!(s, 400, "{b}");
@@ -751,7 +763,10 @@ fn models_profiles_and_channels() {
     server.save("drafted", drafted());
     let id = server.run_id("drafted", json!({"topic": "tea"}));
     drop(server);
-    write_config(&home, &format!("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:{}/v1\"\ndefault_model = \"m\"\n", closed_port()));
+    write_config(
+        &home,
+        &format!("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:{}/v1\"\ndefault_model = \"m\"\n", closed_port()),
+    );
     let server = Server::start(&home);
     let (s, b) = server.get("/models?refresh=1");
     assert_eq!(s, 502, "{b}");
@@ -767,7 +782,10 @@ fn models_profiles_and_channels() {
 fn pages_are_served_or_a_placeholder_says_they_are_not_built() {
     let home = Home::new();
     let none = tempfile::tempdir().expect("tempdir");
-    let server = Server::start_with(&home, Options { env: vec![("VWF_WEB_DIR", none.path().join("missing").display().to_string())], ..Options::default() });
+    let server = Server::start_with(
+        &home,
+        Options { env: vec![("VWF_WEB_DIR", none.path().join("missing").display().to_string())], ..Options::default() },
+    );
     for page in ["/", "/designer.html"] {
         let res = server.client.get(format!("{}{page}", server.base)).send().expect("page");
         assert_eq!(res.status().as_u16(), 200);
@@ -829,7 +847,8 @@ fn malformed_requests_get_json_errors() {
         let (s, b) = server.post("/designs/hello/validate", json!({"graph": graph}));
         assert_eq!(s, 400, "validate with graph {graph}: {b}");
     }
-    for query in ["/models?refresh=", "/models?refresh=TRUE", "/models?refresh=%201", "/runs?limit=", "/runs?limit=+5", "/runs?limit=%205"] {
+    for query in ["/models?refresh=", "/models?refresh=TRUE", "/models?refresh=%201", "/runs?limit=", "/runs?limit=+5", "/runs?limit=%205"]
+    {
         let (s, b) = server.get(query);
         assert_eq!(s, 400, "{query}: {b}");
     }
@@ -912,7 +931,13 @@ fn a_foreign_host_is_refused_and_configured_hosts_are_allowed() {
 
     let (s, b) = send(server.client.get(server.url("/designs")).header("host", "evil.example"));
     snap("foreign_host", &home, &server, s, &b);
-    let (s, b) = send(server.client.post(server.url("/designs/evil")).header("host", format!("evil.example:{}", server.port)).json(&json!({"graph": hello()})));
+    let (s, b) = send(
+        server
+            .client
+            .post(server.url("/designs/evil"))
+            .header("host", format!("evil.example:{}", server.port))
+            .json(&json!({"graph": hello()})),
+    );
     assert_eq!(s, 403, "{b}");
     let (s, b) = send(server.client.post(server.url("/designs/hello/run")).header("host", "127.0.0.1.evil.example"));
     assert_eq!(s, 403, "{b}");
@@ -920,7 +945,9 @@ fn a_foreign_host_is_refused_and_configured_hosts_are_allowed() {
     assert_eq!(res.status().as_u16(), 403, "pages are guarded against rebinding too");
     assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
 
-    for host in [format!("localhost:{}", server.port), format!("[::1]:{}", server.port), "vwf.example.org".into(), "VWF.example.org:443".into()] {
+    for host in
+        [format!("localhost:{}", server.port), format!("[::1]:{}", server.port), "vwf.example.org".into(), "VWF.example.org:443".into()]
+    {
         let (s, b) = send(server.client.get(server.url("/designs")).header("host", host.as_str()));
         assert_eq!(s, 200, "{host}: {b}");
     }
@@ -1019,7 +1046,8 @@ fn a_cross_origin_post_is_refused_and_same_origin_is_allowed() {
     let (s, b) = send(server.client.post(server.url("/designs/hello/run")).header("origin", "http://evil.example"));
     snap("cross_origin_post", &home, &server, s, &b);
     for origin in ["null".to_string(), format!("http://127.0.0.1:{}", closed_port()), format!("http://localhost:{}", server.port)] {
-        let (s, b) = send(server.client.post(server.url("/designs/evil")).header("origin", origin.as_str()).json(&json!({"graph": hello()})));
+        let (s, b) =
+            send(server.client.post(server.url("/designs/evil")).header("origin", origin.as_str()).json(&json!({"graph": hello()})));
         assert_eq!(s, 403, "{origin}: {b}");
     }
     assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
@@ -1031,7 +1059,11 @@ fn a_cross_origin_post_is_refused_and_same_origin_is_allowed() {
     let (s, b) = send(server.client.post(server.url("/designs/hello/run")).header("origin", server.base.as_str()));
     assert_eq!((s, &b["status"]), (200, &json!("done")), "{b}");
     let (s, b) = send(
-        server.client.post(server.url("/designs/hello/run")).header("host", format!("localhost:{}", server.port)).header("origin", format!("http://localhost:{}", server.port)),
+        server
+            .client
+            .post(server.url("/designs/hello/run"))
+            .header("host", format!("localhost:{}", server.port))
+            .header("origin", format!("http://localhost:{}", server.port)),
     );
     assert_eq!(s, 200, "{b}");
 }
@@ -1048,7 +1080,14 @@ fn names_and_ids_are_checked_before_any_path_is_built() {
         let (s, b) = server.get(path);
         assert_eq!(s, 400, "GET {path}: {b}");
     }
-    for path in ["/designs/..%2Fx/run", "/designs/..%2Fx/validate", "/designs/..%2Fx/schedule", "/runs/..%2Fx/respond", "/runs/..%2Fx/retry", "/events/..%2Fx"] {
+    for path in [
+        "/designs/..%2Fx/run",
+        "/designs/..%2Fx/validate",
+        "/designs/..%2Fx/schedule",
+        "/runs/..%2Fx/respond",
+        "/runs/..%2Fx/retry",
+        "/events/..%2Fx",
+    ] {
         let (s, b) = server.post(path, json!({"node": "gate", "answer": "send", "preset": "hourly"}));
         assert_eq!(s, 400, "POST {path}: {b}");
     }

@@ -117,8 +117,7 @@ fn bad_design_names_are_refused_by_every_command_with_the_rule() {
     let f = fixture();
     let long = "a".repeat(65);
     let graph = gated("reject").to_string();
-    let cases: [(&str, &str); 4] =
-        [("../x", "letters, digits"), ("", "empty"), (long.as_str(), "at most 64"), ("a/b", "letters, digits")];
+    let cases: [(&str, &str); 4] = [("../x", "letters, digits"), ("", "empty"), (long.as_str(), "at most 64"), ("a/b", "letters, digits")];
     for (name, rule) in cases {
         refused(&f.home, &["save", name, &graph], 2, rule);
         refused(&f.home, &["open", name], 2, rule);
@@ -354,7 +353,22 @@ fn show_returns_the_run_result_as_the_run_command_did() {
     let (code, shown) = home.json_at(T0, &["show", &id_of(&run)]);
     assert_eq!(code, 6);
     assert_eq!(shown, run);
-    for key in ["ok", "run_id", "design", "status", "pending", "outputs", "skipped", "deliveries", "error", "failed_node", "steps", "trigger", "created_at", "updated_at"] {
+    for key in [
+        "ok",
+        "run_id",
+        "design",
+        "status",
+        "pending",
+        "outputs",
+        "skipped",
+        "deliveries",
+        "error",
+        "failed_node",
+        "steps",
+        "trigger",
+        "created_at",
+        "updated_at",
+    ] {
         assert!(shown.get(key).is_some(), "result lacks {key}: {shown}");
     }
     assert!(shown.get("plan").is_none() && shown.get("history").is_none());
@@ -432,7 +446,16 @@ fn slash_help_list_new_save_open_validate() {
     let home = Home::new();
     for text in ["/workflow", "/workflow help", ""] {
         let reply = slash(&home, text);
-        for cmd in ["list", "new <name>", "open <name>", "save <name> <json>", "validate <name>", "run <name>", "run retry <run_id>", "approve <run> <gate> <answer>"] {
+        for cmd in [
+            "list",
+            "new <name>",
+            "open <name>",
+            "save <name> <json>",
+            "validate <name>",
+            "run <name>",
+            "run retry <run_id>",
+            "approve <run> <gate> <answer>",
+        ] {
             assert!(reply.contains(cmd), "help lacks {cmd:?}: {reply}");
         }
     }
@@ -615,7 +638,8 @@ fn tool_workflow_design_respond_takes_json_file_and_stdin() {
     // Without an agent backend, generating is unavailable and the step stays parked.
     let parked = id_of(&start(&home, T0, "drafted", r#"{"topic": "tea"}"#, 6));
     let before = snapshot(&home);
-    let (code, body) = home.json_at(T0, &["tool", "workflow_design_respond", &json!({"run_id": parked, "node": "draft", "agent_generate": true}).to_string()]);
+    let (code, body) = home
+        .json_at(T0, &["tool", "workflow_design_respond", &json!({"run_id": parked, "node": "draft", "agent_generate": true}).to_string()]);
     assert_eq!(code, 7, "{body}");
     assert!(body["error"].as_str().unwrap().contains("no agent backend"), "{body}");
     assert!(snapshot(&home) == before);
@@ -750,7 +774,8 @@ fn design_file(home: &Path, name: &str) -> std::path::PathBuf {
 #[test]
 fn vwf_home_is_used_when_no_home_flag_is_given() {
     let (vwf_home, hermes_home, user) = (Home::new(), Home::new(), Home::new());
-    let out = bare_vwf(user.path()).env("VWF_HOME", vwf_home.path()).env("HERMES_HOME", hermes_home.path()).args(["new", "x"]).output().unwrap();
+    let out =
+        bare_vwf(user.path()).env("VWF_HOME", vwf_home.path()).env("HERMES_HOME", hermes_home.path()).args(["new", "x"]).output().unwrap();
     assert_eq!(common::code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(design_file(vwf_home.path(), "x").is_file());
     assert_eq!(hermes_home.files(), Vec::<std::path::PathBuf>::new(), "VWF_HOME wins over HERMES_HOME");
@@ -831,7 +856,13 @@ fn retrying_a_run_that_fails_again_keeps_every_attempt_in_history() {
     let (_, stdout, _) = human(&home, &later(T0, 3), &["show", &id]);
     assert!(stdout.contains("(3 attempts)"), "{stdout}");
     for n in 1..=2 {
-        assert!(stdout.contains(&format!("attempt {n} failed after 0.00s (started 2026-11-29T09:0{}:00.000Z): condition \"out.start.n > 2\": cannot compare", n - 1)), "{stdout}");
+        assert!(
+            stdout.contains(&format!(
+                "attempt {n} failed after 0.00s (started 2026-11-29T09:0{}:00.000Z): condition \"out.start.n > 2\": cannot compare",
+                n - 1
+            )),
+            "{stdout}"
+        );
     }
 }
 
@@ -990,7 +1021,13 @@ fn run_input_and_agent_output_can_come_from_a_file_or_standard_input() {
     assert_eq!(run["outputs"]["draft"]["text"], text, "agent text is kept byte for byte");
     assert_eq!(run["outputs"]["draft"]["lines"], 2);
 
-    let out = home.vwf().env("VWF_NOW", T0).args(["--json", "run", "drafted", "--input", "-"]).write_stdin(r#"{"topic": "rain"}"#).output().unwrap();
+    let out = home
+        .vwf()
+        .env("VWF_NOW", T0)
+        .args(["--json", "run", "drafted", "--input", "-"])
+        .write_stdin(r#"{"topic": "rain"}"#)
+        .output()
+        .unwrap();
     assert_eq!(common::parse(&out)["pending"]["prompt"], "Write about rain");
     let missing = scratch.path().join("missing.json");
     refused(&home, &["run", "drafted", "--input", &format!("@{}", missing.display())], 2, "cannot read");

@@ -18,13 +18,7 @@ const PATIENCE: Duration = Duration::from_secs(20);
 
 fn vwf_command(home: &Home, args: &[&str]) -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("vwf"));
-    c.arg("--home")
-        .arg(home.path())
-        .args(args)
-        .env_remove("VWF_HOME")
-        .env_remove("HERMES_HOME")
-        .env_remove("VWF_NOW")
-        .stdin(Stdio::null());
+    c.arg("--home").arg(home.path()).args(args).env_remove("VWF_HOME").env_remove("HERMES_HOME").env_remove("VWF_NOW").stdin(Stdio::null());
     c
 }
 
@@ -41,9 +35,11 @@ fn wait_until_blocked_on_a_lock(child: &mut Child) {
     let tasks = format!("/proc/{}/task", child.id());
     let started = Instant::now();
     loop {
-        let waiting = std::fs::read_dir(&tasks).into_iter().flatten().filter_map(Result::ok).any(|task| {
-            std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w.contains("lock"))
-        });
+        let waiting = std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .any(|task| std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w.contains("lock")));
         if waiting {
             return;
         }
@@ -369,7 +365,8 @@ fn run_ids_are_unique_across_parallel_runs() {
 
     let (code, listed) = home.json(&["runs"]);
     assert_eq!(code, 0, "{listed}");
-    let listed: Vec<String> = listed["runs"].as_array().expect("runs").iter().map(|r| r["run_id"].as_str().unwrap_or_default().to_string()).collect();
+    let listed: Vec<String> =
+        listed["runs"].as_array().expect("runs").iter().map(|r| r["run_id"].as_str().unwrap_or_default().to_string()).collect();
     assert_eq!(listed.len(), 8, "{listed:?}");
     assert_eq!(listed.iter().cloned().collect::<BTreeSet<_>>(), ids);
     let index = std::fs::read_to_string(home.runs_dir().join(".index")).expect("index");

@@ -40,11 +40,7 @@ impl Env {
     fn at(now: &str) -> Env {
         let home = tempfile::tempdir().expect("tempdir");
         let app = app_at(home.path(), now);
-        Env {
-            home,
-            app,
-            run_ids: RefCell::new(Vec::new()),
-        }
+        Env { home, app, run_ids: RefCell::new(Vec::new()) }
     }
 
     /// Another `App` on the same home (a second process, possibly later in time).
@@ -60,20 +56,10 @@ impl Env {
     fn seen(&self, reply: Reply) -> Reply {
         if let Some(id) = reply.body.get("run_id").and_then(Value::as_str) {
             assert!(
-                id.len() == 12
-                    && id
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                id.len() == 12 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
                 "run id {id:?} is not 12 lowercase hex characters"
             );
-            assert!(
-                self.home
-                    .path()
-                    .join("workflow-runs")
-                    .join(format!("{id}.json"))
-                    .is_file(),
-                "run {id} has no run file"
-            );
+            assert!(self.home.path().join("workflow-runs").join(format!("{id}.json")).is_file(), "run {id} has no run file");
             if !self.run_ids.borrow().iter().any(|x| x == id) {
                 self.run_ids.borrow_mut().push(id.to_string());
             }
@@ -82,26 +68,15 @@ impl Env {
     }
 
     fn save(&self, name: &str, graph: Value) {
-        let r = self.call(
-            "workflow_design_save",
-            json!({"name": name, "graph": graph}),
-        );
-        assert_eq!(
-            (r.status, &r.body["ok"]),
-            (200, &json!(true)),
-            "save {name} refused: {}",
-            r.body
-        );
+        let r = self.call("workflow_design_save", json!({"name": name, "graph": graph}));
+        assert_eq!((r.status, &r.body["ok"]), (200, &json!(true)), "save {name} refused: {}", r.body);
     }
 
     /// Writes a design straight into the store, bypassing the validator (a design saved by an
     /// older version, or edited by hand).
     fn save_unchecked(&self, name: &str, graph: Value) {
         let name = DesignName::parse(name).expect("design name");
-        self.app
-            .store
-            .save_design(&name, &graph)
-            .expect("store write");
+        self.app.store.save_design(&name, &graph).expect("store write");
     }
 
     fn run(&self, name: &str, input: Value) -> Reply {
@@ -112,10 +87,7 @@ impl Env {
     fn run_id(&self, name: &str, input: Value) -> String {
         let r = self.run(name, input);
         assert_eq!(r.status, 200, "{}", r.body);
-        r.body["run_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no run_id in {}", r.body))
-            .to_string()
+        r.body["run_id"].as_str().unwrap_or_else(|| panic!("no run_id in {}", r.body)).to_string()
     }
 
     /// Snapshots `{status, body}` with run ids, timestamps and the home redacted.
@@ -147,10 +119,7 @@ impl Env {
 
 fn app_at(home: &Path, now: &str) -> App {
     let app = App::open(home.to_path_buf()).expect("open app");
-    App {
-        clock: Box::new(FixedClock::new(at(now))),
-        ..app
-    }
+    App { clock: Box::new(FixedClock::new(at(now))), ..app }
 }
 
 /// Redacts a timestamp after checking it is one (RFC 3339, UTC); a null stays null.
@@ -160,10 +129,7 @@ fn timestamp(value: Content, _path: ContentPath<'_>) -> Content {
     }
     match value.as_str() {
         Some(s) => {
-            assert!(
-                time::parse(s).is_some() && s.ends_with('Z'),
-                "{s:?} is not an RFC 3339 UTC timestamp"
-            );
+            assert!(time::parse(s).is_some() && s.ends_with('Z'), "{s:?} is not an RFC 3339 UTC timestamp");
             Content::from("[ts]")
         }
         None => panic!("timestamp field is {value:?}"),
@@ -320,10 +286,7 @@ fn validate_errors() {
     assert_eq!(r.body["ok"], false);
     let errors = r.body["errors"].as_array().unwrap();
     for key in ["node", "edge", "field"] {
-        assert!(
-            errors.iter().any(|e| e.get(key).is_some()),
-            "no error carries {key:?}"
-        );
+        assert!(errors.iter().any(|e| e.get(key).is_some()), "no error carries {key:?}");
     }
     env.snap("validate_errors", &r);
 }
@@ -357,16 +320,8 @@ fn edge_and_reference_errors_graph() -> Value {
 #[test]
 fn validate_edge_and_reference_errors() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_validate",
-        json!({"graph": edge_and_reference_errors_graph()}),
-    );
-    let messages: Vec<&str> = r.body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["message"].as_str())
-        .collect();
+    let r = env.call("workflow_design_validate", json!({"graph": edge_and_reference_errors_graph()}));
+    let messages: Vec<&str> = r.body["errors"].as_array().unwrap().iter().filter_map(|e| e["message"].as_str()).collect();
     for needle in [
         "not one of the options",
         "each or done",
@@ -376,10 +331,7 @@ fn validate_edge_and_reference_errors() {
         "only available inside a loop",
         "budget.tokens",
     ] {
-        assert!(
-            messages.iter().any(|m| m.contains(needle)),
-            "no error mentions {needle:?}: {messages:#?}"
-        );
+        assert!(messages.iter().any(|m| m.contains(needle)), "no error mentions {needle:?}: {messages:#?}");
     }
     env.snap("validate_edge_and_reference_errors", &r);
 }
@@ -389,20 +341,14 @@ fn validate_too_many_nodes() {
     let env = Env::new();
     let mut nodes = vec![json!({"id": "start", "type": "trigger", "mode": "manual"})];
     nodes.extend((0..50).map(|i| json!({"id": format!("note{i}"), "type": "note"})));
-    let r = env.call(
-        "workflow_design_validate",
-        json!({"graph": {"nodes": nodes, "edges": []}}),
-    );
+    let r = env.call("workflow_design_validate", json!({"graph": {"nodes": nodes, "edges": []}}));
     env.snap("validate_too_many_nodes", &r);
 }
 
 #[test]
 fn validate_bad_json_shape() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_validate",
-        json!({"graph": {"nodes": {"a": 1}, "edges": "none"}}),
-    );
+    let r = env.call("workflow_design_validate", json!({"graph": {"nodes": {"a": 1}, "edges": "none"}}));
     env.snap("validate_bad_json_shape", &r);
 }
 
@@ -433,73 +379,44 @@ fn validate_neither_name_nor_graph() {
 #[test]
 fn save_ok() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_save",
-        json!({"name": "branching", "graph": branching_graph()}),
-    );
-    assert!(
-        env.home
-            .path()
-            .join("workflow-designs/branching.json")
-            .is_file()
-    );
+    let r = env.call("workflow_design_save", json!({"name": "branching", "graph": branching_graph()}));
+    assert!(env.home.path().join("workflow-designs/branching.json").is_file());
     env.snap("save_ok", &r);
 }
 
 #[test]
 fn save_ok_graph_as_json_text() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_save",
-        json!({"name": "as-text", "graph": branching_graph().to_string()}),
-    );
+    let r = env.call("workflow_design_save", json!({"name": "as-text", "graph": branching_graph().to_string()}));
     env.snap("save_ok_graph_as_json_text", &r);
 }
 
 #[test]
 fn save_refused() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_save",
-        json!({"name": "broken", "graph": broken_graph()}),
-    );
-    assert!(
-        !env.home
-            .path()
-            .join("workflow-designs/broken.json")
-            .exists(),
-        "a refused design was written"
-    );
+    let r = env.call("workflow_design_save", json!({"name": "broken", "graph": broken_graph()}));
+    assert!(!env.home.path().join("workflow-designs/broken.json").exists(), "a refused design was written");
     env.snap("save_refused", &r);
 }
 
 #[test]
 fn save_bad_name() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_save",
-        json!({"name": "../x", "graph": branching_graph()}),
-    );
+    let r = env.call("workflow_design_save", json!({"name": "../x", "graph": branching_graph()}));
     env.snap("save_bad_name", &r);
 }
 
 #[test]
 fn save_name_too_long() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_save",
-        json!({"name": "a".repeat(65), "graph": branching_graph()}),
-    );
+    let r = env.call("workflow_design_save", json!({"name": "a".repeat(65), "graph": branching_graph()}));
     env.snap("save_name_too_long", &r);
 }
 
 #[test]
 fn save_name_not_a_string() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_save",
-        json!({"name": 7, "graph": branching_graph()}),
-    );
+    let r = env.call("workflow_design_save", json!({"name": 7, "graph": branching_graph()}));
     env.snap("save_name_not_a_string", &r);
 }
 
@@ -513,10 +430,7 @@ fn save_missing_graph() {
 #[test]
 fn save_graph_not_json_text() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_save",
-        json!({"name": "x", "graph": "{\"nodes\": ["}),
-    );
+    let r = env.call("workflow_design_save", json!({"name": "x", "graph": "{\"nodes\": ["}));
     env.snap("save_graph_not_json_text", &r);
 }
 
@@ -561,10 +475,13 @@ fn run_done() {
 #[test]
 fn run_done_without_input() {
     let env = Env::new();
-    env.save("plain", json!({
-        "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "out", "type": "output"}],
-        "edges": [{"from": "start", "to": "out"}]
-    }));
+    env.save(
+        "plain",
+        json!({
+            "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "out", "type": "output"}],
+            "edges": [{"from": "start", "to": "out"}]
+        }),
+    );
     let r = env.call("workflow_design_run", json!({"name": "plain"}));
     env.snap("run_done_without_input", &r);
 }
@@ -584,10 +501,7 @@ fn run_parked_at_approval() {
 fn run_parked_at_approval_without_deadline() {
     let env = Env::new();
     let mut g = approval_graph();
-    g["nodes"][1]
-        .as_object_mut()
-        .unwrap()
-        .remove("timeout_minutes");
+    g["nodes"][1].as_object_mut().unwrap().remove("timeout_minutes");
     g["nodes"][1].as_object_mut().unwrap().remove("on_timeout");
     g["nodes"][1].as_object_mut().unwrap().remove("options");
     g["edges"] = json!([{"from": "start", "to": "gate"}, {"from": "gate", "to": "sent", "label": "approve"}]);
@@ -604,10 +518,7 @@ fn run_parked_at_agent() {
     env.save("agentic", agent_graph());
     let r = env.run("agentic", json!({"topic": "the weather"}));
     assert_eq!(r.body["status"], "awaiting_agent");
-    assert_eq!(
-        r.body["pending"]["prompt"],
-        "Summarise the weather for agentic"
-    );
+    assert_eq!(r.body["pending"]["prompt"], "Summarise the weather for agentic");
     env.snap("run_parked_at_agent", &r);
 }
 
@@ -647,10 +558,7 @@ fn run_invalid_design() {
     let r = env.run("broken", Value::Null);
     assert!(
         !env.home.path().join("workflow-runs").exists()
-            || std::fs::read_dir(env.home.path().join("workflow-runs"))
-                .unwrap()
-                .next()
-                .is_none()
+            || std::fs::read_dir(env.home.path().join("workflow-runs")).unwrap().next().is_none()
     );
     env.snap("run_invalid_design", &r);
 }
@@ -677,10 +585,7 @@ fn respond_answer_ok() {
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     // Answers match options case-insensitively and trimmed; the option is recorded.
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "gate", "answer": " SEND "}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": " SEND "}));
     assert_eq!(r.body["status"], "done");
     assert_eq!(r.body["outputs"]["gate"]["answer"], "send");
     env.snap("respond_answer_ok", &r);
@@ -691,10 +596,7 @@ fn respond_answer_not_in_options() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "gate", "answer": "maybe"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": "maybe"}));
     env.snap("respond_answer_not_in_options", &r);
 }
 
@@ -703,10 +605,7 @@ fn respond_node_not_waiting() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "sent", "answer": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "sent", "answer": "send"}));
     env.snap("respond_node_not_waiting", &r);
 }
 
@@ -715,15 +614,9 @@ fn respond_finished_run() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let first = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "gate", "answer": "skip"}),
-    );
+    let first = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": "skip"}));
     assert_eq!(first.status, 200);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "gate", "answer": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": "send"}));
     env.snap("respond_finished_run", &r);
 }
 
@@ -732,30 +625,21 @@ fn respond_unknown_node() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "ghost", "answer": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "ghost", "answer": "send"}));
     env.snap("respond_unknown_node", &r);
 }
 
 #[test]
 fn respond_unknown_run() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": "0123456789ab", "node": "gate", "answer": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "node": "gate", "answer": "send"}));
     env.snap("respond_unknown_run", &r);
 }
 
 #[test]
 fn respond_malformed_run_id() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": "../../etc/x", "node": "gate", "answer": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": "../../etc/x", "node": "gate", "answer": "send"}));
     env.snap("respond_malformed_run_id", &r);
 }
 
@@ -764,30 +648,21 @@ fn respond_both_answer_and_output() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "gate", "answer": "send", "output": "text"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": "send", "output": "text"}));
     env.snap("respond_both_answer_and_output", &r);
 }
 
 #[test]
 fn respond_nothing_given() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": "0123456789ab", "node": "gate"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "node": "gate"}));
     env.snap("respond_nothing_given", &r);
 }
 
 #[test]
 fn respond_missing_node() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": "0123456789ab", "answer": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "answer": "send"}));
     env.snap("respond_missing_node", &r);
 }
 
@@ -796,10 +671,7 @@ fn respond_output_to_a_gate() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "gate", "output": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "output": "send"}));
     env.snap("respond_output_to_a_gate", &r);
 }
 
@@ -808,10 +680,7 @@ fn respond_agent_output_ok() {
     let env = Env::new();
     env.save("agentic", agent_graph());
     let id = env.run_id("agentic", json!({"topic": "the weather"}));
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "draft", "output": "Sunny, then rain."}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "draft", "output": "Sunny, then rain."}));
     assert_eq!(r.body["status"], "done");
     env.snap("respond_agent_output_ok", &r);
 }
@@ -821,15 +690,9 @@ fn respond_agent_generate_without_backend() {
     let env = Env::new();
     env.save("agentic", agent_graph());
     let id = env.run_id("agentic", json!({"topic": "the weather"}));
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "draft", "agent_generate": true}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "draft", "agent_generate": true}));
     // The run stays parked, so a pasted answer still works.
-    let still = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "draft", "output": "ok"}),
-    );
+    let still = env.call("workflow_design_respond", json!({"run_id": id, "node": "draft", "output": "ok"}));
     assert_eq!(still.body["status"], "done", "{}", still.body);
     env.snap("respond_agent_generate_without_backend", &r);
 }
@@ -845,21 +708,14 @@ fn respond_agent_generate_backend_failure() {
     env.save("agentic", agent_graph());
     let id = env.run_id("agentic", json!({"topic": "the weather"}));
     let app = env.later(T0);
-    let r = env.seen(tools::call(
-        &app,
-        "workflow_design_respond",
-        &json!({"run_id": id, "node": "draft", "agent_generate": true}),
-    ));
+    let r = env.seen(tools::call(&app, "workflow_design_respond", &json!({"run_id": id, "node": "draft", "agent_generate": true})));
     env.snap("respond_agent_generate_backend_failure", &r);
 }
 
 #[test]
 fn respond_agent_generate_not_a_bool() {
     let env = Env::new();
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": "0123456789ab", "node": "draft", "agent_generate": "yes"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "node": "draft", "agent_generate": "yes"}));
     env.snap("respond_agent_generate_not_a_bool", &r);
 }
 
@@ -868,10 +724,7 @@ fn respond_to_a_wait() {
     let env = Env::new();
     env.save("waiting", wait_graph());
     let id = env.run_id("waiting", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "pause", "output": "now"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "pause", "output": "now"}));
     env.snap("respond_to_a_wait", &r);
 }
 
@@ -883,11 +736,7 @@ fn respond_after_deadline() {
     // Three hours later the 120-minute gate has timed out (and, `on_timeout: escalate`, asked for
     // escalation): the late answer gets that verdict.
     let late = env.later("2026-11-29T12:00:00Z");
-    let r = env.seen(tools::call(
-        &late,
-        "workflow_design_respond",
-        &json!({"run_id": id, "node": "gate", "answer": "send"}),
-    ));
+    let r = env.seen(tools::call(&late, "workflow_design_respond", &json!({"run_id": id, "node": "gate", "answer": "send"})));
     assert_eq!(r.body["error"], "approval timed out; escalation requested");
     env.snap("respond_after_deadline", &r);
 }
@@ -911,11 +760,7 @@ fn unknown_tool() {
 #[test]
 fn call_text_malformed_json() {
     let env = Env::new();
-    let r = env.seen(tools::call_text(
-        &env.app,
-        "workflow_design_load",
-        "{\"name\": ",
-    ));
+    let r = env.seen(tools::call_text(&env.app, "workflow_design_load", "{\"name\": "));
     env.snap("call_text_malformed_json", &r);
 }
 
@@ -923,15 +768,8 @@ fn call_text_malformed_json() {
 fn call_text_ok() {
     let env = Env::new();
     env.save("branching", branching_graph());
-    let r = tools::call_text(
-        &env.app,
-        "workflow_design_validate",
-        r#"{"name": "branching"}"#,
-    );
-    assert_eq!(
-        r,
-        env.call("workflow_design_validate", json!({"name": "branching"}))
-    );
+    let r = tools::call_text(&env.app, "workflow_design_validate", r#"{"name": "branching"}"#);
+    assert_eq!(r, env.call("workflow_design_validate", json!({"name": "branching"})));
 }
 
 // ---- agent_generate aimed at the wrong node ----
@@ -943,10 +781,7 @@ fn respond_agent_generate_unknown_node() {
     let env = Env::new();
     env.save("agentic", agent_graph());
     let id = env.run_id("agentic", json!({"topic": "x"}));
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "ghost", "agent_generate": true}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "ghost", "agent_generate": true}));
     env.snap("respond_agent_generate_unknown_node", &r);
 }
 
@@ -955,10 +790,7 @@ fn respond_agent_generate_to_a_gate() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "gate", "agent_generate": true}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "agent_generate": true}));
     env.snap("respond_agent_generate_to_a_gate", &r);
 }
 
@@ -967,9 +799,6 @@ fn respond_to_the_trigger() {
     let env = Env::new();
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
-    let r = env.call(
-        "workflow_design_respond",
-        json!({"run_id": id, "node": "start", "answer": "send"}),
-    );
+    let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "start", "answer": "send"}));
     env.snap("respond_to_the_trigger", &r);
 }

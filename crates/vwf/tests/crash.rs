@@ -233,10 +233,7 @@ fn sigkill_at_random_moments_never_loses_a_finished_step() {
             }
         }
         done_kept += done_before.len();
-        assert!(
-            after["history"].as_array().is_some_and(|h| h.iter().any(|e| e["event"] == "retry")),
-            "{id}: the retry is kept in history"
-        );
+        assert!(after["history"].as_array().is_some_and(|h| h.iter().any(|e| e["event"] == "retry")), "{id}: the retry is kept in history");
     }
 
     // The listing shows every run file, whatever state the kills left behind.
@@ -326,7 +323,8 @@ fn a_killed_retry_can_be_retried_again() {
         assert_consistent(&id, &second);
         for step in done_steps(&first) {
             let node = &step["node"];
-            let now = steps(&second).iter().find(|s| &s["node"] == node).unwrap_or_else(|| panic!("{id}: step {node} lost by a killed retry"));
+            let now =
+                steps(&second).iter().find(|s| &s["node"] == node).unwrap_or_else(|| panic!("{id}: step {node} lost by a killed retry"));
             assert_eq!(now, &step, "{id}: a killed retry changed done step {node}");
         }
         match second["status"].as_str() {

@@ -180,7 +180,8 @@ fn heartbeat_fires_every_interval_inside_its_window_only() {
         assert_eq!(run["created_at"].as_str(), Some(fired_at), "the run is dated by the tick");
         assert_eq!(run["outputs"]["o"]["text"], format!("beat at {fired_at}"));
     }
-    let state: Value = serde_json::from_slice(&std::fs::read(home.path().join("workflow-schedules/trigger-beat.json")).expect("state")).expect("json");
+    let state: Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("workflow-schedules/trigger-beat.json")).expect("state")).expect("json");
     assert_eq!(state["last_fired_at"], "2026-06-03T17:00:00.000Z");
 }
 

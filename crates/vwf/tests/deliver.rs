@@ -23,7 +23,6 @@ const SLACK_TOKEN: &str = "xoxb-test-slack-token-do-not-leak";
 const WEBHOOK_SECRET: &str = "webhook-signing-secret-do-not-leak";
 const DISCORD_TOKEN: &str = "discordWebhookTokenDoNotLeak";
 
-
 impl Peer {
     /// Runs the CLI on a blocking thread of this runtime while the server answers.
     fn run(&self, home: &Home, deliver: &str, target: &str, env: &[(&str, &str)]) -> Outcome {
@@ -53,7 +52,12 @@ impl Outcome {
     fn assert_delivered(&self, target: &str, detail: &str) {
         assert_eq!((self.code, self.run["status"].as_str()), (0, Some("done")), "{}\nstderr: {}", self.run, self.stderr);
         let d = self.delivery();
-        assert_eq!((&d["node"], &d["target"], &d["ok"], &d["detail"]), (&json!("send"), &json!(target), &json!(true), &json!(detail)), "{}", self.run);
+        assert_eq!(
+            (&d["node"], &d["target"], &d["ok"], &d["detail"]),
+            (&json!("send"), &json!(target), &json!(true), &json!(detail)),
+            "{}",
+            self.run
+        );
         assert_eq!(self.run["outputs"]["send"]["deliveries"][0], *d, "{}", self.run);
         assert_eq!(self.run["outputs"]["send"]["text"], "hello world", "{}", self.run);
     }
@@ -119,7 +123,10 @@ fn every_file(dir: &Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
 fn assert_nowhere_under(home: &Home, secrets: &[&str]) {
     let mut files = Vec::new();
     every_file(home.path(), &mut files);
-    assert!(files.iter().any(|(p, _)| p.extension().is_some_and(|e| e == "json") && p.starts_with(home.runs_dir())), "no run file was written");
+    assert!(
+        files.iter().any(|(p, _)| p.extension().is_some_and(|e| e == "json") && p.starts_with(home.runs_dir())),
+        "no run file was written"
+    );
     for (p, bytes) in files {
         let text = String::from_utf8_lossy(&bytes);
         for s in secrets {
@@ -158,7 +165,10 @@ fn telegram_error_is_recorded_and_fails_the_run() {
     peer.mount(
         Mock::given(method("POST"))
             .and(path(format!("/bot{TG_TOKEN}/sendMessage")))
-            .respond_with(ResponseTemplate::new(400).set_body_json(json!({"ok": false, "error_code": 400, "description": "Bad Request: chat not found"})))
+            .respond_with(
+                ResponseTemplate::new(400)
+                    .set_body_json(json!({"ok": false, "error_code": 400, "description": "Bad Request: chat not found"})),
+            )
             .expect(1),
     );
     let home = home_with(&telegram_config(&peer, "\"123456\""));
@@ -277,18 +287,18 @@ fn signed_webhook_carries_a_valid_hmac() {
 fn an_unconfigured_platform_fails_clearly() {
     let peer = Peer::start();
     let bare = Home::new();
-    peer.run(&bare, "channel", "telegram:123456", &[]).assert_failed("telegram:123456", "no telegram channel is configured; nothing was sent");
+    peer.run(&bare, "channel", "telegram:123456", &[])
+        .assert_failed("telegram:123456", "no telegram channel is configured; nothing was sent");
     peer.run(&bare, "notification", "slack", &[]).assert_failed("slack", "no slack channel is configured; nothing was sent");
 
-    let home = home_with(&format!("[channels.discord.webhooks]\nalerts = \"VWF_TEST_DISCORD_ALERTS\"\n[channels.webhook.audit]\nurl = \"{}/audit\"\n", peer.uri()));
-    peer.run(&home, "channel", "discord:ops", &[]).assert_failed(
-        "discord:ops",
-        "no discord webhook named \"ops\" is configured (channels.discord.webhooks); nothing was sent",
-    );
-    peer.run(&home, "channel", "webhook:alerts", &[]).assert_failed(
-        "webhook:alerts",
-        "no webhook named \"alerts\" is configured (channels.webhook.alerts); nothing was sent",
-    );
+    let home = home_with(&format!(
+        "[channels.discord.webhooks]\nalerts = \"VWF_TEST_DISCORD_ALERTS\"\n[channels.webhook.audit]\nurl = \"{}/audit\"\n",
+        peer.uri()
+    ));
+    peer.run(&home, "channel", "discord:ops", &[])
+        .assert_failed("discord:ops", "no discord webhook named \"ops\" is configured (channels.discord.webhooks); nothing was sent");
+    peer.run(&home, "channel", "webhook:alerts", &[])
+        .assert_failed("webhook:alerts", "no webhook named \"alerts\" is configured (channels.webhook.alerts); nothing was sent");
     peer.run(&home, "notification", "telegram", &[]).assert_failed("telegram", "no telegram channel is configured; nothing was sent");
     assert!(peer.requests().is_empty(), "nothing may be sent");
 }
@@ -296,7 +306,9 @@ fn an_unconfigured_platform_fails_clearly() {
 #[test]
 fn a_missing_secret_fails_without_leaking() {
     let peer = Peer::start();
-    peer.mount(Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "ts": "1"}))).expect(0));
+    peer.mount(
+        Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "ts": "1"}))).expect(0),
+    );
     let home = home_with(&format!(
         "{}[channels.webhook.alerts]\nurl = \"{}/hook\"\nsecret_env = \"VWF_TEST_WEBHOOK_SECRET\"\n[channels.slack]\ntoken_env = \"VWF_TEST_SLACK_TOKEN\"\nwebhook_url_env = \"VWF_TEST_SLACK_WEBHOOK\"\napi_base = \"{}\"\n",
         telegram_config(&peer, "123456"),
@@ -384,8 +396,11 @@ fn the_token_never_appears_in_run_files() {
     outcomes[2].assert_failed("telegram:3", "telegram answered HTTP 502: <html>bad gateway for /bot***/sendMessage</html>");
 
     // Nothing listens on port 9 of loopback: the error must not quote the URL holding the token.
-    std::fs::write(home.path().join("visual-workflow.toml"), "[channels.telegram]\ntoken_env = \"VWF_TEST_TG_TOKEN\"\napi_base = \"http://127.0.0.1:9\"\n")
-        .expect("write config");
+    std::fs::write(
+        home.path().join("visual-workflow.toml"),
+        "[channels.telegram]\ntoken_env = \"VWF_TEST_TG_TOKEN\"\napi_base = \"http://127.0.0.1:9\"\n",
+    )
+    .expect("write config");
     let down = peer.run(&home, "channel", "telegram:4", &env);
     assert_eq!(down.delivery()["ok"], false, "{}", down.run);
     let detail = down.delivery()["detail"].as_str().expect("detail");

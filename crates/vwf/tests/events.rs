@@ -46,8 +46,11 @@ fn vwf_emit_starts_every_design_listening() {
     home.save("exact", &listener(&["build.done"], json!({})));
     home.save("prefix", &listener(&["build.*"], json!({})));
     home.save("other", &listener(&["deploy.done", "builds.*"], json!({})));
-    home.save("manual", &json!({"nodes": [{"id": "t", "type": "trigger", "mode": "manual"}, {"id": "o", "type": "output"}],
-                                "edges": [{"from": "t", "to": "o"}]}));
+    home.save(
+        "manual",
+        &json!({"nodes": [{"id": "t", "type": "trigger", "mode": "manual"}, {"id": "o", "type": "output"}],
+                                "edges": [{"from": "t", "to": "o"}]}),
+    );
 
     let (code, body) = home.json(&["emit", "build.done", "--payload", r#"{"sha": "abc123"}"#]);
     assert_eq!(code, 0, "{body}");
@@ -133,7 +136,17 @@ fn cooldown_skips_a_second_event_within_the_window() {
 /// Cooldowns no validator bounds: huge, negative, fractional, past the top of the range.
 fn out_of_range_cooldowns() -> Vec<Value> {
     let top = EVENT_COOLDOWN_SECONDS.1;
-    vec![json!(u64::MAX), json!(i64::MAX), json!(1u64 << 62), json!(top + 1), json!(-1), json!(i64::MIN), json!(1.5), json!(1e300), json!("60")]
+    vec![
+        json!(u64::MAX),
+        json!(i64::MAX),
+        json!(1u64 << 62),
+        json!(top + 1),
+        json!(-1),
+        json!(i64::MIN),
+        json!(1.5),
+        json!(1e300),
+        json!("60"),
+    ]
 }
 
 #[test]
@@ -145,7 +158,10 @@ fn a_cooldown_out_of_range_is_refused_at_save_and_never_breaks_an_emit() {
         let (code, body) = home.json(&["save", "calm", &design.to_string()]);
         assert_eq!(code, 5, "cooldown {bad}: a design with errors is refused: {body}");
         let errors = body["errors"].as_array().expect("errors");
-        assert!(errors.iter().any(|e| e["field"] == "cooldown_seconds" && e["message"].as_str().is_some_and(|m| m.contains("from 0 to"))), "{body}");
+        assert!(
+            errors.iter().any(|e| e["field"] == "cooldown_seconds" && e["message"].as_str().is_some_and(|m| m.contains("from 0 to"))),
+            "{body}"
+        );
     }
     assert_eq!(snapshot(&home), before, "a refused save writes nothing");
 
@@ -179,7 +195,12 @@ fn a_cooldown_out_of_range_is_refused_at_save_and_never_breaks_an_emit() {
     home.save("emitter", &emitter(None, "ping"));
     let (code, run) = home.json_at(&later(&t1, 1), &["run", "emitter"]);
     assert_eq!((code, &run["status"]), (0, &json!("done")), "{run}");
-    let started: Vec<String> = run["outputs"]["e"]["runs"].as_array().expect("runs").iter().map(|id| home.json(&["show", id.as_str().unwrap_or("")]).1["design"].as_str().unwrap_or("").to_string()).collect();
+    let started: Vec<String> = run["outputs"]["e"]["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|id| home.json(&["show", id.as_str().unwrap_or("")]).1["design"].as_str().unwrap_or("").to_string())
+        .collect();
     assert!(started.iter().all(|d| d == "calm"), "only the valid design may start: {started:?}");
 }
 

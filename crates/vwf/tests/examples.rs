@@ -21,8 +21,7 @@ use serde_json::{Value, json};
 const T0: &str = "2026-11-30T08:30:00Z";
 
 /// Node types this version executes (plus the trigger and note, which never run as steps).
-const EXECUTABLE: [&str; 11] =
-    ["trigger", "condition", "approval", "agent", "output", "wait", "note", "command", "http", "loop", "emit"];
+const EXECUTABLE: [&str; 11] = ["trigger", "condition", "approval", "agent", "output", "wait", "note", "command", "http", "loop", "emit"];
 
 struct Template {
     name: String,
@@ -204,7 +203,10 @@ fn assert_honest_final(t: &Template, run: &Value) {
             assert_eq!(d["node"], failed);
             assert_eq!(d["target"], target);
             let detail = d["detail"].as_str().expect("detail");
-            assert!(detail.contains(platform) && detail.contains("configured"), "{name}: detail should name the missing {platform} channel: {detail}");
+            assert!(
+                detail.contains(platform) && detail.contains("configured"),
+                "{name}: detail should name the missing {platform} channel: {detail}"
+            );
             assert!(run["error"].as_str().is_some_and(|e| e.contains(target)), "{name}: {run}");
         }
         other => panic!("{name}: not a final status {other:?}: {run}"),
@@ -283,9 +285,10 @@ fn input_fields_read(nodes: &[Value], trigger: &str) -> BTreeSet<String> {
                 fields.insert(key(&s[i + "{{trigger.".len()..]));
             }
             if n["type"] == "condition"
-                && let Some(rest) = s.strip_prefix(&format!("out.{trigger}.")) {
-                    fields.insert(key(rest));
-                }
+                && let Some(rest) = s.strip_prefix(&format!("out.{trigger}."))
+            {
+                fields.insert(key(rest));
+            }
         }
     }
     fields
@@ -459,10 +462,7 @@ fn the_sequential_form_becomes_a_chain_and_runs() {
     let ids: Vec<&str> = nodes(graph).iter().map(|n| n["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["step1", "polish", "result"]);
     assert_eq!(nodes(graph)[0]["type"], "agent");
-    assert_eq!(
-        graph["edges"],
-        json!([{"from": "step1", "to": "polish"}, {"from": "polish", "to": "result"}])
-    );
+    assert_eq!(graph["edges"], json!([{"from": "step1", "to": "polish"}, {"from": "polish", "to": "result"}]));
 
     let (code, run) = home.json_at(T0, &["run", "facts", "--input", r#"{"subject":"otters"}"#]);
     assert_eq!((code, &run["pending"]["node"]), (6, &json!("step1")), "{run}");
@@ -491,7 +491,8 @@ fn run_with_tmpdir(home: &Home, tmp: &Path, design: &str, input: &Value) -> (i32
 }
 
 fn dir_entries(dir: &Path) -> Vec<PathBuf> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
     entries.sort();
     entries
 }
@@ -536,10 +537,7 @@ fn large_input_chunks_reads_each_chunk_in_its_own_pass_and_totals_them() {
         assert!(steps.contains(&pass), "no step {pass} in {steps:?}");
     }
     assert_eq!(run["outputs"]["total"]["data"], json!({"chunks": 3, "records": 25, "sum": sum}), "{run}");
-    assert_eq!(
-        run["outputs"]["report"]["text"],
-        format!("25 records in 3 chunks of {}; amount_cents adds up to {sum}.", file.display())
-    );
+    assert_eq!(run["outputs"]["report"]["text"], format!("25 records in 3 chunks of {}; amount_cents adds up to {sum}.", file.display()));
     // Once totalled, the chunk directory is removed.
     assert_eq!(dir_entries(&tmp), Vec::<PathBuf>::new(), "chunk files left behind");
 }

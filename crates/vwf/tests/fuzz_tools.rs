@@ -27,36 +27,19 @@ const CALL_TEXT_CASES: u32 = 1000;
 const SLASH_CASES: u32 = 1000;
 
 const STATUSES: [u16; 6] = [200, 400, 404, 409, 502, 503];
-const RUN_STATUSES: [&str; 6] = [
-    "done",
-    "running",
-    "waiting",
-    "awaiting_approval",
-    "awaiting_agent",
-    "failed",
-];
+const RUN_STATUSES: [&str; 6] = ["done", "running", "waiting", "awaiting_approval", "awaiting_agent", "failed"];
 const SLASH_INTERNAL: &str = "Sorry: /workflow hit an internal error";
 
 fn config(cases: u32) -> Config {
-    Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 2000,
-        ..Config::default()
-    }
+    Config { cases, failure_persistence: None, max_shrink_iters: 2000, ..Config::default() }
 }
 
 /// Runs `f` on a thread with a large stack: the value trees of the nested graph strategies
 /// are deep, and unoptimised test builds overflow the default 2 MiB test-thread stack.
 fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| {
-        let handle = std::thread::Builder::new()
-            .stack_size(256 << 20)
-            .spawn_scoped(s, f)
-            .expect("spawn");
-        handle
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        let handle = std::thread::Builder::new().stack_size(256 << 20).spawn_scoped(s, f).expect("spawn");
+        handle.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
     })
 }
 
@@ -102,15 +85,13 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
         any::<u64>().prop_map(|n| json!(n)),
-        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f)
-            .map(Value::Number)),
+        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
         interesting_string().prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((json_key(), inner), 0..6)
-                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            prop::collection::vec((json_key(), inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
     })
 }
@@ -118,9 +99,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
 // ---- strategies: near-valid pieces ----
 
 const NAME_POOL: [&str; 4] = ["alpha", "beta", "gamma", "d.e_f-1"];
-const NODE_IDS: [&str; 12] = [
-    "start", "a", "b", "a.b", "check", "gate", "draft", "send", "pause", "loop1", "bad id", "",
-];
+const NODE_IDS: [&str; 12] = ["start", "a", "b", "a.b", "check", "gate", "draft", "send", "pause", "loop1", "bad id", ""];
 
 fn design_name() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -192,9 +171,7 @@ fn expr_text() -> impl Strategy<Value = String> {
         "é",
         "start",
     ]);
-    let op = prop::sample::select(vec![
-        "==", "!=", ">", ">=", "<", "<=", "=", "=>", "<>", "", "≥",
-    ]);
+    let op = prop::sample::select(vec!["==", "!=", ">", ">=", "<", "<=", "=", "=>", "<>", "", "≥"]);
     let literal = prop::sample::select(vec![
         "3",
         "-0",
@@ -223,26 +200,8 @@ fn expr_text() -> impl Strategy<Value = String> {
 
 fn number_field() -> impl Strategy<Value = Value> {
     prop_oneof![
-        prop::sample::select(vec![
-            -1i64,
-            0,
-            1,
-            2,
-            3,
-            4,
-            59,
-            60,
-            120,
-            300,
-            3600,
-            3601,
-            4320,
-            4321,
-            10_000,
-            10_001,
-            i64::MAX
-        ])
-        .prop_map(|n| json!(n)),
+        prop::sample::select(vec![-1i64, 0, 1, 2, 3, 4, 59, 60, 120, 300, 3600, 3601, 4320, 4321, 10_000, 10_001, i64::MAX])
+            .prop_map(|n| json!(n)),
         Just(json!(1.5)),
         Just(json!(1e20)),
         Just(json!("5")),
@@ -262,8 +221,7 @@ fn options_field() -> impl Strategy<Value = Value> {
         Just(json!([])),
         Just(json!(["", " "])),
         Just(json!("approve")),
-        prop::collection::vec(interesting_string().prop_map(Value::String), 0..4)
-            .prop_map(Value::Array),
+        prop::collection::vec(interesting_string().prop_map(Value::String), 0..4).prop_map(Value::Array),
     ]
 }
 
@@ -291,33 +249,12 @@ fn node() -> impl Strategy<Value = Value> {
     ];
     let fields = (
         (
-            prop::option::of(string_from(vec![
-                "manual",
-                "schedule",
-                "heartbeat",
-                "event",
-                "folder",
-                "watch",
-                "bogus",
-            ])),
+            prop::option::of(string_from(vec!["manual", "schedule", "heartbeat", "event", "folder", "watch", "bogus"])),
             prop::option::of(schedule_field()),
-            prop::option::of(string_from(vec![
-                "30m", "1m", "0m", "25h", "24h", "59s", "x",
-            ])),
-            prop::option::of(string_from(vec![
-                "08:00-18:00",
-                "22:00-02:00",
-                "18:00-08:00",
-                "x",
-                "08:00",
-            ])),
+            prop::option::of(string_from(vec!["30m", "1m", "0m", "25h", "24h", "59s", "x"])),
+            prop::option::of(string_from(vec!["08:00-18:00", "22:00-02:00", "18:00-08:00", "x", "08:00"])),
             prop::option::of(string_from(vec!["mon-fri", "sun-sat", "fri-mon", "x", ""])),
-            prop::option::of(prop_oneof![
-                Just(json!(["news", "alerts.*"])),
-                Just(json!([])),
-                Just(json!(["*", ""])),
-                arb_json()
-            ]),
+            prop::option::of(prop_oneof![Just(json!(["news", "alerts.*"])), Just(json!([])), Just(json!(["*", ""])), arb_json()]),
         ),
         (
             prop::option::of(template_text().prop_map(Value::String)),
@@ -328,12 +265,7 @@ fn node() -> impl Strategy<Value = Value> {
             prop::option::of(string_from(vec!["reject", "escalate", "panic"])),
         ),
         (
-            prop::option::of(string_from(vec![
-                "notification",
-                "channel",
-                "",
-                "carrier-pigeon",
-            ])),
+            prop::option::of(string_from(vec!["notification", "channel", "", "carrier-pigeon"])),
             prop::option::of(string_from(vec![
                 "telegram",
                 "slack",
@@ -357,25 +289,11 @@ fn node() -> impl Strategy<Value = Value> {
         ),
         (
             // Commands are harmless, HTTP goes to a closed local port: nothing leaves the test.
+            prop::option::of(prop::sample::select(vec!["echo hi", "true", "", "echo {{trigger.n}}"]).prop_map(|s| json!(s))),
+            prop::option::of(prop_oneof![Just(json!(["echo", "hi"])), Just(json!([])), Just(json!([1])), Just(json!("echo"))]),
             prop::option::of(
-                prop::sample::select(vec!["echo hi", "true", "", "echo {{trigger.n}}"])
+                prop::sample::select(vec!["http://127.0.0.1:9/x", "ftp://x", "{{trigger.url}}", "", "HTTPS://127.0.0.1:9"])
                     .prop_map(|s| json!(s)),
-            ),
-            prop::option::of(prop_oneof![
-                Just(json!(["echo", "hi"])),
-                Just(json!([])),
-                Just(json!([1])),
-                Just(json!("echo"))
-            ]),
-            prop::option::of(
-                prop::sample::select(vec![
-                    "http://127.0.0.1:9/x",
-                    "ftp://x",
-                    "{{trigger.url}}",
-                    "",
-                    "HTTPS://127.0.0.1:9",
-                ])
-                .prop_map(|s| json!(s)),
             ),
             prop::option::of(string_from(vec!["GET", "post", "BREW", ""])),
             prop::option::of(prop_oneof![
@@ -388,22 +306,13 @@ fn node() -> impl Strategy<Value = Value> {
                 Just(json!([])),
                 arb_json()
             ]),
-            prop::option::of(prop_oneof![
-                Just(json!({"k": "{{trigger.n}}"})),
-                Just(json!({"k": 1})),
-                arb_json()
-            ]),
+            prop::option::of(prop_oneof![Just(json!({"k": "{{trigger.n}}"})), Just(json!({"k": 1})), arb_json()]),
         ),
         (
             prop::option::of(template_text().prop_map(Value::String)),
-            prop::option::of(string_from(vec![
-                "30s", "5m", "1h", "2h", "0s", "", "1x", "é",
-            ])),
+            prop::option::of(string_from(vec!["30s", "5m", "1h", "2h", "0s", "", "1x", "é"])),
             prop::option::of(string_from(vec!["ready", "a.b:c-d", "bad event", ""])),
-            prop::option::of(prop_oneof![
-                template_text().prop_map(Value::String),
-                arb_json()
-            ]),
+            prop::option::of(prop_oneof![template_text().prop_map(Value::String), arb_json()]),
             prop::option::of(number_field()),
             prop::option::of(number_field()),
         ),
@@ -456,9 +365,8 @@ fn node() -> impl Strategy<Value = Value> {
 }
 
 fn edge() -> impl Strategy<Value = Value> {
-    let label = prop::option::of(prop::sample::select(vec![
-        "true", "FALSE", "each", "done", "send", "skip", "approve", "reject", "x", "", "é",
-    ]));
+    let label =
+        prop::option::of(prop::sample::select(vec!["true", "FALSE", "each", "done", "send", "skip", "approve", "reject", "x", "", "é"]));
     prop_oneof![
         8 => (node_id(), node_id(), label).prop_map(|(from, to, label)| match label {
             Some(l) => json!({"from": from, "to": to, "label": l}),
@@ -473,15 +381,8 @@ fn random_graph() -> impl Strategy<Value = Value> {
     (
         prop::collection::vec(node(), 0..10),
         prop::collection::vec(edge(), 0..12),
-        prop::option::of(prop_oneof![
-            Just(json!({"tokens": 100})),
-            Just(json!({"tokens": 0})),
-            arb_json()
-        ]),
-        prop::option::of(prop_oneof![
-            Just(json!(["first", {"name": "second", "prompt": "p"}, {"type": "output"}])),
-            arb_json()
-        ]),
+        prop::option::of(prop_oneof![Just(json!({"tokens": 100})), Just(json!({"tokens": 0})), arb_json()]),
+        prop::option::of(prop_oneof![Just(json!(["first", {"name": "second", "prompt": "p"}, {"type": "output"}])), arb_json()]),
         0..4u8,
     )
         .prop_map(|(nodes, edges, budget, activities, shape)| {
@@ -510,25 +411,14 @@ fn random_graph() -> impl Strategy<Value = Value> {
 fn valid_graph() -> impl Strategy<Value = Value> {
     let literal = prop::sample::select(vec!["3", "'5'", "true", "null", "-1"]);
     let op = prop::sample::select(vec!["==", "!=", ">", "<="]);
-    (0..8u8, literal, op, options_field(), 1..4000u64).prop_map(
-        |(which, lit, op, options, minutes)| valid_design(which, lit, op, options, minutes),
-    )
+    (0..8u8, literal, op, options_field(), 1..4000u64)
+        .prop_map(|(which, lit, op, options, minutes)| valid_design(which, lit, op, options, minutes))
 }
 
 fn valid_design(which: u8, lit: &str, op: &str, options: Value, minutes: u64) -> Value {
-    let op = if lit.starts_with('\'') || lit == "true" || lit == "null" {
-        "=="
-    } else {
-        op
-    };
+    let op = if lit.starts_with('\'') || lit == "true" || lit == "null" { "==" } else { op };
     let options = match options.as_array() {
-        Some(a)
-            if !a.is_empty()
-                && a.iter()
-                    .all(|o| o.as_str().is_some_and(|s| !s.trim().is_empty())) =>
-        {
-            options.clone()
-        }
+        Some(a) if !a.is_empty() && a.iter().all(|o| o.as_str().is_some_and(|s| !s.trim().is_empty())) => options.clone(),
         _ => json!(["approve", "reject"]),
     };
     let t = json!({"id": "start", "type": "trigger", "mode": "manual"});
@@ -634,42 +524,34 @@ fn tool_args(tool: &'static str) -> BoxedStrategy<Value> {
         }
     };
     match tool {
-        "workflow_design_save" => (
-            prop::option::weighted(0.9, design_name().prop_map(Value::String)),
-            prop::option::weighted(0.9, graph()),
-        )
-            .prop_map(move |(name, graph)| {
+        "workflow_design_save" => {
+            (prop::option::weighted(0.9, design_name().prop_map(Value::String)), prop::option::weighted(0.9, graph()))
+                .prop_map(move |(name, graph)| {
+                    let mut m = Map::new();
+                    maybe(name, &mut m, "name");
+                    maybe(graph, &mut m, "graph");
+                    Value::Object(m)
+                })
+                .boxed()
+        }
+        "workflow_design_load" => prop::option::weighted(0.9, prop_oneof![4 => design_name().prop_map(Value::String), 1 => arb_json()])
+            .prop_map(move |name| {
                 let mut m = Map::new();
                 maybe(name, &mut m, "name");
-                maybe(graph, &mut m, "graph");
                 Value::Object(m)
             })
             .boxed(),
-        "workflow_design_load" => prop::option::weighted(
-            0.9,
-            prop_oneof![4 => design_name().prop_map(Value::String), 1 => arb_json()],
-        )
-        .prop_map(move |name| {
-            let mut m = Map::new();
-            maybe(name, &mut m, "name");
-            Value::Object(m)
-        })
-        .boxed(),
-        "workflow_design_validate" => (
-            prop::option::weighted(0.9, design_name().prop_map(Value::String)),
-            prop::option::weighted(0.9, graph()),
-        )
-            .prop_map(move |(name, graph)| {
-                let mut m = Map::new();
-                maybe(name, &mut m, "name");
-                maybe(graph, &mut m, "graph");
-                Value::Object(m)
-            })
-            .boxed(),
-        "workflow_design_run" => (
-            prop::option::weighted(0.9, design_name().prop_map(Value::String)),
-            prop::option::weighted(0.9, input()),
-        )
+        "workflow_design_validate" => {
+            (prop::option::weighted(0.9, design_name().prop_map(Value::String)), prop::option::weighted(0.9, graph()))
+                .prop_map(move |(name, graph)| {
+                    let mut m = Map::new();
+                    maybe(name, &mut m, "name");
+                    maybe(graph, &mut m, "graph");
+                    Value::Object(m)
+                })
+                .boxed()
+        }
+        "workflow_design_run" => (prop::option::weighted(0.9, design_name().prop_map(Value::String)), prop::option::weighted(0.9, input()))
             .prop_map(move |(name, input)| {
                 let mut m = Map::new();
                 maybe(name, &mut m, "name");
@@ -689,17 +571,11 @@ fn tool_args(tool: &'static str) -> BoxedStrategy<Value> {
 fn well_formed_respond() -> impl Strategy<Value = Value> {
     (
         any::<usize>(),
-        prop::sample::select(vec![
-            "approve", "reject", "send", "skip", " SEND ", "maybe", "Sunny.",
-        ]),
+        prop::sample::select(vec!["approve", "reject", "send", "skip", " SEND ", "maybe", "Sunny."]),
         prop::sample::select(vec!["answer", "answer", "output", "agent_generate"]),
     )
         .prop_map(|(i, text, key)| {
-            let value = if key == "agent_generate" {
-                json!(true)
-            } else {
-                json!(text)
-            };
+            let value = if key == "agent_generate" { json!(true) } else { json!(text) };
             json!({"run_id": format!("$parked:{i}"), "node": "$pending", key: value})
         })
 }
@@ -724,12 +600,7 @@ fn any_respond() -> impl Strategy<Value = Value> {
         ),
         prop::sample::select(vec![0u8, 0, 0, 1, 1, 2, 2, 3, 4, 5]),
         answer_value(),
-        prop_oneof![
-            Just(json!(true)),
-            Just(json!(false)),
-            Just(Value::Null),
-            arb_json()
-        ],
+        prop_oneof![Just(json!(true)), Just(json!(false)), Just(Value::Null), arb_json()],
     )
         .prop_map(move |(run_id, node, which, answer, generate)| {
             let mut m = Map::new();
@@ -756,31 +627,16 @@ fn any_respond() -> impl Strategy<Value = Value> {
 }
 
 fn tool_call() -> impl Strategy<Value = (String, Value)> {
-    prop::sample::select(TOOL_NAMES.to_vec())
-        .prop_flat_map(|tool| tool_args(tool).prop_map(move |args| (tool.to_string(), args)))
+    prop::sample::select(TOOL_NAMES.to_vec()).prop_flat_map(|tool| tool_args(tool).prop_map(move |args| (tool.to_string(), args)))
 }
 
 // ---- the contract every reply keeps ----
 
 /// Checks one reply against the contract; `Err` names what is wrong.
 fn check_reply(tool: &str, args: &Value, reply: &Reply) -> Result<(), TestCaseError> {
-    let ctx = || {
-        format!(
-            "tool {tool} args {args}\nreply {} {}",
-            reply.status, reply.body
-        )
-    };
-    prop_assert_ne!(
-        reply.status,
-        500,
-        "internal error (a panic or an unexpected failure inside the tool): {}",
-        ctx()
-    );
-    prop_assert!(
-        STATUSES.contains(&reply.status),
-        "status outside the policy: {}",
-        ctx()
-    );
+    let ctx = || format!("tool {tool} args {args}\nreply {} {}", reply.status, reply.body);
+    prop_assert_ne!(reply.status, 500, "internal error (a panic or an unexpected failure inside the tool): {}", ctx());
+    prop_assert!(STATUSES.contains(&reply.status), "status outside the policy: {}", ctx());
     let body = reply.body.as_object();
     prop_assert!(body.is_some(), "body is not an object: {}", ctx());
     let body = body.unwrap();
@@ -791,112 +647,43 @@ fn check_reply(tool: &str, args: &Value, reply: &Reply) -> Result<(), TestCaseEr
     if validation_report {
         // `{ok, errors, warnings}`: a design problem is data, not an error body.
         let errors = body.get("errors").and_then(Value::as_array);
-        prop_assert!(
-            errors.is_some() && body.get("warnings").is_some_and(Value::is_array),
-            "bad report: {}",
-            ctx()
-        );
-        prop_assert_eq!(
-            ok,
-            errors.unwrap().is_empty(),
-            "ok is not errors.is_empty(): {}",
-            ctx()
-        );
-        for issue in errors
-            .unwrap()
-            .iter()
-            .chain(body["warnings"].as_array().unwrap())
-        {
-            prop_assert!(
-                issue.get("message").is_some_and(Value::is_string),
-                "issue without message: {}",
-                ctx()
-            );
+        prop_assert!(errors.is_some() && body.get("warnings").is_some_and(Value::is_array), "bad report: {}", ctx());
+        prop_assert_eq!(ok, errors.unwrap().is_empty(), "ok is not errors.is_empty(): {}", ctx());
+        for issue in errors.unwrap().iter().chain(body["warnings"].as_array().unwrap()) {
+            prop_assert!(issue.get("message").is_some_and(Value::is_string), "issue without message: {}", ctx());
         }
     } else if !ok {
-        prop_assert!(
-            body.get("error").is_some_and(Value::is_string),
-            "ok:false without a string error: {}",
-            ctx()
-        );
+        prop_assert!(body.get("error").is_some_and(Value::is_string), "ok:false without a string error: {}", ctx());
     }
     if reply.status != 200 {
         prop_assert!(!ok, "error status with ok:true: {}", ctx());
     }
-    if let Some(status) = body
-        .get("run_id")
-        .map(|_| body.get("status").and_then(Value::as_str))
-    {
+    if let Some(status) = body.get("run_id").map(|_| body.get("status").and_then(Value::as_str)) {
         // A run result (§8).
         let status = status.unwrap_or("<none>");
-        prop_assert!(
-            RUN_STATUSES.contains(&status),
-            "run status {status:?}: {}",
-            ctx()
-        );
-        prop_assert_eq!(
-            ok,
-            status != "failed",
-            "ok disagrees with status: {}",
-            ctx()
-        );
+        prop_assert!(RUN_STATUSES.contains(&status), "run status {status:?}: {}", ctx());
+        prop_assert_eq!(ok, status != "failed", "ok disagrees with status: {}", ctx());
         let parked = matches!(status, "waiting" | "awaiting_approval" | "awaiting_agent");
-        prop_assert_eq!(
-            parked,
-            !body["pending"].is_null(),
-            "pending disagrees with status: {}",
-            ctx()
-        );
-        for key in [
-            "outputs",
-            "skipped",
-            "deliveries",
-            "steps",
-            "trigger",
-            "created_at",
-            "updated_at",
-            "error",
-            "failed_node",
-        ] {
-            prop_assert!(
-                body.contains_key(key),
-                "run result without {key:?}: {}",
-                ctx()
-            );
+        prop_assert_eq!(parked, !body["pending"].is_null(), "pending disagrees with status: {}", ctx());
+        for key in ["outputs", "skipped", "deliveries", "steps", "trigger", "created_at", "updated_at", "error", "failed_node"] {
+            prop_assert!(body.contains_key(key), "run result without {key:?}: {}", ctx());
         }
-        prop_assert!(
-            body["run_id"].is_string() && body["design"].is_string(),
-            "run result ids: {}",
-            ctx()
-        );
+        prop_assert!(body["run_id"].is_string() && body["design"].is_string(), "run result ids: {}", ctx());
         if status == "failed" {
-            prop_assert!(
-                body["error"].is_string(),
-                "failed run without an error: {}",
-                ctx()
-            );
+            prop_assert!(body["error"].is_string(), "failed run without an error: {}", ctx());
         } else {
-            prop_assert!(
-                body["error"].is_null() && body["failed_node"].is_null(),
-                "error fields on a {status} run: {}",
-                ctx()
-            );
+            prop_assert!(body["error"].is_null() && body["failed_node"].is_null(), "error fields on a {status} run: {}", ctx());
         }
     }
     if tool == "workflow_design_save" && ok {
         prop_assert!(
-            body.get("path").is_some_and(Value::is_string)
-                && body.get("nodes").is_some_and(Value::is_u64),
+            body.get("path").is_some_and(Value::is_string) && body.get("nodes").is_some_and(Value::is_u64),
             "save ok shape: {}",
             ctx()
         );
     }
     if tool == "workflow_design_load" && ok {
-        prop_assert!(
-            body.get("graph").is_some_and(Value::is_object),
-            "load ok shape: {}",
-            ctx()
-        );
+        prop_assert!(body.get("graph").is_some_and(Value::is_object), "load ok shape: {}", ctx());
     }
     Ok(())
 }
@@ -907,17 +694,9 @@ fn seed(app: &App, runs: &Runs) {
     for (i, which) in (0..8u8).cycle().take(24).enumerate() {
         let g = valid_design(which, "3", ">", json!(["send", "skip"]), 120);
         let name = NAME_POOL[i % NAME_POOL.len()];
-        let saved = tools::call(
-            app,
-            "workflow_design_save",
-            &json!({"name": name, "graph": g}),
-        );
+        let saved = tools::call(app, "workflow_design_save", &json!({"name": name, "graph": g}));
         assert_eq!(saved.status, 200, "{}", saved.body);
-        let r = tools::call(
-            app,
-            "workflow_design_run",
-            &json!({"name": name, "input": {"n": 5}}),
-        );
+        let r = tools::call(app, "workflow_design_run", &json!({"name": name, "input": {"n": 5}}));
         if r.body.get("run_id").is_some() {
             runs.note(&r.body);
             seeded += 1;
@@ -936,11 +715,7 @@ impl Runs {
         let Some(id) = body.get("run_id").and_then(Value::as_str) else {
             return;
         };
-        let pending = body
-            .get("pending")
-            .and_then(|p| p.get("node"))
-            .and_then(Value::as_str)
-            .map(String::from);
+        let pending = body.get("pending").and_then(|p| p.get("node")).and_then(Value::as_str).map(String::from);
         let mut runs = self.0.lock().unwrap();
         match runs.iter_mut().find(|(r, _)| r == id) {
             Some(entry) => entry.1 = pending,
@@ -963,13 +738,9 @@ impl Runs {
             Some((k, i)) if k.starts_with('$') => (k.to_string(), i.parse::<usize>().unwrap_or(0)),
             _ => return args,
         };
-        let parked: Vec<&(String, Option<String>)> =
-            runs.iter().filter(|(_, p)| p.is_some()).collect();
-        let (id, pending) = if kind == "$parked" && !parked.is_empty() {
-            parked[i % parked.len()].clone()
-        } else {
-            runs[i % runs.len()].clone()
-        };
+        let parked: Vec<&(String, Option<String>)> = runs.iter().filter(|(_, p)| p.is_some()).collect();
+        let (id, pending) =
+            if kind == "$parked" && !parked.is_empty() { parked[i % parked.len()].clone() } else { runs[i % runs.len()].clone() };
         args["run_id"] = Value::String(id);
         if args.get("node") == Some(&json!("$pending")) {
             args["node"] = Value::String(pending.unwrap_or_else(|| "gate".into()));
@@ -995,23 +766,12 @@ fn tools_answer_the_contract_whatever_the_arguments_body() {
         let args = runs.resolve(args);
         let reply = tools::call(&app, &tool, &args);
         runs.note(&reply.body);
-        let key = format!(
-            "{tool} {} {}",
-            reply.status,
-            reply
-                .body
-                .get("status")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-        );
+        let key = format!("{tool} {} {}", reply.status, reply.body.get("status").and_then(Value::as_str).unwrap_or(""));
         *seen.lock().unwrap().entry(key).or_default() += 1;
         check_reply(&tool, &args, &reply)
     });
     let n = cases.load(Ordering::Relaxed);
-    eprintln!(
-        "tools property: {n} cases run ({TOOL_CASES} configured), {} runs in the store",
-        runs.len()
-    );
+    eprintln!("tools property: {n} cases run ({TOOL_CASES} configured), {} runs in the store", runs.len());
     let statuses = seen.into_inner().unwrap();
     for (k, v) in &statuses {
         eprintln!("  {v:5}  {k}");
@@ -1027,10 +787,7 @@ fn tools_answer_the_contract_whatever_the_arguments_body() {
         "workflow_design_respond 200 done",
         "workflow_design_save 200",
     ] {
-        assert!(
-            statuses.keys().any(|k| k.starts_with(wanted)),
-            "no case reached {wanted:?}: {statuses:#?}"
-        );
+        assert!(statuses.keys().any(|k| k.starts_with(wanted)), "no case reached {wanted:?}: {statuses:#?}");
     }
 }
 
@@ -1052,10 +809,7 @@ fn tools_answer_the_contract_for_arbitrary_json_body() {
         let reply = tools::call(&app, &tool, &args);
         check_reply(&tool, &args, &reply)
     });
-    eprintln!(
-        "arbitrary-JSON property: {} cases run",
-        cases.load(Ordering::Relaxed)
-    );
+    eprintln!("arbitrary-JSON property: {} cases run", cases.load(Ordering::Relaxed));
     if let Err(e) = result {
         panic!("{e}");
     }
@@ -1086,10 +840,7 @@ fn call_text_answers_the_contract_whatever_the_text_body() {
         let shown: String = text.chars().take(200).collect();
         check_reply(tool, &json!(shown), &reply)
     });
-    eprintln!(
-        "call_text property: {} cases run",
-        cases.load(Ordering::Relaxed)
-    );
+    eprintln!("call_text property: {} cases run", cases.load(Ordering::Relaxed));
     if let Err(e) = result {
         panic!("{e}");
     }
@@ -1145,21 +896,12 @@ fn slash_command_never_fails_a_turn_body() {
             text.replace("$known", id)
         };
         let reply = slash::handle(&app, &text);
-        prop_assert!(
-            !reply.starts_with(SLASH_INTERNAL),
-            "internal error for {text:?}: {reply}"
-        );
-        prop_assert!(
-            !reply.contains("internal error in workflow_design_"),
-            "tool internal error for {text:?}: {reply}"
-        );
+        prop_assert!(!reply.starts_with(SLASH_INTERNAL), "internal error for {text:?}: {reply}");
+        prop_assert!(!reply.contains("internal error in workflow_design_"), "tool internal error for {text:?}: {reply}");
         prop_assert!(!reply.trim().is_empty(), "empty reply for {text:?}");
         Ok(())
     });
-    eprintln!(
-        "slash property: {} cases run",
-        cases.load(Ordering::Relaxed)
-    );
+    eprintln!("slash property: {} cases run", cases.load(Ordering::Relaxed));
     if let Err(e) = result {
         panic!("{e}");
     }

@@ -192,15 +192,18 @@ fn run_api(server: &Server, name: &str, graph: &Value) -> Value {
 /// with the run id, wall-clock fields (`*_at`) and wait steps' resume times left out.
 fn comparable(graph: &Value, run: &Value) -> Value {
     let id = run["run_id"].as_str().unwrap_or_default().to_string();
-    let waits: Vec<&str> = graph["nodes"].as_array().into_iter().flatten().filter(|n| n["type"] == "wait").filter_map(|n| n["id"].as_str()).collect();
+    let waits: Vec<&str> =
+        graph["nodes"].as_array().into_iter().flatten().filter(|n| n["type"] == "wait").filter_map(|n| n["id"].as_str()).collect();
     let mut outputs = run["outputs"].clone();
     if let Some(map) = outputs.as_object_mut() {
         for w in &waits {
             map.remove(*w);
         }
     }
-    let steps: Vec<Value> = run["steps"].as_array().into_iter().flatten().map(|s| json!([s["node"], s["status"], s["attempts"], s["error"]])).collect();
-    let deliveries: Vec<Value> = run["deliveries"].as_array().into_iter().flatten().map(|d| json!([d["node"], d["target"], d["ok"]])).collect();
+    let steps: Vec<Value> =
+        run["steps"].as_array().into_iter().flatten().map(|s| json!([s["node"], s["status"], s["attempts"], s["error"]])).collect();
+    let deliveries: Vec<Value> =
+        run["deliveries"].as_array().into_iter().flatten().map(|d| json!([d["node"], d["target"], d["ok"]])).collect();
     let mut v = json!({
         "status": run["status"], "error": run["error"], "failed_node": run["failed_node"], "skipped": run["skipped"],
         "steps": steps, "outputs": outputs, "deliveries": deliveries,
@@ -248,8 +251,9 @@ fn every_gui_fixture_validates_saves_and_runs_through_the_cli_and_the_api() {
         assert_eq!(comparable(graph, &by_cli), comparable(graph, &by_api), "{name}: one contract, the same run on both surfaces");
         // Every node the canvas drew that the engine runs was settled (notes never run).
         let runnable = graph["nodes"].as_array().into_iter().flatten().filter(|n| n["type"] != "note" && n["type"] != "trigger").count();
-        let settled = by_cli["steps"].as_array().map_or(0, |s| s.iter().filter(|s| !s["node"].as_str().unwrap_or("").contains('#')).count())
-            + by_cli["skipped"].as_array().map_or(0, Vec::len);
+        let settled =
+            by_cli["steps"].as_array().map_or(0, |s| s.iter().filter(|s| !s["node"].as_str().unwrap_or("").contains('#')).count())
+                + by_cli["skipped"].as_array().map_or(0, Vec::len);
         assert_eq!(settled, runnable, "{name}: every step settled: {by_cli}");
     }
 }

@@ -16,8 +16,6 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_json, body_string, header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-
-
 /// A trigger and one http node `fetch` with `fields`, then whatever `rest` adds.
 fn design(fields: Value, rest: &[Value], edges: &[Value]) -> Value {
     let mut fetch = json!({"id": "fetch", "type": "http"});
@@ -123,11 +121,16 @@ fn string_body_is_sent_as_text() {
             .expect(1),
     );
     let home = Home::new();
-    let text = design(json!({"url": peer.url("/greeting"), "method": "PUT", "body": "Hello {{trigger.name}}, {\"not\": \"json\"}"}), &[], &[]);
+    let text =
+        design(json!({"url": peer.url("/greeting"), "method": "PUT", "body": "Hello {{trigger.name}}, {\"not\": \"json\"}"}), &[], &[]);
     let (code, r) = run(&home, "greet", &text, &json!({"name": "Ann"}));
     assert_eq!((code, &r["outputs"]["fetch"]["status"], &r["outputs"]["fetch"]["text"]), (0, &json!(204), &json!("")), "{r}");
 
-    let csv = design(json!({"url": peer.url("/csv"), "method": "PUT", "headers": {"Content-Type": "text/csv"}, "body": "name\n{{trigger.name}}"}), &[], &[]);
+    let csv = design(
+        json!({"url": peer.url("/csv"), "method": "PUT", "headers": {"Content-Type": "text/csv"}, "body": "name\n{{trigger.name}}"}),
+        &[],
+        &[],
+    );
     let (code, r) = run(&home, "csv", &csv, &json!({"name": "Ann"}));
     assert_eq!((code, &r["outputs"]["fetch"]["body"]), (0, &json!("stored")), "{r}");
     assert_eq!(r["outputs"]["fetch"]["data"], Value::Null, "a text body has no data: {r}");
@@ -153,7 +156,8 @@ fn headers_are_sent() {
             )
             .expect(1),
     );
-    let graph = design(json!({"url": peer.url("/me"), "headers": {"Authorization": "Bearer {{trigger.token}}", "X-Trace": "run-abc"}}), &[], &[]);
+    let graph =
+        design(json!({"url": peer.url("/me"), "headers": {"Authorization": "Bearer {{trigger.token}}", "X-Trace": "run-abc"}}), &[], &[]);
     let (code, run) = run(&Home::new(), "me", &graph, &json!({"token": "s3cret"}));
     assert_eq!(code, 0, "{run}");
     let headers = &run["outputs"]["fetch"]["headers"];
@@ -200,7 +204,9 @@ fn redirects_are_followed_a_few_times() {
 #[test]
 fn a_slow_server_times_out() {
     let peer = Peer::start();
-    peer.mount(Mock::given(path("/slow")).respond_with(ResponseTemplate::new(200).set_body_string("late").set_delay(Duration::from_secs(3))));
+    peer.mount(
+        Mock::given(path("/slow")).respond_with(ResponseTemplate::new(200).set_body_string("late").set_delay(Duration::from_secs(3))),
+    );
     let graph = design(json!({"url": peer.url("/slow"), "timeout_seconds": 1}), &[], &[]);
     let (code, r) = run(&Home::new(), "slow", &graph, &Value::Null);
     assert_failed(code, &r, "HTTP request timed out after 1 s");
@@ -252,9 +258,12 @@ fn only_http_and_https_urls() {
 fn typed_outputs_match_exactly_on_a_second_run() {
     let peer = Peer::start();
     peer.mount(
-        Mock::given(method("POST"))
-            .and(path("/echo"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"greeting": "hello", "n": [1, 2, 3]})).append_header("x-many", "a").append_header("x-many", "b")),
+        Mock::given(method("POST")).and(path("/echo")).respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"greeting": "hello", "n": [1, 2, 3]}))
+                .append_header("x-many", "a")
+                .append_header("x-many", "b"),
+        ),
     );
     peer.mount(Mock::given(path("/text")).respond_with(ResponseTemplate::new(200).set_body_string("plain text\n")));
     let graph = json!({

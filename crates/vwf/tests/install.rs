@@ -88,8 +88,9 @@ impl Installed {
 
     fn json(&self, args: &[&str]) -> (i32, Value) {
         let out = self.command(&[&["--json"], args].concat()).output().expect("run the installed vwf");
-        let body = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+        let body = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("not JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        });
         (out.status.code().unwrap_or(-1), body)
     }
 }
@@ -120,7 +121,8 @@ struct Serving {
 
 impl Serving {
     fn start(vwf: &Installed) -> Serving {
-        let mut child = vwf.command(&["serve", "--bind", "127.0.0.1:0"]).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().expect("start vwf serve");
+        let mut child =
+            vwf.command(&["serve", "--bind", "127.0.0.1:0"]).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().expect("start vwf serve");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read the server's first line");
@@ -250,8 +252,12 @@ fn the_installed_binary_lists_every_template_and_creates_designs_from_them() {
         let (s, _, body) = server.get(&format!("{PREFIX}/templates"), &[]);
         assert_eq!(s, 200);
         let listed: Value = serde_json::from_slice(&body).expect("templates JSON");
-        let listed: Vec<(String, Value)> =
-            listed["templates"].as_array().expect("templates").iter().map(|t| (t["name"].as_str().unwrap().to_string(), t["graph"].clone())).collect();
+        let listed: Vec<(String, Value)> = listed["templates"]
+            .as_array()
+            .expect("templates")
+            .iter()
+            .map(|t| (t["name"].as_str().unwrap().to_string(), t["graph"].clone()))
+            .collect();
         assert_eq!(listed, templates, "GET /templates is every examples/*.designer.json, graphs as in the repository");
     }
     for (i, (template, graph)) in templates.iter().enumerate() {

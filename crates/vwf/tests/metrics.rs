@@ -10,8 +10,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{Home, failing};
 use common::server::{Options, PREFIX, Server, TOKEN_VAR, send, write_config};
+use common::{Home, failing};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "metrics-test-token";
@@ -108,7 +108,8 @@ fn vwf_serve_logs_a_parked_run_resumed_and_done() {
     let home = Home::new();
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("stderr");
-    let options = Options { env: vec![("VWF_LOG_FORMAT", "json".into()), ("RUST_LOG", "info".into())], stderr: Some(&log), ..Options::default() };
+    let options =
+        Options { env: vec![("VWF_LOG_FORMAT", "json".into()), ("RUST_LOG", "info".into())], stderr: Some(&log), ..Options::default() };
     let server = Server::start_with(&home, options);
     server.save("gated", gated());
     let run_id = server.run_id("gated", json!({}));
@@ -120,7 +121,8 @@ fn vwf_serve_logs_a_parked_run_resumed_and_done() {
     let lines = transitions(&read(&log));
     let events = events_of(&lines, &run_id);
     assert_eq!(events[parked.len()..], ["step_done", "resumed", "step_started", "step_done", "step_done", "done"]);
-    let statuses: Vec<&str> = lines.iter().filter(|l| l["run_id"] == run_id.as_str()).map(|l| l["status"].as_str().unwrap_or_default()).collect();
+    let statuses: Vec<&str> =
+        lines.iter().filter(|l| l["run_id"] == run_id.as_str()).map(|l| l["status"].as_str().unwrap_or_default()).collect();
     assert_eq!(statuses[..3], ["running", "awaiting_approval", "awaiting_approval"]);
     assert_eq!(statuses.last(), Some(&"done"));
 }
@@ -140,7 +142,10 @@ type Key = (String, BTreeMap<String, String>);
 fn parse_metrics(text: &str) -> BTreeMap<Key, f64> {
     let mut samples = BTreeMap::new();
     let mut families: BTreeMap<String, String> = BTreeMap::new();
-    let name_ok = |n: &str| !n.is_empty() && n.chars().enumerate().all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit()));
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars().enumerate().all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit()))
+    };
     for line in text.lines().filter(|l| !l.is_empty()) {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').unwrap_or_else(|| panic!("bad TYPE line: {line}"));
@@ -159,7 +164,9 @@ fn parse_metrics(text: &str) -> BTreeMap<Key, f64> {
             Some((name, rest)) => (name, parse_labels(rest.strip_suffix('}').unwrap_or_else(|| panic!("bad labels: {line}")))),
         };
         assert!(name_ok(name), "bad metric name: {line}");
-        let family = ["_bucket", "_sum", "_count"].iter().find_map(|s| name.strip_suffix(s).filter(|f| families.get(*f).is_some_and(|k| k == "histogram")));
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| families.get(*f).is_some_and(|k| k == "histogram")));
         assert!(families.contains_key(family.unwrap_or(name)), "sample before its TYPE line: {line}");
         assert!(samples.insert((name.to_string(), labels), value).is_none(), "repeated sample: {line}");
     }
@@ -245,7 +252,12 @@ fn metrics_move_after_a_done_a_failed_and_a_parked_run() {
     }
     assert_eq!(delta("vwf_runs_done_total", &[("design", "fine")]), 1.0);
     assert_eq!(delta("vwf_runs_failed_total", &[("design", "boom")]), 1.0);
-    for (design, counter) in [("fine", "vwf_runs_failed_total"), ("boom", "vwf_runs_done_total"), ("gated", "vwf_runs_done_total"), ("gated", "vwf_runs_failed_total")] {
+    for (design, counter) in [
+        ("fine", "vwf_runs_failed_total"),
+        ("boom", "vwf_runs_done_total"),
+        ("gated", "vwf_runs_done_total"),
+        ("gated", "vwf_runs_failed_total"),
+    ] {
         assert_eq!(delta(counter, &[("design", design)]), 0.0, "{counter} {design}");
     }
     assert_eq!(delta("vwf_runs_parked", &[("status", "awaiting_approval")]), 1.0);
@@ -253,7 +265,8 @@ fn metrics_move_after_a_done_a_failed_and_a_parked_run() {
 
     // Step durations by node type and how the attempt ended: every observation in the +Inf bucket.
     let steps = "vwf_step_duration_seconds";
-    for (node_type, ended, n) in [("command", "done", 1.0), ("command", "failed", 1.0), ("output", "done", 1.0), ("approval", "done", 0.0)] {
+    for (node_type, ended, n) in [("command", "done", 1.0), ("command", "failed", 1.0), ("output", "done", 1.0), ("approval", "done", 0.0)]
+    {
         let labels = [("node_type", node_type), ("status", ended)];
         assert_eq!(delta(&format!("{steps}_count"), &labels), n, "{node_type} {ended}");
         let inf = [("node_type", node_type), ("status", ended), ("le", "+Inf")];
@@ -273,8 +286,14 @@ fn metrics_move_after_a_done_a_failed_and_a_parked_run() {
     let (status, body) = server.post(&format!("/runs/{gated_id}/respond"), json!({"node": "gate", "answer": "go"}));
     assert_eq!((status, &body["status"]), (200, &json!("done")), "{body}");
     let answered = scrape(&server);
-    assert_eq!(answered.get("vwf_runs_parked", &[("status", "awaiting_approval")]), before.get("vwf_runs_parked", &[("status", "awaiting_approval")]));
-    assert_eq!(answered.get("vwf_runs_done_total", &[("design", "gated")]) - before.get("vwf_runs_done_total", &[("design", "gated")]), 1.0);
+    assert_eq!(
+        answered.get("vwf_runs_parked", &[("status", "awaiting_approval")]),
+        before.get("vwf_runs_parked", &[("status", "awaiting_approval")])
+    );
+    assert_eq!(
+        answered.get("vwf_runs_done_total", &[("design", "gated")]) - before.get("vwf_runs_done_total", &[("design", "gated")]),
+        1.0
+    );
     let approval = [("node_type", "approval"), ("status", "done")];
     assert_eq!(answered.get(&format!("{steps}_count"), &approval) - before.get(&format!("{steps}_count"), &approval), 1.0);
     assert_eq!(answered.get("vwf_runs_started_total", &[("design", "gated")]), after.get("vwf_runs_started_total", &[("design", "gated")]));
@@ -357,7 +376,8 @@ fn requests_are_counted_by_route_template_never_by_raw_path() {
 fn the_text_format_parser_reads_escapes_and_refuses_bad_lines() {
     let ok = "# HELP x_total X.\n# TYPE x_total counter\nx_total{a=\"q\\\"uote\",b=\"new\\nline\"} 3\n";
     let parsed = parse_metrics(ok);
-    let labels: BTreeMap<String, String> = [("a", "q\"uote"), ("b", "new\nline")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let labels: BTreeMap<String, String> =
+        [("a", "q\"uote"), ("b", "new\nline")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     assert_eq!(parsed.get(&("x_total".to_string(), labels)), Some(&3.0));
     for bad in ["x_total 1\n", "# TYPE x counter\nx{a=\"1} 1\n", "# TYPE x counter\nx 1\nx 2\n", "# TYPE x counter\nx one\n"] {
         assert!(std::panic::catch_unwind(|| parse_metrics(bad)).is_err(), "{bad:?}");

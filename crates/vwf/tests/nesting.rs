@@ -77,7 +77,9 @@ fn inputs_up_to_the_limit_run_and_read_back_and_deeper_are_refused_writing_nothi
         assert_eq!(code, 2, "tool, depth {levels}: {body}");
         let out = home.vwf().args(["--json", "emit", "ping", "--payload", "-"]).write_stdin(deep.clone()).output().expect("vwf");
         assert_eq!(common::code(&out), 2, "emit, depth {levels}: {}", common::parse(&out));
-        let graph = format!("{{\"nodes\": [{{\"id\": \"start\", \"type\": \"trigger\", \"mode\": \"manual\", \"extra\": {deep}}}], \"edges\": []}}");
+        let graph = format!(
+            "{{\"nodes\": [{{\"id\": \"start\", \"type\": \"trigger\", \"mode\": \"manual\", \"extra\": {deep}}}], \"edges\": []}}"
+        );
         let out = home.vwf().args(["--json", "save", "deep-design", "-"]).write_stdin(graph).output().expect("vwf");
         assert_eq!(common::code(&out), 2, "save, depth {levels}: {}", common::parse(&out));
         let out = home.vwf().args(["slash", &format!("/workflow run nest {deep}")]).output().expect("vwf");

@@ -54,7 +54,12 @@ fn json_logs_have_one_line_per_request_with_its_route_status_and_duration() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("stderr");
     write_config(&home, &format!("[server]\ntoken_env = \"{TOKEN_VAR}\"\n"));
-    let options = Options { token: Some(TOKEN), env: vec![("VWF_LOG_FORMAT", "json".into()), ("RUST_LOG", "info".into())], stderr: Some(&log), ..Options::default() };
+    let options = Options {
+        token: Some(TOKEN),
+        env: vec![("VWF_LOG_FORMAT", "json".into()), ("RUST_LOG", "info".into())],
+        stderr: Some(&log),
+        ..Options::default()
+    };
     let server = Server::start_with(&home, options);
     let prefix = common::server::PREFIX;
     // (method, path, whether to send the token, expected status, expected route)

@@ -94,7 +94,11 @@ fn runs_page_past_a_thousand_and_every_filter_combination_finds_exactly_its_runs
                 }
                 let want: Vec<String> = truth
                     .iter()
-                    .filter(|t| design.is_none_or(|d| t.1 == DESIGNS[d]) && status.is_none_or(|s| t.2 == STATUSES[s]) && mode.is_none_or(|m| t.3 == MODES[m]))
+                    .filter(|t| {
+                        design.is_none_or(|d| t.1 == DESIGNS[d])
+                            && status.is_none_or(|s| t.2 == STATUSES[s])
+                            && mode.is_none_or(|m| t.3 == MODES[m])
+                    })
                     .map(|t| t.0.clone())
                     .collect();
                 let (got, _) = all_pages(&server, &query, 90);
@@ -160,7 +164,9 @@ fn bad_filters_and_unknown_cursors_are_refused() {
     let (s, b) = server.get("/runs?before=ffffffffffff");
     assert_eq!(s, 404, "{b}");
     assert!(b["error"].as_str().is_some_and(|e| e.contains("ffffffffffff")), "{b}");
-    for (args, code) in [(vec!["runs", "--status", "finished"], 2), (vec!["runs", "--before", "ffffffffffff"], 3), (vec!["runs", "--limit", "0"], 2)] {
+    for (args, code) in
+        [(vec!["runs", "--status", "finished"], 2), (vec!["runs", "--before", "ffffffffffff"], 3), (vec!["runs", "--limit", "0"], 2)]
+    {
         let out = home.vwf().args(&args).output().expect("vwf");
         assert_eq!(common::code(&out), code, "{args:?}");
     }

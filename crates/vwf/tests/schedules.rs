@@ -155,7 +155,13 @@ fn next_fire_follows_the_berlin_wall_clock_across_the_spring_change() {
     schedules::tick(&app, at("2026-03-29T07:00:05Z")).unwrap();
     assert_eq!(schedules::get(&app, "wf-brief").unwrap().next_run_at, Some(at("2026-03-30T07:00:00Z")));
     // A wall time inside the skipped hour happens when the gap ends: 03:00 CEST = 01:00Z.
-    let job = schedules::upsert(&app, &name("brief"), &json!({"preset": "custom", "cron": "30 2 * * *", "tz": "Europe/Berlin"}), at("2026-03-28T12:00:00Z")).unwrap();
+    let job = schedules::upsert(
+        &app,
+        &name("brief"),
+        &json!({"preset": "custom", "cron": "30 2 * * *", "tz": "Europe/Berlin"}),
+        at("2026-03-28T12:00:00Z"),
+    )
+    .unwrap();
     assert_eq!((job.human.as_str(), job.next_run_at), ("Daily at 02:30", Some(at("2026-03-29T01:00:00Z"))));
 }
 
@@ -429,8 +435,14 @@ fn cli_set_list_tick_and_run() {
     assert_eq!(code, 0, "{body}");
     assert_eq!(body["ok"], true);
     let job = &body["job"];
-    assert_eq!((&job["job_id"], &job["name"], &job["cron"], &job["human"]), (&json!("wf-brief"), &json!("workflow:brief"), &json!("0 9 * * 1-5"), &json!("Weekdays at 09:00")));
-    assert_eq!((&job["tz"], &job["paused"], &job["next_run_at"], &job["last_run_at"]), (&json!("Europe/Berlin"), &json!(false), &json!("2026-06-01T07:00:00.000Z"), &Value::Null));
+    assert_eq!(
+        (&job["job_id"], &job["name"], &job["cron"], &job["human"]),
+        (&json!("wf-brief"), &json!("workflow:brief"), &json!("0 9 * * 1-5"), &json!("Weekdays at 09:00"))
+    );
+    assert_eq!(
+        (&job["tz"], &job["paused"], &job["next_run_at"], &job["last_run_at"]),
+        (&json!("Europe/Berlin"), &json!(false), &json!("2026-06-01T07:00:00.000Z"), &Value::Null)
+    );
 
     let (code, body) = home.json_at(T0, &["schedule", "list"]);
     assert_eq!(code, 0);
@@ -498,11 +510,15 @@ fn a_schedule_carries_the_run_input_and_takes_a_one_digit_hour() {
         "edges": [{"from": "start", "to": "o"}]
     }));
     let input = json!({"city": "Oslo \"north\"\nside"});
-    let (code, body) = home.json_at(T0, &["schedule", "set", "greet", "--preset", "daily", "--time", "7:30", "--input", &input.to_string()]);
+    let (code, body) =
+        home.json_at(T0, &["schedule", "set", "greet", "--preset", "daily", "--time", "7:30", "--input", &input.to_string()]);
     assert_eq!(code, 0, "{body}");
     let job = &body["job"];
     assert_eq!((&job["cron"], &job["human"], &job["input"]), (&json!("30 7 * * *"), &json!("Daily at 07:30"), &input));
-    assert!(job["prompt"].as_str().unwrap().contains(&json!({"name": "greet", "input": input}).to_string()), "the Hermes prompt passes the input: {job}");
+    assert!(
+        job["prompt"].as_str().unwrap().contains(&json!({"name": "greet", "input": input}).to_string()),
+        "the Hermes prompt passes the input: {job}"
+    );
 
     let (code, body) = home.json_at("2026-06-01T07:30:10Z", &["schedule", "tick"]);
     assert_eq!((code, &body["fired"][0]["status"]), (0, &json!("done")), "{body}");

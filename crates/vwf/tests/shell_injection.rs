@@ -162,7 +162,12 @@ fn no_hostile_value_runs_in_any_context_and_each_arrives_byte_for_byte() {
     let payloads = payloads();
     assert!(payloads.len() >= 60, "{}", payloads.len());
     for value in &payloads {
-        let out = home.vwf().args(["--json", "run", "corpus", "--input", "-"]).write_stdin(json!({ "p": value }).to_string()).output().expect("vwf");
+        let out = home
+            .vwf()
+            .args(["--json", "run", "corpus", "--input", "-"])
+            .write_stdin(json!({ "p": value }).to_string())
+            .output()
+            .expect("vwf");
         let (code, run) = (common::code(&out), common::parse(&out));
         let shown: String = value.chars().take(60).collect();
         assert_eq!(code, 0, "{shown:?}: {run}");
@@ -186,7 +191,8 @@ fn a_value_no_process_can_receive_fails_the_step_and_runs_nothing() {
     ], "edges": [{"from": "start", "to": "cmd"}]});
     home.save("nul", &graph);
     for (value, why) in [("a\u{0}; touch X", "NUL byte"), (&"x".repeat(200_000) as &str, "bytes per value")] {
-        let out = home.vwf().args(["--json", "run", "nul", "--input", "-"]).write_stdin(json!({ "p": value }).to_string()).output().expect("vwf");
+        let out =
+            home.vwf().args(["--json", "run", "nul", "--input", "-"]).write_stdin(json!({ "p": value }).to_string()).output().expect("vwf");
         let (code, run) = (common::code(&out), common::parse(&out));
         assert_eq!(code, 1, "{run}");
         let error = run["error"].as_str().unwrap_or_default();
@@ -255,7 +261,8 @@ fn argv_and_env_refuse_values_that_would_choose_what_runs() {
     ] {
         let mut cmd = json!({"id": "cmd", "type": "command"});
         cmd.as_object_mut().expect("object").extend(node.as_object().expect("object").clone());
-        let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, cmd], "edges": [{"from": "start", "to": "cmd"}]});
+        let graph =
+            json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, cmd], "edges": [{"from": "start", "to": "cmd"}]});
         let out = home.vwf().args(["--json", "save", "refused", "-"]).write_stdin(graph.to_string()).output().expect("vwf");
         let body = common::parse(&out);
         assert_eq!(body["ok"], false, "{node}: {body}");

@@ -131,7 +131,10 @@ fn five_runs(home: &Home) -> (Vec<String>, Vec<u8>) {
 fn list_with_stderr(home: &Home) -> (i32, Vec<String>, String) {
     let out = home.vwf().args(["--json", "runs", "--limit", "100"]).output().expect("run vwf");
     let body = common::parse(&out);
-    let ids = body["runs"].as_array().map(|runs| runs.iter().map(|r| r["run_id"].as_str().unwrap_or_default().to_string()).collect()).unwrap_or_default();
+    let ids = body["runs"]
+        .as_array()
+        .map(|runs| runs.iter().map(|r| r["run_id"].as_str().unwrap_or_default().to_string()).collect())
+        .unwrap_or_default();
     (common::code(&out), ids, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -177,7 +180,11 @@ fn a_damaged_run_index_never_hides_a_run() {
         }
     }
     cases.push(("every line twice".into(), [index.as_slice(), &index[lines[0].len()..]].concat(), true));
-    cases.push(("the first version's format (bare ids)".into(), ids.iter().map(|id| format!("{id}\n")).collect::<String>().into_bytes(), true));
+    cases.push((
+        "the first version's format (bare ids)".into(),
+        ids.iter().map(|id| format!("{id}\n")).collect::<String>().into_bytes(),
+        true,
+    ));
     cases.push(("random bytes".into(), (0..index.len()).map(|i| (i * 7 + 3) as u8).collect(), true));
 
     for (name, bytes, reported) in &cases {
@@ -355,7 +362,8 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 /// The only run of `home`: (id, file as JSON).
 fn only_run(home: &Home) -> Option<(String, Value)> {
     let entries = std::fs::read_dir(home.runs_dir()).ok()?;
-    let name = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| n.ends_with(".json") && !n.starts_with('.'))?;
+    let name =
+        entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| n.ends_with(".json") && !n.starts_with('.'))?;
     let id = name.trim_end_matches(".json").to_string();
     let value = serde_json::from_slice(&std::fs::read(home.runs_dir().join(&name)).ok()?).ok()?;
     Some((id, value))
@@ -380,7 +388,9 @@ fn a_run_found_interrupted_is_reported_without_writing_when_the_store_cannot_be_
     let mut child = vwf_process(&home, &["run", "slow"]).stdout(std::process::Stdio::null()).spawn().expect("start vwf run");
     eventually("the step to start", || {
         std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
-            && only_run(&home).is_some_and(|(_, run)| run["status"] == "running" && run["steps"].as_array().is_some_and(|s| s.iter().any(|r| r["node"] == "slow")))
+            && only_run(&home).is_some_and(|(_, run)| {
+                run["status"] == "running" && run["steps"].as_array().is_some_and(|s| s.iter().any(|r| r["node"] == "slow"))
+            })
     });
     child.kill().expect("kill vwf");
     child.wait().expect("reap vwf");
@@ -393,7 +403,12 @@ fn a_run_found_interrupted_is_reported_without_writing_when_the_store_cannot_be_
 
     let limited = |args: &[&str]| vwf_limited(&home, 0, args);
     let read_only = |args: &[&str]| vwf_read_only(&home, args);
-    for (how, args) in [(&limited as &dyn Fn(&[&str]) -> std::process::Command, vec!["show", id.as_str()]), (&limited, vec!["runs"]), (&read_only, vec!["show", id.as_str()]), (&read_only, vec!["runs"])] {
+    for (how, args) in [
+        (&limited as &dyn Fn(&[&str]) -> std::process::Command, vec!["show", id.as_str()]),
+        (&limited, vec!["runs"]),
+        (&read_only, vec!["show", id.as_str()]),
+        (&read_only, vec!["runs"]),
+    ] {
         let (code, body, stderr) = output_json(how(&args));
         let run = if args[0] == "show" { body.clone() } else { body["runs"][0].clone() };
         assert_eq!(code, if args[0] == "show" { 1 } else { 0 }, "{args:?}: {body} {stderr}");
@@ -551,7 +566,14 @@ fn doctor_reports_every_file_that_does_not_parse_and_leaves_it() {
     let schedules = home.path().join("workflow-schedules");
     std::fs::create_dir_all(&schedules).expect("schedules dir");
     std::fs::write(schedules.join("wf-hello.json"), "{}").expect("schedule");
-    let bad = ["workflow-designs/broken.json", "workflow-designs/list.json", &format!("workflow-runs/{}.json", ids[1]), &format!("workflow-runs/{}.json", ids[2]), "workflow-schedules/wf-hello.json"].map(String::from);
+    let bad = [
+        "workflow-designs/broken.json",
+        "workflow-designs/list.json",
+        &format!("workflow-runs/{}.json", ids[1]),
+        &format!("workflow-runs/{}.json", ids[2]),
+        "workflow-schedules/wf-hello.json",
+    ]
+    .map(String::from);
 
     for args in [&[][..], &["--fix"][..]] {
         let before = common::snapshot(&home);
@@ -577,11 +599,25 @@ fn doctor_reports_stray_files_and_directories_and_never_removes_them() {
     // Files the store keeps that a stray check must not report.
     std::fs::write(schedules.join("trigger-hello.json"), "{}").expect("trigger state");
     std::fs::write(schedules.join(".schedules.lock"), "").expect("schedules lock");
-    let stray_files = ["workflow-designs/notes.txt", "workflow-designs/.DS_Store", "workflow-designs/Bad Name.json", "workflow-runs/README", "workflow-runs/0123.json", "workflow-runs/.locks/junk", "workflow-schedules/backup.json.bak"];
+    let stray_files = [
+        "workflow-designs/notes.txt",
+        "workflow-designs/.DS_Store",
+        "workflow-designs/Bad Name.json",
+        "workflow-runs/README",
+        "workflow-runs/0123.json",
+        "workflow-runs/.locks/junk",
+        "workflow-schedules/backup.json.bak",
+    ];
     for rel in stray_files {
         std::fs::write(home.path().join(rel), "mine").expect("stray file");
     }
-    let stray_dirs = ["workflow-designs/folder", "workflow-designs/hello2.json", "workflow-runs/0123456789ab.json", "workflow-runs/.locks/0123456789ac.lock", "workflow-schedules/wf-other.json"];
+    let stray_dirs = [
+        "workflow-designs/folder",
+        "workflow-designs/hello2.json",
+        "workflow-runs/0123456789ab.json",
+        "workflow-runs/.locks/0123456789ac.lock",
+        "workflow-schedules/wf-other.json",
+    ];
     for rel in stray_dirs {
         std::fs::create_dir_all(home.path().join(rel).join("inside")).expect("stray dir");
     }
@@ -616,7 +652,11 @@ fn serve_and_daemon_start_remove_what_killed_writers_left() {
         let home = Home::new();
         let (ids, _) = five_runs(&home);
         let debris = debris(&home, &ids);
-        let mut child = vwf_process(&home, command).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("start vwf");
+        let mut child = vwf_process(&home, command)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start vwf");
         let mut first = String::new();
         std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("the first line");
         let stale_left: Vec<_> = debris.stale.iter().filter(|p| p.exists()).collect();
@@ -626,7 +666,10 @@ fn serve_and_daemon_start_remove_what_killed_writers_left() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stale_left.is_empty(), "{command:?} left {stale_left:?}; first line {first:?}, stderr {stderr}");
         assert!(kept_gone.is_empty(), "{command:?} removed {kept_gone:?} although in use");
-        assert!(stderr.contains(&format!(".{}.json.tmp", ids[0])) && stderr.contains("removed"), "{command:?} says what it removed: {stderr}");
+        assert!(
+            stderr.contains(&format!(".{}.json.tmp", ids[0])) && stderr.contains("removed"),
+            "{command:?} says what it removed: {stderr}"
+        );
         let (code, body) = doctor(&home, &[]);
         assert_eq!((code, &body["problems"]), (0, &json!([])), "{command:?}: {body}");
     }
@@ -671,7 +714,11 @@ fn a_run_out_of_file_handles_records_that_cause() {
             Some("done") => {}
             _ => {
                 let error = shown["error"].as_str().unwrap_or_default();
-                assert!(error.contains("Too many open files"), "limit {limit}: {error:?} (file {file}; stderr {})", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    error.contains("Too many open files"),
+                    "limit {limit}: {error:?} (file {file}; stderr {})",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 eprintln!("RLIMIT_NOFILE {limit}: {error}");
                 recorded += 1;
             }

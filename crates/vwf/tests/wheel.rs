@@ -127,15 +127,15 @@ fn the_sdist_carries_every_file_the_binary_embeds() {
     let sdist = only_file(&out_dir, ".tar.gz");
     let listing = Command::new("tar").arg("tzf").arg(&sdist).output().expect("tar");
     assert!(listing.status.success());
-    let listed: Vec<String> = String::from_utf8_lossy(&listing.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('/').map(|(_, rest)| rest.to_string()))
-        .collect();
+    let listed: Vec<String> =
+        String::from_utf8_lossy(&listing.stdout).lines().filter_map(|l| l.split_once('/').map(|(_, rest)| rest.to_string())).collect();
     let mut wanted = Vec::new();
     for dir in ["web", "examples", "python/vwf_hermes"] {
         collect(&repo().join(dir), dir, &mut wanted);
     }
-    wanted.extend(["crates/vwf/Cargo.toml", "crates/vwf/build.rs", "crates/vwf-core/Cargo.toml", "Cargo.lock", "pyproject.toml"].map(String::from));
+    wanted.extend(
+        ["crates/vwf/Cargo.toml", "crates/vwf/build.rs", "crates/vwf-core/Cargo.toml", "Cargo.lock", "pyproject.toml"].map(String::from),
+    );
     for file in &wanted {
         assert!(listed.contains(file), "the sdist lacks {file}");
     }

@@ -5,51 +5,14 @@ use super::*;
 
 /// Activity type names an agent.json may use, by our node type.
 pub(super) const TYPE_ALIASES: [(&str, &[&str]); 11] = [
-    (
-        "agent",
-        &["agent", "llm", "model", "ai", "prompt", "task", "activity"],
-    ),
-    (
-        "command",
-        &["command", "shell", "bash", "sh", "exec", "cmd", "script"],
-    ),
-    (
-        "http",
-        &[
-            "http",
-            "request",
-            "fetch",
-            "api",
-            "webrequest",
-            "web_request",
-        ],
-    ),
-    (
-        "condition",
-        &["condition", "if", "branch", "check", "decision"],
-    ),
-    (
-        "loop",
-        &[
-            "loop", "foreach", "for_each", "for-each", "each", "map", "iterate",
-        ],
-    ),
+    ("agent", &["agent", "llm", "model", "ai", "prompt", "task", "activity"]),
+    ("command", &["command", "shell", "bash", "sh", "exec", "cmd", "script"]),
+    ("http", &["http", "request", "fetch", "api", "webrequest", "web_request"]),
+    ("condition", &["condition", "if", "branch", "check", "decision"]),
+    ("loop", &["loop", "foreach", "for_each", "for-each", "each", "map", "iterate"]),
     ("wait", &["wait", "sleep", "delay", "pause"]),
-    (
-        "approval",
-        &["approval", "approve", "gate", "human", "review"],
-    ),
-    (
-        "output",
-        &[
-            "output",
-            "deliver",
-            "delivery",
-            "notify",
-            "notification",
-            "send",
-        ],
-    ),
+    ("approval", &["approval", "approve", "gate", "human", "review"]),
+    ("output", &["output", "deliver", "delivery", "notify", "notification", "send"]),
     ("emit", &["emit", "event", "announce"]),
     ("note", &["note", "comment", "sticky"]),
     ("trigger", &["trigger"]),
@@ -58,27 +21,13 @@ pub(super) const TYPE_ALIASES: [(&str, &[&str]); 11] = [
 /// Fields each node type reads (SPEC §3), beyond `id`, `type`, `label`, `x`, `y`.
 pub(super) fn known_fields(kind: &str) -> &'static [&'static str] {
     match kind {
-        "agent" => &[
-            "prompt",
-            "profile",
-            "model",
-            "retries",
-            "timeout_seconds",
-            "max_tokens",
-        ],
+        "agent" => &["prompt", "profile", "model", "retries", "timeout_seconds", "max_tokens"],
         "condition" => &["expr"],
         "approval" => &["question", "options", "timeout_minutes", "on_timeout"],
         "output" => &["deliver", "target", "template"],
         "note" => &["text", "color"],
         "command" => &["run", "argv", "cwd", "env", "timeout_seconds"],
-        "http" => &[
-            "url",
-            "method",
-            "headers",
-            "body",
-            "timeout_seconds",
-            "accept",
-        ],
+        "http" => &["url", "method", "headers", "body", "timeout_seconds", "accept"],
         "loop" => &["over", "max_items", "concurrency"],
         "wait" => &["seconds", "duration"],
         "emit" => &["event", "payload"],
@@ -95,10 +44,7 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
         }
         Value::Object(m) => m.clone(),
         other => {
-            notes.add(format!(
-                "activities[{i}] must be text or an object, got {}; skipped",
-                kind_of(other)
-            ));
+            notes.add(format!("activities[{i}] must be text or an object, got {}; skipped", kind_of(other)));
             return;
         }
     };
@@ -110,8 +56,7 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
             names.push(s.clone());
         }
     }
-    let original =
-        take_str(&mut fields, &["id"]).or_else(|| take_str(&mut fields, &["name", "key"]));
+    let original = take_str(&mut fields, &["id"]).or_else(|| take_str(&mut fields, &["name", "key"]));
     if let Some(Value::String(display)) = fields.get("name")
         && !fields.contains_key("label")
     {
@@ -126,10 +71,7 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
     let kind = match &named {
         Some(t) => {
             let lower = t.trim().to_ascii_lowercase();
-            match TYPE_ALIASES
-                .iter()
-                .find(|(_, a)| a.contains(&lower.as_str()))
-            {
+            match TYPE_ALIASES.iter().find(|(_, a)| a.contains(&lower.as_str())) {
                 Some((kind, _)) => *kind,
                 None => {
                     notes.add(format!(
@@ -143,23 +85,14 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
         None => infer_type(&fields),
     };
     if kind == "trigger" {
-        notes.add(format!(
-            "activity {shown:?} is a trigger; a design has one trigger ({TRIGGER_ID:?}), so connections to it lead there"
-        ));
+        notes.add(format!("activity {shown:?} is a trigger; a design has one trigger ({TRIGGER_ID:?}), so connections to it lead there"));
         for name in names {
-            graph
-                .aliases
-                .entry(name)
-                .or_insert_with(|| TRIGGER_ID.to_string());
+            graph.aliases.entry(name).or_insert_with(|| TRIGGER_ID.to_string());
         }
         return;
     }
 
-    let base = original
-        .as_deref()
-        .map(node_id)
-        .filter(|s| !s.is_empty())
-        .unwrap_or(fallback);
+    let base = original.as_deref().map(node_id).filter(|s| !s.is_empty()).unwrap_or(fallback);
     let id = unique(&base, &graph.ids, &[TRIGGER_ID, EMIT_ID]);
     if let Some(orig) = &original
         && &id != orig
@@ -180,26 +113,17 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
     node.insert("id".into(), json!(id));
     node.insert("type".into(), json!(kind));
     let known = known_fields(kind);
-    let unused: Vec<&str> = fields
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !known.contains(k) && !["label", "x", "y", "imported_type"].contains(k))
-        .collect();
+    let unused: Vec<&str> =
+        fields.keys().map(String::as_str).filter(|k| !known.contains(k) && !["label", "x", "y", "imported_type"].contains(k)).collect();
     if !unused.is_empty() {
-        notes.add(format!(
-            "node {id:?}: fields kept without an equivalent: {}",
-            unused.join(", ")
-        ));
+        notes.add(format!("node {id:?}: fields kept without an equivalent: {}", unused.join(", ")));
     }
     keep_leftovers(&mut node, fields, &format!("node {id:?}"), notes);
     graph.add(node);
 }
 
 pub(super) fn infer_type(fields: &Map<String, Value>) -> &'static str {
-    let has = |keys: &[&str]| {
-        keys.iter()
-            .any(|k| fields.get(*k).is_some_and(|v| !v.is_null()))
-    };
+    let has = |keys: &[&str]| keys.iter().any(|k| fields.get(*k).is_some_and(|v| !v.is_null()));
     if has(&["prompt", "instructions"]) {
         "agent"
     } else if has(&["command", "run", "cmd", "script", "argv"]) {
@@ -213,21 +137,10 @@ pub(super) fn infer_type(fields: &Map<String, Value>) -> &'static str {
 
 /// Moves the agent.json spellings of a type's fields to ours.
 pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes: &mut Notes) {
-    let budget_keys = [
-        "token_budget",
-        "max_tokens",
-        "tokens",
-        "budget",
-        "token_limit",
-        "max_output_tokens",
-    ];
+    let budget_keys = ["token_budget", "max_tokens", "tokens", "budget", "token_limit", "max_output_tokens"];
     match kind {
         "agent" => {
-            rename(
-                f,
-                "prompt",
-                &["instructions", "description", "task", "goal"],
-            );
+            rename(f, "prompt", &["instructions", "description", "task", "goal"]);
             if let Some(Value::Array(lines)) = f.get("prompt")
                 && lines.iter().all(Value::is_string)
             {
@@ -237,17 +150,10 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
             }
             if let Some(v) = take(f, &budget_keys) {
                 let tokens = match &v {
-                    Value::Object(o) => ["tokens", "max_tokens", "total"]
-                        .iter()
-                        .find_map(|k| o.get(*k))
-                        .cloned()
-                        .unwrap_or(v.clone()),
+                    Value::Object(o) => ["tokens", "max_tokens", "total"].iter().find_map(|k| o.get(*k)).cloned().unwrap_or(v.clone()),
                     _ => v.clone(),
                 };
-                f.insert(
-                    "max_tokens".into(),
-                    whole(&tokens).map_or(tokens, |n| json!(n)),
-                );
+                f.insert("max_tokens".into(), whole(&tokens).map_or(tokens, |n| json!(n)));
             }
             rename(f, "retries", &["max_retries", "retry"]);
             rename(f, "timeout_seconds", &["timeout"]);
@@ -270,11 +176,7 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
             rename(f, "timeout_seconds", &["timeout"]);
         }
         "condition" => {
-            rename(
-                f,
-                "expr",
-                &["expression", "condition", "if", "test", "when", "check"],
-            );
+            rename(f, "expr", &["expression", "condition", "if", "test", "when", "check"]);
             if let Some(Value::String(e)) = f.get("expr")
                 && let Some(ours) = expr_from_template(e)
             {
@@ -282,52 +184,31 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
             }
         }
         "loop" => {
-            rename(
-                f,
-                "over",
-                &[
-                    "items", "for_each", "foreach", "each", "in", "list", "source",
-                ],
-            );
+            rename(f, "over", &["items", "for_each", "foreach", "each", "in", "list", "source"]);
             rename(f, "max_items", &["limit", "max"]);
             rename(f, "concurrency", &["parallel", "parallelism"]);
         }
-        "wait" if !f.contains_key("seconds") && !f.contains_key("duration") => {
-            match take(f, &["delay", "wait", "for", "time", "sleep"]) {
-                Some(Value::String(s))
-                    if s.trim().bytes().all(|b| b.is_ascii_digit()) && !s.trim().is_empty() =>
-                {
-                    f.insert(
-                        "seconds".into(),
-                        s.trim().parse::<u64>().map_or(json!(s), |n| json!(n)),
-                    );
-                }
-                Some(Value::String(s)) => {
-                    f.insert("duration".into(), json!(s.trim()));
-                }
-                Some(v) => {
-                    f.insert("seconds".into(), v);
-                }
-                None => {}
+        "wait" if !f.contains_key("seconds") && !f.contains_key("duration") => match take(f, &["delay", "wait", "for", "time", "sleep"]) {
+            Some(Value::String(s)) if s.trim().bytes().all(|b| b.is_ascii_digit()) && !s.trim().is_empty() => {
+                f.insert("seconds".into(), s.trim().parse::<u64>().map_or(json!(s), |n| json!(n)));
             }
-        }
+            Some(Value::String(s)) => {
+                f.insert("duration".into(), json!(s.trim()));
+            }
+            Some(v) => {
+                f.insert("seconds".into(), v);
+            }
+            None => {}
+        },
         "approval" => {
-            rename(
-                f,
-                "question",
-                &["prompt", "message", "ask", "text", "description"],
-            );
+            rename(f, "question", &["prompt", "message", "ask", "text", "description"]);
             rename(f, "options", &["choices", "answers"]);
         }
         "output" => {
             rename(f, "template", &["message", "text", "format"]);
             rename(f, "target", &["channel", "to", "destination"]);
             if let (Some(Value::String(t)), false) = (f.get("target"), f.contains_key("deliver")) {
-                let deliver = if t.contains(':') {
-                    "channel"
-                } else {
-                    "notification"
-                };
+                let deliver = if t.contains(':') { "channel" } else { "notification" };
                 f.insert("deliver".into(), json!(deliver));
             }
         }
@@ -340,14 +221,10 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
     }
     if kind != "agent" {
         if f.remove("retries").is_some() {
-            notes.add(format!(
-                "node {id:?}: retries dropped (only agent steps retry)"
-            ));
+            notes.add(format!("node {id:?}: retries dropped (only agent steps retry)"));
         }
         if let Some(key) = budget_keys.iter().find(|k| f.contains_key(**k)) {
-            notes.add(format!(
-                "node {id:?}: token budget {key:?} has no effect on a {kind} step (no model runs there); kept as is"
-            ));
+            notes.add(format!("node {id:?}: token budget {key:?} has no effect on a {kind} step (no model runs there); kept as is"));
         }
     }
 }

@@ -22,18 +22,11 @@ pub(super) fn emit_spec(v: Option<Value>, name: &str, notes: &mut Notes) -> Emit
             (event, take(&mut o, &["payload", "data"]), true)
         }
         Some(other) => {
-            notes.add(format!(
-                "emit must name an event, got {}; {name}.done is used",
-                kind_of(&other)
-            ));
+            notes.add(format!("emit must name an event, got {}; {name}.done is used", kind_of(&other)));
             (default, None, true)
         }
     };
-    EmitSpec {
-        event,
-        payload,
-        declared,
-    }
+    EmitSpec { event, payload, declared }
 }
 
 pub(super) fn add_emit(graph: &mut Graph, emit: &EmitSpec) {
@@ -117,43 +110,24 @@ pub(super) fn raw_connections(conns: &Value, notes: &mut Notes) -> Vec<RawConnec
             for (i, item) in items.iter().enumerate() {
                 match item {
                     Value::Object(o) => {
-                        let get = |keys: &[&str]| {
-                            keys.iter().find_map(|k| o.get(*k).filter(|v| !v.is_null()))
-                        };
+                        let get = |keys: &[&str]| keys.iter().find_map(|k| o.get(*k).filter(|v| !v.is_null()));
                         let from = get(&["from", "source", "src", "start"]);
                         let to = get(&["to", "target", "dst", "dest", "end"]);
-                        let label = edge_label(get(&[
-                            "label",
-                            "when",
-                            "condition",
-                            "branch",
-                            "on",
-                            "port",
-                            "output",
-                            "case",
-                            "handle",
-                        ]));
+                        let label = edge_label(get(&["label", "when", "condition", "branch", "on", "port", "output", "case", "handle"]));
                         match (from, to) {
                             (Some(f), Some(t)) => out.push((f.clone(), targets(t), label)),
                             _ => notes.add(format!("connections[{i}] needs from and to; skipped")),
                         }
                     }
                     Value::Array(parts) if (2..=3).contains(&parts.len()) => {
-                        out.push((
-                            parts[0].clone(),
-                            vec![parts[1].clone()],
-                            edge_label(parts.get(2)),
-                        ));
+                        out.push((parts[0].clone(), vec![parts[1].clone()], edge_label(parts.get(2))));
                     }
                     Value::String(s) if s.contains("->") => {
                         if let Some((f, t)) = s.split_once("->") {
                             out.push((json!(f.trim()), vec![json!(t.trim())], None));
                         }
                     }
-                    other => notes.add(format!(
-                        "connections[{i}] is not a connection ({}); skipped",
-                        kind_of(other)
-                    )),
+                    other => notes.add(format!("connections[{i}] is not a connection ({}); skipped", kind_of(other))),
                 }
             }
         }
@@ -170,13 +144,8 @@ pub(super) fn raw_connections(conns: &Value, notes: &mut Notes) -> Vec<RawConnec
                         for item in items {
                             match item {
                                 Value::Object(o) => {
-                                    let t = o
-                                        .get("to")
-                                        .or_else(|| o.get("target"))
-                                        .cloned()
-                                        .unwrap_or(Value::Null);
-                                    let label =
-                                        edge_label(o.get("label").or_else(|| o.get("when")));
+                                    let t = o.get("to").or_else(|| o.get("target")).cloned().unwrap_or(Value::Null);
+                                    let label = edge_label(o.get("label").or_else(|| o.get("when")));
                                     out.push((json!(from), vec![t], label));
                                 }
                                 other => out.push((json!(from), vec![other.clone()], None)),
@@ -187,10 +156,7 @@ pub(super) fn raw_connections(conns: &Value, notes: &mut Notes) -> Vec<RawConnec
                 }
             }
         }
-        other => notes.add(format!(
-            "connections must be a list, got {}; the activities are not connected",
-            kind_of(other)
-        )),
+        other => notes.add(format!("connections must be a list, got {}; the activities are not connected", kind_of(other))),
     }
     out
 }
@@ -198,22 +164,16 @@ pub(super) fn raw_connections(conns: &Value, notes: &mut Notes) -> Vec<RawConnec
 pub(super) fn connections(conns: &Value, graph: &mut Graph, emit: &EmitSpec, notes: &mut Notes) {
     for (from, targets, label) in raw_connections(conns, notes) {
         let Some(from_name) = from.as_str().map(str::to_string) else {
-            notes.add(format!(
-                "a connection's from must be a name, got {from}; skipped"
-            ));
+            notes.add(format!("a connection's from must be a name, got {from}; skipped"));
             continue;
         };
         for to in targets {
             let Some(to_name) = to.as_str() else {
-                notes.add(format!(
-                    "connection from {from_name:?}: to must be a name, got {to}; skipped"
-                ));
+                notes.add(format!("connection from {from_name:?}: to must be a name, got {to}; skipped"));
                 continue;
             };
             if from_name.trim() == EMIT_ENDPOINT {
-                notes.add(format!(
-                    "connection {EMIT_ENDPOINT} -> {to_name}: the emit ends a run; skipped"
-                ));
+                notes.add(format!("connection {EMIT_ENDPOINT} -> {to_name}: the emit ends a run; skipped"));
                 continue;
             }
             if to_name.trim() == TRIGGER_ENDPOINT {
@@ -226,9 +186,7 @@ pub(super) fn connections(conns: &Value, graph: &mut Graph, emit: &EmitSpec, not
                 (Some(f), Some(t)) => graph.connect(&f, &t, label.clone()),
                 (f, _) => {
                     let unknown = if f.is_none() { &from_name } else { to_name };
-                    notes.add(format!(
-                        "connection {from_name} -> {to_name} names unknown activity {unknown:?}; skipped"
-                    ));
+                    notes.add(format!("connection {from_name} -> {to_name} names unknown activity {unknown:?}; skipped"));
                 }
             }
         }
@@ -256,22 +214,12 @@ pub(super) fn drop_loop_back_edges(graph: &mut Graph, notes: &mut Notes) {
             if n == lp || !body.insert(n.clone()) {
                 continue;
             }
-            stack.extend(
-                graph
-                    .edges
-                    .iter()
-                    .filter(|(f, _, _)| f == &n)
-                    .map(|(_, t, _)| t.clone()),
-            );
+            stack.extend(graph.edges.iter().filter(|(f, _, _)| f == &n).map(|(_, t, _)| t.clone()));
         }
         let before = graph.edges.len();
-        graph
-            .edges
-            .retain(|(f, t, _)| !(t == &lp && body.contains(f)));
+        graph.edges.retain(|(f, t, _)| !(t == &lp && body.contains(f)));
         if graph.edges.len() != before {
-            notes.add(format!(
-                "edges from the body of loop {lp:?} back to it were dropped: a pass ends at its body's last step"
-            ));
+            notes.add(format!("edges from the body of loop {lp:?} back to it were dropped: a pass ends at its body's last step"));
         }
     }
 }

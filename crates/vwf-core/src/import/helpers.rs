@@ -4,17 +4,13 @@ use super::*;
 
 /// Removes and returns the first of `keys` present with a non-null value.
 pub(super) fn take(m: &mut Map<String, Value>, keys: &[&str]) -> Option<Value> {
-    let key = keys
-        .iter()
-        .find(|k| m.get(**k).is_some_and(|v| !v.is_null()))?;
+    let key = keys.iter().find(|k| m.get(**k).is_some_and(|v| !v.is_null()))?;
     m.remove(*key)
 }
 
 /// Like [`take`], for text only (other values stay where they are).
 pub(super) fn take_str(m: &mut Map<String, Value>, keys: &[&str]) -> Option<String> {
-    let key = keys
-        .iter()
-        .find(|k| m.get(**k).is_some_and(Value::is_string))?;
+    let key = keys.iter().find(|k| m.get(**k).is_some_and(Value::is_string))?;
     m.remove(*key).and_then(|v| v.as_str().map(str::to_string))
 }
 
@@ -29,17 +25,10 @@ pub(super) fn rename(m: &mut Map<String, Value>, ours: &str, aliases: &[&str]) {
 }
 
 /// Adds leftover fields to a node without overwriting the ones the importer set.
-pub(super) fn keep_leftovers(
-    node: &mut Map<String, Value>,
-    leftovers: Map<String, Value>,
-    what: &str,
-    notes: &mut Notes,
-) {
+pub(super) fn keep_leftovers(node: &mut Map<String, Value>, leftovers: Map<String, Value>, what: &str, notes: &mut Notes) {
     for (k, v) in leftovers {
         if node.contains_key(&k) {
-            notes.add(format!(
-                "{what}: field {k:?} clashes with the imported one; dropped"
-            ));
+            notes.add(format!("{what}: field {k:?} clashes with the imported one; dropped"));
         } else {
             node.insert(k, v);
         }
@@ -90,11 +79,7 @@ pub(super) fn design_name(key: &str, taken: &HashSet<String>) -> String {
     let cleaned = clean(key);
     let start = cleaned.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
     let base: String = start.chars().take(MAX_ID_LEN).collect();
-    let base = if base.is_empty() {
-        "workflow".to_string()
-    } else {
-        base
-    };
+    let base = if base.is_empty() { "workflow".to_string() } else { base };
     unique(&base, taken, &[])
 }
 
@@ -137,9 +122,5 @@ pub(super) fn describe_issue(issue: &Issue) -> String {
     if let Some(field) = &issue.field {
         at.push(format!("field {field:?}"));
     }
-    if at.is_empty() {
-        issue.message.clone()
-    } else {
-        format!("{} ({})", issue.message, at.join(", "))
-    }
+    if at.is_empty() { issue.message.clone() } else { format!("{} ({})", issue.message, at.join(", ")) }
 }

@@ -66,10 +66,7 @@ pub fn import_agent_json(doc: &Value) -> ImportReport {
     let mut report = ImportReport::default();
     let mut taken = HashSet::new();
     let Some(top) = doc.as_object() else {
-        report.notes.push(format!(
-            "agent.json: expected a JSON object with \"workflows\", got {}",
-            kind_of(doc)
-        ));
+        report.notes.push(format!("agent.json: expected a JSON object with \"workflows\", got {}", kind_of(doc)));
         return report;
     };
     let workflows: Vec<(String, &Value)> = match top.get("workflows") {
@@ -86,38 +83,25 @@ pub fn import_agent_json(doc: &Value) -> ImportReport {
             })
             .collect(),
         Some(other) => {
-            report.notes.push(format!(
-                "agent.json: \"workflows\" must map names to workflows, got {}",
-                kind_of(other)
-            ));
+            report.notes.push(format!("agent.json: \"workflows\" must map names to workflows, got {}", kind_of(other)));
             return report;
         }
         None if top.contains_key("activities") || top.contains_key("trigger") => {
-            let name = top
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("workflow");
+            let name = top.get("name").and_then(Value::as_str).unwrap_or("workflow");
             vec![(name.to_string(), doc)]
         }
         None => {
-            report
-                .notes
-                .push("agent.json: no \"workflows\" found; nothing to import".to_string());
+            report.notes.push("agent.json: no \"workflows\" found; nothing to import".to_string());
             return report;
         }
     };
     if workflows.is_empty() {
-        report
-            .notes
-            .push("agent.json: \"workflows\" is empty; nothing to import".to_string());
+        report.notes.push("agent.json: \"workflows\" is empty; nothing to import".to_string());
     }
     for (key, wf) in workflows {
         let name = design_name(&key, &taken);
         taken.insert(name.clone());
-        let mut notes = Notes {
-            design: name.clone(),
-            out: &mut report.notes,
-        };
+        let mut notes = Notes { design: name.clone(), out: &mut report.notes };
         if name != key {
             notes.add(format!(
                 "workflow {key:?} renamed to {name:?} (design names are letters, digits, '.', '_' and '-', starting with a letter or digit, at most {MAX_ID_LEN})"
@@ -142,8 +126,7 @@ struct Notes<'a> {
 
 impl Notes<'_> {
     fn add(&mut self, message: impl AsRef<str>) {
-        self.out
-            .push(format!("{}: {}", self.design, message.as_ref()));
+        self.out.push(format!("{}: {}", self.design, message.as_ref()));
     }
 }
 
@@ -156,10 +139,7 @@ fn import_workflow(name: &str, wf: &Value, notes: &mut Notes) -> Option<Value> {
             m
         }
         other => {
-            notes.add(format!(
-                "a workflow must be an object with a trigger and activities, got {}; skipped",
-                kind_of(other)
-            ));
+            notes.add(format!("a workflow must be an object with a trigger and activities, got {}; skipped", kind_of(other)));
             return None;
         }
     };
@@ -171,19 +151,13 @@ fn import_workflow(name: &str, wf: &Value, notes: &mut Notes) -> Option<Value> {
     wf.remove("name");
 
     let mut graph = Graph::default();
-    graph.add(trigger_node(
-        take(&mut wf, &["trigger", "triggers", "on"]),
-        notes,
-    ));
+    graph.add(trigger_node(take(&mut wf, &["trigger", "triggers", "on"]), notes));
 
     let activities = match take(&mut wf, &["activities", "steps", "nodes", "tasks"]) {
         None => Vec::new(),
         Some(Value::Array(items)) => items,
         Some(other) => {
-            notes.add(format!(
-                "activities must be a list, got {}; the design has no steps",
-                kind_of(&other)
-            ));
+            notes.add(format!("activities must be a list, got {}; the design has no steps", kind_of(&other)));
             Vec::new()
         }
     };
@@ -194,11 +168,7 @@ fn import_workflow(name: &str, wf: &Value, notes: &mut Notes) -> Option<Value> {
         activity(i, item, &mut graph, notes);
     }
 
-    let emit = emit_spec(
-        take(&mut wf, &["emit", "emits", "emit_event", "done_event"]),
-        name,
-        notes,
-    );
+    let emit = emit_spec(take(&mut wf, &["emit", "emits", "emit_event", "done_event"]), name, notes);
     match take(&mut wf, &["connections", "edges", "links"]) {
         None => chain(&mut graph, &emit),
         Some(Value::Array(items)) if items.is_empty() => {
@@ -223,10 +193,7 @@ fn import_workflow(name: &str, wf: &Value, notes: &mut Notes) -> Option<Value> {
         design.insert("budget".into(), budget);
     }
     graph.layout();
-    design.insert(
-        "nodes".into(),
-        Value::Array(graph.nodes.into_iter().map(Value::Object).collect()),
-    );
+    design.insert("nodes".into(), Value::Array(graph.nodes.into_iter().map(Value::Object).collect()));
     let edges: Vec<Value> = graph
         .edges
         .into_iter()
@@ -238,10 +205,7 @@ fn import_workflow(name: &str, wf: &Value, notes: &mut Notes) -> Option<Value> {
     design.insert("edges".into(), Value::Array(edges));
     if !wf.is_empty() {
         let keys: Vec<&str> = wf.keys().map(String::as_str).collect();
-        notes.add(format!(
-            "workflow fields kept without an equivalent: {}",
-            keys.join(", ")
-        ));
+        notes.add(format!("workflow fields kept without an equivalent: {}", keys.join(", ")));
         for (k, v) in wf {
             design.entry(k).or_insert(v);
         }
@@ -280,12 +244,7 @@ impl Graph {
     /// Columns by longest path from the sources, rows by order within a column. A chain gets
     /// `x = 40 + 180 * i`. Positions already given (numeric `x` and `y`) are kept.
     fn layout(&mut self) {
-        let index: HashMap<&str, usize> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| Some((n.get("id")?.as_str()?, i)))
-            .collect();
+        let index: HashMap<&str, usize> = self.nodes.iter().enumerate().filter_map(|(i, n)| Some((n.get("id")?.as_str()?, i))).collect();
         let links: Vec<(usize, usize)> = self
             .edges
             .iter()
@@ -319,8 +278,7 @@ impl Graph {
         let mut rows: BTreeMap<u64, u64> = BTreeMap::new();
         for (node, col) in self.nodes.iter_mut().zip(column) {
             let row = rows.entry(col).or_insert(0);
-            let given = node.get("x").is_some_and(Value::is_number)
-                && node.get("y").is_some_and(Value::is_number);
+            let given = node.get("x").is_some_and(Value::is_number) && node.get("y").is_some_and(Value::is_number);
             if !given {
                 node.insert("x".into(), json!(X0 + DX * col));
                 node.insert("y".into(), json!(Y0 + DY * *row));
@@ -335,35 +293,13 @@ impl Graph {
 // ---------------------------------------------------------------------------------------------
 
 fn run_budget(wf: &mut Map<String, Value>, notes: &mut Notes) -> Option<Value> {
-    let v = take(
-        wf,
-        &[
-            "budget",
-            "token_budget",
-            "run_budget",
-            "max_tokens",
-            "tokens",
-            "total_tokens",
-        ],
-    )?;
+    let v = take(wf, &["budget", "token_budget", "run_budget", "max_tokens", "tokens", "total_tokens"])?;
     let tokens = match v {
         Value::Object(mut o) => {
-            let tokens = take(
-                &mut o,
-                &[
-                    "tokens",
-                    "max_tokens",
-                    "total_tokens",
-                    "token_budget",
-                    "total",
-                ],
-            );
+            let tokens = take(&mut o, &["tokens", "max_tokens", "total_tokens", "token_budget", "total"]);
             if !o.is_empty() {
                 let keys: Vec<&str> = o.keys().map(String::as_str).collect();
-                notes.add(format!(
-                    "budget fields without an equivalent dropped: {} (only a token budget is enforced)",
-                    keys.join(", ")
-                ));
+                notes.add(format!("budget fields without an equivalent dropped: {} (only a token budget is enforced)", keys.join(", ")));
             }
             tokens?
         }

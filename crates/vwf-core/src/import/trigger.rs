@@ -6,43 +6,17 @@ use super::*;
 
 /// The mode names an agent.json may use, by our mode.
 pub(super) const MODE_ALIASES: [(&str, &[&str]); 6] = [
-    (
-        "manual",
-        &["manual", "none", "on_demand", "on-demand", "ondemand"],
-    ),
+    ("manual", &["manual", "none", "on_demand", "on-demand", "ondemand"]),
     ("schedule", &["schedule", "scheduled", "cron", "crontab"]),
-    (
-        "heartbeat",
-        &["heartbeat", "interval", "every", "periodic", "recurring"],
-    ),
-    (
-        "event",
-        &["event", "events", "on_event", "listen", "listener"],
-    ),
-    (
-        "folder",
-        &[
-            "folder",
-            "file",
-            "files",
-            "fs",
-            "filesystem",
-            "directory",
-            "path",
-        ],
-    ),
-    (
-        "watch",
-        &["watch", "watcher", "stream", "plugin", "command"],
-    ),
+    ("heartbeat", &["heartbeat", "interval", "every", "periodic", "recurring"]),
+    ("event", &["event", "events", "on_event", "listen", "listener"]),
+    ("folder", &["folder", "file", "files", "fs", "filesystem", "directory", "path"]),
+    ("watch", &["watch", "watcher", "stream", "plugin", "command"]),
 ];
 
 pub(super) fn canonical_mode(text: &str) -> Option<&'static str> {
     let t = text.trim().to_ascii_lowercase();
-    MODE_ALIASES
-        .iter()
-        .find(|(_, aliases)| aliases.contains(&t.as_str()))
-        .map(|(mode, _)| *mode)
+    MODE_ALIASES.iter().find(|(_, aliases)| aliases.contains(&t.as_str())).map(|(mode, _)| *mode)
 }
 
 pub(super) fn trigger_node(trigger: Option<Value>, notes: &mut Notes) -> Map<String, Value> {
@@ -58,18 +32,12 @@ pub(super) fn trigger_node(trigger: Option<Value>, notes: &mut Notes) -> Map<Str
             _ => Map::new(),
         },
         Some(Value::Array(items)) => {
-            notes.add(format!(
-                "a design has one trigger; this workflow lists {}: imported as manual",
-                items.len()
-            ));
+            notes.add(format!("a design has one trigger; this workflow lists {}: imported as manual", items.len()));
             Map::new()
         }
         Some(Value::String(s)) => string_trigger(&s),
         Some(other) => {
-            notes.add(format!(
-                "trigger must be an object, got {}; imported as manual",
-                kind_of(&other)
-            ));
+            notes.add(format!("trigger must be an object, got {}; imported as manual", kind_of(&other)));
             Map::new()
         }
     };
@@ -86,9 +54,7 @@ pub(super) fn trigger_node(trigger: Option<Value>, notes: &mut Notes) -> Map<Str
             } else {
                 ""
             };
-            Err(format!(
-                "trigger type {what:?} has no equivalent{why}; imported as manual"
-            ))
+            Err(format!("trigger type {what:?} has no equivalent{why}; imported as manual"))
         }
         Some("manual") => Ok(("manual", Map::new())),
         Some("schedule") => schedule_fields(&mut fields, notes).map(|m| ("schedule", m)),
@@ -107,16 +73,9 @@ pub(super) fn trigger_node(trigger: Option<Value>, notes: &mut Notes) -> Map<Str
             node.insert("mode".into(), json!("manual"));
         }
     }
-    let unused: Vec<&str> = fields
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !["label", "x", "y"].contains(k))
-        .collect();
+    let unused: Vec<&str> = fields.keys().map(String::as_str).filter(|k| !["label", "x", "y"].contains(k)).collect();
     if !unused.is_empty() {
-        notes.add(format!(
-            "trigger: fields kept without an equivalent: {}",
-            unused.join(", ")
-        ));
+        notes.add(format!("trigger: fields kept without an equivalent: {}", unused.join(", ")));
     }
     keep_leftovers(&mut node, fields, "trigger", notes);
     node
@@ -137,20 +96,10 @@ pub(super) fn string_trigger(s: &str) -> Map<String, Value> {
 }
 
 pub(super) fn infer_mode(fields: &Map<String, Value>) -> Option<&'static str> {
-    let has = |keys: &[&str]| {
-        keys.iter()
-            .any(|k| fields.get(*k).is_some_and(|v| !v.is_null()))
-    };
+    let has = |keys: &[&str]| keys.iter().any(|k| fields.get(*k).is_some_and(|v| !v.is_null()));
     if has(&["cron", "schedule", "expression"]) {
         Some("schedule")
-    } else if has(&[
-        "every",
-        "interval",
-        "every_seconds",
-        "interval_seconds",
-        "every_minutes",
-        "interval_minutes",
-    ]) {
+    } else if has(&["every", "interval", "every_seconds", "interval_seconds", "every_minutes", "interval_minutes"]) {
         Some("heartbeat")
     } else if has(&["sources", "source", "event", "events", "topic"]) {
         Some("event")
@@ -163,15 +112,9 @@ pub(super) fn infer_mode(fields: &Map<String, Value>) -> Option<&'static str> {
     }
 }
 
-pub(super) fn schedule_fields(
-    fields: &mut Map<String, Value>,
-    notes: &mut Notes,
-) -> Result<Map<String, Value>, String> {
+pub(super) fn schedule_fields(fields: &mut Map<String, Value>, notes: &mut Notes) -> Result<Map<String, Value>, String> {
     let tz = take(fields, &["tz", "timezone", "time_zone", "timeZone"]);
-    let mut schedule = match take(
-        fields,
-        &["cron", "schedule", "expression", "expr", "crontab", "at"],
-    ) {
+    let mut schedule = match take(fields, &["cron", "schedule", "expression", "expr", "crontab", "at"]) {
         Some(Value::Object(ours)) => ours,
         Some(Value::String(expr)) => {
             let cron = cron_from_text(&expr, fields, notes);
@@ -195,10 +138,7 @@ pub(super) fn schedule_fields(
             }
         }
         Some(other) => {
-            return Err(format!(
-                "schedule trigger's cron must be text, got {}; imported as manual",
-                kind_of(&other)
-            ));
+            return Err(format!("schedule trigger's cron must be text, got {}; imported as manual", kind_of(&other)));
         }
         None => {
             return Err("schedule trigger without a cron expression; imported as manual".into());
@@ -225,9 +165,7 @@ pub(super) fn cron_from_text(text: &str, fields: &Map<String, Value>, notes: &mu
         "@weekly" => Some("0 0 * * 0"),
         "@monthly" => Some("0 0 1 * *"),
         "@yearly" | "@annually" => Some("0 0 1 1 *"),
-        preset @ ("hourly" | "daily" | "weekdays" | "weekly")
-            if fields.contains_key("time") || preset == "hourly" =>
-        {
+        preset @ ("hourly" | "daily" | "weekdays" | "weekly") if fields.contains_key("time") || preset == "hourly" => {
             return CronText::Preset(preset.to_string());
         }
         _ => None,
@@ -237,18 +175,13 @@ pub(super) fn cron_from_text(text: &str, fields: &Map<String, Value>, notes: &mu
     }
     let parts: Vec<&str> = t.split_whitespace().collect();
     if parts.len() == 6 && schedule::validate_cron(&parts[1..].join(" ")).is_ok() {
-        notes.add(format!(
-            "cron {t:?} has a seconds field; it was dropped (schedules fire on whole minutes)"
-        ));
+        notes.add(format!("cron {t:?} has a seconds field; it was dropped (schedules fire on whole minutes)"));
         return CronText::Cron(parts[1..].join(" "));
     }
     CronText::Cron(t.to_string())
 }
 
-pub(super) fn heartbeat_fields(
-    fields: &mut Map<String, Value>,
-    notes: &mut Notes,
-) -> Result<Map<String, Value>, String> {
+pub(super) fn heartbeat_fields(fields: &mut Map<String, Value>, notes: &mut Notes) -> Result<Map<String, Value>, String> {
     let mut m = Map::new();
     let scaled: [(&[&str], u64); 3] = [
         (&["every_seconds", "interval_seconds", "period_seconds"], 1),
@@ -275,10 +208,7 @@ pub(super) fn heartbeat_fields(
         return Err("heartbeat trigger without an interval; imported as manual".into());
     };
     m.insert("every".into(), every);
-    if let Some(window) = take(
-        fields,
-        &["window", "active_hours", "hours", "between", "during"],
-    ) {
+    if let Some(window) = take(fields, &["window", "active_hours", "hours", "between", "during"]) {
         m.insert("window".into(), window_text(window));
     }
     if let Some(days) = take(fields, &["days", "weekdays", "on_days", "days_of_week"]) {
@@ -294,16 +224,10 @@ pub(super) fn heartbeat_fields(
 pub(super) fn window_text(v: Value) -> Value {
     let pair = match &v {
         Value::Object(o) => {
-            let get = |keys: &[&str]| {
-                keys.iter()
-                    .find_map(|k| o.get(*k)?.as_str().map(str::to_string))
-            };
+            let get = |keys: &[&str]| keys.iter().find_map(|k| o.get(*k)?.as_str().map(str::to_string));
             get(&["start", "from", "begin", "open"]).zip(get(&["end", "to", "until", "close"]))
         }
-        Value::Array(items) if items.len() == 2 => items[0]
-            .as_str()
-            .map(str::to_string)
-            .zip(items[1].as_str().map(str::to_string)),
+        Value::Array(items) if items.len() == 2 => items[0].as_str().map(str::to_string).zip(items[1].as_str().map(str::to_string)),
         _ => None,
     };
     match pair {
@@ -320,18 +244,10 @@ pub(super) fn days_text(v: Value) -> Value {
         .iter()
         .map(|item| match item {
             Value::String(s) => {
-                let short: String = s
-                    .trim()
-                    .chars()
-                    .take(3)
-                    .collect::<String>()
-                    .to_ascii_lowercase();
+                let short: String = s.trim().chars().take(3).collect::<String>().to_ascii_lowercase();
                 NAMES.contains(&short.as_str()).then_some(short)
             }
-            Value::Number(_) => item
-                .as_u64()
-                .and_then(|n| NAMES.get(usize::try_from(n % 7).ok()?))
-                .map(|s| s.to_string()),
+            Value::Number(_) => item.as_u64().and_then(|n| NAMES.get(usize::try_from(n % 7).ok()?)).map(|s| s.to_string()),
             _ => None,
         })
         .collect();
@@ -342,12 +258,7 @@ pub(super) fn days_text(v: Value) -> Value {
 }
 
 pub(super) fn event_fields(fields: &mut Map<String, Value>) -> Result<Map<String, Value>, String> {
-    let sources = match take(
-        fields,
-        &[
-            "sources", "source", "events", "event", "topics", "topic", "from", "listen",
-        ],
-    ) {
+    let sources = match take(fields, &["sources", "source", "events", "event", "topics", "topic", "from", "listen"]) {
         Some(Value::String(s)) => json!([s.trim()]),
         Some(v) => v,
         None => return Err("event trigger without sources; imported as manual".into()),
@@ -380,24 +291,16 @@ pub(super) fn folder_fields(fields: &mut Map<String, Value>) -> Result<Map<Strin
 
 pub(super) fn watch_fields(fields: &mut Map<String, Value>) -> Result<Map<String, Value>, String> {
     let Some(command) = take(fields, &["command", "cmd", "run"]) else {
-        let plugin = fields
-            .get("plugin")
-            .and_then(Value::as_str)
-            .map(|p| format!(" (plugin {p:?})"))
-            .unwrap_or_default();
+        let plugin = fields.get("plugin").and_then(Value::as_str).map(|p| format!(" (plugin {p:?})")).unwrap_or_default();
         return Err(format!(
             "watch trigger without a command{plugin}: a watch here runs a command that prints NDJSON lines; imported as manual"
         ));
     };
     let mut m = Map::new();
     m.insert("command".into(), command);
-    for (ours, aliases) in [
-        (
-            "restart_delay_seconds",
-            &["restart_delay_seconds", "restart_delay"][..],
-        ),
-        ("dedupe_minutes", &["dedupe_minutes", "dedupe"][..]),
-    ] {
+    for (ours, aliases) in
+        [("restart_delay_seconds", &["restart_delay_seconds", "restart_delay"][..]), ("dedupe_minutes", &["dedupe_minutes", "dedupe"][..])]
+    {
         if let Some(v) = take(fields, aliases) {
             m.insert(ours.into(), v);
         }

@@ -88,11 +88,7 @@ impl Run {
 
     /// The output view of `id` as seen from `scope`.
     pub(super) fn view_in(&self, id: &str, scope: &Scope) -> Option<&Value> {
-        if self.in_scope_body(id, scope) {
-            self.pass_state(scope)?.outputs.get(id)
-        } else {
-            self.outputs.get(id)
-        }
+        if self.in_scope_body(id, scope) { self.pass_state(scope)?.outputs.get(id) } else { self.outputs.get(id) }
     }
 
     pub(super) fn is_settled(&self, id: &str) -> bool {
@@ -152,7 +148,8 @@ impl Run {
         let running: Vec<String> =
             self.loops.keys().filter(|lp| self.record(lp).map(|r| r.status) == Some(StepStatus::Running)).cloned().collect();
         for lp in running {
-            let body: Vec<String> = self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.clone()).collect();
+            let body: Vec<String> =
+                self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.clone()).collect();
             let Some(state) = self.loops.get_mut(&lp) else { continue };
             for pass in state.passes.iter_mut().filter(|p| !p.done) {
                 if body.iter().all(|b| pass.outputs.contains_key(b) || pass.skipped.contains(b)) {

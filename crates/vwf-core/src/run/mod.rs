@@ -209,7 +209,12 @@ pub enum Pending {
         #[serde(default, skip_serializing_if = "Map::is_empty")]
         outputs: Map<String, Value>,
     },
-    Agent { node: String, prompt: String, profile: Option<String>, model: Option<String> },
+    Agent {
+        node: String,
+        prompt: String,
+        profile: Option<String>,
+        model: Option<String>,
+    },
     Wait {
         node: String,
         #[serde(with = "time")]
@@ -340,12 +345,39 @@ pub struct Task {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Work {
-    Agent { prompt: String, profile: Option<String>, model: Option<String>, max_tokens: Option<u64>, timeout_seconds: u64 },
-    Deliver { message: String, deliver: String, target: String, collected: Map<String, Value> },
+    Agent {
+        prompt: String,
+        profile: Option<String>,
+        model: Option<String>,
+        max_tokens: Option<u64>,
+        timeout_seconds: u64,
+    },
+    Deliver {
+        message: String,
+        deliver: String,
+        target: String,
+        collected: Map<String, Value>,
+    },
     /// `run` has its template values shell-quoted; `argv` items are rendered plainly.
-    Command { run: Option<String>, argv: Option<Vec<String>>, cwd: Option<String>, env: BTreeMap<String, String>, timeout_seconds: u64 },
-    Http { url: String, method: String, headers: BTreeMap<String, String>, body: Option<Value>, timeout_seconds: u64, accept: Vec<(u16, u16)> },
-    Emit { event: String, payload: Value },
+    Command {
+        run: Option<String>,
+        argv: Option<Vec<String>>,
+        cwd: Option<String>,
+        env: BTreeMap<String, String>,
+        timeout_seconds: u64,
+    },
+    Http {
+        url: String,
+        method: String,
+        headers: BTreeMap<String, String>,
+        body: Option<Value>,
+        timeout_seconds: u64,
+        accept: Vec<(u16, u16)>,
+    },
+    Emit {
+        event: String,
+        payload: Value,
+    },
 }
 
 /// What a driver reports for a task.
@@ -353,10 +385,16 @@ pub enum Work {
 pub enum Outcome {
     /// The step produced `text`; `extra` holds its type-specific view fields; `tokens` counts
     /// against the budget (agents).
-    Done { text: String, extra: Map<String, Value>, tokens: u64 },
+    Done {
+        text: String,
+        extra: Map<String, Value>,
+        tokens: u64,
+    },
     /// A delivery attempt, successful or not.
     Delivered(Delivery),
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
     /// No agent backend: park the step for a person or a host agent.
     ParkAgent,
 }
@@ -509,7 +547,8 @@ impl Run {
 
     /// A driver's report for a running step.
     pub fn complete(&mut self, node: &str, outcome: Outcome, now: Ts) -> Result<(), EngineError> {
-        let (step, scope) = self.locate(node).ok_or_else(|| EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)))?;
+        let (step, scope) =
+            self.locate(node).ok_or_else(|| EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)))?;
         match self.record(node).map(|r| r.status) {
             Some(StepStatus::Running) => {}
             _ => return Err(EngineError::Conflict(format!("step {node:?} is not running"))),
@@ -669,7 +708,9 @@ impl Run {
         let reopen: Vec<StepRecord> = self
             .steps
             .iter()
-            .filter(|r| Some(&r.node) == failed.as_ref() || matches!(r.status, StepStatus::Running | StepStatus::Retrying | StepStatus::Failed))
+            .filter(|r| {
+                Some(&r.node) == failed.as_ref() || matches!(r.status, StepStatus::Running | StepStatus::Retrying | StepStatus::Failed)
+            })
             .cloned()
             .collect();
         self.history.push(HistoryEvent {

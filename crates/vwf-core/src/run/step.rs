@@ -130,7 +130,8 @@ impl Run {
             self.record(lp).map(|r| r.status) == Some(StepStatus::Running) && {
                 let body: Vec<&PlanStep> = self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).collect();
                 let open = state.passes.iter().filter(|p| !p.done).count() as u64;
-                let closable = state.passes.iter().any(|p| !p.done && body.iter().all(|b| p.outputs.contains_key(&b.id) || p.skipped.contains(&b.id)));
+                let closable =
+                    state.passes.iter().any(|p| !p.done && body.iter().all(|b| p.outputs.contains_key(&b.id) || p.skipped.contains(&b.id)));
                 let openable = open < state.concurrency.max(1) && state.passes.len() < state.items.len();
                 closable || openable || state.passes.iter().all(|p| p.done)
             }
@@ -152,11 +153,9 @@ impl Run {
 
     pub(super) fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value, scope: &Scope) -> Context<'a> {
         let (local_views, item, loop_index) = match &scope.pass {
-            Some((lp, i)) => (
-                self.pass_state(scope).map(|p| &p.outputs),
-                self.loops.get(lp).and_then(|l| l.items.get(*i)),
-                Some(*i as u64),
-            ),
+            Some((lp, i)) => {
+                (self.pass_state(scope).map(|p| &p.outputs), self.loops.get(lp).and_then(|l| l.items.get(*i)), Some(*i as u64))
+            }
             None => (None, None, None),
         };
         Context {
@@ -190,7 +189,11 @@ impl Run {
                 template::Ref::Trigger { .. } => ("trigger", input()),
                 template::Ref::Node { reference } => {
                     let Some((id, _)) = refs::resolve_longest(ids.iter().map(String::as_str), reference) else { continue };
-                    let text = if Some(id) == self.plan.trigger_id() { input() } else { self.view_in(id, scope).and_then(|v| v.get("text")).cloned() };
+                    let text = if Some(id) == self.plan.trigger_id() {
+                        input()
+                    } else {
+                        self.view_in(id, scope).and_then(|v| v.get("text")).cloned()
+                    };
                     (id, text)
                 }
                 _ => continue,
@@ -274,7 +277,14 @@ impl Run {
                     Err(e) => return fail(self, e),
                 };
                 let outputs = self.referred(&question_src, scope);
-                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout: on_timeout.as_str().into(), outputs });
+                self.parked.push(Pending::Approval {
+                    node: id.into(),
+                    question,
+                    options,
+                    deadline,
+                    on_timeout: on_timeout.as_str().into(),
+                    outputs,
+                });
                 self.refresh_status();
                 Begin::Settled
             }
@@ -312,7 +322,11 @@ impl Run {
             Spec::Agent { prompt, profile, model, max_tokens, timeout_seconds, .. } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 match self.render(&prompt, scope) {
-                    Ok(prompt) => Begin::Task(Task { node: id.into(), attempt, work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds } }),
+                    Ok(prompt) => Begin::Task(Task {
+                        node: id.into(),
+                        attempt,
+                        work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds },
+                    }),
                     Err(e) => fail(self, e),
                 }
             }

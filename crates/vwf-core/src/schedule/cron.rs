@@ -10,31 +10,11 @@ pub(super) struct CronField {
 }
 
 pub(super) const CRON_FIELDS: [CronField; 5] = [
-    CronField {
-        name: "minute",
-        lo: 0,
-        hi: 59,
-    },
-    CronField {
-        name: "hour",
-        lo: 0,
-        hi: 23,
-    },
-    CronField {
-        name: "day-of-month",
-        lo: 1,
-        hi: 31,
-    },
-    CronField {
-        name: "month",
-        lo: 1,
-        hi: 12,
-    },
-    CronField {
-        name: "day-of-week",
-        lo: 0,
-        hi: 6,
-    },
+    CronField { name: "minute", lo: 0, hi: 59 },
+    CronField { name: "hour", lo: 0, hi: 23 },
+    CronField { name: "day-of-month", lo: 1, hi: 31 },
+    CronField { name: "month", lo: 1, hi: 12 },
+    CronField { name: "day-of-week", lo: 0, hi: 6 },
 ];
 
 /// A parsed expression: bit `n` of a mask set when value `n` matches.
@@ -59,10 +39,8 @@ impl CronSpec {
 
     pub(super) fn parse(expr: &str) -> Result<Self, ScheduleError> {
         let parts: Vec<&str> = expr.split(CRON_BLANKS).filter(|p| !p.is_empty()).collect();
-        if let Some((i, c)) = parts
-            .iter()
-            .enumerate()
-            .find_map(|(i, p)| p.chars().find(|c| c.is_whitespace() || c.is_control()).map(|c| (i, c)))
+        if let Some((i, c)) =
+            parts.iter().enumerate().find_map(|(i, p)| p.chars().find(|c| c.is_whitespace() || c.is_control()).map(|c| (i, c)))
         {
             let place = CRON_FIELDS.get(i).map_or("the expression".to_string(), |f| format!("{} field {:?}", f.name, parts[i]));
             return Err(ScheduleError::new(
@@ -73,30 +51,18 @@ impl CronSpec {
         if parts.len() != 5 {
             return Err(ScheduleError::new(
                 "cron",
-                format!(
-                    "cron needs exactly five fields (minute hour day-of-month month day-of-week), got {}",
-                    parts.len()
-                ),
+                format!("cron needs exactly five fields (minute hour day-of-month month day-of-week), got {}", parts.len()),
             ));
         }
         let mut masks = [0u64; 5];
         for ((mask, text), field) in masks.iter_mut().zip(&parts).zip(&CRON_FIELDS) {
             *mask = parse_cron_field(text, field)?;
         }
-        let spec = Self {
-            masks,
-            dom_star: parts[2].starts_with('*'),
-            dow_star: parts[4].starts_with('*'),
-        };
+        let spec = Self { masks, dom_star: parts[2].starts_with('*'), dow_star: parts[4].starts_with('*') };
         if spec.never_fires() {
             return Err(ScheduleError::new(
                 "cron",
-                format!(
-                    "\"{}\" never fires: no day-of-month in \"{}\" occurs in month \"{}\"",
-                    parts.join(" "),
-                    parts[2],
-                    parts[3]
-                ),
+                format!("\"{}\" never fires: no day-of-month in \"{}\" occurs in month \"{}\"", parts.join(" "), parts[2], parts[3]),
             ));
         }
         Ok(spec)
@@ -149,42 +115,24 @@ impl CronSpec {
         }
         let dom = self.has(2, date.day());
         let dow = self.has(4, date.weekday().num_days_from_sunday());
-        if self.dom_star || self.dow_star {
-            dom && dow
-        } else {
-            dom || dow
-        }
+        if self.dom_star || self.dow_star { dom && dow } else { dom || dow }
     }
 }
 
 pub(super) fn parse_cron_field(text: &str, field: &CronField) -> Result<u64, ScheduleError> {
-    let fail = |detail: String| {
-        ScheduleError::new("cron", format!("{} field \"{text}\": {detail}", field.name))
-    };
-    let negative = || {
-        fail(format!(
-            "negative numbers are not allowed; the {} takes {}-{}",
-            field.name, field.lo, field.hi
-        ))
-    };
+    let fail = |detail: String| ScheduleError::new("cron", format!("{} field \"{text}\": {detail}", field.name));
+    let negative = || fail(format!("negative numbers are not allowed; the {} takes {}-{}", field.name, field.lo, field.hi));
     let number = |s: &str| -> Result<u32, ScheduleError> {
         if s.starts_with('-') {
             return Err(negative());
         }
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            let shown = if s.is_empty() {
-                "(nothing)".to_string()
-            } else {
-                format!("\"{s}\"")
-            };
+            let shown = if s.is_empty() { "(nothing)".to_string() } else { format!("\"{s}\"") };
             return Err(fail(format!("{shown} is not a number")));
         }
         match s.parse::<u32>() {
             Ok(n) if (field.lo..=field.hi).contains(&n) => Ok(n),
-            _ => Err(fail(format!(
-                "value {s} out of range {}-{}",
-                field.lo, field.hi
-            ))),
+            _ => Err(fail(format!("value {s} out of range {}-{}", field.lo, field.hi))),
         }
     };
     let span = field.hi - field.lo + 1;
@@ -200,20 +148,14 @@ pub(super) fn parse_cron_field(text: &str, field: &CronField) -> Result<u64, Sch
                     return Err(negative());
                 }
                 if step.is_empty() || !step.bytes().all(|b| b.is_ascii_digit()) {
-                    let shown = if step.is_empty() {
-                        "(nothing)".to_string()
-                    } else {
-                        format!("\"{step}\"")
-                    };
+                    let shown = if step.is_empty() { "(nothing)".to_string() } else { format!("\"{step}\"") };
                     return Err(fail(format!("step {shown} is not a number")));
                 }
                 match step.parse::<u32>() {
                     Ok(0) => return Err(fail("step must be at least 1, got 0".into())),
                     Ok(n) if n <= span => (base, Some(n)),
                     _ => {
-                        return Err(fail(format!(
-                            "step {step} is larger than the field's {span} values"
-                        )));
+                        return Err(fail(format!("step {step} is larger than the field's {span} values")));
                     }
                 }
             }
@@ -229,10 +171,7 @@ pub(super) fn parse_cron_field(text: &str, field: &CronField) -> Result<u64, Sch
             }
             (a, b)
         } else if step.is_some() {
-            return Err(fail(format!(
-                "a step needs * or a range before the slash (e.g. */{0} or 0-30/{0})",
-                step.unwrap_or(1)
-            )));
+            return Err(fail(format!("a step needs * or a range before the slash (e.g. */{0} or 0-30/{0})", step.unwrap_or(1))));
         } else {
             let n = number(base)?;
             (n, n)
@@ -265,11 +204,7 @@ pub fn next_cron_fire(cron: &str, after: DateTime<Utc>) -> Option<DateTime<Utc>>
 /// valid instant after the gap (`30 2 * * *` in Europe/Berlin fires at 03:00 CEST on the day the
 /// clocks skip 02:00–03:00); a matching wall time that occurs twice at fall-back fires once, at
 /// its first occurrence, unless the job fires every hour: then both occurrences fire.
-pub fn next_cron_fire_tz(
-    cron: &str,
-    tz: Option<&str>,
-    after: DateTime<Utc>,
-) -> Option<DateTime<Utc>> {
+pub fn next_cron_fire_tz(cron: &str, tz: Option<&str>, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let spec = CronSpec::parse(cron).ok()?;
     let zone = match tz {
         None => Tz::UTC,
@@ -279,10 +214,7 @@ pub fn next_cron_fire_tz(
     // wall of `after` itself maps to an instant no later than `after`: so the answer is the first
     // matching wall after it whose instant is after `after`.
     let local = local_wall(zone, after)?;
-    let mut from = local
-        .date()
-        .and_hms_opt(local.hour(), local.minute(), 0)?
-        .checked_add_signed(TimeDelta::minutes(1))?;
+    let mut from = local.date().and_hms_opt(local.hour(), local.minute(), 0)?.checked_add_signed(TimeDelta::minutes(1))?;
     let mut first = None;
     for _ in 0..OVERLAP_SKIPS {
         let wall = spec.next_wall(from)?;

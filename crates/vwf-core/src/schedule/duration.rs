@@ -9,9 +9,7 @@ pub fn parse_duration(s: &str) -> Result<u64, ScheduleError> {
     let fail = |detail: String| ScheduleError::bare(format!("duration \"{s}\" {detail}"));
     let t = s.trim();
     if t.is_empty() {
-        return Err(ScheduleError::bare(format!(
-            "duration is empty ({DURATION_HINT})"
-        )));
+        return Err(ScheduleError::bare(format!("duration is empty ({DURATION_HINT})")));
     }
     let mut rest = t;
     let mut total: u64 = 0;
@@ -23,36 +21,25 @@ pub fn parse_duration(s: &str) -> Result<u64, ScheduleError> {
         }
         let (number, after) = rest.split_at(digits);
         let Some(unit) = after.chars().next() else {
-            return Err(fail(format!(
-                "has no unit after {number} ({DURATION_HINT})"
-            )));
+            return Err(fail(format!("has no unit after {number} ({DURATION_HINT})")));
         };
         let (rank, scale) = match unit {
             'h' => (0, 3600),
             'm' => (1, 60),
             's' => (2, 1),
             other => {
-                return Err(fail(format!(
-                    "has unknown unit \"{other}\" ({DURATION_HINT})"
-                )));
+                return Err(fail(format!("has unknown unit \"{other}\" ({DURATION_HINT})")));
             }
         };
         if last_rank.is_some_and(|r| r >= rank) {
-            return Err(fail(
-                "must give h, m, s in that order, each at most once".into(),
-            ));
+            return Err(fail("must give h, m, s in that order, each at most once".into()));
         }
         last_rank = Some(rank);
-        let amount = number
-            .parse::<u64>()
-            .map_err(|_| fail("is too large".into()))?;
+        let amount = number.parse::<u64>().map_err(|_| fail("is too large".into()))?;
         if amount == 0 {
             return Err(fail(format!("must use positive amounts ({DURATION_HINT})")));
         }
-        total = amount
-            .checked_mul(scale)
-            .and_then(|secs| total.checked_add(secs))
-            .ok_or_else(|| fail("is too large".into()))?;
+        total = amount.checked_mul(scale).and_then(|secs| total.checked_add(secs)).ok_or_else(|| fail("is too large".into()))?;
         rest = &after[unit.len_utf8()..];
     }
     Ok(total)
@@ -89,10 +76,7 @@ pub fn parse_days(s: &str) -> Result<[bool; 7], ScheduleError> {
     }
     let day = |name: &str| -> Result<usize, ScheduleError> {
         let name = name.trim();
-        DAY_ABBREVIATIONS
-            .iter()
-            .position(|&d| d == name)
-            .ok_or_else(|| fail(format!("has unknown day \"{name}\" ({hint})")))
+        DAY_ABBREVIATIONS.iter().position(|&d| d == name).ok_or_else(|| fail(format!("has unknown day \"{name}\" ({hint})")))
     };
     let mut days = [false; 7];
     for item in t.split(',') {

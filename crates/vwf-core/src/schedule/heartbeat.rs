@@ -29,11 +29,7 @@ impl Heartbeat {
     /// first occurrence, and at its second too when the clock went back out of the window in
     /// between). Every fire lies inside the window. `None` when nothing opens within about a week
     /// (no allowed day, which validation rules out) or at the edge of time.
-    pub fn next_heartbeat(
-        &self,
-        after: DateTime<Utc>,
-        last: Option<DateTime<Utc>>,
-    ) -> Option<DateTime<Utc>> {
+    pub fn next_heartbeat(&self, after: DateTime<Utc>, last: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
         let tick = match last {
             Some(last) => {
                 let every = TimeDelta::try_seconds(i64::try_from(self.every_seconds).ok()?)?;
@@ -58,9 +54,7 @@ impl Heartbeat {
         match self.window {
             None => self.days[today],
             Some((start, end)) if start < end => self.days[today] && in_window(self.window, minute),
-            Some((start, end)) => {
-                (minute >= start && self.days[today]) || (minute < end && self.days[yesterday])
-            }
+            Some((start, end)) => (minute >= start && self.days[today]) || (minute < end && self.days[yesterday]),
         }
     }
 
@@ -75,9 +69,7 @@ impl Heartbeat {
                 // An opening in a fall-back overlap happens at its first occurrence, and again at
                 // its second when the clock went back out of the window in between.
                 let openings = match self.tz.from_local_datetime(&wall) {
-                    LocalResult::Ambiguous(a, b) => {
-                        [Some(a.min(b)), Some(a.max(b))].map(|t| t.map(|t| t.with_timezone(&Utc)))
-                    }
+                    LocalResult::Ambiguous(a, b) => [Some(a.min(b)), Some(a.max(b))].map(|t| t.map(|t| t.with_timezone(&Utc))),
                     _ => [resolve_wall(self.tz, wall), None],
                 };
                 // An opening pushed out of the window by a clock change (a window inside the

@@ -41,7 +41,10 @@ pub(super) enum Days {
     /// These days of the month.
     OfMonth(Vec<u32>),
     /// A day that is one of `month` or one of `week` (cron with both fields restricted).
-    Either { month: Vec<u32>, week: Vec<u32> },
+    Either {
+        month: Vec<u32>,
+        week: Vec<u32>,
+    },
 }
 
 /// What a human line says about a cron expression.
@@ -151,7 +154,11 @@ impl Said {
             Days::OfMonth(month) => format!(" on {}", month_days(month)),
             Days::Either { month, week } => format!(" on {} or on {}", month_days(month), week_days(week)),
         };
-        let months = if every_month { String::new() } else { format!(" in {}", runs(&self.months, 2, |m, _| MONTH_NAMES[m as usize - 1].to_string())) };
+        let months = if every_month {
+            String::new()
+        } else {
+            format!(" in {}", runs(&self.months, 2, |m, _| MONTH_NAMES[m as usize - 1].to_string()))
+        };
         let line = format!("{times}{days}{months}");
         let mut chars = line.chars();
         chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()

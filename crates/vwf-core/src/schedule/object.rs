@@ -30,20 +30,11 @@ pub fn schedule_from_value(v: &Value) -> Result<Schedule, ScheduleError> {
     };
     let preset = match present(obj, "preset") {
         None => {
-            return Err(ScheduleError::new(
-                "preset",
-                format!("schedule needs a preset ({PRESETS})"),
-            ));
+            return Err(ScheduleError::new("preset", format!("schedule needs a preset ({PRESETS})")));
         }
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(ScheduleError::new(
-                "preset",
-                format!(
-                    "preset must be a string ({PRESETS}), got {}",
-                    describe(other)
-                ),
-            ));
+            return Err(ScheduleError::new("preset", format!("preset must be a string ({PRESETS}), got {}", describe(other))));
         }
     };
     Ok(Schedule {
@@ -56,26 +47,15 @@ pub fn schedule_from_value(v: &Value) -> Result<Schedule, ScheduleError> {
     })
 }
 
-pub(super) fn optional_string(
-    obj: &Map<String, Value>,
-    key: &str,
-    what: &str,
-) -> Result<Option<String>, ScheduleError> {
+pub(super) fn optional_string(obj: &Map<String, Value>, key: &str, what: &str) -> Result<Option<String>, ScheduleError> {
     match present(obj, key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(ScheduleError::new(
-            key,
-            format!("{key} must be a string ({what}), got {}", describe(other)),
-        )),
+        Some(other) => Err(ScheduleError::new(key, format!("{key} must be a string ({what}), got {}", describe(other)))),
     }
 }
 
-pub(super) fn optional_u32(
-    obj: &Map<String, Value>,
-    key: &str,
-    range: &str,
-) -> Result<Option<u32>, ScheduleError> {
+pub(super) fn optional_u32(obj: &Map<String, Value>, key: &str, range: &str) -> Result<Option<u32>, ScheduleError> {
     match present(obj, key) {
         None => Ok(None),
         // A whole number written with a fraction (`6.0`) is still that whole number, as in JSON
@@ -85,15 +65,7 @@ pub(super) fn optional_u32(
             .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(f)).map(|f| f as u64))
             .and_then(|n| u32::try_from(n).ok())
             .map(Some)
-            .ok_or_else(|| {
-                ScheduleError::new(
-                    key,
-                    format!(
-                        "{key} must be a whole number ({range}), got {}",
-                        describe(v)
-                    ),
-                )
-            }),
+            .ok_or_else(|| ScheduleError::new(key, format!("{key} must be a whole number ({range}), got {}", describe(v)))),
     }
 }
 
@@ -111,10 +83,7 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
             };
             let minute = match s.minute {
                 Some(m) if m > 59 => {
-                    return Err(ScheduleError::new(
-                        "minute",
-                        format!("minute {m} out of range 0-59"),
-                    ));
+                    return Err(ScheduleError::new("minute", format!("minute {m} out of range 0-59")));
                 }
                 Some(m) => m,
                 None => from_time.unwrap_or(0),
@@ -123,20 +92,14 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
         }
         preset @ ("daily" | "weekdays" | "weekly") => {
             let Some(time) = &s.time else {
-                return Err(ScheduleError::new(
-                    "time",
-                    format!("a {preset} schedule needs a time, e.g. \"09:00\""),
-                ));
+                return Err(ScheduleError::new("time", format!("a {preset} schedule needs a time, e.g. \"09:00\"")));
             };
             let (hour, minute) = parse_time(time)?;
             let dow = match (preset, s.dow) {
                 ("daily", _) => "*".to_string(),
                 ("weekdays", _) => "1-5".to_string(),
                 (_, Some(d)) if d > 6 => {
-                    return Err(ScheduleError::new(
-                        "dow",
-                        format!("dow {d} out of range 0-6 (0 = Sunday)"),
-                    ));
+                    return Err(ScheduleError::new("dow", format!("dow {d} out of range 0-6 (0 = Sunday)")));
                 }
                 (_, d) => d.unwrap_or(1).to_string(),
             };
@@ -145,22 +108,13 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
         "custom" => {
             let cron = s.cron.as_deref().map(|c| c.trim_matches(CRON_BLANKS)).unwrap_or("");
             if cron.is_empty() {
-                return Err(ScheduleError::new(
-                    "cron",
-                    "a custom schedule needs a cron expression, e.g. \"*/15 * * * *\"",
-                ));
+                return Err(ScheduleError::new("cron", "a custom schedule needs a cron expression, e.g. \"*/15 * * * *\""));
             }
             validate_cron(cron)?;
             Ok(cron.to_string())
         }
-        "" => Err(ScheduleError::new(
-            "preset",
-            format!("schedule needs a preset ({PRESETS})"),
-        )),
-        other => Err(ScheduleError::new(
-            "preset",
-            format!("unknown preset \"{other}\" (use {PRESETS})"),
-        )),
+        "" => Err(ScheduleError::new("preset", format!("schedule needs a preset ({PRESETS})"))),
+        other => Err(ScheduleError::new("preset", format!("unknown preset \"{other}\" (use {PRESETS})"))),
     }
 }
 
@@ -203,12 +157,7 @@ pub fn parse_tz(tz: &str) -> Result<Tz, ScheduleError> {
     match tz.trim() {
         "UTC" | "Z" => Ok(Tz::UTC),
         name => Tz::from_str(name).map_err(|_| {
-            ScheduleError::new(
-                "tz",
-                format!(
-                    "tz \"{tz}\" is not a known time zone (use \"UTC\" or an IANA name like \"Europe/Paris\")"
-                ),
-            )
+            ScheduleError::new("tz", format!("tz \"{tz}\" is not a known time zone (use \"UTC\" or an IANA name like \"Europe/Paris\")"))
         }),
     }
 }

@@ -16,9 +16,7 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(y, mo, d, h, mi, 0)
-        .single()
-        .expect("valid test date")
+    Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).single().expect("valid test date")
 }
 
 fn cron_err(expr: &str) -> String {
@@ -28,10 +26,7 @@ fn cron_err(expr: &str) -> String {
 }
 
 fn fields(issues: &[ScheduleError]) -> Vec<&str> {
-    issues
-        .iter()
-        .map(|e| e.field.as_deref().unwrap_or("-"))
-        .collect()
+    issues.iter().map(|e| e.field.as_deref().unwrap_or("-")).collect()
 }
 
 #[test]
@@ -69,47 +64,15 @@ fn the_event_name_pattern_is_the_rule() {
 #[test]
 fn presets_become_cron_and_human_lines() {
     let cases = [
-        (
-            json!({"preset": "hourly", "minute": 15}),
-            "15 * * * *",
-            "Hourly at :15",
-        ),
+        (json!({"preset": "hourly", "minute": 15}), "15 * * * *", "Hourly at :15"),
         (json!({"preset": "hourly"}), "0 * * * *", "Hourly at :00"),
-        (
-            json!({"preset": "hourly", "time": "10:45"}),
-            "45 * * * *",
-            "Hourly at :45",
-        ),
-        (
-            json!({"preset": "daily", "time": "09:00"}),
-            "0 9 * * *",
-            "Daily at 09:00",
-        ),
-        (
-            json!({"preset": "weekdays", "time": "09:00"}),
-            "0 9 * * 1-5",
-            "Weekdays at 09:00",
-        ),
-        (
-            json!({"preset": "weekly", "time": "09:00"}),
-            "0 9 * * 1",
-            "Weekly on Monday at 09:00",
-        ),
-        (
-            json!({"preset": "weekly", "time": "18:30", "dow": 0}),
-            "30 18 * * 0",
-            "Weekly on Sunday at 18:30",
-        ),
-        (
-            json!({"preset": "custom", "cron": "  */5 * * * *  "}),
-            "*/5 * * * *",
-            "Every 5 minutes",
-        ),
-        (
-            json!({"preset": "custom", "cron": "0 9 * * 6"}),
-            "0 9 * * 6",
-            "Weekly on Saturday at 09:00",
-        ),
+        (json!({"preset": "hourly", "time": "10:45"}), "45 * * * *", "Hourly at :45"),
+        (json!({"preset": "daily", "time": "09:00"}), "0 9 * * *", "Daily at 09:00"),
+        (json!({"preset": "weekdays", "time": "09:00"}), "0 9 * * 1-5", "Weekdays at 09:00"),
+        (json!({"preset": "weekly", "time": "09:00"}), "0 9 * * 1", "Weekly on Monday at 09:00"),
+        (json!({"preset": "weekly", "time": "18:30", "dow": 0}), "30 18 * * 0", "Weekly on Sunday at 18:30"),
+        (json!({"preset": "custom", "cron": "  */5 * * * *  "}), "*/5 * * * *", "Every 5 minutes"),
+        (json!({"preset": "custom", "cron": "0 9 * * 6"}), "0 9 * * 6", "Weekly on Saturday at 09:00"),
     ];
     for (schedule, cron, line) in cases {
         let got = sched(schedule.clone()).unwrap_or_else(|e| panic!("{schedule}: {e}"));
@@ -122,18 +85,8 @@ fn presets_become_cron_and_human_lines() {
 fn human_never_guesses() {
     // What no line says exactly (uneven minute gaps across the hour, days of the month that
     // must also be a weekday, long lists) stays cron; so does anything invalid.
-    for expr in [
-        "*/7 9 * * *",
-        "0 9 */2 * 1",
-        "5,10,20 1,2,3 * * *",
-        "bad",
-        "",
-    ] {
-        assert_eq!(
-            human(expr),
-            format!("Cron {}", expr.trim()).trim_end(),
-            "{expr}"
-        );
+    for expr in ["*/7 9 * * *", "0 9 */2 * 1", "5,10,20 1,2,3 * * *", "bad", ""] {
+        assert_eq!(human(expr), format!("Cron {}", expr.trim()).trim_end(), "{expr}");
     }
     assert_eq!(human("  0   9 * * *  "), "Daily at 09:00");
     assert_eq!(human("0 25 * * *"), "Cron 0 25 * * *");
@@ -147,10 +100,7 @@ fn schedule_errors_name_their_field() {
         (json!({"preset": "daily", "time": "009:00"}), "time"),
         (json!({"preset": "weekdays", "time": "24:00"}), "time"),
         (json!({"preset": "weekly", "time": "09:60"}), "time"),
-        (
-            json!({"preset": "weekly", "time": "09:00", "dow": 7}),
-            "dow",
-        ),
+        (json!({"preset": "weekly", "time": "09:00", "dow": 7}), "dow"),
         (json!({"preset": "hourly", "minute": 60}), "minute"),
         (json!({"preset": "hourly", "minute": -1}), "minute"),
         (json!({"preset": "hourly", "minute": "5"}), "minute"),
@@ -163,10 +113,7 @@ fn schedule_errors_name_their_field() {
         (json!({"time": "09:00"}), "preset"),
         (json!({"preset": 1}), "preset"),
         (json!({"preset": "daily", "time": 900}), "time"),
-        (
-            json!({"preset": "daily", "time": "09:00", "tz": "Paris"}),
-            "tz",
-        ),
+        (json!({"preset": "daily", "time": "09:00", "tz": "Paris"}), "tz"),
         (json!({"preset": "daily", "time": "09:00", "tz": 1}), "tz"),
     ];
     for (schedule, field) in cases {
@@ -176,9 +123,7 @@ fn schedule_errors_name_their_field() {
     let e = schedule_from_value(&json!("daily")).expect_err("not an object");
     assert!(e.message.contains("must be an object"), "{e}");
     assert_eq!(
-        sched(json!({"preset": "daily", "time": "9.00"}))
-            .expect_err("bad time")
-            .to_string(),
+        sched(json!({"preset": "daily", "time": "9.00"})).expect_err("bad time").to_string(),
         "time \"9.00\" must be a 24-hour time HH:MM, e.g. \"09:00\""
     );
 }
@@ -203,39 +148,17 @@ fn schedule_time_takes_a_one_digit_hour() {
 
 #[test]
 fn schedule_ignores_unknown_and_null_fields_and_round_trips() {
-    let s = schedule_from_value(
-        &json!({"preset": "daily", "time": "07:05", "minute": null, "colour": "red"}),
-    )
-    .expect("valid schedule");
-    assert_eq!(
-        s,
-        Schedule {
-            preset: "daily".into(),
-            time: Some("07:05".into()),
-            ..Schedule::default()
-        }
-    );
-    assert_eq!(
-        serde_json::to_value(&s).expect("serialises"),
-        json!({"preset": "daily", "time": "07:05"})
-    );
-    let back: Schedule =
-        serde_json::from_value(json!({"preset": "daily", "time": "07:05", "x": 1}))
-            .expect("deserialises");
+    let s = schedule_from_value(&json!({"preset": "daily", "time": "07:05", "minute": null, "colour": "red"})).expect("valid schedule");
+    assert_eq!(s, Schedule { preset: "daily".into(), time: Some("07:05".into()), ..Schedule::default() });
+    assert_eq!(serde_json::to_value(&s).expect("serialises"), json!({"preset": "daily", "time": "07:05"}));
+    let back: Schedule = serde_json::from_value(json!({"preset": "daily", "time": "07:05", "x": 1})).expect("deserialises");
     assert_eq!(back, s);
     assert_eq!(to_cron(&s).expect("cron"), "5 7 * * *");
 }
 
 #[test]
 fn time_zones_must_exist_in_the_iana_database() {
-    for ok in [
-        "UTC",
-        "Z",
-        "Europe/Paris",
-        "America/Argentina/Buenos_Aires",
-        "Etc/GMT+5",
-        "America/Port-au-Prince",
-    ] {
+    for ok in ["UTC", "Z", "Europe/Paris", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "America/Port-au-Prince"] {
         assert!(validate_tz(ok).is_ok(), "{ok}");
     }
     for bad in [
@@ -252,11 +175,7 @@ fn time_zones_must_exist_in_the_iana_database() {
         "Europe/Parisx",
         "europe/paris",
     ] {
-        assert_eq!(
-            validate_tz(bad).expect_err(bad).field.as_deref(),
-            Some("tz"),
-            "{bad}"
-        );
+        assert_eq!(validate_tz(bad).expect_err(bad).field.as_deref(), Some("tz"), "{bad}");
     }
 }
 
@@ -264,81 +183,29 @@ fn time_zones_must_exist_in_the_iana_database() {
 
 #[test]
 fn valid_cron_expressions() {
-    for expr in [
-        "* * * * *",
-        "*/5 * * * *",
-        "0 9 * * 1-5",
-        "0-30/10 8-18/2 1,15 */3 0,6",
-        "59 23 31 12 6",
-        "0 0 1-31/2 1-12 0-6",
-        "  1\t2 3 4 5 ",
-    ] {
-        assert!(
-            validate_cron(expr).is_ok(),
-            "{expr}: {:?}",
-            validate_cron(expr)
-        );
+    for expr in
+        ["* * * * *", "*/5 * * * *", "0 9 * * 1-5", "0-30/10 8-18/2 1,15 */3 0,6", "59 23 31 12 6", "0 0 1-31/2 1-12 0-6", "  1\t2 3 4 5 "]
+    {
+        assert!(validate_cron(expr).is_ok(), "{expr}: {:?}", validate_cron(expr));
     }
 }
 
 #[test]
 fn cron_errors_name_the_field() {
-    assert_eq!(
-        cron_err("1 2 3 4"),
-        "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 4"
-    );
-    assert_eq!(
-        cron_err("1 2 3 4 5 6"),
-        "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 6"
-    );
-    assert_eq!(
-        cron_err(""),
-        "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 0"
-    );
-    assert_eq!(
-        cron_err("60 * * * *"),
-        "minute field \"60\": value 60 out of range 0-59"
-    );
-    assert_eq!(
-        cron_err("0 25 * * *"),
-        "hour field \"25\": value 25 out of range 0-23"
-    );
-    assert_eq!(
-        cron_err("0 0 0 * *"),
-        "day-of-month field \"0\": value 0 out of range 1-31"
-    );
-    assert_eq!(
-        cron_err("0 0 32 * *"),
-        "day-of-month field \"32\": value 32 out of range 1-31"
-    );
-    assert_eq!(
-        cron_err("0 0 * 13 *"),
-        "month field \"13\": value 13 out of range 1-12"
-    );
-    assert_eq!(
-        cron_err("0 0 * * 7"),
-        "day-of-week field \"7\": value 7 out of range 0-6"
-    );
-    assert_eq!(
-        cron_err("*/0 * * * *"),
-        "minute field \"*/0\": step must be at least 1, got 0"
-    );
-    assert_eq!(
-        cron_err("5-3 * * * *"),
-        "minute field \"5-3\": range start 5 is greater than its end 3"
-    );
-    assert_eq!(
-        cron_err("a * * * *"),
-        "minute field \"a\": \"a\" is not a number"
-    );
-    assert_eq!(
-        cron_err("1,,2 * * * *"),
-        "minute field \"1,,2\": empty list item"
-    );
-    assert_eq!(
-        cron_err("0 * * * mon"),
-        "day-of-week field \"mon\": \"mon\" is not a number"
-    );
+    assert_eq!(cron_err("1 2 3 4"), "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 4");
+    assert_eq!(cron_err("1 2 3 4 5 6"), "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 6");
+    assert_eq!(cron_err(""), "cron needs exactly five fields (minute hour day-of-month month day-of-week), got 0");
+    assert_eq!(cron_err("60 * * * *"), "minute field \"60\": value 60 out of range 0-59");
+    assert_eq!(cron_err("0 25 * * *"), "hour field \"25\": value 25 out of range 0-23");
+    assert_eq!(cron_err("0 0 0 * *"), "day-of-month field \"0\": value 0 out of range 1-31");
+    assert_eq!(cron_err("0 0 32 * *"), "day-of-month field \"32\": value 32 out of range 1-31");
+    assert_eq!(cron_err("0 0 * 13 *"), "month field \"13\": value 13 out of range 1-12");
+    assert_eq!(cron_err("0 0 * * 7"), "day-of-week field \"7\": value 7 out of range 0-6");
+    assert_eq!(cron_err("*/0 * * * *"), "minute field \"*/0\": step must be at least 1, got 0");
+    assert_eq!(cron_err("5-3 * * * *"), "minute field \"5-3\": range start 5 is greater than its end 3");
+    assert_eq!(cron_err("a * * * *"), "minute field \"a\": \"a\" is not a number");
+    assert_eq!(cron_err("1,,2 * * * *"), "minute field \"1,,2\": empty list item");
+    assert_eq!(cron_err("0 * * * mon"), "day-of-week field \"mon\": \"mon\" is not a number");
     assert_eq!(
         cron_err("0 99999999999999999999 * * *"),
         "hour field \"99999999999999999999\": value 99999999999999999999 out of range 0-23"
@@ -360,10 +227,7 @@ fn cron_errors_name_the_field() {
         "0 0 * * */8",
     ] {
         let message = cron_err(bad);
-        assert!(
-            message.starts_with("minute field") || message.starts_with("day-of-week field"),
-            "{bad}: {message}"
-        );
+        assert!(message.starts_with("minute field") || message.starts_with("day-of-week field"), "{bad}: {message}");
     }
 }
 
@@ -371,16 +235,9 @@ fn cron_errors_name_the_field() {
 
 #[test]
 fn durations() {
-    for (s, secs) in [
-        ("30s", 30),
-        ("5m", 300),
-        ("1h", 3600),
-        ("1h30m", 5400),
-        ("1h30m15s", 5415),
-        ("2m5s", 125),
-        (" 90s ", 90),
-        ("05m", 300),
-    ] {
+    for (s, secs) in
+        [("30s", 30), ("5m", 300), ("1h", 3600), ("1h30m", 5400), ("1h30m15s", 5415), ("2m5s", 125), (" 90s ", 90), ("05m", 300)]
+    {
         assert_eq!(parse_duration(s), Ok(secs), "{s}");
     }
     for bad in [
@@ -408,10 +265,7 @@ fn durations() {
         assert_eq!(e.field, None, "{bad}");
         assert!(!e.message.is_empty());
     }
-    assert_eq!(
-        parse_duration("90").expect_err("no unit").message,
-        format!("duration \"90\" has no unit after 90 ({DURATION_HINT})")
-    );
+    assert_eq!(parse_duration("90").expect_err("no unit").message, format!("duration \"90\" has no unit after 90 ({DURATION_HINT})"));
 }
 
 #[test]
@@ -419,32 +273,14 @@ fn windows_and_wrapping_midnight() {
     assert_eq!(parse_window("08:00-18:00"), Ok((480, 1080)));
     assert_eq!(parse_window(" 22:30 - 06:00 "), Ok((1350, 360)));
     assert_eq!(parse_window("23:00-00:00"), Ok((1380, 0)));
-    for bad in [
-        "08:00-08:00",
-        "8:0-18:00",
-        "08:00",
-        "08:00-24:00",
-        "08:00_18:00",
-        "",
-        "aa:bb-cc:dd",
-        "08:00-18:00-19:00",
-    ] {
-        assert_eq!(
-            parse_window(bad).expect_err(bad).field.as_deref(),
-            Some("window"),
-            "{bad}"
-        );
+    for bad in ["08:00-08:00", "8:0-18:00", "08:00", "08:00-24:00", "08:00_18:00", "", "aa:bb-cc:dd", "08:00-18:00-19:00"] {
+        assert_eq!(parse_window(bad).expect_err(bad).field.as_deref(), Some("window"), "{bad}");
     }
     let day = Some((480, 1080));
     assert!(in_window(day, 480) && in_window(day, 1079));
     assert!(!in_window(day, 1080) && !in_window(day, 479));
     let night = Some((1350, 360));
-    assert!(
-        in_window(night, 1350)
-            && in_window(night, 1439)
-            && in_window(night, 0)
-            && in_window(night, 359)
-    );
+    assert!(in_window(night, 1350) && in_window(night, 1439) && in_window(night, 0) && in_window(night, 359));
     assert!(!in_window(night, 360) && !in_window(night, 720) && !in_window(night, 1349));
     assert!(in_window(None, 0));
     assert!(!in_window(Some((5, 5)), 5));
@@ -467,21 +303,8 @@ fn days() {
     assert_eq!(parse_days("daily"), Ok([true; 7]));
     assert_eq!(parse_days(" * "), Ok([true; 7]));
     assert_eq!(parse_days(" tue , thu "), Ok(set(&[2, 4])));
-    for bad in [
-        "",
-        "monday",
-        "mon-",
-        "mon,,tue",
-        "weekdays",
-        "mon-fri-sat",
-        "1-5",
-        "mön",
-    ] {
-        assert_eq!(
-            parse_days(bad).expect_err(bad).field.as_deref(),
-            Some("days"),
-            "{bad}"
-        );
+    for bad in ["", "monday", "mon-", "mon,,tue", "weekdays", "mon-fri-sat", "1-5", "mön"] {
+        assert_eq!(parse_days(bad).expect_err(bad).field.as_deref(), Some("days"), "{bad}");
     }
 }
 
@@ -514,18 +337,9 @@ fn trigger_problems_name_the_node_field() {
         (json!({"mode": 3}), vec!["mode"]),
         (json!({"mode": "cron"}), vec!["mode"]),
         (json!({"mode": "schedule"}), vec!["schedule"]),
-        (
-            json!({"mode": "schedule", "schedule": "daily"}),
-            vec!["schedule"],
-        ),
-        (
-            json!({"mode": "schedule", "schedule": {"preset": "daily"}}),
-            vec!["schedule"],
-        ),
-        (
-            json!({"mode": "schedule", "schedule": {"preset": "custom", "cron": "0 9 * *"}}),
-            vec!["schedule"],
-        ),
+        (json!({"mode": "schedule", "schedule": "daily"}), vec!["schedule"]),
+        (json!({"mode": "schedule", "schedule": {"preset": "daily"}}), vec!["schedule"]),
+        (json!({"mode": "schedule", "schedule": {"preset": "custom", "cron": "0 9 * *"}}), vec!["schedule"]),
         (json!({"mode": "heartbeat"}), vec!["every"]),
         (json!({"mode": "heartbeat", "every": 30}), vec!["every"]),
         (json!({"mode": "heartbeat", "every": "30s"}), vec!["every"]),
@@ -534,25 +348,13 @@ fn trigger_problems_name_the_node_field() {
             json!({"mode": "heartbeat", "every": "5x", "window": "08:00-08:00", "days": "someday", "tz": "Nowhere"}),
             vec!["every", "window", "days", "tz"],
         ),
-        (
-            json!({"mode": "heartbeat", "every": "5m", "window": 8, "days": ["mon"]}),
-            vec!["window", "days"],
-        ),
+        (json!({"mode": "heartbeat", "every": "5m", "window": 8, "days": ["mon"]}), vec!["window", "days"]),
         (json!({"mode": "event"}), vec!["sources"]),
         (json!({"mode": "event", "sources": []}), vec!["sources"]),
         (json!({"mode": "event", "sources": "a"}), vec!["sources"]),
-        (
-            json!({"mode": "event", "sources": ["ok", "", "a b", "*", ".*", "a*", 5]}),
-            vec!["sources"; 6],
-        ),
-        (
-            json!({"mode": "event", "sources": ["a"], "cooldown_seconds": -1}),
-            vec!["cooldown_seconds"],
-        ),
-        (
-            json!({"mode": "event", "sources": ["a"], "cooldown_seconds": 1.5}),
-            vec!["cooldown_seconds"],
-        ),
+        (json!({"mode": "event", "sources": ["ok", "", "a b", "*", ".*", "a*", 5]}), vec!["sources"; 6]),
+        (json!({"mode": "event", "sources": ["a"], "cooldown_seconds": -1}), vec!["cooldown_seconds"]),
+        (json!({"mode": "event", "sources": ["a"], "cooldown_seconds": 1.5}), vec!["cooldown_seconds"]),
         (json!({"mode": "folder"}), vec!["path"]),
         (json!({"mode": "folder", "path": "  "}), vec!["path"]),
         (json!({"mode": "folder", "path": 1}), vec!["path"]),
@@ -564,30 +366,18 @@ fn trigger_problems_name_the_node_field() {
             json!({"mode": "folder", "path": "in", "pattern": 1, "events": ["create", "delete", 3], "debounce_ms": "5"}),
             vec!["pattern", "events", "events", "debounce_ms"],
         ),
-        (
-            json!({"mode": "folder", "path": "in", "events": "create"}),
-            vec!["events"],
-        ),
+        (json!({"mode": "folder", "path": "in", "events": "create"}), vec!["events"]),
         (json!({"mode": "watch"}), vec!["command"]),
         (json!({"mode": "watch", "command": ""}), vec!["command"]),
         (json!({"mode": "watch", "command": []}), vec!["command"]),
-        (
-            json!({"mode": "watch", "command": ["", "x"]}),
-            vec!["command"],
-        ),
-        (
-            json!({"mode": "watch", "command": ["tail", 1]}),
-            vec!["command"],
-        ),
+        (json!({"mode": "watch", "command": ["", "x"]}), vec!["command"]),
+        (json!({"mode": "watch", "command": ["tail", 1]}), vec!["command"]),
         (json!({"mode": "watch", "command": 7}), vec!["command"]),
         (
             json!({"mode": "watch", "command": "x", "restart_delay_seconds": 0, "dedupe_minutes": 1441}),
             vec!["restart_delay_seconds", "dedupe_minutes"],
         ),
-        (
-            json!({"mode": "watch", "command": "x", "restart_delay_seconds": 301}),
-            vec!["restart_delay_seconds"],
-        ),
+        (json!({"mode": "watch", "command": "x", "restart_delay_seconds": 301}), vec!["restart_delay_seconds"]),
         (json!({"mode": "watch", "command": "tail -f {{trigger.path}}"}), vec!["command"]),
         (json!({"mode": "watch", "command": ["tail", "-f", "{{ run.id }}"]}), vec!["command"]),
     ];
@@ -600,24 +390,12 @@ fn trigger_problems_name_the_node_field() {
 
 #[test]
 fn trigger_messages_are_specific() {
-    let issues = validate_trigger(&obj(
-        json!({"mode": "schedule", "schedule": {"preset": "custom", "cron": "0 25 * * *"}}),
-    ));
-    assert_eq!(
-        issues[0].message,
-        "hour field \"25\": value 25 out of range 0-23"
-    );
+    let issues = validate_trigger(&obj(json!({"mode": "schedule", "schedule": {"preset": "custom", "cron": "0 25 * * *"}})));
+    assert_eq!(issues[0].message, "hour field \"25\": value 25 out of range 0-23");
     let issues = validate_trigger(&obj(json!({"mode": "heartbeat", "every": "30s"})));
-    assert_eq!(
-        issues[0].message,
-        "every \"30s\" is 30 seconds; a heartbeat must be every 60 to 86400 seconds (1m to 24h)"
-    );
+    assert_eq!(issues[0].message, "every \"30s\" is 30 seconds; a heartbeat must be every 60 to 86400 seconds (1m to 24h)");
     let issues = validate_trigger(&obj(json!({"mode": "event", "sources": ["ok", "a b"]})));
-    assert!(
-        issues[0].message.starts_with("sources[1] \"a b\""),
-        "{}",
-        issues[0].message
-    );
+    assert!(issues[0].message.starts_with("sources[1] \"a b\""), "{}", issues[0].message);
     assert!(is_event_name("deploy.done") && !is_event_name("") && !is_event_name("a*"));
 }
 
@@ -626,10 +404,7 @@ fn wait_seconds_from_either_field() {
     assert_eq!(wait_seconds(&obj(json!({"seconds": 1}))), Ok(1));
     assert_eq!(wait_seconds(&obj(json!({"seconds": 3600}))), Ok(3600));
     assert_eq!(wait_seconds(&obj(json!({"duration": "5m"}))), Ok(300));
-    assert_eq!(
-        wait_seconds(&obj(json!({"duration": "1h", "seconds": null}))),
-        Ok(3600)
-    );
+    assert_eq!(wait_seconds(&obj(json!({"duration": "1h", "seconds": null}))), Ok(3600));
     let cases = [
         (json!({}), "seconds"),
         (json!({"seconds": 5, "duration": "5s"}), "seconds"),
@@ -653,94 +428,37 @@ fn wait_seconds_from_either_field() {
 
 #[test]
 fn next_fire_is_strictly_after() {
-    assert_eq!(
-        next_cron_fire("* * * * *", at(2024, 5, 1, 9, 0)),
-        Some(at(2024, 5, 1, 9, 1))
-    );
-    let mid_minute = Utc
-        .with_ymd_and_hms(2024, 5, 1, 9, 0, 30)
-        .single()
-        .expect("date");
-    assert_eq!(
-        next_cron_fire("* * * * *", mid_minute),
-        Some(at(2024, 5, 1, 9, 1))
-    );
-    assert_eq!(
-        next_cron_fire("0 9 * * *", at(2024, 5, 1, 9, 0)),
-        Some(at(2024, 5, 2, 9, 0))
-    );
-    assert_eq!(
-        next_cron_fire("0 9 * * *", at(2024, 5, 1, 8, 59)),
-        Some(at(2024, 5, 1, 9, 0))
-    );
-    assert_eq!(
-        next_cron_fire("*/15 * * * *", at(2024, 5, 1, 9, 50)),
-        Some(at(2024, 5, 1, 10, 0))
-    );
-    assert_eq!(
-        next_cron_fire("30 8-10 * * *", at(2024, 5, 1, 9, 45)),
-        Some(at(2024, 5, 1, 10, 30))
-    );
+    assert_eq!(next_cron_fire("* * * * *", at(2024, 5, 1, 9, 0)), Some(at(2024, 5, 1, 9, 1)));
+    let mid_minute = Utc.with_ymd_and_hms(2024, 5, 1, 9, 0, 30).single().expect("date");
+    assert_eq!(next_cron_fire("* * * * *", mid_minute), Some(at(2024, 5, 1, 9, 1)));
+    assert_eq!(next_cron_fire("0 9 * * *", at(2024, 5, 1, 9, 0)), Some(at(2024, 5, 2, 9, 0)));
+    assert_eq!(next_cron_fire("0 9 * * *", at(2024, 5, 1, 8, 59)), Some(at(2024, 5, 1, 9, 0)));
+    assert_eq!(next_cron_fire("*/15 * * * *", at(2024, 5, 1, 9, 50)), Some(at(2024, 5, 1, 10, 0)));
+    assert_eq!(next_cron_fire("30 8-10 * * *", at(2024, 5, 1, 9, 45)), Some(at(2024, 5, 1, 10, 30)));
 }
 
 #[test]
 fn next_fire_crosses_month_and_year_boundaries() {
-    assert_eq!(
-        next_cron_fire("0 0 1 * *", at(2024, 1, 31, 12, 0)),
-        Some(at(2024, 2, 1, 0, 0))
-    );
-    assert_eq!(
-        next_cron_fire("59 23 31 12 *", at(2024, 12, 31, 23, 59)),
-        Some(at(2025, 12, 31, 23, 59))
-    );
-    assert_eq!(
-        next_cron_fire("0 0 * * *", at(2024, 12, 31, 23, 59)),
-        Some(at(2025, 1, 1, 0, 0))
-    );
-    assert_eq!(
-        next_cron_fire("0 12 31 * *", at(2024, 4, 1, 0, 0)),
-        Some(at(2024, 5, 31, 12, 0))
-    );
-    assert_eq!(
-        next_cron_fire("0 0 29 2 *", at(2024, 3, 1, 0, 0)),
-        Some(at(2028, 2, 29, 0, 0))
-    );
+    assert_eq!(next_cron_fire("0 0 1 * *", at(2024, 1, 31, 12, 0)), Some(at(2024, 2, 1, 0, 0)));
+    assert_eq!(next_cron_fire("59 23 31 12 *", at(2024, 12, 31, 23, 59)), Some(at(2025, 12, 31, 23, 59)));
+    assert_eq!(next_cron_fire("0 0 * * *", at(2024, 12, 31, 23, 59)), Some(at(2025, 1, 1, 0, 0)));
+    assert_eq!(next_cron_fire("0 12 31 * *", at(2024, 4, 1, 0, 0)), Some(at(2024, 5, 31, 12, 0)));
+    assert_eq!(next_cron_fire("0 0 29 2 *", at(2024, 3, 1, 0, 0)), Some(at(2028, 2, 29, 0, 0)));
     // weekdays from a Friday evening: the next Monday (2024-05-03 is a Friday).
-    assert_eq!(
-        next_cron_fire("0 9 * * 1-5", at(2024, 5, 3, 18, 0)),
-        Some(at(2024, 5, 6, 9, 0))
-    );
-    assert_eq!(
-        next_cron_fire("0 9 * 3 *", at(2024, 3, 31, 10, 0)),
-        Some(at(2025, 3, 1, 9, 0))
-    );
+    assert_eq!(next_cron_fire("0 9 * * 1-5", at(2024, 5, 3, 18, 0)), Some(at(2024, 5, 6, 9, 0)));
+    assert_eq!(next_cron_fire("0 9 * 3 *", at(2024, 3, 31, 10, 0)), Some(at(2025, 3, 1, 9, 0)));
 }
 
 #[test]
 fn next_fire_day_of_month_or_day_of_week() {
     // 2024-05-01 is a Wednesday. "the 15th or any Monday": Monday 6th comes first.
-    assert_eq!(
-        next_cron_fire("0 0 15 * 1", at(2024, 5, 1, 0, 0)),
-        Some(at(2024, 5, 6, 0, 0))
-    );
-    assert_eq!(
-        next_cron_fire("0 0 15 * 1", at(2024, 5, 13, 0, 0)),
-        Some(at(2024, 5, 15, 0, 0))
-    );
+    assert_eq!(next_cron_fire("0 0 15 * 1", at(2024, 5, 1, 0, 0)), Some(at(2024, 5, 6, 0, 0)));
+    assert_eq!(next_cron_fire("0 0 15 * 1", at(2024, 5, 13, 0, 0)), Some(at(2024, 5, 15, 0, 0)));
     // Only one restricted: the other is ignored.
-    assert_eq!(
-        next_cron_fire("0 0 15 * *", at(2024, 5, 1, 0, 0)),
-        Some(at(2024, 5, 15, 0, 0))
-    );
-    assert_eq!(
-        next_cron_fire("0 0 * * 1", at(2024, 5, 1, 0, 0)),
-        Some(at(2024, 5, 6, 0, 0))
-    );
+    assert_eq!(next_cron_fire("0 0 15 * *", at(2024, 5, 1, 0, 0)), Some(at(2024, 5, 15, 0, 0)));
+    assert_eq!(next_cron_fire("0 0 * * 1", at(2024, 5, 1, 0, 0)), Some(at(2024, 5, 6, 0, 0)));
     // `*/1` starts with `*`, so it counts as unrestricted (as in cronie): Mondays only.
-    assert_eq!(
-        next_cron_fire("0 0 */1 * 1", at(2024, 5, 1, 0, 0)),
-        Some(at(2024, 5, 6, 0, 0))
-    );
+    assert_eq!(next_cron_fire("0 0 */1 * 1", at(2024, 5, 1, 0, 0)), Some(at(2024, 5, 6, 0, 0)));
 }
 
 #[test]
@@ -760,15 +478,7 @@ fn day_fields_starting_with_a_star_are_unrestricted_as_in_cronie() {
 
 #[test]
 fn an_expression_that_can_never_fire_is_an_error() {
-    for never in [
-        "0 0 30 2 *",
-        "0 0 31 4 *",
-        "0 0 31 2,4,6,9,11 *",
-        "0 0 30-31 2 *",
-        "0 0 31 4 */2",
-        "0 0 31 2 *\t",
-        "* * 31 4-6/2 *",
-    ] {
+    for never in ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *", "0 0 30-31 2 *", "0 0 31 4 */2", "0 0 31 2 *\t", "* * 31 4-6/2 *"] {
         let e = validate_cron(never).expect_err(never);
         assert_eq!(e.field.as_deref(), Some("cron"));
         assert!(e.message.contains("never fires"), "{never}: {e}");
@@ -776,10 +486,7 @@ fn an_expression_that_can_never_fire_is_an_error() {
         let custom = sched(json!({"preset": "custom", "cron": never})).expect_err(never);
         assert!(custom.message.contains("never fires"), "{custom}");
     }
-    assert_eq!(
-        cron_err("0 0 30 2 *"),
-        "\"0 0 30 2 *\" never fires: no day-of-month in \"30\" occurs in month \"2\""
-    );
+    assert_eq!(cron_err("0 0 30 2 *"), "\"0 0 30 2 *\" never fires: no day-of-month in \"30\" occurs in month \"2\"");
     // Rare is not never: 29 February, and 29 February on a Sunday (2032, then 2060).
     assert_eq!(next_cron_fire("0 0 29 2 *", at(2025, 1, 1, 0, 0)), Some(at(2028, 2, 29, 0, 0)));
     assert_eq!(next_cron_fire("0 0 29 2 */7", at(2024, 3, 1, 0, 0)), Some(at(2032, 2, 29, 0, 0)));
@@ -797,9 +504,7 @@ fn only_spaces_and_tabs_separate_fields() {
         assert_eq!(sched(json!({"preset": "custom", "cron": ok})).expect(ok), ok.trim_matches([' ', '\t']));
     }
     // Every other whitespace or control character, between fields, inside one or at an end.
-    let others = (0..=0x10FFFF_u32)
-        .filter_map(char::from_u32)
-        .filter(|c| (c.is_whitespace() || c.is_control()) && *c != ' ' && *c != '\t');
+    let others = (0..=0x10FFFF_u32).filter_map(char::from_u32).filter(|c| (c.is_whitespace() || c.is_control()) && *c != ' ' && *c != '\t');
     let mut tried = 0;
     for c in others {
         for expr in [format!("0{c}9 * * 1"), format!("0 9 * * 1{c}"), format!("{c}0 9 * * 1"), format!("0 9 *{c}* 1")] {
@@ -819,10 +524,7 @@ fn only_spaces_and_tabs_separate_fields() {
 
 #[test]
 fn negative_numbers_get_a_clear_message() {
-    assert_eq!(
-        cron_err("-1 * * * *"),
-        "minute field \"-1\": negative numbers are not allowed; the minute takes 0-59"
-    );
+    assert_eq!(cron_err("-1 * * * *"), "minute field \"-1\": negative numbers are not allowed; the minute takes 0-59");
     for (expr, field) in [
         ("* -5 * * *", "hour"),
         ("* * -1-5 * *", "day-of-month"),
@@ -843,22 +545,14 @@ fn next_fire_gives_up_without_panicking() {
     assert_eq!(next_cron_fire("0 0 30 2 *", at(2024, 1, 1, 0, 0)), None);
     assert_eq!(next_cron_fire("not cron", at(2024, 1, 1, 0, 0)), None);
     assert_eq!(next_cron_fire("* * * * *", DateTime::<Utc>::MAX_UTC), None);
-    assert_eq!(
-        next_cron_fire(
-            "0 0 1 1 *",
-            DateTime::<Utc>::MAX_UTC - chrono::TimeDelta::days(30)
-        ),
-        None
-    );
+    assert_eq!(next_cron_fire("0 0 1 1 *", DateTime::<Utc>::MAX_UTC - chrono::TimeDelta::days(30)), None);
     assert!(next_cron_fire("* * * * *", DateTime::<Utc>::MIN_UTC).is_some());
 }
 
 // --- time zones and daylight saving ---
 
 fn at_s(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
-        .single()
-        .expect("valid test date")
+    Utc.with_ymd_and_hms(y, mo, d, h, mi, s).single().expect("valid test date")
 }
 
 const BERLIN: Option<&str> = Some("Europe/Berlin");
@@ -869,26 +563,18 @@ fn bad_tz_name_is_rejected_naming_field_tz() {
     let e = validate_tz("Europe/Atlantis").expect_err("unknown zone");
     assert_eq!(e.field.as_deref(), Some("tz"));
     assert!(e.message.contains("Europe/Atlantis"), "{e}");
-    let e = sched(json!({"preset": "daily", "time": "09:00", "tz": "Mars/Olympus_Mons"}))
-        .expect_err("unknown zone");
+    let e = sched(json!({"preset": "daily", "time": "09:00", "tz": "Mars/Olympus_Mons"})).expect_err("unknown zone");
     assert_eq!(e.field.as_deref(), Some("tz"));
-    let issues = validate_trigger(&obj(
-        json!({"mode": "heartbeat", "every": "30m", "tz": "Moon/Tranquility"}),
-    ));
+    let issues = validate_trigger(&obj(json!({"mode": "heartbeat", "every": "30m", "tz": "Moon/Tranquility"})));
     assert_eq!(fields(&issues), ["tz"]);
     assert_eq!(
-        heartbeat_from_node(&obj(
-            json!({"mode": "heartbeat", "every": "30m", "tz": "Nowhere"})
-        ))
-        .expect_err("unknown zone")
-        .field
-        .as_deref(),
+        heartbeat_from_node(&obj(json!({"mode": "heartbeat", "every": "30m", "tz": "Nowhere"})))
+            .expect_err("unknown zone")
+            .field
+            .as_deref(),
         Some("tz")
     );
-    assert_eq!(
-        next_cron_fire_tz("* * * * *", Some("Nowhere"), at(2026, 1, 1, 0, 0)),
-        None
-    );
+    assert_eq!(next_cron_fire_tz("* * * * *", Some("Nowhere"), at(2026, 1, 1, 0, 0)), None);
     assert_eq!(parse_tz(" Europe/Berlin "), Ok(chrono_tz::Europe::Berlin));
     assert_eq!(parse_tz("Z"), Ok(Tz::UTC));
 }
@@ -896,14 +582,8 @@ fn bad_tz_name_is_rejected_naming_field_tz() {
 #[test]
 fn cron_without_tz_is_utc() {
     for after in [at(2026, 3, 28, 12, 0), at(2026, 10, 24, 12, 0)] {
-        assert_eq!(
-            next_cron_fire_tz("30 2 * * *", None, after),
-            next_cron_fire("30 2 * * *", after)
-        );
-        assert_eq!(
-            next_cron_fire_tz("30 2 * * *", Some("UTC"), after),
-            next_cron_fire("30 2 * * *", after)
-        );
+        assert_eq!(next_cron_fire_tz("30 2 * * *", None, after), next_cron_fire("30 2 * * *", after));
+        assert_eq!(next_cron_fire_tz("30 2 * * *", Some("UTC"), after), next_cron_fire("30 2 * * *", after));
     }
 }
 
@@ -916,14 +596,8 @@ fn cron_wall_time_in_a_spring_forward_gap_fires_when_the_gap_ends() {
     assert_eq!(fire(at(2026, 3, 29, 1, 0)), Some(at(2026, 3, 30, 0, 30)));
     // Two wall times inside the same gap fire once, at its end.
     let every_half_hour = |after| next_cron_fire_tz("0,30 2,3 * * *", BERLIN, after);
-    assert_eq!(
-        every_half_hour(at(2026, 3, 28, 12, 0)),
-        Some(at(2026, 3, 29, 1, 0))
-    );
-    assert_eq!(
-        every_half_hour(at(2026, 3, 29, 1, 0)),
-        Some(at(2026, 3, 29, 1, 30))
-    );
+    assert_eq!(every_half_hour(at(2026, 3, 28, 12, 0)), Some(at(2026, 3, 29, 1, 0)));
+    assert_eq!(every_half_hour(at(2026, 3, 29, 1, 0)), Some(at(2026, 3, 29, 1, 30)));
     // America/New_York skips 02:00-03:00 on 2026-03-08 (07:00Z).
     let fire = |after| next_cron_fire_tz("30 2 * * *", NEW_YORK, after);
     assert_eq!(fire(at(2026, 3, 6, 12, 0)), Some(at(2026, 3, 7, 7, 30)));
@@ -939,10 +613,7 @@ fn cron_wall_time_repeated_at_fall_back_fires_once_at_its_first_occurrence_unles
     assert_eq!(fire(at(2026, 10, 25, 0, 30)), Some(at(2026, 10, 26, 1, 30)));
     // Asked during the second 02:xx hour: today's 02:30 already happened.
     assert_eq!(fire(at(2026, 10, 25, 1, 0)), Some(at(2026, 10, 26, 1, 30)));
-    assert_eq!(
-        fire(at_s(2026, 10, 25, 1, 29, 59)),
-        Some(at(2026, 10, 26, 1, 30))
-    );
+    assert_eq!(fire(at_s(2026, 10, 25, 1, 29, 59)), Some(at(2026, 10, 26, 1, 30)));
     // A job that fires every hour keeps its rhythm through the repeated hour: 02:00 and
     // 02:30 come round again in CET (01:00Z, 01:30Z).
     let half_hourly = |after| next_cron_fire_tz("*/30 * * * *", BERLIN, after);
@@ -974,48 +645,21 @@ fn cron_keeps_its_local_wall_time_across_daylight_saving_changes() {
 
 #[test]
 fn presets_fire_at_local_time_in_their_tz() {
-    let fire = |schedule: Value, after| {
-        next_schedule_fire(&schedule_from_value(&schedule).expect("schedule"), after)
-    };
+    let fire = |schedule: Value, after| next_schedule_fire(&schedule_from_value(&schedule).expect("schedule"), after);
     let berlin_daily = json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"});
-    assert_eq!(
-        fire(berlin_daily.clone(), at(2026, 3, 28, 8, 0)),
-        Some(at(2026, 3, 29, 7, 0))
-    );
-    assert_eq!(
-        fire(berlin_daily, at(2026, 10, 24, 7, 0)),
-        Some(at(2026, 10, 25, 8, 0))
-    );
+    assert_eq!(fire(berlin_daily.clone(), at(2026, 3, 28, 8, 0)), Some(at(2026, 3, 29, 7, 0)));
+    assert_eq!(fire(berlin_daily, at(2026, 10, 24, 7, 0)), Some(at(2026, 10, 25, 8, 0)));
     let berlin_night = json!({"preset": "daily", "time": "02:30", "tz": "Europe/Berlin"});
-    assert_eq!(
-        fire(berlin_night.clone(), at(2026, 3, 28, 12, 0)),
-        Some(at(2026, 3, 29, 1, 0))
-    );
-    assert_eq!(
-        fire(berlin_night, at(2026, 10, 25, 0, 30)),
-        Some(at(2026, 10, 26, 1, 30))
-    );
+    assert_eq!(fire(berlin_night.clone(), at(2026, 3, 28, 12, 0)), Some(at(2026, 3, 29, 1, 0)));
+    assert_eq!(fire(berlin_night, at(2026, 10, 25, 0, 30)), Some(at(2026, 10, 26, 1, 30)));
     // Friday 2026-03-06 in New York, EST; the Monday after is EDT.
     let weekdays = json!({"preset": "weekdays", "time": "09:00", "tz": "America/New_York"});
-    assert_eq!(
-        fire(weekdays.clone(), at(2026, 3, 6, 12, 0)),
-        Some(at(2026, 3, 6, 14, 0))
-    );
-    assert_eq!(
-        fire(weekdays, at(2026, 3, 6, 14, 0)),
-        Some(at(2026, 3, 9, 13, 0))
-    );
-    let weekly =
-        json!({"preset": "weekly", "time": "02:30", "dow": 0, "tz": "America/New_York"});
-    assert_eq!(
-        fire(weekly, at(2026, 3, 1, 12, 0)),
-        Some(at(2026, 3, 8, 7, 0))
-    );
+    assert_eq!(fire(weekdays.clone(), at(2026, 3, 6, 12, 0)), Some(at(2026, 3, 6, 14, 0)));
+    assert_eq!(fire(weekdays, at(2026, 3, 6, 14, 0)), Some(at(2026, 3, 9, 13, 0)));
+    let weekly = json!({"preset": "weekly", "time": "02:30", "dow": 0, "tz": "America/New_York"});
+    assert_eq!(fire(weekly, at(2026, 3, 1, 12, 0)), Some(at(2026, 3, 8, 7, 0)));
     let hourly = json!({"preset": "hourly", "minute": 15, "tz": "Asia/Kolkata"});
-    assert_eq!(
-        fire(hourly, at(2026, 6, 1, 0, 0)),
-        Some(at(2026, 6, 1, 0, 45))
-    );
+    assert_eq!(fire(hourly, at(2026, 6, 1, 0, 0)), Some(at(2026, 6, 1, 0, 45)));
     assert_eq!(fire(json!({"preset": "daily"}), at(2026, 6, 1, 0, 0)), None);
 }
 
@@ -1027,17 +671,10 @@ fn heartbeat(node: Value) -> Heartbeat {
 fn heartbeat_reads_its_node_with_defaults() {
     assert_eq!(
         heartbeat(json!({"mode": "heartbeat", "every": "30m"})),
-        Heartbeat {
-            every_seconds: 1800,
-            window: None,
-            days: [true; 7],
-            tz: Tz::UTC
-        }
+        Heartbeat { every_seconds: 1800, window: None, days: [true; 7], tz: Tz::UTC }
     );
     assert_eq!(
-        heartbeat(
-            json!({"every": "1h30m", "window": "22:00-06:00", "days": "mon-fri", "tz": "Europe/Berlin", "window_note": 1})
-        ),
+        heartbeat(json!({"every": "1h30m", "window": "22:00-06:00", "days": "mon-fri", "tz": "Europe/Berlin", "window_note": 1})),
         Heartbeat {
             every_seconds: 5400,
             window: Some((1320, 360)),
@@ -1049,18 +686,9 @@ fn heartbeat_reads_its_node_with_defaults() {
         (json!({"mode": "heartbeat"}), "every"),
         (json!({"mode": "heartbeat", "every": "30s"}), "every"),
         (json!({"mode": "schedule", "every": "30m"}), "mode"),
-        (
-            json!({"mode": "heartbeat", "every": "30m", "window": "8-18"}),
-            "window",
-        ),
-        (
-            json!({"mode": "heartbeat", "every": "30m", "days": "someday"}),
-            "days",
-        ),
-        (
-            json!({"mode": "heartbeat", "every": "30m", "tz": "Paris"}),
-            "tz",
-        ),
+        (json!({"mode": "heartbeat", "every": "30m", "window": "8-18"}), "window"),
+        (json!({"mode": "heartbeat", "every": "30m", "days": "someday"}), "days"),
+        (json!({"mode": "heartbeat", "every": "30m", "tz": "Paris"}), "tz"),
     ] {
         let e = heartbeat_from_node(&obj(node.clone())).expect_err(&node.to_string());
         assert_eq!(e.field.as_deref(), Some(field), "{node}: {e}");
@@ -1070,160 +698,70 @@ fn heartbeat_reads_its_node_with_defaults() {
 #[test]
 fn heartbeat_fires_every_interval_only_inside_the_window_on_allowed_days() {
     // Europe/Berlin in June is UTC+2. 2026-06-05 is a Friday, 2026-06-08 the Monday after.
-    let hb = heartbeat(
-        json!({"mode": "heartbeat", "every": "30m", "window": "08:00-18:00", "days": "mon-fri", "tz": "Europe/Berlin"}),
-    );
+    let hb = heartbeat(json!({"mode": "heartbeat", "every": "30m", "window": "08:00-18:00", "days": "mon-fri", "tz": "Europe/Berlin"}));
     // Friday 17:20 -> 17:50, still inside.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 5, 15, 25), Some(at(2026, 6, 5, 15, 20))),
-        Some(at(2026, 6, 5, 15, 50))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 5, 15, 25), Some(at(2026, 6, 5, 15, 20))), Some(at(2026, 6, 5, 15, 50)));
     // Friday 17:45 -> 18:15 is outside: next Monday 08:00 local.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 5, 15, 50), Some(at(2026, 6, 5, 15, 45))),
-        Some(at(2026, 6, 8, 6, 0))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 5, 15, 50), Some(at(2026, 6, 5, 15, 45))), Some(at(2026, 6, 8, 6, 0)));
     // The window's end is exclusive: Friday 17:30 -> 18:00 is outside.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 5, 15, 31), Some(at(2026, 6, 5, 15, 30))),
-        Some(at(2026, 6, 8, 6, 0))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 5, 15, 31), Some(at(2026, 6, 5, 15, 30))), Some(at(2026, 6, 8, 6, 0)));
     // No fire yet: now, when inside; else the next opening.
     let wednesday_noon = at_s(2026, 6, 3, 10, 34, 56);
-    assert_eq!(
-        hb.next_heartbeat(wednesday_noon, None),
-        Some(wednesday_noon)
-    );
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 6, 8, 0), None),
-        Some(at(2026, 6, 8, 6, 0))
-    );
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 3, 5, 59), None),
-        Some(at(2026, 6, 3, 6, 0))
-    );
+    assert_eq!(hb.next_heartbeat(wednesday_noon, None), Some(wednesday_noon));
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 6, 8, 0), None), Some(at(2026, 6, 8, 6, 0)));
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 3, 5, 59), None), Some(at(2026, 6, 3, 6, 0)));
     // Missed ticks are caught up once, now.
-    assert_eq!(
-        hb.next_heartbeat(wednesday_noon, Some(at(2026, 6, 1, 7, 0))),
-        Some(wednesday_noon)
-    );
+    assert_eq!(hb.next_heartbeat(wednesday_noon, Some(at(2026, 6, 1, 7, 0))), Some(wednesday_noon));
     // The tick itself when it is inside, even long after the window opened.
     let every_90 = heartbeat(json!({"every": "90m", "window": "08:00-18:00"}));
-    assert_eq!(
-        every_90.next_heartbeat(at(2026, 6, 6, 9, 0), Some(at(2026, 6, 6, 9, 0))),
-        Some(at(2026, 6, 6, 10, 30))
-    );
-    assert_eq!(
-        every_90.next_heartbeat(at(2026, 6, 6, 17, 0), Some(at(2026, 6, 6, 17, 0))),
-        Some(at(2026, 6, 7, 8, 0))
-    );
+    assert_eq!(every_90.next_heartbeat(at(2026, 6, 6, 9, 0), Some(at(2026, 6, 6, 9, 0))), Some(at(2026, 6, 6, 10, 30)));
+    assert_eq!(every_90.next_heartbeat(at(2026, 6, 6, 17, 0), Some(at(2026, 6, 6, 17, 0))), Some(at(2026, 6, 7, 8, 0)));
 }
 
 #[test]
 fn heartbeat_window_wrapping_midnight_belongs_to_the_day_it_starts_on() {
     // UTC; 2026-06-05 is a Friday.
-    let hb = heartbeat(
-        json!({"mode": "heartbeat", "every": "30m", "window": "22:00-06:00", "days": "mon-fri"}),
-    );
+    let hb = heartbeat(json!({"mode": "heartbeat", "every": "30m", "window": "22:00-06:00", "days": "mon-fri"}));
     // Friday 23:30 -> Saturday 00:00: still Friday's window.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 5, 23, 31), Some(at(2026, 6, 5, 23, 30))),
-        Some(at(2026, 6, 6, 0, 0))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 5, 23, 31), Some(at(2026, 6, 5, 23, 30))), Some(at(2026, 6, 6, 0, 0)));
     // Saturday 05:30 -> 06:00 closes it; Saturday and Sunday open none: Monday 22:00.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 6, 5, 31), Some(at(2026, 6, 6, 5, 30))),
-        Some(at(2026, 6, 8, 22, 0))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 6, 5, 31), Some(at(2026, 6, 6, 5, 30))), Some(at(2026, 6, 8, 22, 0)));
     // Monday 03:00 would be Sunday's window: closed.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 8, 3, 0), None),
-        Some(at(2026, 6, 8, 22, 0))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 8, 3, 0), None), Some(at(2026, 6, 8, 22, 0)));
     // Tuesday 02:00 is Monday's window: open.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 9, 2, 0), None),
-        Some(at(2026, 6, 9, 2, 0))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 9, 2, 0), None), Some(at(2026, 6, 9, 2, 0)));
     // Daytime is outside: the evening opening.
-    assert_eq!(
-        hb.next_heartbeat(at(2026, 6, 9, 12, 0), None),
-        Some(at(2026, 6, 9, 22, 0))
-    );
+    assert_eq!(hb.next_heartbeat(at(2026, 6, 9, 12, 0), None), Some(at(2026, 6, 9, 22, 0)));
 }
 
 #[test]
 fn heartbeat_interval_is_real_elapsed_time_across_daylight_saving_changes() {
     let hourly = heartbeat(json!({"mode": "heartbeat", "every": "1h", "tz": "Europe/Berlin"}));
     // 01:30 CET -> 03:30 CEST: two wall hours, one real hour.
-    assert_eq!(
-        hourly.next_heartbeat(at(2026, 3, 29, 0, 31), Some(at(2026, 3, 29, 0, 30))),
-        Some(at(2026, 3, 29, 1, 30))
-    );
+    assert_eq!(hourly.next_heartbeat(at(2026, 3, 29, 0, 31), Some(at(2026, 3, 29, 0, 30))), Some(at(2026, 3, 29, 1, 30)));
     // 02:30 CEST -> 02:30 CET: no wall time passes, one real hour does.
-    assert_eq!(
-        hourly.next_heartbeat(at(2026, 10, 25, 0, 31), Some(at(2026, 10, 25, 0, 30))),
-        Some(at(2026, 10, 25, 1, 30))
-    );
+    assert_eq!(hourly.next_heartbeat(at(2026, 10, 25, 0, 31), Some(at(2026, 10, 25, 0, 30))), Some(at(2026, 10, 25, 1, 30)));
     // The window opens at 08:00 local whatever the offset: 07:00Z in CET, 06:00Z in CEST.
-    let business =
-        heartbeat(json!({"every": "30m", "window": "08:00-18:00", "tz": "Europe/Berlin"}));
-    assert_eq!(
-        business.next_heartbeat(at(2026, 3, 27, 16, 50), Some(at(2026, 3, 27, 16, 45))),
-        Some(at(2026, 3, 28, 7, 0))
-    );
-    assert_eq!(
-        business.next_heartbeat(at(2026, 3, 28, 16, 50), Some(at(2026, 3, 28, 16, 45))),
-        Some(at(2026, 3, 29, 6, 0))
-    );
+    let business = heartbeat(json!({"every": "30m", "window": "08:00-18:00", "tz": "Europe/Berlin"}));
+    assert_eq!(business.next_heartbeat(at(2026, 3, 27, 16, 50), Some(at(2026, 3, 27, 16, 45))), Some(at(2026, 3, 28, 7, 0)));
+    assert_eq!(business.next_heartbeat(at(2026, 3, 28, 16, 50), Some(at(2026, 3, 28, 16, 45))), Some(at(2026, 3, 29, 6, 0)));
     // An opening inside the gap happens when the gap ends; one in the repeated hour, first.
-    let night =
-        heartbeat(json!({"every": "10m", "window": "02:30-04:00", "tz": "Europe/Berlin"}));
-    assert_eq!(
-        night.next_heartbeat(at(2026, 3, 28, 12, 0), None),
-        Some(at(2026, 3, 29, 1, 0))
-    );
-    assert_eq!(
-        night.next_heartbeat(at(2026, 10, 24, 12, 0), None),
-        Some(at(2026, 10, 25, 0, 30))
-    );
+    let night = heartbeat(json!({"every": "10m", "window": "02:30-04:00", "tz": "Europe/Berlin"}));
+    assert_eq!(night.next_heartbeat(at(2026, 3, 28, 12, 0), None), Some(at(2026, 3, 29, 1, 0)));
+    assert_eq!(night.next_heartbeat(at(2026, 10, 24, 12, 0), None), Some(at(2026, 10, 25, 0, 30)));
     // 02:55 CEST + 10m = 02:05 CET, back before the window: it reopens at 02:30 CET.
-    assert_eq!(
-        night.next_heartbeat(at(2026, 10, 25, 0, 56), Some(at(2026, 10, 25, 0, 55))),
-        Some(at(2026, 10, 25, 1, 30))
-    );
+    assert_eq!(night.next_heartbeat(at(2026, 10, 25, 0, 56), Some(at(2026, 10, 25, 0, 55))), Some(at(2026, 10, 25, 1, 30)));
     // In the repeated hour the wall clock is inside the window both times.
-    assert_eq!(
-        night.next_heartbeat(at(2026, 10, 25, 1, 35), Some(at(2026, 10, 25, 1, 30))),
-        Some(at(2026, 10, 25, 1, 40))
-    );
+    assert_eq!(night.next_heartbeat(at(2026, 10, 25, 1, 35), Some(at(2026, 10, 25, 1, 30))), Some(at(2026, 10, 25, 1, 40)));
 }
 
 #[test]
 fn heartbeat_without_any_allowed_day_never_fires() {
-    let hb = Heartbeat {
-        every_seconds: 60,
-        window: None,
-        days: [false; 7],
-        tz: Tz::UTC,
-    };
+    let hb = Heartbeat { every_seconds: 60, window: None, days: [false; 7], tz: Tz::UTC };
     assert_eq!(hb.next_heartbeat(at(2026, 1, 1, 0, 0), None), None);
-    let hb = Heartbeat {
-        days: [true; 7],
-        ..hb
-    };
-    assert_eq!(
-        hb.next_heartbeat(DateTime::<Utc>::MAX_UTC, Some(DateTime::<Utc>::MAX_UTC)),
-        None
-    );
-    assert_eq!(
-        Heartbeat {
-            every_seconds: u64::MAX,
-            ..hb.clone()
-        }
-        .next_heartbeat(at(2026, 1, 1, 0, 0), Some(at(2026, 1, 1, 0, 0))),
-        None
-    );
+    let hb = Heartbeat { days: [true; 7], ..hb };
+    assert_eq!(hb.next_heartbeat(DateTime::<Utc>::MAX_UTC, Some(DateTime::<Utc>::MAX_UTC)), None);
+    assert_eq!(Heartbeat { every_seconds: u64::MAX, ..hb.clone() }.next_heartbeat(at(2026, 1, 1, 0, 0), Some(at(2026, 1, 1, 0, 0))), None);
 }
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -1233,19 +771,8 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(|n| json!(n)),
         any::<f64>().prop_map(|f| json!(f)),
         "[ -~]{0,12}".prop_map(Value::String),
-        prop::sample::select(vec![
-            "30m",
-            "1h",
-            "08:00-18:00",
-            "mon-fri",
-            "UTC",
-            "a.*",
-            "create",
-            "daily",
-            "09:00",
-            "*/5 * * * *"
-        ])
-        .prop_map(|s| json!(s)),
+        prop::sample::select(vec!["30m", "1h", "08:00-18:00", "mon-fri", "UTC", "a.*", "create", "daily", "09:00", "*/5 * * * *"])
+            .prop_map(|s| json!(s)),
         prop::collection::vec("[a-z.*]{0,6}", 0..3).prop_map(|v| json!(v)),
         Just(json!({"preset": "custom", "cron": "* * * * *"})),
     ]

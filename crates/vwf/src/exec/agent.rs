@@ -136,7 +136,10 @@ pub fn profiles(config: &Config) -> Vec<Value> {
         .map(|(name, p)| {
             let mut entry = Map::new();
             entry.insert("name".into(), Value::from(name.as_str()));
-            entry.insert("model".into(), p.model.as_ref().or(config.agent.default_model.as_ref()).map_or(Value::Null, |m| Value::from(m.as_str())));
+            entry.insert(
+                "model".into(),
+                p.model.as_ref().or(config.agent.default_model.as_ref()).map_or(Value::Null, |m| Value::from(m.as_str())),
+            );
             if let Some(system) = &p.system {
                 entry.insert("system".into(), Value::from(system.as_str()));
             }
@@ -230,7 +233,8 @@ impl<'c> Call<'c> {
             body["max_tokens"] = json!(max);
         }
         let answer = exchange(config, client(request.timeout)?.post(url.clone()).json(&body), &url, request.timeout)?;
-        let text = reply_text(&answer).ok_or_else(|| format!("the agent backend's answer has no choices[0].message.content: {}", excerpt(&answer.to_string())))?;
+        let text = reply_text(&answer)
+            .ok_or_else(|| format!("the agent backend's answer has no choices[0].message.content: {}", excerpt(&answer.to_string())))?;
         let usage = &answer["usage"];
         let tokens = usage["total_tokens"]
             .as_u64()
@@ -336,7 +340,8 @@ fn api_key(config: &Config) -> Option<String> {
 fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &Url, timeout: Duration) -> Result<Value, String> {
     let mut builder = builder;
     if let Some(key) = api_key(config) {
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| "the API key holds characters an HTTP header cannot carry".to_string())?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
+            .map_err(|_| "the API key holds characters an HTTP header cannot carry".to_string())?;
         value.set_sensitive(true);
         builder = builder.header(AUTHORIZATION, value);
     }
@@ -365,14 +370,18 @@ fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &U
     if bytes.len() as u64 > BODY_BYTES {
         return Err(format!("the agent backend's answer at {shown} is over {BODY_BYTES} bytes"));
     }
-    serde_json::from_slice(&bytes).map_err(|_| format!("the agent backend answered HTTP {} at {shown} with a body that is not JSON: {}", status.as_u16(), excerpt(&text)))
+    serde_json::from_slice(&bytes).map_err(|_| {
+        format!("the agent backend answered HTTP {} at {shown} with a body that is not JSON: {}", status.as_u16(), excerpt(&text))
+    })
 }
 
 /// `GET {base_url}/models` → the ids of `{data:[{id}]}`.
 fn fetch_models(config: &Config, base: &Url) -> Result<Vec<String>, String> {
     let url = endpoint(base, "models");
     let answer = exchange(config, client(CATALOG_TIMEOUT)?.get(url.clone()), &url, CATALOG_TIMEOUT)?;
-    let data = answer["data"].as_array().ok_or_else(|| format!("the agent backend's model list has no \"data\" array: {}", excerpt(&answer.to_string())))?;
+    let data = answer["data"]
+        .as_array()
+        .ok_or_else(|| format!("the agent backend's model list has no \"data\" array: {}", excerpt(&answer.to_string())))?;
     Ok(data.iter().filter_map(|m| m["id"].as_str()).map(String::from).collect())
 }
 
@@ -405,7 +414,6 @@ fn scrub(config: &Config, error: String) -> String {
     }
 }
 
-
 /// Runs the agent command with `prompt` on its input; its standard output when it exited with 0.
 fn supervise(child: std::process::Child, prompt: &str, timeout: Duration) -> Result<Vec<u8>, String> {
     let f = process::supervise(child, Some(prompt.as_bytes().to_vec()), timeout);
@@ -421,7 +429,8 @@ fn supervise(child: std::process::Child, prompt: &str, timeout: Duration) -> Res
         (None, Some(signal)) => return Err(with_tail(format!("the agent command was killed by signal {signal}"))),
         (None, None) => return Err(with_tail(format!("the agent command ended abnormally ({status})"))),
     }
-    f.stdout.ok_or_else(|| with_tail("the agent command exited but a process it started outside its group still holds its output open".into()))
+    f.stdout
+        .ok_or_else(|| with_tail("the agent command exited but a process it started outside its group still holds its output open".into()))
 }
 
 #[cfg(test)]
@@ -434,7 +443,9 @@ mod tests {
 
     #[test]
     fn the_model_comes_from_the_node_then_the_profile_then_the_default() {
-        let c = config("[agent]\nbackend = \"openai\"\nbase_url = \"http://x/v1\"\ndefault_model = \"d\"\n[profiles.w]\nmodel = \"p\"\n[profiles.bare]\n");
+        let c = config(
+            "[agent]\nbackend = \"openai\"\nbase_url = \"http://x/v1\"\ndefault_model = \"d\"\n[profiles.w]\nmodel = \"p\"\n[profiles.bare]\n",
+        );
         let model = |profile, model| Call::resolve(&c, &Request::new("hi", profile, model)).unwrap().unwrap().model;
         assert_eq!(model(Some("w"), Some("n")).as_deref(), Some("n"));
         assert_eq!(model(Some("w"), None).as_deref(), Some("p"));

@@ -133,9 +133,9 @@ impl Send<'_> {
                 let channel = config.slack.as_ref().ok_or_else(unconfigured)?;
                 Ok(Route::Slack { channel, to: home(&channel.home)? })
             }
-            "discord" | "webhook" if chat.is_none() => {
-                Err(format!("deliver: notification takes telegram or slack (a platform with a home channel), got {platform:?}; {NOTHING_SENT}"))
-            }
+            "discord" | "webhook" if chat.is_none() => Err(format!(
+                "deliver: notification takes telegram or slack (a platform with a home channel), got {platform:?}; {NOTHING_SENT}"
+            )),
             "discord" => {
                 let name = chat.unwrap_or_default();
                 let hooks = config.discord.as_ref().map(|d| &d.webhooks).filter(|w| !w.is_empty()).ok_or_else(unconfigured)?;
@@ -232,7 +232,8 @@ impl Exchange {
             (Some(token), _) => {
                 let result = (|| {
                     let base = api_base("slack", channel.api_base.as_deref(), SLACK_API)?;
-                    let url = Url::parse(&format!("{base}/chat.postMessage")).map_err(|e| format!("bad slack api_base: {e}; {NOTHING_SENT}"))?;
+                    let url =
+                        Url::parse(&format!("{base}/chat.postMessage")).map_err(|e| format!("bad slack api_base: {e}; {NOTHING_SENT}"))?;
                     let auth = format!("Bearer {token}");
                     let body = json!({"channel": to, "text": message});
                     let answer = self.post("slack", url, json_bytes(&body), &[("Authorization", auth.as_str())])?;
@@ -282,7 +283,8 @@ impl Exchange {
         let raw = secret(&format!("discord webhook {name:?}"), "variable", Some(url_env))?;
         let result = (|| {
             let mut url = secret_url(url_env, &raw)?;
-            let kept: Vec<(String, String)> = url.query_pairs().filter(|(k, _)| k != "wait").map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+            let kept: Vec<(String, String)> =
+                url.query_pairs().filter(|(k, _)| k != "wait").map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
             url.query_pairs_mut().clear().extend_pairs(kept).append_pair("wait", "true");
             let answer = self.post("discord", url, json_bytes(&json!({"content": message})), &[])?;
             if !answer.success() {
@@ -336,7 +338,11 @@ impl Exchange {
         response.take(MAX_ANSWER_BYTES).read_to_end(&mut bytes).map_err(|e| {
             let timed_out = e.kind() == std::io::ErrorKind::TimedOut
                 || e.get_ref().and_then(|i| i.downcast_ref::<reqwest::Error>()).is_some_and(reqwest::Error::is_timeout);
-            if timed_out { self.timed_out(platform) } else { format!("reading the {platform} answer (HTTP {status}) failed: {}; the message may have been sent", super::error_chain(&e)) }
+            if timed_out {
+                self.timed_out(platform)
+            } else {
+                format!("reading the {platform} answer (HTTP {status}) failed: {}; the message may have been sent", super::error_chain(&e))
+            }
         })?;
         Ok(Answer { status, body: String::from_utf8_lossy(&bytes).into_owned() })
     }
@@ -371,7 +377,11 @@ fn telegram_chat(chat: &str) -> Result<(Value, Option<i64>), String> {
     }
     let chat_id = id.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::from(id));
     let thread = match thread {
-        Some(t) => Some(t.trim().parse::<i64>().map_err(|_| format!("bad telegram topic {t:?} in {chat:?} (a message_thread_id is a number); {NOTHING_SENT}"))?),
+        Some(t) => Some(
+            t.trim()
+                .parse::<i64>()
+                .map_err(|_| format!("bad telegram topic {t:?} in {chat:?} (a message_thread_id is a number); {NOTHING_SENT}"))?,
+        ),
         None => None,
     };
     Ok((chat_id, thread))
@@ -467,7 +477,6 @@ fn scrub(result: Result<String, String>, secrets: &[impl AsRef<str>]) -> Result<
     result.map(clean).map_err(clean)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,7 +542,10 @@ mod tests {
     #[test]
     fn signatures_are_hex_hmac_sha256() {
         // RFC 4231 test case 2.
-        assert_eq!(sign(b"Jefe", b"what do ya want for nothing?").unwrap(), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert_eq!(
+            sign(b"Jefe", b"what do ya want for nothing?").unwrap(),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 
     #[test]

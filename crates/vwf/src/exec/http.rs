@@ -93,10 +93,7 @@ impl Request<'_> {
             return Err(over_limit(Some(len)));
         }
         let mut bytes = Vec::new();
-        response
-            .take(limits::STEP_OUTPUT_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| self.read_error(&e, started))?;
+        response.take(limits::STEP_OUTPUT_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| self.read_error(&e, started))?;
         let over = bytes.len() > limits::STEP_OUTPUT_BYTES;
 
         if !accepted(status, self.accept) {
@@ -113,7 +110,8 @@ impl Request<'_> {
         let mut map = HeaderMap::new();
         for (name, value) in self.headers {
             let n = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| format!("bad HTTP header name {name:?}"))?;
-            let v = HeaderValue::from_bytes(value.as_bytes()).map_err(|_| format!("bad value for HTTP header {name:?}: header values cannot hold line breaks or control characters"))?;
+            let v = HeaderValue::from_bytes(value.as_bytes())
+                .map_err(|_| format!("bad value for HTTP header {name:?}: header values cannot hold line breaks or control characters"))?;
             map.insert(n, v);
         }
         Ok(map)
@@ -272,13 +270,19 @@ fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, String> 
     Ok(Outcome::Done { text, extra, tokens: 0 })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn work(url: &str) -> Work {
-        Work::Http { url: url.into(), method: "GET".into(), headers: BTreeMap::new(), body: None, timeout_seconds: 1, accept: vec![(200, 299)] }
+        Work::Http {
+            url: url.into(),
+            method: "GET".into(),
+            headers: BTreeMap::new(),
+            body: None,
+            timeout_seconds: 1,
+            accept: vec![(200, 299)],
+        }
     }
 
     fn error(o: Outcome) -> String {

@@ -57,10 +57,8 @@ pub fn supervise(mut child: Child, input: Option<Vec<u8>>, timeout: Duration) ->
         wait_without_reaping(pid);
         let _ = exited_tx.send(());
     });
-    let timed_out = matches!(
-        exited_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())),
-        Err(mpsc::RecvTimeoutError::Timeout)
-    );
+    let timed_out =
+        matches!(exited_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())), Err(mpsc::RecvTimeoutError::Timeout));
     // The child is still a zombie at worst, so the group id is still ours to kill.
     // SAFETY: killpg only sends a signal; a stale or empty group makes it return an error.
     unsafe { libc::killpg(pid, libc::SIGKILL) };

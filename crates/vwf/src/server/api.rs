@@ -16,8 +16,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{from_fn_with_state, map_response};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, delete, get, post};
-use tower_http::compression::CompressionLayer;
 use serde_json::{Map, Value, json};
+use tower_http::compression::CompressionLayer;
 use vwf_core::limits::REQUEST_BODY_BYTES;
 use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
@@ -28,8 +28,8 @@ use crate::assets::{self, WebFile};
 use crate::failure::Failure;
 use crate::tools::{self, Reply};
 
-use super::security::{self, Guard};
 use super::openapi;
+use super::security::{self, Guard};
 
 /// Where the API is mounted.
 pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
@@ -139,34 +139,244 @@ use Param as P;
 
 /// Every route of the API, in the order of SPEC §13 (then the metrics and the OpenAPI document).
 pub(crate) const ROUTES: &[Route] = &[
-    Route { method: "GET", path: "/models", summary: "Model catalog from the agent backend", path_params: &[], query: &[("refresh", "1 drops the cached catalog", P::Flag)], body: None, answer: A::Models, errors: &[502, 503], handler: || get(models) },
-    Route { method: "GET", path: "/profiles", summary: "Configured profiles (bots), and the agent backend (null: agent steps park for a person)", path_params: &[], query: &[], body: None, answer: A::Profiles, errors: &[], handler: || get(profiles) },
-    Route { method: "GET", path: "/channels", summary: "Delivery targets from the configured channels", path_params: &[], query: &[], body: None, answer: A::Channels, errors: &[], handler: || get(channels) },
-    Route { method: "GET", path: "/designs", summary: "Saved design names", path_params: &[], query: &[], body: None, answer: A::Designs, errors: &[500], handler: || get(list_designs) },
-    Route { method: "GET", path: "/templates", summary: "Built-in designs from examples/", path_params: &[], query: &[], body: None, answer: A::Templates, errors: &[], handler: || get(templates) },
-    Route { method: "GET", path: "/designs/{name}", summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)", path_params: &[P::DesignName], query: &[], body: None, answer: A::Design, errors: &[404, 500], handler: || get(load_design) },
-    Route { method: "POST", path: "/designs/{name}", summary: "Validate and save a design; with create:true only under a new name (409 if taken)", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Save), answer: A::Saved, errors: &[409, 413, 415, 500], handler: || post(save_design) },
-    Route { method: "DELETE", path: "/designs/{name}", summary: "Delete a design: its runs stay readable, its schedule job is paused and says why", path_params: &[P::DesignName], query: &[], body: None, answer: A::Deleted, errors: &[404, 500], handler: || delete(delete_design) },
-    Route { method: "POST", path: "/designs/{name}/validate", summary: "Validate the saved design, or {graph} if given", path_params: &[P::DesignName], query: &[("scope", "1 adds scopes: what each node's templates and condition may name", P::Flag)], body: Some(RequestBody::Validate), answer: A::Report, errors: &[404, 413, 415, 500], handler: || post(validate_design) },
-    Route { method: "POST", path: "/designs/{name}/run", summary: "Run a design now, until done or parked (wait:false: answer once started)", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Run), answer: A::RunStarted, errors: &[404, 413, 415, 500], handler: || post(run_design) },
-    Route { method: "GET", path: "/schedules", summary: "Schedule jobs", path_params: &[], query: &[], body: None, answer: A::Jobs, errors: &[500], handler: || get(list_schedules) },
-    Route { method: "POST", path: "/designs/{name}/schedule", summary: "Create or update the design's schedule job", path_params: &[P::DesignName], query: &[], body: Some(RequestBody::Schedule), answer: A::Job, errors: &[404, 413, 415, 500], handler: || post(schedule_design) },
-    Route { method: "POST", path: "/schedules/preview", summary: "What a schedule object would be, without saving anything", path_params: &[], query: &[], body: Some(RequestBody::Preview), answer: A::Preview, errors: &[413, 415], handler: || post(schedule_preview) },
-    Route { method: "POST", path: "/schedules/{job_id}/{action}", summary: "Pause, resume, run or remove a schedule job", path_params: &[P::JobId, P::ScheduleAction], query: &[], body: None, answer: A::ScheduleAction, errors: &[404, 413, 415, 500], handler: || post(schedule_action) },
-    Route { method: "GET", path: "/runs", summary: "Runs, newest first, filtered, a page at a time", path_params: &[], query: &[
-        ("limit", "how many runs (default 20, at most 1000)", P::Limit),
-        ("design", "only runs of this design", P::DesignName),
-        ("status", "only runs with this status", P::Status),
-        ("trigger", "only runs started by this trigger mode", P::Trigger),
-        ("id", "only runs whose id starts with this", P::RunIdPrefix),
-        ("before", "only runs older than this one (the next cursor of the previous page)", P::RunId),
-    ], body: None, answer: A::Runs, errors: &[404, 500], handler: || get(list_runs) },
-    Route { method: "GET", path: "/runs/{run_id}", summary: "One run in result shape", path_params: &[P::RunId], query: &[("plan", "1 adds the plan the run started with", P::Flag)], body: None, answer: A::Run, errors: &[404, 500], handler: || get(open_run) },
-    Route { method: "POST", path: "/runs/{run_id}/respond", summary: "Answer a gate, supply or generate an agent step's output", path_params: &[P::RunId], query: &[], body: Some(RequestBody::Respond), answer: A::Run, errors: &[404, 409, 413, 415, 500, 502, 503], handler: || post(respond) },
-    Route { method: "POST", path: "/runs/{run_id}/retry", summary: "Retry a failed run from its failed step", path_params: &[P::RunId], query: &[], body: None, answer: A::Run, errors: &[404, 409, 413, 415, 500], handler: || post(retry) },
-    Route { method: "POST", path: "/events/{name}", summary: "Emit an event (fires event triggers)", path_params: &[P::EventName], query: &[], body: Some(RequestBody::Emit), answer: A::Emitted, errors: &[413, 415, 500], handler: || post(emit) },
-    Route { method: "GET", path: "/metrics", summary: "Metrics in the Prometheus text format (version 0.0.4)", path_params: &[], query: &[], body: None, answer: A::Metrics, errors: &[], handler: || get(metrics) },
-    Route { method: "GET", path: "/openapi.json", summary: "This document", path_params: &[], query: &[], body: None, answer: A::OpenApi, errors: &[], handler: || get(openapi_json) },
+    Route {
+        method: "GET",
+        path: "/models",
+        summary: "Model catalog from the agent backend",
+        path_params: &[],
+        query: &[("refresh", "1 drops the cached catalog", P::Flag)],
+        body: None,
+        answer: A::Models,
+        errors: &[502, 503],
+        handler: || get(models),
+    },
+    Route {
+        method: "GET",
+        path: "/profiles",
+        summary: "Configured profiles (bots), and the agent backend (null: agent steps park for a person)",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Profiles,
+        errors: &[],
+        handler: || get(profiles),
+    },
+    Route {
+        method: "GET",
+        path: "/channels",
+        summary: "Delivery targets from the configured channels",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Channels,
+        errors: &[],
+        handler: || get(channels),
+    },
+    Route {
+        method: "GET",
+        path: "/designs",
+        summary: "Saved design names",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Designs,
+        errors: &[500],
+        handler: || get(list_designs),
+    },
+    Route {
+        method: "GET",
+        path: "/templates",
+        summary: "Built-in designs from examples/",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Templates,
+        errors: &[],
+        handler: || get(templates),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}",
+        summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Design,
+        errors: &[404, 500],
+        handler: || get(load_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}",
+        summary: "Validate and save a design; with create:true only under a new name (409 if taken)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Save),
+        answer: A::Saved,
+        errors: &[409, 413, 415, 500],
+        handler: || post(save_design),
+    },
+    Route {
+        method: "DELETE",
+        path: "/designs/{name}",
+        summary: "Delete a design: its runs stay readable, its schedule job is paused and says why",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Deleted,
+        errors: &[404, 500],
+        handler: || delete(delete_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/validate",
+        summary: "Validate the saved design, or {graph} if given",
+        path_params: &[P::DesignName],
+        query: &[("scope", "1 adds scopes: what each node's templates and condition may name", P::Flag)],
+        body: Some(RequestBody::Validate),
+        answer: A::Report,
+        errors: &[404, 413, 415, 500],
+        handler: || post(validate_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/run",
+        summary: "Run a design now, until done or parked (wait:false: answer once started)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Run),
+        answer: A::RunStarted,
+        errors: &[404, 413, 415, 500],
+        handler: || post(run_design),
+    },
+    Route {
+        method: "GET",
+        path: "/schedules",
+        summary: "Schedule jobs",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Jobs,
+        errors: &[500],
+        handler: || get(list_schedules),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/schedule",
+        summary: "Create or update the design's schedule job",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Schedule),
+        answer: A::Job,
+        errors: &[404, 413, 415, 500],
+        handler: || post(schedule_design),
+    },
+    Route {
+        method: "POST",
+        path: "/schedules/preview",
+        summary: "What a schedule object would be, without saving anything",
+        path_params: &[],
+        query: &[],
+        body: Some(RequestBody::Preview),
+        answer: A::Preview,
+        errors: &[413, 415],
+        handler: || post(schedule_preview),
+    },
+    Route {
+        method: "POST",
+        path: "/schedules/{job_id}/{action}",
+        summary: "Pause, resume, run or remove a schedule job",
+        path_params: &[P::JobId, P::ScheduleAction],
+        query: &[],
+        body: None,
+        answer: A::ScheduleAction,
+        errors: &[404, 413, 415, 500],
+        handler: || post(schedule_action),
+    },
+    Route {
+        method: "GET",
+        path: "/runs",
+        summary: "Runs, newest first, filtered, a page at a time",
+        path_params: &[],
+        query: &[
+            ("limit", "how many runs (default 20, at most 1000)", P::Limit),
+            ("design", "only runs of this design", P::DesignName),
+            ("status", "only runs with this status", P::Status),
+            ("trigger", "only runs started by this trigger mode", P::Trigger),
+            ("id", "only runs whose id starts with this", P::RunIdPrefix),
+            ("before", "only runs older than this one (the next cursor of the previous page)", P::RunId),
+        ],
+        body: None,
+        answer: A::Runs,
+        errors: &[404, 500],
+        handler: || get(list_runs),
+    },
+    Route {
+        method: "GET",
+        path: "/runs/{run_id}",
+        summary: "One run in result shape",
+        path_params: &[P::RunId],
+        query: &[("plan", "1 adds the plan the run started with", P::Flag)],
+        body: None,
+        answer: A::Run,
+        errors: &[404, 500],
+        handler: || get(open_run),
+    },
+    Route {
+        method: "POST",
+        path: "/runs/{run_id}/respond",
+        summary: "Answer a gate, supply or generate an agent step's output",
+        path_params: &[P::RunId],
+        query: &[],
+        body: Some(RequestBody::Respond),
+        answer: A::Run,
+        errors: &[404, 409, 413, 415, 500, 502, 503],
+        handler: || post(respond),
+    },
+    Route {
+        method: "POST",
+        path: "/runs/{run_id}/retry",
+        summary: "Retry a failed run from its failed step",
+        path_params: &[P::RunId],
+        query: &[],
+        body: None,
+        answer: A::Run,
+        errors: &[404, 409, 413, 415, 500],
+        handler: || post(retry),
+    },
+    Route {
+        method: "POST",
+        path: "/events/{name}",
+        summary: "Emit an event (fires event triggers)",
+        path_params: &[P::EventName],
+        query: &[],
+        body: Some(RequestBody::Emit),
+        answer: A::Emitted,
+        errors: &[413, 415, 500],
+        handler: || post(emit),
+    },
+    Route {
+        method: "GET",
+        path: "/metrics",
+        summary: "Metrics in the Prometheus text format (version 0.0.4)",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Metrics,
+        errors: &[],
+        handler: || get(metrics),
+    },
+    Route {
+        method: "GET",
+        path: "/openapi.json",
+        summary: "This document",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::OpenApi,
+        errors: &[],
+        handler: || get(openapi_json),
+    },
 ];
 
 /// The whole application: API routes from `ROUTES`, the pages, and the layers that guard every
@@ -249,9 +459,8 @@ async fn healthz() -> Response {
 /// Ready: the store can be read (designs and runs listed); else 503 with the reason.
 async fn readyz(State(state): State<AppState>) -> Response {
     let app = state.app.clone();
-    let probe = tokio::task::spawn_blocking(move || {
-        app.store.list_designs().and_then(|_| app.store.list_runs(1)).map_err(|e| e.to_string())
-    });
+    let probe =
+        tokio::task::spawn_blocking(move || app.store.list_designs().and_then(|_| app.store.list_runs(1)).map_err(|e| e.to_string()));
     match probe.await {
         Ok(Ok(_)) => axum::Json(json!({"ok": true})).into_response(),
         Ok(Err(e)) => error(StatusCode::SERVICE_UNAVAILABLE, format!("the store is not reachable: {e}")),
@@ -322,7 +531,10 @@ impl<S: Send + Sync> FromRequest<S> for JsonArgs {
         let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
             let status = rejection.status();
             if status == StatusCode::PAYLOAD_TOO_LARGE {
-                error(status, format!("request body is larger than {} MiB ({REQUEST_BODY_BYTES} bytes)", REQUEST_BODY_BYTES / (1024 * 1024)))
+                error(
+                    status,
+                    format!("request body is larger than {} MiB ({REQUEST_BODY_BYTES} bytes)", REQUEST_BODY_BYTES / (1024 * 1024)),
+                )
             } else {
                 error(status, format!("cannot read the request body: {}", rejection.body_text()))
             }
@@ -332,7 +544,10 @@ impl<S: Send + Sync> FromRequest<S> for JsonArgs {
             return Ok(JsonArgs(Map::new()));
         }
         if !json_type {
-            return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the request body as JSON with Content-Type: application/json".into()));
+            return Err(error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send the request body as JSON with Content-Type: application/json".into(),
+            ));
         }
         match vwf_core::json::parse_slice(&bytes) {
             Ok(Value::Object(map)) => Ok(JsonArgs(map)),
@@ -345,7 +560,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonArgs {
 type Params = Query<HashMap<String, String>>;
 
 /// The spellings of a query flag, off then on; nothing else is one.
-pub(crate) const FLAG_VALUES: [(&str, bool); 6] = [("0", false), ("false", false), ("no", false), ("1", true), ("true", true), ("yes", true)];
+pub(crate) const FLAG_VALUES: [(&str, bool); 6] =
+    [("0", false), ("false", false), ("no", false), ("1", true), ("true", true), ("yes", true)];
 
 /// A `0/1` (or `false/true`, `no/yes`) query flag; absent is off.
 fn flag(params: &HashMap<String, String>, key: &str) -> Result<bool, Failure> {
@@ -363,7 +579,10 @@ fn graph_arg(body: &Map<String, Value>) -> Result<Option<Value>, Failure> {
     match body.get("graph") {
         None => Ok(None),
         Some(graph @ Value::Object(_)) => Ok(Some(graph.clone())),
-        Some(other) => Err(Failure::BadRequest(format!("\"graph\" must be a JSON object (the design document), got {}", vwf_core::view::kind_name(other)))),
+        Some(other) => Err(Failure::BadRequest(format!(
+            "\"graph\" must be a JSON object (the design document), got {}",
+            vwf_core::view::kind_name(other)
+        ))),
     }
 }
 

@@ -81,7 +81,12 @@ pub struct Server {
 /// request, before anything is written) a non-loopback bind without a token.
 pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure> {
     let settings = Settings::from_table(&app.drivers.config.server)?;
-    let bind = bind_flag.map(str::trim).filter(|b| !b.is_empty()).map(String::from).or(settings.bind.clone()).unwrap_or_else(|| DEFAULT_BIND.into());
+    let bind = bind_flag
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .map(String::from)
+        .or(settings.bind.clone())
+        .unwrap_or_else(|| DEFAULT_BIND.into());
     let addr = resolve(&bind)?;
     let token = match &settings.token_env {
         None => None,

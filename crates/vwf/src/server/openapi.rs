@@ -59,16 +59,15 @@ fn operation(route: &Route, secured: bool) -> Value {
         .zip(route.path_params)
         .map(|(name, kind)| json!({"name": name, "in": "path", "required": true, "schema": param_schema(*kind)}))
         .collect();
-    parameters.extend(
-        route
-            .query
-            .iter()
-            .map(|(name, what, kind)| json!({"name": name, "in": "query", "required": false, "description": what, "schema": param_schema(*kind)})),
-    );
+    parameters.extend(route.query.iter().map(
+        |(name, what, kind)| json!({"name": name, "in": "query", "required": false, "description": what, "schema": param_schema(*kind)}),
+    ));
     let mut responses = Map::new();
     let content = match route.answer {
         // `text/plain; version=0.0.4; charset=utf-8`: the media type is what a client matches.
-        Answer::Metrics => json!({"text/plain": {"schema": {"type": "string", "description": "The Prometheus text format, version 0.0.4."}}}),
+        Answer::Metrics => {
+            json!({"text/plain": {"schema": {"type": "string", "description": "The Prometheus text format, version 0.0.4."}}})
+        }
         answer => json!({"application/json": {"schema": answer_schema(answer)}}),
     };
     let mut ok = json!({"description": "OK", "content": content});
@@ -146,7 +145,10 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
         RequestBody::Save => (
             true,
             with_example(
-                object(&["graph"], json!({"graph": graph, "create": {"type": ["boolean", "null"], "description": "true: save only under a name no design has (else 409)."}})),
+                object(
+                    &["graph"],
+                    json!({"graph": graph, "create": {"type": ["boolean", "null"], "description": "true: save only under a name no design has (else 409)."}}),
+                ),
                 json!({"graph": example_design()}),
             ),
         ),
@@ -154,15 +156,23 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
         RequestBody::Run => (
             false,
             with_example(
-                object(&[], json!({
-                    "input": {"description": "The trigger input, any JSON."},
-                    "wait": {"type": ["boolean", "null"], "description": "false: answer once the run is saved (status running) and run it on in the background."}
-                })),
+                object(
+                    &[],
+                    json!({
+                        "input": {"description": "The trigger input, any JSON."},
+                        "wait": {"type": ["boolean", "null"], "description": "false: answer once the run is saved (status running) and run it on in the background."}
+                    }),
+                ),
                 json!({"input": {"topic": "tea"}}),
             ),
         ),
-        RequestBody::Emit => (false, with_example(object(&[], json!({"payload": {"description": "The event payload, any JSON."}})), json!({"payload": {"n": 1}}))),
-        RequestBody::Schedule => (true, with_example(reference("ScheduleRequest"), json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"}))),
+        RequestBody::Emit => (
+            false,
+            with_example(object(&[], json!({"payload": {"description": "The event payload, any JSON."}})), json!({"payload": {"n": 1}})),
+        ),
+        RequestBody::Schedule => {
+            (true, with_example(reference("ScheduleRequest"), json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"})))
+        }
         RequestBody::Preview => (
             false,
             json!({"type": "object", "description": "A schedule object ({preset, time?, minute?, dow?, cron?, tz?}); \
@@ -187,9 +197,7 @@ fn example_design() -> Value {
 }
 
 fn answer_schema(answer: Answer) -> Value {
-    let list = |key: &str, items: Value| {
-        json!({"type": "object", "required": ["ok", key], "properties": {"ok": {"const": true}, key: {"type": "array", "items": items}}})
-    };
+    let list = |key: &str, items: Value| json!({"type": "object", "required": ["ok", key], "properties": {"ok": {"const": true}, key: {"type": "array", "items": items}}});
     match answer {
         Answer::Models => list("models", json!({"type": "string"})),
         Answer::Profiles => {
@@ -233,7 +241,9 @@ fn answer_schema(answer: Answer) -> Value {
         }),
         Answer::RunStarted => json!({"anyOf": [reference("RunResult"), reference("Refusal")]}),
         Answer::Jobs => list("schedules", reference("Job")),
-        Answer::Job => json!({"type": "object", "required": ["ok", "job"], "additionalProperties": false, "properties": {"ok": {"const": true}, "job": reference("Job")}}),
+        Answer::Job => {
+            json!({"type": "object", "required": ["ok", "job"], "additionalProperties": false, "properties": {"ok": {"const": true}, "job": reference("Job")}})
+        }
         Answer::Preview => json!({"anyOf": [
             {"type": "object", "required": ["ok", "cron", "human", "tz", "next_run_at"], "additionalProperties": false,
              "properties": {"ok": {"const": true}, "cron": {"type": "string"}, "human": {"type": "string"}, "tz": {"type": "string"}, "next_run_at": nullable_time()}},
@@ -514,7 +524,10 @@ fn links(route: &Route) -> Option<Value> {
 /// The error answers, one per status.
 fn error_responses() -> Value {
     let what = [
-        (400, "Malformed request: bad JSON, a missing or mistyped field, a bad name or id, an answer not among the options, two Host headers."),
+        (
+            400,
+            "Malformed request: bad JSON, a missing or mistyped field, a bad name or id, an answer not among the options, two Host headers.",
+        ),
         (401, "Missing or wrong API token."),
         (403, "Foreign Host or Origin."),
         (404, "No such design, run, node or schedule job."),
@@ -548,7 +561,13 @@ mod tests {
                 let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
                 assert_eq!(op["summary"], route.summary, "{} {}", route.method, route.path);
                 assert!(ids.insert(op["operationId"].as_str().unwrap().to_string()), "duplicate operationId for {}", route.path);
-                let declared: Vec<&str> = op["parameters"].as_array().unwrap().iter().filter(|p| p["in"] == "path").map(|p| p["name"].as_str().unwrap()).collect();
+                let declared: Vec<&str> = op["parameters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p["in"] == "path")
+                    .map(|p| p["name"].as_str().unwrap())
+                    .collect();
                 assert_eq!(declared, params(route.path).collect::<Vec<_>>());
                 assert_eq!(route.path_params.len(), declared.len(), "{}", route.path);
                 assert_eq!(op["responses"].get("401").is_some(), secured);

@@ -127,7 +127,10 @@ pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, nex
     {
         let origin = origin.to_str().unwrap_or("");
         if !same_origin(origin, &host) {
-            return error(StatusCode::FORBIDDEN, format!("cross-origin request refused: origin {origin:?} is not this server (http://{host})"));
+            return error(
+                StatusCode::FORBIDDEN,
+                format!("cross-origin request refused: origin {origin:?} is not this server (http://{host})"),
+            );
         }
     }
     next.run(request).await.into_response()
@@ -144,7 +147,9 @@ mod tests {
     #[test]
     fn hosts() {
         let g = guard(None, &["vwf.example.org"]);
-        for ok in ["127.0.0.1", "127.0.0.1:8765", "localhost", "LOCALHOST:1", "[::1]:8765", "[::1]", "vwf.example.org", "vwf.example.org:443"] {
+        for ok in
+            ["127.0.0.1", "127.0.0.1:8765", "localhost", "LOCALHOST:1", "[::1]:8765", "[::1]", "vwf.example.org", "vwf.example.org:443"]
+        {
             assert!(g.host_allowed(ok), "{ok}");
         }
         for bad in ["evil.example", "127.0.0.2", "localhost.evil.example", "vwf.example.org.evil", "[::2]:1", "", "127.0.0.1:80:80"] {

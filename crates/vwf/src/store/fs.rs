@@ -64,16 +64,10 @@ impl FileStore {
     }
 
     /// Writes a design as pretty JSON with `write` ([`atomic_write`] or [`atomic_create`]).
-    fn write_design(
-        &self,
-        name: &DesignName,
-        graph: &Value,
-        write: fn(&Path, &[u8]) -> io::Result<()>,
-    ) -> Result<String, StoreError> {
+    fn write_design(&self, name: &DesignName, graph: &Value, write: fn(&Path, &[u8]) -> io::Result<()>) -> Result<String, StoreError> {
         create_dir(&self.designs_dir())?;
         let path = self.design_path(name);
-        let mut bytes =
-            serde_json::to_vec_pretty(graph).map_err(|e| StoreError::Io(e.to_string()))?;
+        let mut bytes = serde_json::to_vec_pretty(graph).map_err(|e| StoreError::Io(e.to_string()))?;
         bytes.push(b'\n');
         match write(&path, &bytes) {
             Ok(()) => Ok(path.display().to_string()),
@@ -171,8 +165,7 @@ impl Store for FileStore {
         create_dir(&locks)?;
         for _ in 0..ALLOCATE_ATTEMPTS {
             let mut bytes = [0u8; 6];
-            getrandom::fill(&mut bytes)
-                .map_err(|e| StoreError::Io(format!("cannot get random bytes: {e}")))?;
+            getrandom::fill(&mut bytes).map_err(|e| StoreError::Io(format!("cannot get random bytes: {e}")))?;
             let id = RunId::from_bytes(bytes);
             let path = self.lock_path(&id);
             // `create_new` is the atomic reservation: exactly one caller creates a given file.
@@ -186,10 +179,7 @@ impl Store for FileStore {
                 return Ok(id);
             }
         }
-        Err(StoreError::Io(format!(
-            "cannot allocate a run id: {ALLOCATE_ATTEMPTS} random ids were all taken in {}",
-            locks.display()
-        )))
+        Err(StoreError::Io(format!("cannot allocate a run id: {ALLOCATE_ATTEMPTS} random ids were all taken in {}", locks.display())))
     }
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
@@ -206,7 +196,9 @@ impl Store for FileStore {
                 // An index or index lock that is a directory is damage every listing sees (and
                 // then reads the run files), so the run goes on without its line.
                 Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
-                    index::warn(&format!("run {id} was not added to the run index: {e}; listings read every run file until `vwf doctor --fix` repairs it"));
+                    index::warn(&format!(
+                        "run {id} was not added to the run index: {e}; listings read every run file until `vwf doctor --fix` repairs it"
+                    ));
                     unindexed = true;
                 }
                 Err(e) => return Err(StoreError::Io(format!("cannot add run {id} to the run index: {e}"))),
@@ -265,8 +257,7 @@ impl Store for FileStore {
 
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
         let file = self.open_lock_file(id)?;
-        file.lock()
-            .map_err(|e| io_error("lock", &self.lock_path(id), e))?;
+        file.lock().map_err(|e| io_error("lock", &self.lock_path(id), e))?;
         Ok(RunLock::new(id.clone(), LockedFile(file)))
     }
 
@@ -299,12 +290,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// A fresh random temp file beside `path`, written through to it with `place`.
 fn atomic_write_with(path: &Path, bytes: &[u8], place: fn(&Path, &Path) -> io::Result<()>) -> io::Result<()> {
-    let file_name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "atomic_write needs a file path",
-        )
-    })?;
+    let file_name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "atomic_write needs a file path"))?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -398,10 +384,7 @@ fn create_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 fn parse_json(bytes: &[u8], shown_path: &str) -> Result<Value, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-        path: shown_path.to_string(),
-        message: e.to_string(),
-    })
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt { path: shown_path.to_string(), message: e.to_string() })
 }
 
 fn io_error(action: &str, path: &Path, e: io::Error) -> StoreError {
@@ -433,19 +416,11 @@ mod tests {
     }
 
     fn listed_ids(store: &FileStore, limit: usize) -> Vec<String> {
-        store
-            .list_runs(limit)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.id)
-            .collect()
+        store.list_runs(limit).unwrap().into_iter().map(|e| e.id).collect()
     }
 
     fn files_in(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let mut names: Vec<String> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         names.sort();
         names
     }
@@ -464,17 +439,9 @@ mod tests {
         assert!(text.starts_with("{\n  \"nodes\": ["), "{text}");
         assert!(text.ends_with("}\n"));
         // Saving again replaces it and leaves no temp file behind.
-        store
-            .save_design(&name("morning-brief"), &json!({"nodes": []}))
-            .unwrap();
-        assert_eq!(
-            store.load_design(&name("morning-brief")).unwrap(),
-            json!({"nodes": []})
-        );
-        assert_eq!(
-            files_in(&home.path().join("workflow-designs")),
-            vec!["morning-brief.json"]
-        );
+        store.save_design(&name("morning-brief"), &json!({"nodes": []})).unwrap();
+        assert_eq!(store.load_design(&name("morning-brief")).unwrap(), json!({"nodes": []}));
+        assert_eq!(files_in(&home.path().join("workflow-designs")), vec!["morning-brief.json"]);
     }
 
     #[test]
@@ -484,14 +451,7 @@ mod tests {
         store.save_design(&name("b"), &json!({})).unwrap();
         store.save_design(&name("a.v2"), &json!({})).unwrap();
         let dir = home.path().join("workflow-designs");
-        for stray in [
-            ".b.json.0123456789abcdef.tmp",
-            ".hidden.json",
-            "notes.txt",
-            "-bad.json",
-            "a b.json",
-            "c.json.tmp",
-        ] {
+        for stray in [".b.json.0123456789abcdef.tmp", ".hidden.json", "notes.txt", "-bad.json", "a b.json", "c.json.tmp"] {
             fs::write(dir.join(stray), "{}").unwrap();
         }
         fs::create_dir(dir.join("sub.json")).unwrap();
@@ -513,15 +473,9 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         fs::write(dir.join("x.json"), "{\"nodes\": [").unwrap();
         let err = store.load_design(&name("x")).unwrap_err();
-        let StoreError::Corrupt { path, .. } = &err else {
-            panic!("{err:?}")
-        };
+        let StoreError::Corrupt { path, .. } = &err else { panic!("{err:?}") };
         assert_eq!(path, "workflow-designs/x.json");
-        assert!(
-            err.to_string()
-                .starts_with("workflow-designs/x.json is not valid JSON: "),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("workflow-designs/x.json is not valid JSON: "), "{err}");
     }
 
     #[test]
@@ -531,18 +485,9 @@ mod tests {
         let store = FileStore::new(home.clone());
         assert!(store.list_designs().unwrap().is_empty());
         assert!(store.list_runs(20).unwrap().is_empty());
-        assert!(matches!(
-            store.read_run(&id("d7b493cae249")),
-            Err(StoreError::NotFound(_))
-        ));
-        assert!(matches!(
-            store.load_design(&name("x")),
-            Err(StoreError::NotFound(_))
-        ));
-        assert!(matches!(
-            store.lock_run(&id("d7b493cae249")),
-            Err(StoreError::NotFound(_))
-        ));
+        assert!(matches!(store.read_run(&id("d7b493cae249")), Err(StoreError::NotFound(_))));
+        assert!(matches!(store.load_design(&name("x")), Err(StoreError::NotFound(_))));
+        assert!(matches!(store.lock_run(&id("d7b493cae249")), Err(StoreError::NotFound(_))));
         assert!(!store.design_exists(&name("x")));
         assert!(!home.exists(), "reads created the home");
     }
@@ -552,40 +497,21 @@ mod tests {
         let (home, store) = store();
         let ids: Vec<RunId> = (1..=5).map(|i| id(&format!("{i:012x}"))).collect();
         for (i, run_id) in ids.iter().enumerate() {
-            store
-                .write_run(run_id, &json!({"run_id": run_id.as_str(), "n": i}))
-                .unwrap();
+            store.write_run(run_id, &json!({"run_id": run_id.as_str(), "n": i})).unwrap();
         }
         // Rewriting an old run does not make it newer.
-        store
-            .write_run(
-                &ids[0],
-                &json!({"run_id": ids[0].as_str(), "n": 0, "status": "done"}),
-            )
-            .unwrap();
+        store.write_run(&ids[0], &json!({"run_id": ids[0].as_str(), "n": 0, "status": "done"})).unwrap();
         assert_eq!(store.read_run(&ids[0]).unwrap()["status"], "done");
         let text = fs::read_to_string(home.path().join("workflow-runs/000000000001.json")).unwrap();
-        assert_eq!(
-            text,
-            "{\"run_id\":\"000000000001\",\"n\":0,\"status\":\"done\"}\n"
-        );
+        assert_eq!(text, "{\"run_id\":\"000000000001\",\"n\":0,\"status\":\"done\"}\n");
 
-        assert_eq!(
-            listed_ids(&store, 3),
-            vec!["000000000005", "000000000004", "000000000003"]
-        );
+        assert_eq!(listed_ids(&store, 3), vec!["000000000005", "000000000004", "000000000003"]);
         let all = store.list_runs(100).unwrap();
         assert_eq!(all.len(), 5);
         assert_eq!(all[4].run.as_ref().unwrap()["status"], "done");
         assert!(store.list_runs(0).unwrap().is_empty());
-        assert!(matches!(
-            store.read_run(&id("ffffffffffff")),
-            Err(StoreError::NotFound(_))
-        ));
-        assert_eq!(
-            store.read_run(&id("ffffffffffff")).unwrap_err().to_string(),
-            "run ffffffffffff not found"
-        );
+        assert!(matches!(store.read_run(&id("ffffffffffff")), Err(StoreError::NotFound(_))));
+        assert_eq!(store.read_run(&id("ffffffffffff")).unwrap_err().to_string(), "run ffffffffffff not found");
         // Only the run files and dot entries live in workflow-runs.
         assert_eq!(
             files_in(&home.path().join("workflow-runs")),
@@ -606,25 +532,18 @@ mod tests {
     fn runs_deleted_run_file_is_skipped() {
         let (home, store) = store();
         for i in 1..=4 {
-            store
-                .write_run(&id(&format!("{i:012x}")), &json!({"n": i}))
-                .unwrap();
+            store.write_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
         }
         fs::remove_file(home.path().join("workflow-runs/000000000003.json")).unwrap();
         assert_eq!(listed_ids(&store, 2), vec!["000000000004", "000000000002"]);
-        assert!(matches!(
-            store.read_run(&id("000000000003")),
-            Err(StoreError::NotFound(_))
-        ));
+        assert!(matches!(store.read_run(&id("000000000003")), Err(StoreError::NotFound(_))));
     }
 
     #[test]
     fn runs_corrupt_file_is_an_entry_error_and_the_rest_is_listed() {
         let (home, store) = store();
         for i in 1..=3 {
-            store
-                .write_run(&id(&format!("{i:012x}")), &json!({"n": i}))
-                .unwrap();
+            store.write_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
         }
         let dir = home.path().join("workflow-runs");
         fs::write(dir.join("000000000002.json"), "{\"n\": 2, trunc").unwrap();
@@ -635,14 +554,8 @@ mod tests {
         assert_eq!(ids, vec!["000000000003", "000000000002", "000000000001"]);
         assert_eq!(entries[0].run.as_ref().unwrap(), &json!({"n": 3}));
         let err = entries[1].run.as_ref().unwrap_err();
-        assert!(
-            err.starts_with("workflow-runs/000000000002.json is not valid JSON: "),
-            "{err}"
-        );
-        assert!(matches!(
-            store.read_run(&id("000000000002")),
-            Err(StoreError::Corrupt { .. })
-        ));
+        assert!(err.starts_with("workflow-runs/000000000002.json is not valid JSON: "), "{err}");
+        assert!(matches!(store.read_run(&id("000000000002")), Err(StoreError::Corrupt { .. })));
     }
 
     #[test]
@@ -656,20 +569,13 @@ mod tests {
             ("00000000000c", "2020-01-02T00:00:00+01:00"),
         ];
         for (run_id, at) in created {
-            store
-                .write_run(&id(run_id), &json!({"created_at": at}))
-                .unwrap();
+            store.write_run(&id(run_id), &json!({"created_at": at})).unwrap();
         }
         fs::write(dir.join("00000000000d.json"), "not json").unwrap(); // no created_at: mtime (now) → newest
         fs::write(dir.join("readme.json"), "{}").unwrap();
         fs::remove_file(dir.join(".index")).unwrap();
 
-        let expected = vec![
-            "00000000000d",
-            "00000000000a",
-            "00000000000c",
-            "00000000000b",
-        ];
+        let expected = vec!["00000000000d", "00000000000a", "00000000000c", "00000000000b"];
         assert_eq!(listed_ids(&store, 10), expected);
         let indexed: Vec<String> = index::salvage(&dir).iter().map(ToString::to_string).collect();
         assert_eq!(indexed, ["00000000000b", "00000000000c", "00000000000a", "00000000000d"]);
@@ -678,10 +584,7 @@ mod tests {
         // A first write into a copied-in store without an index keeps the old runs listed.
         fs::remove_file(dir.join(".index")).unwrap();
         store.write_run(&id("00000000000e"), &json!({})).unwrap();
-        assert_eq!(
-            listed_ids(&store, 10)[..2],
-            ["00000000000e", "00000000000d"]
-        );
+        assert_eq!(listed_ids(&store, 10)[..2], ["00000000000e", "00000000000d"]);
         assert_eq!(listed_ids(&store, 10).len(), 5);
     }
 
@@ -695,12 +598,7 @@ mod tests {
             assert_eq!(run_id.as_str().len(), 12);
             assert!(seen.insert(run_id), "duplicate id");
         }
-        assert_eq!(
-            fs::read_dir(home.path().join("workflow-runs/.locks"))
-                .unwrap()
-                .count(),
-            200
-        );
+        assert_eq!(fs::read_dir(home.path().join("workflow-runs/.locks")).unwrap().count(), 200);
         // Allocated but not yet written: not listed, but lockable.
         let run_id = seen.iter().next().unwrap();
         assert!(store.list_runs(10).unwrap().is_empty());
@@ -714,15 +612,9 @@ mod tests {
         let run_id = store.allocate_run_id().unwrap();
         let guard = store.lock_run(&run_id).unwrap();
         assert!(other.try_lock_run(&run_id).unwrap().is_none());
-        assert!(
-            store.try_lock_run(&run_id).unwrap().is_none(),
-            "a second handle in this store too"
-        );
+        assert!(store.try_lock_run(&run_id).unwrap().is_none(), "a second handle in this store too");
         drop(guard);
-        let again = other
-            .try_lock_run(&run_id)
-            .unwrap()
-            .expect("free after drop");
+        let again = other.try_lock_run(&run_id).unwrap().expect("free after drop");
         assert!(store.try_lock_run(&run_id).unwrap().is_none());
         drop(again);
 
@@ -731,10 +623,7 @@ mod tests {
         store.write_run(&copied, &json!({})).unwrap();
         let _held = store.lock_run(&copied).unwrap();
         assert!(other.try_lock_run(&copied).unwrap().is_none());
-        assert!(matches!(
-            store.try_lock_run(&id("000000000000")),
-            Err(StoreError::NotFound(_))
-        ));
+        assert!(matches!(store.try_lock_run(&id("000000000000")), Err(StoreError::NotFound(_))));
     }
 
     #[test]
@@ -755,10 +644,7 @@ mod tests {
         // The waiter cannot have the lock before this flag is set, however the threads interleave.
         released.store(true, Ordering::SeqCst);
         drop(guard);
-        assert!(
-            waiter.join().unwrap(),
-            "second locker got in while the first held the lock"
-        );
+        assert!(waiter.join().unwrap(), "second locker got in while the first held the lock");
     }
 
     #[test]
@@ -792,16 +678,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big.json");
         let version = |tag: &str| -> Value {
-            let items: Vec<Value> = (0..2_500)
-                .map(|i| json!({"i": i, "tag": tag, "text": "x".repeat(60)}))
-                .collect();
+            let items: Vec<Value> = (0..2_500).map(|i| json!({"i": i, "tag": tag, "text": "x".repeat(60)})).collect();
             json!({"tag": tag, "items": items})
         };
         let (a, b) = (version("a"), version("b"));
-        let (a_bytes, b_bytes) = (
-            serde_json::to_vec(&a).unwrap(),
-            serde_json::to_vec(&b).unwrap(),
-        );
+        let (a_bytes, b_bytes) = (serde_json::to_vec(&a).unwrap(), serde_json::to_vec(&b).unwrap());
         assert!(a_bytes.len() > 200_000, "{}", a_bytes.len());
         atomic_write(&path, &a_bytes).unwrap();
 
@@ -813,8 +694,7 @@ mod tests {
                 loop {
                     let finished = done.load(Ordering::SeqCst);
                     let bytes = fs::read(&path).expect("the target always exists");
-                    let value: Value =
-                        serde_json::from_slice(&bytes).expect("a complete JSON file");
+                    let value: Value = serde_json::from_slice(&bytes).expect("a complete JSON file");
                     assert!(value == a || value == b, "a file that is neither version");
                     reads += 1;
                     if finished {
@@ -830,10 +710,6 @@ mod tests {
         let reads = reader.join().unwrap();
         assert!(reads > 0);
         eprintln!("{reads} reads during 300 atomic writes");
-        assert_eq!(
-            files_in(dir.path()),
-            vec!["big.json"],
-            "no temp file left behind"
-        );
+        assert_eq!(files_in(dir.path()), vec!["big.json"], "no temp file left behind");
     }
 }

@@ -321,7 +321,9 @@ impl Rebuilt {
     fn note(&self, damage: &Damage) -> String {
         let what = match &self.saved {
             Ok(()) => format!("rebuilt it from the {} run files", self.runs),
-            Err(e) => format!("listed the {} run files instead; the index could not be rewritten ({e}); `vwf doctor --fix` repairs it", self.runs),
+            Err(e) => {
+                format!("listed the {} run files instead; the index could not be rewritten ({e}); `vwf doctor --fix` repairs it", self.runs)
+            }
         };
         format!("the run index (workflow-runs/{INDEX_FILE}) {damage}: {what}")
     }

@@ -15,7 +15,6 @@
 //!
 //! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
 
-
 pub mod fs;
 mod index;
 mod tidy;
@@ -89,18 +88,13 @@ pub struct RunLock {
 
 impl RunLock {
     pub fn new(id: RunId, guard: impl Send + Sync + 'static) -> Self {
-        Self {
-            id,
-            _guard: Box::new(guard),
-        }
+        Self { id, _guard: Box::new(guard) }
     }
 }
 
 impl std::fmt::Debug for RunLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunLock")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
+        f.debug_struct("RunLock").field("id", &self.id).finish_non_exhaustive()
     }
 }
 
@@ -140,27 +134,12 @@ mod tests {
     #[test]
     fn store_error_messages() {
         let name = DesignName::parse("x").unwrap();
-        assert_eq!(
-            StoreError::design_not_found(&name).to_string(),
-            r#"design "x" not found"#
-        );
+        assert_eq!(StoreError::design_not_found(&name).to_string(), r#"design "x" not found"#);
         let id = RunId::parse("d7b493cae249").unwrap();
-        assert_eq!(
-            StoreError::design_exists(&name).to_string(),
-            r#"design "x" already exists"#
-        );
-        assert_eq!(
-            StoreError::run_not_found(&id).to_string(),
-            "run d7b493cae249 not found"
-        );
-        let corrupt = StoreError::Corrupt {
-            path: "workflow-runs/abc.json".into(),
-            message: "EOF".into(),
-        };
-        assert_eq!(
-            corrupt.to_string(),
-            "workflow-runs/abc.json is not valid JSON: EOF"
-        );
+        assert_eq!(StoreError::design_exists(&name).to_string(), r#"design "x" already exists"#);
+        assert_eq!(StoreError::run_not_found(&id).to_string(), "run d7b493cae249 not found");
+        let corrupt = StoreError::Corrupt { path: "workflow-runs/abc.json".into(), message: "EOF".into() };
+        assert_eq!(corrupt.to_string(), "workflow-runs/abc.json is not valid JSON: EOF");
     }
 
     #[test]

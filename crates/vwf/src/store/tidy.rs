@@ -102,7 +102,11 @@ impl FileStore {
 
     /// The ids of every run file (read from the directory, not the index), sorted.
     pub fn run_ids(&self) -> Vec<RunId> {
-        let mut ids: Vec<RunId> = entries(&self.runs_dir()).into_iter().filter_map(|(name, _)| index::run_id_of_file_name(&name)).filter(|id| self.run_path(id).is_file()).collect();
+        let mut ids: Vec<RunId> = entries(&self.runs_dir())
+            .into_iter()
+            .filter_map(|(name, _)| index::run_id_of_file_name(&name))
+            .filter(|id| self.run_path(id).is_file())
+            .collect();
         ids.sort();
         ids
     }
@@ -149,7 +153,11 @@ impl FileStore {
         let damage = match index::inspect(runs) {
             Ok(damage) => damage,
             Err(e) => {
-                found.push(Finding { path: shown(self, &runs.join(index::INDEX_FILE)), problem: format!("cannot be checked: {e}"), fixed: None });
+                found.push(Finding {
+                    path: shown(self, &runs.join(index::INDEX_FILE)),
+                    problem: format!("cannot be checked: {e}"),
+                    fixed: None,
+                });
                 return;
             }
         };

@@ -9,13 +9,8 @@ use serde_json::{Value, json};
 use super::repo;
 
 /// The five tools the plugin registers, sorted.
-pub const FIVE: [&str; 5] = [
-    "workflow_design_load",
-    "workflow_design_respond",
-    "workflow_design_run",
-    "workflow_design_save",
-    "workflow_design_validate",
-];
+pub const FIVE: [&str; 5] =
+    ["workflow_design_load", "workflow_design_respond", "workflow_design_run", "workflow_design_save", "workflow_design_validate"];
 
 /// Runs `tests/python/<script>` with `python` and `args` (plus a scratch directory) and parses
 /// the JSON report it prints last.
@@ -75,7 +70,11 @@ pub fn assert_plugin_registered(report: &Value, source: &str, binary: &Path) {
 pub fn assert_cron_jobs_deliver(report: &Value) {
     let deliver = &report["cron"]["deliver"];
     let expect = [
-        ("to-telegram-topic", json!("telegram:-1001234567890:17585"), json!([{"platform": "telegram", "chat_id": "-1001234567890", "thread_id": "17585"}])),
+        (
+            "to-telegram-topic",
+            json!("telegram:-1001234567890:17585"),
+            json!([{"platform": "telegram", "chat_id": "-1001234567890", "thread_id": "17585"}]),
+        ),
         ("to-slack-home-and-webhook", json!("slack"), json!([{"platform": "slack", "chat_id": "C0HOME", "thread_id": null}])),
         ("to-discord-webhook", Value::Null, json!([])),
     ];
@@ -94,12 +93,14 @@ pub fn assert_cron_jobs_deliver(report: &Value) {
 /// Hermes's MCP client started `vwf mcp` from the README's snippet and reached the same home.
 pub fn assert_mcp_reaches_vwf(report: &Value) {
     let mcp = &report["mcp"];
-    let mut expected: Vec<String> = FIVE.iter().chain(&["workflow_design_list", "workflow_runs_list"]).map(|t| format!("mcp__visual_workflow__{t}")).collect();
+    let mut expected: Vec<String> =
+        FIVE.iter().chain(&["workflow_design_list", "workflow_runs_list"]).map(|t| format!("mcp__visual_workflow__{t}")).collect();
     expected.sort();
     assert_eq!(mcp["tools"], json!(expected));
     let listed: Value = serde_json::from_str(mcp["list"]["result"].as_str().expect("a result")).expect("JSON text");
     assert_eq!(listed["ok"], true);
-    let mut designs: Vec<&str> = vec!["brief.v2_x-1", "draft-review", "to-discord-webhook", "to-slack-home-and-webhook", "to-telegram-topic"];
+    let mut designs: Vec<&str> =
+        vec!["brief.v2_x-1", "draft-review", "to-discord-webhook", "to-slack-home-and-webhook", "to-telegram-topic"];
     designs.sort_unstable();
     assert_eq!(listed["designs"], json!(designs), "the same home as the plugin");
     let runs: Value = serde_json::from_str(mcp["runs"]["result"].as_str().expect("a result")).expect("JSON text");

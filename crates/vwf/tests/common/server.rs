@@ -68,10 +68,15 @@ impl Server {
         if let Some(token) = options.token {
             cmd.env(TOKEN_VAR, token);
         }
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(match options.stderr {
-            Some(path) => Stdio::from(std::fs::File::create(path).expect("create the stderr file")),
-            None => Stdio::inherit(),
-        }).spawn().expect("start vwf serve");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(match options.stderr {
+                Some(path) => Stdio::from(std::fs::File::create(path).expect("create the stderr file")),
+                None => Stdio::inherit(),
+            })
+            .spawn()
+            .expect("start vwf serve");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read the server's first line");
@@ -152,7 +157,6 @@ pub fn send(req: RequestBuilder) -> (u16, Value) {
     }
     (status, body)
 }
-
 
 /// Writes the home's `visual-workflow.toml`.
 pub fn write_config(home: &Home, toml: &str) {
