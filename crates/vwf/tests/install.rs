@@ -212,6 +212,7 @@ fn the_installed_binary_serves_the_real_pages_with_types_etags_and_compression()
             Some("html") => "text/html; charset=utf-8",
             Some("js") => "text/javascript; charset=utf-8",
             Some("css") => "text/css; charset=utf-8",
+            Some("svg") => "image/svg+xml",
             other => panic!("web/{name}: a file type this test does not know ({other:?})"),
         };
         let etag = format!("\"{}\"", hex::encode(Sha256::digest(bytes)));
