@@ -32,7 +32,8 @@ export async function render(root, page) {
   };
   const apply = (extra = {}) => {
     const params = new URLSearchParams();
-    for (const key of FILTERS) if (f[key].value.trim()) params.set(key, f[key].value.trim().toLowerCase());
+    // Design names keep their case; run ids are lowercase hex.
+    for (const key of FILTERS) if (f[key].value.trim()) params.set(key, key === 'id' ? f[key].value.trim().toLowerCase() : f[key].value.trim());
     for (const [k, v] of Object.entries(extra)) params.set(k, v);
     const qs = params.toString();
     navigate(`#/runs${qs ? `?${qs}` : ''}`);

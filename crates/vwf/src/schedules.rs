@@ -178,6 +178,10 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
     let deliver = app.store.load_design(design).ok().and_then(|v| Design::from_value(&v).ok()).and_then(|d| spec::hermes_deliver(&d));
     spec.tz = spec.tz.map(|tz| tz.trim().to_string());
     let _lock = DirLock::take(&dir(app))?;
+    // Again under the lock: a design deleted meanwhile gets no job (see `delete_design`).
+    if !app.store.design_exists(design) {
+        return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
+    }
     let path = job_path(app, design);
     // A damaged file is replaced: saving the schedule again is how it gets repaired.
     let old = read_job(&path).ok().flatten();
@@ -299,15 +303,17 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
     }
 }
 
-/// Pauses the job of a design that was deleted, saying why: it fires nothing until the design
-/// exists again and a person resumes it (or sets it again). `None` when the design had no job.
-pub fn pause_for_deleted_design(app: &App, design: &DesignName) -> Result<Option<Job>, Failure> {
+/// Deletes `design` through `delete` and pauses its job, if it has one, saying why. The schedules
+/// lock is held around both (when the directory exists), and [`upsert`] looks for the design again
+/// under that lock, so a schedule set at the same moment is either paused here or refused there: no
+/// active job outlives its design. A lock that cannot be taken fails before anything is deleted. A
+/// job file that cannot be read is left as it is (ticks skip it).
+pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Result<(), Failure>) -> Result<Option<Job>, Failure> {
+    let dir = dir(app);
+    let _lock = if dir.is_dir() { Some(DirLock::take(&dir)?) } else { None };
+    delete()?;
     let path = job_path(app, design);
-    if !path.is_file() {
-        return Ok(None);
-    }
-    let _lock = DirLock::take(&dir(app))?;
-    let Some(mut job) = read_job(&path).map_err(Failure::Internal)? else { return Ok(None) };
+    let Ok(Some(mut job)) = read_job(&path) else { return Ok(None) };
     job.paused = true;
     job.next_run_at = None;
     job.paused_reason = Some(format!("its design {:?} was deleted", design.as_str()));

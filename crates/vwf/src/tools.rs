@@ -200,16 +200,15 @@ pub fn blank_design() -> Value {
     })
 }
 
-/// Creates a design, blank or a copy of the built-in template `from`; refuses to overwrite one
 /// Deletes a saved design. Its runs stay readable (each keeps the plan it started with); its
 /// schedule job, if any, is paused and says why. Answers `{ok:true, name, deleted:true,
-/// schedule: job | null}`; `NotFound` when no design has the name.
+/// schedule: job | null}`; `NotFound` when no design has the name (nothing is written then).
 pub fn delete_design(app: &App, name: &DesignName) -> Result<Value, Failure> {
-    app.store.delete_design(name)?;
-    let job = crate::schedules::pause_for_deleted_design(app, name)?;
+    let job = crate::schedules::delete_design(app, name, || Ok(app.store.delete_design(name)?))?;
     Ok(json!({"ok": true, "name": name.as_str(), "deleted": true, "schedule": job}))
 }
 
+/// Creates a design, blank or a copy of the built-in template `from`; refuses to overwrite one
 /// that exists. Answers the path written and the graph.
 pub fn new_design(app: &App, name: &str, from: Option<&str>) -> Result<(String, Value), Failure> {
     let name = DesignName::parse(name).map_err(Failure::BadRequest)?;

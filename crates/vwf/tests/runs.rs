@@ -230,3 +230,26 @@ fn deleting_a_design_keeps_its_runs_and_pauses_its_schedule() {
     let (code, body) = home.json(&["schedule", "resume", "wf-brief"]);
     assert_eq!((code, body["job"].get("paused_reason")), (0, None), "{body}");
 }
+
+/// A damaged job file does not turn a delete into an error after the design is gone: the design
+/// is deleted, the answer says no job was paused, and the damaged file (which ticks skip) stays.
+/// A schedule set for a design that is gone is refused and writes nothing.
+#[test]
+fn deleting_a_design_whose_job_file_is_damaged_still_answers_and_no_job_outlives_it() {
+    let home = Home::new();
+    let hello = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "o", "type": "output"}], "edges": [{"from": "start", "to": "o"}]});
+    home.save("brief", &hello);
+    let (code, job) = home.json(&["schedule", "set", "brief", "--preset", "daily", "--time", "9:00"]);
+    assert_eq!(code, 0, "{job}");
+    let job_file = home.path().join("workflow-schedules/wf-brief.json");
+    std::fs::write(&job_file, "{damaged").expect("damage the job file");
+    let (code, body) = home.json(&["delete", "brief"]);
+    assert_eq!((code, &body["deleted"], &body["schedule"]), (0, &json!(true), &Value::Null), "{body}");
+    assert_eq!(std::fs::read_to_string(&job_file).expect("job file"), "{damaged");
+    assert!(!home.path().join("workflow-designs/brief.json").exists(), "the design is gone");
+
+    let before = common::snapshot(&home);
+    let (code, body) = home.json(&["schedule", "set", "brief", "--preset", "daily", "--time", "9:00"]);
+    assert_eq!((code, &body["ok"]), (3, &json!(false)), "{body}");
+    assert_eq!(common::snapshot(&home), before, "a refused schedule wrote something");
+}
