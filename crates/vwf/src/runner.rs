@@ -322,6 +322,7 @@ impl Runner<'_> {
         let Some(lock) = self.store.try_lock_run(id)? else {
             return Ok(run); // its owner is alive and working on it
         };
+        self.forget_saved(id);
         let mut run = self.read(id)?;
         // Reading never needs to write: a store that cannot take the settled run (full,
         // read-only) still gets it reported as it stands now; the next reader saves it.
@@ -338,6 +339,7 @@ impl Runner<'_> {
     pub fn respond(&self, id: &str, node: &str, answer: Answer) -> Result<Run, Failure> {
         let id = parse_id(id)?;
         let lock = self.store.lock_run(&id)?;
+        self.forget_saved(&id);
         let mut run = self.read(&id)?;
         let mut changed = self.settle_orphan(&mut run);
         let response = match answer {
@@ -400,6 +402,7 @@ impl Runner<'_> {
     pub fn retry(&self, id: &str) -> Result<Run, Failure> {
         let id = parse_id(id)?;
         let lock = self.store.lock_run(&id)?;
+        self.forget_saved(&id);
         let mut run = self.read(&id)?;
         if self.settle_orphan(&mut run) {
             self.persist(&run)?;
@@ -536,6 +539,13 @@ impl Runner<'_> {
             let _ = self.write(&saved);
         }
         Err(cause)
+    }
+
+    /// Drops the metrics' digest of a run whose lock was just taken (see [`Metrics::forget`]).
+    fn forget_saved(&self, id: &RunId) {
+        if let Some(metrics) = self.metrics {
+            metrics.forget(id.as_str());
+        }
     }
 
     /// The one place a run is saved, so also where its transitions are logged and counted.

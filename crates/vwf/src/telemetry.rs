@@ -204,6 +204,17 @@ fn parked_runs(store: &dyn Store) -> Result<[i64; 3], StoreError> {
     Ok(counts)
 }
 
+impl Metrics {
+    /// Forgets what this server saved of run `id` last: called when it takes the run's lock, since
+    /// until then another process may have changed the run (a drive that ended in an error keeps
+    /// no lock, and its digest would be stale by the next one).
+    pub fn forget(&self, id: &str) {
+        if let Ok(mut driving) = self.driving.lock() {
+            driving.remove(id);
+        }
+    }
+}
+
 /// One save of a run, watched: made with [`Watch::before`] just before the store writes, then
 /// told the outcome with [`Watch::saved`].
 pub struct Watch<'a> {
