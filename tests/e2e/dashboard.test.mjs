@@ -124,6 +124,33 @@ test('designs page: new from template opens it in the designer and saves it', as
   await page.close();
 });
 
+test('schedules page: what is typed while the jobs are still loading is kept', async () => {
+  await withServer({}, async (srv) => {
+    await seedOn(srv, 'late-form', hello);
+    assert.equal((await api(srv, 'POST', '/designs/late-form/schedule', { preset: 'daily', time: '06:00' })).body.ok, true);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // The job list answers only once the form has been filled in, as on a slow connection.
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    await page.route('**/schedules', async (route) => {
+      if (route.request().method() === 'GET') await held;
+      await route.continue();
+    });
+    await page.goto(`${srv.url}/#/schedules?design=late-form`);
+    const form = page.locator('#schedule-form');
+    await form.waitFor();
+    await form.locator('select[name="preset"]').selectOption('weekdays');
+    const time = form.locator('input[name="time"]');
+    await time.fill('07:45');
+    release();
+    await waitFor(page, 'the job listed', () => document.querySelector('tr[data-job="wf-late-form"]'));
+    assert.equal(await form.locator('select[name="preset"]').inputValue(), 'weekdays', 'the job did not replace what was typed');
+    assert.equal(await time.inputValue(), '07:45');
+    await waitFor(page, 'the preview of what was typed', () => document.querySelector('#preview.ok')?.textContent.includes('Weekdays at 07:45'));
+    await page.close();
+  });
+});
+
 test('schedules page: weekdays 09:00 previewed while typing, saved, paused, resumed, run now, removed', async () => {
   await seed('daily-report', {
     nodes: [

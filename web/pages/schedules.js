@@ -159,22 +159,24 @@ export async function render(root, page) {
     return jobs;
   }
 
+  // The form's defaults are set before anything is awaited, and the design's job fills it in only
+  // while nobody has touched it: what a person typed meanwhile is never overwritten.
+  const wanted = page.query.get('design');
+  if (wanted && designs.includes(wanted)) f.design.value = wanted;
+  f.preset.value = 'daily';
+  f.time.value = '09:00';
+  let touched = false;
+  for (const event of ['input', 'change']) form.addEventListener(event, () => { touched = true; });
   root.append(h('div', { class: 'title' }, h('h1', {}, 'Schedules')), msg,
     h('table', { id: 'schedules', class: 'list' },
       h('thead', {}, h('tr', {}, ['Design', 'Schedule', 'Time zone', 'Next run', 'Last run', 'State', ''].map((c) => h('th', {}, c)))),
       list),
     form);
+  updatePreview();
 
   const jobs = (await load()) || [];
-  const wanted = page.query.get('design');
   const existing = jobs.find((j) => j.design === wanted);
-  if (existing) edit(existing);
-  else {
-    if (wanted && designs.includes(wanted)) f.design.value = wanted;
-    f.preset.value = 'daily';
-    f.time.value = '09:00';
-    updatePreview();
-  }
+  if (existing && !touched && page.alive) edit(existing);
 }
 
 /** A fire time on the job's wall clock, then the viewer's when it reads differently. */
