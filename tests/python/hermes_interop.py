@@ -114,6 +114,8 @@ def plugin_part(example: dict) -> dict:
     run = out["run"]
     out["respond"] = parse(registry.dispatch("workflow_design_respond", {"run_id": run.get("run_id"), "node": "draft", "output": "A short draft."}))
     out["load_missing"] = parse(registry.dispatch("workflow_design_load", {"name": "no-such-design"}))
+    out["load"] = parse(registry.dispatch("workflow_design_load", {"name": "draft-review"}))
+    out["validate"] = parse(registry.dispatch("workflow_design_validate", {"graph": example}))
 
     handler = plugins.get_plugin_command_handler("workflow")
     out["slash_list"] = plugins.resolve_plugin_command_result(handler("list")) if handler else None

@@ -35,7 +35,7 @@ pub fn run_script(python: &Path, script: &str, args: &[&Path]) -> Value {
 
 /// Hermes's plugin loader loaded the plugin from `source` (`user` for the folder, `entrypoint`
 /// for the wheel) and runs `binary`; the five tools and `/workflow` are registered, and calls
-/// through Hermes's registry and command lookup reach vwf in Hermes's home.
+/// through Hermes's registry (each of the five tools) and command lookup reach vwf in Hermes's home.
 pub fn assert_plugin_registered(report: &Value, source: &str, binary: &Path) {
     let plugin = &report["plugin"];
     let loaded = &plugin["plugins"][0];
@@ -57,6 +57,8 @@ pub fn assert_plugin_registered(report: &Value, source: &str, binary: &Path) {
     assert_eq!(plugin["run"]["status"], "awaiting_agent", "{}", plugin["run"]);
     assert_eq!(plugin["respond"]["status"], "awaiting_approval", "{}", plugin["respond"]);
     assert_eq!(plugin["load_missing"]["ok"], false);
+    assert_eq!(plugin["load"]["graph"]["nodes"].as_array().map(Vec::len), Some(8), "{}", plugin["load"]);
+    assert_eq!(plugin["validate"]["ok"], true, "{}", plugin["validate"]);
 
     // `/workflow list` through Hermes's plugin-command lookup.
     let list = plugin["slash_list"].as_str().expect("reply");
