@@ -473,7 +473,8 @@ test('designer: unsaved edits are guarded when leaving for another page or closi
   await page.locator('nav a[data-section="runs"]').click();
   await asked;
   assert.deepEqual(dialogs, [['confirm', 'guarded has unsaved changes. Leave without saving them?']]);
-  assert.match(page.url(), /#\/designer\/guarded$/);
+  // The page puts its address back once the question is answered (after the dialog closes).
+  await page.waitForURL(/#\/designer\/guarded$/);
   assert.equal(await page.locator('#design-state').textContent(), 'unsaved changes');
   assert.ok((await canvas().evaluate(() => window.vwfDesigner.getGraph())).nodes.some((n) => n.id === 'note1'), 'the edit is still on the canvas');
 
