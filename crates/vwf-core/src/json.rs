@@ -41,6 +41,29 @@ pub fn parse(text: &str) -> Result<Value, JsonError> {
     serde_json::from_str(text).map_err(|e| JsonError::Invalid(e.to_string()))
 }
 
+/// Parses a JSON object of arguments whose every value is no deeper than [`JSON_DEPTH`]: the
+/// object is an envelope, so a graph or input at the limit can be passed as one argument. Text
+/// that is not an object is held to the limit as a whole (the caller refuses it as not an object).
+pub fn parse_arguments(text: &str) -> Result<Value, JsonError> {
+    if text_depth(text) > JSON_DEPTH + 1 {
+        return Err(JsonError::TooDeep);
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| JsonError::Invalid(e.to_string()))?;
+    check_arguments(&value).map(|()| value).map_err(|(_, e)| e)
+}
+
+/// Holds each value of an arguments object to [`JSON_DEPTH`] (anything else as a whole); the error
+/// names the argument that is too deep.
+pub fn check_arguments(value: &Value) -> Result<(), (Option<String>, JsonError)> {
+    match value {
+        Value::Object(args) => match args.iter().find(|(_, v)| depth(v) > JSON_DEPTH) {
+            Some((key, _)) => Err((Some(key.clone()), JsonError::TooDeep)),
+            None => Ok(()),
+        },
+        other => check(other).map_err(|e| (None, e)),
+    }
+}
+
 /// Parses JSON bytes no deeper than [`JSON_DEPTH`].
 pub fn parse_slice(bytes: &[u8]) -> Result<Value, JsonError> {
     match std::str::from_utf8(bytes) {
@@ -129,6 +152,14 @@ mod tests {
         for levels in [JSON_DEPTH + 1, 126, 127, 128, 129, 10_000] {
             assert_eq!(parse(&nested(levels)), Err(JsonError::TooDeep), "{levels}");
         }
+        // Arguments are an envelope: each value may reach the limit, none may pass it.
+        let at_limit = format!("{{\"graph\": {}, \"name\": \"d\"}}", nested(JSON_DEPTH));
+        assert_eq!(depth(&parse_arguments(&at_limit).unwrap()["graph"]), JSON_DEPTH);
+        assert_eq!(parse(&at_limit), Err(JsonError::TooDeep));
+        for text in [format!("{{\"graph\": {}}}", nested(JSON_DEPTH + 1)), nested(JSON_DEPTH + 1), nested(10_000)] {
+            assert_eq!(parse_arguments(&text), Err(JsonError::TooDeep));
+        }
+        assert_eq!(check_arguments(&parse_arguments(&at_limit).unwrap()), Ok(()));
         // Brackets inside strings do not count.
         let text = format!("[\"{}\\\"[[\"]", "[".repeat(500));
         assert_eq!(depth(&parse(&text).unwrap()), 1);

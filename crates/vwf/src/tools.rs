@@ -54,14 +54,17 @@ pub fn call_text(app: &App, name: &str, args: &str) -> Reply {
     if args.len() > REQUEST_BODY_BYTES {
         return Failure::BadRequest(format!("arguments are {} bytes; at most {REQUEST_BODY_BYTES} are accepted", args.len())).into();
     }
-    match json::parse(args) {
+    match json::parse_arguments(args) {
         Ok(v) => call(app, name, &v),
         Err(e) => Failure::BadRequest(e.about("arguments are")).into(),
     }
 }
 
 fn dispatch(app: &App, name: &str, args: &Value) -> Result<Reply, Failure> {
-    json::check(args).map_err(|e| Failure::BadRequest(e.about("arguments are")))?;
+    json::check_arguments(args).map_err(|(key, e)| match key {
+        Some(key) => Failure::BadRequest(e.about(&format!("\"{key}\" is"))),
+        None => Failure::BadRequest(e.about("arguments are")),
+    })?;
     let Some(args) = args.as_object() else {
         return Err(Failure::BadRequest("arguments must be a JSON object".into()));
     };

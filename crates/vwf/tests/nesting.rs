@@ -88,6 +88,53 @@ fn inputs_up_to_the_limit_run_and_read_back_and_deeper_are_refused_writing_nothi
     assert_eq!(snapshot(&home), before, "a refused request wrote something");
 }
 
+/// A manual design whose trigger carries `value` as an extra field.
+fn graph_text_with(value: &str) -> String {
+    format!("{{\"nodes\": [{{\"id\": \"start\", \"type\": \"trigger\", \"mode\": \"manual\", \"extra\": {value}}}], \"edges\": []}}")
+}
+
+/// A surface that wraps a value in an arguments object (`{"name", "graph"}`, `{"input"}`) holds the
+/// value to the limit, not the wrapper: a graph or input exactly at the limit is accepted by the
+/// CLI, the tool layer and the chat command alike, reads back, and one level deeper is refused by all.
+#[test]
+fn a_value_at_the_limit_passes_every_surface_that_wraps_it_as_an_argument() {
+    let home = Home::new();
+    home.save("nest", &design(1));
+    for graph_depth in [JSON_DEPTH - 1, JSON_DEPTH, JSON_DEPTH + 1] {
+        // The graph's own three levels (object, node list, node) around the extra value.
+        let graph = graph_text_with(&nested_text(graph_depth - 3, "1"));
+        let accepted = graph_depth <= JSON_DEPTH;
+        let want = if accepted { 0 } else { 2 };
+        let before = snapshot(&home);
+        let out = home.vwf().args(["--json", "save", "by-cli", "-"]).write_stdin(graph.clone()).output().expect("vwf");
+        assert_eq!(common::code(&out), want, "save, depth {graph_depth}: {}", common::parse(&out));
+        let out = home.vwf().args(["--json", "validate", "-"]).write_stdin(graph.clone()).output().expect("vwf");
+        assert_eq!(common::code(&out), want, "validate, depth {graph_depth}: {}", common::parse(&out));
+        let (code, body) = home.json(&["tool", "workflow_design_save", &format!("{{\"name\": \"by-tool\", \"graph\": {graph}}}")]);
+        assert_eq!(code, want, "tool save, depth {graph_depth}: {body}");
+        if accepted {
+            for name in ["by-cli", "by-tool"] {
+                let (code, opened) = home.json(&["open", name]);
+                assert_eq!(code, 0, "{name} at depth {graph_depth} reads back: {opened}");
+                assert_eq!(vwf_core::json::depth(&opened["graph"]), graph_depth, "{opened}");
+            }
+        } else {
+            assert!(body["error"].as_str().unwrap_or_default().contains("nested deeper than 64"), "{body}");
+            assert_eq!(snapshot(&home), before, "a refused save wrote something");
+        }
+        // An input at the depth, through the tool layer and the chat command.
+        let input = nested_text(graph_depth, "1");
+        let (code, run) = home.json(&["tool", "workflow_design_run", &format!("{{\"name\": \"nest\", \"input\": {input}}}")]);
+        assert_eq!(code, if accepted { 6 } else { 2 }, "tool run, depth {graph_depth}: {run}");
+        if accepted {
+            read_back_and_answer(&home, run["run_id"].as_str().expect("run id"));
+        }
+        let out = home.vwf().args(["--json", "slash", &format!("/workflow run nest {input}")]).output().expect("vwf");
+        let reply = common::parse(&out)["reply"].as_str().unwrap_or_default().to_string();
+        assert_eq!(!reply.contains("nested deeper than 64"), accepted, "slash, depth {graph_depth}: {reply}");
+    }
+}
+
 #[test]
 fn a_step_printing_json_deeper_than_the_limit_keeps_it_as_text_and_the_run_reads_back() {
     let home = Home::new();
