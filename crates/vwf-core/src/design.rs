@@ -9,35 +9,38 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::validate::Issue;
+pub use crate::vocab::{NODE_TYPES, NodeKind};
 
-/// The node types of SPEC §3.
-pub const NODE_TYPES: [&str; 11] =
-    ["trigger", "agent", "condition", "approval", "output", "note", "command", "http", "loop", "wait", "emit"];
-
-/// One node: its id, its type and the raw object it came from (all fields, flat).
+/// One node: its id, its type and the raw object it came from (all fields, flat). `kind` is
+/// `None` for a type outside SPEC §3, which the validator reports (the word stays in `raw`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub id: String,
-    pub kind: String,
+    pub kind: Option<NodeKind>,
     pub raw: Map<String, Value>,
 }
 
 impl Node {
+    /// A node read from its raw object; the type comes from its `type` field.
+    pub fn new(id: impl Into<String>, raw: Map<String, Value>) -> Node {
+        Node { id: id.into(), kind: crate::spec::kind_of(&raw).parse().ok(), raw }
+    }
     pub fn field(&self, name: &str) -> Option<&Value> {
         self.raw.get(name)
     }
-    pub fn is(&self, kind: &str) -> bool {
-        self.kind == kind
+    pub fn is(&self, kind: NodeKind) -> bool {
+        self.kind == Some(kind)
+    }
+    /// The `type` as written, known or not (for messages).
+    pub fn type_name(&self) -> &str {
+        crate::spec::kind_of(&self.raw)
     }
 }
 
 /// An edge label as stored (§3): edges leaving a condition or a loop are matched without regard to
 /// case and stored lowercase; other labels are kept as written.
-pub fn stored_label(from_kind: &str, label: &str) -> String {
-    match from_kind {
-        "condition" | "loop" => label.to_ascii_lowercase(),
-        _ => label.to_string(),
-    }
+pub fn stored_label(from_kind: Option<NodeKind>, label: &str) -> String {
+    if from_kind.is_some_and(NodeKind::has_word_labels) { label.to_ascii_lowercase() } else { label.to_string() }
 }
 
 /// One edge `{from, to, label?}`; `label` is stored lowercase for conditions (§3).
@@ -120,15 +123,15 @@ impl Design {
 
     /// Every edge label as stored ([`stored_label`]).
     pub fn normalize_labels(&mut self) {
-        let kinds: std::collections::HashMap<&str, &str> = self.nodes.iter().map(|n| (n.id.as_str(), n.kind.as_str())).collect();
+        let kinds: std::collections::HashMap<&str, Option<NodeKind>> = self.nodes.iter().map(|n| (n.id.as_str(), n.kind)).collect();
         for e in &mut self.edges {
-            let kind = kinds.get(e.from.as_str()).copied().unwrap_or("");
+            let kind = kinds.get(e.from.as_str()).copied().flatten();
             e.label = e.label.as_deref().map(|l| stored_label(kind, l));
         }
     }
 
     pub fn trigger(&self) -> Option<&Node> {
-        self.nodes.iter().find(|n| n.is("trigger"))
+        self.nodes.iter().find(|n| n.is(NodeKind::Trigger))
     }
 
     pub fn description(&self) -> Option<&str> {
@@ -166,12 +169,11 @@ fn node_from_value(item: &Value, index: usize) -> Result<Node, Issue> {
         Some(_) => return Err(Issue::field_only("id", format!("nodes[{index}]: \"id\" must be a string"))),
         None => return Err(Issue::field_only("id", format!("nodes[{index}] has no \"id\""))),
     };
-    let kind = match obj.get("type") {
-        Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err(Issue::node_field(&id, "type", "\"type\" must be a string")),
-        None => return Err(Issue::node_field(&id, "type", "node has no \"type\"")),
-    };
-    Ok(Node { id, kind, raw: obj.clone() })
+    match obj.get("type") {
+        Some(Value::String(_)) => Ok(Node::new(id, obj.clone())),
+        Some(_) => Err(Issue::node_field(&id, "type", "\"type\" must be a string")),
+        None => Err(Issue::node_field(&id, "type", "node has no \"type\"")),
+    }
 }
 
 fn edge_from_value(item: &Value, index: usize) -> Result<Edge, Issue> {
@@ -272,7 +274,7 @@ mod tests {
     fn sequential_form_becomes_a_chain() {
         let v = json!({"activities": ["first", {"name": "second", "prompt": "p2"}, {"type": "output"}]});
         let d = Design::from_value(&v).unwrap();
-        let ids: Vec<_> = d.nodes.iter().map(|n| (n.id.as_str(), n.kind.as_str())).collect();
+        let ids: Vec<_> = d.nodes.iter().map(|n| (n.id.as_str(), n.type_name())).collect();
         assert_eq!(ids, [("step1", "agent"), ("second", "agent"), ("step3", "output")]);
         let edges: Vec<_> = d.edges.iter().map(|e| (e.from.as_str(), e.to.as_str())).collect();
         assert_eq!(edges, [("step1", "second"), ("second", "step3")]);

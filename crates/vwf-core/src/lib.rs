@@ -20,3 +20,4 @@ pub mod transition;
 pub mod trigger;
 pub mod validate;
 pub mod view;
+pub mod vocab;

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::design::Design;
+use crate::design::{Design, NodeKind};
 use crate::spec::Spec;
 use crate::validate::{Graph, Report, validate_design};
 
@@ -43,14 +43,19 @@ pub struct Parent {
 }
 
 impl PlanStep {
-    pub fn kind(&self) -> &str {
-        crate::spec::kind_of(&self.node)
+    /// The step's node type; `None` only in a hand-edited run file.
+    pub fn kind(&self) -> Option<NodeKind> {
+        crate::spec::kind_of(&self.node).parse().ok()
+    }
+
+    pub fn is(&self, kind: NodeKind) -> bool {
+        self.kind() == Some(kind)
     }
 
     /// The step's typed fields. A plan is made only from a valid design, so this fails only
     /// for a hand-edited run file; the engine turns that into a step error.
     pub fn spec(&self) -> Result<Spec, String> {
-        let node = crate::design::Node { id: self.id.clone(), kind: self.kind().to_string(), raw: self.node.clone() };
+        let node = crate::design::Node::new(self.id.clone(), self.node.clone());
         Spec::parse(&node).map_err(|issues| {
             let msgs: Vec<String> = issues.into_iter().map(|i| i.message).collect();
             format!("step {:?} is not valid: {}", self.id, msgs.join("; "))
@@ -71,15 +76,14 @@ impl Plan {
         let mut steps = Vec::new();
         for i in order {
             let node = graph.nodes[i];
-            if node.is("trigger") || node.is("note") {
+            if node.is(NodeKind::Trigger) || node.is(NodeKind::Note) {
                 continue;
             }
             let parents = graph
                 .parents(i)
                 .map(|(e, p)| {
                     let edge = &design.edges[e];
-                    let from_kind = graph.nodes[p].kind.as_str();
-                    let label = edge.label.as_deref().map(|l| crate::design::stored_label(from_kind, l));
+                    let label = edge.label.as_deref().map(|l| crate::design::stored_label(graph.nodes[p].kind, l));
                     Parent { from: edge.from.clone(), label }
                 })
                 .collect();

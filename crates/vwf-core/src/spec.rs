@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::design::{Design, Node};
+use crate::design::{Design, NODE_TYPES, Node, NodeKind};
 use crate::limits::{self, within};
 use crate::trigger::Trigger;
 use crate::validate::Issue;
@@ -141,7 +141,7 @@ impl<'a> Fields<'a> {
             }
             None => {
                 if self.get(name).is_none() {
-                    self.issue(name, format!("{} node needs \"{name}\"", self.node.kind));
+                    self.issue(name, format!("{} node needs \"{name}\"", self.node.type_name()));
                 }
                 String::new()
             }
@@ -202,11 +202,11 @@ impl Spec {
         let mut f = Fields { node, issues: Vec::new() };
         f.coordinate("x");
         f.coordinate("y");
-        if f.get("retries").is_some() && !node.is("agent") {
-            f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.kind));
+        if f.get("retries").is_some() && !node.is(NodeKind::Agent) {
+            f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.type_name()));
         }
-        let spec = match node.kind.as_str() {
-            "trigger" => match Trigger::parse(&node.raw) {
+        let spec = match node.kind {
+            Some(NodeKind::Trigger) => match Trigger::parse(&node.raw) {
                 Ok(trigger) => Spec::Trigger(trigger),
                 Err(issues) => {
                     for e in issues {
@@ -217,7 +217,7 @@ impl Spec {
                     Spec::Trigger(Trigger::Manual)
                 }
             },
-            "agent" => {
+            Some(NodeKind::Agent) => {
                 let prompt = f.required_string("prompt");
                 let profile = f.string("profile");
                 let model = f.string("model");
@@ -227,8 +227,8 @@ impl Spec {
                 let max_tokens = f.ranged("max_tokens", limits::AGENT_MAX_TOKENS, "");
                 Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens }
             }
-            "condition" => Spec::Condition { expr: f.required_string("expr") },
-            "approval" => {
+            Some(NodeKind::Condition) => Spec::Condition { expr: f.required_string("expr") },
+            Some(NodeKind::Approval) => {
                 let question = f.required_string("question");
                 let options = match f.get("options") {
                     None => vec!["approve".to_string(), "reject".to_string()],
@@ -266,7 +266,7 @@ impl Spec {
                 };
                 Spec::Approval { question, options, timeout_minutes, on_timeout }
             }
-            "output" => {
+            Some(NodeKind::Output) => {
                 let deliver = match f.string("deliver").as_deref() {
                     None | Some("") => None,
                     Some("notification") => Some(Deliver::Notification),
@@ -290,8 +290,8 @@ impl Spec {
                 }
                 Spec::Output { deliver, target, template }
             }
-            "note" => Spec::Note,
-            "command" => {
+            Some(NodeKind::Note) => Spec::Note,
+            Some(NodeKind::Command) => {
                 let run = f.string("run");
                 let argv = match f.get("argv") {
                     None => None,
@@ -341,7 +341,7 @@ impl Spec {
                     f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
                 Spec::Command { run, argv, cwd, env, timeout_seconds }
             }
-            "http" => {
+            Some(NodeKind::Http) => {
                 let url = f.required_string("url");
                 let scheme_ok = {
                     let lower = url.trim_start().to_ascii_lowercase();
@@ -370,13 +370,13 @@ impl Spec {
                 };
                 Spec::Http { url, method, headers, body, timeout_seconds, accept }
             }
-            "loop" => {
+            Some(NodeKind::Loop) => {
                 let over = f.required_string("over");
                 let max_items = f.ranged("max_items", limits::LOOP_MAX_ITEMS, " items").unwrap_or(limits::LOOP_MAX_ITEMS_DEFAULT);
                 let concurrency = f.ranged("concurrency", limits::LOOP_CONCURRENCY, "").unwrap_or(limits::LOOP_CONCURRENCY_DEFAULT);
                 Spec::Loop { over, max_items, concurrency }
             }
-            "wait" => {
+            Some(NodeKind::Wait) => {
                 let seconds = match schedule::wait_seconds(&node.raw) {
                     Ok(s) => s,
                     Err(e) => {
@@ -387,15 +387,15 @@ impl Spec {
                 };
                 Spec::Wait { seconds }
             }
-            "emit" => {
+            Some(NodeKind::Emit) => {
                 let event = f.required_string("event");
                 if !event.is_empty() && !crate::trigger::is_event_name(&event) {
                     f.issue("event", format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'"));
                 }
                 Spec::Emit { event, payload: f.get("payload").cloned() }
             }
-            other => {
-                f.issue("type", format!("unknown node type {other:?}; known types: {}", crate::design::NODE_TYPES.join(", ")));
+            None => {
+                f.issue("type", format!("unknown node type {:?}; known types: {}", node.type_name(), NODE_TYPES.join(", ")));
                 Spec::Note
             }
         };
@@ -536,7 +536,7 @@ pub const HERMES_PLATFORMS: [&str; 2] = ["telegram", "slack"];
 /// output node names one: Hermes then keeps its own default.
 pub fn hermes_deliver(design: &Design) -> Option<String> {
     let mut targets: Vec<String> = Vec::new();
-    for node in design.nodes.iter().filter(|n| n.is("output")) {
+    for node in design.nodes.iter().filter(|n| n.is(NodeKind::Output)) {
         let Ok(Spec::Output { deliver: Some(deliver), target: Some(target), .. }) = Spec::parse(node) else {
             continue;
         };
@@ -563,7 +563,7 @@ mod tests {
 
     fn node(v: Value) -> Node {
         let raw = v.as_object().cloned().unwrap_or_default();
-        Node { id: raw["id"].as_str().unwrap_or("n").into(), kind: raw["type"].as_str().unwrap_or("").into(), raw }
+        Node::new(raw["id"].as_str().unwrap_or("n").to_string(), raw)
     }
 
     #[test]

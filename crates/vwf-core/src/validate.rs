@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::design::{Design, Node};
+use crate::design::{Design, Node, NodeKind};
 use crate::names::check_node_id;
 use crate::spec::Spec;
 use crate::template::Ref;
@@ -89,7 +89,7 @@ impl<'a> Graph<'a> {
             .enumerate()
             .filter_map(|(i, e)| {
                 let (f, t) = (*index.get(e.from.as_str())?, *index.get(e.to.as_str())?);
-                (!nodes[f].is("note") && !nodes[t].is("note") && f != t).then_some((i, f, t))
+                (!nodes[f].is(NodeKind::Note) && !nodes[t].is(NodeKind::Note) && f != t).then_some((i, f, t))
             })
             .collect();
         Graph { nodes, index, edges }
@@ -155,7 +155,7 @@ impl<'a> Graph<'a> {
     pub(crate) fn loop_bodies(&self, design: &Design) -> BTreeMap<usize, BTreeSet<usize>> {
         let mut bodies = BTreeMap::new();
         for (i, n) in self.nodes.iter().enumerate() {
-            if !n.is("loop") {
+            if !n.is(NodeKind::Loop) {
                 continue;
             }
             let entries: Vec<usize> = self
@@ -194,7 +194,7 @@ impl NodeScope {
     fn readable(&self, graph: &Graph) -> Vec<String> {
         let mut out: BTreeSet<usize> = self.upstream.iter().copied().filter(|u| !self.loops.contains(u)).collect();
         out.extend(self.trigger);
-        out.into_iter().filter(|&i| !graph.nodes[i].is("note")).map(|i| graph.nodes[i].id.clone()).collect()
+        out.into_iter().filter(|&i| !graph.nodes[i].is(NodeKind::Note)).map(|i| graph.nodes[i].id.clone()).collect()
     }
 }
 
@@ -215,10 +215,10 @@ pub fn scopes(value: &Value) -> Option<BTreeMap<String, Scope>> {
     let design = Design::from_value(value).ok()?;
     let graph = Graph::new(&design);
     let bodies = graph.loop_bodies(&design);
-    let trigger = design.nodes.iter().find(|n| n.is("trigger")).and_then(|t| graph.index.get(t.id.as_str()).copied());
+    let trigger = design.nodes.iter().find(|n| n.is(NodeKind::Trigger)).and_then(|t| graph.index.get(t.id.as_str()).copied());
     let mut out = BTreeMap::new();
     for (i, n) in graph.nodes.iter().enumerate() {
-        if n.is("note") || graph.index.get(n.id.as_str()) != Some(&i) {
+        if n.is(NodeKind::Note) || graph.index.get(n.id.as_str()) != Some(&i) {
             continue;
         }
         let scope = NodeScope::of(&graph, &bodies, trigger, i);
@@ -252,11 +252,11 @@ pub fn validate_design(design: &Design) -> Report {
         }
         let (spec, issues) = Spec::parse_lenient(n);
         errors.extend(issues);
-        if !n.kind.is_empty() && crate::design::NODE_TYPES.contains(&n.kind.as_str()) {
+        if n.kind.is_some() {
             specs.entry(n.id.as_str()).or_insert(spec);
         }
     }
-    let triggers: Vec<&Node> = design.nodes.iter().filter(|n| n.is("trigger")).collect();
+    let triggers: Vec<&Node> = design.nodes.iter().filter(|n| n.is(NodeKind::Trigger)).collect();
     if triggers.len() > 1 {
         for t in &triggers[1..] {
             errors.push(Issue::node(&t.id, "a design has at most one trigger"));
@@ -276,11 +276,11 @@ pub fn validate_design(design: &Design) -> Report {
             }
             continue;
         };
-        if from.is("note") || to.is("note") {
+        if from.is(NodeKind::Note) || to.is(NodeKind::Note) {
             errors.push(Issue::edge(i, format!("edge {} -> {}: a note takes no edges", e.from, e.to)));
             continue;
         }
-        if to.is("trigger") {
+        if to.is(NodeKind::Trigger) {
             errors.push(Issue::edge(i, format!("edge {} -> {}: nothing may lead into a trigger", e.from, e.to)));
         }
         if e.from == e.to {
@@ -361,7 +361,7 @@ pub fn validate_design(design: &Design) -> Report {
     }
     for (&lp, body) in &bodies {
         for &n in body {
-            if graph.nodes[n].is("loop") {
+            if graph.nodes[n].is(NodeKind::Loop) {
                 errors.push(Issue::node(
                     &graph.nodes[n].id,
                     format!(
@@ -476,7 +476,7 @@ pub fn validate_design(design: &Design) -> Report {
     if let Some(t) = trigger_id.and_then(|id| graph.index.get(id).copied()) {
         let reached = graph.descendants(&[t]);
         for (i, n) in graph.nodes.iter().enumerate() {
-            if i != t && !n.is("note") && !reached.contains(&i) {
+            if i != t && !n.is(NodeKind::Note) && !reached.contains(&i) {
                 warnings.push(Issue::node(&n.id, format!("{:?} cannot be reached from the trigger {:?}", n.id, graph.nodes[t].id)));
             }
         }

@@ -2,35 +2,36 @@
 //! with its fields renamed to ours and the rest kept and noted.
 
 use super::*;
+use crate::design::NodeKind;
 
 /// Activity type names an agent.json may use, by our node type.
-pub(super) const TYPE_ALIASES: [(&str, &[&str]); 11] = [
-    ("agent", &["agent", "llm", "model", "ai", "prompt", "task", "activity"]),
-    ("command", &["command", "shell", "bash", "sh", "exec", "cmd", "script"]),
-    ("http", &["http", "request", "fetch", "api", "webrequest", "web_request"]),
-    ("condition", &["condition", "if", "branch", "check", "decision"]),
-    ("loop", &["loop", "foreach", "for_each", "for-each", "each", "map", "iterate"]),
-    ("wait", &["wait", "sleep", "delay", "pause"]),
-    ("approval", &["approval", "approve", "gate", "human", "review"]),
-    ("output", &["output", "deliver", "delivery", "notify", "notification", "send"]),
-    ("emit", &["emit", "event", "announce"]),
-    ("note", &["note", "comment", "sticky"]),
-    ("trigger", &["trigger"]),
+pub(super) const TYPE_ALIASES: [(NodeKind, &[&str]); 11] = [
+    (NodeKind::Agent, &["agent", "llm", "model", "ai", "prompt", "task", "activity"]),
+    (NodeKind::Command, &["command", "shell", "bash", "sh", "exec", "cmd", "script"]),
+    (NodeKind::Http, &["http", "request", "fetch", "api", "webrequest", "web_request"]),
+    (NodeKind::Condition, &["condition", "if", "branch", "check", "decision"]),
+    (NodeKind::Loop, &["loop", "foreach", "for_each", "for-each", "each", "map", "iterate"]),
+    (NodeKind::Wait, &["wait", "sleep", "delay", "pause"]),
+    (NodeKind::Approval, &["approval", "approve", "gate", "human", "review"]),
+    (NodeKind::Output, &["output", "deliver", "delivery", "notify", "notification", "send"]),
+    (NodeKind::Emit, &["emit", "event", "announce"]),
+    (NodeKind::Note, &["note", "comment", "sticky"]),
+    (NodeKind::Trigger, &["trigger"]),
 ];
 
 /// Fields each node type reads (SPEC §3), beyond `id`, `type`, `label`, `x`, `y`.
-pub(super) fn known_fields(kind: &str) -> &'static [&'static str] {
+pub(super) fn known_fields(kind: NodeKind) -> &'static [&'static str] {
     match kind {
-        "agent" => &["prompt", "profile", "model", "retries", "timeout_seconds", "max_tokens"],
-        "condition" => &["expr"],
-        "approval" => &["question", "options", "timeout_minutes", "on_timeout"],
-        "output" => &["deliver", "target", "template"],
-        "note" => &["text", "color"],
-        "command" => &["run", "argv", "cwd", "env", "timeout_seconds"],
-        "http" => &["url", "method", "headers", "body", "timeout_seconds", "accept"],
-        "loop" => &["over", "max_items", "concurrency"],
-        "wait" => &["seconds", "duration"],
-        "emit" => &["event", "payload"],
+        NodeKind::Agent => &["prompt", "profile", "model", "retries", "timeout_seconds", "max_tokens"],
+        NodeKind::Condition => &["expr"],
+        NodeKind::Approval => &["question", "options", "timeout_minutes", "on_timeout"],
+        NodeKind::Output => &["deliver", "target", "template"],
+        NodeKind::Note => &["text", "color"],
+        NodeKind::Command => &["run", "argv", "cwd", "env", "timeout_seconds"],
+        NodeKind::Http => &["url", "method", "headers", "body", "timeout_seconds", "accept"],
+        NodeKind::Loop => &["over", "max_items", "concurrency"],
+        NodeKind::Wait => &["seconds", "duration"],
+        NodeKind::Emit => &["event", "payload"],
         _ => &[],
     }
 }
@@ -78,13 +79,13 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
                         "activity {shown:?} has type {t:?}, which has no equivalent; imported as an agent step (original type kept in \"imported_type\")"
                     ));
                     fields.insert("imported_type".into(), json!(t));
-                    "agent"
+                    NodeKind::Agent
                 }
             }
         }
         None => infer_type(&fields),
     };
-    if kind == "trigger" {
+    if kind == NodeKind::Trigger {
         notes.add(format!("activity {shown:?} is a trigger; a design has one trigger ({TRIGGER_ID:?}), so connections to it lead there"));
         for name in names {
             graph.aliases.entry(name).or_insert_with(|| TRIGGER_ID.to_string());
@@ -111,7 +112,7 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
 
     let mut node = Map::new();
     node.insert("id".into(), json!(id));
-    node.insert("type".into(), json!(kind));
+    node.insert("type".into(), json!(kind.as_str()));
     let known = known_fields(kind);
     let unused: Vec<&str> =
         fields.keys().map(String::as_str).filter(|k| !known.contains(k) && !["label", "x", "y", "imported_type"].contains(k)).collect();
@@ -122,24 +123,24 @@ pub(super) fn activity(i: usize, item: &Value, graph: &mut Graph, notes: &mut No
     graph.add(node);
 }
 
-pub(super) fn infer_type(fields: &Map<String, Value>) -> &'static str {
+pub(super) fn infer_type(fields: &Map<String, Value>) -> NodeKind {
     let has = |keys: &[&str]| keys.iter().any(|k| fields.get(*k).is_some_and(|v| !v.is_null()));
     if has(&["prompt", "instructions"]) {
-        "agent"
+        NodeKind::Agent
     } else if has(&["command", "run", "cmd", "script", "argv"]) {
-        "command"
+        NodeKind::Command
     } else if has(&["url"]) {
-        "http"
+        NodeKind::Http
     } else {
-        "agent"
+        NodeKind::Agent
     }
 }
 
 /// Moves the agent.json spellings of a type's fields to ours.
-pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes: &mut Notes) {
+pub(super) fn map_fields(kind: NodeKind, id: &str, f: &mut Map<String, Value>, notes: &mut Notes) {
     let budget_keys = ["token_budget", "max_tokens", "tokens", "budget", "token_limit", "max_output_tokens"];
     match kind {
-        "agent" => {
+        NodeKind::Agent => {
             rename(f, "prompt", &["instructions", "description", "task", "goal"]);
             if let Some(Value::Array(lines)) = f.get("prompt")
                 && lines.iter().all(Value::is_string)
@@ -158,7 +159,7 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
             rename(f, "retries", &["max_retries", "retry"]);
             rename(f, "timeout_seconds", &["timeout"]);
         }
-        "command" => {
+        NodeKind::Command => {
             rename(f, "run", &["command", "cmd", "script", "shell", "bash"]);
             if matches!(f.get("run"), Some(Value::Array(_)))
                 && !f.contains_key("argv")
@@ -170,12 +171,12 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
             rename(f, "env", &["environment"]);
             rename(f, "timeout_seconds", &["timeout"]);
         }
-        "http" => {
+        NodeKind::Http => {
             rename(f, "url", &["endpoint", "href", "uri"]);
             rename(f, "body", &["data", "json", "payload"]);
             rename(f, "timeout_seconds", &["timeout"]);
         }
-        "condition" => {
+        NodeKind::Condition => {
             rename(f, "expr", &["expression", "condition", "if", "test", "when", "check"]);
             if let Some(Value::String(e)) = f.get("expr")
                 && let Some(ours) = expr_from_template(e)
@@ -183,28 +184,30 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
                 f.insert("expr".into(), json!(ours));
             }
         }
-        "loop" => {
+        NodeKind::Loop => {
             rename(f, "over", &["items", "for_each", "foreach", "each", "in", "list", "source"]);
             rename(f, "max_items", &["limit", "max"]);
             rename(f, "concurrency", &["parallel", "parallelism"]);
         }
-        "wait" if !f.contains_key("seconds") && !f.contains_key("duration") => match take(f, &["delay", "wait", "for", "time", "sleep"]) {
-            Some(Value::String(s)) if s.trim().bytes().all(|b| b.is_ascii_digit()) && !s.trim().is_empty() => {
-                f.insert("seconds".into(), s.trim().parse::<u64>().map_or(json!(s), |n| json!(n)));
+        NodeKind::Wait if !f.contains_key("seconds") && !f.contains_key("duration") => {
+            match take(f, &["delay", "wait", "for", "time", "sleep"]) {
+                Some(Value::String(s)) if s.trim().bytes().all(|b| b.is_ascii_digit()) && !s.trim().is_empty() => {
+                    f.insert("seconds".into(), s.trim().parse::<u64>().map_or(json!(s), |n| json!(n)));
+                }
+                Some(Value::String(s)) => {
+                    f.insert("duration".into(), json!(s.trim()));
+                }
+                Some(v) => {
+                    f.insert("seconds".into(), v);
+                }
+                None => {}
             }
-            Some(Value::String(s)) => {
-                f.insert("duration".into(), json!(s.trim()));
-            }
-            Some(v) => {
-                f.insert("seconds".into(), v);
-            }
-            None => {}
-        },
-        "approval" => {
+        }
+        NodeKind::Approval => {
             rename(f, "question", &["prompt", "message", "ask", "text", "description"]);
             rename(f, "options", &["choices", "answers"]);
         }
-        "output" => {
+        NodeKind::Output => {
             rename(f, "template", &["message", "text", "format"]);
             rename(f, "target", &["channel", "to", "destination"]);
             if let (Some(Value::String(t)), false) = (f.get("target"), f.contains_key("deliver")) {
@@ -212,14 +215,14 @@ pub(super) fn map_fields(kind: &str, id: &str, f: &mut Map<String, Value>, notes
                 f.insert("deliver".into(), json!(deliver));
             }
         }
-        "emit" => {
+        NodeKind::Emit => {
             rename(f, "event", &["event_name", "topic"]);
             rename(f, "payload", &["data"]);
         }
-        "note" => rename(f, "text", &["content", "description"]),
+        NodeKind::Note => rename(f, "text", &["content", "description"]),
         _ => {}
     }
-    if kind != "agent" {
+    if kind != NodeKind::Agent {
         if f.remove("retries").is_some() {
             notes.add(format!("node {id:?}: retries dropped (only agent steps retry)"));
         }

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::design::NodeKind;
 use crate::expr;
 use crate::limits;
 use crate::plan::{Plan, PlanStep};
@@ -555,7 +556,7 @@ impl Run {
         }
         match outcome {
             Outcome::Done { text, extra, tokens } => {
-                if step.kind() == "agent" && tokens > 0 {
+                if step.is(NodeKind::Agent) && tokens > 0 {
                     self.tokens_used = self.tokens_used.saturating_add(tokens);
                     if let Some(budget) = self.plan.budget_tokens.filter(|b| self.tokens_used > *b) {
                         self.history.push(HistoryEvent {
@@ -772,7 +773,7 @@ impl Run {
         if self.status != Status::Running {
             return;
         }
-        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.kind() == "loop");
+        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.is(NodeKind::Loop));
         let node = self
             .steps
             .iter()

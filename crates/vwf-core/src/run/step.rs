@@ -15,11 +15,13 @@ impl Run {
                     return p.label.as_deref() == Some("each");
                 }
                 let Some(view) = self.view_in(&p.from, scope) else { return false };
-                let kind = self.plan.step(&p.from).map(|s| s.kind()).unwrap_or("");
+                let kind = self.plan.step(&p.from).and_then(PlanStep::kind);
                 match (kind, p.label.as_deref()) {
-                    ("condition", Some(l)) => view.get("value").and_then(Value::as_bool).map(|b| b.to_string()).as_deref() == Some(l),
-                    ("approval", Some(l)) => view.get("answer").and_then(Value::as_str) == Some(l),
-                    ("loop", Some(l)) => l == "done",
+                    (Some(NodeKind::Condition), Some(l)) => {
+                        view.get("value").and_then(Value::as_bool).map(|b| b.to_string()).as_deref() == Some(l)
+                    }
+                    (Some(NodeKind::Approval), Some(l)) => view.get("answer").and_then(Value::as_str) == Some(l),
+                    (Some(NodeKind::Loop), Some(l)) => l == "done",
                     _ => true,
                 }
             })
@@ -66,7 +68,7 @@ impl Run {
             return;
         }
         let (base, _) = split_instance(id);
-        let view = if self.plan.step(base).is_some_and(|s| s.kind() == "command") {
+        let view = if self.plan.step(base).is_some_and(|s| s.is(NodeKind::Command)) {
             view::command_view(text, extra)
         } else {
             view::output_view(text, extra)
@@ -124,7 +126,7 @@ impl Run {
         let mut parked = std::mem::take(&mut self.parked);
         parked.sort_by_key(|p| self.order_key(p.node()));
         self.parked = parked;
-        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.kind() == "loop");
+        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.is(NodeKind::Loop));
         let running = self.steps.iter().any(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying) && !is_loop(r));
         let loop_can_move = self.loops.iter().any(|(lp, state)| {
             self.record(lp).map(|r| r.status) == Some(StepStatus::Running) && {
@@ -413,7 +415,7 @@ impl Run {
             }
             Spec::Trigger(_) | Spec::Note => {
                 self.open_record(id, StepStatus::Running, now);
-                fail(self, format!("a {} node never runs as a step", step.kind()))
+                fail(self, format!("a {} node never runs as a step", crate::spec::kind_of(&step.node)))
             }
         }
     }
