@@ -58,6 +58,21 @@ impl Report {
     fn new(errors: Vec<Issue>, warnings: Vec<Issue>) -> Report {
         Report { ok: errors.is_empty(), errors, warnings }
     }
+
+    /// The one line every surface gives as the `error` of a refused design (beside `errors`).
+    pub fn refusal(&self) -> String {
+        refusal(&self.errors)
+    }
+}
+
+/// [`Report::refusal`] for a bare list of errors (what `Design::from_value` refuses with):
+/// the first error, and how many there are.
+pub fn refusal(errors: &[Issue]) -> String {
+    let first = errors.first().map(|i| i.message.as_str()).unwrap_or("invalid design");
+    match errors.len() {
+        1 => format!("the design has an error: {first}"),
+        n => format!("the design has {n} errors; the first: {first}"),
+    }
 }
 
 /// Validates a design given as JSON.

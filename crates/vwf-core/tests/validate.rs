@@ -1377,3 +1377,15 @@ proptest! {
         }
     }
 }
+
+/// The refusal line every surface answers beside `errors`: the first error, and how many.
+#[test]
+fn a_report_summarises_its_refusal_in_one_line() {
+    let one = validate(&json!({"nodes": "no list", "edges": []}));
+    assert!(!one.ok);
+    assert_eq!(one.errors.len(), 1, "{one:?}");
+    assert_eq!(one.refusal(), format!("the design has an error: {}", one.errors[0].message));
+    let two = Report { ok: false, errors: vec![Issue::design("first"), Issue::node("n", "second")], warnings: Vec::new() };
+    assert_eq!(two.refusal(), "the design has 2 errors; the first: first");
+    assert_eq!(vwf_core::validate::refusal(&two.errors), two.refusal());
+}

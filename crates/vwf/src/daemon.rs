@@ -612,7 +612,7 @@ impl<'a> Daemon<'a> {
                 fired.status = Some(run.status);
             }
             Ok(Err(report)) => {
-                let why = crate::tools::refusal(&report.errors);
+                let why = report.refusal();
                 log(now, &format!("{design}: {mode} fired but no run started: {why}"));
                 fired.error = Some(why);
             }
@@ -739,10 +739,10 @@ fn read_trigger(runner: &Runner<'_>, name: &DesignName) -> Trigger {
     };
     let design = match Design::from_value(&graph) {
         Ok(d) => d,
-        Err(errors) => return Trigger::Invalid(crate::tools::refusal(&errors)),
+        Err(errors) => return Trigger::Invalid(vwf_core::validate::refusal(&errors)),
     };
     if let Err(report) = Plan::compile(name.as_str(), &design) {
-        return Trigger::Invalid(crate::tools::refusal(&report.errors));
+        return Trigger::Invalid(report.refusal());
     }
     let Some(node) = design.trigger() else { return Trigger::Other("manual") };
     trigger_from_node(&node.raw)

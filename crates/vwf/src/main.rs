@@ -417,7 +417,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             let plan = match runner.compile(&name)? {
                 Ok(plan) => plan,
                 Err(report) => {
-                    let body = json!({"ok": false, "error": tools::refusal(&report.errors), "errors": report.errors});
+                    let body = json!({"ok": false, "error": report.refusal(), "errors": report.errors});
                     if json {
                         say!("{}", pretty(&body));
                     } else {

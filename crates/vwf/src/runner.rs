@@ -173,7 +173,7 @@ impl Runner<'_> {
             let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1 };
             match self.start_design(&name, trigger)? {
                 Ok(run) => emission.runs.push(run),
-                Err(report) => emission.skipped.push((name.to_string(), crate::tools::refusal(&report.errors))),
+                Err(report) => emission.skipped.push((name.to_string(), report.refusal())),
             }
         }
         Ok(emission)

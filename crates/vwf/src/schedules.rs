@@ -297,7 +297,7 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
             let clock = Shifted::to(app.clock.as_ref(), now);
             match scheduled_runner(app, &clock).start_design(&design, TriggerInfo::new("schedule", input))? {
                 Ok(run) => Ok(run.result()),
-                Err(report) => Ok(json!({"ok": false, "error": crate::tools::refusal(&report.errors), "errors": report.errors})),
+                Err(report) => Ok(json!({"ok": false, "error": report.refusal(), "errors": report.errors})),
             }
         }
     }
@@ -370,7 +370,7 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
                 f.run_id = Some(run.run_id.clone());
                 f.status = Some(run.status);
             }
-            Ok(Err(report)) => f.error = Some(crate::tools::refusal(&report.errors)),
+            Ok(Err(report)) => f.error = Some(report.refusal()),
             Err(e) => f.error = Some(e.to_string()),
         }
     }

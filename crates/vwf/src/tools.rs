@@ -115,7 +115,7 @@ pub fn save_design(app: &App, name: &DesignName, graph: &Value, mode: SaveMode) 
     if !report.ok {
         return Ok(json!({
             "ok": false,
-            "error": refusal(&report.errors),
+            "error": report.refusal(),
             "errors": report.errors,
         }));
     }
@@ -127,14 +127,6 @@ pub fn save_design(app: &App, name: &DesignName, graph: &Value, mode: SaveMode) 
         SaveMode::Create => app.store.create_design(name, &normalized)?,
     };
     Ok(json!({"ok": true, "name": name.as_str(), "path": path, "nodes": normalized["nodes"].as_array().map_or(0, Vec::len)}))
-}
-
-pub fn refusal(errors: &[validate::Issue]) -> String {
-    let first = errors.first().map(|i| i.message.as_str()).unwrap_or("invalid design");
-    match errors.len() {
-        1 => format!("the design has an error: {first}"),
-        n => format!("the design has {n} errors; the first: {first}"),
-    }
 }
 
 fn load(app: &App, args: &Map<String, Value>) -> Result<Reply, Failure> {
@@ -165,7 +157,7 @@ pub fn run_design(app: &App, name: &DesignName, input: Value, started: impl FnOn
     let runner = app.runner(&quiet, false);
     let plan = match runner.compile(name)? {
         Ok(plan) => plan,
-        Err(report) => return Ok(Reply::ok(json!({"ok": false, "error": refusal(&report.errors), "errors": report.errors}))),
+        Err(report) => return Ok(Reply::ok(json!({"ok": false, "error": report.refusal(), "errors": report.errors}))),
     };
     let run = runner.start_then(plan, TriggerInfo::new("manual", input), started)?;
     Ok(Reply::ok(run.result()))
