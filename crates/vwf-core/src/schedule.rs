@@ -75,6 +75,7 @@ mod cron;
 mod duration;
 mod heartbeat;
 mod human;
+pub mod job;
 mod object;
 
 pub use cron::*;

@@ -472,6 +472,9 @@ impl Store for TimedStore {
     fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
         self.inner.delete_design(name)
     }
+    fn design_stamp(&self, name: &DesignName) -> Option<String> {
+        self.inner.design_stamp(name)
+    }
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         self.inner.allocate_run_id()
     }
@@ -527,6 +530,9 @@ impl Store for MemoryStore {
     }
     fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
         Err(StoreError::design_not_found(name))
+    }
+    fn design_stamp(&self, _: &DesignName) -> Option<String> {
+        None
     }
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);

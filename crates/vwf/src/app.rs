@@ -8,12 +8,14 @@ use crate::config::Config;
 use crate::exec::Drivers;
 use crate::failure::Failure;
 use crate::runner::{Progress, Runner};
-use crate::store::{FileStore, Store};
+use crate::store::{FileStore, JobStore, Store};
 use crate::telemetry::Metrics;
 
 pub struct App {
     pub home: PathBuf,
     pub store: Box<dyn Store>,
+    /// Schedule jobs and trigger state, kept by the same backend as `store`.
+    pub jobs: Box<dyn JobStore>,
     pub drivers: Drivers,
     pub clock: Box<dyn Clock>,
     /// Set by `vwf serve`, which exposes them; every runner of this app updates them.
@@ -38,7 +40,8 @@ impl App {
     pub fn open(home: PathBuf) -> Result<App, Failure> {
         let config = Config::load(&home).map_err(Failure::Internal)?;
         let clock = clock::from_env().map_err(Failure::BadRequest)?;
-        Ok(App { store: Box::new(FileStore::new(home.clone())), home, drivers: Drivers::new(config), clock, metrics: None })
+        let store = FileStore::new(home.clone());
+        Ok(App { jobs: Box::new(store.clone()), store: Box::new(store), home, drivers: Drivers::new(config), clock, metrics: None })
     }
 
     pub fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {

@@ -12,11 +12,10 @@
 //! - Time comes from the tick's `now`; the runner used inside a tick reads a clock that shows
 //!   `now` at the start of the pass and then follows the app clock, so tests drive whole days of
 //!   ticks with a fixed clock and never sleep. Only `run` waits, in real time.
-//! - The last fire of each heartbeat trigger is kept in
-//!   `<home>/workflow-schedules/trigger-<design>.json` (written atomically *before* the run
-//!   starts: a crash loses at most one fire and never fires twice). Nothing else is written by the
-//!   daemon except `workflow-schedules/.daemon.lock`, which keeps a second daemon off the home
-//!   (schedule jobs keep their own files, see `crate::schedules`).
+//! - The last fire of each heartbeat trigger is kept by the app's `JobStore` (recorded *before*
+//!   the run starts: a crash loses at most one fire and never fires twice). The store's trigger
+//!   claim ([`claim_home`]) keeps a second daemon off the home. The daemon has no files of its
+//!   own: everything it keeps goes through the store.
 //! - Runs fired by the daemon never sleep through `wait` steps and report no progress; one log line
 //!   per fired trigger or settled run goes to standard error.
 //! - Fired runs are driven one at a time on the daemon's thread: a run that parks returns at once,
@@ -24,7 +23,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -33,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, TimeDelta};
 use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
@@ -42,7 +40,8 @@ use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
 use vwf_core::names::DesignName;
 use vwf_core::plan::Plan;
-use vwf_core::run::{Pending, Status, TriggerInfo};
+use vwf_core::run::settle::Settle;
+use vwf_core::run::{Status, TriggerInfo};
 use vwf_core::schedule::Heartbeat;
 use vwf_core::time::{self, Ts};
 use vwf_core::trigger::Trigger as core;
@@ -53,7 +52,7 @@ use crate::clock::Clock;
 use crate::failure::Failure;
 use crate::runner::Runner;
 use crate::schedules;
-use crate::store::fs::{atomic_write, lock_file};
+use crate::store::StoreLock;
 
 /// How many of the newest runs are looked at for due waits, passed deadlines and runs left
 /// `running` by a dead process. Older parked runs are settled whenever someone opens them.
@@ -74,12 +73,6 @@ const TICK_PERIOD: Duration = Duration::from_secs(1);
 const STOP_POLL: Duration = Duration::from_millis(100);
 /// How long a stopped watch command gets to exit after SIGTERM before its group gets SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
-
-const SCHEDULES_DIR: &str = "workflow-schedules";
-const DESIGNS_DIR: &str = "workflow-designs";
-pub(crate) const LOCK_FILE: &str = ".daemon.lock";
-/// The daemon's state file of a design's trigger is `trigger-<design>.json`.
-pub(crate) const TRIGGER_PREFIX: &str = "trigger-";
 
 /// What one tick did.
 #[derive(Debug, Default)]
@@ -143,7 +136,7 @@ enum Signal {
 }
 
 struct Tracked {
-    stamp: Option<(SystemTime, u64)>,
+    stamp: Option<String>,
     read_at: Ts,
     trigger: Trigger,
     live: Live,
@@ -318,11 +311,11 @@ impl<'a> Daemon<'a> {
         }
         for name in names {
             let Ok(design) = DesignName::parse(&name) else { continue };
-            let stamp = stamp(&self.app.home, &name);
+            let stamp = self.app.store.design_stamp(&design);
             let fresh = match self.designs.get(&name) {
                 None => true,
-                Some(t) => match stamp {
-                    Some(s) => t.stamp != Some(s),
+                Some(t) => match &stamp {
+                    Some(s) => t.stamp.as_ref() != Some(s),
                     None => now - t.read_at >= TimeDelta::seconds(DESIGN_REREAD_SECONDS) || now < t.read_at,
                 },
             };
@@ -543,14 +536,15 @@ impl<'a> Daemon<'a> {
             })
             .collect();
         for (name, beat) in beats {
-            let home = &self.app.home;
-            let last = *self.heartbeats.entry(name.clone()).or_insert_with(|| read_last_fire(home, &name));
+            let Ok(design) = DesignName::parse(&name) else { continue };
+            let jobs = &self.app.jobs;
+            let last = *self.heartbeats.entry(name.clone()).or_insert_with(|| jobs.last_fire(&design));
             let Some(next) = beat.next_heartbeat(now, last) else { continue };
             if next > now {
                 continue;
             }
             self.heartbeats.insert(name.clone(), Some(now));
-            if let Err(e) = write_last_fire(home, &name, now) {
+            if let Err(e) = self.app.jobs.record_fire(&design, now) {
                 log(now, &format!("{name}: heartbeat not fired: cannot record it ({e}); next try after the interval"));
                 continue;
             }
@@ -605,9 +599,7 @@ impl<'a> Daemon<'a> {
                     line.push_str(&format!(" ({e})"));
                 }
                 log(now, &line);
-                if let Some(at) = parked_due(&run.parked) {
-                    self.next_due = Some(self.next_due.map_or(at, |d| d.min(at)));
-                }
+                self.note_due(run.next_due());
                 fired.run_id = Some(run.run_id.clone());
                 fired.status = Some(run.status);
             }
@@ -642,7 +634,7 @@ impl<'a> Daemon<'a> {
         self.last_scan = Some(now);
         self.next_scan = Some(now + TimeDelta::seconds(RESCAN_SECONDS));
         self.next_due = None;
-        let entries = match self.app.store.list_runs(RUN_SCAN) {
+        let entries = match self.app.store.list_summaries(RUN_SCAN) {
             Ok(entries) => entries,
             Err(e) => {
                 log(now, &format!("cannot list runs: {e}"));
@@ -650,56 +642,41 @@ impl<'a> Daemon<'a> {
             }
         };
         for entry in entries {
-            let Ok(value) = entry.run else { continue };
-            let Some(status) = value.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok()) else { continue };
-            if !matches!(status, Status::Running | Status::Waiting | Status::AwaitingApproval) {
+            let Ok(summary) = entry.summary else { continue };
+            if summary.due(now, true).is_none() {
+                self.note_due(summary.next_due().filter(|d| *d > now));
                 continue;
             }
-            let parked: Vec<Pending> = value.get("parked").and_then(|p| serde_json::from_value(p.clone()).ok()).unwrap_or_default();
-            let due = parked_due(&parked);
-            if status != Status::Running && due.is_none_or(|d| d > now) {
-                if let Some(d) = due {
-                    self.next_due = Some(self.next_due.map_or(d, |n| n.min(d)));
-                }
-                continue;
-            }
-            let run = match runner.open(&entry.id) {
-                Ok(run) => run,
+            let (run, settled) = match runner.open_settling(&entry.id) {
+                Ok(opened) => opened,
                 Err(e) => {
                     log(now, &format!("run {}: cannot settle: {e}", entry.id));
                     continue;
                 }
             };
-            if run.status == status {
-                // Its owner is alive and working on it (a foreground `vwf run`): look again at
-                // the next periodic scan.
-                continue;
-            }
             let design = &run.design;
             let outcome = match &run.error {
                 Some(e) => format!("{} ({e})", run.status.as_str()),
                 None => run.status.as_str().to_string(),
             };
-            match status {
-                // A run seen `running` that is now something else was most often finished by its
-                // live owner in between; only a run this read marked interrupted was orphaned.
-                Status::Running if !run.error.as_deref().is_some_and(|e| e.starts_with("interrupted")) => {}
-                Status::Running => {
-                    log(now, &format!("{design}: run {} was left running by a dead process → {outcome}", run.run_id));
-                    report.interrupted.push(run.run_id.clone());
-                }
-                Status::Waiting => {
-                    log(now, &format!("{design}: run {} resumed after its wait → {outcome}", run.run_id));
-                    report.resumed.push(run.run_id.clone());
-                }
-                _ => {
-                    log(now, &format!("{design}: run {} gate deadline passed → {outcome}", run.run_id));
-                    report.timed_out.push(run.run_id.clone());
-                }
-            }
-            if let Some(d) = parked_due(&run.parked).filter(|d| *d > now) {
-                self.next_due = Some(self.next_due.map_or(d, |n| n.min(d)));
-            }
+            // Nothing settled: its owner is alive and working on it (a foreground `vwf run`), or
+            // finished it in between; look again at the next periodic scan.
+            let (line, list) = match settled {
+                None => continue,
+                Some(Settle::Orphaned) => ("was left running by a dead process", &mut report.interrupted),
+                Some(Settle::WaitDue) => ("resumed after its wait", &mut report.resumed),
+                Some(Settle::DeadlinePassed) => ("gate deadline passed", &mut report.timed_out),
+            };
+            log(now, &format!("{design}: run {} {line} → {outcome}", run.run_id));
+            list.push(run.run_id.clone());
+            self.note_due(run.next_due().filter(|d| *d > now));
+        }
+    }
+
+    /// Remembers `at` as a wake-up or deadline to scan for, if it is the earliest known.
+    fn note_due(&mut self, at: Option<Ts>) {
+        if let Some(d) = at {
+            self.next_due = Some(self.next_due.map_or(d, |n| n.min(d)));
         }
     }
 }
@@ -710,27 +687,9 @@ impl Drop for Daemon<'_> {
     }
 }
 
-/// The earliest wake-up or approval deadline among a run's parked steps.
-fn parked_due(parked: &[Pending]) -> Option<Ts> {
-    parked
-        .iter()
-        .filter_map(|p| match p {
-            Pending::Wait { resume_at, .. } => Some(*resume_at),
-            Pending::Approval { deadline, .. } => *deadline,
-            Pending::Agent { .. } => None,
-        })
-        .min()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reading designs
 // ---------------------------------------------------------------------------------------------
-
-/// The design file's modification time and length, when the store keeps designs as files.
-fn stamp(home: &Path, name: &str) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(home.join(DESIGNS_DIR).join(format!("{name}.json"))).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
-}
 
 fn read_trigger(runner: &Runner<'_>, name: &DesignName) -> Trigger {
     let graph = match runner.store.load_design(name) {
@@ -832,43 +791,10 @@ fn shown_argv(argv: &[String]) -> String {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Heartbeat state
-// ---------------------------------------------------------------------------------------------
-
-fn state_path(home: &Path, design: &str) -> PathBuf {
-    home.join(SCHEDULES_DIR).join(format!("{TRIGGER_PREFIX}{design}.json"))
-}
-
-/// The recorded last fire of a heartbeat design (`None` when never fired or unreadable).
-fn read_last_fire(home: &Path, design: &str) -> Option<Ts> {
-    let bytes = std::fs::read(state_path(home, design)).ok()?;
-    let value: Value = serde_json::from_slice(&bytes).ok()?;
-    value.get("last_fired_at").and_then(Value::as_str).and_then(time::parse)
-}
-
-fn write_last_fire(home: &Path, design: &str, at: Ts) -> std::io::Result<()> {
-    std::fs::create_dir_all(home.join(SCHEDULES_DIR))?;
-    let state = json!({"design": design, "mode": "heartbeat", "last_fired_at": time::format(&at)});
-    let mut bytes = serde_json::to_vec_pretty(&state).map_err(std::io::Error::other)?;
-    bytes.push(b'\n');
-    atomic_write(&state_path(home, design), &bytes)
-}
-
-/// Takes `<home>/workflow-schedules/.daemon.lock` for as long as the returned file lives, so two
+/// Claims the home's triggers for this process for as long as the returned guard lives, so two
 /// daemons (or a daemon and a server hosting one) never fire the same home's triggers twice.
-pub fn claim_home(home: &Path) -> Result<File, Failure> {
-    let dir = home.join(SCHEDULES_DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", dir.display())))?;
-    let path = dir.join(LOCK_FILE);
-    let file = lock_file(&path).map_err(|e| Failure::Internal(format!("cannot open {}: {e}", path.display())))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(Failure::Conflict(format!("another vwf daemon is already running on {}", home.display())))
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(Failure::Internal(format!("cannot lock {}: {e}", path.display()))),
-    }
+pub fn claim_home(app: &App) -> Result<StoreLock, Failure> {
+    Ok(app.jobs.claim_triggers()?)
 }
 
 /// Set by SIGINT/SIGTERM once [`stop_on_signals`] installed the handler.

@@ -63,11 +63,11 @@ pub fn examine(app: &App, fix: bool) -> Report {
     let store = FileStore::new(app.home.clone());
     let mut problems = store.tidy(fix);
     problems.extend(store.strays());
-    schedules::strays(&store, &app.home, &mut problems);
+    store.schedule_strays(&mut problems);
     let designs = app.store.list_designs().unwrap_or_default();
     for name in &designs {
         let Ok(name) = DesignName::parse(name) else { continue };
-        let path = format!("workflow-designs/{name}.json");
+        let path = FileStore::shown_design_path(&name);
         let problem = match app.store.load_design(&name) {
             Ok(graph) => Design::from_value(&graph).err().map(|issues| {
                 let first = issues.first().map_or("", |i| i.message.as_str());
@@ -84,11 +84,11 @@ pub fn examine(app: &App, fix: bool) -> Report {
             Err(StoreError::NotFound(_)) => None, // deleted meanwhile
             Err(e) => Some(unreadable(e)),
         };
-        problems.extend(problem.map(|problem| Finding { path: format!("workflow-runs/{id}.json"), problem, fixed: None }));
+        problems.extend(problem.map(|problem| Finding { path: FileStore::shown_run_path(id), problem, fixed: None }));
     }
     let jobs = schedules::list(app).unwrap_or_default();
     for (job_id, why) in jobs.iter().filter_map(|j| j.as_ref().err()) {
-        problems.push(Finding { path: format!("workflow-schedules/{job_id}.json"), problem: why.clone(), fixed: None });
+        problems.push(Finding { path: FileStore::shown_job_path(job_id), problem: why.clone(), fixed: None });
     }
     Report { designs: designs.len(), runs: runs.len(), schedules: jobs.len(), problems }
 }

@@ -45,7 +45,7 @@ impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound(_) => Failure::NotFound(e.to_string()),
-            StoreError::Exists(_) => Failure::Conflict(e.to_string()),
+            StoreError::Exists(_) | StoreError::Busy(_) => Failure::Conflict(e.to_string()),
             StoreError::Corrupt { .. } | StoreError::Io(_) => Failure::Internal(e.to_string()),
         }
     }

@@ -556,7 +556,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             Ok(if report.ok() { 0 } else { 1 })
         }
         Cmd::Daemon => {
-            let _claim = vwf::daemon::claim_home(&app.home)?;
+            let _claim = vwf::daemon::claim_home(app)?;
             vwf::doctor::tidy_at_start(&app.home, "vwf daemon");
             let stop = vwf::daemon::stop_on_signals();
             let mut daemon = vwf::daemon::Daemon::new(app);

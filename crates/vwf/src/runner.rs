@@ -16,6 +16,7 @@ use vwf_core::plan::Plan;
 use serde_json::Map;
 use vwf_core::limits;
 use vwf_core::listing::RunFilter;
+use vwf_core::run::settle::Settle;
 use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
 use vwf_core::trigger::{self, Trigger};
 use vwf_core::validate::Report;
@@ -181,17 +182,24 @@ impl Runner<'_> {
 
     /// Whether `design` had an event-started run created after `since` (among recent runs).
     fn fired_within(&self, design: &DesignName, since: vwf_core::time::Ts) -> Result<bool, Failure> {
-        Ok(self.store.list_runs(COOLDOWN_SCAN)?.into_iter().filter_map(|e| e.run.ok()).any(|v| {
-            v["design"] == design.as_str()
-                && v["trigger"]["mode"] == "event"
-                && v["created_at"].as_str().and_then(vwf_core::time::parse).is_some_and(|t| t > since)
-        }))
+        Ok(self
+            .store
+            .list_summaries(COOLDOWN_SCAN)?
+            .into_iter()
+            .filter_map(|e| e.summary.ok())
+            .any(|s| s.design == design.as_str() && s.trigger.mode == "event" && s.created_at > since))
     }
 
     /// Reads a run as it stands now: a run left running by a dead process is marked
     /// interrupted, a gate whose deadline passed is failed, and a timed wait that is due
     /// resumes (without sleeping through any later wait).
     pub fn open(&self, id: &str) -> Result<Run, Failure> {
+        Ok(self.settle(&parse_id(id)?, true)?.0)
+    }
+
+    /// Like [`Runner::open`], also saying what reading it did: `None` when the run needed nothing
+    /// (or its live owner holds it), else why it was settled.
+    pub fn open_settling(&self, id: &str) -> Result<(Run, Option<Settle>), Failure> {
         self.settle(&parse_id(id)?, true)
     }
 
@@ -219,7 +227,7 @@ impl Runner<'_> {
         };
         if stale
             && let Ok(id) = parse_id(&entry.id)
-            && let Ok(run) = self.settle(&id, false)
+            && let Ok((run, _)) = self.settle(&id, false)
         {
             entry.run = serde_json::to_value(&run).map_err(|e| e.to_string());
         }
@@ -288,13 +296,9 @@ impl Runner<'_> {
         let now = self.clock.now();
         let background = Runner { sleep_for_waits: false, ..*self };
         let mut resumed = Vec::new();
-        for entry in self.store.list_runs(limit)? {
-            let Ok(value) = entry.run else { continue };
-            if value.get("status").and_then(Value::as_str) != Some(Status::Waiting.as_str()) {
-                continue;
-            }
-            let parked: Vec<Pending> = value.get("parked").and_then(|p| serde_json::from_value(p.clone()).ok()).unwrap_or_default();
-            if parked.iter().any(|p| matches!(p, Pending::Wait { resume_at, .. } if *resume_at <= now))
+        for entry in self.store.list_summaries(limit)? {
+            let Ok(summary) = entry.summary else { continue };
+            if summary.due(now, true) == Some(Settle::WaitDue)
                 && let Ok(run) = background.open(&entry.id)
             {
                 resumed.push(run);
@@ -305,34 +309,31 @@ impl Runner<'_> {
 
     /// Whether reading `run` now should change it (see `open`).
     fn is_stale(&self, run: &Run, resume_waits: bool) -> bool {
-        let now = self.clock.now();
-        match run.status {
-            Status::Running => true,
-            Status::AwaitingApproval => run.parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now)),
-            Status::Waiting => resume_waits && run.next_wake().is_some_and(|t| t <= now),
-            _ => false,
-        }
+        run.due(self.clock.now(), resume_waits).is_some()
     }
 
-    fn settle(&self, id: &RunId, resume_waits: bool) -> Result<Run, Failure> {
+    /// Reads a run and settles it if it is due (the core's [`vwf_core::run::settle::due`]), under
+    /// its lock; answers the run and what was done to it.
+    fn settle(&self, id: &RunId, resume_waits: bool) -> Result<(Run, Option<Settle>), Failure> {
         let run = self.read(id)?;
         if !self.is_stale(&run, resume_waits) {
-            return Ok(run);
+            return Ok((run, None));
         }
         let Some(lock) = self.store.try_lock_run(id)? else {
-            return Ok(run); // its owner is alive and working on it
+            return Ok((run, None)); // its owner is alive and working on it
         };
         self.forget_saved(id);
         let mut run = self.read(id)?;
+        let due = run.due(self.clock.now(), resume_waits);
         // Reading never needs to write: a store that cannot take the settled run (full,
         // read-only) still gets it reported as it stands now; the next reader saves it.
         if self.settle_orphan(&mut run) && self.write(&run).is_err() {
-            return Ok(run);
+            return Ok((run, due));
         }
-        if resume_waits && self.is_stale(&run, true) && run.status == Status::Waiting {
+        if due == Some(Settle::WaitDue) {
             Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
         }
-        Ok(run)
+        Ok((run, due))
     }
 
     /// Answers a parked step and drives the run on.

@@ -1,35 +1,28 @@
 //! Schedule jobs (SPEC §10, §13): a saved design started on a cron schedule. One job per design,
-//! named `workflow:<design>`, kept in `<home>/workflow-schedules/wf-<design>.json`. The CLI, the
+//! named `workflow:<design>`, kept by the app's [`JobStore`](crate::store::JobStore). The CLI, the
 //! HTTP server and the daemon are callers of this module; the time rules (presets, cron, zones,
-//! daylight saving, the human line) are the core's `vwf_core::schedule`, the run is the runner's.
+//! daylight saving, the human line) and every decision about a job's fires (next fire, grace,
+//! missed fires) are the core's `vwf_core::schedule` and `vwf_core::schedule::job`; the run is
+//! the runner's.
 //!
 //! Invariants:
 //! - Time is passed in: every function that looks at time takes `now`, and a run started here sees
 //!   a clock that reads `now` when it starts.
-//! - Job files are written atomically, and every read-modify-write of them happens under the
-//!   directory lock `workflow-schedules/.schedules.lock`, so two processes ticking one home (or a
-//!   tick racing an edit) never lose an update and never fire one fire twice.
+//! - Every read-modify-write of jobs happens under the store's jobs lock, so two processes ticking
+//!   one home (or a tick racing an edit) never lose an update and never fire one fire twice.
 //! - A fire is recorded (`last_run_at`, `next_run_at` moved past `now`) before its run starts: a
 //!   crash or a restart can lose that run, never start it twice.
-//! - A fire noticed more than [`GRACE_SECONDS`] late (nothing was ticking) is not run late: it is
-//!   recorded under `missed` (the newest [`MISSED_KEPT`]) and the job moves on.
-//! - A paused job has no `next_run_at`; resuming computes it from `now`.
 //! - Scheduled runs never sleep through `wait` steps and never answer a gate: a gate waits for a
 //!   person until its deadline. Agent steps go through the configured backend like any run.
-//! - Only `wf-*.json` files are jobs (the daemon's `trigger-<design>.json`, temp and lock files
-//!   live beside them); a job file that cannot be read is listed with its error.
-
-use std::collections::VecDeque;
-use std::fs::{self, File};
-use std::io;
-use std::path::{Path, PathBuf};
 
 use chrono::TimeDelta;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 use vwf_core::design::Design;
 use vwf_core::names::DesignName;
 use vwf_core::run::{Status, TriggerInfo};
+use vwf_core::schedule::job::{self as core_job, Due, fire_input, next_fire};
+pub use vwf_core::schedule::job::{GRACE_SECONDS, JOB_PREFIX, Job, MISSED_KEPT, Missed, job_id, prompt};
 use vwf_core::schedule::{self, Schedule, ScheduleError};
 use vwf_core::spec;
 use vwf_core::time::{self, Ts};
@@ -38,65 +31,11 @@ use crate::app::{self, App};
 use crate::clock::Clock;
 use crate::failure::Failure;
 use crate::runner::Runner;
-use crate::store::fs::atomic_write;
+pub use crate::store::JobEntry as Entry;
 
-/// How late a fire may be noticed and still run. Later than that, it is recorded as missed.
-pub const GRACE_SECONDS: i64 = 60;
-/// How many missed fires a job file keeps (the newest).
-pub const MISSED_KEPT: usize = 20;
-/// How many overdue fires one tick walks through for one job (a week of minutes); fires beyond
-/// that after a very long outage are skipped without being listed.
-const MISSED_WALK: usize = 7 * 24 * 60;
-
-const SCHEDULES_DIR: &str = "workflow-schedules";
-pub(crate) const JOB_PREFIX: &str = "wf-";
-const LOCK_FILE: &str = ".schedules.lock";
 const ACTIONS: &str = "pause, resume, run or remove";
 /// The actions of [`action`], for the API document.
 pub(crate) const ACTION_NAMES: [&str; 4] = ["pause", "resume", "run", "remove"];
-
-/// A schedule job: the `job` shape of SPEC §13, plus the schedule object it was made from and the
-/// fires it missed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Job {
-    pub job_id: String,
-    /// `workflow:<design>`.
-    pub name: String,
-    pub design: String,
-    pub cron: String,
-    pub human: String,
-    pub tz: String,
-    pub paused: bool,
-    #[serde(default, with = "time::opt")]
-    pub next_run_at: Option<Ts>,
-    #[serde(default, with = "time::opt")]
-    pub last_run_at: Option<Ts>,
-    /// What a Hermes cron job asks its agent to do (see [`prompt`]).
-    pub prompt: String,
-    /// Where a Hermes cron job for this design delivers its result: the Hermes targets of the
-    /// design's output nodes when the job was set (`vwf_core::spec::hermes_deliver`), else `null`.
-    #[serde(default)]
-    pub deliver: Option<String>,
-    /// The schedule object (`{preset, time?, minute?, dow?, cron?, tz?}`), to edit it again.
-    pub schedule: Schedule,
-    /// Fires that passed while nothing was ticking, oldest first; not run.
-    #[serde(default)]
-    pub missed: Vec<Missed>,
-    /// Why the job was paused when something other than a person paused it (its design was
-    /// deleted); cleared when it is resumed or set again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paused_reason: Option<String>,
-    /// The input every run of this job starts with, as a manual run's `input` (absent: the run's
-    /// input says which job fired and when).
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub input: Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Missed {
-    #[serde(with = "time")]
-    pub at: Ts,
-}
 
 /// What one tick did about one due job: started a run, recorded missed fires, or both.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,51 +56,6 @@ pub struct Fired {
     input: Value,
 }
 
-/// Checks the schedules directory for entries that are none of its files (jobs, the daemon's
-/// trigger state, the locks, temp files) and job names that are directories: reported, never
-/// removed.
-pub fn strays(store: &crate::store::FileStore, home: &Path, found: &mut Vec<crate::store::Finding>) {
-    let own =
-        |name: &str| name.strip_suffix(".json").is_some_and(|n| n.starts_with(JOB_PREFIX) || n.starts_with(crate::daemon::TRIGGER_PREFIX));
-    store.strays_in(&home.join(SCHEDULES_DIR), "schedule", own, &[LOCK_FILE, crate::daemon::LOCK_FILE], found);
-}
-
-/// The id of a design's job: `wf-<design>` (a design name is path-safe, so the id is too).
-pub fn job_id(design: &DesignName) -> String {
-    format!("{JOB_PREFIX}{design}")
-}
-
-/// The prompt a Hermes cron job needs to run `design` with `input` (SPEC §10). The name and the
-/// input are embedded as JSON, so no quote or newline in them could change the instructions.
-pub fn prompt(design: &DesignName, input: &Value) -> String {
-    let name = Value::String(design.to_string()).to_string();
-    let mut args = json!({"name": design.as_str()});
-    if !input.is_null() {
-        args["input"] = input.clone();
-    }
-    let args = args.to_string();
-    [
-        format!("Run the saved visual-workflow design {name} now and report its result."),
-        format!("1. Call the tool workflow_design_run with the arguments {args}."),
-        "2. While the result's status is \"awaiting_agent\": perform the agent step described in its \
-         `pending` (follow its prompt), then call workflow_design_respond with \
-         {\"run_id\": <the result's run_id>, \"node\": <pending.node>, \"output\": <your text>} and \
-         continue with the result it returns."
-            .to_string(),
-        "3. If the status is \"awaiting_approval\": do not answer the approval yourself. Report the \
-         question, its options, its deadline and the run id so a person can answer it, and stop."
-            .to_string(),
-        "4. If the status is \"waiting\": report the run id and when it resumes (pending.resume_at), \
-         and stop."
-            .to_string(),
-        "5. When the status is \"done\": print the final outputs verbatim (each output's text exactly \
-         as returned, nothing added or left out). If the status is \"failed\": report the error and \
-         the failed node."
-            .to_string(),
-    ]
-    .join("\n")
-}
-
 /// Creates or updates the job of `design` from a schedule object (`{preset, time?, minute?, dow?,
 /// cron?, tz?, paused?, input?}`). A schedule problem is a bad request naming the field; an
 /// unknown design is not found; nothing is written then. An update keeps `last_run_at`, `missed`
@@ -177,14 +71,13 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
     // problem); it just names no delivery target.
     let deliver = app.store.load_design(design).ok().and_then(|v| Design::from_value(&v).ok()).and_then(|d| spec::hermes_deliver(&d));
     spec.tz = spec.tz.map(|tz| tz.trim().to_string());
-    let _lock = DirLock::take(&dir(app))?;
+    let _lock = app.jobs.lock_jobs()?;
     // Again under the lock: a design deleted meanwhile gets no job (see `delete_design`).
     if !app.store.design_exists(design) {
         return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
     }
-    let path = job_path(app, design);
-    // A damaged file is replaced: saving the schedule again is how it gets repaired.
-    let old = read_job(&path).ok().flatten();
+    // A damaged job is replaced: saving the schedule again is how it gets repaired.
+    let old = app.jobs.read_job(design).ok().flatten();
     let paused = paused.or(old.as_ref().map(|j| j.paused)).unwrap_or(false);
     let input = input.or_else(|| old.as_ref().map(|j| j.input.clone())).unwrap_or(Value::Null);
     let job = Job {
@@ -204,7 +97,7 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
         tz,
         paused,
     };
-    write_job(&path, &job)?;
+    app.jobs.write_job(&job)?;
     Ok(job)
 }
 
@@ -223,42 +116,15 @@ pub fn resolve(spec: &Schedule, now: Ts) -> Result<Resolved, ScheduleError> {
     Ok(Resolved { human: schedule::human(&cron), next_run_at: next_fire(&cron, &tz, now), cron, tz })
 }
 
-/// A line of a job listing: the job, or `(job_id, why)` for a job file that cannot be read.
-pub type Entry = Result<Job, (String, String)>;
-
-/// Every job, sorted by id; an unreadable job file is listed with its error.
+/// Every job, sorted by id; an unreadable job is listed with its error.
 pub fn list(app: &App) -> Result<Vec<Entry>, Failure> {
-    let dir = dir(app);
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_failure("read", &dir, e)),
-    };
-    let mut ids = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| io_failure("read", &dir, e))?;
-        let file_name = entry.file_name();
-        let Some(id) = file_name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
-        if id.starts_with(JOB_PREFIX) && entry.path().is_file() {
-            ids.push(id.to_string());
-        }
-    }
-    ids.sort();
-    Ok(ids
-        .into_iter()
-        .filter_map(|id| match read_job(&dir.join(format!("{id}.json"))) {
-            Ok(Some(job)) if job.job_id == id => Some(Ok(job)),
-            Ok(Some(job)) => Some(Err((id, format!("the file says job_id {:?}, not its file name", job.job_id)))),
-            Ok(None) => None, // removed meanwhile
-            Err(why) => Some(Err((id, why))),
-        })
-        .collect())
+    Ok(app.jobs.list_jobs()?)
 }
 
 /// One job: bad request for an id that is not `wf-<design name>`, not found for no such job.
 pub fn get(app: &App, job_id: &str) -> Result<Job, Failure> {
     let design = design_of(job_id)?;
-    read_job(&job_path(app, &design)).map_err(Failure::Internal)?.ok_or_else(|| not_found(job_id))
+    app.jobs.read_job(&design)?.ok_or_else(|| not_found(job_id))
 }
 
 /// `pause`, `resume`, `run` or `remove` a job. Answers `{ok:true, job}` (pause, resume),
@@ -270,20 +136,16 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
     }
     let design = design_of(job_id)?;
     get(app, job_id)?; // 404 before anything is created or changed
-    let path = job_path(app, &design);
-    let lock = DirLock::take(&dir(app))?;
-    let mut job = read_job(&path).map_err(Failure::Internal)?.ok_or_else(|| not_found(job_id))?;
+    let lock = app.jobs.lock_jobs()?;
+    let mut job = app.jobs.read_job(&design)?.ok_or_else(|| not_found(job_id))?;
     match action {
         "remove" => {
-            fs::remove_file(&path).map_err(|e| io_failure("remove", &path, e))?;
-            sync_dir(&dir(app)).map_err(|e| io_failure("sync", &dir(app), e))?;
+            app.jobs.remove_job(&design)?;
             Ok(json!({"ok": true, "job_id": job_id, "removed": true}))
         }
         "pause" | "resume" => {
-            job.paused = action == "pause";
-            job.paused_reason = None;
-            job.next_run_at = if job.paused { None } else { next_fire(&job.cron, &job.tz, now) };
-            write_job(&path, &job)?;
+            job.set_paused(action == "pause", now);
+            app.jobs.write_job(&job)?;
             Ok(json!({"ok": true, "job": job}))
         }
         _ => {
@@ -291,7 +153,7 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
                 return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
             }
             job.last_run_at = Some(now);
-            write_job(&path, &job)?;
+            app.jobs.write_job(&job)?;
             drop(lock);
             let input = fire_input(&job.input, json!({"job_id": job_id, "fired_at": time::format(&now)}));
             let clock = Shifted::to(app.clock.as_ref(), now);
@@ -309,15 +171,11 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
 /// active job outlives its design. A lock that cannot be taken fails before anything is deleted. A
 /// job file that cannot be read is left as it is (ticks skip it).
 pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Result<(), Failure>) -> Result<Option<Job>, Failure> {
-    let dir = dir(app);
-    let _lock = if dir.is_dir() { Some(DirLock::take(&dir)?) } else { None };
+    let _lock = if app.jobs.has_jobs() { Some(app.jobs.lock_jobs()?) } else { None };
     delete()?;
-    let path = job_path(app, design);
-    let Ok(Some(mut job)) = read_job(&path) else { return Ok(None) };
-    job.paused = true;
-    job.next_run_at = None;
-    job.paused_reason = Some(format!("its design {:?} was deleted", design.as_str()));
-    write_job(&path, &job)?;
+    let Ok(Some(mut job)) = app.jobs.read_job(design) else { return Ok(None) };
+    job.pause_because(format!("its design {:?} was deleted", design.as_str()));
+    app.jobs.write_job(&job)?;
     Ok(Some(job))
 }
 
@@ -326,25 +184,16 @@ pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Re
 /// starts if the fire is at most [`GRACE_SECONDS`] old. Several due fires within the grace
 /// window start one run. Jobs that were not due are not in the answer.
 pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
-    let dir = dir(app);
-    if !dir.is_dir() {
+    if !app.jobs.has_jobs() {
         return Ok(Vec::new());
     }
     let mut fired = Vec::new();
     {
-        let _lock = DirLock::take(&dir)?;
+        let _lock = app.jobs.lock_jobs()?;
         for entry in list(app)? {
             let Ok(mut job) = entry else { continue };
-            let Some(next) = job.next_run_at.filter(|t| !job.paused && *t <= now) else { continue };
-            let (missed, run_at) = due_fires(&job, next, now);
-            if run_at.is_some() {
-                job.last_run_at = Some(now);
-            }
-            job.missed.extend(missed.iter().cloned());
-            let excess = job.missed.len().saturating_sub(MISSED_KEPT);
-            job.missed.drain(..excess);
-            job.next_run_at = next_fire(&job.cron, &job.tz, now);
-            let error = write_job(&job_path_in(&dir, &job.job_id), &job).err().map(|e| format!("not started: cannot record the fire: {e}"));
+            let Some(Due { run_at, missed }) = job.tick(now) else { continue };
+            let error = app.jobs.write_job(&job).err().map(|e| format!("not started: cannot record the fire: {e}"));
             fired.push(Fired {
                 job_id: job.job_id,
                 design: job.design,
@@ -377,37 +226,6 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
     Ok(fired)
 }
 
-/// The overdue fires of a job from `next` up to `now`: those older than the grace window
-/// (missed, at most the newest [`MISSED_KEPT`]), and the newest one inside it (to run), if any.
-fn due_fires(job: &Job, next: Ts, now: Ts) -> (Vec<Missed>, Option<Ts>) {
-    let grace = TimeDelta::seconds(GRACE_SECONDS);
-    let mut missed = VecDeque::new();
-    let mut run_at = None;
-    let mut fire = Some(next);
-    for _ in 0..MISSED_WALK {
-        let Some(at) = fire.filter(|t| *t <= now) else { break };
-        if now - at <= grace {
-            run_at = Some(at);
-        } else {
-            if missed.len() == MISSED_KEPT {
-                missed.pop_front();
-            }
-            missed.push_back(Missed { at });
-        }
-        fire = next_fire(&job.cron, &job.tz, at);
-    }
-    (missed.into(), run_at)
-}
-
-fn next_fire(cron: &str, tz: &str, after: Ts) -> Option<Ts> {
-    schedule::next_cron_fire_tz(cron, Some(tz), after)
-}
-
-/// The input a run of a job starts with: the job's `own`, else `fire` (which job fired, when).
-fn fire_input(own: &Value, fire: Value) -> Value {
-    if own.is_null() { fire } else { own.clone() }
-}
-
 /// The schedule object, `paused` and `input` from a request body (`None`: not given; an `input`
 /// of `null` is given, and removes the job's input).
 fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>, Option<Value>), Failure> {
@@ -438,75 +256,12 @@ fn bad_schedule(e: ScheduleError) -> Failure {
 }
 
 fn design_of(job_id: &str) -> Result<DesignName, Failure> {
-    job_id
-        .strip_prefix(JOB_PREFIX)
-        .and_then(|d| DesignName::parse(d).ok())
+    core_job::design_of(job_id)
         .ok_or_else(|| Failure::BadRequest(format!("bad job id {job_id:?}: schedule job ids look like \"wf-<design>\"")))
 }
 
 fn not_found(job_id: &str) -> Failure {
     Failure::NotFound(format!("schedule job {job_id:?} not found"))
-}
-
-fn dir(app: &App) -> PathBuf {
-    app.home.join(SCHEDULES_DIR)
-}
-
-fn job_path(app: &App, design: &DesignName) -> PathBuf {
-    job_path_in(&dir(app), &job_id(design))
-}
-
-fn job_path_in(dir: &Path, job_id: &str) -> PathBuf {
-    dir.join(format!("{job_id}.json"))
-}
-
-/// A job file: `None` when there is none, `Err(why)` when it cannot be read or parsed.
-fn read_job(path: &Path) -> Result<Option<Job>, String> {
-    let shown = format!("{SCHEDULES_DIR}/{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-    match fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{shown} is not a schedule job: {e}")),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {shown}: {e}")),
-    }
-}
-
-fn write_job(path: &Path, job: &Job) -> Result<(), Failure> {
-    let mut bytes = serde_json::to_vec_pretty(job).map_err(|e| Failure::Internal(e.to_string()))?;
-    bytes.push(b'\n');
-    atomic_write(path, &bytes).map_err(|e| io_failure("write", path, e))
-}
-
-fn io_failure(action: &str, path: &Path, e: io::Error) -> Failure {
-    Failure::Internal(format!("cannot {action} {}: {e}", path.display()))
-}
-
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    File::open(dir)?.sync_all()?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
-}
-
-/// The schedules directory's lock (an exclusive `flock` on `.schedules.lock`, held across
-/// processes) for one read-modify-write of job files; released when dropped. Never held while a
-/// run works.
-struct DirLock(File);
-
-impl DirLock {
-    fn take(dir: &Path) -> Result<DirLock, Failure> {
-        fs::create_dir_all(dir).map_err(|e| io_failure("create", dir, e))?;
-        let path = dir.join(LOCK_FILE);
-        let file = crate::store::fs::lock_file(&path).map_err(|e| io_failure("open", &path, e))?;
-        file.lock().map_err(|e| io_failure("lock", &path, e))?;
-        Ok(DirLock(file))
-    }
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
-    }
 }
 
 /// A runner for scheduled runs: quiet, never sleeping through a wait, on `clock`.

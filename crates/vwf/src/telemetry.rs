@@ -193,12 +193,9 @@ pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CON
 /// How many runs are parked, per status of [`PARKED`], among the newest runs the daemon watches.
 fn parked_runs(store: &dyn Store) -> Result<[i64; 3], StoreError> {
     let mut counts = [0; 3];
-    for entry in store.list_runs(crate::daemon::RUN_SCAN)? {
-        let Some(status) = entry.run.ok().and_then(|v| v.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok()))
-        else {
-            continue;
-        };
-        if let Some(i) = PARKED.iter().position(|p| *p == status) {
+    for entry in store.list_summaries(crate::daemon::RUN_SCAN)? {
+        let Ok(summary) = entry.summary else { continue };
+        if let Some(i) = PARKED.iter().position(|p| *p == summary.status) {
             counts[i] += 1;
         }
     }

@@ -32,6 +32,7 @@ use crate::time::{self, Ts};
 use crate::view;
 
 mod loops;
+pub mod settle;
 mod step;
 
 use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};

@@ -193,7 +193,7 @@ impl Server {
 
 /// Runs the daemon on its own thread unless another `vwf daemon` already owns the home.
 fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>> {
-    let claim = match crate::daemon::claim_home(&app.home) {
+    let claim = match crate::daemon::claim_home(app) {
         Ok(file) => file,
         Err(e) => {
             eprintln!("vwf serve: {e}; that daemon keeps the timers, so this server runs without its own");

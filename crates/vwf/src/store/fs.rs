@@ -76,6 +76,16 @@ impl FileStore {
         }
     }
 
+    /// Where a design is kept, relative to the home, as reports show it.
+    pub fn shown_design_path(name: &DesignName) -> String {
+        format!("{DESIGNS_DIR}/{name}.json")
+    }
+
+    /// Where a run is kept, relative to the home, as reports show it.
+    pub fn shown_run_path(id: &RunId) -> String {
+        format!("{RUNS_DIR}/{id}.json")
+    }
+
     pub(super) fn run_path(&self, id: &RunId) -> PathBuf {
         self.runs_dir().join(format!("{id}.json"))
     }
@@ -158,6 +168,12 @@ impl Store for FileStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::design_not_found(name)),
             Err(e) => Err(io_error("remove", &path, e)),
         }
+    }
+
+    fn design_stamp(&self, name: &DesignName) -> Option<String> {
+        let meta = fs::metadata(self.design_path(name)).ok()?;
+        let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Some(format!("{}.{:09}:{}", modified.as_secs(), modified.subsec_nanos(), meta.len()))
     }
 
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
@@ -272,7 +288,7 @@ impl Store for FileStore {
 }
 
 /// A locked file; unlocks when dropped (closing the file would release it as well).
-struct LockedFile(File);
+pub(super) struct LockedFile(pub(super) File);
 
 impl Drop for LockedFile {
     fn drop(&mut self) {
@@ -371,7 +387,7 @@ pub fn lock_file(path: &Path) -> io::Result<File> {
 }
 
 /// Makes a rename or creation in `dir` durable.
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     File::open(dir)?.sync_all()?;
     #[cfg(not(unix))]

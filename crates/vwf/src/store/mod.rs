@@ -15,12 +15,18 @@
 //!
 //! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
 
+#[doc(hidden)]
+pub mod conformance;
 pub mod fs;
 mod index;
+mod jobs;
 mod tidy;
 
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::settle::Summary;
+use vwf_core::schedule::job::Job;
+use vwf_core::time::Ts;
 
 pub use fs::FileStore;
 pub use tidy::{Finding, STALE_AFTER};
@@ -40,6 +46,11 @@ pub trait Store: Send + Sync {
     /// Removes a saved design (`NotFound` when there is none). Runs keep the plan they started
     /// with, so they stay readable.
     fn delete_design(&self, name: &DesignName) -> Result<(), StoreError>;
+    /// A token that changes whenever the design is saved or deleted (the file store: its file's
+    /// modification time and length), so a caller that keeps a design's trigger can tell cheaply
+    /// whether to read it again; `None` when the store cannot tell, and the caller re-reads on a
+    /// timer instead.
+    fn design_stamp(&self, name: &DesignName) -> Option<String>;
 
     /// A fresh run id from a CSPRNG, reserved in the store so no other caller
     /// (in this process or another) gets the same one.
@@ -57,6 +68,19 @@ pub trait Store: Send + Sync {
     /// At most `limit` runs, newest first (by first write). A run that cannot be read is
     /// listed with its error instead of its value.
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError>;
+    /// [`Store::list_runs`] as typed summaries: what callers that decide about many runs (which
+    /// are due, which fired lately) read, so none of them looks into a run's stored JSON. A store
+    /// that keeps these fields apart overrides this to skip reading whole runs.
+    fn list_summaries(&self, limit: usize) -> Result<Vec<SummaryEntry>, StoreError> {
+        Ok(self
+            .list_runs(limit)?
+            .into_iter()
+            .map(|e| {
+                let summary = e.run.and_then(|v| serde_json::from_value(v).map_err(|err| format!("run {} cannot be read: {err}", e.id)));
+                SummaryEntry { id: e.id, summary }
+            })
+            .collect())
+    }
     /// At most `limit` ids of runs that have a document, newest first, starting after `before`
     /// (from the newest when `None`): one page of the listing, for callers that read and filter
     /// the runs themselves. `NotFound` when `before` is not in the listing. The cost does not
@@ -69,12 +93,73 @@ pub trait Store: Send + Sync {
     fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError>;
 }
 
+/// What the time-driven side of a home keeps (SPEC §10): schedule jobs, the last fire of each
+/// heartbeat trigger, and the claim of the one daemon that fires them. A sibling of [`Store`]
+/// that the same backend implements; `App` holds both.
+///
+/// Invariants every implementation keeps, beyond [`Store`]'s:
+/// - every read-modify-write of jobs happens under [`JobStore::lock_jobs`], held across
+///   processes, so two processes ticking one home never lose an update or fire a fire twice;
+/// - a job that cannot be read is listed with why, and never breaks the listing;
+/// - `has_jobs` is false for a home that never stored a job, so ticking it creates nothing.
+pub trait JobStore: Send + Sync {
+    /// Every job, sorted by id; an entry that cannot be read is listed as `(job_id, why)`.
+    fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError>;
+    /// The job of `design`: `None` when it has none.
+    fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError>;
+    /// Saves (creates or replaces) a job, atomically; its `job_id` names its design.
+    fn write_job(&self, job: &Job) -> Result<(), StoreError>;
+    /// Removes the job of `design` (`NotFound` when there is none).
+    fn remove_job(&self, design: &DesignName) -> Result<(), StoreError>;
+    /// Whether a job may exist (a job was stored once); when not, a tick has nothing to do.
+    fn has_jobs(&self) -> bool;
+    /// Waits for the jobs' exclusive lock, held across processes until the guard drops. Never
+    /// held while a run works.
+    fn lock_jobs(&self) -> Result<StoreLock, StoreError>;
+    /// The recorded last fire of a heartbeat design (`None` when never fired or unreadable).
+    fn last_fire(&self, design: &DesignName) -> Option<Ts>;
+    /// Records a heartbeat fire, durably, before its run starts.
+    fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError>;
+    /// Claims the home's triggers for one daemon for as long as the guard lives; `Busy` while
+    /// another daemon (in any process) holds the claim.
+    fn claim_triggers(&self) -> Result<StoreLock, StoreError>;
+}
+
+/// A line of a job listing: the job, or `(job_id, why)` for one that cannot be read.
+pub type JobEntry = Result<Job, (String, String)>;
+
+/// Holds a store-wide lock or claim ([`JobStore::lock_jobs`], [`JobStore::claim_triggers`]);
+/// dropping it releases it. Opaque like [`RunLock`].
+pub struct StoreLock {
+    _guard: Box<dyn Send + Sync>,
+}
+
+impl StoreLock {
+    pub fn new(guard: impl Send + Sync + 'static) -> Self {
+        Self { _guard: Box::new(guard) }
+    }
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreLock").finish_non_exhaustive()
+    }
+}
+
 /// One line of a run listing.
 #[derive(Debug)]
 pub struct RunEntry {
     pub id: String,
     /// The run document, or why it could not be read (e.g. `... is not valid JSON: ...`).
     pub run: Result<Value, String>,
+}
+
+/// One line of [`Store::list_summaries`].
+#[derive(Debug)]
+pub struct SummaryEntry {
+    pub id: String,
+    /// The run's summary, or why it could not be read.
+    pub summary: Result<Summary, String>,
 }
 
 /// Holds a run's exclusive lock; dropping it releases the lock.
@@ -110,6 +195,9 @@ pub enum StoreError {
     /// `path` is where the user finds the entry (relative to the home for the file store).
     #[error("{path} is not valid JSON: {message}")]
     Corrupt { path: String, message: String },
+    /// Held by someone else for now, e.g. the home's triggers by another daemon (a full message).
+    #[error("{0}")]
+    Busy(String),
     /// A full message naming the action and the location.
     #[error("{0}")]
     Io(String),

@@ -1,0 +1,154 @@
+//! When a stored run needs acting on without anyone asking (SPEC §3 wait, §7 interrupted runs, §9
+//! approval deadlines), decided once for every caller: the runner reading a run, the daemon
+//! scanning the newest runs, a foreground `vwf run` resuming due waits.
+//!
+//! A listing does not load whole runs to decide this: [`Summary`] is the few fields of a stored run
+//! the decisions (and the listings' filters) need, and a store can produce it from its own columns.
+//! Both [`Run`] and [`Summary`] answer through the same functions here, so the daemon and the runner
+//! can never disagree about which run is due.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Pending, Run, Status};
+use crate::time::{self, Ts};
+
+/// Why a stored run needs settling now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Settle {
+    /// Stored `running`: if no live owner holds its lock, its process died and it is interrupted.
+    Orphaned,
+    /// A gate's deadline has passed: the gate fails (and may request escalation).
+    DeadlinePassed,
+    /// A timed wait has come: the run resumes.
+    WaitDue,
+}
+
+/// The fields of a stored run that say whether it needs settling, and what listings filter on.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Summary {
+    pub run_id: String,
+    pub design: String,
+    pub status: Status,
+    pub trigger: TriggerMode,
+    #[serde(with = "time")]
+    pub created_at: Ts,
+    #[serde(default)]
+    pub parked: Vec<Pending>,
+}
+
+/// The trigger's mode, as a [`Summary`] keeps it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TriggerMode {
+    pub mode: String,
+}
+
+impl Summary {
+    /// See [`due`].
+    pub fn due(&self, now: Ts, resume_waits: bool) -> Option<Settle> {
+        due(self.status, &self.parked, now, resume_waits)
+    }
+    /// See [`next_due`].
+    pub fn next_due(&self) -> Option<Ts> {
+        next_due(&self.parked)
+    }
+}
+
+impl Run {
+    /// See [`due`].
+    pub fn due(&self, now: Ts, resume_waits: bool) -> Option<Settle> {
+        due(self.status, &self.parked, now, resume_waits)
+    }
+    /// See [`next_due`].
+    pub fn next_due(&self) -> Option<Ts> {
+        next_due(&self.parked)
+    }
+}
+
+/// Whether a run stored with `status` and `parked` steps needs settling at `now`: a `running` run
+/// always might (only its lock says whether its owner lives), a gate whose deadline passed, and
+/// (when `resume_waits`) a wait that has come. A listing passes `resume_waits = false`: reading a
+/// list never resumes a wait.
+pub fn due(status: Status, parked: &[Pending], now: Ts, resume_waits: bool) -> Option<Settle> {
+    match status {
+        Status::Running => Some(Settle::Orphaned),
+        Status::AwaitingApproval if parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now)) => {
+            Some(Settle::DeadlinePassed)
+        }
+        Status::Waiting if resume_waits && parked.iter().any(|p| matches!(p, Pending::Wait { resume_at, .. } if *resume_at <= now)) => {
+            Some(Settle::WaitDue)
+        }
+        _ => None,
+    }
+}
+
+/// The earliest wake-up or approval deadline among parked steps: when the run will next be due.
+pub fn next_due(parked: &[Pending]) -> Option<Ts> {
+    parked
+        .iter()
+        .filter_map(|p| match p {
+            Pending::Wait { resume_at, .. } => Some(*resume_at),
+            Pending::Approval { deadline, .. } => *deadline,
+            Pending::Agent { .. } => None,
+        })
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn at(s: &str) -> Ts {
+        time::parse(s).expect("time")
+    }
+
+    fn gate(deadline: Option<&str>) -> Pending {
+        Pending::Approval {
+            node: "gate".into(),
+            question: "ok?".into(),
+            options: vec!["approve".into()],
+            deadline: deadline.map(at),
+            on_timeout: "fail".into(),
+            outputs: Default::default(),
+        }
+    }
+
+    fn wait(resume_at: &str) -> Pending {
+        Pending::Wait { node: "pause".into(), resume_at: at(resume_at) }
+    }
+
+    #[test]
+    fn each_status_is_due_exactly_when_its_time_has_come() {
+        let now = at("2026-03-01T12:00:00Z");
+        assert_eq!(due(Status::Running, &[], now, false), Some(Settle::Orphaned));
+        assert_eq!(due(Status::AwaitingApproval, &[gate(Some("2026-03-01T12:00:00Z"))], now, false), Some(Settle::DeadlinePassed));
+        assert_eq!(due(Status::AwaitingApproval, &[gate(Some("2026-03-01T12:00:01Z"))], now, true), None);
+        assert_eq!(due(Status::AwaitingApproval, &[gate(None)], now, true), None, "no deadline, never due");
+        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T11:59:59Z")], now, true), Some(Settle::WaitDue));
+        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T11:59:59Z")], now, false), None, "a listing resumes no wait");
+        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T12:00:01Z")], now, true), None);
+        for finished in [Status::Done, Status::Failed] {
+            assert_eq!(due(finished, &[gate(Some("2026-01-01T00:00:00Z"))], now, true), None);
+        }
+        assert_eq!(
+            next_due(&[wait("2026-03-01T13:00:00Z"), gate(Some("2026-03-01T12:30:00Z")), gate(None)]),
+            Some(at("2026-03-01T12:30:00Z"))
+        );
+        assert_eq!(next_due(&[gate(None)]), None);
+    }
+
+    #[test]
+    fn a_summary_reads_from_a_stored_run_and_ignores_the_rest() {
+        let stored = json!({
+            "ok": true, "run_id": "d7b493cae249", "design": "d", "status": "waiting", "outputs": {},
+            "trigger": {"mode": "schedule", "input": {"x": 1}}, "created_at": "2026-03-01T09:00:00Z",
+            "parked": [{"type": "wait", "node": "pause", "resume_at": "2026-03-01T09:05:00Z"}], "plan": {"anything": []}
+        });
+        let s: Summary = serde_json::from_value(stored).expect("summary");
+        assert_eq!((s.status, s.trigger.mode.as_str()), (Status::Waiting, "schedule"));
+        assert_eq!(s.next_due(), Some(at("2026-03-01T09:05:00Z")));
+        assert_eq!(s.due(at("2026-03-01T09:05:00Z"), true), Some(Settle::WaitDue));
+    }
+}
