@@ -12,6 +12,29 @@ pub trait Clock: Send + Sync {
     fn sleep_until(&self, t: Ts);
 }
 
+/// A clock moved so that it reads a given `now` at the moment it is made, then runs on with
+/// `base`: a tick of the daemon or the scheduler runs at the time it was asked to, and its runs
+/// see that time.
+pub struct Shifted<'c> {
+    base: &'c dyn Clock,
+    offset: chrono::TimeDelta,
+}
+
+impl<'c> Shifted<'c> {
+    pub fn to(base: &'c dyn Clock, now: Ts) -> Self {
+        Shifted { base, offset: now - base.now() }
+    }
+}
+
+impl Clock for Shifted<'_> {
+    fn now(&self) -> Ts {
+        self.base.now() + self.offset
+    }
+    fn sleep_until(&self, t: Ts) {
+        self.base.sleep_until(t - self.offset);
+    }
+}
+
 pub struct SystemClock;
 
 impl Clock for SystemClock {

@@ -15,6 +15,7 @@ pub mod render;
 pub mod runner;
 pub mod schedules;
 pub mod server;
+pub mod signals;
 pub mod slash;
 pub mod store;
 pub mod telemetry;

@@ -558,7 +558,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Daemon => {
             let _claim = vwf::daemon::claim_home(app)?;
             vwf::doctor::tidy_at_start(&app.home, "vwf daemon");
-            let stop = vwf::daemon::stop_on_signals();
+            let stop = vwf::signals::stop_flag().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?;
             let mut daemon = vwf::daemon::Daemon::new(app);
             daemon.tick(vwf::clock::Clock::now(app.clock.as_ref()));
             let watching = daemon.watching();
@@ -573,7 +573,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 let rows: Vec<Vec<String>> = watching.iter().map(|w| vec![w.design.clone(), w.mode.clone(), w.detail.clone()]).collect();
                 say!("{}", render::table(&["DESIGN", "TRIGGER", "WHAT"], &rows));
             }
-            daemon.run(stop);
+            daemon.run(&stop);
             Ok(0)
         }
         Cmd::Schedule { cmd } => {

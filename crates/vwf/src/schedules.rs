@@ -15,7 +15,6 @@
 //! - Scheduled runs never sleep through `wait` steps and never answer a gate: a gate waits for a
 //!   person until its deadline. Agent steps go through the configured backend like any run.
 
-use chrono::TimeDelta;
 use serde::Serialize;
 use serde_json::{Value, json};
 use vwf_core::design::Design;
@@ -28,7 +27,7 @@ use vwf_core::spec;
 use vwf_core::time::{self, Ts};
 
 use crate::app::{self, App};
-use crate::clock::Clock;
+use crate::clock::Shifted;
 use crate::failure::Failure;
 use crate::runner::Runner;
 pub use crate::store::JobEntry as Entry;
@@ -267,27 +266,6 @@ fn not_found(job_id: &str) -> Failure {
 /// A runner for scheduled runs: quiet, never sleeping through a wait, on `clock`.
 fn scheduled_runner<'a>(app: &'a App, clock: &'a Shifted<'a>) -> Runner<'a> {
     Runner { clock, ..app.runner(&app::quiet, false) }
-}
-
-/// The app clock moved so that it reads `now` at the moment it is made.
-struct Shifted<'c> {
-    base: &'c dyn Clock,
-    offset: TimeDelta,
-}
-
-impl<'c> Shifted<'c> {
-    fn to(base: &'c dyn Clock, now: Ts) -> Self {
-        Shifted { base, offset: now - base.now() }
-    }
-}
-
-impl Clock for Shifted<'_> {
-    fn now(&self) -> Ts {
-        self.base.now() + self.offset
-    }
-    fn sleep_until(&self, t: Ts) {
-        self.base.sleep_until(t - self.offset);
-    }
 }
 
 /// `vwf schedule …`: the subcommands and what they print. `main.rs` prints [`Output`] and turns

@@ -19,7 +19,7 @@
 //! `VWF_AGENT_MODEL`, `VWF_AGENT_PROFILE`, `VWF_AGENT_SYSTEM` and `VWF_AGENT_MAX_TOKENS` when known.
 
 use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -252,7 +252,7 @@ impl<'c> Call<'c> {
             return Err("the command agent backend needs [agent] command = [\"program\", \"arg\", ...]".into());
         };
         let mut command = Command::new(program);
-        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let vars = [
             ("VWF_AGENT_MODEL", self.model.clone()),
             ("VWF_AGENT_PROFILE", request.profile.map(String::from)),
@@ -265,7 +265,7 @@ impl<'c> Call<'c> {
                 None => command.env_remove(name),
             };
         }
-        let child = command.spawn().map_err(|e| format!("cannot start the agent command {program:?}: {e}"))?;
+        let child = process::spawn(&mut command).map_err(|e| format!("cannot start the agent command {program:?}: {e}"))?;
         let stdout = supervise(child, request.prompt, request.timeout)?;
         if stdout.len() > limits::STEP_OUTPUT_BYTES {
             return Err(format!("the agent command's reply is over the {}-byte limit for output kept inline", limits::STEP_OUTPUT_BYTES));

@@ -7,7 +7,7 @@
 //! - Nothing timing-dependent enters the outcome: the same command and input give the same output.
 //! - Every failure is an `Outcome::Failed`; this module never panics.
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -50,8 +50,8 @@ pub fn perform(work: &Work, config: &Config) -> Outcome {
         }
         command.current_dir(cwd);
     }
-    command.envs(env).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let child = match command.spawn() {
+    command.envs(env).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = match process::spawn(&mut command) {
         Ok(child) => child,
         Err(e) => return failed(&format!("cannot start command {program:?}: {e}")),
     };

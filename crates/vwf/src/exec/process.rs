@@ -1,6 +1,8 @@
-//! Child processes for drivers (command steps, the command agent backend): one place that runs a
-//! child in its own process group, feeds its input, reads its output with bounded memory, enforces
-//! a timeout and leaves nothing behind.
+//! Child processes: one place that starts a child in a process group of its own and signals the
+//! group. Drivers (command steps, the command agent backend) run a child to its end with
+//! [`supervise`], which feeds its input, reads its output with bounded memory, enforces a timeout
+//! and leaves nothing behind; the daemon's long-lived watch commands keep theirs in a [`Group`],
+//! which signals the group until the child is reaped.
 //!
 //! Invariants:
 //! - The whole process group is killed once the child has exited (or on timeout), so no
@@ -11,8 +13,10 @@
 //!   standard error are kept; the rest is drained so the child never blocks on a full pipe.
 
 use std::io::{Read, Write};
-use std::process::{Child, ExitStatus};
-use std::sync::mpsc;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -37,8 +41,57 @@ pub struct Finished {
     pub stderr_closed: bool,
 }
 
+/// Starts `command` as the leader of a new process group (so the whole group can be signalled).
+pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
+    command.process_group(0).spawn()
+}
+
+/// Sends `signal` to the process group led by `pid`.
+fn signal_group(pid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: killpg only sends a signal; a stale or empty group makes it return an error. Callers
+    // only pass the group of a child they have not reaped yet, so the id is still theirs.
+    unsafe { libc::killpg(pid, signal) };
+}
+
+/// The process group of a long-lived child, shared between the thread that waits for it and the
+/// one that stops it: the group id is recorded at spawn and cleared (under the same lock) once the
+/// child is reaped, so a signal never reaches an unrelated process that reused the id.
+#[derive(Clone, Default)]
+pub struct Group(Arc<Mutex<Option<libc::pid_t>>>);
+
+impl Group {
+    /// Spawns `command` in a new group recorded here, unless `stop` is set (checked under the
+    /// group's lock, so a stop racing the spawn either prevents it or signals the new group).
+    pub fn spawn_unless(&self, stop: &AtomicBool, command: &mut Command) -> Option<std::io::Result<Child>> {
+        let mut group = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        let spawned = spawn(command);
+        if let Ok(child) = &spawned {
+            *group = libc::pid_t::try_from(child.id()).ok();
+        }
+        Some(spawned)
+    }
+
+    /// Waits for the child and forgets its group.
+    pub fn wait(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
+        let status = child.wait();
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        status
+    }
+
+    /// Sends `signal` to the group, if a child of it is alive (not yet reaped).
+    pub fn signal(&self, signal: libc::c_int) {
+        let group = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pid) = *group {
+            signal_group(pid, signal);
+        }
+    }
+}
+
 /// Feeds `input` to the child (when its stdin is piped), reads its pipes, enforces the timeout,
-/// kills the group and reaps the child. The child must have been spawned with `process_group(0)`.
+/// kills the group and reaps the child. The child must have been started with [`spawn`].
 pub fn supervise(mut child: Child, input: Option<Vec<u8>>, timeout: Duration) -> Finished {
     let deadline = Instant::now() + timeout;
     let pid = child.id() as libc::pid_t;
@@ -60,8 +113,7 @@ pub fn supervise(mut child: Child, input: Option<Vec<u8>>, timeout: Duration) ->
     let timed_out =
         matches!(exited_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())), Err(mpsc::RecvTimeoutError::Timeout));
     // The child is still a zombie at worst, so the group id is still ours to kill.
-    // SAFETY: killpg only sends a signal; a stale or empty group makes it return an error.
-    unsafe { libc::killpg(pid, libc::SIGKILL) };
+    signal_group(pid, libc::SIGKILL);
     let status = child.wait().ok();
 
     let pipes_deadline = deadline.max(Instant::now() + PIPE_GRACE);

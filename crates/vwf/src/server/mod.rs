@@ -21,8 +21,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use tokio::signal::unix::{Signal, SignalKind, signal};
-
 use crate::app::App;
 use crate::failure::Failure;
 
@@ -74,7 +72,7 @@ pub struct Server {
     addr: SocketAddr,
     guard: security::Guard,
     runtime: tokio::runtime::Runtime,
-    stop_signals: StopSignals,
+    stop_signals: crate::signals::StopSignals,
 }
 
 /// Checks the security settings, binds the listener and settles stale runs. Refuses (as a bad
@@ -117,7 +115,7 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
     // Installed now, so a stop asked for as soon as the server says it is ready is a clean stop.
     let stop_signals = {
         let _entered = runtime.enter();
-        StopSignals::install().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?
+        crate::signals::StopSignals::install().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?
     };
     // The server exposes its metrics (`GET /metrics`): every run this app drives updates them.
     app.metrics.get_or_insert_with(crate::telemetry::Metrics::new);
@@ -181,7 +179,11 @@ impl Server {
         let router = api::router(app, Arc::new(guard));
         let served = runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener)?;
-            axum::serve(listener, router).with_graceful_shutdown(stop_signals.recv()).await
+            let stopping = async {
+                stop_signals.recv().await;
+                eprintln!("vwf serve: stopping (finishing requests in flight)");
+            };
+            axum::serve(listener, router).with_graceful_shutdown(stopping).await
         });
         stop.store(true, Ordering::SeqCst);
         if let Some(handle) = daemon {
@@ -212,26 +214,6 @@ fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>
             eprintln!("vwf serve: cannot start the daemon thread: {e}; timers and triggers are off");
             None
         }
-    }
-}
-
-/// SIGINT and SIGTERM, registered with the runtime as soon as this exists.
-struct StopSignals {
-    interrupt: Signal,
-    terminate: Signal,
-}
-
-impl StopSignals {
-    fn install() -> std::io::Result<StopSignals> {
-        Ok(StopSignals { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
-    }
-
-    async fn recv(mut self) {
-        tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
-        }
-        eprintln!("vwf serve: stopping (finishing requests in flight)");
     }
 }
 

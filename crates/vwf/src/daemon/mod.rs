@@ -20,22 +20,17 @@
 //!   per fired trigger or settled run goes to standard error.
 //! - Fired runs are driven one at a time on the daemon's thread: a run that parks returns at once,
 //!   but a long step (a command, an agent call) delays the next tick until it settles.
+//!
+//! This file holds the loop, heartbeats, schedule jobs and settling; [`folder`] and [`watch`] the
+//! two triggers with watchers of their own, [`describe`] the words for the log and the table.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, TimeDelta};
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
 use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
 use vwf_core::names::DesignName;
@@ -45,14 +40,23 @@ use vwf_core::run::{Status, TriggerInfo};
 use vwf_core::schedule::Heartbeat;
 use vwf_core::time::{self, Ts};
 use vwf_core::trigger::Trigger as core;
-use vwf_core::trigger::{FolderEvent, FolderTrigger, WatchTrigger};
+use vwf_core::trigger::{FolderTrigger, WatchTrigger};
 
 use crate::app::{self, App};
-use crate::clock::Clock;
+use crate::clock::Shifted;
 use crate::failure::Failure;
 use crate::runner::Runner;
 use crate::schedules;
 use crate::store::StoreLock;
+
+mod describe;
+mod folder;
+mod watch;
+
+use describe::{describe, down_note, event_names, heartbeat_detail, other_detail, shown_argv};
+use folder::FolderWatch;
+pub use folder::glob;
+use watch::{WatchProcess, finish_stopping};
 
 /// How many of the newest runs are looked at for due waits, passed deadlines and runs left
 /// `running` by a dead process. Older parked runs are settled whenever someone opens them.
@@ -64,15 +68,9 @@ const RESCAN_SECONDS: i64 = 5;
 const DESIGN_REREAD_SECONDS: i64 = 10;
 /// A folder watcher that could not start (the folder is missing) is retried this often.
 const FOLDER_RETRY_SECONDS: i64 = 10;
-/// Watch commands: how long a run must last to reset the restart backoff.
-const WATCH_STABLE: Duration = Duration::from_secs(60);
-/// A watch command line longer than this is dropped (it could not become a run input anyway).
-const WATCH_LINE_BYTES: usize = vwf_core::limits::REQUEST_BODY_BYTES;
 /// How long `run` waits between ticks, and how often it looks at the stop flag meanwhile.
 const TICK_PERIOD: Duration = Duration::from_secs(1);
 const STOP_POLL: Duration = Duration::from_millis(100);
-/// How long a stopped watch command gets to exit after SIGTERM before its group gets SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// What one tick did.
 #[derive(Debug, Default)]
@@ -165,22 +163,6 @@ enum Live {
     },
 }
 
-struct FolderWatch {
-    generation: u64,
-    dir: PathBuf,
-    seen: HashSet<OsString>,
-    _debouncer: Debouncer<RecommendedWatcher>,
-}
-
-struct WatchProcess {
-    generation: u64,
-    stop: Arc<AtomicBool>,
-    group: Arc<Mutex<Option<i32>>>,
-    thread: Option<JoinHandle<()>>,
-    /// Canonical JSON of each line that fired, with when.
-    fired: HashMap<String, Ts>,
-}
-
 impl<'a> Daemon<'a> {
     pub fn new(app: &'a App) -> Daemon<'a> {
         let (sender, signals) = mpsc::channel();
@@ -203,7 +185,7 @@ impl<'a> Daemon<'a> {
     /// watchers), fire what the watchers saw, fire due heartbeats, then resume due waits, fail
     /// gates past their deadline and mark runs of dead processes interrupted.
     pub fn tick(&mut self, now: Ts) -> TickReport {
-        let shifted = Shifted { base: self.app.clock.as_ref(), offset: now - self.app.clock.now() };
+        let shifted = Shifted::to(self.app.clock.as_ref(), now);
         let runner = Runner { clock: &shifted, ..self.app.runner(&app::quiet, false) };
         let mut report = TickReport::default();
         self.refresh(&runner, now);
@@ -395,52 +377,6 @@ impl<'a> Daemon<'a> {
         }
     }
 
-    fn start_folder(&self, name: &str, spec: &FolderTrigger, generation: u64) -> Result<FolderWatch, String> {
-        let dir = resolve_path(&self.app.home, &spec.path);
-        let dir = std::fs::canonicalize(&dir).map_err(|e| format!("cannot open folder {}: {e}", dir.display()))?;
-        if !dir.is_dir() {
-            return Err(format!("{} is not a folder", dir.display()));
-        }
-        let sender = self.sender.clone();
-        let design = name.to_string();
-        let handler = move |result: DebounceEventResult| match result {
-            Ok(events) => {
-                let paths = events.into_iter().map(|e| e.path).collect();
-                let _ = sender.send(Signal::Folder { design: design.clone(), generation, paths });
-            }
-            Err(e) => eprintln!("{} vwf daemon: {design}: folder watcher error: {e}", stamp_now()),
-        };
-        let timeout = Duration::from_millis(spec.debounce_ms.max(10));
-        let mut debouncer = new_debouncer(timeout, handler).map_err(|e| format!("cannot start a watcher: {e}"))?;
-        debouncer.watcher().watch(&dir, RecursiveMode::NonRecursive).map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
-        // Listed after the watch starts, so no file falls between the two.
-        let seen = std::fs::read_dir(&dir)
-            .map(|entries| entries.flatten().filter(|e| e.path().is_file()).map(|e| e.file_name()).collect())
-            .unwrap_or_default();
-        Ok(FolderWatch { generation, dir, seen, _debouncer: debouncer })
-    }
-
-    fn start_watch(&self, name: &str, spec: &WatchTrigger, generation: u64) -> WatchProcess {
-        let stop = Arc::new(AtomicBool::new(false));
-        let group = Arc::new(Mutex::new(None));
-        let supervisor = Supervisor {
-            design: name.to_string(),
-            generation,
-            argv: spec.argv.clone(),
-            cwd: self.app.home.clone(),
-            base_delay: spec.restart_delay_seconds.max(1),
-            sender: self.sender.clone(),
-            stop: stop.clone(),
-            group: group.clone(),
-        };
-        let thread = std::thread::Builder::new()
-            .name(format!("vwf-watch-{name}"))
-            .spawn(move || supervisor.run())
-            .map_err(|e| log(time_now(), &format!("{name}: cannot start a watch thread: {e}")))
-            .ok();
-        WatchProcess { generation, stop, group, thread, fired: HashMap::new() }
-    }
-
     // -----------------------------------------------------------------------------------------
     // Firing
     // -----------------------------------------------------------------------------------------
@@ -454,76 +390,6 @@ impl<'a> Daemon<'a> {
                 Signal::Line { design, generation, line } => self.on_line(runner, now, &design, generation, &line, report),
             }
         }
-    }
-
-    /// Debounced changes in a watched folder: each matching file fires once with its kind, from
-    /// what is on disk now and whether the file was seen before.
-    fn on_folder(&mut self, runner: &Runner<'_>, now: Ts, design: &str, generation: u64, mut paths: Vec<PathBuf>, report: &mut TickReport) {
-        let Some(tracked) = self.designs.get_mut(design) else { return };
-        let (Trigger::Folder(spec), Live::Folder(watch)) = (&tracked.trigger, &mut tracked.live) else { return };
-        if watch.generation != generation {
-            return;
-        }
-        paths.sort();
-        paths.dedup();
-        let mut inputs = Vec::new();
-        for path in paths {
-            let Some(file) = path.file_name().map(OsString::from) else { continue };
-            if path.parent() != Some(watch.dir.as_path()) || !glob(&spec.pattern, &file.to_string_lossy()) {
-                continue;
-            }
-            let full = watch.dir.join(&file);
-            let kind = match (full.is_file(), watch.seen.contains(&file)) {
-                (true, false) => {
-                    watch.seen.insert(file);
-                    "create"
-                }
-                (true, true) => "modify",
-                (false, true) => {
-                    watch.seen.remove(&file);
-                    "remove"
-                }
-                (false, false) => continue,
-            };
-            if spec.events.iter().any(|e| e.as_str() == kind) {
-                inputs.push(json!({"path": full.to_string_lossy(), "kind": kind}));
-            }
-        }
-        for input in inputs {
-            report.fired.push(self.fire(runner, now, design, "folder", input));
-        }
-    }
-
-    /// A line printed by a watch command: JSON fires a run unless the same JSON fired within the
-    /// dedupe window; anything else is logged and ignored.
-    fn on_line(&mut self, runner: &Runner<'_>, now: Ts, design: &str, generation: u64, line: &str, report: &mut TickReport) {
-        let Some(tracked) = self.designs.get_mut(design) else { return };
-        let (Trigger::Watch(spec), Live::Watch(watch)) = (&tracked.trigger, &mut tracked.live) else { return };
-        if watch.generation != generation {
-            return;
-        }
-        let text = line.trim();
-        if text.is_empty() {
-            return;
-        }
-        let input = match vwf_core::json::parse(text) {
-            Ok(input) => input,
-            Err(e) => {
-                log(now, &format!("{design}: ignored a line: {}: {}", e.about("it is"), clip(text, 200)));
-                return;
-            }
-        };
-        if spec.dedupe_minutes > 0 {
-            let since = time::sub_seconds_saturating(now, spec.dedupe_minutes.saturating_mul(60));
-            watch.fired.retain(|_, at| *at > since && *at <= now);
-            let key = input.to_string();
-            if watch.fired.contains_key(&key) {
-                log(now, &format!("{design}: duplicate line within {} min, not fired: {}", spec.dedupe_minutes, clip(&key, 200)));
-                return;
-            }
-            watch.fired.insert(key, now);
-        }
-        report.fired.push(self.fire(runner, now, design, "watch", input));
     }
 
     fn fire_heartbeats(&mut self, runner: &Runner<'_>, now: Ts, report: &mut TickReport) {
@@ -717,338 +583,19 @@ fn trigger_from_node(node: &Map<String, Value>) -> Trigger {
     }
 }
 
-/// A folder path from a design: `~/` is the user's home directory, a relative path is relative to
-/// the vwf home (the daemon's own working directory means nothing under a service manager).
-fn resolve_path(home: &Path, path: &str) -> PathBuf {
-    if let Some(rest) = path.strip_prefix("~/")
-        && let Some(user) = std::env::var_os("HOME")
-    {
-        return PathBuf::from(user).join(rest);
-    }
-    let p = PathBuf::from(path);
-    if p.is_absolute() { p } else { home.join(p) }
-}
-
-fn describe(trigger: &Trigger) -> String {
-    match trigger {
-        Trigger::Other(mode) => mode.to_string(),
-        Trigger::Heartbeat(h) => format!("heartbeat ({})", heartbeat_detail(h)),
-        Trigger::Folder(f) => format!("folder ({} {})", f.path, f.pattern),
-        Trigger::Watch(w) => format!("watch ({})", shown_argv(&w.argv)),
-        Trigger::Invalid(why) => format!("invalid ({why})"),
-    }
-}
-
-fn event_names(events: &[FolderEvent], separator: &str) -> String {
-    events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(separator)
-}
-
-fn other_detail(mode: &str) -> &'static str {
-    match mode {
-        "event" => "started by emitted events (vwf emit, emit nodes), not by the daemon",
-        _ => "started by hand only",
-    }
-}
-
-fn heartbeat_detail(h: &Heartbeat) -> String {
-    let mut s = format!("every {}", human_seconds(h.every_seconds));
-    if let Some((start, end)) = h.window {
-        s.push_str(&format!(", {:02}:{:02}-{:02}:{:02}", start / 60, start % 60, end / 60, end % 60));
-    }
-    if h.days != [true; 7] {
-        const DAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-        let days: Vec<&str> = DAYS.iter().zip(h.days).filter(|(_, on)| *on).map(|(d, _)| *d).collect();
-        s.push_str(&format!(", {}", days.join(",")));
-    }
-    if h.tz.name() != "UTC" {
-        s.push_str(&format!(" ({})", h.tz.name()));
-    }
-    s
-}
-
-fn human_seconds(secs: u64) -> String {
-    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
-    let mut out = String::new();
-    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
-        if n > 0 {
-            out.push_str(&format!("{n}{unit}"));
-        }
-    }
-    if out.is_empty() { "0s".into() } else { out }
-}
-
-fn down_note(live: &Live) -> String {
-    match live {
-        Live::Down { why, .. } => format!(" — not running: {why}"),
-        _ => String::new(),
-    }
-}
-
-fn shown_argv(argv: &[String]) -> String {
-    match argv {
-        [sh, c, script] if sh == "sh" && c == "-c" => format!("sh -c {script:?}"),
-        _ => format!("{argv:?}"),
-    }
-}
-
 /// Claims the home's triggers for this process for as long as the returned guard lives, so two
 /// daemons (or a daemon and a server hosting one) never fire the same home's triggers twice.
 pub fn claim_home(app: &App) -> Result<StoreLock, Failure> {
     Ok(app.jobs.claim_triggers()?)
 }
 
-/// Set by SIGINT/SIGTERM once [`stop_on_signals`] installed the handler.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// For a process that runs the daemon in the foreground (`vwf daemon`): SIGINT and SIGTERM set
-/// the returned flag, which [`Daemon::run`] watches, so watchers and watch commands are stopped
-/// cleanly. A server hosting the daemon uses its own stop flag instead.
-pub fn stop_on_signals() -> &'static AtomicBool {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the
-        // sigaction structure is fully initialised (zeroed, empty mask) before use.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
-    }
-    &STOP
-}
-
 // ---------------------------------------------------------------------------------------------
 // Watch commands
 // ---------------------------------------------------------------------------------------------
 
-/// The thread that keeps one watch command running and forwards its stdout lines.
-struct Supervisor {
-    design: String,
-    generation: u64,
-    argv: Vec<String>,
-    cwd: PathBuf,
-    base_delay: u64,
-    sender: Sender<Signal>,
-    stop: Arc<AtomicBool>,
-    group: Arc<Mutex<Option<i32>>>,
-}
-
-impl Supervisor {
-    fn run(self) {
-        let mut delay = self.base_delay;
-        let Some((program, args)) = self.argv.split_first() else { return };
-        loop {
-            let started = Instant::now();
-            let child = {
-                let mut group = self.group.lock().unwrap_or_else(|e| e.into_inner());
-                if self.stopped() {
-                    return;
-                }
-                let spawned = Command::new(program)
-                    .args(args)
-                    .current_dir(&self.cwd)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .process_group(0)
-                    .spawn();
-                match spawned {
-                    Ok(child) => {
-                        *group = i32::try_from(child.id()).ok();
-                        Some(child)
-                    }
-                    Err(e) => {
-                        self.log(&format!("watch command cannot start: {e}"));
-                        None
-                    }
-                }
-            };
-            if let Some(mut child) = child {
-                if let Some(stdout) = child.stdout.take() {
-                    self.forward(stdout);
-                }
-                let status = child.wait();
-                *self.group.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                if self.stopped() {
-                    return;
-                }
-                let how = match status {
-                    Ok(s) => s.to_string(),
-                    Err(e) => format!("cannot be waited for: {e}"),
-                };
-                if started.elapsed() >= WATCH_STABLE {
-                    delay = self.base_delay;
-                }
-                self.log(&format!("watch command {how}; restarting in {delay} s"));
-            }
-            let until = Instant::now() + Duration::from_secs(delay);
-            while Instant::now() < until {
-                if self.stopped() {
-                    return;
-                }
-                std::thread::sleep(STOP_POLL);
-            }
-            delay = delay.saturating_mul(2).min(vwf_core::limits::WATCH_RESTART_DELAY_SECONDS.1.max(self.base_delay));
-        }
-    }
-
-    /// Sends each line of the command's output to the daemon until it ends (or the daemon goes).
-    fn forward(&self, stdout: std::process::ChildStdout) {
-        let mut reader = BufReader::new(stdout);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match read_line_capped(&mut reader, &mut line, WATCH_LINE_BYTES) {
-                Ok(None) => return,
-                Ok(Some(false)) => self.log(&format!("dropped an output line longer than {WATCH_LINE_BYTES} bytes")),
-                Ok(Some(true)) => {
-                    let text = String::from_utf8_lossy(&line).into_owned();
-                    let signal = Signal::Line { design: self.design.clone(), generation: self.generation, line: text };
-                    if self.sender.send(signal).is_err() {
-                        return;
-                    }
-                }
-                Err(e) => {
-                    self.log(&format!("cannot read the watch command's output: {e}"));
-                    return;
-                }
-            }
-        }
-    }
-
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
-    }
-
-    fn log(&self, message: &str) {
-        log(time_now(), &format!("{}: {message}", self.design));
-    }
-}
-
-/// Reads one line (without its newline) of at most `cap` bytes: `None` at the end of input,
-/// `Some(false)` for a longer line (skipped whole), `Some(true)` for a line.
-fn read_line_capped(reader: &mut impl BufRead, line: &mut Vec<u8>, cap: usize) -> std::io::Result<Option<bool>> {
-    let mut too_long = false;
-    let mut any = false;
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(if any { Some(!too_long) } else { None });
-        }
-        any = true;
-        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        if !too_long {
-            if line.len() + chunk.len() > cap {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let used = done.unwrap_or(buf.len());
-        reader.consume(used);
-        if done.is_some() {
-            return Ok(Some(!too_long));
-        }
-    }
-}
-
-impl WatchProcess {
-    /// Asks the supervisor to stop and sends SIGTERM to the command's process group.
-    fn signal_stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let group = self.group.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(pgid) = *group {
-            // SAFETY: killpg only sends a signal; the group is the one this supervisor spawned
-            // and has not reaped yet (the id is cleared under the same lock after `wait`).
-            unsafe {
-                libc::killpg(pgid, libc::SIGTERM);
-            }
-        }
-    }
-
-    fn kill_hard(&self) {
-        let group = self.group.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(pgid) = *group {
-            // SAFETY: as in `signal_stop`.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-/// Waits for stopped watch commands to go: SIGKILL to the groups still there after the grace
-/// period, then a last short wait. A supervisor stuck on a pipe held by an escaped process is left
-/// behind rather than waited for forever.
-fn finish_stopping(stopping: Vec<WatchProcess>) {
-    if stopping.is_empty() {
-        return;
-    }
-    let finished = |w: &WatchProcess| w.thread.as_ref().is_none_or(|t| t.is_finished());
-    let deadline = Instant::now() + STOP_GRACE;
-    while Instant::now() < deadline && !stopping.iter().all(finished) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for w in stopping.iter().filter(|w| !finished(w)) {
-        w.kill_hard();
-    }
-    let deadline = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < deadline && !stopping.iter().all(finished) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for mut w in stopping {
-        if finished(&w)
-            && let Some(t) = w.thread.take()
-        {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Live {
-    fn stop(self) {
-        if let Live::Watch(w) = self {
-            w.signal_stop();
-            finish_stopping(vec![w]);
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 // ---------------------------------------------------------------------------------------------
-
-/// `*` (any run of characters) and `?` (one character) on a file name; everything else literal.
-pub fn glob(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) && p[pi] != '*' {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ni));
-            pi += 1;
-        } else if let Some((sp, sn)) = star {
-            pi = sp + 1;
-            ni = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
 
 fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
@@ -1069,61 +616,16 @@ fn log(now: Ts, message: &str) {
     eprintln!("{} vwf daemon: {message}", now.to_rfc3339_opts(SecondsFormat::Secs, true));
 }
 
-/// The app clock moved so that it reads the tick's `now` when the tick starts.
-struct Shifted<'c> {
-    base: &'c dyn Clock,
-    offset: TimeDelta,
-}
-
-impl Clock for Shifted<'_> {
-    fn now(&self) -> Ts {
-        self.base.now() + self.offset
-    }
-    fn sleep_until(&self, t: Ts) {
-        self.base.sleep_until(t - self.offset);
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use vwf_core::trigger::FolderEvent;
+
     use super::*;
 
     #[test]
     fn a_daemon_can_be_moved_to_a_thread() {
         fn send<T: Send>() {}
         send::<Daemon<'static>>();
-    }
-
-    #[test]
-    fn glob_matches_star_and_question_mark_on_names() {
-        assert!(glob("*.csv", "a.csv"));
-        assert!(glob("*.csv", ".csv"));
-        assert!(!glob("*.csv", "a.csv.tmp"));
-        assert!(!glob("*.csv", "b.txt"));
-        assert!(glob("*", "anything"));
-        assert!(glob("report-??.txt", "report-01.txt"));
-        assert!(!glob("report-??.txt", "report-1.txt"));
-        assert!(glob("a*b*c", "aXXbYYc"));
-        assert!(!glob("a*b*c", "aXXbYY"));
-        assert!(glob("**x", "x"));
-        assert!(glob("é?", "éü"));
-        assert!(!glob("", "a"));
-        assert!(glob("", ""));
-    }
-
-    #[test]
-    fn capped_lines_skip_what_is_too_long() {
-        let mut r = BufReader::with_capacity(4, &b"ab\ncdefghij\nk\nlast"[..]);
-        let mut line = Vec::new();
-        let mut got = Vec::new();
-        loop {
-            line.clear();
-            match read_line_capped(&mut r, &mut line, 5).unwrap() {
-                None => break,
-                Some(ok) => got.push((ok, String::from_utf8_lossy(&line).into_owned())),
-            }
-        }
-        assert_eq!(got, vec![(true, "ab".into()), (false, String::new()), (true, "k".into()), (true, "last".into())]);
     }
 
     #[test]
