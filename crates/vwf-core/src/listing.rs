@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::names::{DesignName, RunId};
 use crate::run::Status;
+use crate::run::settle::Summary;
 
 /// The modes a run's `trigger.mode` can have (SPEC §10), in the contract's order.
 pub const TRIGGER_MODES: [&str; 6] = ["manual", "schedule", "heartbeat", "event", "folder", "watch"];
@@ -65,15 +66,12 @@ impl RunFilter {
         self.id.as_deref().is_none_or(|prefix| id.starts_with(prefix))
     }
 
-    /// Whether a run (its document or result) matches every given filter. A document that is
-    /// not a run matches only a filter that reads no run.
-    pub fn matches(&self, run: &Value) -> bool {
-        let id = run.get("run_id").and_then(Value::as_str).unwrap_or("");
-        let is = |field: &Value, want: Option<&str>| want.is_none_or(|w| field.as_str() == Some(w));
-        self.matches_id(id)
-            && is(&run["design"], self.design.as_ref().map(DesignName::as_str))
-            && is(&run["status"], self.status.map(|s| s.as_str()))
-            && is(&run["trigger"]["mode"], self.trigger)
+    /// Whether a run matches every given filter.
+    pub fn matches(&self, run: &Summary) -> bool {
+        self.matches_id(&run.run_id)
+            && self.design.as_ref().is_none_or(|d| d.as_str() == run.design)
+            && self.status.is_none_or(|s| s == run.status)
+            && self.trigger.is_none_or(|t| t == run.trigger.mode)
     }
 }
 
@@ -83,8 +81,14 @@ mod tests {
 
     use super::*;
 
-    fn run(design: &str, status: &str, mode: &str) -> Value {
-        json!({"run_id": "d7b493cae249", "design": design, "status": status, "trigger": {"mode": mode, "input": null}})
+    fn summary(id: &str, design: &str, status: &str, mode: &str) -> Summary {
+        let stored = json!({"run_id": id, "design": design, "status": status, "trigger": {"mode": mode, "input": null},
+            "created_at": "2026-03-01T09:00:00Z"});
+        serde_json::from_value(stored).unwrap()
+    }
+
+    fn run(design: &str, status: &str, mode: &str) -> Summary {
+        summary("d7b493cae249", design, status, mode)
     }
 
     #[test]
@@ -97,11 +101,15 @@ mod tests {
         assert!(f.reads_runs());
         assert!(f.matches(&run("brief", "failed", "schedule")));
         for other in [run("brief2", "failed", "schedule"), run("brief", "done", "schedule"), run("brief", "failed", "manual")] {
-            assert!(!f.matches(&other), "{other}");
+            assert!(!f.matches(&other), "{other:?}");
         }
         assert!(f.matches_id("d7b493cae249") && !f.matches_id("e7b493cae249"));
-        assert!(!RunFilter::parse(None, None, None, Some("d7b493cae249")).unwrap().matches(&json!({"run_id": "d7b493cae248"})));
-        assert!(!f.matches(&json!([])), "not a run");
+        assert!(!RunFilter::parse(None, None, None, Some("d7b493cae249")).unwrap().matches(&summary(
+            "d7b493cae248",
+            "a",
+            "done",
+            "manual"
+        )));
     }
 
     #[test]

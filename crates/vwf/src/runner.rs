@@ -13,10 +13,11 @@ use vwf_core::design::Design;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::plan::Plan;
 
+use serde::Deserialize;
 use serde_json::Map;
 use vwf_core::limits;
 use vwf_core::listing::RunFilter;
-use vwf_core::run::settle::Settle;
+use vwf_core::run::settle::{Settle, Summary};
 use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
 use vwf_core::trigger::{self, Trigger};
 use vwf_core::validate::Report;
@@ -246,7 +247,7 @@ impl Runner<'_> {
         let mut entry = RunEntry { id: id.to_string(), run };
         self.settle_entry(&mut entry);
         let keep = match &entry.run {
-            Ok(run) => filter.matches(run),
+            Ok(run) => Summary::deserialize(run).is_ok_and(|summary| filter.matches(&summary)),
             Err(_) => !filter.reads_runs(),
         };
         keep.then(|| result_of(entry))
