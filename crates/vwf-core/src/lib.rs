@@ -12,6 +12,7 @@ pub mod plan;
 pub mod refs;
 pub mod run;
 pub mod schedule;
+pub mod schema;
 pub mod shell;
 pub mod spec;
 pub mod template;

@@ -12,7 +12,7 @@ use crate::run::Status;
 use crate::run::settle::Summary;
 
 /// The modes a run's `trigger.mode` can have (SPEC §10), in the contract's order.
-pub const TRIGGER_MODES: [&str; 6] = ["manual", "schedule", "heartbeat", "event", "folder", "watch"];
+pub const TRIGGER_MODES: [&str; 6] = crate::trigger::MODES;
 
 /// The run statuses (SPEC §8), in the contract's order.
 pub const STATUSES: [&str; 6] = ["running", "waiting", "awaiting_approval", "awaiting_agent", "done", "failed"];

@@ -20,6 +20,10 @@ pub enum OnTimeout {
 }
 
 impl OnTimeout {
+    pub const ALL: [OnTimeout; 2] = [OnTimeout::Reject, OnTimeout::Escalate];
+    /// What an approval without `on_timeout` does.
+    pub const DEFAULT: OnTimeout = OnTimeout::Reject;
+
     pub fn as_str(&self) -> &'static str {
         match self {
             OnTimeout::Reject => "reject",
@@ -35,6 +39,8 @@ pub enum Deliver {
 }
 
 impl Deliver {
+    pub const ALL: [Deliver; 2] = [Deliver::Notification, Deliver::Channel];
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Deliver::Notification => "notification",
@@ -98,6 +104,14 @@ pub enum Spec {
         payload: Option<Value>,
     },
 }
+
+/// The methods an http node may use, and the one it uses when it names none.
+pub const HTTP_METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+pub const HTTP_METHOD_DEFAULT: &str = "GET";
+/// The statuses an http node accepts when it names none (`accept: "2xx"`).
+pub const HTTP_ACCEPT_DEFAULT: (u16, u16) = (200, 299);
+/// An approval's answers when it lists none.
+pub const APPROVAL_OPTIONS_DEFAULT: [&str; 2] = ["approve", "reject"];
 
 /// Platforms a delivery may name, and those with a home channel (`deliver: notification`).
 pub const CHANNEL_PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "webhook"];
@@ -231,7 +245,7 @@ impl Spec {
             Some(NodeKind::Approval) => {
                 let question = f.required_string("question");
                 let options = match f.get("options") {
-                    None => vec!["approve".to_string(), "reject".to_string()],
+                    None => APPROVAL_OPTIONS_DEFAULT.map(String::from).to_vec(),
                     Some(Value::Array(items)) => {
                         let mut opts = Vec::new();
                         for item in items {
@@ -256,25 +270,30 @@ impl Spec {
                     }
                 };
                 let timeout_minutes = f.ranged("timeout_minutes", limits::APPROVAL_TIMEOUT_MINUTES, " minutes");
-                let on_timeout = match f.string("on_timeout").as_deref() {
-                    None | Some("reject") => OnTimeout::Reject,
-                    Some("escalate") => OnTimeout::Escalate,
-                    Some(other) => {
-                        f.issue("on_timeout", format!("\"on_timeout\" is reject or escalate, got {other:?}"));
-                        OnTimeout::Reject
-                    }
+                let on_timeout = match f.string("on_timeout") {
+                    None => OnTimeout::DEFAULT,
+                    Some(s) => match OnTimeout::ALL.iter().find(|o| o.as_str() == s) {
+                        Some(o) => o.clone(),
+                        None => {
+                            let known = either(OnTimeout::ALL.iter().map(OnTimeout::as_str));
+                            f.issue("on_timeout", format!("\"on_timeout\" is {known}, got {s:?}"));
+                            OnTimeout::DEFAULT
+                        }
+                    },
                 };
                 Spec::Approval { question, options, timeout_minutes, on_timeout }
             }
             Some(NodeKind::Output) => {
                 let deliver = match f.string("deliver").as_deref() {
                     None | Some("") => None,
-                    Some("notification") => Some(Deliver::Notification),
-                    Some("channel") => Some(Deliver::Channel),
-                    Some(other) => {
-                        f.issue("deliver", format!("\"deliver\" is notification or channel, got {other:?}"));
-                        None
-                    }
+                    Some(s) => match Deliver::ALL.iter().find(|d| d.as_str() == s) {
+                        Some(d) => Some(d.clone()),
+                        None => {
+                            let known = either(Deliver::ALL.iter().map(Deliver::as_str));
+                            f.issue("deliver", format!("\"deliver\" is {known}, got {s:?}"));
+                            None
+                        }
+                    },
                 };
                 let target = f.string("target").filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
                 let template = f.string("template");
@@ -350,8 +369,8 @@ impl Spec {
                 if !url.is_empty() && !scheme_ok {
                     f.issue("url", "\"url\" must start with http:// or https://");
                 }
-                let method = f.string("method").map(|m| m.trim().to_ascii_uppercase()).unwrap_or_else(|| "GET".into());
-                if !["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"].contains(&method.as_str()) {
+                let method = f.string("method").map(|m| m.trim().to_ascii_uppercase()).unwrap_or_else(|| HTTP_METHOD_DEFAULT.into());
+                if !HTTP_METHODS.contains(&method.as_str()) {
                     f.issue("method", format!("unknown HTTP method {method:?}"));
                 }
                 let headers = f.string_map("headers");
@@ -359,12 +378,12 @@ impl Spec {
                 let timeout_seconds =
                     f.ranged("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::HTTP_TIMEOUT_DEFAULT);
                 let accept = match f.get("accept") {
-                    None => vec![(200, 299)],
+                    None => vec![HTTP_ACCEPT_DEFAULT],
                     Some(v) => match parse_accept(v) {
                         Ok(a) => a,
                         Err(e) => {
                             f.issue("accept", e);
-                            vec![(200, 299)]
+                            vec![HTTP_ACCEPT_DEFAULT]
                         }
                     },
                 };
@@ -437,6 +456,16 @@ impl Spec {
             _ => {}
         }
         out
+    }
+}
+
+/// `a, b or c`: a closed list of words in a message.
+pub(crate) fn either<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
+    let words: Vec<&str> = words.into_iter().collect();
+    match words.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
 }
 

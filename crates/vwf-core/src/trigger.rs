@@ -21,7 +21,8 @@ use crate::schedule::{
     to_cron, validate_tz,
 };
 
-const TRIGGER_MODES: &str = "manual, schedule, heartbeat, event, folder or watch";
+/// The trigger modes, as written in a node's `mode`.
+pub const MODES: [&str; 6] = ["manual", "schedule", "heartbeat", "event", "folder", "watch"];
 
 /// A trigger node's mode and its fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +71,8 @@ pub enum FolderEvent {
 
 impl FolderEvent {
     pub const ALL: [FolderEvent; 3] = [FolderEvent::Create, FolderEvent::Modify, FolderEvent::Remove];
+    /// What a folder trigger without `events` listens for.
+    pub const DEFAULT: [FolderEvent; 2] = [FolderEvent::Create, FolderEvent::Modify];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -98,12 +101,14 @@ impl Trigger {
     pub fn parse(node: &Map<String, Value>) -> Result<Trigger, Vec<ScheduleError>> {
         let mut issues = Vec::new();
         let mode = match present(node, "mode") {
-            None => return Err(vec![ScheduleError::new("mode", format!("trigger needs a mode ({TRIGGER_MODES})"))]),
+            None => return Err(vec![ScheduleError::new("mode", format!("trigger needs a mode ({})", crate::spec::either(MODES)))]),
             Some(Value::String(s)) => s.as_str(),
             Some(other) => {
-                return Err(vec![ScheduleError::new("mode", format!("mode must be a string ({TRIGGER_MODES}), got {}", describe(other)))]);
+                let modes = crate::spec::either(MODES);
+                return Err(vec![ScheduleError::new("mode", format!("mode must be a string ({modes}), got {}", describe(other)))]);
             }
         };
+        let modes = || crate::spec::either(MODES);
         let trigger = match mode {
             "manual" => Some(Trigger::Manual),
             "schedule" => schedule_mode(node, &mut issues),
@@ -112,7 +117,7 @@ impl Trigger {
             "folder" => folder_mode(node, &mut issues).map(Trigger::Folder),
             "watch" => watch_mode(node, &mut issues).map(Trigger::Watch),
             other => {
-                issues.push(ScheduleError::new("mode", format!("unknown mode \"{other}\" (use {TRIGGER_MODES})")));
+                issues.push(ScheduleError::new("mode", format!("unknown mode \"{other}\" (use {})", modes())));
                 None
             }
         };
@@ -312,7 +317,7 @@ fn folder_mode(node: &Map<String, Value>, issues: &mut Vec<ScheduleError>) -> Op
     };
     let events_hint = "events must be a non-empty list of create, modify, remove";
     let events = match present(node, "events") {
-        None => Some(vec![FolderEvent::Create, FolderEvent::Modify]),
+        None => Some(FolderEvent::DEFAULT.to_vec()),
         Some(Value::Array(items)) if items.is_empty() => {
             issues.push(ScheduleError::new("events", events_hint));
             None

@@ -19,6 +19,39 @@ pub struct Schedule {
     pub tz: Option<String>,
 }
 
+/// A schedule preset (SPEC §10): its name, the fields of the schedule object it reads besides
+/// `preset` and `tz` (the form shows these), and those it needs. [`to_cron`] is the rule; this
+/// table describes it for forms and the schema, and a test holds the two together.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Preset {
+    pub preset: &'static str,
+    pub fields: &'static [&'static str],
+    pub required: &'static [&'static str],
+}
+
+/// The presets, in the order forms offer them.
+pub const PRESETS: [Preset; 5] = [
+    // An hourly schedule also takes the minute of a `time`, when it has no `minute`.
+    Preset { preset: "hourly", fields: &["minute"], required: &[] },
+    Preset { preset: "daily", fields: &["time"], required: &["time"] },
+    Preset { preset: "weekdays", fields: &["time"], required: &["time"] },
+    Preset { preset: "weekly", fields: &["time", "dow"], required: &["time"] },
+    Preset { preset: "custom", fields: &["cron"], required: &["cron"] },
+];
+/// `minute` of an hourly schedule, and its default.
+pub const MINUTE_RANGE: (u32, u32) = (0, 59);
+pub const MINUTE_DEFAULT: u32 = 0;
+/// `dow` of a weekly schedule (0 = Sunday), and its default (Monday).
+pub const DOW_RANGE: (u32, u32) = (0, 6);
+pub const DOW_DEFAULT: u32 = 1;
+/// The zone of a schedule or heartbeat without `tz`.
+pub const TZ_DEFAULT: &str = "UTC";
+
+/// `hourly, daily, weekdays, weekly or custom`, for messages.
+fn preset_names() -> String {
+    crate::spec::either(PRESETS.iter().map(|p| p.preset))
+}
+
 /// Reads a schedule object, with an error naming the field for every wrong JSON type. A `null`
 /// field counts as absent; unknown fields are ignored. Values are checked by [`to_cron`].
 pub fn schedule_from_value(v: &Value) -> Result<Schedule, ScheduleError> {
@@ -30,11 +63,11 @@ pub fn schedule_from_value(v: &Value) -> Result<Schedule, ScheduleError> {
     };
     let preset = match present(obj, "preset") {
         None => {
-            return Err(ScheduleError::new("preset", format!("schedule needs a preset ({PRESETS})")));
+            return Err(ScheduleError::new("preset", format!("schedule needs a preset ({})", preset_names())));
         }
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(ScheduleError::new("preset", format!("preset must be a string ({PRESETS}), got {}", describe(other))));
+            return Err(ScheduleError::new("preset", format!("preset must be a string ({}), got {}", preset_names(), describe(other))));
         }
     };
     Ok(Schedule {
@@ -81,12 +114,13 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
                 Some(t) => Some(parse_time(t)?.1),
                 None => None,
             };
+            let (lo, hi) = MINUTE_RANGE;
             let minute = match s.minute {
-                Some(m) if m > 59 => {
-                    return Err(ScheduleError::new("minute", format!("minute {m} out of range 0-59")));
+                Some(m) if !(lo..=hi).contains(&m) => {
+                    return Err(ScheduleError::new("minute", format!("minute {m} out of range {lo}-{hi}")));
                 }
                 Some(m) => m,
-                None => from_time.unwrap_or(0),
+                None => from_time.unwrap_or(MINUTE_DEFAULT),
             };
             Ok(format!("{minute} * * * *"))
         }
@@ -98,10 +132,10 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
             let dow = match (preset, s.dow) {
                 ("daily", _) => "*".to_string(),
                 ("weekdays", _) => "1-5".to_string(),
-                (_, Some(d)) if d > 6 => {
-                    return Err(ScheduleError::new("dow", format!("dow {d} out of range 0-6 (0 = Sunday)")));
+                (_, Some(d)) if !(DOW_RANGE.0..=DOW_RANGE.1).contains(&d) => {
+                    return Err(ScheduleError::new("dow", format!("dow {d} out of range {}-{} (0 = Sunday)", DOW_RANGE.0, DOW_RANGE.1)));
                 }
-                (_, d) => d.unwrap_or(1).to_string(),
+                (_, d) => d.unwrap_or(DOW_DEFAULT).to_string(),
             };
             Ok(format!("{minute} {hour} * * {dow}"))
         }
@@ -113,8 +147,8 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
             validate_cron(cron)?;
             Ok(cron.to_string())
         }
-        "" => Err(ScheduleError::new("preset", format!("schedule needs a preset ({PRESETS})"))),
-        other => Err(ScheduleError::new("preset", format!("unknown preset \"{other}\" (use {PRESETS})"))),
+        "" => Err(ScheduleError::new("preset", format!("schedule needs a preset ({})", preset_names()))),
+        other => Err(ScheduleError::new("preset", format!("unknown preset \"{other}\" (use {})", preset_names()))),
     }
 }
 
@@ -155,7 +189,7 @@ pub fn time_zone_names() -> impl Iterator<Item = &'static str> {
 /// The zone [`validate_tz`] accepts, ready for computing wall-clock times. Field `"tz"`.
 pub fn parse_tz(tz: &str) -> Result<Tz, ScheduleError> {
     match tz.trim() {
-        "UTC" | "Z" => Ok(Tz::UTC),
+        TZ_DEFAULT | "Z" => Ok(Tz::UTC),
         name => Tz::from_str(name).map_err(|_| {
             ScheduleError::new("tz", format!("tz \"{tz}\" is not a known time zone (use \"UTC\" or an IANA name like \"Europe/Paris\")"))
         }),

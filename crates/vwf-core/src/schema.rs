@@ -1,0 +1,336 @@
+//! The design model as one JSON document (`GET /schema`, `vwf schema`): node types and their
+//! fields, trigger modes and theirs, schedule presets, HTTP methods and the limits.
+//!
+//! It exists so that forms (the canvas's inspector, the schedules page) read the model instead of
+//! carrying their own copy of it. Every default, range and list of allowed values here is read
+//! from the constant the parser itself uses ([`crate::limits`], [`crate::spec`],
+//! [`crate::trigger`], [`crate::schedule`]); what this module adds is which fields each type has
+//! and what kind of value each holds, and its tests hold that against the parsers: each field's
+//! default, bounds, allowed values, example and requiredness are checked by parsing nodes built
+//! from the document.
+//!
+//! Invariants:
+//! - Pure and constant: the document depends on nothing but this version's code.
+//! - Describes, never decides: `Spec::parse`, `Trigger::parse` and `to_cron` remain the rules;
+//!   the document only says what they accept, for forms to offer.
+//!
+//! Field kinds: `string`, `integer` (`min`/`max` inclusive, `unit`), `number`, `enum` (one of
+//! `values`), `string_list`, `enum_list` (a list of `values`), `string_map` (an object of
+//! strings), `json` (any JSON), `duration` (`"30s"`, `"5m"`, `"1h30m"`; `min`/`max` in seconds),
+//! `expression` (a condition), `status_set` (`200`, `"2xx"`, `"200-299"` or a list of those),
+//! `command` (a string run by `sh -c`, or a list: program first) and `object` (with `fields`).
+//! `template: true` marks a field whose strings are templates (SPEC §4); `labels` name an
+//! integer's values in order from `min`.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::design::{NODE_TYPES, NodeKind};
+use crate::limits;
+use crate::schedule::{DAY_NAMES, DOW_DEFAULT, DOW_RANGE, MINUTE_DEFAULT, MINUTE_RANGE, PRESETS, Preset, TZ_DEFAULT};
+use crate::spec::{APPROVAL_OPTIONS_DEFAULT, Deliver, HTTP_METHOD_DEFAULT, HTTP_METHODS, OnTimeout};
+use crate::trigger::{FolderEvent, MODES};
+
+/// The whole document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Schema {
+    /// Fields every node has.
+    pub node_fields: Vec<Field>,
+    /// Each node type with its own fields, in the order of SPEC §3.
+    pub node_types: Vec<NodeType>,
+    /// Each trigger mode with the fields of a trigger node in that mode.
+    pub trigger_modes: Vec<Mode>,
+    /// The schedule presets, with the fields of the schedule object each reads.
+    pub schedule_presets: Vec<Preset>,
+    /// Fields of the design document itself.
+    pub design_fields: Vec<Field>,
+    pub http_methods: Vec<&'static str>,
+    pub limits: Limits,
+}
+
+/// A node type and its fields (besides [`Schema::node_fields`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeType {
+    #[serde(rename = "type")]
+    pub kind: NodeKind,
+    pub fields: Vec<Field>,
+    /// Fields of which the node needs exactly one (a command's `run` or `argv`, a wait's
+    /// `seconds` or `duration`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exactly_one_of: Vec<&'static str>,
+}
+
+/// A trigger mode and its fields (a trigger node's `mode` picks them).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mode {
+    pub mode: &'static str,
+    pub fields: Vec<Field>,
+}
+
+/// One field: its name, the kind of value it holds and what the parser accepts of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Field {
+    pub name: &'static str,
+    pub kind: Kind,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub template: bool,
+    /// What an absent field means.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<&'static str>,
+    /// A value the parser accepts, to show as a hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<Field>,
+}
+
+/// What a field holds; see the module documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    String,
+    Integer,
+    Number,
+    Enum,
+    StringList,
+    EnumList,
+    StringMap,
+    Json,
+    Duration,
+    Expression,
+    StatusSet,
+    Command,
+    Object,
+}
+
+/// The limits of SPEC §18 that a form or client may want to know before it asks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limits {
+    pub max_nodes: usize,
+    pub max_id_len: usize,
+    pub request_body_bytes: usize,
+    pub json_depth: usize,
+    pub step_output_bytes: usize,
+    pub event_depth: u32,
+}
+
+fn field(name: &'static str, kind: Kind) -> Field {
+    Field {
+        name,
+        kind,
+        required: false,
+        template: false,
+        default: None,
+        min: None,
+        max: None,
+        unit: None,
+        values: Vec::new(),
+        labels: Vec::new(),
+        example: None,
+        fields: Vec::new(),
+    }
+}
+
+impl Field {
+    fn required(mut self) -> Field {
+        self.required = true;
+        self
+    }
+    fn template(mut self) -> Field {
+        self.template = true;
+        self
+    }
+    fn default(mut self, v: impl Into<Value>) -> Field {
+        self.default = Some(v.into());
+        self
+    }
+    fn range(mut self, (lo, hi): (u64, u64)) -> Field {
+        self.min = Some(lo.into());
+        self.max = Some(hi.into());
+        self
+    }
+    fn unit(mut self, unit: &'static str) -> Field {
+        self.unit = Some(unit);
+        self
+    }
+    fn values(mut self, values: impl IntoIterator<Item = &'static str>) -> Field {
+        self.values = values.into_iter().collect();
+        self
+    }
+    fn example(mut self, v: impl Into<Value>) -> Field {
+        self.example = Some(v.into());
+        self
+    }
+}
+
+/// A whole number within `range`, with its unit and default.
+fn integer(name: &'static str, range: (u64, u64), unit: &'static str, default: Option<u64>) -> Field {
+    let f = field(name, Kind::Integer).range(range);
+    let f = if unit.is_empty() { f } else { f.unit(unit) };
+    match default {
+        Some(d) => f.default(d),
+        None => f,
+    }
+}
+
+fn node_type(kind: NodeKind) -> NodeType {
+    let fields = match kind {
+        NodeKind::Trigger => vec![field("mode", Kind::Enum).values(MODES).required()],
+        NodeKind::Agent => vec![
+            field("prompt", Kind::String).required().template().example("Summarise {{nodes.fetch}}"),
+            field("profile", Kind::String),
+            field("model", Kind::String),
+            integer("retries", limits::AGENT_RETRIES, "", Some(0)),
+            integer("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, "seconds", Some(limits::AGENT_TIMEOUT_DEFAULT)),
+            integer("max_tokens", limits::AGENT_MAX_TOKENS, "tokens", None),
+        ],
+        NodeKind::Condition => vec![field("expr", Kind::Expression).required().example("out.check.words > 20")],
+        NodeKind::Approval => vec![
+            field("question", Kind::String).required().template().example("Ship {{nodes.build}}?"),
+            field("options", Kind::StringList).default(json!(APPROVAL_OPTIONS_DEFAULT)),
+            integer("timeout_minutes", limits::APPROVAL_TIMEOUT_MINUTES, "minutes", None),
+            field("on_timeout", Kind::Enum).values(OnTimeout::ALL.iter().map(OnTimeout::as_str)).default(OnTimeout::DEFAULT.as_str()),
+        ],
+        NodeKind::Output => vec![
+            field("deliver", Kind::Enum).values(Deliver::ALL.iter().map(Deliver::as_str)),
+            field("target", Kind::String).example("telegram:123456"),
+            field("template", Kind::String).template(),
+        ],
+        NodeKind::Note => vec![field("text", Kind::String), field("color", Kind::String).example("yellow")],
+        NodeKind::Command => vec![
+            field("run", Kind::String).template().example("echo {{trigger.name}}"),
+            field("argv", Kind::StringList).template().example(json!(["printf", "%s", "{{trigger.name}}"])),
+            field("cwd", Kind::String).template(),
+            field("env", Kind::StringMap).template().example(json!({"LANG": "C"})),
+            integer("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, "seconds", Some(limits::COMMAND_TIMEOUT_DEFAULT)),
+        ],
+        NodeKind::Http => vec![
+            field("method", Kind::Enum).values(HTTP_METHODS).default(HTTP_METHOD_DEFAULT),
+            field("url", Kind::String).required().template().example("https://example.org/feed.json"),
+            field("headers", Kind::StringMap).template().example(json!({"Accept": "application/json"})),
+            field("body", Kind::Json).template(),
+            field("accept", Kind::StatusSet).default("2xx").example(json!([200, 404])),
+            integer("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, "seconds", Some(limits::HTTP_TIMEOUT_DEFAULT)),
+        ],
+        NodeKind::Loop => vec![
+            field("over", Kind::String).required().template().example("{{nodes.split}}"),
+            integer("max_items", limits::LOOP_MAX_ITEMS, "items", Some(limits::LOOP_MAX_ITEMS_DEFAULT)),
+            integer("concurrency", limits::LOOP_CONCURRENCY, "", Some(limits::LOOP_CONCURRENCY_DEFAULT)),
+        ],
+        NodeKind::Wait => vec![
+            integer("seconds", limits::WAIT_SECONDS, "seconds", None).example(30),
+            field("duration", Kind::Duration).range(limits::WAIT_SECONDS).unit("seconds").example("5m"),
+        ],
+        NodeKind::Emit => vec![field("event", Kind::String).required().example("report.ready"), field("payload", Kind::Json).template()],
+    };
+    let exactly_one_of = match kind {
+        NodeKind::Command => vec!["run", "argv"],
+        NodeKind::Wait => vec!["seconds", "duration"],
+        _ => Vec::new(),
+    };
+    NodeType { kind, fields, exactly_one_of }
+}
+
+fn mode(mode: &'static str) -> Mode {
+    let tz = || field("tz", Kind::String).default(TZ_DEFAULT).example("Europe/Paris");
+    let fields = match mode {
+        "schedule" => {
+            let mut schedule = field("schedule", Kind::Object).required().example(json!({"preset": "daily", "time": "09:00"}));
+            schedule.fields = vec![
+                field("preset", Kind::Enum).values(PRESETS.iter().map(|p| p.preset)).required(),
+                field("time", Kind::String).example("09:00"),
+                field("minute", Kind::Integer).range(wide(MINUTE_RANGE)).default(MINUTE_DEFAULT),
+                Field { labels: DAY_NAMES.to_vec(), ..field("dow", Kind::Integer).range(wide(DOW_RANGE)).default(DOW_DEFAULT) },
+                field("cron", Kind::String).example("*/15 8-18 * * 1-5"),
+                tz(),
+            ];
+            vec![schedule]
+        }
+        "heartbeat" => vec![
+            field("every", Kind::Duration).range(limits::HEARTBEAT_SECONDS).unit("seconds").required().example("30m"),
+            field("window", Kind::String).example("08:00-18:00"),
+            field("days", Kind::String).example("mon-fri"),
+            tz(),
+        ],
+        "event" => vec![
+            field("sources", Kind::StringList).required().example(json!(["report.ready", "alerts.*"])),
+            integer("cooldown_seconds", limits::EVENT_COOLDOWN_SECONDS, "seconds", Some(limits::EVENT_COOLDOWN_DEFAULT)),
+        ],
+        "folder" => vec![
+            field("path", Kind::String).required().example("/srv/inbox"),
+            field("pattern", Kind::String).default(limits::FOLDER_PATTERN_DEFAULT).example("*.csv"),
+            field("events", Kind::EnumList)
+                .values(FolderEvent::ALL.map(FolderEvent::as_str))
+                .default(json!(FolderEvent::DEFAULT.map(FolderEvent::as_str))),
+            integer("debounce_ms", limits::FOLDER_DEBOUNCE_MS, "milliseconds", Some(limits::FOLDER_DEBOUNCE_DEFAULT_MS)),
+        ],
+        "watch" => vec![
+            field("command", Kind::Command).required().example("tail -F /var/log/app.log"),
+            integer(
+                "restart_delay_seconds",
+                limits::WATCH_RESTART_DELAY_SECONDS,
+                "seconds",
+                Some(limits::WATCH_RESTART_DELAY_DEFAULT_SECONDS),
+            ),
+            integer("dedupe_minutes", limits::WATCH_DEDUPE_MINUTES, "minutes", Some(limits::WATCH_DEDUPE_DEFAULT_MINUTES)),
+        ],
+        _ => Vec::new(),
+    };
+    Mode { mode, fields }
+}
+
+fn wide((lo, hi): (u32, u32)) -> (u64, u64) {
+    (lo.into(), hi.into())
+}
+
+/// The document.
+pub fn schema() -> Schema {
+    let coordinate = |name| Field {
+        min: Some(json!(-limits::CANVAS_COORDINATE)),
+        max: Some(json!(limits::CANVAS_COORDINATE)),
+        ..field(name, Kind::Number)
+    };
+    let mut budget = field("budget", Kind::Object);
+    budget.fields = vec![integer("tokens", limits::BUDGET_TOKENS, "tokens", None)];
+    Schema {
+        node_fields: vec![
+            Field { max: Some(limits::MAX_ID_LEN.into()), unit: Some("characters"), ..field("id", Kind::String).required() },
+            field("type", Kind::Enum).values(NODE_TYPES).required(),
+            coordinate("x"),
+            coordinate("y"),
+        ],
+        node_types: NodeKind::ALL.iter().map(|k| node_type(*k)).collect(),
+        trigger_modes: MODES.iter().map(|m| mode(m)).collect(),
+        schedule_presets: PRESETS.to_vec(),
+        design_fields: vec![field("description", Kind::String), budget],
+        http_methods: HTTP_METHODS.to_vec(),
+        limits: Limits {
+            max_nodes: limits::MAX_NODES,
+            max_id_len: limits::MAX_ID_LEN,
+            request_body_bytes: limits::REQUEST_BODY_BYTES,
+            json_depth: limits::JSON_DEPTH,
+            step_output_bytes: limits::STEP_OUTPUT_BYTES,
+            event_depth: limits::EVENT_DEPTH,
+        },
+    }
+}
+
+/// The document as JSON.
+pub fn schema_json() -> Value {
+    serde_json::to_value(schema()).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests;
