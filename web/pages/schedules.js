@@ -2,25 +2,29 @@
 // or updates a design's job. The human line is previewed as you type by asking the server
 // (POST /schedules/preview, which saves nothing): presets, cron checks and zones are its rules.
 // Fire times are shown on the job's own wall clock, and on the viewer's when that differs.
+// The presets, which inputs each takes and the day names are the model's (GET /schema).
 import { api, h, enc, badge, ago, say, inZone, sameClock, viewerZone } from '../app.js';
-
-const PRESETS = ['hourly', 'daily', 'weekdays', 'weekly', 'custom'];
-const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
-// Which inputs each preset takes (layout only; the server judges the values).
-const FIELDS = { hourly: ['minute'], daily: ['time'], weekdays: ['time'], weekly: ['time', 'dow'], custom: ['cron'] };
 
 export async function render(root, page) {
   const msg = h('div', { class: 'notice', hidden: true });
   const list = h('tbody');
-  const designs = (await api('GET', '/designs')).body.designs || [];
+  const [listed, model] = await Promise.all([api('GET', '/designs'), api('GET', '/schema')]);
   if (!page.alive) return;
+  const designs = listed.body.designs || [];
+  if (model.status !== 200) say(msg, 'error', `Cannot read the presets: ${model.body.error || `HTTP ${model.status}`}`);
+  const presets = model.body.schedule_presets || [];
+  const PRESETS = presets.map((p) => p.preset);
+  // Which inputs each preset takes (layout only; the server judges the values).
+  const FIELDS = Object.fromEntries(presets.map((p) => [p.preset, p.fields]));
+  const object = (model.body.trigger_modes || []).find((m) => m.mode === 'schedule')?.fields.find((f) => f.name === 'schedule');
+  const dow = object?.fields.find((f) => f.name === 'dow') || { labels: [], min: 0, default: 0 };
 
   const f = {
     design: h('select', { name: 'design', 'aria-label': 'Design' }, designs.map((d) => h('option', { value: d }, d))),
     preset: h('select', { name: 'preset', 'aria-label': 'Preset' }, PRESETS.map((p) => h('option', { value: p }, p))),
     time: h('input', { name: 'time', placeholder: '09:00', size: 6, 'aria-label': 'Time (HH:MM)' }),
     minute: h('input', { name: 'minute', placeholder: '0', size: 3, inputmode: 'numeric', 'aria-label': 'Minute' }),
-    dow: h('select', { name: 'dow', 'aria-label': 'Day of the week' }, DAYS.map((d, i) => h('option', { value: i }, d))),
+    dow: h('select', { name: 'dow', 'aria-label': 'Day of the week' }, dow.labels.map((d, i) => h('option', { value: dow.min + i }, d))),
     cron: h('input', { name: 'cron', placeholder: '*/15 * * * *', size: 16, 'aria-label': 'Cron expression' }),
     tz: h('input', { name: 'tz', placeholder: 'UTC', size: 16, list: 'zones', 'aria-label': 'Time zone' }),
     paused: h('input', { name: 'paused', type: 'checkbox' }),
@@ -104,7 +108,7 @@ export async function render(root, page) {
     f.preset.value = s.preset || 'custom';
     f.time.value = s.time || '';
     f.minute.value = s.minute ?? '';
-    f.dow.value = String(s.dow ?? 1);
+    f.dow.value = String(s.dow ?? dow.default);
     f.cron.value = s.cron || (s.preset ? '' : job.cron);
     f.tz.value = s.tz || '';
     f.paused.checked = job.paused;

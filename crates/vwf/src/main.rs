@@ -190,6 +190,10 @@ enum Cmd {
         #[arg(long, value_name = "ADDR:PORT")]
         bind: Option<String>,
     },
+    /// Print the design model as JSON: node types and their fields (kinds, defaults, ranges), trigger
+    /// modes, schedule presets and limits, as `GET /schema` answers it (`scripts/schema` copies it
+    /// into the canvas for use from disk).
+    Schema,
     /// Print a shell completion script (e.g. `vwf completions bash > /etc/bash_completion.d/vwf`).
     Completions {
         /// The shell to complete for.
@@ -203,11 +207,18 @@ enum Cmd {
     },
 }
 
+/// `vwf schema`: the design model, pretty-printed (the canvas embeds exactly this text).
+fn schema() -> ExitCode {
+    say!("{}", pretty(&vwf_core::schema::schema_json()));
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Generated from the clap definitions; they need no home.
     match &cli.cmd {
         Cmd::Completions { shell } => return completions(*shell),
+        Cmd::Schema => return schema(),
         Cmd::Man { dir } => return man(dir.as_deref(), cli.json),
         _ => {}
     }
@@ -612,7 +623,7 @@ fn execute(app: &App, cli: &Cli) -> Result<u8, Failure> {
             Ok(reply_code(&reply))
         }
         // Answered in `main` before a home is opened.
-        Cmd::Completions { .. } | Cmd::Man { .. } => Ok(0),
+        Cmd::Completions { .. } | Cmd::Man { .. } | Cmd::Schema => Ok(0),
     }
 }
 

@@ -135,6 +135,8 @@ const SECTION_13: &[(&str, &str)] = &[
     ("GET", "/metrics"),
     // Beyond §13: deleting a design (its runs stay readable, its schedule is paused).
     ("DELETE", "/designs/{name}"),
+    // Beyond §13: the design model the canvas and the schedules page read.
+    ("GET", "/schema"),
 ];
 
 #[test]

@@ -129,6 +129,8 @@ pub(crate) enum Answer {
     Runs,
     Run,
     Emitted,
+    /// The design model (`vwf_core::schema`).
+    Schema,
     OpenApi,
     /// The Prometheus text format (not JSON).
     Metrics,
@@ -365,6 +367,17 @@ pub(crate) const ROUTES: &[Route] = &[
         answer: A::Metrics,
         errors: &[],
         handler: || get(metrics),
+    },
+    Route {
+        method: "GET",
+        path: "/schema",
+        summary: "The design model: node types and their fields (kinds, defaults, ranges), trigger modes, schedule presets, limits",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Schema,
+        errors: &[],
+        handler: || get(schema),
     },
     Route {
         method: "GET",
@@ -850,6 +863,10 @@ async fn metrics(State(s): State<AppState>) -> Response {
         Ok(text) => ([(header::CONTENT_TYPE, crate::telemetry::CONTENT_TYPE)], text).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the metrics: {e}")),
     }
+}
+
+async fn schema() -> Response {
+    axum::Json(vwf_core::schema::schema()).into_response()
 }
 
 async fn openapi_json(State(s): State<AppState>) -> Response {

@@ -276,6 +276,11 @@ fn answer_schema(answer: Answer) -> Value {
                 "skipped": {"type": "array", "items": {"type": "object", "required": ["design", "reason"], "properties": {"design": {"type": "string"}, "reason": {"type": "string"}}}}
             }
         }),
+        Answer::Schema => json!({
+            "type": "object",
+            "required": ["node_fields", "node_types", "trigger_modes", "schedule_presets", "design_fields", "http_methods", "limits"],
+            "description": "The design model, read from the same constants as the validator (vwf schema prints it)."
+        }),
         Answer::OpenApi => json!({"type": "object", "required": ["openapi", "info", "paths"]}),
         Answer::Metrics => json!({"type": "string"}),
     }
