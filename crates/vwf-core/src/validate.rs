@@ -4,6 +4,10 @@
 //! edge and field they concern, so a canvas can mark each one. The engine compiles plans only
 //! from designs this module accepts, and it reads fields through the same `Spec::parse`,
 //! expression parser and reference resolver, so design time and run time agree.
+//!
+//! `validate_design` is a list of passes, one per kind of rule (node count, typed nodes, the
+//! single trigger, edges, cycles, loop bodies, references, budget, then the warnings); each
+//! appends what it finds, so the report lists problems in that order.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -243,100 +247,166 @@ pub fn scopes(value: &Value) -> Option<BTreeMap<String, Scope>> {
     Some(out)
 }
 
-/// Validates a parsed design.
+/// Validates a parsed design: one pass per kind of rule, each adding what it finds, in this order
+/// (the order of the report).
 pub fn validate_design(design: &Design) -> Report {
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
+    let mut found = Found::default();
+    node_count(design, &mut found);
+    let specs = typed_nodes(design, &mut found);
+    let trigger = single_trigger(design, &mut found);
+    let graph = Graph::new(design);
+    let bodies = graph.loop_bodies(design);
+    let parts = Parts { design, graph, specs, bodies, trigger };
+    edges(&parts, &mut found);
+    cycles(&parts, &mut found);
+    loop_bodies(&parts, &mut found);
+    nested_loops(&parts, &mut found);
+    references(&parts, &mut found);
+    budget(&parts, &mut found);
+    reachability(&parts, &mut found);
+    dead_ends(&parts, &mut found);
+    unseen_outputs(&parts, &mut found);
+    Report::new(found.errors, found.warnings)
+}
 
+/// The problems the passes have found so far.
+#[derive(Default)]
+struct Found {
+    errors: Vec<Issue>,
+    warnings: Vec<Issue>,
+}
+
+/// What the passes after the node pass read: the design, its graph, each node's typed fields (by
+/// id, the first node of an id; nodes of an unknown type have none), each loop's body, and the
+/// design's first trigger.
+struct Parts<'a> {
+    design: &'a Design,
+    graph: Graph<'a>,
+    specs: HashMap<&'a str, Spec>,
+    bodies: BTreeMap<usize, BTreeSet<usize>>,
+    trigger: Option<&'a Node>,
+}
+
+impl Parts<'_> {
+    fn trigger_id(&self) -> Option<&str> {
+        self.trigger.map(|t| t.id.as_str())
+    }
+
+    /// The trigger's place in the graph (that of the first node with its id).
+    fn trigger_index(&self) -> Option<usize> {
+        self.trigger_id().and_then(|id| self.graph.index.get(id).copied())
+    }
+}
+
+/// At most [`limits::MAX_NODES`] nodes, notes included.
+fn node_count(design: &Design, found: &mut Found) {
     if design.nodes.len() > limits::MAX_NODES {
-        errors.push(Issue::field_only(
+        found.errors.push(Issue::field_only(
             "nodes",
             format!("a design has at most {} nodes (notes included); this one has {}", limits::MAX_NODES, design.nodes.len()),
         ));
     }
+}
 
-    // Nodes: ids, duplicates, typed fields.
+/// Nodes: ids, duplicates, typed fields. Answers the typed fields of each known-type node.
+fn typed_nodes<'a>(design: &'a Design, found: &mut Found) -> HashMap<&'a str, Spec> {
     let mut specs: HashMap<&str, Spec> = HashMap::new();
     let mut seen_ids = HashSet::new();
     for n in &design.nodes {
         if let Err(e) = check_node_id(&n.id) {
-            errors.push(Issue::node_field(&n.id, "id", e));
+            found.errors.push(Issue::node_field(&n.id, "id", e));
         }
         if !seen_ids.insert(n.id.as_str()) {
-            errors.push(Issue::node_field(&n.id, "id", format!("duplicate node id {:?}", n.id)));
+            found.errors.push(Issue::node_field(&n.id, "id", format!("duplicate node id {:?}", n.id)));
         }
         let (spec, issues) = Spec::parse_lenient(n);
-        errors.extend(issues);
+        found.errors.extend(issues);
         if n.kind.is_some() {
             specs.entry(n.id.as_str()).or_insert(spec);
         }
     }
+    specs
+}
+
+/// At most one trigger; answers the first.
+fn single_trigger<'a>(design: &'a Design, found: &mut Found) -> Option<&'a Node> {
     let triggers: Vec<&Node> = design.nodes.iter().filter(|n| n.is(NodeKind::Trigger)).collect();
     if triggers.len() > 1 {
         for t in &triggers[1..] {
-            errors.push(Issue::node(&t.id, "a design has at most one trigger"));
+            found.errors.push(Issue::node(&t.id, "a design has at most one trigger"));
         }
     }
+    triggers.first().copied()
+}
 
-    // Edges: endpoints and labels.
-    let graph = Graph::new(design);
+/// Edges: endpoints and labels.
+fn edges(p: &Parts, found: &mut Found) {
+    let (design, graph, specs) = (p.design, &p.graph, &p.specs);
     for (i, e) in design.edges.iter().enumerate() {
         let from = graph.index.get(e.from.as_str()).map(|&x| graph.nodes[x]);
         let to = graph.index.get(e.to.as_str()).map(|&x| graph.nodes[x]);
         let (Some(from), Some(to)) = (from, to) else {
             for (end, name) in [(from, &e.from), (to, &e.to)] {
                 if end.is_none() {
-                    errors.push(Issue::edge(i, format!("edge {} -> {} names unknown node {name:?}", e.from, e.to)));
+                    found.errors.push(Issue::edge(i, format!("edge {} -> {} names unknown node {name:?}", e.from, e.to)));
                 }
             }
             continue;
         };
         if from.is(NodeKind::Note) || to.is(NodeKind::Note) {
-            errors.push(Issue::edge(i, format!("edge {} -> {}: a note takes no edges", e.from, e.to)));
+            found.errors.push(Issue::edge(i, format!("edge {} -> {}: a note takes no edges", e.from, e.to)));
             continue;
         }
         if to.is(NodeKind::Trigger) {
-            errors.push(Issue::edge(i, format!("edge {} -> {}: nothing may lead into a trigger", e.from, e.to)));
+            found.errors.push(Issue::edge(i, format!("edge {} -> {}: nothing may lead into a trigger", e.from, e.to)));
         }
         if e.from == e.to {
-            errors.push(Issue::edge(i, format!("edge {} -> {} is a self-loop", e.from, e.to)));
+            found.errors.push(Issue::edge(i, format!("edge {} -> {} is a self-loop", e.from, e.to)));
             continue;
         }
         let label = e.label.as_deref();
         match specs.get(from.id.as_str()) {
             Some(Spec::Condition { .. }) if !label.is_some_and(|l| l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false")) => {
-                errors.push(Issue::edge(i, format!("edge {} -> {}: a condition's edges are labelled true or false", e.from, e.to)));
+                found.errors.push(Issue::edge(i, format!("edge {} -> {}: a condition's edges are labelled true or false", e.from, e.to)));
             }
             Some(Spec::Approval { options, .. }) => match label {
-                Some(l) if !options.iter().any(|o| o == l) => errors.push(Issue::edge(
+                Some(l) if !options.iter().any(|o| o == l) => found.errors.push(Issue::edge(
                     i,
                     format!("edge {} -> {}: label {l:?} is not one of the options ({})", e.from, e.to, options.join(", ")),
                 )),
                 Some(_) => {}
-                None => warnings.push(Issue::edge(i, format!("edge {} -> {} has no label, so it is taken on every answer", e.from, e.to))),
+                None => {
+                    found.warnings.push(Issue::edge(i, format!("edge {} -> {} has no label, so it is taken on every answer", e.from, e.to)))
+                }
             },
             Some(Spec::Loop { .. }) if !label.is_some_and(|l| l.eq_ignore_ascii_case("each") || l.eq_ignore_ascii_case("done")) => {
-                errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
+                found.errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
             }
             _ => {}
         }
     }
+}
 
+/// Steps form a directed acyclic graph; the nodes on a cycle are named.
+fn cycles(p: &Parts, found: &mut Found) {
+    let graph = &p.graph;
     let order = graph.topo_order();
     if order.is_none() {
         // Name the nodes on a cycle (each can reach itself), so the canvas can mark them.
         let on_cycle: Vec<&str> =
             (0..graph.nodes.len()).filter(|&i| graph.ancestors(i).contains(&i)).map(|i| graph.nodes[i].id.as_str()).collect();
         let message = format!("the design has a cycle through {}; steps must form a directed acyclic graph", on_cycle.join(", "));
-        errors.push(match on_cycle.first() {
+        found.errors.push(match on_cycle.first() {
             Some(first) => Issue::node(first, message),
             None => Issue::design(message),
         });
     }
+}
 
-    // Loop bodies must be self-contained.
-    let bodies = graph.loop_bodies(design);
-    for (&lp, body) in &bodies {
+/// Loop bodies are self-contained: no body node also runs after its loop, no edge crosses a body.
+fn loop_bodies(p: &Parts, found: &mut Found) {
+    let (design, graph) = (p.design, &p.graph);
+    for (&lp, body) in &p.bodies {
         if body.is_empty() {
             continue;
         }
@@ -350,7 +420,7 @@ pub fn validate_design(design: &Design) -> Report {
         let mut after: BTreeSet<usize> = done_targets.iter().copied().collect();
         after.extend(graph.descendants(&done_targets));
         for &n in body.intersection(&after) {
-            errors.push(Issue::node(
+            found.errors.push(Issue::node(
                 &graph.nodes[n].id,
                 format!(
                     "{:?} is inside the body of loop {:?} and also runs after it; a loop body connects only to itself",
@@ -364,7 +434,7 @@ pub fn validate_design(design: &Design) -> Report {
             let leaks_out = body.contains(&f) && !after.contains(&f) && (!body.contains(&t) || after.contains(&t));
             let leaks_in = !body.contains(&f) && body.contains(&t) && !after.contains(&t) && !from_loop_by("each");
             if leaks_out || leaks_in {
-                errors.push(Issue::edge(
+                found.errors.push(Issue::edge(
                     ei,
                     format!(
                         "edge {} -> {} crosses the body of loop {:?}; a loop body connects only to itself",
@@ -374,10 +444,15 @@ pub fn validate_design(design: &Design) -> Report {
             }
         }
     }
-    for (&lp, body) in &bodies {
+}
+
+/// No loop inside a loop body.
+fn nested_loops(p: &Parts, found: &mut Found) {
+    let graph = &p.graph;
+    for (&lp, body) in &p.bodies {
         for &n in body {
             if graph.nodes[n].is(NodeKind::Loop) {
-                errors.push(Issue::node(
+                found.errors.push(Issue::node(
                     &graph.nodes[n].id,
                     format!(
                         "loop {:?} sits inside the body of loop {:?}; loops inside loops are not supported",
@@ -387,14 +462,17 @@ pub fn validate_design(design: &Design) -> Report {
             }
         }
     }
+}
 
-    // References in conditions and templates.
+/// References in conditions and templates: known, upstream, not a loop read from its own body;
+/// `{{item}}` only in loop bodies.
+fn references(p: &Parts, found: &mut Found) {
+    let (design, graph, specs, bodies) = (p.design, &p.graph, &p.specs, &p.bodies);
     let all_ids: Vec<&str> = design.nodes.iter().map(|n| n.id.as_str()).collect();
-    let trigger_id = triggers.first().map(|t| t.id.as_str());
-    let trigger_index = trigger_id.and_then(|id| graph.index.get(id).copied());
+    let (trigger_id, trigger_index) = (p.trigger_id(), p.trigger_index());
     for (i, n) in graph.nodes.iter().enumerate() {
         let Some(spec) = specs.get(n.id.as_str()) else { continue };
-        let scope = NodeScope::of(&graph, &bodies, trigger_index, i);
+        let scope = NodeScope::of(graph, bodies, trigger_index, i);
         let check_node_ref = |reference: &str, field: &str, shown: &str| -> Option<Issue> {
             let Some((id, _)) = refs::resolve_longest(all_ids.iter().copied(), reference) else {
                 return Some(Issue::node_field(&n.id, field, format!("{shown} names no known node")));
@@ -417,10 +495,10 @@ pub fn validate_design(design: &Design) -> Report {
             match expr::parse(src) {
                 Ok(e) => {
                     if let Some(issue) = check_node_ref(&e.reference, "expr", &format!("out.{}", e.reference)) {
-                        errors.push(issue);
+                        found.errors.push(issue);
                     }
                 }
-                Err(e) => errors.push(Issue::node_field(&n.id, "expr", e.0)),
+                Err(e) => found.errors.push(Issue::node_field(&n.id, "expr", e.0)),
             }
         }
         for (field, src) in spec.templates() {
@@ -430,10 +508,10 @@ pub fn validate_design(design: &Design) -> Report {
                         match r {
                             Ref::Node { reference } => {
                                 if let Some(issue) = check_node_ref(reference, field, &format!("{{{{nodes.{reference}}}}}")) {
-                                    errors.push(issue);
+                                    found.errors.push(issue);
                                 }
                             }
-                            Ref::Item { .. } | Ref::LoopIndex if scope.loops.is_empty() => errors.push(Issue::node_field(
+                            Ref::Item { .. } | Ref::LoopIndex if scope.loops.is_empty() => found.errors.push(Issue::node_field(
                                 &n.id,
                                 field,
                                 "{{item}} and {{loop.index}} are only available inside a loop body",
@@ -442,7 +520,7 @@ pub fn validate_design(design: &Design) -> Report {
                             // input field of the same name is reached through `data`.
                             Ref::Trigger { path } if ["words", "chars", "lines"].contains(&path.split('.').next().unwrap_or("")) => {
                                 let first = path.split('.').next().unwrap_or("");
-                                warnings.push(Issue::node_field(
+                                found.warnings.push(Issue::node_field(
                                     &n.id,
                                     field,
                                     format!("{{{{trigger.{path}}}}} reads the {first} count of the input's text; for an input field named {first:?} use {{{{trigger.data.{path}}}}}"),
@@ -452,12 +530,15 @@ pub fn validate_design(design: &Design) -> Report {
                         }
                     }
                 }
-                Err(e) => errors.push(Issue::node_field(&n.id, field, e.0)),
+                Err(e) => found.errors.push(Issue::node_field(&n.id, field, e.0)),
             }
         }
     }
+}
 
-    // Budget.
+/// `budget.tokens` is a whole number in range, no less than the agent steps' `max_tokens` together.
+fn budget(p: &Parts, found: &mut Found) {
+    let (design, specs) = (p.design, &p.specs);
     if let Some(b) = design.raw.get("budget") {
         let tokens = b.as_object().and_then(|m| m.get("tokens"));
         match tokens.and_then(Value::as_u64) {
@@ -470,13 +551,13 @@ pub fn validate_design(design: &Design) -> Report {
                     })
                     .fold(0, u64::saturating_add);
                 if sum > t {
-                    errors.push(Issue::field_only(
+                    found.errors.push(Issue::field_only(
                         "budget",
                         format!("budget.tokens is {t}, below the sum of the agent steps' max_tokens ({sum})"),
                     ));
                 }
             }
-            _ => errors.push(Issue::field_only(
+            _ => found.errors.push(Issue::field_only(
                 "budget",
                 format!(
                     "\"budget\" must be {{\"tokens\": <whole number from {} to {}>}}",
@@ -486,16 +567,24 @@ pub fn validate_design(design: &Design) -> Report {
             )),
         }
     }
+}
 
-    // Warnings.
-    if let Some(t) = trigger_id.and_then(|id| graph.index.get(id).copied()) {
+/// Warning: a step the trigger cannot reach.
+fn reachability(p: &Parts, found: &mut Found) {
+    let graph = &p.graph;
+    if let Some(t) = p.trigger_index() {
         let reached = graph.descendants(&[t]);
         for (i, n) in graph.nodes.iter().enumerate() {
             if i != t && !n.is(NodeKind::Note) && !reached.contains(&i) {
-                warnings.push(Issue::node(&n.id, format!("{:?} cannot be reached from the trigger {:?}", n.id, graph.nodes[t].id)));
+                found.warnings.push(Issue::node(&n.id, format!("{:?} cannot be reached from the trigger {:?}", n.id, graph.nodes[t].id)));
             }
         }
     }
+}
+
+/// Warnings: a branch or an answer that leads nowhere, a run that ends on a trigger or a wait.
+fn dead_ends(p: &Parts, found: &mut Found) {
+    let (design, graph, specs) = (p.design, &p.graph, &p.specs);
     for (i, n) in graph.nodes.iter().enumerate() {
         let Some(spec) = specs.get(n.id.as_str()) else { continue };
         let out_labels: Vec<Option<String>> =
@@ -521,21 +610,25 @@ pub fn validate_design(design: &Design) -> Report {
             _ => None,
         };
         if let Some(msg) = dead_end {
-            warnings.push(Issue::node(&n.id, msg));
+            found.warnings.push(Issue::node(&n.id, msg));
         }
     }
-    let scheduled = triggers.first().is_some_and(|t| crate::trigger::declared_mode(&t.raw) == "schedule");
+}
+
+/// Warning: on a scheduled design, an output that neither delivers nor feeds a step.
+fn unseen_outputs(p: &Parts, found: &mut Found) {
+    let (graph, specs) = (&p.graph, &p.specs);
+    let scheduled = p.trigger.is_some_and(|t| crate::trigger::declared_mode(&t.raw) == "schedule");
     if scheduled {
         for (i, n) in graph.nodes.iter().enumerate() {
             if let Some(Spec::Output { deliver: None, .. }) = specs.get(n.id.as_str())
                 && graph.children(i).next().is_none()
             {
-                warnings.push(Issue::node(
+                found.warnings.push(Issue::node(
                     &n.id,
                     format!("output {:?} on a scheduled design neither delivers nor feeds another step; nobody will see it", n.id),
                 ));
             }
         }
     }
-    Report::new(errors, warnings)
 }
