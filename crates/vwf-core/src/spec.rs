@@ -212,6 +212,7 @@ impl Spec {
 
     /// Like `parse`, but also gives the spec made of the fields that could be read (defaults for
     /// the rest), so the validator can go on checking edges and references of a flawed node.
+    /// The fields every node may carry are read here; its kind's own, by that kind's reader.
     pub fn parse_lenient(node: &Node) -> (Spec, Vec<Issue>) {
         let mut f = Fields { node, issues: Vec::new() };
         f.coordinate("x");
@@ -220,203 +221,18 @@ impl Spec {
             f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.type_name()));
         }
         let spec = match node.kind {
-            Some(NodeKind::Trigger) => match Trigger::parse(&node.raw) {
-                Ok(trigger) => Spec::Trigger(trigger),
-                Err(issues) => {
-                    for e in issues {
-                        let field = e.field.clone().unwrap_or_else(|| "mode".into());
-                        f.issue(&field, e.message);
-                    }
-                    // Reported above; a lenient reader goes on as if it were started by hand.
-                    Spec::Trigger(Trigger::Manual)
-                }
-            },
-            Some(NodeKind::Agent) => {
-                let prompt = f.required_string("prompt");
-                let profile = f.string("profile");
-                let model = f.string("model");
-                let retries = f.ranged("retries", limits::AGENT_RETRIES, "").unwrap_or(0) as u32;
-                let timeout_seconds =
-                    f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
-                let max_tokens = f.ranged("max_tokens", limits::AGENT_MAX_TOKENS, "");
-                Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens }
-            }
-            Some(NodeKind::Condition) => Spec::Condition { expr: f.required_string("expr") },
-            Some(NodeKind::Approval) => {
-                let question = f.required_string("question");
-                let options = match f.get("options") {
-                    None => APPROVAL_OPTIONS_DEFAULT.map(String::from).to_vec(),
-                    Some(Value::Array(items)) => {
-                        let mut opts = Vec::new();
-                        for item in items {
-                            match item.as_str().map(str::trim) {
-                                Some(s) if !s.is_empty() => {
-                                    if opts.iter().any(|o: &String| o.eq_ignore_ascii_case(s)) {
-                                        f.issue("options", format!("option {s:?} is listed twice"));
-                                    }
-                                    opts.push(s.to_string());
-                                }
-                                _ => f.issue("options", "every option must be a non-empty string"),
-                            }
-                        }
-                        if items.is_empty() {
-                            f.issue("options", "\"options\" must list at least one answer");
-                        }
-                        opts
-                    }
-                    Some(_) => {
-                        f.issue("options", "\"options\" must be an array of strings");
-                        Vec::new()
-                    }
-                };
-                let timeout_minutes = f.ranged("timeout_minutes", limits::APPROVAL_TIMEOUT_MINUTES, " minutes");
-                let on_timeout = match f.string("on_timeout") {
-                    None => OnTimeout::DEFAULT,
-                    Some(s) => match OnTimeout::ALL.iter().find(|o| o.as_str() == s) {
-                        Some(o) => o.clone(),
-                        None => {
-                            let known = either(OnTimeout::ALL.iter().map(OnTimeout::as_str));
-                            f.issue("on_timeout", format!("\"on_timeout\" is {known}, got {s:?}"));
-                            OnTimeout::DEFAULT
-                        }
-                    },
-                };
-                Spec::Approval { question, options, timeout_minutes, on_timeout }
-            }
-            Some(NodeKind::Output) => {
-                let deliver = match f.string("deliver").as_deref() {
-                    None | Some("") => None,
-                    Some(s) => match Deliver::ALL.iter().find(|d| d.as_str() == s) {
-                        Some(d) => Some(d.clone()),
-                        None => {
-                            let known = either(Deliver::ALL.iter().map(Deliver::as_str));
-                            f.issue("deliver", format!("\"deliver\" is {known}, got {s:?}"));
-                            None
-                        }
-                    },
-                };
-                let target = f.string("target").filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
-                let template = f.string("template");
-                match (&deliver, &target) {
-                    (Some(d), None) => f.issue("target", format!("deliver: {} needs a \"target\"", d.as_str())),
-                    (None, Some(_)) => f.issue("deliver", "a \"target\" needs \"deliver\" (notification or channel)"),
-                    (Some(d), Some(t)) => {
-                        if let Err(e) = check_target(d, t) {
-                            f.issue("target", e);
-                        }
-                    }
-                    (None, None) => {}
-                }
-                Spec::Output { deliver, target, template }
-            }
+            Some(NodeKind::Trigger) => parse_trigger(&mut f),
+            Some(NodeKind::Agent) => parse_agent(&mut f),
+            Some(NodeKind::Condition) => parse_condition(&mut f),
+            Some(NodeKind::Approval) => parse_approval(&mut f),
+            Some(NodeKind::Output) => parse_output(&mut f),
             Some(NodeKind::Note) => Spec::Note,
-            Some(NodeKind::Command) => {
-                let run = f.string("run");
-                let argv = match f.get("argv") {
-                    None => None,
-                    Some(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_string) => {
-                        Some(items.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                    }
-                    Some(_) => {
-                        f.issue("argv", "\"argv\" must be a non-empty array of strings");
-                        None
-                    }
-                };
-                match (&run, &argv, f.get("argv")) {
-                    (Some(_), Some(_), _) => f.issue("run", "give either \"run\" or \"argv\", not both"),
-                    (None, None, None) => f.issue("run", "command node needs \"run\" (a shell string) or \"argv\" (an array)"),
-                    (Some(r), None, _) if r.trim().is_empty() => f.issue("run", "\"run\" must not be empty"),
-                    _ => {}
-                }
-                if let Some(Ok(t)) = run.as_deref().map(template::parse)
-                    && let Err(e) = shell::compile(&t)
-                {
-                    f.issue("run", e.0);
-                }
-                let cwd = f.string("cwd");
-                let env = f.string_map("env");
-                let parsed_argv: Option<Result<Vec<template::Template>, _>> =
-                    argv.as_ref().map(|a: &Vec<String>| a.iter().map(|w| template::parse(w)).collect());
-                if let Some(Ok(parsed)) = parsed_argv
-                    && let Err(e) = shell::check_argv(&parsed)
-                {
-                    f.issue("argv", e.0);
-                }
-                for (name, value) in &env {
-                    if shell::is_code_variable(name) && template::parse(value).is_ok_and(|t| t.refs().next().is_some()) {
-                        f.issue("env", format!("env.{name}: {name} decides which code runs, so it cannot take a template value"));
-                    }
-                }
-                if env.keys().any(|k| k.starts_with(shell::VALUE_VAR_PREFIX)) {
-                    f.issue(
-                        "env",
-                        format!(
-                            "environment names starting with {} carry template values into the command; choose another name",
-                            shell::VALUE_VAR_PREFIX
-                        ),
-                    );
-                }
-                let timeout_seconds =
-                    f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
-                Spec::Command { run, argv, cwd, env, timeout_seconds }
-            }
-            Some(NodeKind::Http) => {
-                let url = f.required_string("url");
-                let scheme_ok = {
-                    let lower = url.trim_start().to_ascii_lowercase();
-                    lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("{{")
-                };
-                if !url.is_empty() && !scheme_ok {
-                    f.issue("url", "\"url\" must start with http:// or https://");
-                }
-                let method = f.string("method").map(|m| m.trim().to_ascii_uppercase()).unwrap_or_else(|| HTTP_METHOD_DEFAULT.into());
-                if !HTTP_METHODS.contains(&method.as_str()) {
-                    f.issue("method", format!("unknown HTTP method {method:?}"));
-                }
-                let headers = f.string_map("headers");
-                let body = f.get("body").cloned();
-                let timeout_seconds =
-                    f.ranged("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::HTTP_TIMEOUT_DEFAULT);
-                let accept = match f.get("accept") {
-                    None => vec![HTTP_ACCEPT_DEFAULT],
-                    Some(v) => match parse_accept(v) {
-                        Ok(a) => a,
-                        Err(e) => {
-                            f.issue("accept", e);
-                            vec![HTTP_ACCEPT_DEFAULT]
-                        }
-                    },
-                };
-                Spec::Http { url, method, headers, body, timeout_seconds, accept }
-            }
-            Some(NodeKind::Loop) => {
-                let over = f.required_string("over");
-                let max_items = f.ranged("max_items", limits::LOOP_MAX_ITEMS, " items").unwrap_or(limits::LOOP_MAX_ITEMS_DEFAULT);
-                let concurrency = f.ranged("concurrency", limits::LOOP_CONCURRENCY, "").unwrap_or(limits::LOOP_CONCURRENCY_DEFAULT);
-                Spec::Loop { over, max_items, concurrency }
-            }
-            Some(NodeKind::Wait) => {
-                let seconds = match schedule::wait_seconds(&node.raw) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let field = e.field.clone().unwrap_or_else(|| "seconds".into());
-                        f.issue(&field, e.message);
-                        0
-                    }
-                };
-                Spec::Wait { seconds }
-            }
-            Some(NodeKind::Emit) => {
-                let event = f.required_string("event");
-                if !event.is_empty() && !crate::trigger::is_event_name(&event) {
-                    f.issue("event", format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'"));
-                }
-                Spec::Emit { event, payload: f.get("payload").cloned() }
-            }
-            None => {
-                f.issue("type", format!("unknown node type {:?}; known types: {}", node.type_name(), NODE_TYPES.join(", ")));
-                Spec::Note
-            }
+            Some(NodeKind::Command) => parse_command(&mut f),
+            Some(NodeKind::Http) => parse_http(&mut f),
+            Some(NodeKind::Loop) => parse_loop(&mut f),
+            Some(NodeKind::Wait) => parse_wait(&mut f),
+            Some(NodeKind::Emit) => parse_emit(&mut f),
+            None => parse_unknown(&mut f),
         };
         (spec, f.issues)
     }
@@ -457,6 +273,231 @@ impl Spec {
         }
         out
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One reader per node kind: each reads its kind's fields through `f`, records every problem
+// there, and answers the spec made of what it could read (defaults for the rest).
+// ---------------------------------------------------------------------------------------------
+
+/// A trigger node: its mode and that mode's fields ([`Trigger::parse`]).
+fn parse_trigger(f: &mut Fields) -> Spec {
+    match Trigger::parse(&f.node.raw) {
+        Ok(trigger) => Spec::Trigger(trigger),
+        Err(issues) => {
+            for e in issues {
+                let field = e.field.clone().unwrap_or_else(|| "mode".into());
+                f.issue(&field, e.message);
+            }
+            // Reported above; a lenient reader goes on as if it were started by hand.
+            Spec::Trigger(Trigger::Manual)
+        }
+    }
+}
+
+/// An agent step: its prompt, profile, model, retries, timeout and token cap.
+fn parse_agent(f: &mut Fields) -> Spec {
+    let prompt = f.required_string("prompt");
+    let profile = f.string("profile");
+    let model = f.string("model");
+    let retries = f.ranged("retries", limits::AGENT_RETRIES, "").unwrap_or(0) as u32;
+    let timeout_seconds = f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
+    let max_tokens = f.ranged("max_tokens", limits::AGENT_MAX_TOKENS, "");
+    Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens }
+}
+
+/// A condition: its expression.
+fn parse_condition(f: &mut Fields) -> Spec {
+    Spec::Condition { expr: f.required_string("expr") }
+}
+
+/// An approval gate: its question, options and deadline.
+fn parse_approval(f: &mut Fields) -> Spec {
+    let question = f.required_string("question");
+    let options = match f.get("options") {
+        None => APPROVAL_OPTIONS_DEFAULT.map(String::from).to_vec(),
+        Some(Value::Array(items)) => {
+            let mut opts = Vec::new();
+            for item in items {
+                match item.as_str().map(str::trim) {
+                    Some(s) if !s.is_empty() => {
+                        if opts.iter().any(|o: &String| o.eq_ignore_ascii_case(s)) {
+                            f.issue("options", format!("option {s:?} is listed twice"));
+                        }
+                        opts.push(s.to_string());
+                    }
+                    _ => f.issue("options", "every option must be a non-empty string"),
+                }
+            }
+            if items.is_empty() {
+                f.issue("options", "\"options\" must list at least one answer");
+            }
+            opts
+        }
+        Some(_) => {
+            f.issue("options", "\"options\" must be an array of strings");
+            Vec::new()
+        }
+    };
+    let timeout_minutes = f.ranged("timeout_minutes", limits::APPROVAL_TIMEOUT_MINUTES, " minutes");
+    let on_timeout = match f.string("on_timeout") {
+        None => OnTimeout::DEFAULT,
+        Some(s) => match OnTimeout::ALL.iter().find(|o| o.as_str() == s) {
+            Some(o) => o.clone(),
+            None => {
+                let known = either(OnTimeout::ALL.iter().map(OnTimeout::as_str));
+                f.issue("on_timeout", format!("\"on_timeout\" is {known}, got {s:?}"));
+                OnTimeout::DEFAULT
+            }
+        },
+    };
+    Spec::Approval { question, options, timeout_minutes, on_timeout }
+}
+
+/// An output: its template and where it is delivered.
+fn parse_output(f: &mut Fields) -> Spec {
+    let deliver = match f.string("deliver").as_deref() {
+        None | Some("") => None,
+        Some(s) => match Deliver::ALL.iter().find(|d| d.as_str() == s) {
+            Some(d) => Some(d.clone()),
+            None => {
+                let known = either(Deliver::ALL.iter().map(Deliver::as_str));
+                f.issue("deliver", format!("\"deliver\" is {known}, got {s:?}"));
+                None
+            }
+        },
+    };
+    let target = f.string("target").filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
+    let template = f.string("template");
+    match (&deliver, &target) {
+        (Some(d), None) => f.issue("target", format!("deliver: {} needs a \"target\"", d.as_str())),
+        (None, Some(_)) => f.issue("deliver", "a \"target\" needs \"deliver\" (notification or channel)"),
+        (Some(d), Some(t)) => {
+            if let Err(e) = check_target(d, t) {
+                f.issue("target", e);
+            }
+        }
+        (None, None) => {}
+    }
+    Spec::Output { deliver, target, template }
+}
+
+/// A command step: `run` (a shell string) or `argv`, with its directory, environment and timeout.
+fn parse_command(f: &mut Fields) -> Spec {
+    let run = f.string("run");
+    let argv = match f.get("argv") {
+        None => None,
+        Some(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_string) => {
+            Some(items.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        }
+        Some(_) => {
+            f.issue("argv", "\"argv\" must be a non-empty array of strings");
+            None
+        }
+    };
+    match (&run, &argv, f.get("argv")) {
+        (Some(_), Some(_), _) => f.issue("run", "give either \"run\" or \"argv\", not both"),
+        (None, None, None) => f.issue("run", "command node needs \"run\" (a shell string) or \"argv\" (an array)"),
+        (Some(r), None, _) if r.trim().is_empty() => f.issue("run", "\"run\" must not be empty"),
+        _ => {}
+    }
+    if let Some(Ok(t)) = run.as_deref().map(template::parse)
+        && let Err(e) = shell::compile(&t)
+    {
+        f.issue("run", e.0);
+    }
+    let cwd = f.string("cwd");
+    let env = f.string_map("env");
+    let parsed_argv: Option<Result<Vec<template::Template>, _>> =
+        argv.as_ref().map(|a: &Vec<String>| a.iter().map(|w| template::parse(w)).collect());
+    if let Some(Ok(parsed)) = parsed_argv
+        && let Err(e) = shell::check_argv(&parsed)
+    {
+        f.issue("argv", e.0);
+    }
+    for (name, value) in &env {
+        if shell::is_code_variable(name) && template::parse(value).is_ok_and(|t| t.refs().next().is_some()) {
+            f.issue("env", format!("env.{name}: {name} decides which code runs, so it cannot take a template value"));
+        }
+    }
+    if env.keys().any(|k| k.starts_with(shell::VALUE_VAR_PREFIX)) {
+        f.issue(
+            "env",
+            format!(
+                "environment names starting with {} carry template values into the command; choose another name",
+                shell::VALUE_VAR_PREFIX
+            ),
+        );
+    }
+    let timeout_seconds =
+        f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
+    Spec::Command { run, argv, cwd, env, timeout_seconds }
+}
+
+/// An http step: its request and the statuses it accepts.
+fn parse_http(f: &mut Fields) -> Spec {
+    let url = f.required_string("url");
+    let scheme_ok = {
+        let lower = url.trim_start().to_ascii_lowercase();
+        lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("{{")
+    };
+    if !url.is_empty() && !scheme_ok {
+        f.issue("url", "\"url\" must start with http:// or https://");
+    }
+    let method = f.string("method").map(|m| m.trim().to_ascii_uppercase()).unwrap_or_else(|| HTTP_METHOD_DEFAULT.into());
+    if !HTTP_METHODS.contains(&method.as_str()) {
+        f.issue("method", format!("unknown HTTP method {method:?}"));
+    }
+    let headers = f.string_map("headers");
+    let body = f.get("body").cloned();
+    let timeout_seconds = f.ranged("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::HTTP_TIMEOUT_DEFAULT);
+    let accept = match f.get("accept") {
+        None => vec![HTTP_ACCEPT_DEFAULT],
+        Some(v) => match parse_accept(v) {
+            Ok(a) => a,
+            Err(e) => {
+                f.issue("accept", e);
+                vec![HTTP_ACCEPT_DEFAULT]
+            }
+        },
+    };
+    Spec::Http { url, method, headers, body, timeout_seconds, accept }
+}
+
+/// A loop: what it runs over, how many items at most, how many at once.
+fn parse_loop(f: &mut Fields) -> Spec {
+    let over = f.required_string("over");
+    let max_items = f.ranged("max_items", limits::LOOP_MAX_ITEMS, " items").unwrap_or(limits::LOOP_MAX_ITEMS_DEFAULT);
+    let concurrency = f.ranged("concurrency", limits::LOOP_CONCURRENCY, "").unwrap_or(limits::LOOP_CONCURRENCY_DEFAULT);
+    Spec::Loop { over, max_items, concurrency }
+}
+
+/// A wait: its seconds or duration.
+fn parse_wait(f: &mut Fields) -> Spec {
+    let seconds = match schedule::wait_seconds(&f.node.raw) {
+        Ok(s) => s,
+        Err(e) => {
+            let field = e.field.clone().unwrap_or_else(|| "seconds".into());
+            f.issue(&field, e.message);
+            0
+        }
+    };
+    Spec::Wait { seconds }
+}
+
+/// An emit step: its event name and payload.
+fn parse_emit(f: &mut Fields) -> Spec {
+    let event = f.required_string("event");
+    if !event.is_empty() && !crate::trigger::is_event_name(&event) {
+        f.issue("event", format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'"));
+    }
+    Spec::Emit { event, payload: f.get("payload").cloned() }
+}
+
+/// A type outside SPEC §3: reported, read on as a note.
+fn parse_unknown(f: &mut Fields) -> Spec {
+    f.issue("type", format!("unknown node type {:?}; known types: {}", f.node.type_name(), NODE_TYPES.join(", ")));
+    Spec::Note
 }
 
 /// `a, b or c`: a closed list of words in a message.
