@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::exec::Drivers;
 use crate::failure::Failure;
 use crate::runner::{Progress, Runner};
-use crate::store::{FileStore, JobStore, Store};
+use crate::store::{FileStore, JobStore, PgStore, Store};
 use crate::telemetry::Metrics;
 
 pub struct App {
@@ -40,8 +40,18 @@ impl App {
     pub fn open(home: PathBuf) -> Result<App, Failure> {
         let config = Config::load(&home).map_err(Failure::Internal)?;
         let clock = clock::from_env().map_err(Failure::BadRequest)?;
-        let store = FileStore::new(home.clone());
-        Ok(App { jobs: Box::new(store.clone()), store: Box::new(store), home, drivers: Drivers::new(config), clock, metrics: None })
+        let database = config.store.postgres(std::env::var("VWF_DATABASE_URL").ok()).map_err(Failure::BadRequest)?;
+        let (store, jobs): (Box<dyn Store>, Box<dyn JobStore>) = match database {
+            Some(settings) => {
+                let pg = PgStore::connect(&settings).map_err(|e| Failure::Unavailable(e.to_string()))?;
+                (Box::new(pg.clone()), Box::new(pg))
+            }
+            None => {
+                let files = FileStore::new(home.clone());
+                (Box::new(files.clone()), Box::new(files))
+            }
+        };
+        Ok(App { store, jobs, home, drivers: Drivers::new(config), clock, metrics: None })
     }
 
     pub fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {

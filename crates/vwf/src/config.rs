@@ -15,6 +15,42 @@ pub struct Config {
     pub channels: ChannelsConfig,
     pub server: toml::Table,
     pub commands: Commands,
+    pub store: StoreConfig,
+}
+
+/// `[store]`: where designs, runs and schedules are kept. No `url` (and no `VWF_DATABASE_URL`):
+/// the files under the home, as always.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://user@host/db`: the PostgreSQL store, shared by every instance pointed at it.
+    /// A password is better given in `VWF_DATABASE_URL` than written here.
+    pub url: Option<String>,
+    /// Connections in the pool (default 16).
+    pub pool_size: Option<u32>,
+    /// How long one statement may run, in milliseconds (default 30000).
+    pub statement_timeout_ms: Option<u64>,
+}
+
+impl StoreConfig {
+    /// The PostgreSQL settings, if a database is configured: `VWF_DATABASE_URL` wins over `url`.
+    pub fn postgres(&self, env_url: Option<String>) -> Result<Option<crate::store::PgSettings>, String> {
+        let Some(url) = env_url.filter(|u| !u.trim().is_empty()).or_else(|| self.url.clone()) else { return Ok(None) };
+        let mut settings = crate::store::PgSettings::new(url.trim());
+        if let Some(n) = self.pool_size {
+            if !(2..=1000).contains(&n) {
+                return Err(format!("[store] pool_size must be from 2 to 1000, got {n}"));
+            }
+            settings.pool_size = n;
+        }
+        if let Some(ms) = self.statement_timeout_ms {
+            if !(100..=3_600_000).contains(&ms) {
+                return Err(format!("[store] statement_timeout_ms must be from 100 to 3600000, got {ms}"));
+            }
+            settings.statement_timeout = std::time::Duration::from_millis(ms);
+        }
+        Ok(Some(settings))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -14,7 +14,7 @@ pub enum Failure {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
-    /// No agent backend configured.
+    /// Something vwf needs is not there: no agent backend configured, the database cannot be reached.
     #[error("{0}")]
     Unavailable(String),
     /// The agent backend failed.

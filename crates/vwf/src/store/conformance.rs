@@ -117,3 +117,77 @@ pub fn design_stamps(store: &dyn Store) {
     store.delete_design(&d).expect("delete");
     assert_eq!(store.design_stamp(&d), None);
 }
+
+/// Designs and runs: round trips, create-only saves, deletes, a newest-first listing by first
+/// write, cursor pages, and `NotFound` for what was never stored.
+pub fn store_round_trip(store: &dyn Store) {
+    let d = name("alpha");
+    assert!(store.list_designs().expect("list").is_empty(), "a fresh store has no designs");
+    assert!(matches!(store.load_design(&d), Err(StoreError::NotFound(_))));
+    let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual", "note": "é \u{0} \"q\""}], "edges": []});
+    store.save_design(&d, &graph).expect("save");
+    assert_eq!(store.load_design(&d).expect("load"), graph, "a design reads back as saved");
+    assert!(store.design_exists(&d));
+    assert!(matches!(store.create_design(&d, &json!({})), Err(StoreError::Exists(_))), "create never replaces");
+    assert_eq!(store.load_design(&d).expect("load"), graph);
+    store.create_design(&name("beta"), &json!({"nodes": [], "edges": []})).expect("create");
+    assert_eq!(store.list_designs().expect("list"), vec!["alpha".to_string(), "beta".to_string()]);
+    store.delete_design(&name("beta")).expect("delete");
+    assert!(matches!(store.delete_design(&name("beta")), Err(StoreError::NotFound(_))));
+    assert!(!store.design_exists(&name("beta")));
+
+    let unknown = vwf_core::names::RunId::parse("000000000001").expect("id");
+    assert!(matches!(store.read_run(&unknown), Err(StoreError::NotFound(_))));
+    assert!(matches!(store.lock_run(&unknown), Err(StoreError::NotFound(_))));
+    assert!(store.list_runs(10).expect("list").is_empty());
+    // Three runs reserved in one order and first written in another: the listing follows the writes.
+    let ids: Vec<_> = (0..3).map(|_| store.allocate_run_id().expect("allocate")).collect();
+    assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2], "ids are unique");
+    for (n, i) in [2usize, 0, 1].into_iter().enumerate() {
+        store.write_run(&ids[i], &json!({"run_id": ids[i].as_str(), "n": n, "text": "ünïcode \u{0}"})).expect("write");
+    }
+    // A later write of the first run does not move it.
+    store.write_run(&ids[2], &json!({"run_id": ids[2].as_str(), "n": 9})).expect("rewrite");
+    assert_eq!(store.read_run(&ids[2]).expect("read")["n"], 9, "the newest write is what reads back");
+    let listed: Vec<String> = store.list_runs(10).expect("list").into_iter().map(|e| e.id).collect();
+    assert_eq!(listed, vec![ids[1].to_string(), ids[0].to_string(), ids[2].to_string()], "newest first by first write");
+    assert_eq!(store.list_runs(2).expect("list").len(), 2);
+    let page = store.list_run_ids(None, 2).expect("page");
+    assert_eq!(page, vec![ids[1].clone(), ids[0].clone()]);
+    assert_eq!(store.list_run_ids(Some(&ids[0]), 10).expect("page"), vec![ids[2].clone()]);
+    assert!(store.list_run_ids(Some(&ids[2]), 10).expect("page").is_empty());
+    assert!(matches!(store.list_run_ids(Some(&unknown), 10), Err(StoreError::NotFound(_))));
+    let summaries = store.list_summaries(10).expect("summaries");
+    assert_eq!(summaries.len(), 3);
+    assert!(summaries.iter().all(|s| s.summary.is_err()), "documents that are not runs have no summary");
+}
+
+/// Run locks: `try_lock_run` fails while another holder has the lock and succeeds once it is
+/// dropped; `lock_run` waits for it. `threads` threads each make `rounds` locked read-modify-writes
+/// of one run, and none is lost.
+pub fn run_locks(store: Arc<dyn Store>, threads: usize, rounds: usize) {
+    let id = store.allocate_run_id().expect("allocate");
+    store.write_run(&id, &json!({"count": 0})).expect("write");
+    let held = store.lock_run(&id).expect("lock");
+    assert!(store.try_lock_run(&id).expect("try").is_none(), "the lock is exclusive");
+    drop(held);
+    let again = store.try_lock_run(&id).expect("try");
+    assert!(again.is_some(), "a dropped lock is released");
+    drop(again);
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (store, id) = (store.clone(), id.clone());
+            std::thread::spawn(move || {
+                for _ in 0..rounds {
+                    let _lock = store.lock_run(&id).expect("lock");
+                    let count = store.read_run(&id).expect("read")["count"].as_u64().expect("count");
+                    store.write_run(&id, &json!({"count": count + 1})).expect("write");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    assert_eq!(store.read_run(&id).expect("read")["count"], (threads * rounds) as u64, "an update made under the lock was lost");
+}

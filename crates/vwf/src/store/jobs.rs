@@ -182,6 +182,9 @@ mod tests {
         conformance::trigger_state(&store);
         conformance::design_stamps(&store);
         let dir = tempfile::tempdir().expect("tempdir");
+        conformance::store_round_trip(&FileStore::new(dir.path().to_path_buf()));
+        conformance::run_locks(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
+        let dir = tempfile::tempdir().expect("tempdir");
         conformance::jobs_lock_excludes(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
     }
 

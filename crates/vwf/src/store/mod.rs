@@ -20,6 +20,7 @@ pub mod conformance;
 pub mod fs;
 mod index;
 mod jobs;
+pub mod pg;
 mod tidy;
 
 use serde_json::Value;
@@ -29,6 +30,7 @@ use vwf_core::schedule::job::Job;
 use vwf_core::time::Ts;
 
 pub use fs::FileStore;
+pub use pg::{PgSettings, PgStore};
 pub use tidy::{Finding, STALE_AFTER};
 
 /// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.

@@ -3,6 +3,7 @@
 
 pub mod hermes;
 pub mod peer;
+pub mod pg;
 pub mod server;
 
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ impl Home {
     pub fn vwf(&self) -> Command {
         let mut c = Command::cargo_bin("vwf").expect("vwf binary");
         c.arg("--home").arg(self.path());
-        c.env_remove("VWF_HOME").env_remove("HERMES_HOME").env_remove("VWF_NOW");
+        c.env_remove("VWF_HOME").env_remove("HERMES_HOME").env_remove("VWF_NOW").env_remove("VWF_DATABASE_URL");
         c
     }
 

@@ -1,0 +1,571 @@
+//! The PostgreSQL store: [`Store`] and [`JobStore`] on one database, so several `vwf serve`
+//! instances share designs, runs, schedule jobs and trigger state (`[store] url` or
+//! `VWF_DATABASE_URL`). The file store stays the default.
+//!
+//! Built on sqlx (pool, migrations with their own advisory lock, LISTEN/NOTIFY later); the traits
+//! are blocking, so every call runs on the store's own small tokio runtime and the caller waits
+//! for the answer on a channel. That never nests runtimes, whatever thread calls.
+//!
+//! Invariants:
+//! - The schema is applied at connect under sqlx's migration lock, so instances starting together
+//!   do not race; a database whose schema is newer than this binary is refused at connect.
+//! - Documents are stored as the JSON text vwf wrote (see `migrations/0001_store.sql`) and read
+//!   back with the same parser as files: whatever is written reads back.
+//! - A run's lock, the jobs lock and the trigger claim are session advisory locks held on a
+//!   connection taken from the pool for as long as the guard lives. An instance that dies closes
+//!   its connections, and PostgreSQL releases its locks: a run it was driving is found `running`
+//!   with no owner and settles as interrupted, exactly as with the file store.
+//! - Lock keys: a run id is 48 bits, so its key is the id itself (no two runs share one); the
+//!   store-wide locks use negative keys no run can have.
+
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, SqlSafeStr};
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::schedule::job::{Job, design_of, job_id};
+use vwf_core::time::Ts;
+
+use super::{JobEntry, JobStore, RunEntry, RunLock, Store, StoreError, StoreLock};
+
+/// The schema, oldest first; embedded so the binary needs no files beside it.
+const MIGRATIONS: [(i64, &str, &str); 1] = [(1, "store", include_str!("../../migrations/0001_store.sql"))];
+/// Where sqlx records which migrations ran.
+const MIGRATIONS_TABLE: &str = "vwf_schema_migrations";
+/// Advisory lock keys of the store-wide locks (run ids are never negative).
+const JOBS_LOCK_KEY: i64 = -1;
+const TRIGGERS_CLAIM_KEY: i64 = -2;
+/// How many fresh ids `allocate_run_id` tries before giving up.
+const ALLOCATE_ATTEMPTS: usize = 32;
+
+/// How to reach the database: `[store]` in `visual-workflow.toml`, with `VWF_DATABASE_URL` winning
+/// over `url`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgSettings {
+    pub url: String,
+    /// Connections in the pool (each held run lock takes one while it is held).
+    pub pool_size: u32,
+    /// How long one statement may run before the server cancels it.
+    pub statement_timeout: Duration,
+    /// How long a caller waits for a free connection before the call fails.
+    pub acquire_timeout: Duration,
+}
+
+impl PgSettings {
+    pub const DEFAULT_POOL_SIZE: u32 = 16;
+    pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+    pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+    pub fn new(url: impl Into<String>) -> PgSettings {
+        PgSettings {
+            url: url.into(),
+            pool_size: Self::DEFAULT_POOL_SIZE,
+            statement_timeout: Self::DEFAULT_STATEMENT_TIMEOUT,
+            acquire_timeout: Self::DEFAULT_ACQUIRE_TIMEOUT,
+        }
+    }
+}
+
+/// The PostgreSQL store. Cheap to clone: clones share the pool and the runtime.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: PgPool,
+    runtime: Option<tokio::runtime::Runtime>,
+    /// The URL without its password, to name the database in messages.
+    shown: String,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Never blocks, so dropping the store is safe on any thread.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("database", &self.inner.shown).finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects and brings the schema up to date. A URL that cannot be parsed, a database that
+    /// cannot be reached and a schema newer than this binary are errors naming the database.
+    pub fn connect(settings: &PgSettings) -> Result<PgStore, StoreError> {
+        let shown = redact(&settings.url);
+        if !["postgres://", "postgresql://"].iter().any(|scheme| settings.url.starts_with(scheme)) {
+            return Err(StoreError::Io(format!(
+                "[store] url is not a PostgreSQL URL ({shown}): it starts with postgres:// or postgresql://"
+            )));
+        }
+        let options = PgConnectOptions::from_str(&settings.url)
+            .map_err(|e| StoreError::Io(format!("[store] url is not a PostgreSQL URL ({shown}): {e}")))?
+            .options([("statement_timeout", settings.statement_timeout.as_millis().to_string())]);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("vwf-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Io(format!("cannot start the database runtime: {e}")))?;
+        let pool_options = PgPoolOptions::new().max_connections(settings.pool_size.max(2)).acquire_timeout(settings.acquire_timeout);
+        let connected = runtime.block_on(async move {
+            // One connection first, so a server that is down or refuses us is reported with its
+            // own error at once, not as a pool that timed out.
+            PgConnection::connect_with(&options).await?.close().await?;
+            let pool = pool_options.connect_with(options).await?;
+            migrator().run(&pool).await.map_err(sqlx::Error::from)?;
+            Ok::<PgPool, sqlx::Error>(pool)
+        });
+        let pool = connected.map_err(|e| StoreError::Io(connect_error(&shown, e)))?;
+        Ok(PgStore { inner: Arc::new(Inner { pool, runtime: Some(runtime), shown }) })
+    }
+
+    /// Applies the schema explicitly (`vwf store migrate`); `connect` does it too.
+    pub fn migrate(&self) -> Result<(), StoreError> {
+        let pool = self.pool();
+        let shown = self.inner.shown.clone();
+        self.wait(async move { migrator().run(&pool).await.map_err(|e| StoreError::Io(connect_error(&shown, e.into()))) })
+    }
+
+    /// The database, without its password.
+    pub fn shown(&self) -> &str {
+        &self.inner.shown
+    }
+
+    fn pool(&self) -> PgPool {
+        self.inner.pool.clone()
+    }
+
+    /// Runs `fut` on the store's runtime and waits for its answer.
+    fn wait<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let Some(runtime) = &self.inner.runtime else { return Err(StoreError::Io("the database runtime has stopped".into())) };
+        runtime.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv().unwrap_or_else(|_| Err(StoreError::Io("the database call was dropped".into())))
+    }
+
+    /// Takes a connection and, on it, the session advisory lock `key`: waiting for it (`wait`) or
+    /// not (`None` when someone holds it).
+    fn advisory(&self, key: i64, wait: bool) -> Result<Option<AdvisoryLock>, StoreError> {
+        let pool = self.pool();
+        let conn = self.wait(async move {
+            let mut conn = pool.acquire().await.map_err(db)?;
+            let got = if wait {
+                sqlx::query("SELECT pg_advisory_lock($1)").bind(key).execute(&mut *conn).await.map_err(db)?;
+                true
+            } else {
+                sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)").bind(key).fetch_one(&mut *conn).await.map_err(db)?
+            };
+            Ok(got.then_some(conn))
+        })?;
+        let handle = self.inner.runtime.as_ref().map(|r| r.handle().clone());
+        Ok(conn.zip(handle).map(|(conn, handle)| AdvisoryLock { conn: Some(conn), key, handle }))
+    }
+
+    /// Runs one statement with text parameters; answers how many rows it changed.
+    fn execute(&self, sql: &'static str, params: Vec<String>) -> Result<u64, StoreError> {
+        let pool = self.pool();
+        self.wait(async move {
+            let query = params.into_iter().fold(sqlx::query(sql), |q, p| q.bind(p));
+            Ok(query.execute(&pool).await.map_err(db)?.rows_affected())
+        })
+    }
+
+    /// The text of the first column of the one row a query with text parameters finds, if any.
+    fn fetch_text(&self, sql: &'static str, params: Vec<String>) -> Result<Option<String>, StoreError> {
+        let pool = self.pool();
+        self.wait(async move {
+            let query = params.into_iter().fold(sqlx::query_scalar(sql), |q, p| q.bind(p));
+            query.fetch_optional(&pool).await.map_err(db)
+        })
+    }
+
+    fn run_exists(&self, id: &RunId) -> Result<bool, StoreError> {
+        let pool = self.pool();
+        let id = id.to_string();
+        self.wait(async move {
+            let found = sqlx::query("SELECT 1 FROM vwf_runs WHERE id = $1").bind(id).fetch_optional(&pool).await.map_err(db)?;
+            Ok(found.is_some())
+        })
+    }
+}
+
+/// A session advisory lock and the connection that holds it; unlocked (and the connection given
+/// back) when dropped. If the connection is lost, PostgreSQL has released the lock already.
+struct AdvisoryLock {
+    conn: Option<PoolConnection<Postgres>>,
+    key: i64,
+    handle: tokio::runtime::Handle,
+}
+
+impl Drop for AdvisoryLock {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else { return };
+        let key = self.key;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        self.handle.spawn(async move {
+            if sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut *conn).await.is_err() {
+                // A connection in an unknown state must not go back to the pool holding a lock.
+                let _ = conn.close().await;
+            }
+            let _ = tx.send(());
+        });
+        // Released before the guard's owner goes on, as a file lock is.
+        let _ = rx.recv();
+    }
+}
+
+fn migrator() -> Migrator {
+    let migrations = MIGRATIONS
+        .iter()
+        .map(|(version, name, sql)| Migration::new(*version, (*name).into(), MigrationType::Simple, sql.into_sql_str(), false))
+        .collect();
+    let mut migrator = Migrator::with_migrations(migrations);
+    migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
+    migrator
+}
+
+/// A database error as a store error.
+fn db(e: sqlx::Error) -> StoreError {
+    StoreError::Io(format!("database error: {e}"))
+}
+
+/// Why connecting failed, in the user's words.
+fn connect_error(shown: &str, e: sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Migrate(m) => match *m {
+            sqlx::migrate::MigrateError::VersionMissing(v) => format!(
+                "the database {shown} has schema version {v}, newer than this vwf knows (up to {}); use a newer vwf",
+                MIGRATIONS.len()
+            ),
+            other => format!("cannot bring the schema of {shown} up to date: {other}"),
+        },
+        other => format!("cannot connect to the database {shown}: {other}"),
+    }
+}
+
+/// `postgres://user:secret@host/db` without the secret.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return "(a URL that cannot be read)".into() };
+    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => format!("{}@{host}", user.split(':').next().unwrap_or_default()),
+        None => authority.to_string(),
+    };
+    let path = path.split('?').next().unwrap_or_default();
+    format!("{scheme}://{authority}/{path}")
+}
+
+/// Parses a stored document as the file store parses a file.
+fn parse_doc(text: &str, what: String) -> Result<Value, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt { path: what, message: e.to_string() })
+}
+
+fn to_text(value: &Value) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Io(e.to_string()))
+}
+
+fn run_key(id: &RunId) -> i64 {
+    let bytes = id.as_str().as_bytes();
+    // 12 lowercase hex digits: 48 bits, so the key is exactly the id.
+    std::str::from_utf8(bytes).ok().and_then(|s| i64::from_str_radix(s, 16).ok()).unwrap_or_default()
+}
+
+impl Store for PgStore {
+    fn list_designs(&self) -> Result<Vec<String>, StoreError> {
+        let pool = self.pool();
+        self.wait(async move {
+            let names: Vec<String> = sqlx::query_scalar("SELECT name FROM vwf_designs ORDER BY name").fetch_all(&pool).await.map_err(db)?;
+            Ok(names.into_iter().filter(|n| DesignName::parse(n).is_ok()).collect())
+        })
+    }
+
+    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
+        let text = self.fetch_text("SELECT graph FROM vwf_designs WHERE name = $1", vec![name.to_string()])?;
+        let text = text.ok_or_else(|| StoreError::design_not_found(name))?;
+        parse_doc(&text, format!("design {:?}", name.as_str()))
+    }
+
+    fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        self.execute(
+            "INSERT INTO vwf_designs (name, graph) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE \
+             SET graph = EXCLUDED.graph, version = nextval('vwf_design_version'), updated_at = now()",
+            vec![name.to_string(), to_text(graph)?],
+        )?;
+        Ok(format!("{} (design {name})", self.inner.shown))
+    }
+
+    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        let created = self.execute(
+            "INSERT INTO vwf_designs (name, graph) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+            vec![name.to_string(), to_text(graph)?],
+        )?;
+        if created == 0 {
+            return Err(StoreError::design_exists(name));
+        }
+        Ok(format!("{} (design {name})", self.inner.shown))
+    }
+
+    fn design_exists(&self, name: &DesignName) -> bool {
+        self.design_stamp(name).is_some()
+    }
+
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        match self.execute("DELETE FROM vwf_designs WHERE name = $1", vec![name.to_string()])? {
+            0 => Err(StoreError::design_not_found(name)),
+            _ => Ok(()),
+        }
+    }
+
+    fn design_stamp(&self, name: &DesignName) -> Option<String> {
+        let (pool, key) = (self.pool(), name.to_string());
+        let version: Option<i64> = self
+            .wait(async move {
+                sqlx::query_scalar("SELECT version FROM vwf_designs WHERE name = $1").bind(key).fetch_optional(&pool).await.map_err(db)
+            })
+            .ok()
+            .flatten();
+        version.map(|v| v.to_string())
+    }
+
+    fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+        for _ in 0..ALLOCATE_ATTEMPTS {
+            let mut bytes = [0u8; 6];
+            getrandom::fill(&mut bytes).map_err(|e| StoreError::Io(format!("cannot get random bytes: {e}")))?;
+            let id = RunId::from_bytes(bytes);
+            if self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1 {
+                return Ok(id);
+            }
+        }
+        Err(StoreError::Io(format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
+    }
+
+    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
+        let text = std::str::from_utf8(json).map_err(|e| StoreError::Io(format!("run {id} is not UTF-8 JSON: {e}")))?.to_string();
+        self.execute(
+            "INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO UPDATE \
+             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), updated_at = now()",
+            vec![id.to_string(), text],
+        )
+        .map(drop)
+    }
+
+    fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        let (pool, key) = (self.pool(), id.to_string());
+        let text: Option<String> = self.wait(async move {
+            sqlx::query_scalar("SELECT doc FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL")
+                .bind(key)
+                .fetch_optional(&pool)
+                .await
+                .map_err(db)
+        })?;
+        let text = text.ok_or_else(|| StoreError::run_not_found(id))?;
+        parse_doc(&text, format!("run {id}"))
+    }
+
+    fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
+        let pool = self.pool();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.wait(async move {
+            sqlx::query("SELECT id, doc FROM vwf_runs WHERE doc IS NOT NULL ORDER BY seq DESC LIMIT $1")
+                .bind(limit)
+                .fetch_all(&pool)
+                .await
+                .map_err(db)
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let id: String = row.try_get("id").ok()?;
+                let doc: String = row.try_get("doc").ok()?;
+                let run = parse_doc(&doc, format!("run {id}")).map_err(|e| e.to_string());
+                Some(RunEntry { id, run })
+            })
+            .collect())
+    }
+
+    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        let pool = self.pool();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let cursor = before.map(|b| b.to_string());
+        let ids: Option<Vec<String>> = self.wait(async move {
+            let after = match cursor {
+                None => i64::MAX,
+                Some(id) => {
+                    let seq: Option<Option<i64>> = sqlx::query_scalar("SELECT seq FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL")
+                        .bind(id)
+                        .fetch_optional(&pool)
+                        .await
+                        .map_err(db)?;
+                    match seq.flatten() {
+                        Some(seq) => seq,
+                        None => return Ok(None),
+                    }
+                }
+            };
+            let ids = sqlx::query_scalar("SELECT id FROM vwf_runs WHERE doc IS NOT NULL AND seq < $1 ORDER BY seq DESC LIMIT $2")
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&pool)
+                .await
+                .map_err(db)?;
+            Ok(Some(ids))
+        })?;
+        match (ids, before) {
+            (Some(ids), _) => Ok(ids.iter().filter_map(|id| RunId::parse(id).ok()).collect()),
+            (None, Some(before)) => Err(StoreError::run_not_found(before)),
+            (None, None) => Ok(Vec::new()),
+        }
+    }
+
+    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+        if !self.run_exists(id)? {
+            return Err(StoreError::run_not_found(id));
+        }
+        let lock = self.advisory(run_key(id), true)?.ok_or_else(|| StoreError::Io(format!("cannot lock run {id}")))?;
+        Ok(RunLock::new(id.clone(), lock))
+    }
+
+    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+        if !self.run_exists(id)? {
+            return Err(StoreError::run_not_found(id));
+        }
+        Ok(self.advisory(run_key(id), false)?.map(|lock| RunLock::new(id.clone(), lock)))
+    }
+}
+
+impl JobStore for PgStore {
+    fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError> {
+        let pool = self.pool();
+        let rows =
+            self.wait(async move { sqlx::query("SELECT design, job FROM vwf_jobs ORDER BY design").fetch_all(&pool).await.map_err(db) })?;
+        let mut entries: Vec<JobEntry> = rows
+            .into_iter()
+            .filter_map(|row| {
+                let design: String = row.try_get("design").ok()?;
+                let text: String = row.try_get("job").ok()?;
+                let id = format!("{}{design}", vwf_core::schedule::job::JOB_PREFIX);
+                Some(match serde_json::from_str::<Job>(&text) {
+                    Ok(job) if job.job_id == id => Ok(job),
+                    Ok(job) => Err((id, format!("the stored job says job_id {:?}, not its own", job.job_id))),
+                    Err(e) => Err((id, format!("schedule job of {design:?} is not a schedule job: {e}"))),
+                })
+            })
+            .collect();
+        entries.sort_by(|a, b| entry_id(a).cmp(entry_id(b)));
+        Ok(entries)
+    }
+
+    fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError> {
+        let text = self.fetch_text("SELECT job FROM vwf_jobs WHERE design = $1", vec![design.to_string()])?;
+        text.map(|t| {
+            serde_json::from_str(&t)
+                .map_err(|e| StoreError::Io(format!("schedule job of {:?} is not a schedule job: {e}", design.as_str())))
+        })
+        .transpose()
+    }
+
+    fn write_job(&self, job: &Job) -> Result<(), StoreError> {
+        let design = design_of(&job.job_id).ok_or_else(|| StoreError::Io(format!("cannot save a job with the id {:?}", job.job_id)))?;
+        let text = serde_json::to_string(job).map_err(|e| StoreError::Io(e.to_string()))?;
+        self.execute(
+            "INSERT INTO vwf_jobs (design, job) VALUES ($1, $2) ON CONFLICT (design) DO UPDATE SET job = EXCLUDED.job",
+            vec![design.to_string(), text],
+        )
+        .map(drop)
+    }
+
+    fn remove_job(&self, design: &DesignName) -> Result<(), StoreError> {
+        match self.execute("DELETE FROM vwf_jobs WHERE design = $1", vec![design.to_string()])? {
+            0 => Err(StoreError::NotFound(format!("schedule job {:?}", job_id(design)))),
+            _ => Ok(()),
+        }
+    }
+
+    fn has_jobs(&self) -> bool {
+        let pool = self.pool();
+        self.wait(async move { sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM vwf_jobs)").fetch_one(&pool).await.map_err(db) })
+            .unwrap_or(true)
+    }
+
+    fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
+        let lock = self.advisory(JOBS_LOCK_KEY, true)?.ok_or_else(|| StoreError::Io("cannot lock the schedule jobs".into()))?;
+        Ok(StoreLock::new(lock))
+    }
+
+    fn last_fire(&self, design: &DesignName) -> Option<Ts> {
+        let (pool, key) = (self.pool(), design.to_string());
+        self.wait(async move {
+            sqlx::query_scalar("SELECT last_fired_at FROM vwf_trigger_state WHERE design = $1")
+                .bind(key)
+                .fetch_optional(&pool)
+                .await
+                .map_err(db)
+        })
+        .ok()
+        .flatten()
+    }
+
+    fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
+        let (pool, key) = (self.pool(), design.to_string());
+        self.wait(async move {
+            sqlx::query(
+                "INSERT INTO vwf_trigger_state (design, last_fired_at) VALUES ($1, $2) \
+                 ON CONFLICT (design) DO UPDATE SET last_fired_at = EXCLUDED.last_fired_at",
+            )
+            .bind(key)
+            .bind(at)
+            .execute(&pool)
+            .await
+            .map_err(db)?;
+            Ok(())
+        })
+    }
+
+    fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
+        match self.advisory(TRIGGERS_CLAIM_KEY, false)? {
+            Some(lock) => Ok(StoreLock::new(lock)),
+            None => Err(StoreError::Busy(format!("another vwf daemon is already running on {}", self.inner.shown))),
+        }
+    }
+}
+
+fn entry_id(entry: &JobEntry) -> &str {
+    match entry {
+        Ok(job) => &job.job_id,
+        Err((id, _)) => id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        assert_eq!(redact("postgres://vwf:s3cret@db.example:5432/runs?sslmode=require"), "postgres://vwf@db.example:5432/runs");
+        assert_eq!(redact("postgres://db/runs"), "postgres://db/runs");
+        assert_eq!(redact("nonsense"), "(a URL that cannot be read)");
+    }
+
+    #[test]
+    fn a_run_lock_key_is_the_run_id() {
+        let id = RunId::parse("d7b493cae249").expect("id");
+        assert_eq!(run_key(&id), 0xd7b493cae249);
+        assert!(run_key(&RunId::parse("ffffffffffff").expect("id")) > 0);
+    }
+}
