@@ -127,3 +127,74 @@ fn store_settings_in_the_config_are_checked() {
     let (code, body) = home.json(&["runs"]);
     assert_ne!(code, 0, "{body}");
 }
+
+/// Polls `check` on a real process's work until it holds, for at most `seconds`.
+fn eventually<T>(what: &str, seconds: u64, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Two `vwf serve` on one database: the first keeps the timers, the second stands by. When the
+/// first is killed (-9) mid-step, its run is found interrupted from the second, retried there
+/// without running its finished step again, and the second takes over the timers (a heartbeat
+/// design saved afterwards fires there once).
+#[test]
+fn a_second_instance_takes_over_from_one_killed_mid_step() {
+    use common::server::{Options, Server};
+    let url = common::pg::fresh_database();
+    let work = tempfile::tempdir().expect("work dir");
+    let (home_a, home_b) = (Home::new(), Home::new());
+    let first = Server::start_with(&home_a, Options { env: vec![("VWF_DATABASE_URL", url.clone())], ..Options::default() });
+    let b_log = work.path().join("b.log");
+    let second =
+        Server::start_with(&home_b, Options { env: vec![("VWF_DATABASE_URL", url.clone())], stderr: Some(&b_log), ..Options::default() });
+    eventually("the second instance to stand by", 30, || {
+        std::fs::read_to_string(&b_log).ok().filter(|log| log.contains("standing by")).map(drop)
+    });
+    let (count, marker) = (work.path().join("count"), work.path().join("first-try"));
+    let script = format!("if [ -e '{m}' ]; then echo again; else touch '{m}'; sleep 30; fi", m = marker.display());
+    first.save(
+        "slow",
+        json!({"nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "count", "type": "command", "run": format!("echo x >> '{}'", count.display())},
+            {"id": "slow", "type": "command", "run": script, "timeout_seconds": 120},
+            {"id": "out", "type": "output"}
+        ], "edges": [{"from": "start", "to": "count"}, {"from": "count", "to": "slow"}, {"from": "slow", "to": "out"}]}),
+    );
+    let (status, started) = first.post("/designs/slow/run", json!({"wait": false}));
+    assert_eq!(status, 200, "{started}");
+    let id = started["run_id"].as_str().expect("run id").to_string();
+    eventually("the slow step to start", 30, || marker.exists().then_some(()));
+    drop(first); // SIGKILL: its connections close and PostgreSQL releases its locks.
+    let interrupted = eventually("the run to be found interrupted from the second instance", 30, || {
+        let (_, run) = second.get(&format!("/runs/{id}"));
+        (run["status"] == "failed").then_some(run)
+    });
+    assert!(interrupted["error"].as_str().unwrap_or_default().contains("interrupted"), "{interrupted}");
+    let (status, retried) = second.post_empty(&format!("/runs/{id}/retry"));
+    assert_eq!(status, 200, "{retried}");
+    assert_eq!(retried["status"], "done", "{retried}");
+    assert_eq!(std::fs::read_to_string(&count).expect("count"), "x\n", "the finished step did not run again");
+    // The timers moved to the second instance.
+    second.save(
+        "beat",
+        json!({"nodes": [
+            {"id": "start", "type": "trigger", "mode": "heartbeat", "every": "1h"},
+            {"id": "out", "type": "output", "template": "beat"}
+        ], "edges": [{"from": "start", "to": "out"}]}),
+    );
+    let beats = eventually("the heartbeat to fire on the second instance", 30, || {
+        let (_, listed) = second.get("/runs?design=beat");
+        let runs = listed["runs"].as_array().cloned().unwrap_or_default();
+        (!runs.is_empty()).then_some(runs)
+    });
+    assert_eq!(beats.len(), 1, "{beats:?}");
+    assert_eq!(beats[0]["trigger"]["mode"], "heartbeat");
+}

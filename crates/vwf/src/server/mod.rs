@@ -65,6 +65,11 @@ impl Settings {
     }
 }
 
+/// How often a server standing by tries to claim the home's triggers.
+const STANDBY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often it looks at the stop flag meanwhile.
+const STANDBY_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// A server that is bound and ready to answer; `run` serves until SIGINT or SIGTERM.
 pub struct Server {
     app: Arc<App>,
@@ -193,20 +198,35 @@ impl Server {
     }
 }
 
-/// Runs the daemon on its own thread unless another `vwf daemon` already owns the home.
+/// Runs the daemon on its own thread. While another daemon holds the home's triggers (a `vwf
+/// daemon`, or another instance on the same database), this server stands by and claims them as
+/// soon as that one stops or dies, so the timers never stop with one instance.
 fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>> {
-    let claim = match crate::daemon::claim_home(app) {
-        Ok(file) => file,
-        Err(e) => {
-            eprintln!("vwf serve: {e}; that daemon keeps the timers, so this server runs without its own");
-            return None;
-        }
-    };
     let (app, stop) = (app.clone(), stop.clone());
     let spawned = std::thread::Builder::new().name("vwf-daemon".into()).spawn(move || {
-        let _claim = claim;
-        let mut daemon = crate::daemon::Daemon::new(&app);
-        daemon.run(&stop);
+        let mut standing_by = false;
+        while !stop.load(Ordering::SeqCst) {
+            match crate::daemon::claim_home(&app) {
+                Ok(claim) => {
+                    if standing_by {
+                        eprintln!("vwf serve: the other daemon stopped; this server keeps the timers now");
+                    }
+                    let _claim = claim;
+                    crate::daemon::Daemon::new(&app).run(&stop);
+                    return;
+                }
+                Err(e) => {
+                    if !standing_by {
+                        eprintln!("vwf serve: {e}; that daemon keeps the timers, and this server standing by takes over if it stops");
+                        standing_by = true;
+                    }
+                    let until = std::time::Instant::now() + STANDBY_RETRY;
+                    while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                        std::thread::sleep(STANDBY_POLL);
+                    }
+                }
+            }
+        }
     });
     match spawned {
         Ok(handle) => Some(handle),

@@ -44,7 +44,7 @@ impl Default for Options<'_> {
 pub fn vwf(home: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_vwf"));
     c.arg("--home").arg(home);
-    for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW", "VWF_WEB_DIR", TOKEN_VAR] {
+    for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW", "VWF_WEB_DIR", "VWF_DATABASE_URL", TOKEN_VAR] {
         c.env_remove(var);
     }
     c.env("VWF_EXAMPLES_DIR", super::examples_dir());
