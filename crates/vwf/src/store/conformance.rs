@@ -99,6 +99,7 @@ pub fn trigger_state(store: &dyn JobStore) {
     store.record_fire(&d, at("2026-03-01T10:00:00Z")).expect("record");
     assert_eq!(store.last_fire(&d), Some(at("2026-03-01T10:00:00Z")));
     assert_eq!(store.last_fire(&name("other")), None);
+    assert_eq!(store.list_fires().expect("fires"), vec![(d.clone(), at("2026-03-01T10:00:00Z"))]);
     let claim = store.claim_triggers().expect("first claim");
     assert!(matches!(store.claim_triggers(), Err(StoreError::Busy(_))), "a second daemon is kept off");
     drop(claim);

@@ -151,6 +151,25 @@ impl JobStore for FileStore {
         atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
     }
 
+    fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
+        let dir = self.schedules_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error("read", &dir, e)),
+        };
+        let mut fires: Vec<(DesignName, Ts)> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_str()?.strip_prefix(TRIGGER_PREFIX)?.strip_suffix(".json")?.to_string();
+                let design = DesignName::parse(&name).ok()?;
+                Some((design.clone(), self.last_fire(&design)?))
+            })
+            .collect();
+        fires.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        Ok(fires)
+    }
+
     fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
         let (file, path) = self.schedules_lock_file(DAEMON_LOCK_FILE)?;
         match file.try_lock() {

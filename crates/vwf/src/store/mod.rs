@@ -17,6 +17,7 @@
 
 #[doc(hidden)]
 pub mod conformance;
+pub mod copy;
 pub mod fs;
 mod index;
 mod jobs;
@@ -122,6 +123,8 @@ pub trait JobStore: Send + Sync {
     fn last_fire(&self, design: &DesignName) -> Option<Ts>;
     /// Records a heartbeat fire, durably, before its run starts.
     fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError>;
+    /// Every recorded heartbeat fire, by design name (to copy a store).
+    fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError>;
     /// Claims the home's triggers for one daemon for as long as the guard lives; `Busy` while
     /// another daemon (in any process) holds the claim.
     fn claim_triggers(&self) -> Result<StoreLock, StoreError>;

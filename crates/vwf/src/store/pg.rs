@@ -536,6 +536,20 @@ impl JobStore for PgStore {
         })
     }
 
+    fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
+        let pool = self.pool();
+        let rows = self.wait(async move {
+            sqlx::query("SELECT design, last_fired_at FROM vwf_trigger_state ORDER BY design").fetch_all(&pool).await.map_err(db)
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let design: String = row.try_get("design").ok()?;
+                Some((DesignName::parse(&design).ok()?, row.try_get("last_fired_at").ok()?))
+            })
+            .collect())
+    }
+
     fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
         match self.advisory(TRIGGERS_CLAIM_KEY, false)? {
             Some(lock) => Ok(StoreLock::new(lock)),
