@@ -221,7 +221,7 @@ fn everything(store: &dyn vwf::store::Store, jobs: &dyn vwf::store::JobStore) ->
 #[test]
 fn a_store_copied_to_postgres_and_back_is_the_same_record_for_record() {
     use vwf::store::copy::{Side, copy};
-    use vwf::store::{FileStore, JobStore, Store};
+    use vwf::store::{FileStore, JobStore};
     let home = Home::new();
     home.save(
         "gate",
