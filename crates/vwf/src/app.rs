@@ -18,6 +18,8 @@ pub struct App {
     pub jobs: Box<dyn JobStore>,
     pub drivers: Drivers,
     pub clock: Box<dyn Clock>,
+    /// Change notices of the store (see `crate::changes`), once [`App::follow_changes`] is called.
+    pub changes: crate::changes::Changes,
     /// Set by `vwf serve`, which exposes them; every runner of this app updates them.
     pub metrics: Option<Metrics>,
 }
@@ -51,7 +53,13 @@ impl App {
                 (Box::new(files.clone()), Box::new(files))
             }
         };
-        Ok(App { store, jobs, home, drivers: Drivers::new(config), clock, metrics: None })
+        Ok(App { store, jobs, home, drivers: Drivers::new(config), clock, metrics: None, changes: Default::default() })
+    }
+
+    /// Starts publishing the store's change notices on `self.changes` (for a long-running process:
+    /// the server, the daemon); whether the store gives any.
+    pub fn follow_changes(&self) -> bool {
+        self.store.notify_changes(&self.changes)
     }
 
     pub fn runner<'a>(&'a self, observer: &'a dyn Fn(Progress<'_>), sleep_for_waits: bool) -> Runner<'a> {

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod assets;
+pub mod changes;
 pub mod clock;
 pub mod config;
 pub mod daemon;

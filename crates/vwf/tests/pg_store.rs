@@ -263,3 +263,35 @@ fn a_store_copied_to_postgres_and_back_is_the_same_record_for_record() {
     assert!(refused.to_string().contains("holds designs, runs, schedule jobs already"), "{refused}");
     assert_eq!(everything(&pg, &pg), source, "a refused copy wrote nothing");
 }
+
+/// Change notices cross instances: a store following changes hears every write another instance
+/// makes to a run, a design or a schedule job (and nothing for a run only reserved).
+#[test]
+fn writes_on_one_instance_are_noticed_on_another() {
+    use vwf::changes::{Change, Changes};
+    use vwf::store::{JobStore, Store};
+    let url = common::pg::fresh_database();
+    let (here, there) =
+        (PgStore::connect(&PgSettings::new(url.clone())).expect("here"), PgStore::connect(&PgSettings::new(url)).expect("there"));
+    let changes = Changes::default();
+    let mut heard = changes.subscribe();
+    assert!(here.notify_changes(&changes), "the database store sends notices");
+    let next = |heard: &mut tokio::sync::broadcast::Receiver<Change>| {
+        eventually("a change notice", 30, || match heard.try_recv() {
+            Ok(Change::Resync) | Err(_) => None,
+            Ok(change) => Some(change),
+        })
+    };
+    // The listener publishes Resync once it listens; wait for it before writing.
+    eventually("the listener to start", 30, || matches!(heard.try_recv(), Ok(Change::Resync)).then_some(()));
+    let id = there.allocate_run_id().expect("allocate");
+    there.write_run(&id, &json!({"run_id": id.as_str()})).expect("write");
+    assert_eq!(next(&mut heard), Change::Run(id.to_string()), "a reserved id is no change; its first write is");
+    let design = vwf_core::names::DesignName::parse("noticed").expect("name");
+    there.save_design(&design, &json!({"nodes": [], "edges": []})).expect("save");
+    assert_eq!(next(&mut heard), Change::Design("noticed".into()));
+    there.write_job(&conformance::sample_job("noticed")).expect("job");
+    assert_eq!(next(&mut heard), Change::Job("noticed".into()));
+    there.delete_design(&design).expect("delete");
+    assert_eq!(next(&mut heard), Change::Design("noticed".into()));
+}

@@ -24,7 +24,7 @@
 //! This file holds the loop, heartbeats, schedule jobs and settling; [`folder`] and [`watch`] the
 //! two triggers with watchers of their own, [`describe`] the words for the log and the table.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -32,10 +32,11 @@ use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, TimeDelta};
 use serde_json::{Map, Value, json};
+use tokio::sync::broadcast::error::TryRecvError;
 use vwf_core::design::Design;
 use vwf_core::names::DesignName;
 use vwf_core::plan::Plan;
-use vwf_core::run::settle::Settle;
+use vwf_core::run::settle::{Settle, Summary};
 use vwf_core::run::{Status, TriggerInfo};
 use vwf_core::schedule::Heartbeat;
 use vwf_core::time::{self, Ts};
@@ -43,6 +44,7 @@ use vwf_core::trigger::Trigger as core;
 use vwf_core::trigger::{FolderTrigger, WatchTrigger};
 
 use crate::app::{self, App};
+use crate::changes::Change;
 use crate::clock::Shifted;
 use crate::failure::Failure;
 use crate::runner::Runner;
@@ -125,6 +127,10 @@ pub struct Daemon<'a> {
     next_due: Option<Ts>,
     /// The last error of the schedule jobs' tick, logged once until it changes.
     schedule_error: Option<String>,
+    /// Change notices of the store (another instance answered a gate, parked a wait…).
+    changes: tokio::sync::broadcast::Receiver<Change>,
+    /// Runs changed since the last scan, looked at on the next tick.
+    touched: BTreeSet<String>,
 }
 
 /// What a watcher thread saw.
@@ -178,6 +184,26 @@ impl<'a> Daemon<'a> {
             last_scan: None,
             next_due: None,
             schedule_error: None,
+            changes: app.changes.subscribe(),
+            touched: BTreeSet::new(),
+        }
+    }
+
+    /// Takes the change notices that arrived (see `crate::changes`): a changed run is looked at
+    /// on the next tick without waiting for the periodic scan, and missed notices force that scan.
+    /// Whether any arrived.
+    fn take_changes(&mut self) -> bool {
+        let mut any = false;
+        loop {
+            match self.changes.try_recv() {
+                Ok(Change::Run(id)) => {
+                    self.touched.insert(id);
+                }
+                Ok(Change::Resync) | Err(TryRecvError::Lagged(_)) => self.next_scan = None,
+                Ok(Change::Design(_) | Change::Job(_)) => {}
+                Err(TryRecvError::Empty | TryRecvError::Closed) => return any,
+            }
+            any = true;
         }
     }
 
@@ -205,6 +231,9 @@ impl<'a> Daemon<'a> {
             while !stop.load(Ordering::SeqCst) {
                 let left = until.saturating_duration_since(Instant::now());
                 if left.is_zero() {
+                    break;
+                }
+                if self.take_changes() {
                     break;
                 }
                 match self.signals.recv_timeout(left.min(STOP_POLL)) {
@@ -490,13 +519,20 @@ impl<'a> Daemon<'a> {
     /// whose time came, a gate whose deadline passed, a run left `running`. Looks at the store
     /// only every few seconds or when a known wake-up is due.
     fn settle_runs(&mut self, runner: &Runner<'_>, now: Ts, report: &mut TickReport) {
+        self.take_changes();
         let scan = match (self.next_scan, self.last_scan) {
             (Some(next), Some(last)) => now >= next || now < last || self.next_due.is_some_and(|d| d <= now),
             _ => true,
         };
         if !scan {
+            // Runs another process changed since: each looked at alone.
+            for id in std::mem::take(&mut self.touched) {
+                let Ok(run) = self.app.store.read_run_summary(&id) else { continue };
+                self.settle_one(runner, now, &id, &run, report);
+            }
             return;
         }
+        self.touched.clear();
         self.last_scan = Some(now);
         self.next_scan = Some(now + TimeDelta::seconds(RESCAN_SECONDS));
         self.next_due = None;
@@ -508,16 +544,25 @@ impl<'a> Daemon<'a> {
             }
         };
         for entry in entries {
-            let Ok(summary) = entry.summary else { continue };
+            if let Ok(summary) = &entry.summary {
+                self.settle_one(runner, now, &entry.id, summary, report);
+            }
+        }
+    }
+
+    /// Settles one run if it is due (through the runner, under its lock), and remembers when it
+    /// will be due next.
+    fn settle_one(&mut self, runner: &Runner<'_>, now: Ts, id: &str, summary: &Summary, report: &mut TickReport) {
+        {
             if summary.due(now, true).is_none() {
                 self.note_due(summary.next_due().filter(|d| *d > now));
-                continue;
+                return;
             }
-            let (run, settled) = match runner.open_settling(&entry.id) {
+            let (run, settled) = match runner.open_settling(id) {
                 Ok(opened) => opened,
                 Err(e) => {
-                    log(now, &format!("run {}: cannot settle: {e}", entry.id));
-                    continue;
+                    log(now, &format!("run {id}: cannot settle: {e}"));
+                    return;
                 }
             };
             let design = &run.design;
@@ -528,7 +573,7 @@ impl<'a> Daemon<'a> {
             // Nothing settled: its owner is alive and working on it (a foreground `vwf run`), or
             // finished it in between; look again at the next periodic scan.
             let (line, list) = match settled {
-                None => continue,
+                None => return,
                 Some(Settle::Orphaned) => ("was left running by a dead process", &mut report.interrupted),
                 Some(Settle::WaitDue) => ("resumed after its wait", &mut report.resumed),
                 Some(Settle::DeadlinePassed) => ("gate deadline passed", &mut report.timed_out),

@@ -122,6 +122,9 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
         let _entered = runtime.enter();
         crate::signals::StopSignals::install().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?
     };
+    // Pages following a run and the daemon's timers wake on the store's change notices (the
+    // database store sends every instance's; with files they read again every second).
+    app.follow_changes();
     // The server exposes its metrics (`GET /metrics`): every run this app drives updates them.
     app.metrics.get_or_insert_with(crate::telemetry::Metrics::new);
     let server = Server { app: Arc::new(app), listener, addr, guard, runtime, stop_signals };

@@ -24,6 +24,7 @@ mod jobs;
 pub mod pg;
 mod tidy;
 
+use serde::Deserialize;
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::settle::Summary;
@@ -89,6 +90,18 @@ pub trait Store: Send + Sync {
     /// the runs themselves. `NotFound` when `before` is not in the listing. The cost does not
     /// grow with the number of runs read before the cursor.
     fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError>;
+    /// The summary of one run (see [`Store::list_summaries`]).
+    fn read_run_summary(&self, id: &str) -> Result<Summary, StoreError> {
+        let id = RunId::parse(id).map_err(StoreError::NotFound)?;
+        let run = self.read_run(&id)?;
+        Summary::deserialize(&run).map_err(|e| StoreError::Corrupt { path: format!("run {id}"), message: e.to_string() })
+    }
+    /// Publishes on `to` a notice for every change any process makes to this store's runs, designs
+    /// and jobs, from now on; `false` for a store that cannot (its waiters read again on a timer).
+    fn notify_changes(&self, to: &crate::changes::Changes) -> bool {
+        let _ = to;
+        false
+    }
     /// Waits for the run's exclusive lock (held across processes) and holds it until the
     /// guard drops. `NotFound` if the id was neither allocated nor written.
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;

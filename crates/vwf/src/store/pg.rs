@@ -26,16 +26,22 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, SqlSafeStr};
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::schedule::job::{Job, design_of, job_id};
 use vwf_core::time::Ts;
 
 use super::{JobEntry, JobStore, RunEntry, RunLock, Store, StoreError, StoreLock};
+use crate::changes::{Change, Changes};
 
 /// The schema, oldest first; embedded so the binary needs no files beside it.
-const MIGRATIONS: [(i64, &str, &str); 1] = [(1, "store", include_str!("../../migrations/0001_store.sql"))];
+const MIGRATIONS: [(i64, &str, &str); 2] =
+    [(1, "store", include_str!("../../migrations/0001_store.sql")), (2, "notify", include_str!("../../migrations/0002_notify.sql"))];
+/// The channel every write notifies (see `migrations/0002_notify.sql`).
+const CHANGES_CHANNEL: &str = "vwf_changes";
+/// How long the listener waits before connecting again after an error.
+const LISTEN_RETRY: Duration = Duration::from_secs(1);
 /// Where sqlx records which migrations ran.
 const MIGRATIONS_TABLE: &str = "vwf_schema_migrations";
 /// Advisory lock keys of the store-wide locks (run ids are never negative).
@@ -137,6 +143,36 @@ impl PgStore {
         let pool = self.pool();
         let shown = self.inner.shown.clone();
         self.wait(async move { migrator().run(&pool).await.map_err(|e| StoreError::Io(connect_error(&shown, e.into()))) })
+    }
+
+    /// Starts the task that LISTENs for every instance's change notices and publishes them on
+    /// `changes`; after each (re)connection it publishes `Resync`, since notices sent while it was
+    /// away are lost.
+    fn listen(&self, changes: Changes) {
+        let Some(runtime) = &self.inner.runtime else { return };
+        let pool = self.pool();
+        runtime.spawn(async move {
+            loop {
+                if let Ok(mut listener) = PgListener::connect_with(&pool).await
+                    && listener.listen(CHANGES_CHANNEL).await.is_ok()
+                {
+                    changes.publish(Change::Resync);
+                    loop {
+                        match listener.try_recv().await {
+                            Ok(Some(notice)) => {
+                                if let Some(change) = Change::parse(notice.payload()) {
+                                    changes.publish(change);
+                                }
+                            }
+                            // The connection was lost; the next call reconnects and listens again.
+                            Ok(None) => changes.publish(Change::Resync),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                tokio::time::sleep(LISTEN_RETRY).await;
+            }
+        });
     }
 
     /// The database, without its password.
@@ -286,6 +322,11 @@ fn run_key(id: &RunId) -> i64 {
 }
 
 impl Store for PgStore {
+    fn notify_changes(&self, to: &Changes) -> bool {
+        self.listen(to.clone());
+        true
+    }
+
     fn list_designs(&self) -> Result<Vec<String>, StoreError> {
         let pool = self.pool();
         self.wait(async move {

@@ -1,0 +1,78 @@
+//! Change notices: which run, design or schedule job changed, for whoever waits on one — a page
+//! following a run, the daemon's timers. The PostgreSQL store feeds it from `LISTEN vwf_changes`
+//! (every instance's writes, its own included); the file store has no notices, and waiters fall
+//! back to reading the store again every second, as they always do in between.
+//!
+//! A notice is a hint to look again, never the state itself: a waiter that falls behind (the
+//! channel is bounded) or sees `Resync` reads what it follows afresh.
+
+use tokio::sync::broadcast;
+
+/// How many notices a slow waiter may fall behind before it is told to resync.
+const CAPACITY: usize = 1024;
+
+/// What changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Run(String),
+    Design(String),
+    Job(String),
+    /// Notices may have been missed (the listening connection was lost): look at everything again.
+    Resync,
+}
+
+impl Change {
+    /// Reads a notice's payload (`run:<id>`, `design:<name>`, `job:<design>`).
+    pub fn parse(payload: &str) -> Option<Change> {
+        match payload.split_once(':')? {
+            ("run", id) => Some(Change::Run(id.to_string())),
+            ("design", name) => Some(Change::Design(name.to_string())),
+            ("job", design) => Some(Change::Job(design.to_string())),
+            _ => None,
+        }
+    }
+}
+
+/// The notice bus of one process. Cheap to clone.
+#[derive(Clone)]
+pub struct Changes(broadcast::Sender<Change>);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes(broadcast::channel(CAPACITY).0)
+    }
+}
+
+impl Changes {
+    pub fn publish(&self, change: Change) {
+        // No receiver is fine: nobody waits right now.
+        let _ = self.0.send(change);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.0.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_read_back_and_others_are_ignored() {
+        assert_eq!(Change::parse("run:d7b493cae249"), Some(Change::Run("d7b493cae249".into())));
+        assert_eq!(Change::parse("design:daily-report"), Some(Change::Design("daily-report".into())));
+        assert_eq!(Change::parse("job:x"), Some(Change::Job("x".into())));
+        assert_eq!(Change::parse("table:x"), None);
+        assert_eq!(Change::parse("run"), None);
+    }
+
+    #[test]
+    fn every_subscriber_gets_every_notice() {
+        let bus = Changes::default();
+        let (mut a, mut b) = (bus.subscribe(), bus.subscribe());
+        bus.publish(Change::Run("r".into()));
+        assert_eq!(a.try_recv().ok(), Some(Change::Run("r".into())));
+        assert_eq!(b.try_recv().ok(), Some(Change::Run("r".into())));
+    }
+}
