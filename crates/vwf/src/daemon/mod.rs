@@ -438,11 +438,20 @@ impl<'a> Daemon<'a> {
             if next > now {
                 continue;
             }
-            self.heartbeats.insert(name.clone(), Some(now));
-            if let Err(e) = self.app.jobs.record_fire(&design, now) {
-                log(now, &format!("{name}: heartbeat not fired: cannot record it ({e}); next try after the interval"));
-                continue;
-            }
+            match self.app.jobs.claim_fire(&design, last, now) {
+                // Kept as the store has it, to claim the next fire against.
+                Ok(true) => self.heartbeats.insert(name.clone(), self.app.jobs.last_fire(&design).or(Some(now))),
+                // Another daemon fired it (or the state changed under us): read it again.
+                Ok(false) => {
+                    self.heartbeats.insert(name.clone(), self.app.jobs.last_fire(&design));
+                    continue;
+                }
+                Err(e) => {
+                    self.heartbeats.insert(name.clone(), Some(now));
+                    log(now, &format!("{name}: heartbeat not fired: cannot record it ({e}); next try after the interval"));
+                    continue;
+                }
+            };
             let input = json!({"fired_at": time::format(&now)});
             report.fired.push(self.fire(runner, now, &name, "heartbeat", input));
         }

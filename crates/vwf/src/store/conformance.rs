@@ -90,20 +90,43 @@ pub fn jobs_lock_excludes(store: Arc<dyn JobStore>, threads: usize, rounds: usiz
     assert_eq!(job.missed.len(), threads * rounds, "an update made under the lock was lost");
 }
 
-/// Heartbeat state and the daemon's claim: a fire reads back; a second claim is `Busy` while the
-/// first is held and succeeds once it is dropped.
+/// Heartbeat state and the daemon's claim: a fire reads back; a fire is claimed only by whoever
+/// saw the last one recorded; a second claim is `Busy` while the first is held and succeeds once
+/// it is dropped.
 pub fn trigger_state(store: &dyn JobStore) {
     let d = name("beat");
     assert_eq!(store.last_fire(&d), None);
+    let claimed = name("claimed");
+    assert!(store.claim_fire(&claimed, None, at("2026-03-01T09:00:00Z")).expect("claim"), "the first fire");
+    assert!(!store.claim_fire(&claimed, None, at("2026-03-01T09:00:00Z")).expect("claim"), "the same fire twice");
+    let last = store.last_fire(&claimed);
+    assert!(store.claim_fire(&claimed, last, at("2026-03-01T10:00:00Z")).expect("claim"), "the next fire");
+    assert!(!store.claim_fire(&claimed, last, at("2026-03-01T10:00:00Z")).expect("claim"), "a daemon behind the times");
+    assert_eq!(store.last_fire(&claimed), Some(at("2026-03-01T10:00:00Z")));
+    let racing: Vec<bool> = std::thread::scope(|s| {
+        let last = store.last_fire(&claimed);
+        let handles: Vec<_> =
+            (0..4).map(|_| s.spawn(move || store.claim_fire(&claimed_name(), last, at("2026-03-01T11:00:00Z")))).collect();
+        handles.into_iter().map(|h| h.join().expect("thread").expect("claim")).collect()
+    });
+    assert_eq!(racing.iter().filter(|won| **won).count(), 1, "exactly one of four racing daemons claims a fire: {racing:?}");
     store.record_fire(&d, at("2026-03-01T09:00:00Z")).expect("record");
     store.record_fire(&d, at("2026-03-01T10:00:00Z")).expect("record");
     assert_eq!(store.last_fire(&d), Some(at("2026-03-01T10:00:00Z")));
     assert_eq!(store.last_fire(&name("other")), None);
-    assert_eq!(store.list_fires().expect("fires"), vec![(d.clone(), at("2026-03-01T10:00:00Z"))]);
+    assert_eq!(
+        store.list_fires().expect("fires"),
+        vec![(d.clone(), at("2026-03-01T10:00:00Z")), (claimed_name(), at("2026-03-01T11:00:00Z"))],
+        "sorted by design"
+    );
     let claim = store.claim_triggers().expect("first claim");
     assert!(matches!(store.claim_triggers(), Err(StoreError::Busy(_))), "a second daemon is kept off");
     drop(claim);
     store.claim_triggers().expect("claimed again once released");
+}
+
+fn claimed_name() -> DesignName {
+    name("claimed")
 }
 
 /// A design's stamp, when the store gives one, changes when the design is saved again and is gone

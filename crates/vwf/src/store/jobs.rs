@@ -151,6 +151,14 @@ impl JobStore for FileStore {
         atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
     }
 
+    fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError> {
+        let _lock = self.lock_jobs()?;
+        if self.last_fire(design) != last {
+            return Ok(false);
+        }
+        self.record_fire(design, at).map(|()| true)
+    }
+
     fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
         let dir = self.schedules_dir();
         let entries = match fs::read_dir(&dir) {

@@ -134,8 +134,12 @@ pub trait JobStore: Send + Sync {
     fn lock_jobs(&self) -> Result<StoreLock, StoreError>;
     /// The recorded last fire of a heartbeat design (`None` when never fired or unreadable).
     fn last_fire(&self, design: &DesignName) -> Option<Ts>;
-    /// Records a heartbeat fire, durably, before its run starts.
+    /// Records a heartbeat fire, whatever was recorded before (copying a store).
     fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError>;
+    /// Claims the heartbeat fire `at` of `design`, durably, before its run starts: recorded (and
+    /// `true`) only if the last fire recorded is still `last`, so of several daemons that saw the
+    /// same fire due exactly one claims it.
+    fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError>;
     /// Every recorded heartbeat fire, by design name (to copy a store).
     fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError>;
     /// Claims the home's triggers for one daemon for as long as the guard lives; `Busy` while

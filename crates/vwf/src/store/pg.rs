@@ -577,6 +577,30 @@ impl JobStore for PgStore {
         })
     }
 
+    fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError> {
+        let (pool, key) = (self.pool(), design.to_string());
+        self.wait(async move {
+            let done = match last {
+                None => {
+                    sqlx::query("INSERT INTO vwf_trigger_state (design, last_fired_at) VALUES ($1, $2) ON CONFLICT (design) DO NOTHING")
+                        .bind(key)
+                        .bind(at)
+                        .execute(&pool)
+                        .await
+                }
+                Some(last) => {
+                    sqlx::query("UPDATE vwf_trigger_state SET last_fired_at = $2 WHERE design = $1 AND last_fired_at = $3")
+                        .bind(key)
+                        .bind(at)
+                        .bind(last)
+                        .execute(&pool)
+                        .await
+                }
+            };
+            Ok(done.map_err(db)?.rows_affected() == 1)
+        })
+    }
+
     fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
         let pool = self.pool();
         let rows = self.wait(async move {
