@@ -16,6 +16,23 @@ pub struct Config {
     pub server: toml::Table,
     pub commands: Commands,
     pub store: StoreConfig,
+    pub daemon: DaemonConfig,
+}
+
+/// `[daemon]`: what the daemon of this instance does.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Whether folder and watch triggers run on this machine (default true). They watch this
+    /// machine's folders and commands, so with several instances on one database, turn them off
+    /// on every instance but the one (per machine) that should run them.
+    pub local_triggers: bool,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig { local_triggers: true }
+    }
 }
 
 /// `[store]`: where designs, runs and schedules are kept. No `url` (and no `VWF_DATABASE_URL`):

@@ -295,3 +295,39 @@ fn writes_on_one_instance_are_noticed_on_another() {
     there.delete_design(&design).expect("delete");
     assert_eq!(next(&mut heard), Change::Design("noticed".into()));
 }
+
+/// Folder triggers are per machine: of two instances on one database, the one with `[daemon]
+/// local_triggers = false` (here the one keeping the timers) does not watch, the other does, and a
+/// new file fires exactly one run.
+#[test]
+fn a_folder_trigger_runs_only_where_local_triggers_are_on() {
+    use common::server::{Options, Server};
+    let url = common::pg::fresh_database();
+    let work = tempfile::tempdir().expect("work dir");
+    let inbox = work.path().join("inbox");
+    std::fs::create_dir(&inbox).expect("inbox");
+    let (home_a, home_b) = (Home::new(), Home::new());
+    std::fs::write(home_a.path().join("visual-workflow.toml"), "[daemon]\nlocal_triggers = false\n").expect("config");
+    let (a_log, b_log) = (work.path().join("a.log"), work.path().join("b.log"));
+    let env = || vec![("VWF_DATABASE_URL", url.clone())];
+    let first = Server::start_with(&home_a, Options { env: env(), stderr: Some(&a_log), ..Options::default() });
+    let _second = Server::start_with(&home_b, Options { env: env(), stderr: Some(&b_log), ..Options::default() });
+    first.save(
+        "inbox",
+        json!({"nodes": [
+            {"id": "start", "type": "trigger", "mode": "folder", "path": inbox.display().to_string(), "pattern": "*.txt", "events": ["create"]},
+            {"id": "out", "type": "output", "template": "got {{trigger.path}}"}
+        ], "edges": [{"from": "start", "to": "out"}]}),
+    );
+    let log = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_default();
+    eventually("the second instance to watch the folder", 30, || log(&b_log).contains("watching folder").then_some(()));
+    eventually("the first instance to say it does not", 30, || log(&a_log).contains("not run on this instance").then_some(()));
+    std::fs::write(inbox.join("a.txt"), "hello").expect("file");
+    let runs = eventually("the folder trigger to fire", 30, || {
+        let (_, listed) = first.get("/runs?design=inbox");
+        listed["runs"].as_array().filter(|runs| runs.iter().any(|r| r["status"] == "done")).cloned()
+    });
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["trigger"]["mode"], "folder");
+    assert!(!log(&a_log).contains("folder fired"), "the instance with local triggers off fired: {}", log(&a_log));
+}

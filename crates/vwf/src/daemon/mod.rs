@@ -131,6 +131,10 @@ pub struct Daemon<'a> {
     changes: tokio::sync::broadcast::Receiver<Change>,
     /// Runs changed since the last scan, looked at on the next tick.
     touched: BTreeSet<String>,
+    /// See [`Daemon::set_timers`].
+    timers: bool,
+    /// Whether folder and watch triggers run here (`[daemon] local_triggers`).
+    local: bool,
 }
 
 /// What a watcher thread saw.
@@ -186,7 +190,16 @@ impl<'a> Daemon<'a> {
             schedule_error: None,
             changes: app.changes.subscribe(),
             touched: BTreeSet::new(),
+            timers: true,
+            local: app.drivers.config.daemon.local_triggers,
         }
+    }
+
+    /// Whether this daemon keeps the timers (heartbeats, schedule jobs, waits, deadlines,
+    /// interrupted runs): only the one holding the home's trigger claim does. Folder and watch
+    /// triggers run either way, where `[daemon] local_triggers` allows them.
+    pub fn set_timers(&mut self, on: bool) {
+        self.timers = on;
     }
 
     /// Takes the change notices that arrived (see `crate::changes`): a changed run is looked at
@@ -216,16 +229,25 @@ impl<'a> Daemon<'a> {
         let mut report = TickReport::default();
         self.refresh(&runner, now);
         self.handle_signals(&runner, now, &mut report);
-        self.fire_heartbeats(&runner, now, &mut report);
-        self.fire_schedules(now, &mut report);
-        self.settle_runs(&runner, now, &mut report);
+        if self.timers {
+            self.fire_heartbeats(&runner, now, &mut report);
+            self.fire_schedules(now, &mut report);
+            self.settle_runs(&runner, now, &mut report);
+        }
         report
     }
 
     /// Ticks about once a second until `stop` is set, then stops every watcher and watch command.
     /// Watcher signals arriving between ticks cut the wait short.
     pub fn run(&mut self, stop: &AtomicBool) {
+        self.run_with(stop, |_| {});
+    }
+
+    /// [`Daemon::run`], calling `before_tick` before each tick (a server standing by tries to
+    /// claim the timers there).
+    pub fn run_with(&mut self, stop: &AtomicBool, mut before_tick: impl FnMut(&mut Daemon<'a>)) {
         while !stop.load(Ordering::SeqCst) {
+            before_tick(self);
             self.tick(self.app.clock.now());
             let until = Instant::now() + TICK_PERIOD;
             while !stop.load(Ordering::SeqCst) {
@@ -362,6 +384,14 @@ impl<'a> Daemon<'a> {
             _ => (false, None),
         };
         if !due {
+            return;
+        }
+        if !self.local && matches!(tracked.trigger, Trigger::Folder(_) | Trigger::Watch(_)) {
+            let why = "not run on this instance ([daemon] local_triggers = false in visual-workflow.toml)".to_string();
+            log(now, &format!("{name}: {} trigger {why}", describe(&tracked.trigger)));
+            if let Some(t) = self.designs.get_mut(name) {
+                t.live = Live::Down { why, retry_at: None };
+            }
             return;
         }
         let live = match tracked.trigger.clone() {

@@ -67,8 +67,6 @@ impl Settings {
 
 /// How often a server standing by tries to claim the home's triggers.
 const STANDBY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
-/// How often it looks at the stop flag meanwhile.
-const STANDBY_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A server that is bound and ready to answer; `run` serves until SIGINT or SIGTERM.
 pub struct Server {
@@ -202,34 +200,38 @@ impl Server {
 }
 
 /// Runs the daemon on its own thread. While another daemon holds the home's triggers (a `vwf
-/// daemon`, or another instance on the same database), this server stands by and claims them as
-/// soon as that one stops or dies, so the timers never stop with one instance.
+/// daemon`, or another instance on the same database), this server stands by for the timers and
+/// claims them as soon as that one stops or dies, so the timers never stop with one instance; its
+/// folder and watch triggers run meanwhile where `[daemon] local_triggers` allows.
 fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>> {
     let (app, stop) = (app.clone(), stop.clone());
     let spawned = std::thread::Builder::new().name("vwf-daemon".into()).spawn(move || {
+        let mut claim = None;
         let mut standing_by = false;
-        while !stop.load(Ordering::SeqCst) {
+        let mut next_try = std::time::Instant::now();
+        let mut daemon = crate::daemon::Daemon::new(&app);
+        daemon.set_timers(false);
+        daemon.run_with(&stop, |daemon| {
+            if claim.is_some() || std::time::Instant::now() < next_try {
+                return;
+            }
             match crate::daemon::claim_home(&app) {
-                Ok(claim) => {
+                Ok(held) => {
                     if standing_by {
                         eprintln!("vwf serve: the other daemon stopped; this server keeps the timers now");
                     }
-                    let _claim = claim;
-                    crate::daemon::Daemon::new(&app).run(&stop);
-                    return;
+                    claim = Some(held);
+                    daemon.set_timers(true);
                 }
                 Err(e) => {
                     if !standing_by {
                         eprintln!("vwf serve: {e}; that daemon keeps the timers, and this server standing by takes over if it stops");
                         standing_by = true;
                     }
-                    let until = std::time::Instant::now() + STANDBY_RETRY;
-                    while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < until {
-                        std::thread::sleep(STANDBY_POLL);
-                    }
+                    next_try = std::time::Instant::now() + STANDBY_RETRY;
                 }
             }
-        }
+        });
     });
     match spawned {
         Ok(handle) => Some(handle),
