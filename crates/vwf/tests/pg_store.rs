@@ -7,6 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use common::Home;
+use common::server::eventually;
 use serde_json::json;
 use sqlx::Connection;
 use vwf::store::{PgSettings, PgStore, conformance};
@@ -126,18 +127,6 @@ fn store_settings_in_the_config_are_checked() {
     std::fs::write(home.path().join("visual-workflow.toml"), "[store]\nurl = 5\n").expect("config");
     let (code, body) = home.json(&["runs"]);
     assert_ne!(code, 0, "{body}");
-}
-
-/// Polls `check` on a real process's work until it holds, for at most `seconds`.
-fn eventually<T>(what: &str, seconds: u64, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
-    loop {
-        if let Some(found) = check() {
-            return found;
-        }
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }
 
 /// Two `vwf serve` on one database: the first keeps the timers, the second stands by. When the

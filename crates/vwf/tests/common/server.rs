@@ -162,3 +162,15 @@ pub fn send(req: RequestBuilder) -> (u16, Value) {
 pub fn write_config(home: &Home, toml: &str) {
     std::fs::write(home.path().join("visual-workflow.toml"), toml).expect("write config");
 }
+
+/// Polls `check` on a real process's work until it holds, for at most `seconds`.
+pub fn eventually<T>(what: &str, seconds: u64, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(seconds);
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
