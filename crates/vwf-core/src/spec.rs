@@ -13,96 +13,22 @@ use crate::trigger::Trigger;
 use crate::validate::Issue;
 use crate::{schedule, shell, template};
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum OnTimeout {
-    Reject,
-    Escalate,
-}
-
-impl OnTimeout {
-    pub const ALL: [OnTimeout; 2] = [OnTimeout::Reject, OnTimeout::Escalate];
-    /// What an approval without `on_timeout` does.
-    pub const DEFAULT: OnTimeout = OnTimeout::Reject;
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            OnTimeout::Reject => "reject",
-            OnTimeout::Escalate => "escalate",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Deliver {
-    Notification,
-    Channel,
-}
-
-impl Deliver {
-    pub const ALL: [Deliver; 2] = [Deliver::Notification, Deliver::Channel];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Deliver::Notification => "notification",
-            Deliver::Channel => "channel",
-        }
-    }
-}
+pub use crate::vocab::{Deliver, OnTimeout, Platform};
 
 /// One node's typed fields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
     Trigger(Trigger),
-    Agent {
-        prompt: String,
-        profile: Option<String>,
-        model: Option<String>,
-        retries: u32,
-        timeout_seconds: u64,
-        max_tokens: Option<u64>,
-    },
-    Condition {
-        expr: String,
-    },
-    Approval {
-        question: String,
-        options: Vec<String>,
-        timeout_minutes: Option<u64>,
-        on_timeout: OnTimeout,
-    },
-    Output {
-        deliver: Option<Deliver>,
-        target: Option<String>,
-        template: Option<String>,
-    },
+    Agent { prompt: String, profile: Option<String>, model: Option<String>, retries: u32, timeout_seconds: u64, max_tokens: Option<u64> },
+    Condition { expr: String },
+    Approval { question: String, options: Vec<String>, timeout_minutes: Option<u64>, on_timeout: OnTimeout },
+    Output { deliver: Option<Deliver>, target: Option<String>, template: Option<String> },
     Note,
-    Command {
-        run: Option<String>,
-        argv: Option<Vec<String>>,
-        cwd: Option<String>,
-        env: BTreeMap<String, String>,
-        timeout_seconds: u64,
-    },
-    Http {
-        url: String,
-        method: String,
-        headers: BTreeMap<String, String>,
-        body: Option<Value>,
-        timeout_seconds: u64,
-        accept: Vec<(u16, u16)>,
-    },
-    Loop {
-        over: String,
-        max_items: u64,
-        concurrency: u64,
-    },
-    Wait {
-        seconds: u64,
-    },
-    Emit {
-        event: String,
-        payload: Option<Value>,
-    },
+    Command(CommandStep),
+    Http(HttpStep),
+    Loop { over: String, max_items: u64, concurrency: u64 },
+    Wait { seconds: u64 },
+    Emit { event: String, payload: Option<Value> },
 }
 
 /// The methods an http node may use, and the one it uses when it names none.
@@ -113,9 +39,34 @@ pub const HTTP_ACCEPT_DEFAULT: (u16, u16) = (200, 299);
 /// An approval's answers when it lists none.
 pub const APPROVAL_OPTIONS_DEFAULT: [&str; 2] = ["approve", "reject"];
 
-/// Platforms a delivery may name, and those with a home channel (`deliver: notification`).
-pub const CHANNEL_PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "webhook"];
-pub const HOME_PLATFORMS: [&str; 2] = ["telegram", "slack"];
+/// What a command step runs: its `run` string through `sh -c`, or its `argv` with no shell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Program {
+    Shell(String),
+    Argv(Vec<String>),
+}
+
+/// A command step's fields. The same type is the node's spec (templates as written) and the
+/// driver's task (rendered: a shell script whose template values are in `env`, argv items as text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandStep {
+    pub program: Program,
+    pub cwd: Option<String>,
+    pub env: BTreeMap<String, String>,
+    pub timeout_seconds: u64,
+}
+
+/// An http step's fields: the node's spec, and rendered, the driver's task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpStep {
+    pub url: String,
+    pub method: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<Value>,
+    pub timeout_seconds: u64,
+    /// Accepted status ranges, inclusive.
+    pub accept: Vec<(u16, u16)>,
+}
 
 /// Reads fields of one node, collecting every problem instead of stopping at the first.
 struct Fields<'a> {
@@ -244,12 +195,10 @@ impl Spec {
             Spec::Agent { prompt, .. } => out.push(("prompt", prompt)),
             Spec::Approval { question, .. } => out.push(("question", question)),
             Spec::Output { template: Some(t), .. } => out.push(("template", t)),
-            Spec::Command { run, argv, cwd, env, .. } => {
-                if let Some(r) = run {
-                    out.push(("run", r));
-                }
-                for a in argv.iter().flatten() {
-                    out.push(("argv", a));
+            Spec::Command(CommandStep { program, cwd, env, .. }) => {
+                match program {
+                    Program::Shell(r) => out.push(("run", r)),
+                    Program::Argv(argv) => argv.iter().for_each(|a| out.push(("argv", a))),
                 }
                 if let Some(c) = cwd {
                     out.push(("cwd", c));
@@ -258,7 +207,7 @@ impl Spec {
                     out.push(("env", v));
                 }
             }
-            Spec::Http { url, headers, body, .. } => {
+            Spec::Http(HttpStep { url, headers, body, .. }) => {
                 out.push(("url", url));
                 for v in headers.values() {
                     out.push(("headers", v));
@@ -342,9 +291,9 @@ fn parse_approval(f: &mut Fields) -> Spec {
     let timeout_minutes = f.ranged("timeout_minutes", limits::APPROVAL_TIMEOUT_MINUTES, " minutes");
     let on_timeout = match f.string("on_timeout") {
         None => OnTimeout::DEFAULT,
-        Some(s) => match OnTimeout::ALL.iter().find(|o| o.as_str() == s) {
-            Some(o) => o.clone(),
-            None => {
+        Some(s) => match s.parse::<OnTimeout>() {
+            Ok(o) => o,
+            Err(_) => {
                 let known = either(OnTimeout::ALL.iter().map(OnTimeout::as_str));
                 f.issue("on_timeout", format!("\"on_timeout\" is {known}, got {s:?}"));
                 OnTimeout::DEFAULT
@@ -358,9 +307,9 @@ fn parse_approval(f: &mut Fields) -> Spec {
 fn parse_output(f: &mut Fields) -> Spec {
     let deliver = match f.string("deliver").as_deref() {
         None | Some("") => None,
-        Some(s) => match Deliver::ALL.iter().find(|d| d.as_str() == s) {
-            Some(d) => Some(d.clone()),
-            None => {
+        Some(s) => match s.parse::<Deliver>() {
+            Ok(d) => Some(d),
+            Err(_) => {
                 let known = either(Deliver::ALL.iter().map(Deliver::as_str));
                 f.issue("deliver", format!("\"deliver\" is {known}, got {s:?}"));
                 None
@@ -370,7 +319,7 @@ fn parse_output(f: &mut Fields) -> Spec {
     let target = f.string("target").filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
     let template = f.string("template");
     match (&deliver, &target) {
-        (Some(d), None) => f.issue("target", format!("deliver: {} needs a \"target\"", d.as_str())),
+        (Some(d), None) => f.issue("target", format!("deliver: {d} needs a \"target\"")),
         (None, Some(_)) => f.issue("deliver", "a \"target\" needs \"deliver\" (notification or channel)"),
         (Some(d), Some(t)) => {
             if let Err(e) = check_target(d, t) {
@@ -431,7 +380,12 @@ fn parse_command(f: &mut Fields) -> Spec {
     }
     let timeout_seconds =
         f.ranged("timeout_seconds", limits::COMMAND_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::COMMAND_TIMEOUT_DEFAULT);
-    Spec::Command { run, argv, cwd, env, timeout_seconds }
+    // Both or neither were reported above; a lenient reader goes on with one of them.
+    let program = match (run, argv) {
+        (Some(run), _) => Program::Shell(run),
+        (None, argv) => Program::Argv(argv.unwrap_or_default()),
+    };
+    Spec::Command(CommandStep { program, cwd, env, timeout_seconds })
 }
 
 /// An http step: its request and the statuses it accepts.
@@ -461,7 +415,7 @@ fn parse_http(f: &mut Fields) -> Spec {
             }
         },
     };
-    Spec::Http { url, method, headers, body, timeout_seconds, accept }
+    Spec::Http(HttpStep { url, method, headers, body, timeout_seconds, accept })
 }
 
 /// A loop: what it runs over, how many items at most, how many at once.
@@ -560,19 +514,25 @@ fn parse_accept(v: &Value) -> Result<Vec<(u16, u16)>, String> {
 pub fn check_target(deliver: &Deliver, target: &str) -> Result<(), String> {
     match deliver {
         Deliver::Notification => {
-            if HOME_PLATFORMS.contains(&target) {
+            if target.parse::<Platform>().is_ok_and(Platform::has_home) {
                 Ok(())
             } else {
-                Err(format!("deliver: notification takes a platform with a home channel ({}), got {target:?}", HOME_PLATFORMS.join(", ")))
+                Err(format!(
+                    "deliver: notification takes a platform with a home channel ({}), got {target:?}",
+                    Platform::list(Platform::has_home)
+                ))
             }
         }
         Deliver::Channel => {
             let Some((platform, chat)) = target.split_once(':') else {
                 return Err(format!("deliver: channel takes platform:chat (e.g. telegram:123456, slack:#ops), got {target:?}"));
             };
+            let Ok(platform) = platform.parse::<Platform>() else {
+                return Err(format!("unknown delivery platform {platform:?}; known: {}", Platform::list(|_| true)));
+            };
             let name_ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
             let ok = match platform {
-                "telegram" => {
+                Platform::Telegram => {
                     let mut parts = chat.split(':');
                     let chat_ok = parts.next().is_some_and(|c| {
                         let digits = c.strip_prefix('-').unwrap_or(c);
@@ -581,27 +541,19 @@ pub fn check_target(deliver: &Deliver, target: &str) -> Result<(), String> {
                     let thread_ok = parts.next().is_none_or(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()));
                     chat_ok && thread_ok && parts.next().is_none()
                 }
-                "slack" => {
+                Platform::Slack => {
                     let c = chat.strip_prefix('#').unwrap_or(chat);
                     name_ok(c)
                 }
-                "discord" | "webhook" => name_ok(chat),
-                _ => {
-                    return Err(format!("unknown delivery platform {platform:?}; known: {}", CHANNEL_PLATFORMS.join(", ")));
-                }
+                Platform::Discord | Platform::Webhook => name_ok(chat),
             };
             if ok { Ok(()) } else { Err(format!("bad {platform} target {target:?}")) }
         }
     }
 }
 
-/// Platforms whose targets Hermes's gateway reaches the same way vwf does: a home channel by
-/// platform name, or a chat by its platform id. Discord and webhook targets name webhooks of vwf's
-/// own configuration, which Hermes knows nothing of.
-pub const HERMES_PLATFORMS: [&str; 2] = ["telegram", "slack"];
-
 /// The `deliver` value of a Hermes cron job that runs `design` (SPEC §19): the targets of its output
-/// nodes that name a Hermes destination ([`HERMES_PLATFORMS`]), in node order, without repeats,
+/// nodes that name a Hermes destination ([`Platform::reached_by_hermes`]), in node order, without repeats,
 /// comma-joined as Hermes reads them (`telegram`, `telegram:-100123:17585,slack:#ops`). `None` when no
 /// output node names one: Hermes then keeps its own default.
 pub fn hermes_deliver(design: &Design) -> Option<String> {
@@ -614,7 +566,7 @@ pub fn hermes_deliver(design: &Design) -> Option<String> {
             Deliver::Notification => target.as_str(),
             Deliver::Channel => target.split_once(':').map_or("", |(platform, _)| platform),
         };
-        if HERMES_PLATFORMS.contains(&platform) && !targets.contains(&target) {
+        if platform.parse::<Platform>().is_ok_and(Platform::reached_by_hermes) && !targets.contains(&target) {
             targets.push(target);
         }
     }
@@ -674,7 +626,22 @@ mod tests {
             }
         );
         let s = Spec::parse(&node(json!({"id": "h", "type": "http", "url": "https://x", "accept": ["2xx", 404]}))).unwrap();
-        assert!(matches!(s, Spec::Http { ref accept, timeout_seconds: 30, .. } if accept == &vec![(200, 299), (404, 404)]));
+        assert!(matches!(s, Spec::Http(HttpStep { ref accept, timeout_seconds: 30, .. }) if accept == &vec![(200, 299), (404, 404)]));
+    }
+
+    #[test]
+    fn a_command_runs_a_shell_string_or_an_argv() {
+        let spec = |v: Value| match Spec::parse(&node(v)) {
+            Ok(Spec::Command(c)) => c.program,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(spec(json!({"id": "c", "type": "command", "run": "echo hi"})), Program::Shell("echo hi".into()));
+        assert_eq!(spec(json!({"id": "c", "type": "command", "argv": ["echo", "hi"]})), Program::Argv(vec!["echo".into(), "hi".into()]));
+        for bad in [json!({}), json!({"run": "true", "argv": ["true"]}), json!({"argv": []}), json!({"run": " "})] {
+            let mut v = json!({"id": "c", "type": "command"});
+            v.as_object_mut().unwrap().extend(bad.as_object().unwrap().clone());
+            assert!(Spec::parse(&node(v.clone())).is_err(), "{v}");
+        }
     }
 
     #[test]

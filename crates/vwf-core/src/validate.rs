@@ -18,6 +18,7 @@ use crate::design::{Design, Node, NodeKind};
 use crate::names::check_node_id;
 use crate::spec::Spec;
 use crate::template::Ref;
+use crate::vocab::Route;
 use crate::{expr, limits, refs, template};
 
 /// One problem: where it is and what is wrong.
@@ -179,7 +180,7 @@ impl<'a> Graph<'a> {
             }
             let entries: Vec<usize> = self
                 .children(i)
-                .filter(|(e, _)| design.edges[*e].label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case("each")))
+                .filter(|(e, _)| Route::of(Some(NodeKind::Loop), design.edges[*e].label.as_deref()) == Route::Each)
                 .map(|(_, c)| c)
                 .collect();
             let mut body: BTreeSet<usize> = entries.iter().copied().collect();
@@ -365,8 +366,9 @@ fn edges(p: &Parts, found: &mut Found) {
             continue;
         }
         let label = e.label.as_deref();
+        let route = Route::of(from.kind, label);
         match specs.get(from.id.as_str()) {
-            Some(Spec::Condition { .. }) if !label.is_some_and(|l| l.eq_ignore_ascii_case("true") || l.eq_ignore_ascii_case("false")) => {
+            Some(Spec::Condition { .. }) if !matches!(route, Route::When(_)) => {
                 found.errors.push(Issue::edge(i, format!("edge {} -> {}: a condition's edges are labelled true or false", e.from, e.to)));
             }
             Some(Spec::Approval { options, .. }) => match label {
@@ -379,7 +381,7 @@ fn edges(p: &Parts, found: &mut Found) {
                     found.warnings.push(Issue::edge(i, format!("edge {} -> {} has no label, so it is taken on every answer", e.from, e.to)))
                 }
             },
-            Some(Spec::Loop { .. }) if !label.is_some_and(|l| l.eq_ignore_ascii_case("each") || l.eq_ignore_ascii_case("done")) => {
+            Some(Spec::Loop { .. }) if !matches!(route, Route::Each | Route::Done) => {
                 found.errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
             }
             _ => {}
@@ -414,7 +416,7 @@ fn loop_bodies(p: &Parts, found: &mut Found) {
         // lies there means some body edge flows on past the loop; that edge is the leak.
         let done_targets: Vec<usize> = graph
             .children(lp)
-            .filter(|(e, _)| design.edges[*e].label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case("done")))
+            .filter(|(e, _)| Route::of(Some(NodeKind::Loop), design.edges[*e].label.as_deref()) == Route::Done)
             .map(|(_, c)| c)
             .collect();
         let mut after: BTreeSet<usize> = done_targets.iter().copied().collect();
@@ -430,9 +432,9 @@ fn loop_bodies(p: &Parts, found: &mut Found) {
         }
         for &(ei, f, t) in &graph.edges {
             let e = &design.edges[ei];
-            let from_loop_by = |label: &str| f == lp && e.label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(label));
+            let from_loop_each = f == lp && Route::of(Some(NodeKind::Loop), e.label.as_deref()) == Route::Each;
             let leaks_out = body.contains(&f) && !after.contains(&f) && (!body.contains(&t) || after.contains(&t));
-            let leaks_in = !body.contains(&f) && body.contains(&t) && !after.contains(&t) && !from_loop_by("each");
+            let leaks_in = !body.contains(&f) && body.contains(&t) && !after.contains(&t) && !from_loop_each;
             if leaks_out || leaks_in {
                 found.errors.push(Issue::edge(
                     ei,
@@ -591,8 +593,12 @@ fn dead_ends(p: &Parts, found: &mut Found) {
             graph.children(i).map(|(e, _)| design.edges[e].label.as_ref().map(|l| l.to_ascii_lowercase())).collect();
         let dead_end = match spec {
             Spec::Condition { .. } => {
-                let missing: Vec<&str> =
-                    ["true", "false"].into_iter().filter(|b| !out_labels.iter().any(|l| l.as_deref() == Some(*b))).collect();
+                let routes: Vec<Route> = out_labels.iter().map(|l| Route::of(n.kind, l.as_deref())).collect();
+                let missing: Vec<&str> = [true, false]
+                    .into_iter()
+                    .filter(|b| !routes.contains(&Route::When(*b)))
+                    .map(|b| if b { "true" } else { "false" })
+                    .collect();
                 (!missing.is_empty()).then(|| format!("condition {:?} leads nowhere when it is {}", n.id, missing.join(" or ")))
             }
             Spec::Approval { options, .. } => {

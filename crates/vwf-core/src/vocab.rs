@@ -34,7 +34,7 @@ macro_rules! words {
             pub const ALL: &'static [$name] = &[$($name::$variant,)+];
 
             /// The word as written in designs and run files.
-            pub const fn as_str(self) -> &'static str {
+            pub const fn as_str(&self) -> &'static str {
                 match self {
                     $($name::$variant => $word,)+
                 }
@@ -84,6 +84,102 @@ impl NodeKind {
     }
 }
 
+words! {
+    /// What an approval gate does when its deadline passes (`on_timeout`).
+    OnTimeout, "on_timeout" {
+        Reject = "reject",
+        Escalate = "escalate",
+    }
+}
+
+impl OnTimeout {
+    /// What an approval without `on_timeout` does.
+    pub const DEFAULT: OnTimeout = OnTimeout::Reject;
+}
+
+words! {
+    /// How an output node delivers (`deliver`): to a platform's home channel, or to a named chat.
+    Deliver, "deliver" {
+        Notification = "notification",
+        Channel = "channel",
+    }
+}
+
+words! {
+    /// The platforms a delivery target names (`telegram`, `slack:#ops`, `discord:alerts`…).
+    Platform, "delivery platform" {
+        Telegram = "telegram",
+        Slack = "slack",
+        Discord = "discord",
+        Webhook = "webhook",
+    }
+}
+
+impl Platform {
+    /// Whether the platform has a home channel (`deliver: notification`).
+    pub fn has_home(self) -> bool {
+        matches!(self, Platform::Telegram | Platform::Slack)
+    }
+
+    /// Whether Hermes's gateway reaches the platform's targets the way vwf does (a home channel by
+    /// platform name, a chat by its platform id). Discord and webhook targets name webhooks of
+    /// vwf's own configuration, which Hermes knows nothing of.
+    pub fn reached_by_hermes(self) -> bool {
+        matches!(self, Platform::Telegram | Platform::Slack)
+    }
+
+    /// The words of the platforms for which `keep` holds, comma-joined (for messages).
+    pub fn list(keep: impl Fn(Platform) -> bool) -> String {
+        Platform::ALL.iter().filter(|p| keep(**p)).map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// What an edge's label means, by the kind of node the edge leaves (SPEC §3). The one reading
+/// of label text: the validator checks labels with it and the engine routes by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// Taken whenever its source ran: no label, or a label on a node whose edges carry no
+    /// meaning in their labels (kept as written, for people).
+    Always,
+    /// A condition's `true` or `false` edge: taken when the condition has that value.
+    When(bool),
+    /// A loop's `each` edge: into its body, once per pass.
+    Each,
+    /// A loop's `done` edge: on after every pass ended.
+    Done,
+    /// An approval gate's edge: taken when the answer is this option.
+    Answer(&'a str),
+    /// A label a condition or a loop cannot have (the validator refuses it; never taken).
+    Invalid(&'a str),
+}
+
+impl<'a> Route<'a> {
+    /// Reads `label` on an edge leaving a node of kind `from`. Condition and loop words are
+    /// matched without regard to case (they are stored lowercase).
+    pub fn of(from: Option<NodeKind>, label: Option<&'a str>) -> Route<'a> {
+        let Some(label) = label else { return Route::Always };
+        let word = |w: &str| label.eq_ignore_ascii_case(w);
+        match from {
+            Some(NodeKind::Condition) if word("true") => Route::When(true),
+            Some(NodeKind::Condition) if word("false") => Route::When(false),
+            Some(NodeKind::Loop) if word("each") => Route::Each,
+            Some(NodeKind::Loop) if word("done") => Route::Done,
+            Some(NodeKind::Condition | NodeKind::Loop) => Route::Invalid(label),
+            Some(NodeKind::Approval) => Route::Answer(label),
+            _ => Route::Always,
+        }
+    }
+
+    /// The words a node of kind `from` labels its edges with, when it has its own.
+    pub fn words(from: NodeKind) -> &'static [&'static str] {
+        match from {
+            NodeKind::Condition => &["true", "false"],
+            NodeKind::Loop => &["each", "done"],
+            _ => &[],
+        }
+    }
+}
+
 /// The node types as words, in the contract's order (for messages listing them).
 pub const NODE_TYPES: [&str; NodeKind::ALL.len()] = {
     let mut out = [""; NodeKind::ALL.len()];
@@ -124,6 +220,49 @@ mod tests {
             }
             assert!(bad.parse::<T>().is_err(), "{bad:?} accepted");
             assert!(serde_json::from_value::<T>(serde_json::Value::String(bad.clone())).is_err(), "{bad:?} accepted by serde");
+        }
+    }
+
+    #[test]
+    fn field_words_round_trip_and_others_are_refused() {
+        round_trips(OnTimeout::ALL);
+        refuses::<OnTimeout>(&["reject", "escalate"]);
+        round_trips(Deliver::ALL);
+        refuses::<Deliver>(&["notification", "channel"]);
+        round_trips(Platform::ALL);
+        refuses::<Platform>(&["telegram", "slack", "discord", "webhook"]);
+        assert_eq!(Platform::list(|_| true), "telegram, slack, discord, webhook");
+        assert_eq!(Platform::list(Platform::has_home), "telegram, slack");
+    }
+
+    #[test]
+    fn edge_labels_mean_what_their_source_kind_says() {
+        use NodeKind::*;
+        let cases: &[(NodeKind, Option<&str>, Route)] = &[
+            (Condition, Some("true"), Route::When(true)),
+            (Condition, Some("FALSE"), Route::When(false)),
+            (Condition, Some("yes"), Route::Invalid("yes")),
+            (Condition, None, Route::Always),
+            (Loop, Some("each"), Route::Each),
+            (Loop, Some("Done"), Route::Done),
+            (Loop, Some("true"), Route::Invalid("true")),
+            (Approval, Some("done"), Route::Answer("done")),
+            (Approval, Some("Ship it"), Route::Answer("Ship it")),
+            (Approval, None, Route::Always),
+            (Agent, Some("true"), Route::Always),
+            (Output, Some("each"), Route::Always),
+        ];
+        for &(kind, label, want) in cases {
+            assert_eq!(Route::of(Some(kind), label), want, "{kind} {label:?}");
+        }
+        assert_eq!(Route::of(None, Some("true")), Route::Always);
+        // Every word a kind names is read as a route of its own, in any case; nothing else is.
+        for &kind in NodeKind::ALL {
+            for w in Route::words(kind) {
+                for spelled in [w.to_string(), w.to_uppercase()] {
+                    assert!(!matches!(Route::of(Some(kind), Some(&spelled)), Route::Always | Route::Invalid(_)), "{kind} {spelled}");
+                }
+            }
         }
     }
 

@@ -12,6 +12,7 @@ use vwf_core::run::{
     APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Outcome, Pending, Response,
     Run, Status, StepStatus, TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
 };
+use vwf_core::spec::{CommandStep, Deliver, Program};
 use vwf_core::time::Ts;
 
 const RUN_ID: &str = "d7b493cae249";
@@ -116,7 +117,7 @@ fn linear_chain_runs_to_done_with_outputs_keyed_by_id_and_steps_in_plan_order() 
     });
     let mut run = start(&design);
     let tasks = drive(&mut run, t0(), |t| match &t.work {
-        Work::Command { .. } => done("feed items"),
+        Work::Command(_) => done("feed items"),
         Work::Agent { prompt, .. } => {
             assert_eq!(prompt, "Summarise feed items");
             done("draft text")
@@ -786,7 +787,7 @@ fn failed_delivery_fails_the_run_and_is_recorded() {
     let tasks = drive(&mut run, t0(), standard);
     assert_eq!(node_ids(&tasks), ["a", "send"]);
     assert!(matches!(&tasks[1].work, Work::Deliver { message, deliver, target, .. }
-        if message == "draft text" && deliver == "channel" && target == "telegram:123456"));
+        if message == "draft text" && *deliver == Deliver::Channel && target == "telegram:123456"));
     assert_eq!(run.status, Status::Failed);
     assert_eq!(run.failed_node.as_deref(), Some("send"));
     assert_eq!(run.error.as_deref(), Some("delivery to telegram:123456 failed: no channel configured"));
@@ -869,7 +870,7 @@ fn the_same_design_and_input_give_identical_outputs() {
     let once = || {
         let mut run = start_with(&design, json!({"city": "Oslo"}));
         let driver = |t: &Task| match &t.work {
-            Work::Command { argv: Some(a), .. } => done(&a.join(" ")),
+            Work::Command(CommandStep { program: Program::Argv(a), .. }) => done(&a.join(" ")),
             other => panic!("unexpected {other:?}"),
         };
         drive(&mut run, t0(), driver);

@@ -30,7 +30,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use vwf_core::design::NodeKind;
 use vwf_core::names::RunId;
 use vwf_core::run::{Run, Status, StepStatus};
 use vwf_core::transition::{self, Saved, Transition};
@@ -139,7 +138,7 @@ impl Metrics {
                     self.runs_started.get_or_create(&design).inc();
                 }
                 Transition::Step { record, ended } => {
-                    let node_type = run.plan_step(&record.node).and_then(|s| s.kind()).map_or("unknown", NodeKind::as_str).to_string();
+                    let node_type = run.plan_step(&record.node).and_then(|s| s.kind()).map_or("unknown", |k| k.as_str()).to_string();
                     for attempt in ended {
                         let ended = if attempt.status == StepStatus::Done { "done" } else { "failed" };
                         let labels = StepLabels { node_type: node_type.clone(), status: ended.to_string() };
@@ -265,7 +264,7 @@ fn log(run: &Run, t: &Transition<'_>) {
     let status = run.status.as_str();
     match t {
         Transition::Step { record, ended } => {
-            let node_type = run.plan_step(&record.node).and_then(|s| s.kind()).map(NodeKind::as_str);
+            let node_type = run.plan_step(&record.node).and_then(|s| s.kind()).map(|k| k.as_str());
             let duration_ms = ended.last().map(|a| transition::seconds(a) * 1000.0);
             tracing::info!(
                 run_id = %run.run_id,

@@ -2,6 +2,8 @@
 //! labels, the chain of a list-form workflow, and edges from loop bodies back to their loop.
 
 use super::*;
+use crate::design::NodeKind;
+use crate::vocab::Route;
 
 /// What `__emit__` becomes: the event name and an optional payload; `declared` when the workflow
 /// itself says it emits (then a chain ends on it too).
@@ -199,7 +201,7 @@ pub(super) fn drop_loop_back_edges(graph: &mut Graph, notes: &mut Notes) {
     let loops: Vec<String> = graph
         .nodes
         .iter()
-        .filter(|n| n.get("type").and_then(Value::as_str) == Some("loop"))
+        .filter(|n| crate::spec::kind_of(n).parse() == Ok(NodeKind::Loop))
         .filter_map(|n| n.get("id").and_then(Value::as_str).map(str::to_string))
         .collect();
     for lp in loops {
@@ -207,7 +209,7 @@ pub(super) fn drop_loop_back_edges(graph: &mut Graph, notes: &mut Notes) {
         let mut stack: Vec<String> = graph
             .edges
             .iter()
-            .filter(|(f, t, l)| f == &lp && t != &lp && l.as_deref() == Some("each"))
+            .filter(|(f, t, l)| f == &lp && t != &lp && Route::of(Some(NodeKind::Loop), l.as_deref()) == Route::Each)
             .map(|(_, t, _)| t.clone())
             .collect();
         while let Some(n) = stack.pop() {

@@ -26,10 +26,11 @@ use crate::limits;
 use crate::plan::{Plan, PlanStep};
 use crate::refs;
 use crate::shell;
-use crate::spec::{OnTimeout, Spec};
+use crate::spec::{CommandStep, Deliver, HttpStep, OnTimeout, Program, Spec};
 use crate::template::{self, Context};
 use crate::time::{self, Ts};
 use crate::view;
+use crate::vocab::Route;
 
 mod loops;
 pub mod settle;
@@ -205,7 +206,7 @@ pub enum Pending {
         options: Vec<String>,
         #[serde(with = "time::opt")]
         deadline: Option<Ts>,
-        on_timeout: String,
+        on_timeout: OnTimeout,
         /// What is being approved: the text of each step (or of the run's input, `trigger`) the
         /// question's template names, keyed by id.
         #[serde(default, skip_serializing_if = "Map::is_empty")]
@@ -356,26 +357,14 @@ pub enum Work {
     },
     Deliver {
         message: String,
-        deliver: String,
+        deliver: Deliver,
         target: String,
         collected: Map<String, Value>,
     },
-    /// `run` has its template values shell-quoted; `argv` items are rendered plainly.
-    Command {
-        run: Option<String>,
-        argv: Option<Vec<String>>,
-        cwd: Option<String>,
-        env: BTreeMap<String, String>,
-        timeout_seconds: u64,
-    },
-    Http {
-        url: String,
-        method: String,
-        headers: BTreeMap<String, String>,
-        body: Option<Value>,
-        timeout_seconds: u64,
-        accept: Vec<(u16, u16)>,
-    },
+    /// A shell program reads its template values from `env` (see `shell`); `argv` items are
+    /// rendered plainly.
+    Command(CommandStep),
+    Http(HttpStep),
     Emit {
         event: String,
         payload: Value,
@@ -742,11 +731,11 @@ impl Run {
             return false;
         }
         let expired = self.parked.iter().find_map(|p| match p {
-            Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.clone(), on_timeout.clone())),
+            Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.clone(), *on_timeout)),
             _ => None,
         });
         let Some((node, on_timeout)) = expired else { return false };
-        let error = if on_timeout == OnTimeout::Escalate.as_str() {
+        let error = if on_timeout == OnTimeout::Escalate {
             self.history.push(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
             APPROVAL_TIMED_OUT_ESCALATED
         } else {

@@ -110,7 +110,7 @@ mod tests {
             question: "ok?".into(),
             options: vec!["approve".into()],
             deadline: deadline.map(at),
-            on_timeout: "fail".into(),
+            on_timeout: crate::spec::OnTimeout::Reject,
             outputs: Default::default(),
         }
     }

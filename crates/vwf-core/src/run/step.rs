@@ -12,17 +12,15 @@ impl Run {
                     return true;
                 }
                 if scope.pass.as_ref().is_some_and(|(lp, _)| lp == &p.from) {
-                    return p.label.as_deref() == Some("each");
+                    return Route::of(Some(NodeKind::Loop), p.label.as_deref()) == Route::Each;
                 }
                 let Some(view) = self.view_in(&p.from, scope) else { return false };
                 let kind = self.plan.step(&p.from).and_then(PlanStep::kind);
-                match (kind, p.label.as_deref()) {
-                    (Some(NodeKind::Condition), Some(l)) => {
-                        view.get("value").and_then(Value::as_bool).map(|b| b.to_string()).as_deref() == Some(l)
-                    }
-                    (Some(NodeKind::Approval), Some(l)) => view.get("answer").and_then(Value::as_str) == Some(l),
-                    (Some(NodeKind::Loop), Some(l)) => l == "done",
-                    _ => true,
+                match Route::of(kind, p.label.as_deref()) {
+                    Route::Always | Route::Done => true,
+                    Route::When(b) => view.get("value").and_then(Value::as_bool) == Some(b),
+                    Route::Answer(option) => view.get("answer").and_then(Value::as_str) == Some(option),
+                    Route::Each | Route::Invalid(_) => false,
                 }
             })
     }
@@ -279,14 +277,7 @@ impl Run {
                     Err(e) => return fail(self, e),
                 };
                 let outputs = self.referred(&question_src, scope);
-                self.parked.push(Pending::Approval {
-                    node: id.into(),
-                    question,
-                    options,
-                    deadline,
-                    on_timeout: on_timeout.as_str().into(),
-                    outputs,
-                });
+                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout, outputs });
                 self.refresh_status();
                 Begin::Settled
             }
@@ -307,11 +298,9 @@ impl Run {
                 };
                 let collected = self.collected(step, scope);
                 match (deliver, target) {
-                    (Some(d), Some(t)) => Begin::Task(Task {
-                        node: id.into(),
-                        attempt,
-                        work: Work::Deliver { message, deliver: d.as_str().into(), target: t, collected },
-                    }),
+                    (Some(d), Some(t)) => {
+                        Begin::Task(Task { node: id.into(), attempt, work: Work::Deliver { message, deliver: d, target: t, collected } })
+                    }
                     _ => {
                         let mut extra = Map::new();
                         extra.insert("collected".into(), Value::Object(collected));
@@ -332,22 +321,20 @@ impl Run {
                     Err(e) => fail(self, e),
                 }
             }
-            Spec::Command { run, argv, cwd, env, timeout_seconds } => {
+            Spec::Command(CommandStep { program, cwd, env, timeout_seconds }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let ctx = self.context(&ids, &trigger, scope);
                 let rendered = (|| -> Result<Work, String> {
                     let mut values = Vec::new();
-                    let run = match run {
-                        Some(r) => {
+                    let program = match program {
+                        Program::Shell(r) => {
                             let script = template::parse(&r).map_err(|e| e.0).and_then(|t| shell::compile(&t).map_err(|e| e.0))?;
                             values = script.bind(&ctx)?;
-                            Some(script.text)
+                            Program::Shell(script.text)
                         }
-                        None => None,
-                    };
-                    let argv = match argv {
-                        Some(a) => Some(a.iter().map(|s| template::render_str(s, &ctx).map_err(|e| e.0)).collect::<Result<Vec<_>, _>>()?),
-                        None => None,
+                        Program::Argv(a) => {
+                            Program::Argv(a.iter().map(|s| template::render_str(s, &ctx).map_err(|e| e.0)).collect::<Result<Vec<_>, _>>()?)
+                        }
                     };
                     let cwd = cwd.map(|c| template::render_str(&c, &ctx).map_err(|e| e.0)).transpose()?;
                     let env = env
@@ -355,14 +342,14 @@ impl Run {
                         .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
                         .collect::<Result<BTreeMap<_, _>, _>>()?;
                     let env = env.into_iter().chain(values).collect();
-                    Ok(Work::Command { run, argv, cwd, env, timeout_seconds })
+                    Ok(Work::Command(CommandStep { program, cwd, env, timeout_seconds }))
                 })();
                 match rendered {
                     Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),
                     Err(e) => fail(self, e),
                 }
             }
-            Spec::Http { url, method, headers, body, timeout_seconds, accept } => {
+            Spec::Http(HttpStep { url, method, headers, body, timeout_seconds, accept }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let ctx = self.context(&ids, &trigger, scope);
                 let rendered = (|| -> Result<Work, String> {
@@ -372,7 +359,7 @@ impl Run {
                         .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
                         .collect::<Result<BTreeMap<_, _>, _>>()?;
                     let body = body.map(|b| template::render_json(&b, &ctx).map_err(|e| e.0)).transpose()?;
-                    Ok(Work::Http { url, method, headers, body, timeout_seconds, accept })
+                    Ok(Work::Http(HttpStep { url, method, headers, body, timeout_seconds, accept }))
                 })();
                 match rendered {
                     Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),

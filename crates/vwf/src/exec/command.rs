@@ -15,25 +15,24 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 use vwf_core::limits::STEP_OUTPUT_BYTES;
-use vwf_core::run::{Outcome, Work};
+use vwf_core::run::Outcome;
+use vwf_core::spec::{CommandStep, Program};
 
 use super::process::{self, Finished};
 use crate::config::Config;
 
-pub fn perform(work: &Work, config: &Config) -> Outcome {
-    let Work::Command { run, argv, cwd, env, timeout_seconds } = work else {
-        return failed("the command driver was handed a step that is not a command");
-    };
+pub fn perform(step: &CommandStep, config: &Config) -> Outcome {
+    let CommandStep { program, cwd, env, timeout_seconds } = step;
     if !config.commands.enabled {
         return failed("command steps are disabled in the config ([commands] enabled = false)");
     }
-    let (mut command, program) = match (run, argv) {
-        (Some(run), None) => {
+    let (mut command, program) = match program {
+        Program::Shell(run) => {
             let mut c = Command::new("sh");
             c.arg("-c").arg(run);
             (c, "sh".to_string())
         }
-        (None, Some(argv)) => match argv.split_first() {
+        Program::Argv(argv) => match argv.split_first() {
             Some((program, args)) if !program.is_empty() => {
                 let mut c = Command::new(program);
                 c.args(args);
@@ -41,8 +40,6 @@ pub fn perform(work: &Work, config: &Config) -> Outcome {
             }
             _ => return failed("command step has an empty \"argv\""),
         },
-        (Some(_), Some(_)) => return failed("command step gives both \"run\" and \"argv\""),
-        (None, None) => return failed("command step needs \"run\" or \"argv\""),
     };
     if let Some(cwd) = cwd {
         if !Path::new(cwd).is_dir() {

@@ -22,6 +22,7 @@ use reqwest::Url;
 use serde_json::{Value, json};
 use sha2::Sha256;
 use vwf_core::run::Delivery;
+use vwf_core::spec::{Deliver, Platform};
 use vwf_core::time::Ts;
 
 use crate::config::{ChannelsConfig, SlackChannel, TelegramChannel, WebhookChannel};
@@ -42,7 +43,7 @@ const NOTHING_SENT: &str = "nothing was sent";
 /// Sends `message` for output node `node` and records the platform's answer. `deliver` is
 /// `notification` (target `telegram`/`slack`: that platform's home) or `channel` (target
 /// `platform:chat`). Never panics; a failure is a `Delivery` with `ok: false`.
-pub fn deliver(config: &ChannelsConfig, deliver: &str, target: &str, message: &str, node: &str, now: Ts) -> Delivery {
+pub fn deliver(config: &ChannelsConfig, deliver: Deliver, target: &str, message: &str, node: &str, now: Ts) -> Delivery {
     let send = Send { deliver, target, message, node };
     let (ok, detail) = match send.perform(config, TIMEOUT) {
         Ok(detail) => (true, detail),
@@ -74,7 +75,7 @@ pub fn channels(config: &ChannelsConfig) -> Vec<Value> {
 
 /// One delivery as the output step asked for it.
 struct Send<'a> {
-    deliver: &'a str,
+    deliver: Deliver,
     target: &'a str,
     message: &'a str,
     node: &'a str,
@@ -111,12 +112,14 @@ impl Send<'_> {
     /// chat, channel, Discord webhook or webhook of a channel delivery.
     fn route<'c>(&'c self, config: &'c ChannelsConfig) -> Result<Route<'c>, String> {
         let (platform, chat) = match self.deliver {
-            "notification" => (self.target, None),
-            "channel" => match self.target.split_once(':') {
+            Deliver::Notification => (self.target, None),
+            Deliver::Channel => match self.target.split_once(':') {
                 Some((platform, chat)) if !chat.is_empty() => (platform, Some(chat)),
                 _ => return Err(format!("deliver: channel takes platform:chat, got {:?}; {NOTHING_SENT}", self.target)),
             },
-            other => return Err(format!("deliver is \"notification\" or \"channel\", got {other:?}; {NOTHING_SENT}")),
+        };
+        let Ok(platform) = platform.parse::<Platform>() else {
+            return Err(format!("unknown delivery platform {platform:?} (telegram, slack, discord or webhook); {NOTHING_SENT}"));
         };
         let unconfigured = || format!("no {platform} channel is configured; {NOTHING_SENT}");
         let home = |home: &'c Option<String>| match (chat, home.as_deref().map(str::trim)) {
@@ -125,18 +128,18 @@ impl Send<'_> {
             (None, _) => Err(format!("channels.{platform} has no home in visual-workflow.toml for deliver: notification; {NOTHING_SENT}")),
         };
         match platform {
-            "telegram" => {
+            Platform::Telegram => {
                 let channel = config.telegram.as_ref().ok_or_else(unconfigured)?;
                 Ok(Route::Telegram { channel, chat: home(&channel.home)? })
             }
-            "slack" => {
+            Platform::Slack => {
                 let channel = config.slack.as_ref().ok_or_else(unconfigured)?;
                 Ok(Route::Slack { channel, to: home(&channel.home)? })
             }
-            "discord" | "webhook" if chat.is_none() => Err(format!(
+            Platform::Discord | Platform::Webhook if chat.is_none() => Err(format!(
                 "deliver: notification takes telegram or slack (a platform with a home channel), got {platform:?}; {NOTHING_SENT}"
             )),
-            "discord" => {
+            Platform::Discord => {
                 let name = chat.unwrap_or_default();
                 let hooks = config.discord.as_ref().map(|d| &d.webhooks).filter(|w| !w.is_empty()).ok_or_else(unconfigured)?;
                 match hooks.get(name) {
@@ -144,7 +147,7 @@ impl Send<'_> {
                     None => Err(format!("no discord webhook named {name:?} is configured (channels.discord.webhooks); {NOTHING_SENT}")),
                 }
             }
-            "webhook" => {
+            Platform::Webhook => {
                 let name = chat.unwrap_or_default();
                 if config.webhook.is_empty() {
                     return Err(unconfigured());
@@ -154,7 +157,6 @@ impl Send<'_> {
                     None => Err(format!("no webhook named {name:?} is configured (channels.webhook.{name}); {NOTHING_SENT}")),
                 }
             }
-            other => Err(format!("unknown delivery platform {other:?} (telegram, slack, discord or webhook); {NOTHING_SENT}")),
         }
     }
 }
@@ -486,7 +488,7 @@ mod tests {
         toml::from_str::<Config>(text).expect("config").channels
     }
 
-    fn send<'a>(deliver: &'a str, target: &'a str) -> Send<'a> {
+    fn send(deliver: Deliver, target: &str) -> Send<'_> {
         Send { deliver, target, message: "hi", node: "send" }
     }
 
@@ -512,15 +514,14 @@ mod tests {
     fn targets_resolve_or_fail_clearly() {
         let c = config("[channels.telegram]\ntoken_env = \"TG\"\n[channels.discord.webhooks]\nalerts = \"DA\"\n");
         let err = |d, t| send(d, t).route(&c).err().unwrap_or_default();
-        assert_eq!(err("channel", "slack:#ops"), "no slack channel is configured; nothing was sent");
-        assert_eq!(err("channel", "webhook:x"), "no webhook channel is configured; nothing was sent");
-        assert!(err("notification", "telegram").contains("channels.telegram has no home"));
-        assert!(err("channel", "discord:other").contains("\"other\""));
-        assert!(err("notification", "discord").contains("telegram or slack"));
-        assert!(err("sometimes", "telegram").contains("notification"));
-        assert!(err("channel", "telegram").contains("platform:chat"));
-        assert!(matches!(send("channel", "telegram:-100:7").route(&c), Ok(Route::Telegram { chat: "-100:7", .. })));
-        assert!(matches!(send("channel", "discord:alerts").route(&c), Ok(Route::Discord { url_env: "DA", .. })));
+        assert_eq!(err(Deliver::Channel, "slack:#ops"), "no slack channel is configured; nothing was sent");
+        assert_eq!(err(Deliver::Channel, "webhook:x"), "no webhook channel is configured; nothing was sent");
+        assert!(err(Deliver::Notification, "telegram").contains("channels.telegram has no home"));
+        assert!(err(Deliver::Channel, "discord:other").contains("\"other\""));
+        assert!(err(Deliver::Notification, "discord").contains("telegram or slack"));
+        assert!(err(Deliver::Channel, "telegram").contains("platform:chat"));
+        assert!(matches!(send(Deliver::Channel, "telegram:-100:7").route(&c), Ok(Route::Telegram { chat: "-100:7", .. })));
+        assert!(matches!(send(Deliver::Channel, "discord:alerts").route(&c), Ok(Route::Discord { url_env: "DA", .. })));
     }
 
     #[test]
@@ -558,7 +559,7 @@ mod tests {
             drop(connection);
         });
         let c = config(&format!("[channels.webhook.slow]\nurl = \"{url}/hook\"\n"));
-        let r = send("channel", "webhook:slow").perform(&c, Duration::from_secs(1));
+        let r = send(Deliver::Channel, "webhook:slow").perform(&c, Duration::from_secs(1));
         assert_eq!(r, Err("no answer from webhook within 1 s; the message may have been sent".to_string()));
         let _ = hold.join();
     }
@@ -566,7 +567,7 @@ mod tests {
     #[test]
     fn a_closed_port_is_a_failed_delivery() {
         let c = config("[channels.webhook.down]\nurl = \"http://127.0.0.1:9/hook\"\n");
-        let d = deliver(&c, "channel", "webhook:down", "hi", "send", chrono::Utc::now());
+        let d = deliver(&c, Deliver::Channel, "webhook:down", "hi", "send", chrono::Utc::now());
         assert!(!d.ok);
         assert!(d.detail.starts_with("cannot reach webhook"), "{}", d.detail);
         assert!(!d.detail.contains("127.0.0.1"), "{}", d.detail);

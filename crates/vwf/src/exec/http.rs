@@ -28,7 +28,8 @@ use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 use vwf_core::limits;
-use vwf_core::run::{Outcome, Work};
+use vwf_core::run::Outcome;
+use vwf_core::spec::HttpStep;
 
 /// Redirects followed before the step fails.
 const MAX_REDIRECTS: usize = 5;
@@ -38,10 +39,8 @@ const VOLATILE_HEADERS: [&str; 1] = ["date"];
 const ERROR_BODY_CHARS: usize = 500;
 
 /// Performs an http task. Never panics; every failure is an `Outcome::Failed` with a clear error.
-pub fn perform(work: &Work) -> Outcome {
-    let Work::Http { url, method, headers, body, timeout_seconds, accept } = work else {
-        return Outcome::Failed { error: "the http driver was given a task that is not an http step".into() };
-    };
+pub fn perform(step: &HttpStep) -> Outcome {
+    let HttpStep { url, method, headers, body, timeout_seconds, accept } = step;
     let request = Request { url, method, headers, body: body.as_ref(), timeout: Duration::from_secs((*timeout_seconds).max(1)), accept };
     match request.perform() {
         Ok(outcome) => outcome,
@@ -274,8 +273,8 @@ fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, String> 
 mod tests {
     use super::*;
 
-    fn work(url: &str) -> Work {
-        Work::Http {
+    fn work(url: &str) -> HttpStep {
+        HttpStep {
             url: url.into(),
             method: "GET".into(),
             headers: BTreeMap::new(),

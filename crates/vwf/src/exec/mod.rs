@@ -38,10 +38,10 @@ impl Drivers {
                 agent::perform(&self.config, &request)
             }
             Work::Deliver { message, deliver: kind, target, .. } => {
-                Outcome::Delivered(deliver::deliver(&self.config.channels, kind, target, message, &task.node, now))
+                Outcome::Delivered(deliver::deliver(&self.config.channels, *kind, target, message, &task.node, now))
             }
-            Work::Command { .. } => command::perform(&task.work, &self.config),
-            Work::Http { .. } => http::perform(&task.work),
+            Work::Command(step) => command::perform(step, &self.config),
+            Work::Http(step) => http::perform(step),
             Work::Emit { .. } => Outcome::Failed { error: "emit steps are performed by the runner".into() },
         }
     }
