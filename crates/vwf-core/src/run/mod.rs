@@ -32,6 +32,7 @@ use crate::time::{self, Ts};
 use crate::view;
 use crate::vocab::Route;
 
+mod failure;
 mod loops;
 pub mod settle;
 mod step;
@@ -39,14 +40,9 @@ mod step;
 use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
 use step::Begin;
 
-pub const APPROVAL_TIMED_OUT: &str = "approval timed out";
-pub const ESCALATION_REQUESTED: &str = "escalation requested";
-/// The error of a gate that timed out with `on_timeout: escalate`: the timeout and the escalation,
-/// where people read why a run failed.
-pub const APPROVAL_TIMED_OUT_ESCALATED: &str = "approval timed out; escalation requested";
+pub use failure::{APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, Failure, TOKEN_BUDGET_EXCEEDED};
 /// Why an attempt still in progress when its run failed ended (a retry starts it again).
 pub const UNFINISHED_WHEN_THE_RUN_FAILED: &str = "not finished when the run failed";
-pub const TOKEN_BUDGET_EXCEEDED: &str = "token budget exceeded";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -294,7 +290,8 @@ pub struct Run {
     pub outputs: BTreeMap<String, Value>,
     pub skipped: Vec<String>,
     pub deliveries: Vec<Delivery>,
-    pub error: Option<String>,
+    /// Why the run failed, stored as its text.
+    pub error: Option<Failure>,
     pub failed_node: Option<String>,
     pub steps: Vec<StepRecord>,
     pub trigger: TriggerInfo,
@@ -555,7 +552,7 @@ impl Run {
                             node: Some(node.into()),
                             detail: json!({"used": self.tokens_used, "budget": budget}),
                         });
-                        self.fail_step(node, TOKEN_BUDGET_EXCEEDED, now);
+                        self.fail_step(node, Failure::TokenBudgetExceeded, now);
                         return Ok(());
                     }
                 }
@@ -624,7 +621,7 @@ impl Run {
         }
         if self.status == Status::Failed
             && self.failed_node.as_deref() == Some(node)
-            && matches!(self.error.as_deref(), Some(APPROVAL_TIMED_OUT | APPROVAL_TIMED_OUT_ESCALATED))
+            && self.error.as_ref().is_some_and(Failure::is_approval_timeout)
             && matches!(response, Response::Answer(_))
         {
             return Ok(());
@@ -737,9 +734,9 @@ impl Run {
         let Some((node, on_timeout)) = expired else { return false };
         let error = if on_timeout == OnTimeout::Escalate {
             self.history.push(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
-            APPROVAL_TIMED_OUT_ESCALATED
+            Failure::ApprovalTimedOutEscalated
         } else {
-            APPROVAL_TIMED_OUT
+            Failure::ApprovalTimedOut
         };
         self.parked.retain(|p| p.node() != node);
         self.fail_step(&node, error, now);
@@ -772,10 +769,9 @@ impl Run {
             .map(|r| r.node.clone())
             .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone()));
         let error = match (&node, cause) {
-            (Some(n), None) => format!("interrupted during step {n}"),
-            (None, None) => "interrupted".to_string(),
-            (Some(n), Some(cause)) => format!("the run could not be saved during step {n}: {cause}"),
-            (None, Some(cause)) => format!("the run could not be saved: {cause}"),
+            (node, None) => Failure::interrupted(node.as_deref()),
+            (Some(n), Some(cause)) => Failure::from(format!("the run could not be saved during step {n}: {cause}")),
+            (None, Some(cause)) => Failure::from(format!("the run could not be saved: {cause}")),
         };
         if let Some(r) = node.as_deref().and_then(|n| self.steps.iter_mut().find(|r| r.node == n)) {
             r.end_try(StepStatus::Failed, Some(&error), None, now);

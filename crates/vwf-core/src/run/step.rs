@@ -88,12 +88,13 @@ impl Run {
     }
 
     /// Fails a step instance and the run; a failure inside a pass fails its loop step too.
-    pub(super) fn fail_step(&mut self, id: &str, error: &str, now: Ts) {
+    pub(super) fn fail_step(&mut self, id: &str, error: impl Into<Failure>, now: Ts) {
+        let error: Failure = error.into();
         if self.record(id).is_none() {
             self.open_record(id, StepStatus::Failed, now);
         }
         if let Some(r) = self.record_mut(id) {
-            r.end_try(StepStatus::Failed, Some(error), None, now);
+            r.end_try(StepStatus::Failed, Some(&error), None, now);
         }
         let (failed, error) = match self.locate(id).and_then(|(_, scope)| scope.pass) {
             Some((lp, i)) => {
@@ -103,9 +104,9 @@ impl Run {
                 if let Some(r) = self.record_mut(&lp).filter(|r| r.status != StepStatus::Failed) {
                     r.end_try(StepStatus::Failed, Some(&msg), None, now);
                 }
-                (lp, msg)
+                (lp, Failure::from(msg))
             }
-            None => (id.to_string(), error.to_string()),
+            None => (id.to_string(), error),
         };
         if !self.status.is_finished() {
             self.status = Status::Failed;
