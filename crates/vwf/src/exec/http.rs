@@ -44,8 +44,43 @@ pub fn perform(step: &HttpStep) -> Outcome {
     let request = Request { url, method, headers, body: body.as_ref(), timeout: Duration::from_secs((*timeout_seconds).max(1)), accept };
     match request.perform() {
         Ok(outcome) => outcome,
-        Err(error) => Outcome::Failed { error },
+        Err(error) => Outcome::Failed { error: error.to_string() },
     }
+}
+
+/// Why an http step failed; its text is the step's error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HttpError {
+    #[error("bad URL {url:?}: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("only http:// and https:// URLs can be fetched, not {scheme}: ({shown})")]
+    Scheme { scheme: String, shown: String },
+    #[error("unknown HTTP method {0:?}")]
+    Method(String),
+    #[error("bad HTTP header name {0:?}")]
+    HeaderName(String),
+    #[error("bad value for HTTP header {0:?}: header values cannot hold line breaks or control characters")]
+    HeaderValue(String),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// The exchange took longer than the step's `timeout_seconds`.
+    #[error("HTTP request timed out after {0} s")]
+    TimedOut(u64),
+    /// The request did not get an answer; `url` is shown without credentials.
+    #[error("HTTP request to {url} failed: {cause}")]
+    Transport { url: String, cause: String },
+    #[error("reading the HTTP response failed: {0}")]
+    Read(String),
+    /// An answer whose status the step does not accept; `body` is the start of its body.
+    #[error("HTTP {status} is not an accepted status (accept: {accept}){body}")]
+    Status { status: u16, accept: String, body: String },
+    #[error("response body{} is over the {}-byte limit for output kept inline", .declared.map(|n| format!(" ({n} bytes)")).unwrap_or_default(), limits::STEP_OUTPUT_BYTES)]
+    OverLimit { declared: Option<u64> },
+    #[error(
+        "response body is {raw} bytes of binary data, {encoded} bytes as base64, over the {}-byte limit for output kept inline",
+        limits::STEP_OUTPUT_BYTES
+    )]
+    BinaryOverLimit { raw: usize, encoded: usize },
 }
 
 /// One http step's rendered fields.
@@ -59,10 +94,10 @@ struct Request<'a> {
 }
 
 impl Request<'_> {
-    fn perform(&self) -> Result<Outcome, String> {
+    fn perform(&self) -> Result<Outcome, HttpError> {
         let url = parse_url(self.url)?;
         let method = reqwest::Method::from_bytes(self.method.trim().to_ascii_uppercase().as_bytes())
-            .map_err(|_| format!("unknown HTTP method {:?}", self.method))?;
+            .map_err(|_| HttpError::Method(self.method.to_string()))?;
         let headers = self.header_map()?;
         let client = reqwest::blocking::Client::builder()
             .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
@@ -70,7 +105,7 @@ impl Request<'_> {
             .timeout(self.timeout)
             .redirect(redirect_policy())
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {}", super::error_chain(&e)))?;
+            .map_err(|e| HttpError::Client(super::error_chain(&e)))?;
 
         let mut builder = client.request(method, url.clone()).timeout(self.timeout).headers(headers.clone());
         if let Some(body) = self.body {
@@ -89,7 +124,7 @@ impl Request<'_> {
         // A declared length over the limit fails at once, without reading (a status error,
         // which quotes the body, takes precedence).
         if let Some(len) = declared.filter(|&n| n > limits::STEP_OUTPUT_BYTES as u64 && accepted(status, self.accept)) {
-            return Err(over_limit(Some(len)));
+            return Err(HttpError::OverLimit { declared: Some(len) });
         }
         let mut bytes = Vec::new();
         response.take(limits::STEP_OUTPUT_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| self.read_error(&e, started))?;
@@ -99,18 +134,17 @@ impl Request<'_> {
             return Err(status_error(status, self.accept, &bytes));
         }
         if over {
-            return Err(over_limit(None));
+            return Err(HttpError::OverLimit { declared: None });
         }
         done(status, headers, bytes)
     }
 
     /// The design's headers, validated. Names are case-insensitive; an invalid one fails the step.
-    fn header_map(&self) -> Result<HeaderMap, String> {
+    fn header_map(&self) -> Result<HeaderMap, HttpError> {
         let mut map = HeaderMap::new();
         for (name, value) in self.headers {
-            let n = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| format!("bad HTTP header name {name:?}"))?;
-            let v = HeaderValue::from_bytes(value.as_bytes())
-                .map_err(|_| format!("bad value for HTTP header {name:?}: header values cannot hold line breaks or control characters"))?;
+            let n = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| HttpError::HeaderName(name.clone()))?;
+            let v = HeaderValue::from_bytes(value.as_bytes()).map_err(|_| HttpError::HeaderValue(name.clone()))?;
             map.insert(n, v);
         }
         Ok(map)
@@ -118,36 +152,37 @@ impl Request<'_> {
 
     /// reqwest's error text embeds the full URL, which may carry credentials in its userinfo or
     /// query: the URL is named once, redacted, in front of the error.
-    fn transport_error(&self, url: &Url, e: reqwest::Error, started: Instant) -> String {
+    fn transport_error(&self, url: &Url, e: reqwest::Error, started: Instant) -> HttpError {
         if e.is_timeout() || started.elapsed() >= self.timeout {
             return self.timed_out();
         }
-        format!("HTTP request to {} failed: {}", shown(url), super::error_chain(&e.without_url()))
+        HttpError::Transport { url: shown(url), cause: super::error_chain(&e.without_url()) }
     }
 
-    fn read_error(&self, e: &std::io::Error, started: Instant) -> String {
+    fn read_error(&self, e: &std::io::Error, started: Instant) -> HttpError {
         let inner_timeout = e.get_ref().and_then(|i| i.downcast_ref::<reqwest::Error>()).is_some_and(reqwest::Error::is_timeout);
         if inner_timeout || e.kind() == std::io::ErrorKind::TimedOut || started.elapsed() >= self.timeout {
             return self.timed_out();
         }
-        format!("reading the HTTP response failed: {}", super::error_chain(e))
+        HttpError::Read(super::error_chain(e))
     }
 
-    fn timed_out(&self) -> String {
-        format!("HTTP request timed out after {} s", self.timeout.as_secs())
+    fn timed_out(&self) -> HttpError {
+        HttpError::TimedOut(self.timeout.as_secs())
     }
 }
 
 /// Parses the rendered URL and refuses every scheme but http and https.
-fn parse_url(raw: &str) -> Result<Url, String> {
+fn parse_url(raw: &str) -> Result<Url, HttpError> {
     let trimmed = raw.trim();
-    let url = Url::parse(trimmed).map_err(|e| format!("bad URL {trimmed:?}: {e}"))?;
+    let bad = |reason: String| HttpError::BadUrl { url: trimmed.to_string(), reason };
+    let url = Url::parse(trimmed).map_err(|e| bad(e.to_string()))?;
     match url.scheme() {
         "http" | "https" => {}
-        other => return Err(format!("only http:// and https:// URLs can be fetched, not {other}: ({})", shown(&url))),
+        other => return Err(HttpError::Scheme { scheme: other.to_string(), shown: shown(&url) }),
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("bad URL {trimmed:?}: it names no host"));
+        return Err(bad("it names no host".into()));
     }
     Ok(url)
 }
@@ -222,25 +257,21 @@ fn describe_accept(accept: &[(u16, u16)]) -> String {
         .join(", ")
 }
 
-fn status_error(status: u16, accept: &[(u16, u16)], body: &[u8]) -> String {
-    let mut error = format!("HTTP {status} is not an accepted status (accept: {})", describe_accept(accept));
+fn status_error(status: u16, accept: &[(u16, u16)], body: &[u8]) -> HttpError {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
-    if !text.is_empty() {
+    let body = if text.is_empty() {
+        String::new()
+    } else {
         let snippet: String = text.chars().take(ERROR_BODY_CHARS).collect();
         let more = if text.chars().count() > ERROR_BODY_CHARS { "…" } else { "" };
-        error.push_str(&format!("; response body: {snippet}{more}"));
-    }
-    error
-}
-
-fn over_limit(declared: Option<u64>) -> String {
-    let size = declared.map(|n| format!(" ({n} bytes)")).unwrap_or_default();
-    format!("response body{size} is over the {}-byte limit for output kept inline", limits::STEP_OUTPUT_BYTES)
+        format!("; response body: {snippet}{more}")
+    };
+    HttpError::Status { status, accept: describe_accept(accept), body }
 }
 
 /// The finished step: `text` is the body, `extra` holds `status`, `headers` and `body`.
-fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, String> {
+fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, HttpError> {
     let mut extra = Map::new();
     extra.insert("status".into(), Value::from(status));
     extra.insert("headers".into(), headers);
@@ -254,12 +285,7 @@ fn done(status: u16, headers: Value, bytes: Vec<u8>) -> Result<Outcome, String> 
             let raw = e.into_bytes();
             let text = format!("base64:{}", base64::engine::general_purpose::STANDARD.encode(&raw));
             if text.len() > limits::STEP_OUTPUT_BYTES {
-                return Err(format!(
-                    "response body is {} bytes of binary data, {} bytes as base64, over the {}-byte limit for output kept inline",
-                    raw.len(),
-                    text.len(),
-                    limits::STEP_OUTPUT_BYTES
-                ));
+                return Err(HttpError::BinaryOverLimit { raw: raw.len(), encoded: text.len() });
             }
             extra.insert("body".into(), Value::String(text.clone()));
             extra.insert("encoding".into(), Value::String("base64".into()));
@@ -289,6 +315,23 @@ mod tests {
             Outcome::Failed { error } => error,
             other => panic!("expected a failure, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn failures_are_typed() {
+        let bad = parse_url("ftp://user:pw@example.com/x?k=1").unwrap_err();
+        assert_eq!(bad, HttpError::Scheme { scheme: "ftp".into(), shown: "ftp://example.com/x".into() });
+        assert_eq!(bad.to_string(), "only http:// and https:// URLs can be fetched, not ftp: (ftp://example.com/x)");
+        assert!(matches!(parse_url("http://"), Err(HttpError::BadUrl { .. })));
+        let status = status_error(404, &[(200, 299), (304, 304)], b" missing ");
+        assert_eq!(status, HttpError::Status { status: 404, accept: "2xx, 304".into(), body: "; response body: missing".into() });
+        assert_eq!(status.to_string(), "HTTP 404 is not an accepted status (accept: 2xx, 304); response body: missing");
+        assert_eq!(status_error(500, &[(200, 299)], b"").to_string(), "HTTP 500 is not an accepted status (accept: 2xx)");
+        assert_eq!(
+            HttpError::OverLimit { declared: Some(7) }.to_string(),
+            format!("response body (7 bytes) is over the {}-byte limit for output kept inline", limits::STEP_OUTPUT_BYTES)
+        );
+        assert_eq!(HttpError::TimedOut(3).to_string(), "HTTP request timed out after 3 s");
     }
 
     #[test]
