@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 
 use common::Home;
-use common::server::{Options, Server, eventually};
+use common::server::{Options, Server, eventually, list_all, small};
 use serde_json::{Value, json};
 
 const INSTANCES: usize = 3;
@@ -70,37 +70,6 @@ fn start_instance(home: &Home, url: &str, mut env: Vec<(&str, String)>, log: &Pa
         let _ = std::fs::write(log, previous + &now);
     }
     server
-}
-
-/// Four typed nodes: manual trigger → condition on the input → two collect-only outputs.
-fn small() -> Value {
-    json!({"nodes": [
-        {"id": "start", "type": "trigger", "mode": "manual"},
-        {"id": "check", "type": "condition", "expr": "out.start.n >= 5"},
-        {"id": "big", "type": "output", "template": "big {{trigger.n}}"},
-        {"id": "small", "type": "output", "template": "small {{trigger.n}}"}
-    ], "edges": [
-        {"from": "start", "to": "check"},
-        {"from": "check", "to": "big", "label": "true"},
-        {"from": "check", "to": "small", "label": "false"}
-    ]})
-}
-
-/// Every run the instances list, paging with `before`, each page asked of the next instance.
-fn list_all(servers: &[Server], query: &str) -> Vec<Value> {
-    let mut all = Vec::new();
-    let mut before: Option<String> = None;
-    for page in 0.. {
-        let cursor = before.as_ref().map(|b| format!("&before={b}")).unwrap_or_default();
-        let (status, body) = servers[page % servers.len()].get(&format!("/runs?limit=1000{query}{cursor}"));
-        assert_eq!(status, 200, "{body}");
-        all.extend(body["runs"].as_array().expect("runs").iter().cloned());
-        match body["next"].as_str() {
-            Some(next) => before = Some(next.to_string()),
-            None => return all,
-        }
-    }
-    unreachable!()
 }
 
 /// 2,000 runs started round-robin over three instances from six client threads: every

@@ -320,3 +320,34 @@ fn a_folder_trigger_runs_only_where_local_triggers_are_on() {
     assert_eq!(runs[0]["trigger"]["mode"], "folder");
     assert!(!log(&a_log).contains("folder fired"), "the instance with local triggers off fired: {}", log(&a_log));
 }
+
+/// More runs driven at once than the pool has connections: a run holds a connection for its lock
+/// and needs another to write, so lockers beyond what the pool can serve wait for a slot instead
+/// of taking the connections the lock holders need (16 threads, 20 runs each, a pool of 4).
+#[test]
+fn more_runs_at_once_than_connections_all_get_written() {
+    use vwf::store::Store;
+    let mut settings = PgSettings::new(common::pg::fresh_database());
+    settings.pool_size = 4;
+    settings.acquire_timeout = std::time::Duration::from_secs(3);
+    let store = Arc::new(PgStore::connect(&settings).expect("connect"));
+    let workers: Vec<_> = (0..16)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for n in 0..20 {
+                    let id = store.allocate_run_id().expect("allocate");
+                    let _lock = store.lock_run(&id).unwrap_or_else(|e| panic!("thread {t}, run {n}: lock: {e}"));
+                    for step in 0..3 {
+                        let doc = json!({"run_id": id.as_str(), "step": step});
+                        store.write_run(&id, &doc).unwrap_or_else(|e| panic!("thread {t}, run {n}: write: {e}"));
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("every run locked and written");
+    }
+    assert_eq!(store.list_runs(1000).expect("list").len(), 16 * 20);
+}

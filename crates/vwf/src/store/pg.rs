@@ -15,6 +15,10 @@
 //!   connection taken from the pool for as long as the guard lives. An instance that dies closes
 //!   its connections, and PostgreSQL releases its locks: a run it was driving is found `running`
 //!   with no owner and settles as interrupted, exactly as with the file store.
+//! - Run locks held at once are fewer than the pool's connections ([`lock_slots`]): a lock
+//!   holder needs another connection to write, so lockers beyond the slots wait for one instead
+//!   of taking every connection and leaving the holders none (which stalled an instance driving
+//!   more runs at once than its pool size until the acquire timeout failed them all).
 //! - Lock keys: a run id is 48 bits, so its key is the id itself (no two runs share one); the
 //!   store-wide locks use negative keys no run can have.
 
@@ -89,6 +93,20 @@ struct Inner {
     runtime: Option<tokio::runtime::Runtime>,
     /// The URL without its password, to name the database in messages.
     shown: String,
+    /// One permit per run lock that may be held at once ([`lock_slots`]).
+    lock_slots: Arc<tokio::sync::Semaphore>,
+    acquire_timeout: Duration,
+}
+
+/// Connections beside the run locks: the change listener's, the trigger claim's, the jobs lock's
+/// and one for statements.
+const UNLOCKED_CONNECTIONS: u32 = 4;
+
+/// The pool's connections for `pool_size`, and how many run locks may be held at once: at least
+/// one, with [`UNLOCKED_CONNECTIONS`] beside them.
+fn lock_slots(pool_size: u32) -> (u32, u32) {
+    let slots = pool_size.saturating_sub(UNLOCKED_CONNECTIONS).max(1);
+    (slots + UNLOCKED_CONNECTIONS, slots)
 }
 
 impl Drop for Inner {
@@ -125,7 +143,8 @@ impl PgStore {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Io(format!("cannot start the database runtime: {e}")))?;
-        let pool_options = PgPoolOptions::new().max_connections(settings.pool_size.max(2)).acquire_timeout(settings.acquire_timeout);
+        let (connections, slots) = lock_slots(settings.pool_size);
+        let pool_options = PgPoolOptions::new().max_connections(connections).acquire_timeout(settings.acquire_timeout);
         let connected = runtime.block_on(async move {
             // One connection first, so a server that is down or refuses us is reported with its
             // own error at once, not as a pool that timed out.
@@ -135,7 +154,10 @@ impl PgStore {
             Ok::<PgPool, sqlx::Error>(pool)
         });
         let pool = connected.map_err(|e| StoreError::Io(connect_error(&shown, e)))?;
-        Ok(PgStore { inner: Arc::new(Inner { pool, runtime: Some(runtime), shown }) })
+        let lock_slots = Arc::new(tokio::sync::Semaphore::new(slots as usize));
+        Ok(PgStore {
+            inner: Arc::new(Inner { pool, runtime: Some(runtime), shown, lock_slots, acquire_timeout: settings.acquire_timeout }),
+        })
     }
 
     /// Applies the schema explicitly (`vwf store migrate`); `connect` does it too.
@@ -195,10 +217,22 @@ impl PgStore {
     }
 
     /// Takes a connection and, on it, the session advisory lock `key`: waiting for it (`wait`) or
-    /// not (`None` when someone holds it).
-    fn advisory(&self, key: i64, wait: bool) -> Result<Option<AdvisoryLock>, StoreError> {
+    /// not (`None` when someone holds it). A run's lock (`run`) first takes a lock slot.
+    fn advisory(&self, key: i64, wait: bool, run: bool) -> Result<Option<AdvisoryLock>, StoreError> {
         let pool = self.pool();
+        let (slots, timeout) = (self.inner.lock_slots.clone(), self.inner.acquire_timeout);
         let conn = self.wait(async move {
+            let slot = match run {
+                false => None,
+                true => match tokio::time::timeout(timeout, slots.acquire_owned()).await {
+                    Ok(Ok(slot)) => Some(slot),
+                    _ => {
+                        return Err(StoreError::Io(
+                            "database error: timed out waiting for a free run lock slot ([store] pool_size)".into(),
+                        ));
+                    }
+                },
+            };
             let mut conn = pool.acquire().await.map_err(db)?;
             let got = if wait {
                 sqlx::query("SELECT pg_advisory_lock($1)").bind(key).execute(&mut *conn).await.map_err(db)?;
@@ -206,10 +240,10 @@ impl PgStore {
             } else {
                 sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)").bind(key).fetch_one(&mut *conn).await.map_err(db)?
             };
-            Ok(got.then_some(conn))
+            Ok(got.then_some((conn, slot)))
         })?;
         let handle = self.inner.runtime.as_ref().map(|r| r.handle().clone());
-        Ok(conn.zip(handle).map(|(conn, handle)| AdvisoryLock { conn: Some(conn), key, handle }))
+        Ok(conn.zip(handle).map(|((conn, slot), handle)| AdvisoryLock { conn: Some(conn), key, handle, _slot: slot }))
     }
 
     /// Runs one statement with text parameters; answers how many rows it changed.
@@ -246,6 +280,8 @@ struct AdvisoryLock {
     conn: Option<PoolConnection<Postgres>>,
     key: i64,
     handle: tokio::runtime::Handle,
+    /// Given back after the lock and its connection (fields drop after `drop`).
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Drop for AdvisoryLock {
@@ -477,7 +513,7 @@ impl Store for PgStore {
         if !self.run_exists(id)? {
             return Err(StoreError::run_not_found(id));
         }
-        let lock = self.advisory(run_key(id), true)?.ok_or_else(|| StoreError::Io(format!("cannot lock run {id}")))?;
+        let lock = self.advisory(run_key(id), true, true)?.ok_or_else(|| StoreError::Io(format!("cannot lock run {id}")))?;
         Ok(RunLock::new(id.clone(), lock))
     }
 
@@ -485,7 +521,7 @@ impl Store for PgStore {
         if !self.run_exists(id)? {
             return Err(StoreError::run_not_found(id));
         }
-        Ok(self.advisory(run_key(id), false)?.map(|lock| RunLock::new(id.clone(), lock)))
+        Ok(self.advisory(run_key(id), false, true)?.map(|lock| RunLock::new(id.clone(), lock)))
     }
 }
 
@@ -544,7 +580,7 @@ impl JobStore for PgStore {
     }
 
     fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
-        let lock = self.advisory(JOBS_LOCK_KEY, true)?.ok_or_else(|| StoreError::Io("cannot lock the schedule jobs".into()))?;
+        let lock = self.advisory(JOBS_LOCK_KEY, true, false)?.ok_or_else(|| StoreError::Io("cannot lock the schedule jobs".into()))?;
         Ok(StoreLock::new(lock))
     }
 
@@ -616,7 +652,7 @@ impl JobStore for PgStore {
     }
 
     fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
-        match self.advisory(TRIGGERS_CLAIM_KEY, false)? {
+        match self.advisory(TRIGGERS_CLAIM_KEY, false, false)? {
             Some(lock) => Ok(StoreLock::new(lock)),
             None => Err(StoreError::Busy(format!("another vwf daemon is already running on {}", self.inner.shown))),
         }

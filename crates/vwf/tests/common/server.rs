@@ -174,3 +174,34 @@ pub fn eventually<T>(what: &str, seconds: u64, mut check: impl FnMut() -> Option
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Four typed nodes: manual trigger → condition on the input → two collect-only outputs.
+pub fn small() -> Value {
+    json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "check", "type": "condition", "expr": "out.start.n >= 5"},
+        {"id": "big", "type": "output", "template": "big {{trigger.n}}"},
+        {"id": "small", "type": "output", "template": "small {{trigger.n}}"}
+    ], "edges": [
+        {"from": "start", "to": "check"},
+        {"from": "check", "to": "big", "label": "true"},
+        {"from": "check", "to": "small", "label": "false"}
+    ]})
+}
+
+/// Every run the instances list, paging with `before`, each page asked of the next instance.
+pub fn list_all(servers: &[Server], query: &str) -> Vec<Value> {
+    let mut all = Vec::new();
+    let mut before: Option<String> = None;
+    for page in 0.. {
+        let cursor = before.as_ref().map(|b| format!("&before={b}")).unwrap_or_default();
+        let (status, body) = servers[page % servers.len()].get(&format!("/runs?limit=1000{query}{cursor}"));
+        assert_eq!(status, 200, "{body}");
+        all.extend(body["runs"].as_array().expect("runs").iter().cloned());
+        match body["next"].as_str() {
+            Some(next) => before = Some(next.to_string()),
+            None => return all,
+        }
+    }
+    unreachable!()
+}

@@ -1,0 +1,314 @@
+//! Scale-out benchmark: prints a table, never fails on timing.
+//!
+//! `cargo bench -p vwf --bench scale`. The real `vwf serve` runs the four-node typed design
+//! (manual trigger → condition on the input → two collect-only outputs) for closed-loop clients
+//! sending `POST /designs/{name}/run`, at 16 and at 200 clients, on three setups measured in the
+//! same run: the file store (one instance), PostgreSQL with one instance, and PostgreSQL with
+//! three instances on one database (client `c` talks to instance `c % 3`). Each setup gets fresh
+//! homes (and a fresh database); the ratios compare each PostgreSQL row with the file store's row
+//! at the same number of clients.
+//!
+//! PostgreSQL: `VWF_TEST_DATABASE_URL` (an admin URL) when set, else a throwaway cluster started
+//! with `scripts/postgres` and stopped at the end.
+//!
+//! The instances use the default `[store] pool_size` (16): a run holds a pooled connection for
+//! its lock and needs another to write, and the store keeps run locks to fewer than the pool's
+//! connections, so 200 clients on one instance queue for lock slots instead of exhausting the
+//! pool. `VWF_BENCH_POOL_SIZE` sets another size (the throwaway cluster allows 400 connections).
+//!
+//! Correctness is checked: an error answer (transport error, status other than 200, a run not
+//! `done`) or a lost run (the runs listed afterwards, paging through every instance, are not
+//! exactly the runs answered, each `done`) makes the program exit 1 after the table.
+//!
+//! Knobs: `VWF_BENCH_SCALE_REQUESTS` (requests per measured phase, default 2000, spread over the
+//! clients), `VWF_BENCH_POOL_SIZE` (unset: the default).
+
+#[path = "../tests/common/mod.rs"]
+#[allow(unused)]
+mod common;
+
+use std::collections::HashSet;
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::Home;
+use common::server::{Options, Server, list_all, small};
+use serde_json::{Value, json};
+
+const DESIGN: &str = "bench-small";
+const CLIENT_COUNTS: [usize; 2] = [16, 200];
+const WARMUP: usize = 20;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(failures) if failures.is_empty() => ExitCode::SUCCESS,
+        Ok(failures) => {
+            for f in failures {
+                eprintln!("bench failure: {f}");
+            }
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("bench error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Setup {
+    Files,
+    Postgres(usize),
+}
+
+impl Setup {
+    fn label(self) -> String {
+        match self {
+            Setup::Files => "file store, 1 instance".into(),
+            Setup::Postgres(1) => "PostgreSQL, 1 instance".into(),
+            Setup::Postgres(n) => format!("PostgreSQL, {n} instances"),
+        }
+    }
+}
+
+struct Row {
+    setup: Setup,
+    clients: usize,
+    ok: usize,
+    errors: Vec<String>,
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn bench() -> Result<Vec<String>, String> {
+    let requests = env_usize("VWF_BENCH_SCALE_REQUESTS", 2000)?.max(CLIENT_COUNTS[1]);
+    let pool_size = std::env::var_os("VWF_BENCH_POOL_SIZE").map(|_| env_usize("VWF_BENCH_POOL_SIZE", 0)).transpose()?;
+    let cluster = Cluster::up()?;
+    println!("vwf scale-out benchmark");
+    println!("  cpus:      {} (clients, servers and PostgreSQL share them)", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!("  design:    {DESIGN}: manual trigger → condition → two collect-only outputs (4 nodes, 3 steps per run)");
+    println!("  requests:  {requests} POST /designs/{DESIGN}/run per row, closed loop, after {WARMUP} warm-ups per setup");
+    let pool = pool_size.map_or_else(|| "the default".to_string(), |n| n.to_string());
+    println!("  database:  {}; [store] pool_size: {pool} on every instance", cluster.origin);
+    println!();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("client runtime: {e}"))?;
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    // The servers' standard error (a log line per request), out of the way of the table.
+    let logs = tempfile::Builder::new().prefix("vwf-scale-logs-").tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    for setup in [Setup::Files, Setup::Postgres(1), Setup::Postgres(3)] {
+        let instances = match setup {
+            Setup::Files => 1,
+            Setup::Postgres(n) => n,
+        };
+        let homes: Vec<Home> = (0..instances).map(|_| Home::new()).collect();
+        let env = match setup {
+            Setup::Files => Vec::new(),
+            Setup::Postgres(_) => {
+                for home in homes.iter().filter(|_| pool_size.is_some()) {
+                    common::server::write_config(home, &format!("[store]\npool_size = {}\n", pool_size.unwrap_or_default()));
+                }
+                vec![("VWF_DATABASE_URL", common::pg::fresh_database())]
+            }
+        };
+        let servers: Vec<Server> = homes
+            .iter()
+            .enumerate()
+            .map(|(i, home)| {
+                let log = logs.path().join(format!("{}-{i}.log", rows.len()));
+                Server::start_with(home, Options { env: env.clone(), stderr: Some(&log), ..Options::default() })
+            })
+            .collect();
+        servers[0].save(DESIGN, small());
+        let urls: Arc<[String]> = servers.iter().map(|s| s.url(&format!("/designs/{DESIGN}/run"))).collect();
+        let mut answered = runtime.block_on(drive(&urls, WARMUP.min(instances * 8), WARMUP)).ids;
+        for clients in CLIENT_COUNTS {
+            let phase = runtime.block_on(drive(&urls, clients, requests));
+            let mut times = phase.times;
+            times.sort();
+            let rank = |p: f64| times.get(((p * times.len() as f64).ceil() as usize).max(1) - 1).copied().unwrap_or_default();
+            let row = Row {
+                setup,
+                clients,
+                ok: phase.ids.len(),
+                per_second: phase.ids.len() as f64 / phase.elapsed.as_secs_f64().max(1e-9),
+                p50: rank(0.50),
+                p99: rank(0.99),
+                errors: phase.errors,
+            };
+            println!(
+                "  {:<26} {clients:>3} clients: {:>7.1} runs/s, p50 {}, p99 {}, {} errors",
+                setup.label(),
+                row.per_second,
+                ms(row.p50),
+                ms(row.p99),
+                row.errors.len()
+            );
+            if let Some(e) = row.errors.first() {
+                failures.push(format!("{}, {clients} clients: {} error answers, e.g. {e}", setup.label(), row.errors.len()));
+            }
+            answered.extend(phase.ids);
+            rows.push(row);
+        }
+        failures.extend(account(setup, &servers, &answered));
+    }
+    drop(cluster);
+    println!();
+    print_table(&rows);
+    println!();
+    println!("vs file store: runs/s, p50 and p99 of the row / the file store's at the same number of clients (runs/s above 1 is faster,");
+    println!("latency below 1 is faster). No lost run: every answered run is listed once (pages from every instance) and `done`.");
+    Ok(failures)
+}
+
+/// What the instances list afterwards against what they answered.
+fn account(setup: Setup, servers: &[Server], answered: &[String]) -> Vec<String> {
+    let listed = list_all(servers, &format!("&design={DESIGN}"));
+    let ids: HashSet<&str> = listed.iter().filter_map(|r| r["run_id"].as_str()).collect();
+    let wanted: HashSet<&str> = answered.iter().map(String::as_str).collect();
+    let not_done = listed.iter().filter(|r| r["status"] != "done").count();
+    let mut failures = Vec::new();
+    if listed.len() != answered.len() || ids != wanted || not_done > 0 {
+        failures.push(format!(
+            "{}: {} runs answered, {} listed ({} distinct), {} answered but not listed, {} listed but not done",
+            setup.label(),
+            answered.len(),
+            listed.len(),
+            ids.len(),
+            wanted.difference(&ids).count(),
+            not_done
+        ));
+    }
+    println!("  {}: {} runs answered, {} listed, every one done: {}", setup.label(), answered.len(), listed.len(), failures.is_empty());
+    failures
+}
+
+struct Phase {
+    ids: Vec<String>,
+    times: Vec<Duration>,
+    errors: Vec<String>,
+    elapsed: Duration,
+}
+
+/// `requests` runs from `clients` closed-loop clients, client `c` on instance `c % instances`.
+async fn drive(urls: &Arc<[String]>, clients: usize, requests: usize) -> Phase {
+    let client =
+        reqwest::Client::builder().no_proxy().pool_max_idle_per_host(clients).timeout(REQUEST_TIMEOUT).build().expect("http client");
+    let began = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (client, url) = (client.clone(), urls[c % urls.len()].clone());
+            let mine = requests / clients + usize::from(c < requests % clients);
+            tokio::spawn(async move {
+                let mut phase = Phase { ids: Vec::new(), times: Vec::new(), errors: Vec::new(), elapsed: Duration::ZERO };
+                for i in 0..mine {
+                    let sent = Instant::now();
+                    match run(&client, &url, json!({"input": {"n": (c + i) % 10, "who": format!("client {c}")}})).await {
+                        Ok(id) => {
+                            phase.times.push(sent.elapsed());
+                            phase.ids.push(id);
+                        }
+                        Err(e) => phase.errors.push(e),
+                    }
+                }
+                phase
+            })
+        })
+        .collect();
+    let mut all = Phase { ids: Vec::new(), times: Vec::new(), errors: Vec::new(), elapsed: Duration::ZERO };
+    for task in tasks {
+        match task.await {
+            Ok(p) => {
+                all.ids.extend(p.ids);
+                all.times.extend(p.times);
+                all.errors.extend(p.errors);
+            }
+            Err(e) => all.errors.push(format!("client task: {e}")),
+        }
+    }
+    all.elapsed = began.elapsed();
+    all
+}
+
+/// One run: its id when answered 200 and `done`.
+async fn run(client: &reqwest::Client, url: &str, body: Value) -> Result<String, String> {
+    let response = client.post(url).json(&body).send().await.map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body: Value = response.json().await.map_err(|e| format!("{status}: {e}"))?;
+    match body["run_id"].as_str() {
+        Some(id) if status == 200 && body["status"] == "done" => Ok(id.to_string()),
+        _ => Err(format!("{status}: {}", body.to_string().chars().take(300).collect::<String>())),
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    println!("| store | clients | runs | errors | runs/s | p50 | p99 | runs/s vs file | p50 vs file | p99 vs file |");
+    println!("|-------|--------:|-----:|-------:|-------:|----:|----:|---------------:|------------:|------------:|");
+    for row in rows {
+        let file = rows.iter().find(|r| r.setup == Setup::Files && r.clients == row.clients).unwrap_or(row);
+        let ratio = |a: f64, b: f64| format!("{:.2}x", a / b.max(1e-9));
+        println!(
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
+            row.setup.label(),
+            row.clients,
+            row.ok,
+            row.errors.len(),
+            row.per_second,
+            ms(row.p50),
+            ms(row.p99),
+            ratio(row.per_second, file.per_second),
+            ratio(row.p50.as_secs_f64(), file.p50.as_secs_f64()),
+            ratio(row.p99.as_secs_f64(), file.p99.as_secs_f64()),
+        );
+    }
+}
+
+/// The PostgreSQL server the setups use: `VWF_TEST_DATABASE_URL`, or a throwaway cluster.
+struct Cluster {
+    origin: String,
+    started: Option<tempfile::TempDir>,
+}
+
+impl Cluster {
+    fn up() -> Result<Cluster, String> {
+        if std::env::var("VWF_TEST_DATABASE_URL").is_ok_and(|u| !u.trim().is_empty()) {
+            return Ok(Cluster { origin: "VWF_TEST_DATABASE_URL".into(), started: None });
+        }
+        let dir = tempfile::Builder::new().prefix("vwf-pg-").tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let out = Command::new(script()).arg("start").arg(dir.path()).output().map_err(|e| format!("cannot run scripts/postgres: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("scripts/postgres start failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        // SAFETY: set before any other thread of this program starts.
+        unsafe { std::env::set_var("VWF_TEST_DATABASE_URL", &url) };
+        Ok(Cluster { origin: "a throwaway cluster (scripts/postgres)".into(), started: Some(dir) })
+    }
+}
+
+impl Drop for Cluster {
+    /// Stops a cluster this program started, whatever happened.
+    fn drop(&mut self) {
+        if let Some(dir) = &self.started {
+            let _ = Command::new(script()).arg("stop").arg(dir.path()).status();
+        }
+    }
+}
+
+fn script() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres")
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn env_usize(name: &str, default: usize) -> Result<usize, String> {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().map_err(|_| format!("{name}={v:?} is not a number")),
+        Err(_) => Ok(default),
+    }
+}
