@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::design::{Design, NodeKind};
+use crate::run::StepError;
 use crate::spec::Spec;
 use crate::validate::{Graph, Report, validate_design};
 
@@ -54,12 +55,10 @@ impl PlanStep {
 
     /// The step's typed fields. A plan is made only from a valid design, so this fails only
     /// for a hand-edited run file; the engine turns that into a step error.
-    pub fn spec(&self) -> Result<Spec, String> {
+    pub fn spec(&self) -> Result<Spec, StepError> {
         let node = crate::design::Node::new(self.id.clone(), self.node.clone());
-        Spec::parse(&node).map_err(|issues| {
-            let msgs: Vec<String> = issues.into_iter().map(|i| i.message).collect();
-            format!("step {:?} is not valid: {}", self.id, msgs.join("; "))
-        })
+        Spec::parse(&node)
+            .map_err(|issues| StepError::Invalid { id: self.id.clone(), messages: issues.into_iter().map(|i| i.message).collect() })
     }
 }
 

@@ -12,6 +12,10 @@ use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::expr::ExprError;
+use crate::shell::PlacementError;
+use crate::template::TemplateError;
+
 pub const APPROVAL_TIMED_OUT: &str = "approval timed out";
 pub const ESCALATION_REQUESTED: &str = "escalation requested";
 /// The error of a gate that timed out with `on_timeout: escalate`: the timeout and the escalation,
@@ -114,5 +118,71 @@ impl Serialize for Failure {
 impl<'de> Deserialize<'de> for Failure {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Failure, D::Error> {
         String::deserialize(d).map(Failure::from)
+    }
+}
+
+/// Why the engine could not begin or settle a step: the core's errors a step meets (templates,
+/// conditions, shell placement, the step's own fields), one type the engine fails a step with.
+/// Its text is the step's error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StepError {
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    #[error(transparent)]
+    Expr(#[from] ExprError),
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    /// A condition that cannot be evaluated against what it reads.
+    #[error("condition {src:?}: {error}")]
+    Condition { src: String, error: ExprError },
+    /// A condition naming a node the run does not have.
+    #[error("condition names an unknown node: out.{0}")]
+    UnknownNode(String),
+    /// A condition reading a step that was skipped.
+    #[error("condition reads {0:?}, which has no output (it was skipped)")]
+    NoOutput(String),
+    /// The step's fields are not valid (only in a hand-edited run file: plans come from valid designs).
+    #[error("step {id:?} is not valid: {}", .messages.join("; "))]
+    Invalid { id: String, messages: Vec<String> },
+    /// Any other rule a step broke, as its message.
+    #[error("{0}")]
+    Rule(String),
+}
+
+impl From<String> for StepError {
+    fn from(message: String) -> StepError {
+        StepError::Rule(message)
+    }
+}
+
+impl From<StepError> for Failure {
+    fn from(e: StepError) -> Failure {
+        Failure::from(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each step error reads as the message the engine gave when errors were strings, and fails a
+    /// run with that text.
+    #[test]
+    fn step_errors_read_as_their_messages() {
+        let cases = [
+            (StepError::Template(TemplateError("unclosed {{".into())), "unclosed {{"),
+            (
+                StepError::Condition { src: "out.a > 1".into(), error: ExprError("cannot compare".into()) },
+                "condition \"out.a > 1\": cannot compare",
+            ),
+            (StepError::UnknownNode("b.x".into()), "condition names an unknown node: out.b.x"),
+            (StepError::NoOutput("b".into()), "condition reads \"b\", which has no output (it was skipped)"),
+            (StepError::Invalid { id: "c".into(), messages: vec!["one".into(), "two".into()] }, "step \"c\" is not valid: one; two"),
+            (StepError::from("a loop inside a loop body is not supported".to_string()), "a loop inside a loop body is not supported"),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+            assert_eq!(Failure::from(error), Failure::Error(text.into()));
+        }
     }
 }

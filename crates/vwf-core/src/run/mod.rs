@@ -40,7 +40,7 @@ mod step;
 use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
 use step::Begin;
 
-pub use failure::{APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, Failure, TOKEN_BUDGET_EXCEEDED};
+pub use failure::{APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, Failure, StepError, TOKEN_BUDGET_EXCEEDED};
 /// Why an attempt still in progress when its run failed ended (a retry starts it again).
 pub const UNFINISHED_WHEN_THE_RUN_FAILED: &str = "not finished when the run failed";
 
@@ -591,7 +591,7 @@ impl Run {
                 let pending = match (step.spec(), self.render(&prompt_src, &scope)) {
                     (Ok(Spec::Agent { profile, model, .. }), Ok(prompt)) => Pending::Agent { node: node.into(), prompt, profile, model },
                     (Err(e), _) | (_, Err(e)) => {
-                        self.fail_step(node, &e, now);
+                        self.fail_step(node, e, now);
                         self.touch(now);
                         return Ok(());
                     }

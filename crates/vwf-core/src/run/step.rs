@@ -172,10 +172,10 @@ impl Run {
         }
     }
 
-    pub(super) fn render(&self, src: &str, scope: &Scope) -> Result<String, String> {
+    pub(super) fn render(&self, src: &str, scope: &Scope) -> Result<String, StepError> {
         let ids = self.plan.ids();
         let trigger = view::input_view(&self.trigger.input);
-        template::render_str(src, &self.context(&ids, &trigger, scope)).map_err(|e| e.0)
+        Ok(template::render_str(src, &self.context(&ids, &trigger, scope))?)
     }
 
     /// The texts a template names: each referenced step's `text` keyed by its id (the run's
@@ -223,7 +223,7 @@ impl Run {
     }
 
     /// An output node's message: its template, else its parents' texts in plan order.
-    pub(super) fn collect_message(&self, step: &PlanStep, scope: &Scope) -> Result<String, String> {
+    pub(super) fn collect_message(&self, step: &PlanStep, scope: &Scope) -> Result<String, StepError> {
         match step.node.get("template").and_then(Value::as_str) {
             Some(t) if !t.is_empty() => self.render(t, scope),
             _ => {
@@ -242,12 +242,12 @@ impl Run {
         let spec = match step.spec() {
             Ok(s) => s,
             Err(e) => {
-                self.fail_step(id, &e, now);
+                self.fail_step(id, e, now);
                 return Begin::Settled;
             }
         };
-        let fail = |run: &mut Run, e: String| {
-            run.fail_step(id, &e, now);
+        let fail = |run: &mut Run, e: StepError| {
+            run.fail_step(id, e, now);
             Begin::Settled
         };
         let ids = self.plan.ids();
@@ -271,7 +271,7 @@ impl Run {
                 let deadline = match timeout_minutes.map(|m| time::add_seconds(now, m.saturating_mul(60))) {
                     None => None,
                     Some(Some(d)) => Some(d),
-                    Some(None) => return fail(self, beyond_time("the gate's deadline")),
+                    Some(None) => return fail(self, beyond_time("the gate's deadline").into()),
                 };
                 let question = match self.render(&question, scope) {
                     Ok(q) => q,
@@ -285,7 +285,7 @@ impl Run {
             Spec::Wait { seconds } => {
                 self.open_record(id, StepStatus::Waiting, now);
                 let Some(resume_at) = time::add_seconds(now, seconds) else {
-                    return fail(self, beyond_time("the wait's end"));
+                    return fail(self, beyond_time("the wait's end").into());
                 };
                 self.parked.push(Pending::Wait { node: id.into(), resume_at });
                 self.refresh_status();
@@ -325,19 +325,17 @@ impl Run {
             Spec::Command(CommandStep { program, cwd, env, timeout_seconds }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let ctx = self.context(&ids, &trigger, scope);
-                let rendered = (|| -> Result<Work, String> {
+                let rendered = (|| -> Result<Work, StepError> {
                     let mut values = Vec::new();
                     let program = match program {
                         Program::Shell(r) => {
-                            let script = template::parse(&r).map_err(|e| e.0).and_then(|t| shell::compile(&t).map_err(|e| e.0))?;
+                            let script = shell::compile(&template::parse(&r)?)?;
                             values = script.bind(&ctx)?;
                             Program::Shell(script.text)
                         }
-                        Program::Argv(a) => {
-                            Program::Argv(a.iter().map(|s| template::render_str(s, &ctx).map_err(|e| e.0)).collect::<Result<Vec<_>, _>>()?)
-                        }
+                        Program::Argv(a) => Program::Argv(a.iter().map(|s| template::render_str(s, &ctx)).collect::<Result<Vec<_>, _>>()?),
                     };
-                    let cwd = cwd.map(|c| template::render_str(&c, &ctx).map_err(|e| e.0)).transpose()?;
+                    let cwd = cwd.map(|c| template::render_str(&c, &ctx)).transpose()?;
                     let env = env
                         .into_iter()
                         .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
@@ -353,13 +351,13 @@ impl Run {
             Spec::Http(HttpStep { url, method, headers, body, timeout_seconds, accept }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let ctx = self.context(&ids, &trigger, scope);
-                let rendered = (|| -> Result<Work, String> {
-                    let url = template::render_str(&url, &ctx).map_err(|e| e.0)?;
+                let rendered = (|| -> Result<Work, StepError> {
+                    let url = template::render_str(&url, &ctx)?;
                     let headers = headers
                         .into_iter()
                         .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
                         .collect::<Result<BTreeMap<_, _>, _>>()?;
-                    let body = body.map(|b| template::render_json(&b, &ctx).map_err(|e| e.0)).transpose()?;
+                    let body = body.map(|b| template::render_json(&b, &ctx)).transpose()?;
                     Ok(Work::Http(HttpStep { url, method, headers, body, timeout_seconds, accept }))
                 })();
                 match rendered {
@@ -371,7 +369,7 @@ impl Run {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let payload = match payload {
                     None => Ok(Value::Null),
-                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger, scope)).map_err(|e| e.0),
+                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger, scope)).map_err(StepError::from),
                 };
                 match payload {
                     Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload } }),
@@ -381,13 +379,13 @@ impl Run {
             Spec::Loop { over, max_items, concurrency } => {
                 self.open_record(id, StepStatus::Running, now);
                 if scope.pass.is_some() {
-                    return fail(self, "a loop inside a loop body is not supported".into());
+                    return fail(self, StepError::Rule("a loop inside a loop body is not supported".into()));
                 }
                 if self.loops.contains_key(id) {
                     // A retried loop keeps the passes it finished.
                     return Begin::Settled;
                 }
-                let items = match self.render(&over, scope).and_then(|text| loop_items(&text, max_items)) {
+                let items = match self.render(&over, scope).and_then(|text| Ok(loop_items(&text, max_items)?)) {
                     Ok(items) => items,
                     Err(e) => return fail(self, e),
                 };
@@ -403,27 +401,27 @@ impl Run {
             }
             Spec::Trigger(_) | Spec::Note => {
                 self.open_record(id, StepStatus::Running, now);
-                fail(self, format!("a {} node never runs as a step", crate::spec::kind_of(&step.node)))
+                fail(self, format!("a {} node never runs as a step", crate::spec::kind_of(&step.node)).into())
             }
         }
     }
 
     /// Evaluates a condition against the outputs so far; failures are errors, never `false`.
-    pub(super) fn evaluate(&self, src: &str, scope: &Scope) -> Result<bool, String> {
-        let e = expr::parse(src).map_err(|e| e.0)?;
+    pub(super) fn evaluate(&self, src: &str, scope: &Scope) -> Result<bool, StepError> {
+        let e = expr::parse(src)?;
         let ids = self.plan.ids();
         let Some((id, path)) = refs::resolve_longest(ids.iter().map(String::as_str), &e.reference) else {
-            return Err(format!("condition names an unknown node: out.{}", e.reference));
+            return Err(StepError::UnknownNode(e.reference.clone()));
         };
         let input_view;
         let view = if Some(id) == self.plan.trigger_id() {
             input_view = view::input_view(&self.trigger.input);
             &input_view
         } else {
-            self.view_in(id, scope).ok_or_else(|| format!("condition reads {id:?}, which has no output (it was skipped)"))?
+            self.view_in(id, scope).ok_or_else(|| StepError::NoOutput(id.to_string()))?
         };
         let left = view::view_lookup(view, &refs::split_path(path));
-        e.evaluate(left.as_ref()).map_err(|e| format!("condition {src:?}: {}", e.0))
+        e.evaluate(left.as_ref()).map_err(|error| StepError::Condition { src: src.to_string(), error })
     }
 
     pub(super) fn resume_due_wait(&mut self, now: Ts) -> Option<String> {
