@@ -46,12 +46,13 @@ impl Cluster {
         Cluster { url, work, homes, servers }
     }
 
-    /// Kills instance `i` with SIGKILL and starts it again on the same home.
-    fn kill_and_restart(&mut self, i: usize) {
+    /// Kills instance `i` with SIGKILL and starts it again on the same home (logging to a new
+    /// file: `log` reads what the first start said).
+    fn kill_and_restart(&mut self, i: usize, round: usize) {
         let server = &mut self.servers[i];
         server.child.kill().expect("kill -9");
         server.child.wait().expect("wait for the killed instance");
-        let log = self.work.path().join(format!("{i}.log"));
+        let log = self.work.path().join(format!("{i}-restart-{round}.log"));
         self.servers[i] = start_instance(&self.homes[i], &self.url, Vec::new(), &log);
     }
 
@@ -62,14 +63,7 @@ impl Cluster {
 
 fn start_instance(home: &Home, url: &str, mut env: Vec<(&str, String)>, log: &Path) -> Server {
     env.push(("VWF_DATABASE_URL", url.to_string()));
-    // Appending keeps what an instance said before it was killed.
-    let previous = std::fs::read_to_string(log).unwrap_or_default();
-    let server = Server::start_with(home, Options { env, stderr: Some(log), ..Options::default() });
-    if !previous.is_empty() {
-        let now = std::fs::read_to_string(log).unwrap_or_default();
-        let _ = std::fs::write(log, previous + &now);
-    }
-    server
+    Server::start_with(home, Options { env, stderr: Some(log), ..Options::default() })
 }
 
 /// 2,000 runs started round-robin over three instances from six client threads: every
@@ -237,7 +231,7 @@ fn an_instance_killed_mid_step_loses_no_run_and_reruns_no_finished_step() {
             let counts = appended(&log);
             victims.iter().any(|k| counts.contains_key(&(*k, "a".to_string()))).then_some(())
         });
-        cluster.kill_and_restart(victim);
+        cluster.kill_and_restart(victim, round);
         for (n, (k, _, id)) in runs.iter().enumerate() {
             let reader = &cluster.servers[(victim + 1 + n) % INSTANCES];
             let run = eventually("the run to settle", 60, || {
