@@ -1,25 +1,32 @@
 //! Several `vwf` processes on one home (SPEC §1, §7, §9): two answers racing for one gate give
 //! exactly one winner and one conflict, readers never wait for a run's lock holder nor mistake a
 //! live run for an interrupted one, writers wait for it, and parallel runs get distinct ids.
+//! Every test runs on both stores (`files::`, `postgres::`), the run's lock being a file lock or
+//! a session advisory lock.
 
 mod common;
 
+on_both_backends!(
+    two_processes_answering_one_gate_exactly_one_wins,
+    two_processes_racing_different_answers,
+    a_reader_never_blocks_on_a_running_run,
+    a_writer_waits_for_the_lock_holder,
+    run_ids_are_unique_across_parallel_runs,
+    two_processes_retrying_one_run_exactly_one_retries,
+);
+
 use std::collections::BTreeSet;
-use std::fs::OpenOptions;
-use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Home;
+use common::{Backend, Home};
 use serde_json::{Value, json};
 
 /// How long a process that must not block may take before the test calls it blocked.
 const PATIENCE: Duration = Duration::from_secs(20);
 
 fn vwf_command(home: &Home, args: &[&str]) -> Command {
-    let mut c = Command::new(assert_cmd::cargo::cargo_bin("vwf"));
-    c.arg("--home").arg(home.path()).args(args).env_remove("VWF_HOME").env_remove("HERMES_HOME").env_remove("VWF_NOW").stdin(Stdio::null());
-    c
+    home.process(args)
 }
 
 /// `vwf --json <args>` started in the background, its output captured.
@@ -29,17 +36,21 @@ fn spawn_json(home: &Home, args: &[&str]) -> Child {
     vwf_command(home, &full).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn vwf")
 }
 
-/// Waits (bounded) until one of `child`'s threads sleeps in the kernel waiting for a file lock
-/// (`/proc/<pid>/task/*/wchan`): the moment it is blocked by the lock the test holds, not sooner.
-fn wait_until_blocked_on_a_lock(child: &mut Child) {
+/// Waits (bounded) until `child` is blocked by the lock the test holds, not sooner: on files, one
+/// of its threads sleeps in the kernel waiting for a file lock (`/proc/<pid>/task/*/wchan`); on
+/// PostgreSQL, a session of the home's database waits for an advisory lock (`pg_locks`).
+fn wait_until_blocked_on_a_lock(home: &Home, child: &mut Child) {
     let tasks = format!("/proc/{}/task", child.id());
     let started = Instant::now();
     loop {
-        let waiting = std::fs::read_dir(&tasks)
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .any(|task| std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w.contains("lock")));
+        let waiting = match &home.database {
+            Some(url) => common::pg::someone_waits_for_a_lock(url),
+            None => std::fs::read_dir(&tasks)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .any(|task| std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w.contains("lock"))),
+        };
         if waiting {
             return;
         }
@@ -133,19 +144,9 @@ fn parked_run(home: &Home, design: &str) -> String {
     run["run_id"].as_str().expect("run_id").to_string()
 }
 
+/// The stored document of a run, as its backend holds it.
 fn read_file(home: &Home, id: &str) -> Vec<u8> {
-    std::fs::read(home.runs_dir().join(format!("{id}.json"))).expect("run file")
-}
-
-fn lock_path(home: &Home, id: &str) -> std::path::PathBuf {
-    home.runs_dir().join(".locks").join(format!("{id}.lock"))
-}
-
-/// Holds a run's cross-process lock the way another `vwf` process would (flock on its lock file).
-fn hold_lock(path: &Path) -> std::fs::File {
-    let file = OpenOptions::new().read(true).write(true).open(path).expect("open lock file");
-    file.try_lock().expect("the lock is free before the test takes it");
-    file
+    home.stored_run_bytes(id).expect("stored run")
 }
 
 fn assert_lost(code: i32, body: &Value, id: &str) {
@@ -155,9 +156,8 @@ fn assert_lost(code: i32, body: &Value, id: &str) {
     assert!(error.contains("not waiting"), "{id}: loser's error {error:?}");
 }
 
-#[test]
-fn two_processes_answering_one_gate_exactly_one_wins() {
-    let home = Home::new();
+fn two_processes_answering_one_gate_exactly_one_wins(backend: Backend) {
+    let home = Home::with_backend(backend);
     home.save("gated", &gate_design());
     for round in 0..20 {
         let id = parked_run(&home, "gated");
@@ -184,9 +184,8 @@ fn two_processes_answering_one_gate_exactly_one_wins() {
     }
 }
 
-#[test]
-fn two_processes_racing_different_answers() {
-    let home = Home::new();
+fn two_processes_racing_different_answers(backend: Backend) {
+    let home = Home::with_backend(backend);
     home.save("branching", &branching_gate_design());
     let mut wins = [0usize; 2];
     for round in 0..20 {
@@ -217,18 +216,17 @@ fn two_processes_racing_different_answers() {
             assert_eq!(run["skipped"], json!([skipped]), "{run}");
         }
     }
-    eprintln!("racing answers: approve won {} times, reject {} times", wins[0], wins[1]);
+    assert_eq!(wins.iter().sum::<usize>(), 20);
 }
 
-#[test]
-fn a_reader_never_blocks_on_a_running_run() {
-    let home = Home::new();
+fn a_reader_never_blocks_on_a_running_run(backend: Backend) {
+    let home = Home::with_backend(backend);
 
     // 1. A parked run whose lock another process holds: `show` answers at once and writes nothing.
     home.save("gated", &gate_design());
     let id = parked_run(&home, "gated");
     let before = read_file(&home, &id);
-    let lock = hold_lock(&lock_path(&home, &id));
+    let lock = home.hold_run_lock(&id);
     for _ in 0..3 {
         let out = run_promptly(&home, &["--json", "show", &id], "show of a locked parked run");
         assert_eq!(common::code(&out), 6);
@@ -245,7 +243,6 @@ fn a_reader_never_blocks_on_a_running_run() {
     let (code, done) = home.json(&["run", "slow"]);
     assert_eq!(code, 0, "{done}");
     let id = done["run_id"].as_str().expect("run_id").to_string();
-    let path = home.runs_dir().join(format!("{id}.json"));
     let mut file: Value = serde_json::from_slice(&read_file(&home, &id)).expect("run file");
     // What an owner leaves on disk after its tenth step: the first ten steps and their outputs.
     let kept: Vec<Value> = file["steps"].as_array().expect("steps")[..10].to_vec();
@@ -255,9 +252,9 @@ fn a_reader_never_blocks_on_a_running_run() {
     file["status"] = json!("running");
     let mut bytes = serde_json::to_vec(&file).expect("json");
     bytes.push(b'\n');
-    std::fs::write(&path, &bytes).expect("write run file");
+    home.write_stored_run(&id, &bytes);
 
-    let lock = hold_lock(&lock_path(&home, &id));
+    let lock = home.hold_run_lock(&id);
     let out = run_promptly(&home, &["--json", "show", &id], "show of a live running run");
     assert_eq!(common::code(&out), 6, "a running run is not finished");
     let shown = common::parse(&out);
@@ -301,21 +298,20 @@ fn a_reader_never_blocks_on_a_running_run() {
             break;
         }
     }
-    eprintln!("reader during a live run: {reads} reads, {seen_running} saw it running");
+    assert!(reads >= seen_running);
     assert!(seen_running > 0, "no read landed while the run was working");
 }
 
-#[test]
-fn a_writer_waits_for_the_lock_holder() {
-    let home = Home::new();
+fn a_writer_waits_for_the_lock_holder(backend: Backend) {
+    let home = Home::with_backend(backend);
     home.save("gated", &gate_design());
     let id = parked_run(&home, "gated");
     let before = read_file(&home, &id);
-    let lock = hold_lock(&lock_path(&home, &id));
+    let lock = home.hold_run_lock(&id);
     let mut answer = spawn_json(&home, &["approve", &id, "gate", "approve"]);
     // The answer cannot get the lock while the test holds it: once the kernel shows it waiting
     // for the lock, it has not finished and has not touched the file.
-    wait_until_blocked_on_a_lock(&mut answer);
+    wait_until_blocked_on_a_lock(&home, &mut answer);
     assert!(answer.try_wait().expect("try_wait").is_none(), "approve finished while another process held the run's lock");
     assert_eq!(read_file(&home, &id), before);
     drop(lock);
@@ -325,20 +321,11 @@ fn a_writer_waits_for_the_lock_holder() {
 }
 
 fn run_ids(home: &Home) -> BTreeSet<String> {
-    let Ok(entries) = std::fs::read_dir(home.runs_dir()) else { return BTreeSet::new() };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let id = name.strip_suffix(".json")?;
-            (id.len() == 12 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))).then(|| id.to_string())
-        })
-        .collect()
+    home.stored_run_ids()
 }
 
-#[test]
-fn run_ids_are_unique_across_parallel_runs() {
-    let home = Home::new();
+fn run_ids_are_unique_across_parallel_runs(backend: Backend) {
+    let home = Home::with_backend(backend);
     home.save(
         "tiny",
         &json!({
@@ -369,15 +356,22 @@ fn run_ids_are_unique_across_parallel_runs() {
         listed["runs"].as_array().expect("runs").iter().map(|r| r["run_id"].as_str().unwrap_or_default().to_string()).collect();
     assert_eq!(listed.len(), 8, "{listed:?}");
     assert_eq!(listed.iter().cloned().collect::<BTreeSet<_>>(), ids);
-    let index = std::fs::read_to_string(home.runs_dir().join(".index")).expect("index");
-    let lines: Vec<&str> = index.lines().skip(1).collect(); // after the header
-    assert_eq!(lines.len(), 8, "one index line per run, none torn: {index:?}");
-    assert!(lines.iter().all(|l| l.split(' ').next().is_some_and(|id| ids.contains(id))), "{index:?}");
+    // Every listed run has a stored document, and the runs of the listing are the stored ones.
+    for id in &ids {
+        let doc: Value = serde_json::from_slice(&read_file(&home, id)).expect("a stored run is JSON");
+        assert_eq!(doc["status"], "done", "{doc}");
+    }
+    // Files only: the listing's index has one line per run, none torn.
+    if backend == Backend::Files {
+        let index = std::fs::read_to_string(home.runs_dir().join(".index")).expect("index");
+        let lines: Vec<&str> = index.lines().skip(1).collect(); // after the header
+        assert_eq!(lines.len(), 8, "one index line per run, none torn: {index:?}");
+        assert!(lines.iter().all(|l| l.split(' ').next().is_some_and(|id| ids.contains(id))), "{index:?}");
+    }
 }
 
-#[test]
-fn two_processes_retrying_one_run_exactly_one_retries() {
-    let home = Home::new();
+fn two_processes_retrying_one_run_exactly_one_retries(backend: Backend) {
+    let home = Home::with_backend(backend);
     home.save(
         "timed",
         &json!({

@@ -12,14 +12,104 @@ use std::process::Output;
 use assert_cmd::Command;
 use serde_json::Value;
 
-/// A fresh home directory for one test.
+/// Where a home keeps its designs and runs: files under the home, or a PostgreSQL database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Files,
+    Postgres,
+}
+
+/// A fresh home directory for one test, on the file store or on an empty database of its own.
 pub struct Home {
     pub dir: tempfile::TempDir,
+    /// The database URL every `vwf` of this home gets as `VWF_DATABASE_URL` (PostgreSQL homes).
+    pub database: Option<String>,
+}
+
+/// A lock on one run held by the test, the way another live `vwf` process would hold it.
+pub enum HeldLock {
+    File(std::fs::File),
+    Postgres(pg::HeldAdvisoryLock),
 }
 
 impl Home {
     pub fn new() -> Home {
-        Home { dir: tempfile::tempdir().expect("tempdir") }
+        Home::with_backend(Backend::Files)
+    }
+
+    pub fn with_backend(backend: Backend) -> Home {
+        let database = (backend == Backend::Postgres).then(pg::fresh_database);
+        Home { dir: tempfile::tempdir().expect("tempdir"), database }
+    }
+
+    pub fn backend(&self) -> Backend {
+        if self.database.is_some() { Backend::Postgres } else { Backend::Files }
+    }
+
+    /// Sets or clears `VWF_DATABASE_URL` on a command for this home's backend.
+    pub fn backend_env(&self, c: &mut std::process::Command) {
+        match &self.database {
+            Some(url) => c.env("VWF_DATABASE_URL", url),
+            None => c.env_remove("VWF_DATABASE_URL"),
+        };
+    }
+
+    /// `vwf --home <home> <args>` as a plain process (standard input closed), for tests that
+    /// spawn, race or kill it.
+    pub fn process(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("vwf"));
+        c.arg("--home").arg(self.path()).args(args);
+        c.env_remove("VWF_HOME").env_remove("HERMES_HOME").env_remove("VWF_NOW").stdin(std::process::Stdio::null());
+        self.backend_env(&mut c);
+        c
+    }
+
+    /// The stored document of run `id` as its backend holds it (the run file's bytes, or the
+    /// database row's text), or `None` when there is none.
+    pub fn stored_run_bytes(&self, id: &str) -> Option<Vec<u8>> {
+        match &self.database {
+            Some(url) => pg::stored_run(url, id).map(String::into_bytes),
+            None => std::fs::read(self.runs_dir().join(format!("{id}.json"))).ok(),
+        }
+    }
+
+    /// Replaces the stored document of run `id` (to set up what a dead process leaves behind).
+    pub fn write_stored_run(&self, id: &str, bytes: &[u8]) {
+        match &self.database {
+            Some(url) => pg::write_stored_run(url, id, std::str::from_utf8(bytes).expect("a run document is text")),
+            None => std::fs::write(self.runs_dir().join(format!("{id}.json")), bytes).expect("write run file"),
+        }
+    }
+
+    /// The ids of every stored run (`<12 hex>.json` files; rows with a document). Temp files,
+    /// dot files and reserved ids without a document are not runs.
+    pub fn stored_run_ids(&self) -> std::collections::BTreeSet<String> {
+        if let Some(url) = &self.database {
+            return pg::stored_run_ids(url);
+        }
+        let Ok(entries) = std::fs::read_dir(self.runs_dir()) else { return Default::default() };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let id = name.strip_suffix(".json")?;
+                (id.len() == 12 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))).then(|| id.to_string())
+            })
+            .collect()
+    }
+
+    /// Takes run `id`'s cross-process lock (flock on its lock file; the session advisory lock
+    /// on the database) and holds it until the value is dropped.
+    pub fn hold_run_lock(&self, id: &str) -> HeldLock {
+        match &self.database {
+            Some(url) => HeldLock::Postgres(pg::HeldAdvisoryLock::take(url, pg::run_lock_key(id))),
+            None => {
+                let path = self.runs_dir().join(".locks").join(format!("{id}.lock"));
+                let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).expect("open lock file");
+                file.try_lock().expect("the lock is free before the test takes it");
+                HeldLock::File(file)
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -31,6 +121,9 @@ impl Home {
         let mut c = Command::cargo_bin("vwf").expect("vwf binary");
         c.arg("--home").arg(self.path());
         c.env_remove("VWF_HOME").env_remove("HERMES_HOME").env_remove("VWF_NOW").env_remove("VWF_DATABASE_URL");
+        if let Some(url) = &self.database {
+            c.env("VWF_DATABASE_URL", url);
+        }
         c
     }
 
@@ -114,11 +207,11 @@ pub fn snapshot(home: &Home) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
-/// The run file of `run_id` as saved (the run result plus `plan` and `history`).
+/// The stored document of `run_id` as saved (the run result plus `plan` and `history`), from
+/// the home's backend.
 pub fn run_file(home: &Home, run_id: &str) -> Value {
-    let path = home.runs_dir().join(format!("{run_id}.json"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+    let bytes = home.stored_run_bytes(run_id).unwrap_or_else(|| panic!("run {run_id} is not stored"));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("run {run_id} is not JSON ({e}):\n{}", String::from_utf8_lossy(&bytes)))
 }
 
 /// `now` moved on by `minutes` (both RFC 3339), for driving `VWF_NOW` through a scenario.
@@ -159,4 +252,24 @@ pub fn python_env_with(set: &str, vars: &[(&str, &Path)]) -> Option<PathBuf> {
         }
         _ => panic!("scripts/python-env {set} failed ({}):\n{stderr}", out.status),
     }
+}
+
+/// One `#[test]` per backend for each named test function taking a [`Backend`]: `files::NAME`
+/// and `postgres::NAME`, the same assertions on both stores.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod files {
+            $(#[test]
+            fn $name() {
+                super::$name($crate::common::Backend::Files)
+            })*
+        }
+        mod postgres {
+            $(#[test]
+            fn $name() {
+                super::$name($crate::common::Backend::Postgres)
+            })*
+        }
+    };
 }

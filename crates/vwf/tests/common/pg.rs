@@ -19,11 +19,101 @@ pub fn fresh_database() -> String {
     let mut random = [0u8; 6];
     getrandom::fill(&mut random).expect("random");
     let name = format!("vwf_t_{}", random.iter().map(|b| format!("{b:02x}")).collect::<String>());
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    runtime.block_on(async {
-        let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| panic!("cannot reach the test server {admin}: {e}"));
+    runtime().block_on(async {
+        let mut conn = connect(&admin).await;
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.expect("create database");
     });
     let (base, _) = admin.rsplit_once('/').expect("the admin URL names a database");
     format!("{base}/{name}")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+}
+
+async fn connect(url: &str) -> sqlx::PgConnection {
+    sqlx::PgConnection::connect(url).await.unwrap_or_else(|e| panic!("cannot reach the test database {url}: {e}"))
+}
+
+/// The stored document of run `id` (schema: crates/vwf/migrations), `None` when there is none.
+pub fn stored_run(url: &str, id: &str) -> Option<String> {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query_scalar::<_, Option<String>>("SELECT doc FROM vwf_runs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut conn)
+            .await
+            .expect("read a run")
+            .flatten()
+    })
+}
+
+/// Replaces the stored document of an existing run.
+pub fn write_stored_run(url: &str, id: &str, doc: &str) {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        let done =
+            sqlx::query("UPDATE vwf_runs SET doc = $2 WHERE id = $1").bind(id).bind(doc).execute(&mut conn).await.expect("write a run");
+        assert_eq!(done.rows_affected(), 1, "run {id} is not stored");
+    })
+}
+
+/// The ids of every run with a stored document (an id only reserved has none yet).
+pub fn stored_run_ids(url: &str) -> std::collections::BTreeSet<String> {
+    runtime()
+        .block_on(async {
+            let mut conn = connect(url).await;
+            sqlx::query_scalar::<_, String>("SELECT id FROM vwf_runs WHERE doc IS NOT NULL").fetch_all(&mut conn).await.expect("list runs")
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Whether some session waits for an advisory lock of this database (a `vwf` queued behind a
+/// run lock the test holds).
+pub fn someone_waits_for_a_lock(url: &str) -> bool {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query_scalar::<_, bool>(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database \
+             WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database())",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .expect("look at pg_locks")
+    })
+}
+
+/// The advisory lock key of a run: its 12 hex digits read as a number, as the store takes it.
+pub fn run_lock_key(id: &str) -> i64 {
+    i64::from_str_radix(id, 16).unwrap_or_else(|e| panic!("{id:?} is not a run id: {e}"))
+}
+
+/// A session advisory lock held on its own connection until dropped.
+pub struct HeldAdvisoryLock {
+    runtime: tokio::runtime::Runtime,
+    conn: Option<sqlx::PgConnection>,
+}
+
+impl HeldAdvisoryLock {
+    pub fn take(url: &str, key: i64) -> HeldAdvisoryLock {
+        let runtime = runtime();
+        let conn = runtime.block_on(async {
+            let mut conn = connect(url).await;
+            let taken =
+                sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)").bind(key).fetch_one(&mut conn).await.expect("lock");
+            assert!(taken, "the lock is free before the test takes it");
+            conn
+        });
+        HeldAdvisoryLock { runtime, conn: Some(conn) }
+    }
+}
+
+impl Drop for HeldAdvisoryLock {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            // Closing the session releases its advisory locks.
+            let _ = self.runtime.block_on(conn.close());
+        }
+    }
 }

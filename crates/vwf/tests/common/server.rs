@@ -58,6 +58,7 @@ impl Server {
 
     pub fn start_with(home: &Home, options: Options<'_>) -> Server {
         let mut cmd = vwf(home.path());
+        home.backend_env(&mut cmd);
         cmd.arg("serve");
         if let Some(bind) = options.bind {
             cmd.arg("--bind").arg(bind);
