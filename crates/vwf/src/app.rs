@@ -40,9 +40,15 @@ pub fn resolve_home(flag: Option<&Path>) -> PathBuf {
 
 impl App {
     pub fn open(home: PathBuf) -> Result<App, Failure> {
+        App::open_with(home, std::env::var("VWF_DATABASE_URL").ok())
+    }
+
+    /// [`App::open`] with `database_url` standing for `VWF_DATABASE_URL` (not read): one process
+    /// can open apps on different databases (the tests do).
+    pub fn open_with(home: PathBuf, database_url: Option<String>) -> Result<App, Failure> {
         let config = Config::load(&home).map_err(Failure::Internal)?;
         let clock = clock::from_env().map_err(Failure::BadRequest)?;
-        let database = config.store.postgres(std::env::var("VWF_DATABASE_URL").ok()).map_err(Failure::BadRequest)?;
+        let database = config.store.postgres(database_url).map_err(Failure::BadRequest)?;
         let (store, jobs): (Box<dyn Store>, Box<dyn JobStore>) = match database {
             Some(settings) => {
                 let pg = PgStore::connect(&settings).map_err(|e| Failure::Unavailable(e.to_string()))?;

@@ -1,17 +1,76 @@
 //! Snapshots of every JSON shape the five agent tools answer (SPEC §6, §8, §9, §11, §13).
 //!
-//! Each test calls the tools through the library (`vwf::tools::call`) in a fresh temporary home
-//! and snapshots `{status, body}`, so a change to the contract or to the status policy shows up
+//! Each test calls the tools through the library (`vwf::tools::call`) in a fresh temporary home,
+//! once on the file store and once on a fresh PostgreSQL database (`files::`, `postgres::`, the
+//! same snapshot for both), and snapshots `{status, body}`, so a change to the contract or to the status policy shows up
 //! as a snapshot diff. Run ids, timestamps and the home directory are redacted; the clock is
 //! injected (a `FixedClock`) instead of read from `VWF_NOW`, which is process-global.
 
-use std::cell::RefCell;
-use std::path::Path;
+mod common;
 
+on_both_backends!(
+    validate_ok_with_warnings,
+    validate_errors,
+    validate_edge_and_reference_errors,
+    validate_too_many_nodes,
+    validate_bad_json_shape,
+    validate_by_name_ok,
+    validate_by_name_unknown,
+    validate_neither_name_nor_graph,
+    save_ok,
+    save_ok_graph_as_json_text,
+    save_refused,
+    save_bad_name,
+    save_name_too_long,
+    save_name_not_a_string,
+    save_missing_graph,
+    save_graph_not_json_text,
+    load_ok,
+    load_unknown,
+    load_missing_name,
+    run_done,
+    run_done_without_input,
+    run_parked_at_approval,
+    run_parked_at_approval_without_deadline,
+    run_parked_at_agent,
+    run_parked_at_wait,
+    run_failed_condition_comparison,
+    run_failed_delivery,
+    run_invalid_design,
+    run_unknown_design,
+    run_bad_name,
+    respond_answer_ok,
+    respond_answer_not_in_options,
+    respond_node_not_waiting,
+    respond_finished_run,
+    respond_unknown_node,
+    respond_unknown_run,
+    respond_malformed_run_id,
+    respond_both_answer_and_output,
+    respond_nothing_given,
+    respond_missing_node,
+    respond_output_to_a_gate,
+    respond_agent_output_ok,
+    respond_agent_generate_without_backend,
+    respond_agent_generate_backend_failure,
+    respond_agent_generate_not_a_bool,
+    respond_to_a_wait,
+    respond_after_deadline,
+    args_not_an_object,
+    unknown_tool,
+    call_text_malformed_json,
+    call_text_ok,
+    respond_agent_generate_unknown_node,
+    respond_agent_generate_to_a_gate,
+    respond_to_the_trigger,
+);
+
+use std::cell::RefCell;
+
+use common::{Backend, Home};
 use insta::dynamic_redaction;
 use insta::internals::{Content, ContentPath};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use vwf::app::App;
 use vwf::clock::FixedClock;
 use vwf::tools::{self, Reply};
@@ -24,28 +83,28 @@ fn at(s: &str) -> Ts {
     time::parse(s).expect("test timestamp")
 }
 
-/// A fresh home and an `App` over it whose clock stands at `now`.
+/// A fresh home on a backend and an `App` over it whose clock stands at `now`.
 struct Env {
-    home: TempDir,
+    home: Home,
     app: App,
     /// Run ids seen so far, scrubbed from every snapshot (error messages name them too).
     run_ids: RefCell<Vec<String>>,
 }
 
 impl Env {
-    fn new() -> Env {
-        Env::at(T0)
+    fn new(backend: Backend) -> Env {
+        Env::at(backend, T0)
     }
 
-    fn at(now: &str) -> Env {
-        let home = tempfile::tempdir().expect("tempdir");
-        let app = app_at(home.path(), now);
+    fn at(backend: Backend, now: &str) -> Env {
+        let home = Home::with_backend(backend);
+        let app = app_at(&home, now);
         Env { home, app, run_ids: RefCell::new(Vec::new()) }
     }
 
     /// Another `App` on the same home (a second process, possibly later in time).
     fn later(&self, now: &str) -> App {
-        app_at(self.home.path(), now)
+        app_at(&self.home, now)
     }
 
     fn call(&self, tool: &str, args: Value) -> Reply {
@@ -59,7 +118,7 @@ impl Env {
                 id.len() == 12 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
                 "run id {id:?} is not 12 lowercase hex characters"
             );
-            assert!(self.home.path().join("workflow-runs").join(format!("{id}.json")).is_file(), "run {id} has no run file");
+            assert!(self.home.stored_run_bytes(id).is_some(), "run {id} is not stored");
             if !self.run_ids.borrow().iter().any(|x| x == id) {
                 self.run_ids.borrow_mut().push(id.to_string());
             }
@@ -99,6 +158,14 @@ impl Env {
         }
         let home = self.home.path().to_string_lossy().to_string();
         scrub(&mut body, &home, "[home]");
+        // Where a saved design is stored is the one field that names the backend: the database's
+        // form (its URL and the design) is checked here and shown as the file store's, so both
+        // backends share one snapshot.
+        if let (Some(url), Some(path)) = (&self.home.database, body.get("path").and_then(Value::as_str)) {
+            let design = path.strip_prefix(&format!("{url} (design ")).and_then(|rest| rest.strip_suffix(')'));
+            let design = design.unwrap_or_else(|| panic!("a design stored on {url} is shown at {path:?}"));
+            body["path"] = json!(format!("[home]/workflow-designs/{design}.json"));
+        }
         let value = json!({"status": reply.status, "body": body});
         insta::assert_json_snapshot!(name, value, {
             ".body.run_id" => "[run_id]",
@@ -117,8 +184,8 @@ impl Env {
     }
 }
 
-fn app_at(home: &Path, now: &str) -> App {
-    let app = App::open(home.to_path_buf()).expect("open app");
+fn app_at(home: &Home, now: &str) -> App {
+    let app = App::open_with(home.path().to_path_buf(), home.database.clone()).expect("open app");
     App { clock: Box::new(FixedClock::new(at(now))), ..app }
 }
 
@@ -270,18 +337,16 @@ fn wait_graph() -> Value {
 
 // ---- §6 validation ----
 
-#[test]
-fn validate_ok_with_warnings() {
-    let env = Env::new();
+fn validate_ok_with_warnings(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_validate", json!({"graph": warned_graph()}));
     assert_eq!(r.body["ok"], true);
     assert!(!r.body["warnings"].as_array().unwrap().is_empty());
     env.snap("validate_ok_with_warnings", &r);
 }
 
-#[test]
-fn validate_errors() {
-    let env = Env::new();
+fn validate_errors(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_validate", json!({"graph": broken_graph()}));
     assert_eq!(r.body["ok"], false);
     let errors = r.body["errors"].as_array().unwrap();
@@ -317,9 +382,8 @@ fn edge_and_reference_errors_graph() -> Value {
     })
 }
 
-#[test]
-fn validate_edge_and_reference_errors() {
-    let env = Env::new();
+fn validate_edge_and_reference_errors(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_validate", json!({"graph": edge_and_reference_errors_graph()}));
     let messages: Vec<&str> = r.body["errors"].as_array().unwrap().iter().filter_map(|e| e["message"].as_str()).collect();
     for needle in [
@@ -336,107 +400,93 @@ fn validate_edge_and_reference_errors() {
     env.snap("validate_edge_and_reference_errors", &r);
 }
 
-#[test]
-fn validate_too_many_nodes() {
-    let env = Env::new();
+fn validate_too_many_nodes(backend: Backend) {
+    let env = Env::new(backend);
     let mut nodes = vec![json!({"id": "start", "type": "trigger", "mode": "manual"})];
     nodes.extend((0..50).map(|i| json!({"id": format!("note{i}"), "type": "note"})));
     let r = env.call("workflow_design_validate", json!({"graph": {"nodes": nodes, "edges": []}}));
     env.snap("validate_too_many_nodes", &r);
 }
 
-#[test]
-fn validate_bad_json_shape() {
-    let env = Env::new();
+fn validate_bad_json_shape(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_validate", json!({"graph": {"nodes": {"a": 1}, "edges": "none"}}));
     env.snap("validate_bad_json_shape", &r);
 }
 
-#[test]
-fn validate_by_name_ok() {
-    let env = Env::new();
+fn validate_by_name_ok(backend: Backend) {
+    let env = Env::new(backend);
     env.save("branching", branching_graph());
     let r = env.call("workflow_design_validate", json!({"name": "branching"}));
     env.snap("validate_by_name_ok", &r);
 }
 
-#[test]
-fn validate_by_name_unknown() {
-    let env = Env::new();
+fn validate_by_name_unknown(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_validate", json!({"name": "nope"}));
     env.snap("validate_by_name_unknown", &r);
 }
 
-#[test]
-fn validate_neither_name_nor_graph() {
-    let env = Env::new();
+fn validate_neither_name_nor_graph(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_validate", json!({}));
     env.snap("validate_neither_name_nor_graph", &r);
 }
 
 // ---- §11 save / load ----
 
-#[test]
-fn save_ok() {
-    let env = Env::new();
+fn save_ok(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": "branching", "graph": branching_graph()}));
-    assert!(env.home.path().join("workflow-designs/branching.json").is_file());
+    assert!(env.home.stored_design("branching").is_some());
     env.snap("save_ok", &r);
 }
 
-#[test]
-fn save_ok_graph_as_json_text() {
-    let env = Env::new();
+fn save_ok_graph_as_json_text(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": "as-text", "graph": branching_graph().to_string()}));
     env.snap("save_ok_graph_as_json_text", &r);
 }
 
-#[test]
-fn save_refused() {
-    let env = Env::new();
+fn save_refused(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": "broken", "graph": broken_graph()}));
-    assert!(!env.home.path().join("workflow-designs/broken.json").exists(), "a refused design was written");
+    assert!(env.home.stored_design("broken").is_none(), "a refused design was written");
     env.snap("save_refused", &r);
 }
 
-#[test]
-fn save_bad_name() {
-    let env = Env::new();
+fn save_bad_name(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": "../x", "graph": branching_graph()}));
     env.snap("save_bad_name", &r);
 }
 
-#[test]
-fn save_name_too_long() {
-    let env = Env::new();
+fn save_name_too_long(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": "a".repeat(65), "graph": branching_graph()}));
     env.snap("save_name_too_long", &r);
 }
 
-#[test]
-fn save_name_not_a_string() {
-    let env = Env::new();
+fn save_name_not_a_string(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": 7, "graph": branching_graph()}));
     env.snap("save_name_not_a_string", &r);
 }
 
-#[test]
-fn save_missing_graph() {
-    let env = Env::new();
+fn save_missing_graph(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": "x"}));
     env.snap("save_missing_graph", &r);
 }
 
-#[test]
-fn save_graph_not_json_text() {
-    let env = Env::new();
+fn save_graph_not_json_text(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_save", json!({"name": "x", "graph": "{\"nodes\": ["}));
     env.snap("save_graph_not_json_text", &r);
 }
 
-#[test]
-fn load_ok() {
-    let env = Env::new();
+fn load_ok(backend: Backend) {
+    let env = Env::new(backend);
     env.save("branching", branching_graph());
     let r = env.call("workflow_design_load", json!({"name": "branching"}));
     // Condition labels are stored lowercase; unknown and display fields survive.
@@ -447,34 +497,30 @@ fn load_ok() {
     env.snap("load_ok", &r);
 }
 
-#[test]
-fn load_unknown() {
-    let env = Env::new();
+fn load_unknown(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_load", json!({"name": "nope"}));
     env.snap("load_unknown", &r);
 }
 
-#[test]
-fn load_missing_name() {
-    let env = Env::new();
+fn load_missing_name(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_load", json!({}));
     env.snap("load_missing_name", &r);
 }
 
 // ---- §8 run ----
 
-#[test]
-fn run_done() {
-    let env = Env::new();
+fn run_done(backend: Backend) {
+    let env = Env::new(backend);
     env.save("branching", branching_graph());
     let r = env.run("branching", json!({"n": 5}));
     assert_eq!(r.body["status"], "done");
     env.snap("run_done", &r);
 }
 
-#[test]
-fn run_done_without_input() {
-    let env = Env::new();
+fn run_done_without_input(backend: Backend) {
+    let env = Env::new(backend);
     env.save(
         "plain",
         json!({
@@ -486,9 +532,8 @@ fn run_done_without_input() {
     env.snap("run_done_without_input", &r);
 }
 
-#[test]
-fn run_parked_at_approval() {
-    let env = Env::new();
+fn run_parked_at_approval(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let r = env.run("gated", Value::Null);
     assert_eq!(r.body["status"], "awaiting_approval");
@@ -497,9 +542,8 @@ fn run_parked_at_approval() {
     env.snap("run_parked_at_approval", &r);
 }
 
-#[test]
-fn run_parked_at_approval_without_deadline() {
-    let env = Env::new();
+fn run_parked_at_approval_without_deadline(backend: Backend) {
+    let env = Env::new(backend);
     let mut g = approval_graph();
     g["nodes"][1].as_object_mut().unwrap().remove("timeout_minutes");
     g["nodes"][1].as_object_mut().unwrap().remove("on_timeout");
@@ -512,9 +556,8 @@ fn run_parked_at_approval_without_deadline() {
     env.snap("run_parked_at_approval_without_deadline", &r);
 }
 
-#[test]
-fn run_parked_at_agent() {
-    let env = Env::new();
+fn run_parked_at_agent(backend: Backend) {
+    let env = Env::new(backend);
     env.save("agentic", agent_graph());
     let r = env.run("agentic", json!({"topic": "the weather"}));
     assert_eq!(r.body["status"], "awaiting_agent");
@@ -522,9 +565,8 @@ fn run_parked_at_agent() {
     env.snap("run_parked_at_agent", &r);
 }
 
-#[test]
-fn run_parked_at_wait() {
-    let env = Env::new();
+fn run_parked_at_wait(backend: Backend) {
+    let env = Env::new(backend);
     env.save("waiting", wait_graph());
     let r = env.run("waiting", Value::Null);
     assert_eq!(r.body["status"], "waiting");
@@ -532,9 +574,8 @@ fn run_parked_at_wait() {
     env.snap("run_parked_at_wait", &r);
 }
 
-#[test]
-fn run_failed_condition_comparison() {
-    let env = Env::new();
+fn run_failed_condition_comparison(backend: Backend) {
+    let env = Env::new(backend);
     env.save("branching", branching_graph());
     let r = env.run("branching", json!({"n": "many"}));
     assert_eq!(r.body["status"], "failed");
@@ -542,46 +583,38 @@ fn run_failed_condition_comparison() {
     env.snap("run_failed_condition_comparison", &r);
 }
 
-#[test]
-fn run_failed_delivery() {
-    let env = Env::new();
+fn run_failed_delivery(backend: Backend) {
+    let env = Env::new(backend);
     env.save("deliver", delivery_graph());
     let r = env.run("deliver", json!({"who": "world"}));
     assert_eq!(r.body["deliveries"][0]["ok"], false);
     env.snap("run_failed_delivery", &r);
 }
 
-#[test]
-fn run_invalid_design() {
-    let env = Env::new();
+fn run_invalid_design(backend: Backend) {
+    let env = Env::new(backend);
     env.save_unchecked("broken", broken_graph());
     let r = env.run("broken", Value::Null);
-    assert!(
-        !env.home.path().join("workflow-runs").exists()
-            || std::fs::read_dir(env.home.path().join("workflow-runs")).unwrap().next().is_none()
-    );
+    assert!(env.home.no_run_stored(), "a refused run wrote something");
     env.snap("run_invalid_design", &r);
 }
 
-#[test]
-fn run_unknown_design() {
-    let env = Env::new();
+fn run_unknown_design(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.run("nope", Value::Null);
     env.snap("run_unknown_design", &r);
 }
 
-#[test]
-fn run_bad_name() {
-    let env = Env::new();
+fn run_bad_name(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.run("../../etc/passwd", Value::Null);
     env.snap("run_bad_name", &r);
 }
 
 // ---- §9 respond ----
 
-#[test]
-fn respond_answer_ok() {
-    let env = Env::new();
+fn respond_answer_ok(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     // Answers match options case-insensitively and trimmed; the option is recorded.
@@ -591,27 +624,24 @@ fn respond_answer_ok() {
     env.snap("respond_answer_ok", &r);
 }
 
-#[test]
-fn respond_answer_not_in_options() {
-    let env = Env::new();
+fn respond_answer_not_in_options(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": "maybe"}));
     env.snap("respond_answer_not_in_options", &r);
 }
 
-#[test]
-fn respond_node_not_waiting() {
-    let env = Env::new();
+fn respond_node_not_waiting(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "sent", "answer": "send"}));
     env.snap("respond_node_not_waiting", &r);
 }
 
-#[test]
-fn respond_finished_run() {
-    let env = Env::new();
+fn respond_finished_run(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let first = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": "skip"}));
@@ -620,64 +650,56 @@ fn respond_finished_run() {
     env.snap("respond_finished_run", &r);
 }
 
-#[test]
-fn respond_unknown_node() {
-    let env = Env::new();
+fn respond_unknown_node(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "ghost", "answer": "send"}));
     env.snap("respond_unknown_node", &r);
 }
 
-#[test]
-fn respond_unknown_run() {
-    let env = Env::new();
+fn respond_unknown_run(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "node": "gate", "answer": "send"}));
     env.snap("respond_unknown_run", &r);
 }
 
-#[test]
-fn respond_malformed_run_id() {
-    let env = Env::new();
+fn respond_malformed_run_id(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_respond", json!({"run_id": "../../etc/x", "node": "gate", "answer": "send"}));
     env.snap("respond_malformed_run_id", &r);
 }
 
-#[test]
-fn respond_both_answer_and_output() {
-    let env = Env::new();
+fn respond_both_answer_and_output(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "answer": "send", "output": "text"}));
     env.snap("respond_both_answer_and_output", &r);
 }
 
-#[test]
-fn respond_nothing_given() {
-    let env = Env::new();
+fn respond_nothing_given(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "node": "gate"}));
     env.snap("respond_nothing_given", &r);
 }
 
-#[test]
-fn respond_missing_node() {
-    let env = Env::new();
+fn respond_missing_node(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "answer": "send"}));
     env.snap("respond_missing_node", &r);
 }
 
-#[test]
-fn respond_output_to_a_gate() {
-    let env = Env::new();
+fn respond_output_to_a_gate(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "output": "send"}));
     env.snap("respond_output_to_a_gate", &r);
 }
 
-#[test]
-fn respond_agent_output_ok() {
-    let env = Env::new();
+fn respond_agent_output_ok(backend: Backend) {
+    let env = Env::new(backend);
     env.save("agentic", agent_graph());
     let id = env.run_id("agentic", json!({"topic": "the weather"}));
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "draft", "output": "Sunny, then rain."}));
@@ -685,9 +707,8 @@ fn respond_agent_output_ok() {
     env.snap("respond_agent_output_ok", &r);
 }
 
-#[test]
-fn respond_agent_generate_without_backend() {
-    let env = Env::new();
+fn respond_agent_generate_without_backend(backend: Backend) {
+    let env = Env::new(backend);
     env.save("agentic", agent_graph());
     let id = env.run_id("agentic", json!({"topic": "the weather"}));
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "draft", "agent_generate": true}));
@@ -697,9 +718,8 @@ fn respond_agent_generate_without_backend() {
     env.snap("respond_agent_generate_without_backend", &r);
 }
 
-#[test]
-fn respond_agent_generate_backend_failure() {
-    let env = Env::new();
+fn respond_agent_generate_backend_failure(backend: Backend) {
+    let env = Env::new(backend);
     std::fs::write(
         env.home.path().join("visual-workflow.toml"),
         "[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[profiles.writer]\nmodel = \"m\"\n",
@@ -712,25 +732,22 @@ fn respond_agent_generate_backend_failure() {
     env.snap("respond_agent_generate_backend_failure", &r);
 }
 
-#[test]
-fn respond_agent_generate_not_a_bool() {
-    let env = Env::new();
+fn respond_agent_generate_not_a_bool(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_respond", json!({"run_id": "0123456789ab", "node": "draft", "agent_generate": "yes"}));
     env.snap("respond_agent_generate_not_a_bool", &r);
 }
 
-#[test]
-fn respond_to_a_wait() {
-    let env = Env::new();
+fn respond_to_a_wait(backend: Backend) {
+    let env = Env::new(backend);
     env.save("waiting", wait_graph());
     let id = env.run_id("waiting", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "pause", "output": "now"}));
     env.snap("respond_to_a_wait", &r);
 }
 
-#[test]
-fn respond_after_deadline() {
-    let env = Env::new();
+fn respond_after_deadline(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     // Three hours later the 120-minute gate has timed out (and, `on_timeout: escalate`, asked for
@@ -743,30 +760,26 @@ fn respond_after_deadline() {
 
 // ---- requests the client got structurally wrong ----
 
-#[test]
-fn args_not_an_object() {
-    let env = Env::new();
+fn args_not_an_object(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_load", json!(["branching"]));
     env.snap("args_not_an_object", &r);
 }
 
-#[test]
-fn unknown_tool() {
-    let env = Env::new();
+fn unknown_tool(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.call("workflow_design_delete", json!({"name": "x"}));
     env.snap("unknown_tool", &r);
 }
 
-#[test]
-fn call_text_malformed_json() {
-    let env = Env::new();
+fn call_text_malformed_json(backend: Backend) {
+    let env = Env::new(backend);
     let r = env.seen(tools::call_text(&env.app, "workflow_design_load", "{\"name\": "));
     env.snap("call_text_malformed_json", &r);
 }
 
-#[test]
-fn call_text_ok() {
-    let env = Env::new();
+fn call_text_ok(backend: Backend) {
+    let env = Env::new(backend);
     env.save("branching", branching_graph());
     let r = tools::call_text(&env.app, "workflow_design_validate", r#"{"name": "branching"}"#);
     assert_eq!(r, env.call("workflow_design_validate", json!({"name": "branching"})));
@@ -776,27 +789,24 @@ fn call_text_ok() {
 // These answer 409 where an `answer`/`output` aimed the same way answers 404 / 400: the
 // generate path looks for a parked agent step before it checks the node exists or its kind.
 
-#[test]
-fn respond_agent_generate_unknown_node() {
-    let env = Env::new();
+fn respond_agent_generate_unknown_node(backend: Backend) {
+    let env = Env::new(backend);
     env.save("agentic", agent_graph());
     let id = env.run_id("agentic", json!({"topic": "x"}));
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "ghost", "agent_generate": true}));
     env.snap("respond_agent_generate_unknown_node", &r);
 }
 
-#[test]
-fn respond_agent_generate_to_a_gate() {
-    let env = Env::new();
+fn respond_agent_generate_to_a_gate(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "gate", "agent_generate": true}));
     env.snap("respond_agent_generate_to_a_gate", &r);
 }
 
-#[test]
-fn respond_to_the_trigger() {
-    let env = Env::new();
+fn respond_to_the_trigger(backend: Backend) {
+    let env = Env::new(backend);
     env.save("gated", approval_graph());
     let id = env.run_id("gated", Value::Null);
     let r = env.call("workflow_design_respond", json!({"run_id": id, "node": "start", "answer": "send"}));

@@ -98,6 +98,23 @@ impl Home {
             .collect()
     }
 
+    /// The stored graph of design `name` (its file's bytes, or the database row's text).
+    pub fn stored_design(&self, name: &str) -> Option<Vec<u8>> {
+        match &self.database {
+            Some(url) => pg::stored_design(url, name).map(String::into_bytes),
+            None => std::fs::read(self.path().join("workflow-designs").join(format!("{name}.json"))).ok(),
+        }
+    }
+
+    /// Whether nothing at all is stored for runs: no file under `workflow-runs/` (not even a lock
+    /// or an index), no run row (not even a reserved id).
+    pub fn no_run_stored(&self) -> bool {
+        match &self.database {
+            Some(url) => pg::run_rows(url) == 0,
+            None => std::fs::read_dir(self.runs_dir()).map_or(true, |mut d| d.next().is_none()),
+        }
+    }
+
     /// Takes run `id`'s cross-process lock (flock on its lock file; the session advisory lock
     /// on the database) and holds it until the value is dropped.
     pub fn hold_run_lock(&self, id: &str) -> HeldLock {

@@ -117,3 +117,23 @@ impl Drop for HeldAdvisoryLock {
         }
     }
 }
+
+/// The stored graph of design `name`, `None` when there is none.
+pub fn stored_design(url: &str, name: &str) -> Option<String> {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query_scalar::<_, String>("SELECT graph FROM vwf_designs WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&mut conn)
+            .await
+            .expect("read a design")
+    })
+}
+
+/// How many run rows there are, documents or only reserved ids.
+pub fn run_rows(url: &str) -> i64 {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM vwf_runs").fetch_one(&mut conn).await.expect("count runs")
+    })
+}
