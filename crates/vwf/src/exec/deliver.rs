@@ -38,7 +38,6 @@ pub const SIGNATURE_HEADER: &str = "X-Vwf-Signature";
 
 const TELEGRAM_API: &str = "https://api.telegram.org";
 const SLACK_API: &str = "https://slack.com/api";
-const NOTHING_SENT: &str = "nothing was sent";
 
 /// Sends `message` for output node `node` and records the platform's answer. `deliver` is
 /// `notification` (target `telegram`/`slack`: that platform's home) or `channel` (target
@@ -47,9 +46,37 @@ pub fn deliver(config: &ChannelsConfig, deliver: Deliver, target: &str, message:
     let send = Send { deliver, target, message, node };
     let (ok, detail) = match send.perform(config, TIMEOUT) {
         Ok(detail) => (true, detail),
-        Err(detail) => (false, detail),
+        Err(e) => (false, e.to_string()),
     };
     Delivery { node: node.to_string(), target: target.to_string(), ok, detail, at: now }
+}
+
+/// Why a delivery failed, by whether the message may have reached the platform; the text is the
+/// delivery's detail.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeliverError {
+    /// Nothing left the machine: the target, the config or a secret was wrong, or the platform
+    /// could not be reached.
+    #[error("{0}; nothing was sent")]
+    NotSent(String),
+    /// The request went out but no answer came back (a timeout, a broken answer): the message may
+    /// have arrived.
+    #[error("{0}; the message may have been sent")]
+    MaybeSent(String),
+    /// The platform answered and did not acknowledge the send.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl DeliverError {
+    /// The same failure with its text changed (secrets scrubbed).
+    fn map_text(self, f: impl Fn(String) -> String) -> DeliverError {
+        match self {
+            DeliverError::NotSent(t) => DeliverError::NotSent(f(t)),
+            DeliverError::MaybeSent(t) => DeliverError::MaybeSent(f(t)),
+            DeliverError::Refused(t) => DeliverError::Refused(f(t)),
+        }
+    }
 }
 
 /// The delivery targets the config offers, for `GET /channels`: `{platform, target, home}` with
@@ -90,7 +117,7 @@ enum Route<'a> {
 }
 
 impl Send<'_> {
-    fn perform(&self, config: &ChannelsConfig, timeout: Duration) -> Result<String, String> {
+    fn perform(&self, config: &ChannelsConfig, timeout: Duration) -> Result<String, DeliverError> {
         let route = self.route(config)?;
         let client = reqwest::blocking::Client::builder()
             .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
@@ -98,7 +125,7 @@ impl Send<'_> {
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {}; {NOTHING_SENT}", super::error_chain(&e)))?;
+            .map_err(|e| DeliverError::NotSent(format!("cannot build the HTTP client: {}", super::error_chain(&e))))?;
         let exchange = Exchange { client, timeout };
         match route {
             Route::Telegram { channel, chat } => exchange.telegram(channel, chat, self.message),
@@ -110,22 +137,24 @@ impl Send<'_> {
 
     /// Resolves the target against the config: the home channel of a notification, or the named
     /// chat, channel, Discord webhook or webhook of a channel delivery.
-    fn route<'c>(&'c self, config: &'c ChannelsConfig) -> Result<Route<'c>, String> {
+    fn route<'c>(&'c self, config: &'c ChannelsConfig) -> Result<Route<'c>, DeliverError> {
         let (platform, chat) = match self.deliver {
             Deliver::Notification => (self.target, None),
             Deliver::Channel => match self.target.split_once(':') {
                 Some((platform, chat)) if !chat.is_empty() => (platform, Some(chat)),
-                _ => return Err(format!("deliver: channel takes platform:chat, got {:?}; {NOTHING_SENT}", self.target)),
+                _ => return Err(DeliverError::NotSent(format!("deliver: channel takes platform:chat, got {:?}", self.target))),
             },
         };
         let Ok(platform) = platform.parse::<Platform>() else {
-            return Err(format!("unknown delivery platform {platform:?} (telegram, slack, discord or webhook); {NOTHING_SENT}"));
+            return Err(DeliverError::NotSent(format!("unknown delivery platform {platform:?} (telegram, slack, discord or webhook)")));
         };
-        let unconfigured = || format!("no {platform} channel is configured; {NOTHING_SENT}");
+        let unconfigured = || DeliverError::NotSent(format!("no {platform} channel is configured"));
         let home = |home: &'c Option<String>| match (chat, home.as_deref().map(str::trim)) {
             (Some(chat), _) => Ok(chat),
             (None, Some(home)) if !home.is_empty() => Ok(home),
-            (None, _) => Err(format!("channels.{platform} has no home in visual-workflow.toml for deliver: notification; {NOTHING_SENT}")),
+            (None, _) => {
+                Err(DeliverError::NotSent(format!("channels.{platform} has no home in visual-workflow.toml for deliver: notification")))
+            }
         };
         match platform {
             Platform::Telegram => {
@@ -136,15 +165,17 @@ impl Send<'_> {
                 let channel = config.slack.as_ref().ok_or_else(unconfigured)?;
                 Ok(Route::Slack { channel, to: home(&channel.home)? })
             }
-            Platform::Discord | Platform::Webhook if chat.is_none() => Err(format!(
-                "deliver: notification takes telegram or slack (a platform with a home channel), got {platform:?}; {NOTHING_SENT}"
-            )),
+            Platform::Discord | Platform::Webhook if chat.is_none() => Err(DeliverError::NotSent(format!(
+                "deliver: notification takes telegram or slack (a platform with a home channel), got {platform:?}"
+            ))),
             Platform::Discord => {
                 let name = chat.unwrap_or_default();
                 let hooks = config.discord.as_ref().map(|d| &d.webhooks).filter(|w| !w.is_empty()).ok_or_else(unconfigured)?;
                 match hooks.get(name) {
                     Some(url_env) => Ok(Route::Discord { name, url_env }),
-                    None => Err(format!("no discord webhook named {name:?} is configured (channels.discord.webhooks); {NOTHING_SENT}")),
+                    None => {
+                        Err(DeliverError::NotSent(format!("no discord webhook named {name:?} is configured (channels.discord.webhooks)")))
+                    }
                 }
             }
             Platform::Webhook => {
@@ -154,7 +185,7 @@ impl Send<'_> {
                 }
                 match config.webhook.get(name) {
                     Some(hook) => Ok(Route::Webhook { name, hook }),
-                    None => Err(format!("no webhook named {name:?} is configured (channels.webhook.{name}); {NOTHING_SENT}")),
+                    None => Err(DeliverError::NotSent(format!("no webhook named {name:?} is configured (channels.webhook.{name})"))),
                 }
             }
         }
@@ -196,21 +227,21 @@ impl Answer {
 
 impl Exchange {
     /// Telegram Bot API `sendMessage`; `chat` is `<chat>` or `<chat>:<message_thread_id>`.
-    fn telegram(&self, channel: &TelegramChannel, chat: &str, message: &str) -> Result<String, String> {
+    fn telegram(&self, channel: &TelegramChannel, chat: &str, message: &str) -> Result<String, DeliverError> {
         let (chat_id, thread) = telegram_chat(chat)?;
         let token = secret("telegram", "token_env", channel.token_env.as_deref())?;
         let secrets = [token.as_str()];
         let result = (|| {
             let base = api_base("telegram", channel.api_base.as_deref(), TELEGRAM_API)?;
             let url = Url::parse(&format!("{base}/bot{token}/sendMessage"))
-                .map_err(|_| format!("the telegram token does not fit in a URL; {NOTHING_SENT}"))?;
+                .map_err(|_| DeliverError::NotSent("the telegram token does not fit in a URL".into()))?;
             let mut body = json!({"chat_id": chat_id, "text": message});
             if let Some(thread) = thread {
                 body["message_thread_id"] = Value::from(thread);
             }
             let answer = self.post("telegram", url, json_bytes(&body), &[])?;
             let Some(reply) = answer.json() else {
-                return Err(format!("telegram answered {}", answer.describe()));
+                return Err(DeliverError::Refused(format!("telegram answered {}", answer.describe())));
             };
             if reply["ok"] == true {
                 return Ok(match id_text(&reply["result"]["message_id"]) {
@@ -220,27 +251,27 @@ impl Exchange {
             }
             let code = reply["error_code"].as_i64().map_or_else(|| answer.status.to_string(), |c| c.to_string());
             let description = reply["description"].as_str().unwrap_or("no description");
-            Err(format!("telegram error {code}: {description}"))
+            Err(DeliverError::Refused(format!("telegram error {code}: {description}")))
         })();
         scrub(result, &secrets)
     }
 
     /// Slack: `chat.postMessage` with the bot token when it is set, else the incoming webhook
     /// (whose channel is fixed by Slack when the webhook was created).
-    fn slack(&self, channel: &SlackChannel, to: &str, message: &str) -> Result<String, String> {
+    fn slack(&self, channel: &SlackChannel, to: &str, message: &str) -> Result<String, DeliverError> {
         let token = channel.token_env.as_deref().and_then(env_value);
         let webhook = channel.webhook_url_env.as_deref().and_then(env_value);
         match (token, webhook) {
             (Some(token), _) => {
                 let result = (|| {
                     let base = api_base("slack", channel.api_base.as_deref(), SLACK_API)?;
-                    let url =
-                        Url::parse(&format!("{base}/chat.postMessage")).map_err(|e| format!("bad slack api_base: {e}; {NOTHING_SENT}"))?;
+                    let url = Url::parse(&format!("{base}/chat.postMessage"))
+                        .map_err(|e| DeliverError::NotSent(format!("bad slack api_base: {e}")))?;
                     let auth = format!("Bearer {token}");
                     let body = json!({"channel": to, "text": message});
                     let answer = self.post("slack", url, json_bytes(&body), &[("Authorization", auth.as_str())])?;
                     let Some(reply) = answer.json() else {
-                        return Err(format!("slack answered {}", answer.describe()));
+                        return Err(DeliverError::Refused(format!("slack answered {}", answer.describe())));
                     };
                     if reply["ok"] == true {
                         return Ok(match id_text(&reply["ts"]) {
@@ -249,7 +280,7 @@ impl Exchange {
                         });
                     }
                     let error = reply["error"].as_str().unwrap_or("no error code");
-                    Err(format!("slack error: {error}"))
+                    Err(DeliverError::Refused(format!("slack error: {error}")))
                 })();
                 scrub(result, &[token.as_str()])
             }
@@ -260,7 +291,7 @@ impl Exchange {
                     if answer.status == 200 && answer.body.trim() == "ok" {
                         Ok("webhook ok".to_string())
                     } else {
-                        Err(format!("slack webhook answered {}", answer.describe()))
+                        Err(DeliverError::Refused(format!("slack webhook answered {}", answer.describe())))
                     }
                 })();
                 scrub(result, &url_secrets(&hook))
@@ -272,16 +303,18 @@ impl Exchange {
                     .filter(|n| !n.trim().is_empty())
                     .collect();
                 Err(match named.as_slice() {
-                    [] => format!("channels.slack names neither token_env nor webhook_url_env in visual-workflow.toml; {NOTHING_SENT}"),
-                    [one] => format!("{one} is not set; {NOTHING_SENT}"),
-                    [a, b, ..] => format!("neither {a} nor {b} is set; {NOTHING_SENT}"),
+                    [] => {
+                        DeliverError::NotSent("channels.slack names neither token_env nor webhook_url_env in visual-workflow.toml".into())
+                    }
+                    [one] => DeliverError::NotSent(format!("{one} is not set")),
+                    [a, b, ..] => DeliverError::NotSent(format!("neither {a} nor {b} is set")),
                 })
             }
         }
     }
 
     /// A Discord webhook, `?wait=true` so that the answer is the created message.
-    fn discord(&self, name: &str, url_env: &str, message: &str) -> Result<String, String> {
+    fn discord(&self, name: &str, url_env: &str, message: &str) -> Result<String, DeliverError> {
         let raw = secret(&format!("discord webhook {name:?}"), "variable", Some(url_env))?;
         let result = (|| {
             let mut url = secret_url(url_env, &raw)?;
@@ -290,7 +323,7 @@ impl Exchange {
             url.query_pairs_mut().clear().extend_pairs(kept).append_pair("wait", "true");
             let answer = self.post("discord", url, json_bytes(&json!({"content": message})), &[])?;
             if !answer.success() {
-                return Err(format!("discord answered {}", answer.describe()));
+                return Err(DeliverError::Refused(format!("discord answered {}", answer.describe())));
             }
             Ok(match answer.json().as_ref().and_then(|m| id_text(&m["id"])) {
                 Some(id) => format!("message_id {id}"),
@@ -301,14 +334,14 @@ impl Exchange {
     }
 
     /// A generic webhook: `{"text", "node", "target"}` as JSON, signed when `secret_env` is set.
-    fn webhook(&self, name: &str, hook: &WebhookChannel, send: &Send<'_>) -> Result<String, String> {
+    fn webhook(&self, name: &str, hook: &WebhookChannel, send: &Send<'_>) -> Result<String, DeliverError> {
         let Some(raw) = hook.url.as_deref().map(str::trim).filter(|u| !u.is_empty()) else {
-            return Err(format!("channels.webhook.{name} has no url in visual-workflow.toml; {NOTHING_SENT}"));
+            return Err(DeliverError::NotSent(format!("channels.webhook.{name} has no url in visual-workflow.toml")));
         };
         let url = Url::parse(raw)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()))
-            .ok_or_else(|| format!("channels.webhook.{name}.url is not an http(s) URL; {NOTHING_SENT}"))?;
+            .ok_or_else(|| DeliverError::NotSent(format!("channels.webhook.{name}.url is not an http(s) URL")))?;
         let key = match hook.secret_env.as_deref() {
             Some(env) => Some(secret(&format!("webhook {name:?}"), "secret_env", Some(env))?),
             None => None,
@@ -321,7 +354,11 @@ impl Exchange {
             };
             let headers: Vec<(&str, &str)> = signature.iter().map(|s| (SIGNATURE_HEADER, s.as_str())).collect();
             let answer = self.post("webhook", url, body, &headers)?;
-            if answer.success() { Ok(format!("http {}", answer.status)) } else { Err(format!("webhook answered {}", answer.describe())) }
+            if answer.success() {
+                Ok(format!("http {}", answer.status))
+            } else {
+                Err(DeliverError::Refused(format!("webhook answered {}", answer.describe())))
+            }
         })();
         let mut secrets = url_secrets(raw);
         secrets.extend(key);
@@ -329,7 +366,7 @@ impl Exchange {
     }
 
     /// POSTs JSON `body` and reads the answer. The error never holds the URL.
-    fn post(&self, platform: &str, url: Url, body: Vec<u8>, headers: &[(&str, &str)]) -> Result<Answer, String> {
+    fn post(&self, platform: &str, url: Url, body: Vec<u8>, headers: &[(&str, &str)]) -> Result<Answer, DeliverError> {
         let mut request = self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
         for (name, value) in headers {
             request = request.header(*name, *value);
@@ -343,46 +380,46 @@ impl Exchange {
             if timed_out {
                 self.timed_out(platform)
             } else {
-                format!("reading the {platform} answer (HTTP {status}) failed: {}; the message may have been sent", super::error_chain(&e))
+                DeliverError::MaybeSent(format!("reading the {platform} answer (HTTP {status}) failed: {}", super::error_chain(&e)))
             }
         })?;
         Ok(Answer { status, body: String::from_utf8_lossy(&bytes).into_owned() })
     }
 
-    fn transport_error(&self, platform: &str, e: reqwest::Error) -> String {
+    fn transport_error(&self, platform: &str, e: reqwest::Error) -> DeliverError {
         if e.is_timeout() {
             return self.timed_out(platform);
         }
         let connect = e.is_connect();
         let text = super::error_chain(&e.without_url());
         if connect {
-            format!("cannot reach {platform}: {text}; {NOTHING_SENT}")
+            DeliverError::NotSent(format!("cannot reach {platform}: {text}"))
         } else {
-            format!("the {platform} request failed: {text}; the message may have been sent")
+            DeliverError::MaybeSent(format!("the {platform} request failed: {text}"))
         }
     }
 
-    fn timed_out(&self, platform: &str) -> String {
-        format!("no answer from {platform} within {} s; the message may have been sent", self.timeout.as_secs())
+    fn timed_out(&self, platform: &str) -> DeliverError {
+        DeliverError::MaybeSent(format!("no answer from {platform} within {} s", self.timeout.as_secs()))
     }
 }
 
 /// A telegram chat as `(chat_id, message_thread_id)`: numeric ids go as numbers, `@name` as text.
-fn telegram_chat(chat: &str) -> Result<(Value, Option<i64>), String> {
+fn telegram_chat(chat: &str) -> Result<(Value, Option<i64>), DeliverError> {
     let (id, thread) = match chat.split_once(':') {
         Some((id, thread)) => (id, Some(thread)),
         None => (chat, None),
     };
     let id = id.trim();
     if id.is_empty() {
-        return Err(format!("bad telegram chat {chat:?}; {NOTHING_SENT}"));
+        return Err(DeliverError::NotSent(format!("bad telegram chat {chat:?}")));
     }
     let chat_id = id.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::from(id));
     let thread = match thread {
         Some(t) => Some(
             t.trim()
                 .parse::<i64>()
-                .map_err(|_| format!("bad telegram topic {t:?} in {chat:?} (a message_thread_id is a number); {NOTHING_SENT}"))?,
+                .map_err(|_| DeliverError::NotSent(format!("bad telegram topic {t:?} in {chat:?} (a message_thread_id is a number)")))?,
         ),
         None => None,
     };
@@ -400,37 +437,37 @@ fn env_value(env: &str) -> Option<String> {
 
 /// A secret read from the environment variable the config names; the error names the variable,
 /// never a value.
-fn secret(owner: &str, key: &str, env: Option<&str>) -> Result<String, String> {
+fn secret(owner: &str, key: &str, env: Option<&str>) -> Result<String, DeliverError> {
     let Some(name) = env.map(str::trim).filter(|n| !n.is_empty()) else {
-        return Err(format!("the {owner} channel names no {key} in visual-workflow.toml; {NOTHING_SENT}"));
+        return Err(DeliverError::NotSent(format!("the {owner} channel names no {key} in visual-workflow.toml")));
     };
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
-        Ok(_) | Err(std::env::VarError::NotPresent) => Err(format!("{name} is not set; {NOTHING_SENT}")),
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{name} is not valid UTF-8; {NOTHING_SENT}")),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Err(DeliverError::NotSent(format!("{name} is not set"))),
+        Err(std::env::VarError::NotUnicode(_)) => Err(DeliverError::NotSent(format!("{name} is not valid UTF-8"))),
     }
 }
 
 /// A webhook URL held in environment variable `env`; the error never shows it.
-fn secret_url(env: &str, raw: &str) -> Result<Url, String> {
+fn secret_url(env: &str, raw: &str) -> Result<Url, DeliverError> {
     Url::parse(raw.trim())
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()))
-        .ok_or_else(|| format!("{env} does not hold an http(s) URL; {NOTHING_SENT}"))
+        .ok_or_else(|| DeliverError::NotSent(format!("{env} does not hold an http(s) URL")))
 }
 
 /// `api_base` without its trailing slash, http(s) only.
-fn api_base(platform: &str, configured: Option<&str>, default: &str) -> Result<String, String> {
+fn api_base(platform: &str, configured: Option<&str>, default: &str) -> Result<String, DeliverError> {
     let base = configured.map(str::trim).filter(|b| !b.is_empty()).unwrap_or(default).trim_end_matches('/');
     match Url::parse(base) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(base.to_string()),
-        _ => Err(format!("channels.{platform}.api_base is not an http(s) URL: {base:?}; {NOTHING_SENT}")),
+        _ => Err(DeliverError::NotSent(format!("channels.{platform}.api_base is not an http(s) URL: {base:?}"))),
     }
 }
 
 /// Hex HMAC-SHA256 of `body` under `key`.
-fn sign(key: &[u8], body: &[u8]) -> Result<String, String> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).map_err(|e| format!("cannot sign the webhook body: {e}; {NOTHING_SENT}"))?;
+fn sign(key: &[u8], body: &[u8]) -> Result<String, DeliverError> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).map_err(|e| DeliverError::NotSent(format!("cannot sign the webhook body: {e}")))?;
     mac.update(body);
     Ok(hex::encode(mac.finalize().into_bytes()))
 }
@@ -467,7 +504,7 @@ fn url_secrets(raw: &str) -> Vec<String> {
 }
 
 /// Replaces every secret in the detail with `***`, longest first.
-fn scrub(result: Result<String, String>, secrets: &[impl AsRef<str>]) -> Result<String, String> {
+fn scrub(result: Result<String, DeliverError>, secrets: &[impl AsRef<str>]) -> Result<String, DeliverError> {
     let mut secrets: Vec<&str> = secrets.iter().map(AsRef::as_ref).filter(|s| s.len() >= 4).collect();
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     let clean = |mut text: String| {
@@ -476,7 +513,7 @@ fn scrub(result: Result<String, String>, secrets: &[impl AsRef<str>]) -> Result<
         }
         text
     };
-    result.map(clean).map_err(clean)
+    result.map(clean).map_err(|e| e.map_text(clean))
 }
 
 #[cfg(test)]
@@ -513,7 +550,7 @@ mod tests {
     #[test]
     fn targets_resolve_or_fail_clearly() {
         let c = config("[channels.telegram]\ntoken_env = \"TG\"\n[channels.discord.webhooks]\nalerts = \"DA\"\n");
-        let err = |d, t| send(d, t).route(&c).err().unwrap_or_default();
+        let err = |d, t| send(d, t).route(&c).err().map(|e| e.to_string()).unwrap_or_default();
         assert_eq!(err(Deliver::Channel, "slack:#ops"), "no slack channel is configured; nothing was sent");
         assert_eq!(err(Deliver::Channel, "webhook:x"), "no webhook channel is configured; nothing was sent");
         assert!(err(Deliver::Notification, "telegram").contains("channels.telegram has no home"));
@@ -535,8 +572,8 @@ mod tests {
     #[test]
     fn secrets_are_scrubbed_from_details() {
         let url = "https://discord.example/api/webhooks/123/abcdefghijkl";
-        let r = scrub(Err(format!("Cannot POST /api/webhooks/123/abcdefghijkl at {url}")), &url_secrets(url));
-        assert_eq!(r, Err("Cannot POST *** at ***".to_string()));
+        let r = scrub(Err(DeliverError::Refused(format!("Cannot POST /api/webhooks/123/abcdefghijkl at {url}"))), &url_secrets(url));
+        assert_eq!(r, Err(DeliverError::Refused("Cannot POST *** at ***".to_string())));
         assert_eq!(scrub(Ok("t0ken-x".to_string()), &["t0ken-x"]), Ok("***".to_string()));
     }
 
@@ -560,7 +597,8 @@ mod tests {
         });
         let c = config(&format!("[channels.webhook.slow]\nurl = \"{url}/hook\"\n"));
         let r = send(Deliver::Channel, "webhook:slow").perform(&c, Duration::from_secs(1));
-        assert_eq!(r, Err("no answer from webhook within 1 s; the message may have been sent".to_string()));
+        assert_eq!(r, Err(DeliverError::MaybeSent("no answer from webhook within 1 s".to_string())));
+        assert_eq!(r.unwrap_err().to_string(), "no answer from webhook within 1 s; the message may have been sent");
         let _ = hold.join();
     }
 
@@ -570,6 +608,10 @@ mod tests {
         let d = deliver(&c, Deliver::Channel, "webhook:down", "hi", "send", chrono::Utc::now());
         assert!(!d.ok);
         assert!(d.detail.starts_with("cannot reach webhook"), "{}", d.detail);
+        // Nothing left the machine, and the error says so by its kind.
+        let e = send(Deliver::Channel, "webhook:down").perform(&c, TIMEOUT).unwrap_err();
+        assert!(matches!(&e, DeliverError::NotSent(t) if t.starts_with("cannot reach webhook")), "{e:?}");
+        assert!(matches!(send(Deliver::Channel, "sms:1").route(&c), Err(DeliverError::NotSent(_))));
         assert!(!d.detail.contains("127.0.0.1"), "{}", d.detail);
     }
 }
