@@ -66,8 +66,8 @@ impl<'a> Request<'a> {
 pub fn perform(config: &Config, request: &Request<'_>) -> Outcome {
     match Call::resolve(config, request) {
         Ok(None) => Outcome::ParkAgent,
-        Ok(Some(call)) => call.perform(config, request).unwrap_or_else(|error| Outcome::Failed { error }),
-        Err(error) => Outcome::Failed { error },
+        Ok(Some(call)) => call.perform(config, request).unwrap_or_else(|e| Outcome::Failed { error: e.to_string() }),
+        Err(e) => Outcome::Failed { error: e.to_string() },
     }
 }
 
@@ -76,15 +76,15 @@ pub fn perform(config: &Config, request: &Request<'_>) -> Outcome {
 pub fn generate(config: &Config, request: &Request<'_>) -> Result<Outcome, Failure> {
     match Call::resolve(config, request) {
         Ok(None) => Err(Failure::Unavailable(NO_BACKEND.into())),
-        Ok(Some(call)) => call.perform(config, request).map_err(Failure::BadGateway),
-        Err(error) => Err(Failure::BadGateway(error)),
+        Ok(Some(call)) => call.perform(config, request).map_err(|e| Failure::BadGateway(e.to_string())),
+        Err(e) => Err(Failure::BadGateway(e.to_string())),
     }
 }
 
 /// The model catalog. `openai`: the server's `GET /models` ids, cached per process until
 /// `refresh`; `command`: the configured models (default first, then the profiles'), no network.
 pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
-    match Kind::parse(&config.agent.backend).map_err(Failure::BadGateway)? {
+    match Kind::parse(&config.agent.backend).map_err(|e| Failure::BadGateway(e.to_string()))? {
         Kind::None => Err(Failure::Unavailable(NO_BACKEND.into())),
         Kind::Command => {
             let mut ids: Vec<String> = Vec::new();
@@ -97,7 +97,7 @@ pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
             Ok(ids)
         }
         Kind::OpenAi => {
-            let base = base_url(config).map_err(Failure::BadGateway)?;
+            let base = base_url(config).map_err(|e| Failure::BadGateway(e.to_string()))?;
             // Held across the request, so concurrent callers share one fetch.
             let mut cache = CATALOG.lock().unwrap_or_else(PoisonError::into_inner);
             if !refresh
@@ -106,7 +106,7 @@ pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
             {
                 return Ok(ids.clone());
             }
-            let ids = fetch_models(config, &base).map_err(|e| Failure::BadGateway(scrub(config, e)))?;
+            let ids = fetch_models(config, &base).map_err(|e| Failure::BadGateway(scrub(config, e).to_string()))?;
             *cache = Some((base.to_string(), ids.clone()));
             Ok(ids)
         }
@@ -151,6 +151,32 @@ pub fn profiles(config: &Config) -> Vec<Value> {
         .collect()
 }
 
+/// Why an agent step could not be performed; the text is the step's error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AgentError {
+    /// The configuration does not say how to perform it: the backend, the profile, the model, the
+    /// base URL or the agent command is missing or unknown.
+    #[error("{0}")]
+    Config(String),
+    /// The OpenAI-compatible backend was asked and gave no usable reply.
+    #[error("{0}")]
+    Backend(String),
+    /// The agent command gave no reply.
+    #[error("{0}")]
+    Command(String),
+}
+
+impl AgentError {
+    /// The same failure with its text changed (the API key taken out).
+    fn map_text(self, f: impl FnOnce(String) -> String) -> AgentError {
+        match self {
+            AgentError::Config(t) => AgentError::Config(f(t)),
+            AgentError::Backend(t) => AgentError::Backend(f(t)),
+            AgentError::Command(t) => AgentError::Command(f(t)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     None,
@@ -159,12 +185,12 @@ enum Kind {
 }
 
 impl Kind {
-    fn parse(name: &str) -> Result<Kind, String> {
+    fn parse(name: &str) -> Result<Kind, AgentError> {
         match name.trim() {
             "none" => Ok(Kind::None),
             "openai" => Ok(Kind::OpenAi),
             "command" => Ok(Kind::Command),
-            other => Err(format!("agent backend {other:?} is unknown: use \"openai\", \"command\" or \"none\"")),
+            other => Err(AgentError::Config(format!("agent backend {other:?} is unknown: use \"openai\", \"command\" or \"none\""))),
         }
     }
 }
@@ -179,7 +205,7 @@ struct Call<'c> {
 impl<'c> Call<'c> {
     /// `Ok(None)` when no backend serves the step (it parks); `Err` for a configuration gap
     /// (unknown profile or backend name, no model).
-    fn resolve(config: &'c Config, request: &Request<'_>) -> Result<Option<Call<'c>>, String> {
+    fn resolve(config: &'c Config, request: &Request<'_>) -> Result<Option<Call<'c>>, AgentError> {
         let global = Kind::parse(&config.agent.backend)?;
         let profile = match request.profile.filter(|p| !p.is_empty()) {
             None => None,
@@ -187,11 +213,13 @@ impl<'c> Call<'c> {
                 Some(p) => Some(p),
                 // With no backend at all the profile is only a label for whoever answers.
                 None if global == Kind::None => return Ok(None),
-                None => return Err(unknown_profile(config, name)),
+                None => return Err(AgentError::Config(unknown_profile(config, name))),
             },
         };
         let kind = match profile.and_then(|p| p.backend.as_deref()) {
-            Some(backend) => Kind::parse(backend).map_err(|e| format!("profile {:?}: {e}", request.profile.unwrap_or_default()))?,
+            Some(backend) => {
+                Kind::parse(backend).map_err(|e| AgentError::Config(format!("profile {:?}: {e}", request.profile.unwrap_or_default())))?
+            }
             None => global,
         };
         if kind == Kind::None {
@@ -205,22 +233,24 @@ impl<'c> Call<'c> {
             .or(config.agent.default_model.as_deref().filter(non_empty))
             .map(|m| m.trim().to_string());
         if kind == Kind::OpenAi && model.is_none() {
-            return Err("no model for this agent step: set the node's \"model\", its profile's model or [agent] default_model".into());
+            return Err(AgentError::Config(
+                "no model for this agent step: set the node's \"model\", its profile's model or [agent] default_model".into(),
+            ));
         }
         Ok(Some(Call { kind, model, system: profile.and_then(|p| p.system.as_deref()).filter(|s| !s.is_empty()) }))
     }
 
-    fn perform(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, String> {
+    fn perform(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, AgentError> {
         let result = match self.kind {
             Kind::OpenAi => self.chat(config, request),
             Kind::Command => self.command(config, request),
-            Kind::None => Err(NO_BACKEND.into()),
+            Kind::None => Err(AgentError::Config(NO_BACKEND.into())),
         };
         result.map_err(|e| scrub(config, e))
     }
 
     /// `POST {base_url}/chat/completions`.
-    fn chat(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, String> {
+    fn chat(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, AgentError> {
         let model = self.model.as_deref().unwrap_or_default();
         let url = endpoint(&base_url(config)?, "chat/completions");
         let mut messages = Vec::new();
@@ -233,8 +263,9 @@ impl<'c> Call<'c> {
             body["max_tokens"] = json!(max);
         }
         let answer = exchange(config, client(request.timeout)?.post(url.clone()).json(&body), &url, request.timeout)?;
-        let text = reply_text(&answer)
-            .ok_or_else(|| format!("the agent backend's answer has no choices[0].message.content: {}", excerpt(&answer.to_string())))?;
+        let text = reply_text(&answer).ok_or_else(|| {
+            AgentError::Backend(format!("the agent backend's answer has no choices[0].message.content: {}", excerpt(&answer.to_string())))
+        })?;
         let usage = &answer["usage"];
         let tokens = usage["total_tokens"]
             .as_u64()
@@ -247,9 +278,9 @@ impl<'c> Call<'c> {
     }
 
     /// The configured argv, prompt on standard input, reply on standard output.
-    fn command(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, String> {
+    fn command(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, AgentError> {
         let Some((program, args)) = config.agent.command.split_first().filter(|(p, _)| !p.is_empty()) else {
-            return Err("the command agent backend needs [agent] command = [\"program\", \"arg\", ...]".into());
+            return Err(AgentError::Config("the command agent backend needs [agent] command = [\"program\", \"arg\", ...]".into()));
         };
         let mut command = Command::new(program);
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -265,10 +296,14 @@ impl<'c> Call<'c> {
                 None => command.env_remove(name),
             };
         }
-        let child = process::spawn(&mut command).map_err(|e| format!("cannot start the agent command {program:?}: {e}"))?;
-        let stdout = supervise(child, request.prompt, request.timeout)?;
+        let child =
+            process::spawn(&mut command).map_err(|e| AgentError::Command(format!("cannot start the agent command {program:?}: {e}")))?;
+        let stdout = supervise(child, request.prompt, request.timeout).map_err(AgentError::Command)?;
         if stdout.len() > limits::STEP_OUTPUT_BYTES {
-            return Err(format!("the agent command's reply is over the {}-byte limit for output kept inline", limits::STEP_OUTPUT_BYTES));
+            return Err(AgentError::Command(format!(
+                "the agent command's reply is over the {}-byte limit for output kept inline",
+                limits::STEP_OUTPUT_BYTES
+            )));
         }
         let mut text = String::from_utf8_lossy(&stdout).into_owned();
         if text.ends_with('\n') {
@@ -302,13 +337,15 @@ fn reply_text(answer: &Value) -> Option<String> {
     }
 }
 
-fn base_url(config: &Config) -> Result<Url, String> {
+fn base_url(config: &Config) -> Result<Url, AgentError> {
     let raw = config.agent.base_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-    let raw = raw.ok_or("the openai agent backend needs [agent] base_url (for example \"http://127.0.0.1:11434/v1\")")?;
-    let url = Url::parse(raw).map_err(|e| format!("[agent] base_url is not a URL: {e}"))?;
+    let raw = raw.ok_or_else(|| {
+        AgentError::Config("the openai agent backend needs [agent] base_url (for example \"http://127.0.0.1:11434/v1\")".into())
+    })?;
+    let url = Url::parse(raw).map_err(|e| AgentError::Config(format!("[agent] base_url is not a URL: {e}")))?;
     match url.scheme() {
         "http" | "https" => Ok(url),
-        other => Err(format!("[agent] base_url must be http:// or https://, not {other}:")),
+        other => Err(AgentError::Config(format!("[agent] base_url must be http:// or https://, not {other}:"))),
     }
 }
 
@@ -320,13 +357,13 @@ fn endpoint(base: &Url, tail: &str) -> Url {
     url
 }
 
-fn client(timeout: Duration) -> Result<reqwest::blocking::Client, String> {
+fn client(timeout: Duration) -> Result<reqwest::blocking::Client, AgentError> {
     reqwest::blocking::Client::builder()
         .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(timeout)
         .timeout(timeout)
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        .map_err(|e| AgentError::Backend(format!("cannot build the HTTP client: {e}")))
 }
 
 /// The Bearer key, when `api_key_env` names a set, non-empty variable.
@@ -337,7 +374,11 @@ fn api_key(config: &Config) -> Option<String> {
 
 /// Sends a request (with the key, if any) and returns its JSON answer; a transport error, a
 /// non-2xx status or a body that is not JSON is an error quoting the status and the body.
-fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &Url, timeout: Duration) -> Result<Value, String> {
+fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &Url, timeout: Duration) -> Result<Value, AgentError> {
+    exchange_text(config, builder, url, timeout).map_err(AgentError::Backend)
+}
+
+fn exchange_text(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &Url, timeout: Duration) -> Result<Value, String> {
     let mut builder = builder;
     if let Some(key) = api_key(config) {
         let mut value = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
@@ -376,12 +417,12 @@ fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &U
 }
 
 /// `GET {base_url}/models` → the ids of `{data:[{id}]}`.
-fn fetch_models(config: &Config, base: &Url) -> Result<Vec<String>, String> {
+fn fetch_models(config: &Config, base: &Url) -> Result<Vec<String>, AgentError> {
     let url = endpoint(base, "models");
     let answer = exchange(config, client(CATALOG_TIMEOUT)?.get(url.clone()), &url, CATALOG_TIMEOUT)?;
-    let data = answer["data"]
-        .as_array()
-        .ok_or_else(|| format!("the agent backend's model list has no \"data\" array: {}", excerpt(&answer.to_string())))?;
+    let data = answer["data"].as_array().ok_or_else(|| {
+        AgentError::Backend(format!("the agent backend's model list has no \"data\" array: {}", excerpt(&answer.to_string())))
+    })?;
     Ok(data.iter().filter_map(|m| m["id"].as_str()).map(String::from).collect())
 }
 
@@ -407,10 +448,10 @@ fn excerpt(text: &str) -> String {
 }
 
 /// `error` without the API key, whatever echoed it.
-fn scrub(config: &Config, error: String) -> String {
+fn scrub(config: &Config, error: AgentError) -> AgentError {
     match api_key(config).map(|k| k.trim().to_string()).filter(|k| k.len() >= 4) {
-        Some(key) if error.contains(&key) => error.replace(&key, "[redacted]"),
-        _ => error,
+        Some(key) => error.map_text(|text| text.replace(&key, "[redacted]")),
+        None => error,
     }
 }
 
@@ -452,8 +493,33 @@ mod tests {
         assert_eq!(model(Some("bare"), None).as_deref(), Some("d"));
         assert_eq!(model(None, None).as_deref(), Some("d"));
         let err = Call::resolve(&c, &Request::new("hi", Some("nope"), None)).err().unwrap();
-        assert!(err.contains("unknown profile \"nope\""), "{err}");
+        assert!(matches!(&err, AgentError::Config(t) if t.contains("unknown profile \"nope\"")), "{err}");
         assert!(matches!(generate(&c, &Request::new("hi", Some("nope"), None)), Err(Failure::BadGateway(_))));
+    }
+
+    /// A failure says where it arose: the configuration, the backend or the agent command; its text
+    /// is the step's error.
+    #[test]
+    fn failures_are_typed_by_where_they_arise() {
+        let run = |toml: &str| {
+            let c = config(toml);
+            let request = Request::new("hi", None, None);
+            let call = Call::resolve(&c, &request)?.expect("a backend");
+            call.perform(&c, &request)
+        };
+        let e = run("[agent]\nbackend = \"bogus\"\n").unwrap_err();
+        assert_eq!(e, AgentError::Config("agent backend \"bogus\" is unknown: use \"openai\", \"command\" or \"none\"".into()));
+        let e = run("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"m\"\n").unwrap_err();
+        assert!(
+            matches!(&e, AgentError::Backend(t) if t.starts_with("cannot reach the agent backend at http://127.0.0.1:9/v1/chat/completions")),
+            "{e:?}"
+        );
+        let e = run("[agent]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"exit 1\"]\n").unwrap_err();
+        assert_eq!(e, AgentError::Command("the agent command exited with code 1".into()));
+        assert_eq!(
+            perform(&config("[agent]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"exit 1\"]\n"), &Request::new("hi", None, None)),
+            Outcome::Failed { error: e.to_string() }
+        );
     }
 
     #[test]
