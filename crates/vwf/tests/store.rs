@@ -1,10 +1,13 @@
 //! The store as a careless user or a failing machine leaves it, through the real `vwf` binary:
 //! run files that hold JSON that is not a run, a damaged run index, a store that cannot be
-//! written, and the debris of killed writers (`vwf doctor`, cleanup at start).
+//! written, and the debris of killed writers (`vwf doctor`, cleanup at start). Documents that
+//! are not runs are checked on both stores (`files::`, `postgres::`); the rest is about files.
 
 mod common;
 
-use common::Home;
+on_both_backends!(json_that_is_not_a_run_lists_as_an_unreadable_run_everywhere);
+
+use common::{Backend, Home};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
@@ -56,9 +59,8 @@ fn arbitrary_json(count: usize) -> Vec<Value> {
 
 // ---- a run file that holds JSON but not a run ----
 
-#[test]
-fn json_that_is_not_a_run_lists_as_an_unreadable_run_everywhere() {
-    let home = Home::new();
+fn json_that_is_not_a_run_lists_as_an_unreadable_run_everywhere(backend: Backend) {
+    let home = Home::with_backend(backend);
     home.save("hello", &hello());
     let real = run_hello(&home, "a");
     let file = common::run_file(&home, &real);
@@ -71,11 +73,11 @@ fn json_that_is_not_a_run_lists_as_an_unreadable_run_everywhere() {
         cut.as_object_mut().expect("object").remove(key);
         documents.push(cut);
     }
-    // Each document goes into the file of a run the store made (so the index lists it).
+    // Each document goes into the stored run of a run the store made (so the index lists it).
     let mut expected = Vec::new();
     for doc in &documents {
         let id = run_hello(&home, "b");
-        std::fs::write(home.runs_dir().join(format!("{id}.json")), doc.to_string()).expect("write a run file");
+        home.write_stored_run(&id, doc.to_string().as_bytes());
         let is_run = serde_json::from_value::<vwf_core::run::Run>(doc.clone()).is_ok();
         expected.push((id, is_run, doc));
     }

@@ -115,6 +115,24 @@ impl Home {
         }
     }
 
+    /// The home's store opened in the test process (to write many records at once).
+    pub fn store(&self) -> Box<dyn vwf::store::Store> {
+        match &self.database {
+            Some(url) => {
+                Box::new(vwf::store::PgStore::connect(&vwf::store::PgSettings::new(url.as_str())).expect("open the database store"))
+            }
+            None => Box::new(vwf::store::FileStore::new(self.path().to_path_buf())),
+        }
+    }
+
+    /// Removes run `id` from the store (a run the test made only to copy it).
+    pub fn forget_run(&self, id: &str) {
+        match &self.database {
+            Some(url) => pg::forget_run(url, id),
+            None => std::fs::remove_file(self.runs_dir().join(format!("{id}.json"))).expect("forget the run"),
+        }
+    }
+
     /// Takes run `id`'s cross-process lock (flock on its lock file; the session advisory lock
     /// on the database) and holds it until the value is dropped.
     pub fn hold_run_lock(&self, id: &str) -> HeldLock {

@@ -137,3 +137,11 @@ pub fn run_rows(url: &str) -> i64 {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM vwf_runs").fetch_one(&mut conn).await.expect("count runs")
     })
 }
+
+/// Deletes run `id`'s row.
+pub fn forget_run(url: &str, id: &str) {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query("DELETE FROM vwf_runs WHERE id = $1").bind(id).execute(&mut conn).await.expect("delete a run");
+    })
+}
