@@ -4,6 +4,7 @@
 pub mod app;
 pub mod assets;
 pub mod changes;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
@@ -16,6 +17,7 @@ pub mod render;
 pub mod runner;
 pub mod schedules;
 pub mod server;
+pub mod service;
 pub mod signals;
 pub mod slash;
 pub mod store;

@@ -1,9 +1,9 @@
 //! The agent tools over the Model Context Protocol: `vwf mcp` (standard input and output) and
 //! `/mcp` on `vwf serve` (streamable HTTP, behind the server's Host, token and Origin checks).
 //!
-//! MCP is one more caller of the tools (SPEC §11): the five contract tools go through
-//! `tools::call`, and two read-only listings (`workflow_design_list`, `workflow_runs_list`) read
-//! the store and the runner exactly as `GET /designs` and `GET /runs` do. Every call runs on a
+//! MCP is one more agent surface (SPEC §11): the five contract tools go through `tools::call`,
+//! the JSON adapter, and two read-only listings (`workflow_design_list`, `workflow_runs_list`)
+//! call the service layer exactly as `GET /designs` and `GET /runs` do. Every call runs on a
 //! blocking thread.
 //!
 //! Invariants:
@@ -25,8 +25,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 use vwf_core::limits::REQUEST_BODY_BYTES;
 
-use crate::app::{App, quiet};
-use crate::failure::Failure;
+use crate::app::App;
+use crate::failure::{Failure, guarded};
+use crate::service::Service;
 use crate::tools::{self, Reply};
 
 /// Where `vwf serve` mounts the streamable-HTTP endpoint.
@@ -50,24 +51,17 @@ pub const MCP_TOOL_NAMES: [&str; 7] = [
 /// Calls tool `name`: the five contract tools through `tools::call`, plus the two listings.
 pub(crate) fn call(app: &App, name: &str, args: &Value) -> Reply {
     match name {
-        "workflow_design_list" | "workflow_runs_list" => {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listing(app, name, args)));
-            match outcome {
-                Ok(Ok(body)) => Reply { status: 200, body },
-                Ok(Err(f)) => f.into(),
-                Err(_) => Failure::Internal(format!("internal error in {name}; nothing was changed")).into(),
-            }
-        }
+        "workflow_design_list" | "workflow_runs_list" => guarded(name, || listing(&Service::new(app), name, args)).into(),
         _ => tools::call(app, name, args),
     }
 }
 
-fn listing(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
+fn listing(service: &Service<'_>, name: &str, args: &Value) -> Result<Value, Failure> {
     let Some(args) = args.as_object() else {
         return Err(Failure::BadRequest("arguments must be a JSON object".into()));
     };
     if name == "workflow_design_list" {
-        return Ok(json!({"ok": true, "designs": app.store.list_designs()?}));
+        return Ok(json!({"ok": true, "designs": service.designs()?}));
     }
     let limit = match args.get("limit") {
         None | Some(Value::Null) => RUNS_DEFAULT,
@@ -76,14 +70,9 @@ fn listing(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
             _ => return Err(Failure::BadRequest(format!("\"limit\" must be a whole number from 1 to {RUNS_MAX}, not {v}"))),
         },
     };
-    runs(app, limit)
-}
-
-/// `{ok:true, runs}`, newest first: the entries of `GET /runs` (an unreadable run file is an
-/// `{ok:false, run_id, error}` entry, never a failed listing).
-pub(crate) fn runs(app: &App, limit: usize) -> Result<Value, Failure> {
-    let runs = app.runner(&quiet, false).list_results(limit)?;
-    Ok(json!({"ok": true, "runs": runs}))
+    // `{ok:true, runs}`, newest first: the entries of `GET /runs` (an unreadable run file is an
+    // `{ok:false, run_id, error}` entry, never a failed listing).
+    Ok(json!({"ok": true, "runs": service.runner().list_results(limit)?}))
 }
 
 // ---- the tool list ----

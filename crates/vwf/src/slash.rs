@@ -2,13 +2,15 @@
 //! reply. It never fails a turn: every problem becomes a line of the reply. It calls the same
 //! tools and runner as every other surface.
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Response;
 
-use crate::app::{App, quiet};
+use crate::app::App;
+use crate::failure::{Failure, guarded};
 use crate::render;
 use crate::runner::Answer;
-use crate::tools::{self, call};
-use vwf_core::run::Response;
+use crate::service::{ContractBody, Draft, SaveMode, Service, check_argument};
 
 pub const HELP: &str = "\
 /workflow — design and run workflows
@@ -23,39 +25,39 @@ pub const HELP: &str = "\
 
 /// Handles one `/workflow …` message.
 pub fn handle(app: &App, text: &str) -> String {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(app, text)));
-    outcome.unwrap_or_else(|_| "Sorry: /workflow hit an internal error. Nothing was changed by the failed part.".into())
+    guarded("/workflow", || Ok(dispatch(&Service::new(app), text)))
+        .unwrap_or_else(|_| "Sorry: /workflow hit an internal error. Nothing was changed by the failed part.".into())
 }
 
-fn dispatch(app: &App, text: &str) -> String {
+fn dispatch(service: &Service<'_>, text: &str) -> String {
     let text = text.trim();
     let rest = text.strip_prefix("/workflow").unwrap_or(text).trim_start();
     let (cmd, rest) = split_word(rest);
     match cmd {
         "" | "help" => HELP.to_string(),
-        "list" => match app.store.list_designs() {
+        "list" => match service.designs() {
             Ok(names) if names.is_empty() => "No saved designs yet. Start one with /workflow new <name>.".into(),
             Ok(names) => format!("Saved designs:\n{}", names.iter().map(|n| format!("  {n}")).collect::<Vec<_>>().join("\n")),
             Err(e) => format!("Could not list designs: {e}"),
         },
         "new" => {
             let (name, _) = split_word(rest);
-            match tools::new_design(app, name, None) {
-                Ok((path, _)) => format!(
-                    "Created blank design {name} at {path}.\nAdd nodes and edges, then /workflow save {name} <json> and /workflow validate {name}."
+            match service.create(name, None) {
+                Ok(created) => format!(
+                    "Created blank design {name} at {}.\nAdd nodes and edges, then /workflow save {name} <json> and /workflow validate {name}.",
+                    created.path
                 ),
                 Err(e) => format!("Could not create {name:?}: {e}"),
             }
         }
         "open" => {
             let (name, _) = split_word(rest);
-            let reply = call(app, "workflow_design_load", &json!({"name": name}));
-            match reply.body.get("graph") {
-                Some(g) => format!(
+            match design_name(name).and_then(|n| service.load(&n)) {
+                Ok(g) => format!(
                     "Design {name}:\n{}\nEdit it and save with /workflow save {name} <json>.",
-                    serde_json::to_string_pretty(g).unwrap_or_default()
+                    serde_json::to_string_pretty(&g).unwrap_or_default()
                 ),
-                None => error_line(&reply.body),
+                Err(f) => error_line(&f),
             }
         }
         "save" => {
@@ -63,21 +65,18 @@ fn dispatch(app: &App, text: &str) -> String {
             if json_text.trim().is_empty() {
                 return format!("Usage: /workflow save {name} <json>");
             }
-            let reply = call(app, "workflow_design_save", &json!({"name": name, "graph": json_text}));
-            if reply.body["ok"] == true {
-                format!("Saved {name} ({} nodes) to {}.", reply.body["nodes"], reply.body["path"].as_str().unwrap_or(""))
-            } else {
-                let mut out = error_line(&reply.body);
-                for e in reply.body.get("errors").and_then(Value::as_array).into_iter().flatten() {
-                    out.push_str(&format!("\n  - {}", e["message"].as_str().unwrap_or("")));
-                }
-                out
+            match design_name(name).and_then(|n| service.save(&n, &Value::String(json_text.to_string()), SaveMode::Replace)) {
+                Ok(Ok(saved)) => format!("Saved {name} ({} nodes) to {}.", saved.nodes, saved.path),
+                Ok(Err(refusal)) => refused(&refusal.body()),
+                Err(f) => error_line(&f),
             }
         }
         "validate" => {
             let (name, _) = split_word(rest);
-            let reply = call(app, "workflow_design_validate", &json!({"name": name}));
-            if reply.status == 200 { render::report(name, &reply.body) } else { error_line(&reply.body) }
+            match design_name(name).and_then(|n| service.validate(&Draft::Saved(n))) {
+                Ok(report) => render::report(name, &serde_json::to_value(report).unwrap_or_default()),
+                Err(f) => error_line(&f),
+            }
         }
         "run" => {
             let (name, rest) = split_word(rest);
@@ -86,7 +85,7 @@ fn dispatch(app: &App, text: &str) -> String {
                 return "Retry needs the id of the failed run: /workflow run retry <run_id>".to_string();
             }
             if name == "retry" {
-                return match app.runner(&quiet, false).retry(maybe_id) {
+                return match run_id(maybe_id).and_then(|id| service.retry(&id)) {
                     Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
                     Err(e) => format!("Could not retry {maybe_id}: {e}"),
                 };
@@ -99,22 +98,36 @@ fn dispatch(app: &App, text: &str) -> String {
                     Err(e) => return format!("The input after the design name must be JSON: {e}"),
                 }
             };
-            let reply = call(app, "workflow_design_run", &json!({"name": name, "input": input}));
-            if reply.body.get("run_id").is_some() { render::run_summary(&reply.body, render::Reader::Chat) } else { refusal(&reply.body) }
+            // The input is an argument like the tools' (held to the nesting limit as a whole).
+            let started = check_argument("input", &input).and_then(|()| service.run(&design_name(name)?, input, |_| {}));
+            match started {
+                Ok(Ok(run)) => render::run_summary(&run.result(), render::Reader::Chat),
+                Ok(Err(refusal)) => refused(&refusal.body()),
+                Err(f) => error_line(&f),
+            }
         }
         "approve" => {
-            let (run_id, rest) = split_word(rest);
+            let (id, rest) = split_word(rest);
             let (gate, answer) = split_word(rest);
             if answer.trim().is_empty() {
                 return "Usage: /workflow approve <run> <gate> <answer>".into();
             }
-            match app.runner(&quiet, false).respond(run_id, gate, Answer::Respond(Response::Answer(answer.trim().to_string()))) {
+            let answer = Answer::Respond(Response::Answer(answer.trim().to_string()));
+            match run_id(id).and_then(|run| service.respond(&run, gate, answer)) {
                 Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
-                Err(e) => format!("Could not answer {gate} of run {run_id}: {e}"),
+                Err(e) => format!("Could not answer {gate} of run {id}: {e}"),
             }
         }
         other => format!("Unknown /workflow command {other:?}.\n\n{HELP}"),
     }
+}
+
+fn design_name(name: &str) -> Result<DesignName, Failure> {
+    DesignName::parse(name).map_err(Failure::BadRequest)
+}
+
+fn run_id(id: &str) -> Result<RunId, Failure> {
+    RunId::parse(id).map_err(Failure::BadRequest)
 }
 
 fn split_word(s: &str) -> (&str, &str) {
@@ -125,12 +138,13 @@ fn split_word(s: &str) -> (&str, &str) {
     }
 }
 
-fn error_line(body: &Value) -> String {
-    format!("Error: {}", body.get("error").and_then(Value::as_str).unwrap_or("unknown error"))
+fn error_line(f: &Failure) -> String {
+    format!("Error: {f}")
 }
 
-fn refusal(body: &Value) -> String {
-    let mut out = error_line(body);
+/// A design's refusal: its summary, then each error.
+fn refused(body: &Value) -> String {
+    let mut out = format!("Error: {}", body.get("error").and_then(Value::as_str).unwrap_or("unknown error"));
     for e in body.get("errors").and_then(Value::as_array).into_iter().flatten() {
         out.push_str(&format!("\n  - {}", e["message"].as_str().unwrap_or("")));
     }

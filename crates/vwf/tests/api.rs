@@ -137,6 +137,8 @@ const SECTION_13: &[(&str, &str)] = &[
     ("DELETE", "/designs/{name}"),
     // Beyond §13: the design model the canvas and the schedules page read.
     ("GET", "/schema"),
+    // Beyond §13: importing an agent.json document, as `vwf import` does.
+    ("POST", "/import"),
 ];
 
 #[test]
@@ -1211,4 +1213,151 @@ fn json_mode_prints_the_addresses_as_one_line() {
     let url = v["url"].as_str().unwrap();
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with('/'), "{v}");
     assert_eq!(v["api"], format!("{}{PREFIX}", url.trim_end_matches('/')));
+}
+
+// ---- path parameters and import ----
+
+/// Every route with a `{name}` or `{run_id}` segment refuses a bad one with a 400 carrying the
+/// rule's own message (the core's), before anything is read or written; a good one gets past.
+#[test]
+fn bad_names_and_run_ids_in_paths_are_400s_with_the_rules_message() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let names = ["-dash", "bad!", "x".repeat(65).as_str(), "caf%C3%A9", "a%20b", "_lead"].map(str::to_string);
+    let ids = ["0123456789a", "0123456789abc", "0123456789AB", "zzzzzzzzzzzz", "01234%2056789"].map(str::to_string);
+    let name_routes = [
+        ("GET", "/designs/{}"),
+        ("POST", "/designs/{}"),
+        ("DELETE", "/designs/{}"),
+        ("POST", "/designs/{}/validate"),
+        ("POST", "/designs/{}/run"),
+        ("POST", "/designs/{}/schedule"),
+    ];
+    let id_routes = [("GET", "/runs/{}"), ("POST", "/runs/{}/respond"), ("POST", "/runs/{}/retry")];
+    let stored = || home.files().into_iter().filter(|f| f.extension().is_none_or(|e| e != "lock")).collect::<Vec<_>>();
+    let before = stored();
+    let mut cases = 0;
+    let mut check = |method: &str, route: &str, raw: &str, expected: Result<(), String>| {
+        let path = route.replace("{}", raw);
+        let req = match method {
+            "GET" => server.client.get(server.url(&path)),
+            "DELETE" => server.client.delete(server.url(&path)),
+            _ => server.client.post(server.url(&path)).json(&json!({})),
+        };
+        let (status, body) = send(server.authed(req));
+        match expected {
+            Err(message) => assert_eq!((status, body), (400, json!({"ok": false, "error": message})), "{method} {path}"),
+            Ok(()) => assert_ne!((status, body["error"].as_str().unwrap_or("").contains("name")), (400, true), "{method} {path}"),
+        }
+        cases += 1;
+    };
+    for raw in &names {
+        let decoded = percent_decode(raw);
+        let expected = vwf_core::names::DesignName::parse(&decoded).map(|_| ());
+        assert!(expected.is_err(), "{decoded:?} should be a bad name");
+        for (method, route) in name_routes {
+            check(method, route, raw, expected.clone());
+        }
+    }
+    for raw in &ids {
+        let expected = vwf_core::names::RunId::parse(&percent_decode(raw)).map(|_| ());
+        assert!(expected.is_err(), "{raw:?} should be a bad run id");
+        for (method, route) in id_routes {
+            check(method, route, raw, expected.clone());
+        }
+    }
+    // A good name reaches the handler (a missing design is a 404, not a 400).
+    assert_eq!(server.get("/designs/fine-name").0, 404);
+    assert_eq!(server.get("/runs/0123456789ab").0, 404);
+    eprintln!("{cases} bad path parameters refused");
+    assert_eq!(stored(), before, "a refused request writes nothing");
+}
+
+fn percent_decode(raw: &str) -> String {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            out.push(u8::from_str_radix(&raw[i + 1..i + 3], 16).expect("hex"));
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// An agent.json document with a good workflow and one whose design has errors (a condition
+/// with no branches to take).
+fn agent_document() -> Value {
+    json!({"workflows": {
+        "greet": {"trigger": {"type": "manual"}, "activities": [{"name": "say", "type": "output"}]},
+        "broken": {"trigger": {"type": "manual"}, "activities": [{"name": "check", "type": "condition", "expr": "out.start.n >"}]}
+    }})
+}
+
+/// `POST /import` saves what `vwf import` saves, skips existing names unless `overwrite: true`,
+/// answers a refused workflow as a 200 `ok:false` with its errors, and is guarded like every
+/// state-changing route (token, Origin); a malformed request writes nothing.
+#[test]
+fn import_over_http_saves_skips_and_refuses_as_the_cli_does() {
+    let home = Home::new();
+    let token = "import-token";
+    write_config(&home, &format!("[server]\ntoken_env = \"{TOKEN_VAR}\"\n"));
+    let server = Server::start_with(&home, Options { token: Some(token), ..Options::default() });
+    let stored = || home.files().into_iter().filter(|f| f.extension().is_none_or(|e| e != "lock")).collect::<Vec<_>>();
+    let before = stored();
+
+    // Guarded: no token, a foreign Origin, and malformed bodies write nothing.
+    let (status, _) = send(server.client.post(server.url("/import")).json(&json!({"document": agent_document()})));
+    assert_eq!(status, 401);
+    let foreign = server
+        .authed(server.client.post(server.url("/import")))
+        .header("Origin", "https://evil.example")
+        .json(&json!({"document": agent_document()}));
+    assert_eq!(send(foreign).0, 403);
+    for (body, message) in [
+        (json!({}), "missing \"document\" (the agent.json document)"),
+        (json!({"document": "text"}), "\"document\" must be a JSON object (the agent.json document), got a string"),
+        (json!({"document": agent_document(), "overwrite": "yes"}), "\"overwrite\" must be true or false"),
+    ] {
+        assert_eq!(server.post("/import", body.clone()), (400, json!({"ok": false, "error": message})), "{body}");
+    }
+    assert_eq!(stored(), before, "refused requests write nothing");
+
+    let (status, body) = server.post("/import", json!({"document": agent_document()}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["ok"], false, "a refused workflow makes the import not ok: {body}");
+    let by_name = |body: &Value, name: &str| body["designs"].as_array().unwrap().iter().find(|d| d["name"] == name).cloned().unwrap();
+    assert_eq!(by_name(&body, "greet")["status"], "saved", "{body}");
+    let broken = by_name(&body, "broken");
+    assert_eq!(broken["status"], "refused", "{body}");
+    assert!(broken["error"].as_str().unwrap().starts_with("the design has"), "{body}");
+    assert!(!broken["errors"].as_array().unwrap().is_empty(), "{body}");
+    assert!(body["notes"].is_array(), "{body}");
+    assert_eq!(server.get("/designs/greet").0, 200);
+    assert_eq!(server.get("/designs/broken").0, 404, "a refused workflow is not saved");
+
+    // The CLI imports the same document to the same answer (but for how to overwrite).
+    let file = home.path().join("agent.json");
+    std::fs::write(&file, agent_document().to_string()).unwrap();
+    let (code, cli) = home.json(&["import", file.to_str().unwrap()]);
+    assert_eq!(code, 5, "{cli}");
+    let again = server.post("/import", json!({"document": agent_document()})).1;
+    assert_eq!(
+        by_name(&again, "greet"),
+        json!({"name": "greet", "status": "skipped", "reason": "a design with this name exists (use \"overwrite\": true)"})
+    );
+    assert_eq!(
+        by_name(&cli, "greet"),
+        json!({"name": "greet", "status": "skipped", "reason": "a design with this name exists (use --overwrite)"})
+    );
+    assert_eq!(by_name(&again, "broken"), by_name(&cli, "broken"));
+    assert_eq!(again["notes"], cli["notes"]);
+
+    let (status, body) = server.post("/import", json!({"document": agent_document(), "overwrite": true}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(by_name(&body, "greet")["status"], "saved", "{body}");
 }

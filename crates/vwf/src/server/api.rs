@@ -1,17 +1,19 @@
 //! The routes of SPEC §13 under `/api/plugins/visual-workflow`, and the router around them.
 //!
-//! Each handler checks what it was given (names and run ids before any path is built, query
-//! values, the body's JSON shape), then calls the function the CLI calls (a tool, the runner,
-//! the schedules module, the agent and delivery drivers) inside `spawn_blocking`, and answers the
-//! JSON it returns. No rule of the contract lives here; only the HTTP mapping does: a `Failure`
-//! becomes its status with `{ok:false, error}`, a design problem stays a 200 with its body.
+//! Each handler checks what it was given (names and run ids by the `Valid` extractor before any
+//! path is built, query values, the body's JSON shape), then calls the operation the CLI calls
+//! (the service layer, the schedules module, the agent and delivery drivers) inside
+//! `spawn_blocking`, and answers the contract body of its typed answer. No rule of the contract
+//! lives here; only the HTTP mapping does: handlers answer `Result<_, Failure>`, a `Failure`
+//! becoming its status with `{ok:false, error}`; a design problem stays a 200 with its body.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{from_fn_with_state, map_response};
 use axum::response::{IntoResponse, Response};
@@ -23,10 +25,11 @@ use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 
-use crate::app::{App, quiet};
+use crate::app::App;
 use crate::assets::{self, WebFile};
-use crate::failure::Failure;
-use crate::tools::{self, Reply};
+use crate::failure::{Failure, guarded};
+use crate::service::{ContractBody, Draft, SaveMode, Service};
+use crate::tools;
 
 use super::openapi;
 use super::security::{self, Guard};
@@ -104,6 +107,8 @@ pub(crate) enum RequestBody {
     Respond,
     /// `{payload?}`.
     Emit,
+    /// `{document, overwrite?}`: an agent.json document.
+    Import,
 }
 
 /// The kinds of 200 answers.
@@ -131,6 +136,8 @@ pub(crate) enum Answer {
     Emitted,
     /// The design model (`vwf_core::schema`).
     Schema,
+    /// `{ok, designs: [{name, status, …}], notes}`.
+    Imported,
     OpenApi,
     /// The Prometheus text format (not JSON).
     Metrics,
@@ -358,6 +365,17 @@ pub(crate) const ROUTES: &[Route] = &[
         handler: || post(emit),
     },
     Route {
+        method: "POST",
+        path: "/import",
+        summary: "Save an agent.json document's workflows as designs (existing names skipped unless overwrite:true)",
+        path_params: &[],
+        query: &[],
+        body: Some(RequestBody::Import),
+        answer: A::Imported,
+        errors: &[413, 415],
+        handler: || post(import),
+    },
+    Route {
         method: "GET",
         path: "/metrics",
         summary: "Metrics in the Prometheus text format (version 0.0.4)",
@@ -488,43 +506,52 @@ pub(crate) fn error(status: StatusCode, message: String) -> Response {
     (status, axum::Json(json!({"ok": false, "error": message}))).into_response()
 }
 
-fn reply(reply: Reply) -> Response {
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(reply.body)).into_response()
-}
+/// What a JSON route answers: the contract body, or the failure's status and `{ok:false, error}`.
+type Answered = Result<axum::Json<Value>, Failure>;
 
-fn failure(f: Failure) -> Response {
-    reply(f.into())
-}
-
-/// A body that succeeded, or the failure's status and body.
-fn answer(result: Result<Value, Failure>) -> Reply {
-    match result {
-        Ok(body) => Reply { status: 200, body },
-        Err(f) => f.into(),
-    }
-}
-
-/// Runs `work` (store, runner, tools: all blocking) on a blocking thread.
-async fn blocking(state: &AppState, work: impl FnOnce(&App) -> Reply + Send + 'static) -> Response {
+/// Runs `work` (the service: store, runner, drivers, all blocking) on a blocking thread.
+async fn blocking(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Answered {
     let app = state.app.clone();
-    match tokio::task::spawn_blocking(move || work(&app)).await {
-        Ok(r) => reply(r),
+    match tokio::task::spawn_blocking(move || work(&Service::new(&app))).await {
+        Ok(answer) => answer.map(axum::Json),
         Err(e) => {
             eprintln!("vwf serve: a request handler failed: {e}");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "internal error while handling the request".into())
+            Err(Failure::Internal("internal error while handling the request".into()))
         }
     }
 }
 
 // ---- request parts ----
 
-fn design_name(name: &str) -> Result<DesignName, Failure> {
-    DesignName::parse(name).map_err(Failure::BadRequest)
+/// A value a path parameter must parse as before a handler runs.
+pub(crate) trait PathValue: Sized {
+    fn parse_path(text: &str) -> Result<Self, String>;
 }
 
-fn run_id(id: &str) -> Result<RunId, Failure> {
-    RunId::parse(id).map_err(Failure::BadRequest)
+impl PathValue for DesignName {
+    fn parse_path(text: &str) -> Result<Self, String> {
+        DesignName::parse(text)
+    }
+}
+
+impl PathValue for RunId {
+    fn parse_path(text: &str) -> Result<Self, String> {
+        RunId::parse(text)
+    }
+}
+
+/// The one path parameter of a route, parsed: `Valid<DesignName>` for `{name}`, `Valid<RunId>`
+/// for `{run_id}`. A bad one is a 400 with the rule it breaks, before any path is built from it
+/// and before the body is read.
+pub(crate) struct Valid<T>(pub T);
+
+impl<S: Send + Sync, T: PathValue + Send> FromRequestParts<S> for Valid<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Path(text) = Path::<String>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        T::parse_path(&text).map(Valid).map_err(|e| Failure::BadRequest(e).into_response())
+    }
 }
 
 /// The JSON object a POST carries: an empty body is `{}` (every body field is optional somewhere);
@@ -564,8 +591,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonArgs {
         }
         match vwf_core::json::parse_slice(&bytes) {
             Ok(Value::Object(map)) => Ok(JsonArgs(map)),
-            Ok(_) => Err(failure(Failure::BadRequest("the request body must be a JSON object".into()))),
-            Err(e) => Err(failure(Failure::BadRequest(e.about("the request body is")))),
+            Ok(_) => Err(Failure::BadRequest("the request body must be a JSON object".into()).into_response()),
+            Err(e) => Err(Failure::BadRequest(e.about("the request body is")).into_response()),
         }
     }
 }
@@ -586,49 +613,59 @@ fn flag(params: &HashMap<String, String>, key: &str) -> Result<bool, Failure> {
         .ok_or_else(|| Failure::BadRequest(format!("{key}={given:?}: use {key}=1 or {key}=0")))
 }
 
-/// The design document of a body's `graph`: over HTTP it is a JSON object (the CLI and the tools
-/// also take it as JSON text); anything else is a malformed request, not a design problem.
-fn graph_arg(body: &Map<String, Value>) -> Result<Option<Value>, Failure> {
-    match body.get("graph") {
-        None => Ok(None),
-        Some(graph @ Value::Object(_)) => Ok(Some(graph.clone())),
-        Some(other) => Err(Failure::BadRequest(format!(
-            "\"graph\" must be a JSON object (the design document), got {}",
-            vwf_core::view::kind_name(other)
-        ))),
+/// A body's `true`/`false` switch `key`; absent or null is `default`.
+fn switch(body: &Map<String, Value>, key: &str, default: bool) -> Result<bool, Failure> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(on)) => Ok(*on),
+        Some(_) => Err(Failure::BadRequest(format!("\"{key}\" must be true or false"))),
     }
+}
+
+/// The JSON object of a body's `key`: over HTTP a document is a JSON object (the CLI and the
+/// tools also take a graph as JSON text); anything else is a malformed request, not a design
+/// problem.
+fn object_arg(body: &Map<String, Value>, key: &str, what: &str) -> Result<Option<Value>, Failure> {
+    match body.get(key) {
+        None => Ok(None),
+        Some(doc @ Value::Object(_)) => Ok(Some(doc.clone())),
+        Some(other) => {
+            Err(Failure::BadRequest(format!("\"{key}\" must be a JSON object ({what}), got {}", vwf_core::view::kind_name(other))))
+        }
+    }
+}
+
+/// The design document of a body's `graph`.
+fn graph_arg(body: &Map<String, Value>) -> Result<Option<Value>, Failure> {
+    object_arg(body, "graph", "the design document")
 }
 
 // ---- routes ----
 
-async fn models(State(s): State<AppState>, Query(params): Params) -> Response {
-    let refresh = match flag(&params, "refresh") {
-        Ok(r) => r,
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| {
-        answer(crate::exec::agent::models(&app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models})))
+async fn models(State(s): State<AppState>, Query(params): Params) -> Answered {
+    let refresh = flag(&params, "refresh")?;
+    blocking(&s, move |service| {
+        crate::exec::agent::models(&service.app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models}))
     })
     .await
 }
 
-async fn profiles(State(s): State<AppState>) -> Response {
+async fn profiles(State(s): State<AppState>) -> axum::Json<Value> {
     let config = &s.app.drivers.config;
-    let body = json!({"ok": true, "profiles": crate::exec::agent::profiles(config), "backend": crate::exec::agent::backend(config)});
-    reply(Reply { status: 200, body })
+    axum::Json(json!({"ok": true, "profiles": crate::exec::agent::profiles(config), "backend": crate::exec::agent::backend(config)}))
 }
 
-async fn channels(State(s): State<AppState>) -> Response {
+async fn channels(State(s): State<AppState>) -> axum::Json<Value> {
     let channels = crate::exec::deliver::channels(&s.app.drivers.config.channels);
-    reply(Reply { status: 200, body: json!({"ok": true, "channels": channels}) })
+    axum::Json(json!({"ok": true, "channels": channels}))
 }
 
-async fn list_designs(State(s): State<AppState>) -> Response {
-    blocking(&s, |app| answer(app.store.list_designs().map(|names| json!({"ok": true, "designs": names})).map_err(Failure::from))).await
+async fn list_designs(State(s): State<AppState>) -> Answered {
+    blocking(&s, |service| Ok(json!({"ok": true, "designs": service.designs()?}))).await
 }
 
-async fn templates(State(s): State<AppState>) -> Response {
-    blocking(&s, |_| Reply { status: 200, body: assets::templates() }).await
+async fn templates(State(s): State<AppState>) -> Answered {
+    blocking(&s, |_| Ok(assets::templates())).await
 }
 
 /// The design name whose path the template list had before it moved to `/templates`.
@@ -637,222 +674,170 @@ const OLD_TEMPLATES_NAME: &str = "templates";
 /// One saved graph. `GET /designs/templates` was the template list before `/templates`: clients
 /// of that path still get the list, until a design takes the name (then the design wins, so a
 /// design called `templates` is as reachable as any other).
-async fn load_design(State(s): State<AppState>, Path(name): Path<String>) -> Response {
-    let name = match design_name(&name) {
-        Ok(n) => n,
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| {
-        let loaded = tools::call(app, "workflow_design_load", &json!({"name": name.as_str()}));
-        if loaded.status == 404 && name.as_str() == OLD_TEMPLATES_NAME {
-            return Reply { status: 200, body: assets::templates() };
-        }
-        loaded
+async fn load_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| match service.load(&name) {
+        Err(Failure::NotFound(_)) if name.as_str() == OLD_TEMPLATES_NAME => Ok(assets::templates()),
+        loaded => Ok(json!({"ok": true, "graph": loaded?})),
     })
     .await
 }
 
 /// `{graph}` saves; `{graph, create: true}` saves only under a name no design has (the
 /// dashboard's "new design" forms), so a new design never replaces one.
-async fn save_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
-    let request = design_name(&name).and_then(|name| {
-        let mode = match body.get("create") {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => tools::SaveMode::Replace,
-            Some(Value::Bool(true)) => tools::SaveMode::Create,
-            Some(_) => return Err(Failure::BadRequest("\"create\" must be true or false".into())),
-        };
-        let graph = graph_arg(&body)?.ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
-        Ok((name, graph, mode))
-    });
-    let (name, graph, mode) = match request {
-        Ok(parts) => parts,
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| answer(tools::save_design(app, &name, &graph, mode))).await
+async fn save_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let mode = if switch(&body, "create", false)? { SaveMode::Create } else { SaveMode::Replace };
+    let graph = graph_arg(&body)?.ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
+    blocking(&s, move |service| Ok(service.save(&name, &graph, mode)?.body())).await
+}
+
+async fn delete_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| Ok(service.delete(&name)?.body())).await
 }
 
 /// The validator's report; with `scope=1` also what each node's templates and condition may name
 /// (`scopes`, the rule the report applies), for a canvas that offers only what is in scope.
-async fn delete_design(State(s): State<AppState>, Path(name): Path<String>) -> Response {
-    let name = match design_name(&name) {
-        Ok(n) => n,
-        Err(f) => return failure(f),
+async fn validate_design(
+    State(s): State<AppState>,
+    Valid(name): Valid<DesignName>,
+    Query(params): Params,
+    JsonArgs(body): JsonArgs,
+) -> Answered {
+    let draft = match graph_arg(&body)? {
+        Some(graph) => Draft::Graph(graph),
+        None => Draft::Saved(name),
     };
-    blocking(&s, move |app| answer(tools::delete_design(app, &name))).await
-}
-
-async fn validate_design(State(s): State<AppState>, Path(name): Path<String>, Query(params): Params, JsonArgs(body): JsonArgs) -> Response {
-    let request = design_name(&name).and_then(|name| Ok((name, graph_arg(&body)?, flag(&params, "scope")?)));
-    let (name, graph, with_scopes) = match request {
-        Ok(parts) => parts,
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| {
-        let args = match &graph {
-            Some(graph) => json!({"graph": graph}),
-            None => json!({"name": name.as_str()}),
-        };
-        let mut report = tools::call(app, "workflow_design_validate", &args);
-        if with_scopes && report.status == 200 {
-            let graph = graph.or_else(|| app.store.load_design(&name).ok());
+    let with_scopes = flag(&params, "scope")?;
+    blocking(&s, move |service| {
+        let mut report = serde_json::to_value(service.validate(&draft)?).map_err(|e| Failure::Internal(e.to_string()))?;
+        if with_scopes {
+            let graph = match draft {
+                Draft::Graph(graph) => Some(graph),
+                Draft::Saved(name) => service.load(&name).ok(),
+            };
             let scopes = graph.as_ref().and_then(vwf_core::validate::scopes).and_then(|s| serde_json::to_value(s).ok());
-            if let (Some(body), Some(scopes)) = (report.body.as_object_mut(), scopes) {
+            if let (Some(body), Some(scopes)) = (report.as_object_mut(), scopes) {
                 body.insert("scopes".into(), scopes);
             }
         }
-        report
+        Ok(report)
     })
     .await
 }
 
 /// Runs a design until it is done or parked; with `wait: false` answers as soon as the run is
 /// saved (status `running`) and drives it on in the background, so a page can follow it live.
-async fn run_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
-    let request = design_name(&name).and_then(|name| match body.get("wait") {
-        None | Some(Value::Null) | Some(Value::Bool(true)) => Ok((name, true)),
-        Some(Value::Bool(false)) => Ok((name, false)),
-        Some(_) => Err(Failure::BadRequest("\"wait\" must be true or false".into())),
-    });
-    let (name, wait) = match request {
-        Ok(parts) => parts,
-        Err(f) => return failure(f),
-    };
+async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let wait = switch(&body, "wait", true)?;
     let input = body.get("input").cloned().unwrap_or(Value::Null);
     if wait {
-        return blocking(&s, move |app| tools::call(app, "workflow_design_run", &json!({"name": name.as_str(), "input": input}))).await;
+        return blocking(&s, move |service| Ok(service.run(&name, input, |_| {})?.body())).await;
     }
     let app = s.app.clone();
-    let (tx, rx) = tokio::sync::oneshot::channel::<Reply>();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, Failure>>();
     tokio::task::spawn_blocking(move || {
         let mut tx = Some(tx);
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tools::run_design(&app, &name, input, |run| {
+        let service = Service::new(&app);
+        let outcome = guarded(&format!("starting a run of {name}"), || {
+            let started = |run: &Run| {
                 if let Some(tx) = tx.take() {
-                    let _ = tx.send(Reply { status: 200, body: run.result() });
+                    let _ = tx.send(Ok(run.result()));
                 }
-            })
-        }));
+            };
+            Ok(service.run(&name, input, started)?.body())
+        });
         // Not started (a refusal, a failure before the run was saved): that is the answer.
         if let Some(tx) = tx.take() {
-            let reply = match outcome {
-                Ok(result) => result.unwrap_or_else(Reply::from),
-                Err(_) => Failure::Internal(format!("internal error while starting a run of {name}")).into(),
-            };
-            let _ = tx.send(reply);
+            let _ = tx.send(outcome);
         }
     });
-    match rx.await {
-        Ok(r) => reply(r),
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal error while starting the run".into()),
-    }
+    rx.await.unwrap_or_else(|_| Err(Failure::Internal("internal error while starting the run".into()))).map(axum::Json)
 }
 
-async fn list_schedules(State(s): State<AppState>) -> Response {
-    blocking(&s, |app| answer(crate::schedules::cli::execute(app, &crate::schedules::cli::ScheduleCmd::List).map(|out| out.body))).await
+async fn list_schedules(State(s): State<AppState>) -> Answered {
+    blocking(&s, |service| crate::schedules::cli::execute(service.app, &crate::schedules::cli::ScheduleCmd::List).map(|out| out.body)).await
 }
 
-async fn schedule_design(State(s): State<AppState>, Path(name): Path<String>, JsonArgs(body): JsonArgs) -> Response {
-    let name = match design_name(&name) {
-        Ok(n) => n,
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| {
-        let now = app.clock.now();
-        answer(crate::schedules::upsert(app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job})))
+async fn schedule_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    blocking(&s, move |service| {
+        let now = service.app.clock.now();
+        crate::schedules::upsert(service.app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job}))
     })
     .await
 }
 
 /// The dry run of `POST /designs/{name}/schedule`: the same core functions, nothing written. A
 /// schedule problem is a 200 `{ok:false, error, field}` (it is the answer a form asks for).
-async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> Response {
+async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> axum::Json<Value> {
     use vwf_core::schedule;
     let now = s.app.clock.now();
     let preview = schedule::schedule_from_value(&Value::Object(body)).and_then(|spec| {
         let r = crate::schedules::resolve(&spec, now)?;
         Ok(json!({"ok": true, "cron": r.cron, "human": r.human, "tz": r.tz, "next_run_at": r.next_run_at.map(|t| vwf_core::time::format(&t))}))
     });
-    let body = preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field}));
-    reply(Reply { status: 200, body })
+    axum::Json(preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field})))
 }
 
-async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Response {
-    blocking(&s, move |app| {
-        let now = app.clock.now();
-        answer(crate::schedules::action(app, &job_id, &action, now))
+async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| {
+        let now = service.app.clock.now();
+        crate::schedules::action(service.app, &job_id, &action, now)
     })
     .await
 }
 
-async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Response {
-    let request = (|| {
-        let limit = match params.get("limit") {
-            None => RUNS_DEFAULT,
-            Some(v) => match v.parse::<usize>() {
-                Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
-                _ => return Err(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
-            },
-        };
-        let get = |key: &str| params.get(key).map(String::as_str);
-        let filter = RunFilter::parse(get("design"), get("status"), get("trigger"), get("id")).map_err(Failure::BadRequest)?;
-        let before = get("before").map(run_id).transpose()?;
-        Ok((limit, filter, before))
-    })();
-    let (limit, filter, before) = match request {
-        Ok(parts) => parts,
-        Err(f) => return failure(f),
+async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Answered {
+    let limit = match params.get("limit") {
+        None => RUNS_DEFAULT,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
+            _ => return Err(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
+        },
     };
-    blocking(&s, move |app| {
-        let page = app.runner(&quiet, false).list_page(&filter, before.as_ref(), limit);
-        answer(page.map(|page| json!({"ok": true, "runs": page.runs, "next": page.next})))
+    let get = |key: &str| params.get(key).map(String::as_str);
+    let filter = RunFilter::parse(get("design"), get("status"), get("trigger"), get("id")).map_err(Failure::BadRequest)?;
+    let before = get("before").map(RunId::parse).transpose().map_err(Failure::BadRequest)?;
+    blocking(&s, move |service| {
+        let page = service.runs(&filter, before.as_ref(), limit)?;
+        Ok(json!({"ok": true, "runs": page.runs, "next": page.next}))
     })
     .await
 }
 
-async fn open_run(State(s): State<AppState>, Path(id): Path<String>, Query(params): Params) -> Response {
-    let (id, with_plan) = match run_id(&id).and_then(|id| Ok((id, flag(&params, "plan")?))) {
-        Ok(parts) => parts,
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| {
-        answer(app.runner(&quiet, false).open(id.as_str()).map(|run| {
-            let mut result = run.result();
-            if with_plan && let Some(obj) = result.as_object_mut() {
-                obj.insert("plan".into(), serde_json::to_value(&run.plan).unwrap_or(Value::Null));
-            }
-            result
-        }))
+async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Query(params): Params) -> Answered {
+    let with_plan = flag(&params, "plan")?;
+    blocking(&s, move |service| {
+        let run = service.open(&id)?;
+        let mut result = run.result();
+        if with_plan && let Some(obj) = result.as_object_mut() {
+            obj.insert("plan".into(), serde_json::to_value(&run.plan).unwrap_or(Value::Null));
+        }
+        Ok(result)
     })
     .await
 }
 
-async fn respond(State(s): State<AppState>, Path(id): Path<String>, JsonArgs(mut body): JsonArgs) -> Response {
-    let id = match run_id(&id) {
-        Ok(id) => id,
-        Err(f) => return failure(f),
-    };
-    body.insert("run_id".into(), id.as_str().into());
-    blocking(&s, move |app| tools::call(app, "workflow_design_respond", &Value::Object(body))).await
+async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+    let (node, answer) = tools::respond_args(&body)?;
+    blocking(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
 }
 
-async fn retry(State(s): State<AppState>, Path(id): Path<String>, JsonArgs(_): JsonArgs) -> Response {
-    let id = match run_id(&id) {
-        Ok(id) => id,
-        Err(f) => return failure(f),
-    };
-    blocking(&s, move |app| answer(app.runner(&quiet, false).retry(id.as_str()).map(|run| run.result()))).await
+async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| Ok(service.retry(&id)?.body())).await
 }
 
-async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Response {
+async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Answered {
     let payload = body.get("payload").cloned().unwrap_or(Value::Null);
-    blocking(&s, move |app| {
-        answer(app.runner(&quiet, false).emit(&event, payload, 0).map(|emission| {
-            let runs: Vec<Value> = emission.runs.iter().map(Run::result).collect();
-            let skipped: Vec<Value> = emission.skipped.iter().map(|(design, why)| json!({"design": design, "reason": why})).collect();
-            json!({"ok": true, "event": event, "runs": runs, "skipped": skipped})
-        }))
-    })
-    .await
+    blocking(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
+}
+
+/// Imports an agent.json `document`: each workflow is saved as a design, skipped (a design has
+/// the name and `overwrite` is not true) or refused with its errors (a 200 `ok:false`, as a
+/// design problem is everywhere); `notes` say what could not be mapped.
+async fn import(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> Answered {
+    let document = object_arg(&body, "document", "the agent.json document")?
+        .ok_or_else(|| Failure::BadRequest("missing \"document\" (the agent.json document)".into()))?;
+    let overwrite = switch(&body, "overwrite", false)?;
+    blocking(&s, move |service| Ok(service.import(&document, overwrite).body("\"overwrite\": true"))).await
 }
 
 /// The metrics, in the Prometheus text format; the parked-runs gauge is counted from the store.

@@ -170,6 +170,19 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
             false,
             with_example(object(&[], json!({"payload": {"description": "The event payload, any JSON."}})), json!({"payload": {"n": 1}})),
         ),
+        RequestBody::Import => (
+            true,
+            with_example(
+                object(
+                    &["document"],
+                    json!({
+                        "document": {"type": "object", "description": "An agent.json document: {workflows: {name: workflow, ...}} (or a list, or one workflow)."},
+                        "overwrite": {"type": ["boolean", "null"], "description": "true: replace designs that have a workflow's name (else they are skipped)."}
+                    }),
+                ),
+                json!({"document": {"workflows": {"hello": {"trigger": {"type": "manual"}, "activities": []}}}}),
+            ),
+        ),
         RequestBody::Schedule => {
             (true, with_example(reference("ScheduleRequest"), json!({"preset": "daily", "time": "09:00", "tz": "Europe/Berlin"})))
         }
@@ -280,6 +293,24 @@ fn answer_schema(answer: Answer) -> Value {
             "type": "object",
             "required": ["node_fields", "node_types", "trigger_modes", "schedule_presets", "design_fields", "http_methods", "limits"],
             "description": "The design model, read from the same constants as the validator (vwf schema prints it)."
+        }),
+        Answer::Imported => json!({
+            "type": "object", "required": ["ok", "designs", "notes"], "additionalProperties": false,
+            "properties": {
+                "ok": {"type": "boolean", "description": "false when a workflow was refused (its design has errors)."},
+                "designs": {"type": "array", "items": {
+                    "type": "object", "required": ["name", "status"], "additionalProperties": false,
+                    "properties": {
+                        "name": {"type": "string"},
+                        "status": {"enum": ["saved", "skipped", "refused"]},
+                        "path": {"type": "string", "description": "saved: where."},
+                        "reason": {"type": "string", "description": "skipped: why."},
+                        "error": {"type": "string", "description": "refused: why."},
+                        "errors": {"description": "refused: the design's errors (null when the save itself failed).", "anyOf": [{"type": "null"}, {"type": "array", "items": reference("Issue")}]}
+                    }
+                }},
+                "notes": {"type": "array", "items": {"type": "string"}, "description": "What could not be mapped, one line each."}
+            }
         }),
         Answer::OpenApi => json!({"type": "object", "required": ["openapi", "info", "paths"]}),
         Answer::Metrics => json!({"type": "string"}),

@@ -1,0 +1,363 @@
+//! One function per `vwf` command: each parses its arguments, calls the service layer (or the
+//! part it starts), prints the answer, and gives the exit code.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+use vwf_core::listing::RunFilter;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::{Response, Status};
+
+use super::{REFUSED, failure_code, pretty, run_code, show_run};
+use crate::app::{App, parse_json, read_arg};
+use crate::failure::Failure;
+use crate::render;
+use crate::runner::Answer;
+use crate::schedules::cli::ScheduleCmd;
+use crate::service::{ContractBody, Draft, ImportStatus, SaveMode, Service};
+use crate::{slash as chat, tools};
+
+/// How many recent runs `vwf run` looks at for timed waits that are due.
+const RESUME_SCAN: usize = 200;
+
+fn design_name(name: &str) -> Result<DesignName, Failure> {
+    DesignName::parse(name).map_err(Failure::BadRequest)
+}
+
+fn run_id(id: &str) -> Result<RunId, Failure> {
+    RunId::parse(id).map_err(Failure::BadRequest)
+}
+
+/// Prints a design's refusal: its body with `--json`, else the summary and each error on
+/// standard error.
+fn refused(body: &Value, json: bool) -> u8 {
+    if json {
+        say!("{}", pretty(body));
+    } else {
+        eprintln!("error: {}", body.get("error").and_then(Value::as_str).unwrap_or(""));
+        for e in body.get("errors").and_then(Value::as_array).into_iter().flatten() {
+            eprintln!("  - {}", e.get("message").and_then(Value::as_str).unwrap_or(""));
+        }
+    }
+    REFUSED
+}
+
+pub(super) fn list(service: &Service<'_>, json: bool) -> Result<u8, Failure> {
+    let names = service.designs()?;
+    if json {
+        say!("{}", pretty(&json!({"ok": true, "designs": names})));
+    } else if names.is_empty() {
+        say!("No saved designs in {}. Create one with `vwf new <name>`.", service.app.home.display());
+    } else {
+        let rows: Vec<Vec<String>> = names.iter().map(|n| vec![n.clone()]).collect();
+        say!("{}", render::table(&["DESIGN"], &rows));
+    }
+    Ok(0)
+}
+
+pub(super) fn new(service: &Service<'_>, json: bool, name: &str, from: Option<&str>) -> Result<u8, Failure> {
+    let created = service.create(name, from)?;
+    let path = &created.path;
+    if json {
+        say!("{}", pretty(&json!({"ok": true, "path": path, "graph": created.graph})));
+    } else if let Some(template) = from {
+        say!("Created design {name} from template {template} at {path}\nEdit it, then `vwf validate {name}` and `vwf run {name}`.");
+    } else {
+        say!(
+            "Created blank design {name} at {path}\nEdit it (or save a graph with `vwf save {name} @file.json`), then `vwf validate {name}`."
+        );
+    }
+    Ok(0)
+}
+
+pub(super) fn delete(service: &Service<'_>, json: bool, name: &str) -> Result<u8, Failure> {
+    let deleted = service.delete(&design_name(name)?)?;
+    if json {
+        say!("{}", pretty(&deleted.body()));
+    } else {
+        say!("Deleted design {name}; its runs stay readable (`vwf runs --design {name}`).");
+        if let Some(job) = &deleted.schedule {
+            say!("Its schedule job {} is paused until the design is saved again and the job resumed.", job.job_id);
+        }
+    }
+    Ok(0)
+}
+
+pub(super) fn open(service: &Service<'_>, json: bool, name: &str) -> Result<u8, Failure> {
+    let graph = service.load(&design_name(name)?)?;
+    if json {
+        say!("{}", pretty(&json!({"ok": true, "graph": graph})));
+    } else {
+        say!("{}\n# saved at {}", pretty(&graph), name);
+    }
+    Ok(0)
+}
+
+pub(super) fn save(service: &Service<'_>, json: bool, name: &str, graph: &str) -> Result<u8, Failure> {
+    let graph = parse_json(&read_arg(graph)?, "the graph")?;
+    match service.save(&design_name(name)?, &graph, SaveMode::Replace)? {
+        Ok(saved) if json => say!("{}", pretty(&saved.body())),
+        Ok(saved) => say!("Saved {name} ({} nodes) to {}", saved.nodes, saved.path),
+        Err(refusal) => return Ok(refused(&refusal.body(), json)),
+    }
+    Ok(0)
+}
+
+pub(super) fn validate(service: &Service<'_>, json: bool, name: &str) -> Result<u8, Failure> {
+    let draft = if name == "-" || name.starts_with('@') {
+        Draft::Graph(parse_json(&read_arg(name)?, "the graph")?)
+    } else {
+        Draft::Saved(design_name(name)?)
+    };
+    let report = service.validate(&draft)?;
+    let body = serde_json::to_value(&report).map_err(|e| Failure::Internal(e.to_string()))?;
+    if json {
+        say!("{}", pretty(&body));
+    } else {
+        say!("{}", render::report(name, &body));
+    }
+    Ok(if report.ok { 0 } else { REFUSED })
+}
+
+pub(super) fn run(service: &Service<'_>, json: bool, name: &str, run_id: Option<&str>, input: Option<&str>) -> Result<u8, Failure> {
+    if name == "retry" {
+        let Some(id) = run_id else {
+            return Err(Failure::BadRequest(
+                "`vwf run retry` needs the id of the failed run to retry: vwf run retry <run_id> (`vwf runs --status failed` lists them)"
+                    .into(),
+            ));
+        };
+        let run = service.retry(&self::run_id(id)?)?;
+        return Ok(show_run(&run, json, true));
+    } else if let Some(extra) = run_id {
+        return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
+    }
+    let name = design_name(name)?;
+    // Looking for due waits is a courtesy: a listing that fails must not stop this run.
+    match service.runner().resume_due(RESUME_SCAN) {
+        Ok(resumed) if !json => {
+            for run in resumed {
+                eprintln!("resumed run {} of {} after its wait: {}", run.run_id, run.design, run.status.as_str().replace('_', " "));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: cannot look for runs whose wait is due: {e}"),
+    }
+    let input = match input {
+        Some(text) => parse_json(&read_arg(text)?, "--input")?,
+        None => Value::Null,
+    };
+    match service.run(&name, input, |_| {})? {
+        Ok(run) => Ok(show_run(&run, json, true)),
+        Err(refusal) if json => Ok(refused(&refusal.body(), true)),
+        Err(refusal) => {
+            eprintln!("{}", render::report(name.as_str(), &serde_json::to_value(&refusal.report).unwrap_or_default()));
+            Ok(REFUSED)
+        }
+    }
+}
+
+pub(super) fn approve(service: &Service<'_>, json: bool, id: &str, node: &str, answer: &str) -> Result<u8, Failure> {
+    let run = service.respond(&run_id(id)?, node, Answer::Respond(Response::Answer(answer.to_string())))?;
+    Ok(show_run(&run, json, true))
+}
+
+pub(super) fn respond(
+    service: &Service<'_>,
+    json: bool,
+    id: &str,
+    node: &str,
+    answer: Option<&str>,
+    output: Option<&str>,
+    generate: bool,
+) -> Result<u8, Failure> {
+    let how = match (answer, output, generate) {
+        (Some(a), None, false) => Answer::Respond(Response::Answer(a.to_string())),
+        (None, Some(o), false) => Answer::Respond(Response::Output(read_arg(o)?)),
+        (None, None, true) => Answer::Generate,
+        _ => return Err(Failure::BadRequest("give exactly one of --answer, --output or --generate".into())),
+    };
+    let run = service.respond(&run_id(id)?, node, how)?;
+    Ok(show_run(&run, json, true))
+}
+
+/// The filters of `vwf runs`, as given.
+pub(super) struct RunsQuery<'q> {
+    pub design: Option<&'q str>,
+    pub status: Option<&'q str>,
+    pub trigger: Option<&'q str>,
+    pub id: Option<&'q str>,
+}
+
+pub(super) fn runs(service: &Service<'_>, json: bool, limit: u16, query: RunsQuery<'_>, before: Option<&str>) -> Result<u8, Failure> {
+    let filter = RunFilter::parse(query.design, query.status, query.trigger, query.id).map_err(Failure::BadRequest)?;
+    let before = before.map(run_id).transpose()?;
+    let page = service.runs(&filter, before.as_ref(), usize::from(limit))?;
+    if json {
+        say!("{}", pretty(&json!({"ok": true, "runs": page.runs, "next": page.next})));
+        return Ok(0);
+    }
+    let filtered = filter != RunFilter::default() || before.is_some();
+    if page.runs.is_empty() {
+        say!("{}", if filtered { "No matching runs." } else { "No runs yet." });
+    } else {
+        let rows: Vec<Vec<String>> = page.runs.iter().map(render::run_row).collect();
+        say!("{}", render::table(&["RUN", "DESIGN", "STATUS", "CREATED", "NOTE"], &rows));
+    }
+    if let Some(next) = &page.next {
+        say!("Older runs may match: add --before {next}");
+    }
+    Ok(0)
+}
+
+pub(super) fn show(service: &Service<'_>, json: bool, id: &str) -> Result<u8, Failure> {
+    let run = service.open(&run_id(id)?)?;
+    Ok(show_run(&run, json, false))
+}
+
+pub(super) fn slash(app: &App, json: bool, text: &str) -> Result<u8, Failure> {
+    let reply = chat::handle(app, text);
+    if json {
+        say!("{}", pretty(&json!({"ok": true, "reply": reply})));
+    } else {
+        say!("{reply}");
+    }
+    Ok(0)
+}
+
+pub(super) fn import(service: &Service<'_>, json: bool, file: &str, overwrite: bool) -> Result<u8, Failure> {
+    let text = read_arg(&if file == "-" { file.to_string() } else { format!("@{file}") })?;
+    let doc = parse_json(&text, "the agent.json file")?;
+    let report = service.import(&doc, overwrite);
+    let code = if report.ok() { 0 } else { REFUSED };
+    if json {
+        say!("{}", pretty(&report.body("--overwrite")));
+        return Ok(code);
+    }
+    let rows: Vec<Vec<String>> = report
+        .designs
+        .iter()
+        .map(|d| {
+            let (status, detail) = match &d.status {
+                ImportStatus::Saved { path } => ("saved", path.clone()),
+                ImportStatus::Skipped => ("skipped", "a design with this name exists (use --overwrite)".to_string()),
+                ImportStatus::Refused { error, .. } => ("refused", error.clone()),
+            };
+            vec![d.name.clone(), status.to_string(), detail]
+        })
+        .collect();
+    if rows.is_empty() {
+        say!("No workflows found in {file}.");
+    } else {
+        say!("{}", render::table(&["DESIGN", "RESULT", "DETAIL"], &rows));
+    }
+    for note in &report.notes {
+        say!("note: {note}");
+    }
+    Ok(code)
+}
+
+pub(super) fn emit(service: &Service<'_>, json: bool, event: &str, payload: Option<&str>) -> Result<u8, Failure> {
+    let payload = match payload {
+        Some(text) => parse_json(&read_arg(text)?, "--payload")?,
+        None => Value::Null,
+    };
+    let emitted = service.emit(event, payload)?;
+    let emission = &emitted.emission;
+    if json {
+        say!("{}", pretty(&emitted.body()));
+    } else if emission.runs.is_empty() && emission.skipped.is_empty() {
+        say!("No design listens to {event}.");
+    } else {
+        for run in &emission.runs {
+            say!("{}", render::summary(&run.result(), false, render::Reader::Cli));
+        }
+        for (d, why) in &emission.skipped {
+            say!("{d}: not started ({why})");
+        }
+    }
+    Ok(if emission.runs.iter().any(|r| r.status == Status::Failed) { 1 } else { 0 })
+}
+
+pub(super) fn doctor(app: &App, json: bool, fix: bool) -> Result<u8, Failure> {
+    let report = crate::doctor::examine(app, fix);
+    if json {
+        say!("{}", pretty(&report.to_json(&app.home)));
+    } else {
+        say!("{}", report.to_text(&app.home));
+    }
+    Ok(if report.ok() { 0 } else { 1 })
+}
+
+pub(super) fn daemon(app: &App, json: bool) -> Result<u8, Failure> {
+    let _claim = crate::daemon::claim_home(app)?;
+    crate::doctor::tidy_at_start(&app.home, "vwf daemon");
+    let stop = crate::signals::stop_flag().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?;
+    let mut daemon = crate::daemon::Daemon::new(app);
+    daemon.tick(crate::clock::Clock::now(app.clock.as_ref()));
+    let watching = daemon.watching();
+    if json {
+        let designs: Vec<Value> = watching.iter().map(|w| json!({"design": w.design, "mode": w.mode, "detail": w.detail})).collect();
+        say!("{}", json!({"ok": true, "home": app.home, "watching": designs}));
+    } else if watching.is_empty() {
+        say!("vwf daemon on {}: no designs yet; saved designs are picked up as they appear. Stop with Ctrl-C.", app.home.display());
+    } else {
+        say!("vwf daemon on {} (stop with Ctrl-C)", app.home.display());
+        let rows: Vec<Vec<String>> = watching.iter().map(|w| vec![w.design.clone(), w.mode.clone(), w.detail.clone()]).collect();
+        say!("{}", render::table(&["DESIGN", "TRIGGER", "WHAT"], &rows));
+    }
+    daemon.run(&stop);
+    Ok(0)
+}
+
+pub(super) fn schedule(app: &App, json: bool, cmd: &ScheduleCmd) -> Result<u8, Failure> {
+    let out = crate::schedules::cli::execute(app, cmd)?;
+    if json {
+        say!("{}", pretty(&out.body));
+    } else {
+        say!("{}", out.text);
+    }
+    Ok(match out.status {
+        Some(status) => run_code(status),
+        None if out.body["ok"] == false => REFUSED,
+        None => 0,
+    })
+}
+
+pub(super) fn serve(app: &App, json: bool, bind: Option<&str>) -> Result<u8, Failure> {
+    crate::logs::init();
+    let server = crate::server::prepare(App::open(app.home.clone())?, bind)?;
+    // One line first, so whoever started the server learns its address from it.
+    if json {
+        say!("{}", json!({"ok": true, "url": server.url(), "api": server.api_url()}));
+    } else {
+        say!("visual-workflow serving {} (API at {}; stop with Ctrl-C)", server.url(), server.api_url());
+    }
+    server.run()?;
+    Ok(0)
+}
+
+pub(super) fn mcp(app: &App) -> Result<u8, Failure> {
+    // Standard output carries the protocol from here on: nothing else is printed there.
+    crate::mcp::serve_stdio(App::open(app.home.clone())?)?;
+    Ok(0)
+}
+
+/// `vwf tool NAME ARGS`: the agent tool's body, always as JSON; the exit code is the failure's,
+/// else the run's, else 5 for a design's errors.
+pub(super) fn tool(app: &App, name: &str, args: &str) -> Result<u8, Failure> {
+    let (body, code) = match tools::answer_text(app, name, &read_arg(args)?) {
+        Ok(body) => {
+            let code = match body.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok()) {
+                Some(status) => run_code(status),
+                None if body["ok"] == false && body.get("errors").is_some() => REFUSED,
+                None if body["ok"] == false => 2,
+                None => 0,
+            };
+            (body, code)
+        }
+        Err(f) => (f.body(), failure_code(&f)),
+    };
+    say!("{}", pretty(&body));
+    Ok(code)
+}

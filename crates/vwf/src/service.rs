@@ -1,0 +1,351 @@
+//! The operations every surface offers, as typed functions: create, save, load, delete, validate,
+//! run, respond, retry, open, list, emit and import. The CLI, the HTTP handlers, the chat command
+//! and the MCP listings call these; `tools::call` is only the JSON adapter for agents (it parses
+//! arguments, calls these, and serialises their answers).
+//!
+//! Invariants:
+//! - An operation answers `Result<T, Failure>`: `T` is what happened (a saved design, a run, an
+//!   emission, an import report), `Failure` why nothing (or, for a run, nothing more) was done.
+//! - A design with errors is not a failure: it is a [`Refusal`] inside the `Ok` ([`Checked`]),
+//!   which every surface answers as a 200 `{ok:false, error, errors}` (SPEC §13) or exit code 5.
+//! - Each typed answer serialises to the contract body in one place ([`ContractBody`]), so the
+//!   tools, the API and `vwf --json` print the same JSON.
+//! - A refused request writes nothing: names, graphs and arguments are checked before the store
+//!   is touched.
+
+use serde_json::{Value, json};
+use vwf_core::design::Design;
+use vwf_core::json;
+use vwf_core::listing::RunFilter;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::{Run, TriggerInfo};
+use vwf_core::validate::{self, Issue, Report};
+
+use crate::app::{App, quiet};
+use crate::failure::Failure;
+use crate::runner::{Answer, Emission, Progress, RunPage, Runner};
+use crate::schedules::Job;
+use crate::store::StoreError;
+
+/// What an operation that first checks a design answers: done, or the design's errors.
+pub type Checked<T> = Result<T, Refusal>;
+
+/// A typed answer as the contract's JSON body.
+pub trait ContractBody {
+    fn body(&self) -> Value;
+}
+
+impl ContractBody for Run {
+    fn body(&self) -> Value {
+        self.result()
+    }
+}
+
+impl<T: ContractBody> ContractBody for Checked<T> {
+    fn body(&self) -> Value {
+        match self {
+            Ok(done) => done.body(),
+            Err(refusal) => refusal.body(),
+        }
+    }
+}
+
+/// A design with errors was not saved or run: `{ok:false, error, errors}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub report: Report,
+}
+
+impl ContractBody for Refusal {
+    fn body(&self) -> Value {
+        json!({"ok": false, "error": self.report.refusal(), "errors": self.report.errors})
+    }
+}
+
+/// Whether a save may replace a design that has the name already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveMode {
+    Replace,
+    /// Only a new name: a design that exists is left as it is (`Failure::Conflict`).
+    Create,
+}
+
+/// A design saved: `{ok:true, name, path, nodes}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub name: DesignName,
+    pub path: String,
+    pub nodes: usize,
+}
+
+impl ContractBody for Saved {
+    fn body(&self) -> Value {
+        json!({"ok": true, "name": self.name.as_str(), "path": self.path, "nodes": self.nodes})
+    }
+}
+
+/// A design created by `new`: where it was written and its graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Created {
+    pub path: String,
+    pub graph: Value,
+}
+
+/// A design deleted: `{ok:true, name, deleted:true, schedule: job | null}`.
+#[derive(Debug, Clone)]
+pub struct Deleted {
+    pub name: DesignName,
+    /// The design's schedule job, now paused and saying why, if it had one.
+    pub schedule: Option<Job>,
+}
+
+impl ContractBody for Deleted {
+    fn body(&self) -> Value {
+        json!({"ok": true, "name": self.name.as_str(), "deleted": true, "schedule": self.schedule})
+    }
+}
+
+/// What `validate` checks: a saved design, or a draft document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Draft {
+    Saved(DesignName),
+    Graph(Value),
+}
+
+/// An event emitted: `{ok:true, event, runs, skipped: [{design, reason}]}`.
+#[derive(Debug, Default)]
+pub struct Emitted {
+    pub event: String,
+    pub emission: Emission,
+}
+
+impl ContractBody for Emitted {
+    fn body(&self) -> Value {
+        let runs: Vec<Value> = self.emission.runs.iter().map(Run::result).collect();
+        let skipped: Vec<Value> = self.emission.skipped.iter().map(|(design, why)| json!({"design": design, "reason": why})).collect();
+        json!({"ok": true, "event": self.event, "runs": runs, "skipped": skipped})
+    }
+}
+
+/// What became of one workflow of an imported agent.json.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImportStatus {
+    Saved {
+        path: String,
+    },
+    /// A design has the name and the import does not overwrite.
+    Skipped,
+    /// Not saved: the design's errors (`errors`), or why the save failed (`errors` absent).
+    Refused {
+        error: String,
+        errors: Option<Vec<Issue>>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedDesign {
+    pub name: String,
+    pub status: ImportStatus,
+}
+
+/// An agent.json imported: each workflow's fate, and the importer's notes on what it could not map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportReport {
+    pub designs: Vec<ImportedDesign>,
+    pub notes: Vec<String>,
+}
+
+impl ImportReport {
+    /// Whether every workflow was saved or skipped (none refused).
+    pub fn ok(&self) -> bool {
+        !self.designs.iter().any(|d| matches!(d.status, ImportStatus::Refused { .. }))
+    }
+
+    /// `{ok, designs: [{name, status, path | reason | error, errors}], notes}`; `how_to_overwrite`
+    /// is the surface's way to replace what was skipped (`--overwrite`, `overwrite=1`).
+    pub fn body(&self, how_to_overwrite: &str) -> Value {
+        let designs: Vec<Value> = self
+            .designs
+            .iter()
+            .map(|d| match &d.status {
+                ImportStatus::Saved { path } => json!({"name": d.name, "status": "saved", "path": path}),
+                ImportStatus::Skipped => json!({
+                    "name": d.name, "status": "skipped",
+                    "reason": format!("a design with this name exists (use {how_to_overwrite})")
+                }),
+                ImportStatus::Refused { error, errors } => json!({"name": d.name, "status": "refused", "error": error, "errors": errors}),
+            })
+            .collect();
+        json!({"ok": self.ok(), "designs": designs, "notes": self.notes})
+    }
+}
+
+/// The design `new` creates: a manual trigger and nothing else.
+pub fn blank_design() -> Value {
+    json!({
+        "description": "",
+        "nodes": [{"id": "start", "type": "trigger", "mode": "manual", "x": 40, "y": 120}],
+        "edges": []
+    })
+}
+
+/// Holds one argument to the nesting limit; the error names it (`"graph" is nested …`).
+pub fn check_argument(key: &str, value: &Value) -> Result<(), Failure> {
+    json::check(value).map_err(|e| Failure::BadRequest(e.about(&format!("\"{key}\" is"))))
+}
+
+/// The operations over one app, with the runner they drive runs with.
+pub struct Service<'a> {
+    pub app: &'a App,
+    runner: Runner<'a>,
+}
+
+impl<'a> Service<'a> {
+    /// For surfaces that answer when a run is done or parked: no progress, no sleeping through
+    /// waits (tools, the API, the chat command, MCP).
+    pub fn new(app: &'a App) -> Service<'a> {
+        Service { app, runner: app.runner(&quiet, false) }
+    }
+
+    /// For the CLI: `observer` hears of each step, and a run sleeps through its `wait` steps.
+    pub fn foreground(app: &'a App, observer: &'a dyn Fn(Progress<'_>)) -> Service<'a> {
+        Service { app, runner: app.runner(observer, true) }
+    }
+
+    pub fn runner(&self) -> &Runner<'a> {
+        &self.runner
+    }
+
+    /// The saved designs' names, sorted.
+    pub fn designs(&self) -> Result<Vec<String>, Failure> {
+        Ok(self.app.store.list_designs()?)
+    }
+
+    /// Creates a design, blank or a copy of the built-in template `from`; refuses to overwrite one
+    /// that exists.
+    pub fn create(&self, name: &str, from: Option<&str>) -> Result<Created, Failure> {
+        let name = DesignName::parse(name).map_err(Failure::BadRequest)?;
+        let graph = match from {
+            None => blank_design(),
+            Some(template) => crate::assets::template(template)
+                .map_err(|names| Failure::NotFound(format!("no template named {template:?}; the templates are: {}", names.join(", "))))?,
+        };
+        let path = self.app.store.create_design(&name, &graph).map_err(|e| match e {
+            StoreError::Exists(_) => {
+                Failure::Conflict(format!("design {:?} already exists; open it with `vwf open {name}`", name.as_str()))
+            }
+            e => e.into(),
+        })?;
+        Ok(Created { path, graph })
+    }
+
+    /// Validates `graph` (a design, or its JSON text) and saves it as `name`, its edge labels
+    /// normalised. A design with errors is refused and nothing is written.
+    pub fn save(&self, name: &DesignName, graph: &Value, mode: SaveMode) -> Result<Checked<Saved>, Failure> {
+        let graph = match graph {
+            Value::String(text) => json::parse(text).map_err(|e| Failure::BadRequest(e.about("\"graph\" is")))?,
+            other => {
+                check_argument("graph", other)?;
+                other.clone()
+            }
+        };
+        let report = validate::validate(&graph);
+        if !report.ok {
+            return Ok(Err(Refusal { report }));
+        }
+        let mut design = Design::from_value(&graph).map_err(|_| Failure::Internal("design changed while saving".into()))?;
+        design.normalize_labels();
+        let normalized = design.to_value();
+        let path = match mode {
+            SaveMode::Replace => self.app.store.save_design(name, &normalized)?,
+            SaveMode::Create => self.app.store.create_design(name, &normalized)?,
+        };
+        let nodes = normalized["nodes"].as_array().map_or(0, Vec::len);
+        Ok(Ok(Saved { name: name.clone(), path, nodes }))
+    }
+
+    /// A saved design's graph.
+    pub fn load(&self, name: &DesignName) -> Result<Value, Failure> {
+        Ok(self.app.store.load_design(name)?)
+    }
+
+    /// Deletes a saved design. Its runs stay readable (each keeps the plan it started with); its
+    /// schedule job, if any, is paused and says why. `NotFound` when no design has the name
+    /// (nothing is written then).
+    pub fn delete(&self, name: &DesignName) -> Result<Deleted, Failure> {
+        let schedule = crate::schedules::delete_design(self.app, name, || Ok(self.app.store.delete_design(name)?))?;
+        Ok(Deleted { name: name.clone(), schedule })
+    }
+
+    /// The validator's report on a saved design or a draft.
+    pub fn validate(&self, draft: &Draft) -> Result<Report, Failure> {
+        let report = match draft {
+            Draft::Saved(name) => validate::validate(&self.load(name)?),
+            Draft::Graph(graph) => {
+                check_argument("graph", graph)?;
+                validate::validate(graph)
+            }
+        };
+        Ok(report)
+    }
+
+    /// Runs saved design `name` by hand until it is done or parked. `started` hears of the run
+    /// once it is saved, before its first step.
+    pub fn run(&self, name: &DesignName, input: Value, started: impl FnOnce(&Run)) -> Result<Checked<Run>, Failure> {
+        let plan = match self.runner.compile(name)? {
+            Ok(plan) => plan,
+            Err(report) => return Ok(Err(Refusal { report })),
+        };
+        Ok(Ok(self.runner.start_then(plan, TriggerInfo::new("manual", input), started)?))
+    }
+
+    /// Answers a parked step of run `id` and drives the run on.
+    pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, Failure> {
+        self.runner.respond(id.as_str(), node, answer)
+    }
+
+    /// Retries a failed run from its failed step.
+    pub fn retry(&self, id: &RunId) -> Result<Run, Failure> {
+        self.runner.retry(id.as_str())
+    }
+
+    /// A run as it stands now (see [`Runner::open`]).
+    pub fn open(&self, id: &RunId) -> Result<Run, Failure> {
+        self.runner.open(id.as_str())
+    }
+
+    /// One page of runs, newest first.
+    pub fn runs(&self, filter: &RunFilter, before: Option<&RunId>, limit: usize) -> Result<RunPage, Failure> {
+        self.runner.list_page(filter, before, limit)
+    }
+
+    /// Emits `event`: every design whose event trigger takes it starts a run.
+    pub fn emit(&self, event: &str, payload: Value) -> Result<Emitted, Failure> {
+        let emission = self.runner.emit(event, payload, 0)?;
+        Ok(Emitted { event: event.to_string(), emission })
+    }
+
+    /// Turns an agent.json document's workflows into saved designs. A design that exists is
+    /// skipped unless `overwrite`; each workflow is saved as `save` saves (refused with its errors
+    /// when it has any); the others are saved whatever becomes of one.
+    pub fn import(&self, doc: &Value, overwrite: bool) -> ImportReport {
+        let imported = vwf_core::import::import_agent_json(doc);
+        let designs = imported
+            .designs
+            .iter()
+            .map(|(name, graph)| {
+                let parsed = DesignName::parse(name).map_err(Failure::BadRequest);
+                let status = match parsed {
+                    Ok(n) if self.app.store.design_exists(&n) && !overwrite => ImportStatus::Skipped,
+                    parsed => match parsed.and_then(|n| self.save(&n, graph, SaveMode::Replace)) {
+                        Ok(Ok(saved)) => ImportStatus::Saved { path: saved.path },
+                        Ok(Err(refusal)) => ImportStatus::Refused { error: refusal.report.refusal(), errors: Some(refusal.report.errors) },
+                        Err(f) => ImportStatus::Refused { error: f.to_string(), errors: None },
+                    },
+                };
+                ImportedDesign { name: name.clone(), status }
+            })
+            .collect();
+        ImportReport { designs, notes: imported.notes }
+    }
+}
