@@ -282,16 +282,27 @@ fn a_killed_retry_can_be_retried_again(backend: Backend) {
 
     let mut rng = XorShift(SEED ^ 0xdead_beef);
     let (mut retries_killed_mid_run, mut rounds) = (0, 0);
-    for _ in 0..15 {
+    // How long a process runs before it is killed: a random part of a quarter of a run, after a
+    // floor that moves up when a kill came before the run existed (a slow start: connecting to a
+    // database, a loaded machine) and down when it came after the run finished.
+    let mut floor = Duration::ZERO;
+    for _ in 0..120 {
+        if rounds == 15 {
+            break;
+        }
         // A run killed early, so most of it is left for the retry.
         let known = run_files(&home);
         let mut child = spawn_vwf(&home, &["run", "big"]);
-        std::thread::sleep(rng.below(window / 4));
+        std::thread::sleep(floor + rng.below(window / 4));
         let _ = child.kill();
         child.wait().expect("wait");
-        let Some(id) = run_files(&home).difference(&known).next().cloned() else { continue };
+        let Some(id) = run_files(&home).difference(&known).next().cloned() else {
+            floor += window / 20;
+            continue;
+        };
         let (_, first) = read_run_file(&home, &id);
         if first["status"] != "running" {
+            floor = floor.saturating_sub(window / 20);
             continue;
         }
         rounds += 1;
