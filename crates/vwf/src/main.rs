@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use vwf::app::{self, App};
-use vwf::cli::{self, Cli, Cmd};
+use vwf::cli::{self, Cli, Cmd, StoreCmd};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -20,6 +20,9 @@ fn main() -> ExitCode {
     }
     vwf::logs::init_if_asked();
     let home = app::resolve_home(cli.home.as_deref());
+    if let Cmd::Store { cmd: StoreCmd::Migrate } = &cli.cmd {
+        return cli::migrate(&home, cli.json);
+    }
     match App::open(home) {
         Ok(app) => cli::execute(&app, &cli),
         Err(f) => cli::fail(&f, cli.json),

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use common::Home;
 use common::server::eventually;
 use serde_json::json;
-use sqlx::Connection;
 use vwf::store::{PgSettings, PgStore, conformance};
 
 fn store() -> PgStore {
@@ -102,16 +101,7 @@ fn a_wrong_url_a_server_that_is_down_and_a_newer_schema_are_clear_errors_at_star
     // A database migrated by a newer vwf.
     let url = common::pg::fresh_database();
     PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(async {
-        let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
-        sqlx::query(
-            "INSERT INTO vwf_schema_migrations (version, description, success, checksum, execution_time) \
-             VALUES (99, 'from the future', true, '\\x00', 0)",
-        )
-        .execute(&mut conn)
-        .await
-        .expect("insert");
-    });
+    common::pg::record_a_newer_migration(&url);
     let (code, body) = start(&url);
     assert_eq!(code, 7, "{body}");
     assert!(body["error"].as_str().unwrap_or_default().contains("newer than this vwf knows"), "{body}");
@@ -186,71 +176,6 @@ fn a_second_instance_takes_over_from_one_killed_mid_step() {
     });
     assert_eq!(beats.len(), 1, "{beats:?}");
     assert_eq!(beats[0]["trigger"]["mode"], "heartbeat");
-}
-
-/// Everything a store holds, as JSON values in listing order, to compare two stores.
-fn everything(store: &dyn vwf::store::Store, jobs: &dyn vwf::store::JobStore) -> serde_json::Value {
-    use vwf_core::names::DesignName;
-    let designs: Vec<_> = store
-        .list_designs()
-        .expect("designs")
-        .into_iter()
-        .map(|n| (n.clone(), store.load_design(&DesignName::parse(&n).expect("name")).expect("design")))
-        .collect();
-    let runs: Vec<_> = store.list_runs(10_000).expect("runs").into_iter().map(|e| (e.id, e.run.expect("readable run"))).collect();
-    let schedules: Vec<_> =
-        jobs.list_jobs().expect("jobs").into_iter().map(|j| serde_json::to_value(j.expect("job")).expect("json")).collect();
-    let fires: Vec<_> = jobs.list_fires().expect("fires").into_iter().map(|(d, at)| (d.to_string(), at.to_rfc3339())).collect();
-    json!({"designs": designs, "runs": runs, "schedules": schedules, "fires": fires})
-}
-
-/// files → PostgreSQL → files again: every design, run (finished, parked, failed), schedule job and
-/// heartbeat state reads back equal, runs in the same order; a copy into a store that holds
-/// something is refused and writes nothing.
-#[test]
-fn a_store_copied_to_postgres_and_back_is_the_same_record_for_record() {
-    use vwf::store::copy::{Side, copy};
-    use vwf::store::{FileStore, JobStore};
-    let home = Home::new();
-    home.save(
-        "gate",
-        &json!({"nodes": [
-        {"id": "start", "type": "trigger", "mode": "manual"},
-        {"id": "gate", "type": "approval", "question": "ok {{trigger.n}}?", "deadline_minutes": 60},
-        {"id": "out", "type": "output", "template": "ünï {{trigger.n}}"}
-    ], "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "out", "label": "approve"}]}),
-    );
-    home.save("broken", &common::failing());
-    for n in 0..5 {
-        let (code, run) = home.json(&["run", "gate", "--input", &json!({"n": n, "deep": [[{"x": null}]]}).to_string()]);
-        assert_eq!(code, 6, "{run}");
-        if n % 2 == 0 {
-            let (code, _) = home.json(&["approve", run["run_id"].as_str().expect("id"), "gate", "approve"]);
-            assert_eq!(code, 0);
-        }
-    }
-    let (code, failed) = home.json(&["run", "broken"]);
-    assert_eq!(code, 1, "{failed}");
-    let (code, job) = home.json(&["schedule", "set", "gate", "--preset", "daily", "--time", "09:00", "--input", r#"{"n": 9}"#]);
-    assert_eq!(code, 0, "{job}");
-    let files = FileStore::new(home.path().to_path_buf());
-    files.record_fire(&vwf_core::names::DesignName::parse("gate").expect("name"), chrono::Utc::now()).expect("fire");
-    let source = everything(&files, &files);
-
-    let pg = store();
-    let copied = copy(&Side { store: &files, jobs: &files }, &Side { store: &pg, jobs: &pg }).expect("export");
-    assert_eq!((copied.designs, copied.runs, copied.schedules, copied.trigger_states), (2, 6, 1, 1), "{copied:?}");
-    assert!(copied.skipped.is_empty(), "{copied:?}");
-    assert_eq!(everything(&pg, &pg), source, "PostgreSQL holds what the files held");
-
-    let back_dir = tempfile::tempdir().expect("dir");
-    let back = FileStore::new(back_dir.path().to_path_buf());
-    copy(&Side { store: &pg, jobs: &pg }, &Side { store: &back, jobs: &back }).expect("import");
-    assert_eq!(everything(&back, &back), source, "the round trip changes nothing");
-
-    let refused = copy(&Side { store: &files, jobs: &files }, &Side { store: &pg, jobs: &pg }).expect_err("not empty");
-    assert!(refused.to_string().contains("holds designs, runs, schedule jobs already"), "{refused}");
-    assert_eq!(everything(&pg, &pg), source, "a refused copy wrote nothing");
 }
 
 /// Change notices cross instances: a store following changes hears every write another instance

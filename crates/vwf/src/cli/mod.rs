@@ -17,6 +17,7 @@ macro_rules! say {
 }
 
 mod commands;
+mod store;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ use crate::failure::Failure;
 use crate::render;
 use crate::runner::Progress;
 use crate::service::Service;
+pub use store::StoreCmd;
 
 /// `vwf --version`: the package version and the commit it was built from (`unknown` outside git).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("VWF_COMMIT"), ")");
@@ -176,6 +178,11 @@ pub enum Cmd {
         #[arg(long)]
         payload: Option<String>,
     },
+    /// The store as a whole: migrate its schema, export it to a file store, import one into it.
+    Store {
+        #[command(subcommand)]
+        cmd: StoreCmd,
+    },
     /// Fire heartbeat, folder and watch triggers and resume due waits until stopped (Ctrl-C).
     Daemon,
     /// Check a home: every design, run and schedule file parses, the run index matches the run
@@ -251,11 +258,23 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Doctor { fix } => c::doctor(app, json, *fix),
         Cmd::Daemon => c::daemon(app, json),
         Cmd::Schedule { cmd } => c::schedule(app, json, cmd),
+        Cmd::Store { cmd: StoreCmd::Export { to } } => store::export(app, json, to),
+        Cmd::Store { cmd: StoreCmd::Import { from } } => store::import(app, json, from),
         Cmd::Serve { bind } => c::serve(app, json, bind.as_deref()),
         Cmd::Mcp => c::mcp(app),
         Cmd::Tool { name, args } => c::tool(app, name, args),
-        // Answered before a home is opened.
+        // Answered before a home's store is opened.
+        Cmd::Store { cmd: StoreCmd::Migrate } => store::migrate(&app.home, json),
         Cmd::Completions { .. } | Cmd::Man { .. } | Cmd::Schema => Ok(0),
+    }
+}
+
+/// `vwf store migrate`: run before the home's store is opened, since opening a database store
+/// applies the migrations itself and there would be nothing left to report.
+pub fn migrate(home: &std::path::Path, json: bool) -> ExitCode {
+    match store::migrate(home, json) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => fail(&f, json),
     }
 }
 

@@ -33,8 +33,8 @@ use vwf_core::names::{DesignName, RunId};
 
 use super::{RunEntry, RunLock, Store, StoreError, index};
 
-const DESIGNS_DIR: &str = "workflow-designs";
-const RUNS_DIR: &str = "workflow-runs";
+pub(super) const DESIGNS_DIR: &str = "workflow-designs";
+pub(super) const RUNS_DIR: &str = "workflow-runs";
 pub(super) const LOCKS_DIR: &str = ".locks";
 /// Tries before giving up on finding an unused run id (2^48 ids: a second try is already rare).
 const ALLOCATE_ATTEMPTS: usize = 32;

@@ -128,15 +128,7 @@ impl PgStore {
     /// Connects and brings the schema up to date. A URL that cannot be parsed, a database that
     /// cannot be reached and a schema newer than this binary are errors naming the database.
     pub fn connect(settings: &PgSettings) -> Result<PgStore, StoreError> {
-        let shown = redact(&settings.url);
-        if !["postgres://", "postgresql://"].iter().any(|scheme| settings.url.starts_with(scheme)) {
-            return Err(StoreError::Io(format!(
-                "[store] url is not a PostgreSQL URL ({shown}): it starts with postgres:// or postgresql://"
-            )));
-        }
-        let options = PgConnectOptions::from_str(&settings.url)
-            .map_err(|e| StoreError::Io(format!("[store] url is not a PostgreSQL URL ({shown}): {e}")))?
-            .options([("statement_timeout", settings.statement_timeout.as_millis().to_string())]);
+        let (options, shown) = connect_options(settings)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("vwf-pg")
@@ -160,7 +152,33 @@ impl PgStore {
         })
     }
 
-    /// Applies the schema explicitly (`vwf store migrate`); `connect` does it too.
+    /// Connects on one connection, brings the schema up to date under the migration lock and says
+    /// what it applied (`vwf store migrate`), without opening a pool. A schema newer than this
+    /// binary is the same error as at connect.
+    pub fn migrate_at(settings: &PgSettings) -> Result<Migrated, StoreError> {
+        let (options, shown) = connect_options(settings)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Io(format!("cannot start the database runtime: {e}")))?;
+        let versions = runtime.block_on(async move {
+            let mut conn = PgConnection::connect_with(&options).await?;
+            let before = applied_versions(&mut conn).await?;
+            migrator().run(&mut conn).await.map_err(sqlx::Error::from)?;
+            let after = applied_versions(&mut conn).await?;
+            conn.close().await?;
+            Ok::<_, sqlx::Error>((before, after))
+        });
+        let (before, after) = versions.map_err(|e| StoreError::Io(connect_error(&shown, e)))?;
+        let applied = MIGRATIONS
+            .iter()
+            .filter(|(version, _, _)| after.contains(version) && !before.contains(version))
+            .map(|(version, name, _)| AppliedMigration { version: *version, name: (*name).to_string() })
+            .collect();
+        Ok(Migrated { database: shown, applied, version: after.iter().copied().max().unwrap_or_default() })
+    }
+
+    /// Applies the schema explicitly; `connect` does it too.
     pub fn migrate(&self) -> Result<(), StoreError> {
         let pool = self.pool();
         let shown = self.inner.shown.clone();
@@ -311,6 +329,47 @@ fn migrator() -> Migrator {
     migrator
 }
 
+/// What [`PgStore::migrate_at`] did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Migrated {
+    /// The database, without its password.
+    pub database: String,
+    /// The migrations this call applied, oldest first (none when the schema was up to date).
+    pub applied: Vec<AppliedMigration>,
+    /// The schema version the database is at now.
+    pub version: i64,
+}
+
+/// One embedded migration, by version and name.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AppliedMigration {
+    pub version: i64,
+    pub name: String,
+}
+
+/// The URL checked and read into connect options (with the statement timeout), and the URL as
+/// messages show it.
+fn connect_options(settings: &PgSettings) -> Result<(PgConnectOptions, String), StoreError> {
+    let shown = redact(&settings.url);
+    if !["postgres://", "postgresql://"].iter().any(|scheme| settings.url.starts_with(scheme)) {
+        return Err(StoreError::Io(format!("[store] url is not a PostgreSQL URL ({shown}): it starts with postgres:// or postgresql://")));
+    }
+    let options = PgConnectOptions::from_str(&settings.url)
+        .map_err(|e| StoreError::Io(format!("[store] url is not a PostgreSQL URL ({shown}): {e}")))?
+        .options([("statement_timeout", settings.statement_timeout.as_millis().to_string())]);
+    Ok((options, shown))
+}
+
+/// The versions the migrations table records as applied (none before the first migration).
+async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>, sqlx::Error> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL").bind(MIGRATIONS_TABLE).fetch_one(&mut *conn).await?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let sql = format!("SELECT version FROM {MIGRATIONS_TABLE} WHERE success ORDER BY version");
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *conn).await
+}
+
 /// A database error as a store error.
 fn db(e: sqlx::Error) -> StoreError {
     StoreError::Io(format!("database error: {e}"))
@@ -331,7 +390,7 @@ fn connect_error(shown: &str, e: sqlx::Error) -> String {
 }
 
 /// `postgres://user:secret@host/db` without the secret.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return "(a URL that cannot be read)".into() };
     let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
     let authority = match authority.rsplit_once('@') {

@@ -145,3 +145,25 @@ pub fn forget_run(url: &str, id: &str) {
         sqlx::query("DELETE FROM vwf_runs WHERE id = $1").bind(id).execute(&mut conn).await.expect("delete a run");
     })
 }
+
+/// Records a migration this vwf does not know (version 99), as a newer vwf would leave the database.
+pub fn record_a_newer_migration(url: &str) {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query(
+            "INSERT INTO vwf_schema_migrations (version, description, success, checksum, execution_time) \
+             VALUES (99, 'from the future', true, '\\x00', 0)",
+        )
+        .execute(&mut conn)
+        .await
+        .expect("record a migration");
+    })
+}
+
+/// The schema versions the database records as applied, oldest first.
+pub fn schema_versions(url: &str) -> Vec<i64> {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query_scalar("SELECT version FROM vwf_schema_migrations ORDER BY version").fetch_all(&mut conn).await.expect("versions")
+    })
+}
