@@ -325,8 +325,6 @@ fn an_empty_store_exports_and_imports_again(backend: Backend) {
     assert_eq!(code, 0, "{report}");
 }
 
-on_both_backends!(refused_copies_write_nothing, an_empty_store_exports_and_imports_again);
-
 /// Writes `count` run documents for `design` straight into a store (the way many runs pile up),
 /// each a real run's document with its own id, input and times; answers them in order of writing.
 fn write_runs(store: &dyn Store, design: &str, count: usize, template: &Value) -> Vec<String> {
@@ -478,3 +476,44 @@ fn store_migrate_says_what_it_applied_and_refuses_a_newer_schema() {
     assert!(body["error"].as_str().unwrap_or_default().contains("newer than this vwf knows"), "{body}");
     assert_eq!(common::pg::schema_versions(&url), before, "a refused migration changed the schema table");
 }
+
+/// Records the source cannot read (a run file, a design file, a schedule job file that are not
+/// JSON) are named in the report and not copied; everything else is, and the exit code is 1.
+fn unreadable_records_are_named_and_the_rest_is_copied(backend: Backend) {
+    let source = Home::new();
+    source.save("good", &common::failing());
+    source.save("bad", &common::failing());
+    let (code, run) = source.json(&["run", "good"]);
+    assert_eq!(code, 1, "{run}");
+    let (code, damaged) = source.json(&["run", "good"]);
+    assert_eq!(code, 1, "{damaged}");
+    let (code, job) = source.json(&["schedule", "set", "good", "--preset", "hourly", "--minute", "5"]);
+    assert_eq!(code, 0, "{job}");
+    let (code, job) = source.json(&["schedule", "set", "bad", "--preset", "hourly", "--minute", "7"]);
+    assert_eq!(code, 0, "{job}");
+    let damaged = run_id(&damaged);
+    source.write_stored_run(&damaged, b"{\"half\": ");
+    std::fs::write(source.path().join("workflow-designs/bad.json"), "not json").expect("damage a design");
+    std::fs::write(source.path().join("workflow-schedules/wf-bad.json"), "[").expect("damage a job");
+
+    let target = Home::with_backend(backend);
+    let (code, report) = target.json(&["store", "import", "--from", text(source.path())]);
+    assert_eq!((code, &report["ok"]), (1, &json!(false)), "{report}");
+    assert_eq!(counts(&report), [1, 1, 1, 0], "{report}");
+    let named: Vec<(&str, &str)> = report["unreadable"]
+        .as_array()
+        .expect("unreadable")
+        .iter()
+        .filter_map(|u| Some((u["kind"].as_str()?, u["name"].as_str()?)))
+        .collect();
+    assert_eq!(named, [("design", "bad"), ("run", damaged.as_str()), ("schedule job", "wf-bad")], "{report}");
+    assert!(report["error"].as_str().unwrap_or_default().contains("3 records"), "{report}");
+    let copied = home_contents(&target);
+    assert_eq!(copied["runs"][0][0], json!(run_id(&run)), "{copied}");
+}
+
+on_both_backends!(
+    refused_copies_write_nothing,
+    an_empty_store_exports_and_imports_again,
+    unreadable_records_are_named_and_the_rest_is_copied
+);
