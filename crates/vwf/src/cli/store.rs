@@ -48,11 +48,11 @@ fn database(home: &Path) -> Result<Option<PgSettings>, Failure> {
 /// `vwf store migrate`.
 pub(super) fn migrate(home: &Path, json: bool) -> Result<u8, Failure> {
     let Some(settings) = database(home)? else {
-        let message = format!("the file store at {} has no schema: nothing to migrate", home.display());
+        let why = format!("the file store at {} has no schema", home.display());
         if json {
-            say!("{}", pretty(&json!({"ok": true, "store": "files", "applied": [], "message": message})));
+            say!("{}", pretty(&json!({"ok": true, "store": "files", "applied": [], "message": format!("nothing to migrate: {why}")})));
         } else {
-            say!("Nothing to migrate: {message}.");
+            say!("Nothing to migrate: {why}.");
         }
         return Ok(0);
     };
@@ -118,7 +118,7 @@ fn report(copied: &Copied, from: &str, to: &str, json: bool) -> u8 {
         say!("{}", pretty(&body));
     } else {
         say!(
-            "Copied {} designs, {} runs, {} schedule jobs and {} heartbeat states from {from} to {to}.",
+            "Copied from {from} to {to}: designs {}, runs {}, schedule jobs {}, heartbeat states {}.",
             copied.designs,
             copied.runs,
             copied.schedules,
