@@ -149,8 +149,12 @@ fn every_kind_of_record(home: &Home, work: &Path) -> String {
 
     // A run killed in the middle of its step: its document says `running`, nobody holds its lock.
     let mut killed = home.process(&["run", "slow"]).stdout(std::process::Stdio::null()).spawn().expect("start vwf run");
-    common::server::eventually("the slow step to start", 30, || {
-        std::fs::read_to_string(&pid_file).ok().filter(|p| p.ends_with('\n')).map(drop)
+    let store = home.store();
+    common::server::eventually("the slow step to start and be recorded", 30, || {
+        let started = std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'));
+        let recorded = store.list_runs(1).ok()?.into_iter().next()?.run.ok()?;
+        let in_flight = recorded["design"] == "slow" && recorded["steps"].as_array()?.iter().any(|s| s["node"] == "slow");
+        (started && in_flight).then_some(())
     });
     killed.kill().expect("kill vwf");
     killed.wait().expect("reap vwf");
