@@ -68,3 +68,10 @@ pub fn within(v: u64, range: (u64, u64)) -> bool {
 /// Runs a filtered listing page looks at, at most: a page whose filter matches few runs ends
 /// there with a cursor to continue, so no page reads every run of a large store.
 pub const RUNS_SCANNED_PER_PAGE: usize = 2000;
+
+/// Seconds a long-poll read (`GET /runs/{run_id}?since=&wait=`, `GET /runs?since=&wait=`) may
+/// hold a request; a longer `wait` is cut to this.
+pub const LIVE_WAIT_SECONDS: u64 = 30;
+/// Long-poll reads one server holds at once; a request beyond them answers at once, as if its
+/// wait were over.
+pub const LIVE_WAITERS: usize = 256;

@@ -81,6 +81,7 @@ pub struct Metrics {
     runs_parked: Family<StatusLabel, Gauge>,
     write_seconds: Histogram,
     requests: Family<RequestLabels, Counter>,
+    live_waiters: Gauge,
     /// The digest of each run this server saved `running` last, by run id: taken by the run's
     /// next save, so it holds only runs being driven now.
     driving: Mutex<HashMap<String, Saved>>,
@@ -102,6 +103,7 @@ impl Metrics {
         let runs_parked = Family::default();
         let write_seconds = Histogram::new(WRITE_BUCKETS);
         let requests = Family::default();
+        let live_waiters = Gauge::default();
         registry.register("runs_started", "Runs started, by design", runs_started.clone());
         registry.register("runs_done", "Runs that ended done, by design", runs_done.clone());
         registry.register("runs_failed", "Runs that ended failed (each time, a retried run again), by design", runs_failed.clone());
@@ -117,6 +119,7 @@ impl Metrics {
         );
         registry.register("run_write_duration_seconds", "Durable writes of a run file (written, synced, renamed)", write_seconds.clone());
         registry.register("http_requests", "HTTP requests answered, by method, route template and status", requests.clone());
+        registry.register("live_waiters", "Long-poll reads (since=, wait=) held now, waiting for a change", live_waiters.clone());
         Metrics {
             registry,
             runs_started,
@@ -126,6 +129,7 @@ impl Metrics {
             runs_parked,
             write_seconds,
             requests,
+            live_waiters,
             driving: Mutex::default(),
         }
     }
@@ -162,6 +166,11 @@ impl Metrics {
         let method = if METHODS.contains(&method) { method } else { "other" };
         let labels = RequestLabels { method: method.into(), route: route.into(), status: status.to_string() };
         self.requests.get_or_create(&labels).inc();
+    }
+
+    /// A long-poll read starts (`1`) or stops (`-1`) waiting.
+    pub fn live_waiting(&self, delta: i64) {
+        self.live_waiters.inc_by(delta);
     }
 
     /// The metrics in the Prometheus text format (version 0.0.4), with the parked-runs gauge

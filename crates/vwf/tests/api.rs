@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::peer::Peer;
-use common::server::{Options, PREFIX, Server, TOKEN_VAR, send, vwf, write_config};
+use common::server::{Options, PREFIX, Server, TOKEN_VAR, gated, send, vwf, write_config};
 use common::{Home, failing, snapshot};
 use serde_json::{Value, json};
 
@@ -68,18 +68,6 @@ fn hello() -> Value {
             {"id": "say", "type": "output", "template": "hello from {{run.design}}"}
         ],
         "edges": [{"from": "start", "to": "say"}]
-    })
-}
-
-/// trigger → approval gate (send/skip) → output on `send`.
-fn gated() -> Value {
-    json!({
-        "nodes": [
-            {"id": "start", "type": "trigger", "mode": "manual"},
-            {"id": "gate", "type": "approval", "question": "Send it?", "options": ["send", "skip"], "timeout_minutes": 600},
-            {"id": "out", "type": "output", "template": "sent"}
-        ],
-        "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "out", "label": "send"}]
     })
 }
 

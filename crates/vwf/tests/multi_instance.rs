@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 
 use common::Home;
-use common::server::{Options, Server, eventually, list_all, small};
+use common::server::{Options, Server, eventually, gated, list_all, small};
 use serde_json::{Value, json};
 
 const INSTANCES: usize = 3;
@@ -125,15 +125,6 @@ fn query(url: &str, sql: &'static str) -> Vec<(String, String)> {
         let rows = sqlx::query(sql).fetch_all(&mut conn).await.expect("query");
         rows.iter().map(|r| (r.get::<String, _>(0), r.get::<String, _>(1))).collect()
     })
-}
-
-/// A gate with two answers.
-fn gated() -> Value {
-    json!({"nodes": [
-        {"id": "start", "type": "trigger", "mode": "manual"},
-        {"id": "gate", "type": "approval", "question": "Send it?", "options": ["send", "skip"], "timeout_minutes": 600},
-        {"id": "out", "type": "output", "template": "sent"}
-    ], "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "out", "label": "send"}]})
 }
 
 /// 1,000 gates, each answered twice at once through two different instances (four pairs in

@@ -31,6 +31,7 @@ use crate::failure::{Failure, guarded};
 use crate::service::{ContractBody, Draft, SaveMode, Service};
 use crate::tools;
 
+use super::live::{self, Follow, Followed, Live};
 use super::openapi;
 use super::security::{self, Guard};
 
@@ -46,6 +47,8 @@ pub(crate) struct AppState {
     app: Arc<App>,
     /// Whether an API token guards the API (the OpenAPI document then requires it).
     secured: bool,
+    /// What long-poll reads share (see `live`).
+    live: Live,
 }
 
 /// One route of the API: the router mounts `handler` at `API_PREFIX + path`, and the OpenAPI
@@ -88,6 +91,10 @@ pub(crate) enum Param {
     RunIdPrefix,
     /// A `0/1` switch (see [`flag`]).
     Flag,
+    /// `since` of a long-poll read: the `stamp` of an earlier answer.
+    Stamp,
+    /// `wait` of a long-poll read: whole seconds.
+    Wait,
 }
 
 /// The kinds of request bodies.
@@ -145,6 +152,10 @@ pub(crate) enum Answer {
 
 use Answer as A;
 use Param as P;
+
+/// The long-poll parameters of the run and the runs listing (see `live`).
+const SINCE: &str = "the stamp of an earlier answer: hold the request while the answer would have this stamp";
+const WAIT: &str = "seconds to hold the request while nothing changes (default 0; a longer wait than the limit is cut to it); with since= or wait= the answer has a stamp";
 
 /// Every route of the API, in the order of SPEC §13 (then the metrics and the OpenAPI document).
 pub(crate) const ROUTES: &[Route] = &[
@@ -314,6 +325,8 @@ pub(crate) const ROUTES: &[Route] = &[
             ("trigger", "only runs started by this trigger mode", P::Trigger),
             ("id", "only runs whose id starts with this", P::RunIdPrefix),
             ("before", "only runs older than this one (the next cursor of the previous page)", P::RunId),
+            ("since", SINCE, P::Stamp),
+            ("wait", WAIT, P::Wait),
         ],
         body: None,
         answer: A::Runs,
@@ -325,7 +338,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/runs/{run_id}",
         summary: "One run in result shape",
         path_params: &[P::RunId],
-        query: &[("plan", "1 adds the plan the run started with", P::Flag)],
+        query: &[("plan", "1 adds the plan the run started with", P::Flag), ("since", SINCE, P::Stamp), ("wait", WAIT, P::Wait)],
         body: None,
         answer: A::Run,
         errors: &[404, 500],
@@ -412,7 +425,7 @@ pub(crate) const ROUTES: &[Route] = &[
 
 /// The whole application: API routes from `ROUTES`, the pages, and the layers that guard every
 /// request (§17), cap bodies and turn every error into JSON.
-pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
+pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, live: Live) -> Router {
     let mut router = Router::new();
     for route in ROUTES {
         router = router.route(&format!("{API_PREFIX}{}", route.path), (route.handler)());
@@ -427,7 +440,7 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>) -> Router {
         .fallback(any(fallback).layer(CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
         .route_layer(axum::middleware::map_request(keep_route))
-        .with_state(AppState { app: app.clone(), secured });
+        .with_state(AppState { app: app.clone(), secured, live });
     // The outer layers wrap the whole router (not each route), so they see its own answers too
     // (a 405 with its Allow header) and guard requests before any routing.
     Router::new()
@@ -796,24 +809,55 @@ async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Answered
     let get = |key: &str| params.get(key).map(String::as_str);
     let filter = RunFilter::parse(get("design"), get("status"), get("trigger"), get("id")).map_err(Failure::BadRequest)?;
     let before = get("before").map(RunId::parse).transpose().map_err(Failure::BadRequest)?;
-    blocking(&s, move |service| {
-        let page = service.runs(&filter, before.as_ref(), limit)?;
-        Ok(json!({"ok": true, "runs": page.runs, "next": page.next}))
-    })
-    .await
+    let follow = Follow::from_query(&params)?;
+    let read = move |s: AppState| {
+        let (filter, before) = (filter.clone(), before.clone());
+        async move {
+            blocking(&s, move |service| {
+                let page = service.runs(&filter, before.as_ref(), limit)?;
+                Ok(json!({"ok": true, "runs": page.runs, "next": page.next}))
+            })
+            .await
+        }
+    };
+    following(s, follow, Followed::Listing, read).await
 }
 
+/// One run; with `since=`/`wait=` a long-poll read (see `live`).
 async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Query(params): Params) -> Answered {
     let with_plan = flag(&params, "plan")?;
-    blocking(&s, move |service| {
-        let run = service.open(&id)?;
-        let mut result = run.result();
-        if with_plan && let Some(obj) = result.as_object_mut() {
-            obj.insert("plan".into(), serde_json::to_value(&run.plan).unwrap_or(Value::Null));
+    let follow = Follow::from_query(&params)?;
+    let read = |s: AppState| {
+        let id = id.clone();
+        async move {
+            blocking(&s, move |service| {
+                let run = service.open(&id)?;
+                let mut result = run.result();
+                if with_plan && let Some(obj) = result.as_object_mut() {
+                    obj.insert("plan".into(), serde_json::to_value(&run.plan).unwrap_or(Value::Null));
+                }
+                Ok(result)
+            })
+            .await
         }
-        Ok(result)
+    };
+    following(s, follow, Followed::Run(id.as_str()), read).await
+}
+
+/// `read` once (a plain read), or as the long-poll read `follow` asks.
+async fn following<R, F>(s: AppState, follow: Option<Follow>, followed: Followed<'_>, read: R) -> Answered
+where
+    R: Fn(AppState) -> F,
+    F: Future<Output = Answered>,
+{
+    let Some(follow) = follow else { return read(s).await };
+    let live = s.live.clone();
+    live::answer(&live, follow, followed, || {
+        let answer = read(s.clone());
+        async move { answer.await.map(|axum::Json(body)| body) }
     })
     .await
+    .map(axum::Json)
 }
 
 async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {

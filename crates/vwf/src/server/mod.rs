@@ -13,6 +13,7 @@
 //!   document are both built from it.
 
 mod api;
+mod live;
 mod openapi;
 mod security;
 
@@ -76,6 +77,9 @@ pub struct Server {
     guard: security::Guard,
     runtime: tokio::runtime::Runtime,
     stop_signals: crate::signals::StopSignals,
+    /// Whether the store sends change notices (long-poll reads wait for them, else read again on
+    /// a timer).
+    notices: bool,
 }
 
 /// Checks the security settings, binds the listener and settles stale runs. Refuses (as a bad
@@ -122,10 +126,10 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
     };
     // Pages following a run and the daemon's timers wake on the store's change notices (the
     // database store sends every instance's; with files they read again every second).
-    app.follow_changes();
+    let notices = app.follow_changes();
     // The server exposes its metrics (`GET /metrics`): every run this app drives updates them.
     app.metrics.get_or_insert_with(crate::telemetry::Metrics::new);
-    let server = Server { app: Arc::new(app), listener, addr, guard, runtime, stop_signals };
+    let server = Server { app: Arc::new(app), listener, addr, guard, runtime, stop_signals, notices };
     server.sweep();
     Ok(server)
 }
@@ -179,15 +183,18 @@ impl Server {
     /// beside it; in-flight requests finish before it returns.
     pub fn run(self) -> Result<(), Failure> {
         raise_open_file_limit();
-        let Server { app, listener, guard, runtime, stop_signals, .. } = self;
+        let Server { app, listener, guard, runtime, stop_signals, notices, .. } = self;
         let stop = Arc::new(AtomicBool::new(false));
         let daemon = start_daemon(&app, &stop);
-        let router = api::router(app, Arc::new(guard));
+        let (live, stop_waiting) = live::Live::new(app.clone(), notices);
+        let router = api::router(app, Arc::new(guard), live);
         let served = runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener)?;
-            let stopping = async {
+            let stopping = async move {
                 stop_signals.recv().await;
                 eprintln!("vwf serve: stopping (finishing requests in flight)");
+                // Long-poll reads answer now rather than hold the stop for their wait.
+                stop_waiting.now();
             };
             axum::serve(listener, router).with_graceful_shutdown(stopping).await
         });

@@ -11,12 +11,14 @@
 //! open) let stateful clients follow a run from its design to its answers.
 
 use serde_json::{Map, Value, json};
+use vwf_core::limits::LIVE_WAIT_SECONDS;
 use vwf_core::listing::{STATUSES, TRIGGER_MODES};
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::schedule::time_zone_names;
 use vwf_core::trigger::EVENT_NAME_PATTERN;
 
 use super::api::{API_PREFIX, Answer, FLAG_VALUES, Param, ROUTES, RUNS_MAX, RequestBody, Route};
+use super::live::STAMP_PATTERN;
 use crate::schedules::{ACTION_NAMES, JOB_PREFIX};
 
 /// The document; `secured` when the server has an API token, which every call must then carry.
@@ -130,6 +132,11 @@ fn param_schema(kind: Param) -> Value {
         Param::RunIdPrefix => json!({"type": "string", "pattern": "^[0-9a-f]{1,12}$"}),
         Param::Limit => json!({"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "default": 20}),
         Param::Flag => json!({"type": "string", "enum": FLAG_VALUES.map(|(spelling, _)| spelling), "default": "0"}),
+        Param::Stamp => stamp(),
+        // Any whole number: a wait over the limit is cut to it.
+        Param::Wait => {
+            json!({"type": "integer", "minimum": 0, "default": 0, "description": format!("At most {LIVE_WAIT_SECONDS} seconds are waited.")})
+        }
     }
 }
 
@@ -277,6 +284,7 @@ fn answer_schema(answer: Answer) -> Value {
                 "type": ["string", "null"], "pattern": RunId::PATTERN,
                 "description": "Pass as before= for the next page; null when no older run matches."
             });
+            runs["properties"]["stamp"] = with_only_when_following(stamp());
             runs
         }
         Answer::Run => reference("RunResult"),
@@ -315,6 +323,16 @@ fn answer_schema(answer: Answer) -> Value {
         Answer::OpenApi => json!({"type": "object", "required": ["openapi", "info", "paths"]}),
         Answer::Metrics => json!({"type": "string"}),
     }
+}
+
+/// The `stamp` of a long-poll answer, and the `since` that gives it back.
+fn stamp() -> Value {
+    json!({"type": "string", "pattern": STAMP_PATTERN})
+}
+
+fn with_only_when_following(mut schema: Value) -> Value {
+    schema["description"] = json!("Only with since= or wait= (GET /runs, GET /runs/{run_id}): pass it as since= to wait for a change.");
+    schema
 }
 
 fn time() -> Value {
@@ -400,7 +418,8 @@ fn schemas() -> Value {
                 "trigger": {"type": "object", "required": ["mode", "input"], "properties": {"mode": {"type": "string"}, "input": {}, "depth": {"type": "integer", "minimum": 0}}},
                 "created_at": time(),
                 "updated_at": time(),
-                "plan": {"type": "object", "description": "Only with plan=1: the plan the run started with."}
+                "plan": {"type": "object", "description": "Only with plan=1: the plan the run started with."},
+                "stamp": with_only_when_following(stamp())
             }
         },
         "UnreadableRun": {

@@ -190,6 +190,15 @@ pub fn small() -> Value {
     ]})
 }
 
+/// trigger → approval gate (send/skip) → output on `send`.
+pub fn gated() -> Value {
+    json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "gate", "type": "approval", "question": "Send it?", "options": ["send", "skip"], "timeout_minutes": 600},
+        {"id": "out", "type": "output", "template": "sent"}
+    ], "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "out", "label": "send"}]})
+}
+
 /// Every run the instances list, paging with `before`, each page asked of the next instance.
 pub fn list_all(servers: &[Server], query: &str) -> Vec<Value> {
     let mut all = Vec::new();
