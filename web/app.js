@@ -18,15 +18,16 @@ const ROUTES = [
 // work sets `guard` to a function answering why leaving it would (or null when nothing would).
 let current = null;
 
-/** Calls the API; resolves to {status, body}. Never throws: a network error is status 0. */
-export async function api(method, path, body) {
+/** Calls the API; resolves to {status, body}. Never throws: a network error (or `signal`
+ * aborting the call) is status 0. */
+export async function api(method, path, body, signal) {
   const headers = {};
   if (body !== undefined) headers['content-type'] = 'application/json';
   const token = sessionStorage.getItem('vwf-token');
   if (token) headers.authorization = `Bearer ${token}`;
   let res;
   try {
-    res = await fetch(API + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    res = await fetch(API + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
   } catch (e) {
     return { status: 0, body: { ok: false, error: `cannot reach the server: ${e.message}` } };
   }
@@ -149,18 +150,67 @@ export function elapsed(from, to) {
   return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
 }
 
-/** A poller: the returned function calls `fn`, then again every `ms` while `fn` resolves to true
- * and the page is on screen. */
-export function poll(page, ms, fn) {
-  let timer = null;
-  const tick = async () => {
-    timer = null;
-    if (!page.alive) return;
-    const again = await fn();
-    if (again && page.alive) timer = setTimeout(tick, ms);
+/** Seconds a following read asks the server to hold it while nothing changes (the server cuts
+ * it to its own limit). */
+const FOLLOW_WAIT = 25;
+
+/** Follows `path` (a run, the runs listing) with long-poll reads: each read passes the `stamp` of
+ * the answer before as `since=`, and the server answers as soon as what it reads differs, a
+ * change made on any instance, or after FOLLOW_WAIT seconds. `show(r)` shows each answer and
+ * resolves to whether to go on following. An answer that brings nothing new (the wait was over,
+ * a server holding as many reads as it will, a server that gives no stamp) is followed by the
+ * next read a second later; a new one a quarter of a second later, so a run that moves fast is
+ * read at most four times a second. The returned function reads now: it starts following, or
+ * cuts short the read held at the moment; it resolves once an answer is shown. */
+export function follow(page, path, show) {
+  const sep = path.includes('?') ? '&' : '?';
+  let stamp = null;
+  let running = false;
+  let now = false; // read at once, without waiting for a change
+  let held = null; // the AbortController of the read in flight
+  let wake = null; // cuts the pause between two reads short
+  let shown = [];
+  const interrupt = () => {
+    if (held) held.abort();
+    if (wake) wake();
   };
-  page.onLeave(() => timer && clearTimeout(timer));
-  return tick;
+  page.onLeave(interrupt);
+  const pause = (ms) => new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wake = () => { clearTimeout(timer); resolve(); };
+  });
+  const settle = () => { shown.forEach((f) => f()); shown = []; };
+  async function loop() {
+    running = true;
+    try {
+      while (page.alive) {
+        const asked = stamp;
+        const query = asked && !now ? `since=${asked}&wait=${FOLLOW_WAIT}` : 'wait=0';
+        now = false;
+        held = new AbortController();
+        const r = await api('GET', `${path}${sep}${query}`, undefined, held.signal);
+        const interrupted = held.signal.aborted;
+        held = null;
+        if (!page.alive) return;
+        if (interrupted) continue; // `now` is set: read again at once
+        stamp = typeof r.body.stamp === 'string' ? r.body.stamp : null;
+        const again = await show(r);
+        settle();
+        if (!again || !page.alive) return;
+        if (!now) await pause(stamp && stamp !== asked ? 250 : 1000);
+        wake = null;
+      }
+    } finally {
+      running = false;
+      settle();
+    }
+  }
+  return () => new Promise((resolve) => {
+    shown.push(resolve);
+    now = true;
+    if (running) interrupt();
+    else loop();
+  });
 }
 
 function askForToken(why) {

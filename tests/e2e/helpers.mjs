@@ -74,6 +74,27 @@ export async function api(server, method, path, body) {
   return { status: res.status, body: await res.json() };
 }
 
+/** How many long-poll reads `server` holds now (its `vwf_live_waiters` gauge): a page that
+ * follows a run sits in one. */
+export async function heldReads(server) {
+  const text = await (await fetch(`${server.api}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('vwf_live_waiters '));
+  if (!line) throw new Error(`no vwf_live_waiters in the metrics:\n${text}`);
+  return Number(line.split(' ')[1]);
+}
+
+/** Waits (a bounded poll of a real process) until `server` holds `n` long-poll reads, or, with
+ * `atMost`, until it holds no more than `n`. */
+export async function untilHeld(server, n, { atMost = false } = {}) {
+  const deadline = Date.now() + 15000;
+  for (;;) {
+    const held = await heldReads(server);
+    if (atMost ? held <= n : held >= n) return;
+    if (Date.now() > deadline) throw new Error(`${server.url} holds ${held} long-poll reads, not ${atMost ? 'at most' : 'at least'} ${n}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** For a test file: a `vwf serve` and a Chromium started before its tests and stopped after
  * them. Answers an object whose `server` and `browser` are set once they run. */
 export function serverAndBrowser() {

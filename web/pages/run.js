@@ -1,10 +1,14 @@
 // One run (#/runs/<id>): the canvas in read-only run mode (web/designer.html colours each node by
 // its step state), the steps, outputs and deliveries as recorded, and what the run waits for with
-// the controls that answer it. Polls every second while the run is running or waiting; stops
-// when it settles. Every control calls the API and shows the run the server answers.
-import { api, h, enc, badge, ago, when, elapsed, poll, say } from '../app.js';
+// the controls that answer it. Follows the run while it is running or waiting with long-poll
+// reads, so a change shows as soon as it is made, on any instance (a gate answered elsewhere);
+// stops when it settles. Every control calls the API and shows the run the server answers.
+import { api, h, enc, badge, ago, when, elapsed, follow, say } from '../app.js';
 
-const MOVING = ['running', 'waiting'];
+// A run in any other status may still change: it runs, waits, or is parked at a gate or an agent
+// step that someone may answer (here or on another instance).
+const SETTLED = ['done', 'failed'];
+const moving = (run) => !SETTLED.includes(run.status);
 
 export async function render(root, page) {
   const [id] = page.params;
@@ -25,19 +29,25 @@ export async function render(root, page) {
   let shown = { updated: null, status: null, pendingKey: null };
   let models = null; // whether an agent backend is configured (GET /profiles says), asked once
 
-  const refresh = poll(page, 1000, async () => {
-    const r = await api('GET', `/runs/${enc(id)}`);
-    if (!page.alive) return false;
+  let last = null; // the run shown
+  // Elapsed times move on between two changes of the run.
+  const ticker = setInterval(() => {
+    if (last && moving(last)) steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(last));
+  }, 1000);
+  page.onLeave(() => clearInterval(ticker));
+
+  const refresh = follow(page, `/runs/${enc(id)}`, async (r) => {
     if (!r.body.run_id) {
       head.replaceChildren(h('h1', {}, `Run ${id}`));
       say(msg, 'error', r.body.error || 'This run cannot be read.');
       return false;
     }
     await show(r.body);
-    return MOVING.includes(r.body.status);
+    return moving(r.body);
   });
 
   async function show(run) {
+    last = run;
     head.replaceChildren(h('h1', {}, 'Run ', h('code', {}, run.run_id), ' ', badge(run.status)));
     head.dataset.status = run.status;
     meta.replaceChildren('Design ', h('a', { href: `#/designer/${enc(run.design)}` }, run.design),
@@ -53,7 +63,7 @@ export async function render(root, page) {
     if (shown.updated !== run.updated_at) {
       // The canvas follows a run it sees moving; once it has shown a settled run it stops, so a
       // new status or a retried run makes it read the run afresh.
-      const settled = ['done', 'failed'].includes(shown.status);
+      const settled = SETTLED.includes(shown.status);
       if (shown.updated !== null && (run.status !== shown.status || settled) && frame.contentWindow) frame.contentWindow.location.reload();
       shown.updated = run.updated_at;
       shown.status = run.status;
@@ -86,7 +96,7 @@ export async function render(root, page) {
       const verb = what === 'retry' ? 'Retried' : 'Answered';
       say(msg, r.body.status === 'failed' ? 'error' : 'ok', `${verb}: the run is now ${r.body.status.replace(/_/g, ' ')}.`);
       await show(r.body);
-      if (MOVING.includes(r.body.status)) refresh();
+      if (moving(r.body)) refresh();
     } else {
       say(msg, 'error', r.body.error || `HTTP ${r.status}`);
       shown.updated = undefined;

@@ -1,11 +1,12 @@
 // Runs (#/runs?design=&status=&trigger=&id=&before=): the runs newest first, filtered by design,
 // status and trigger, searched by run id, a page at a time. The filters live in the address, so
 // a filtered page can be linked and Back returns to it; paging follows the server's `next`
-// cursor. The list refreshes itself while any run on it is still moving.
-import { api, h, enc, badge, ago, poll, navigate } from '../app.js';
+// cursor. The list follows the server with long-poll reads while any run on it may still change
+// (running, waiting, parked at a gate or an agent step): a change on any instance shows at once.
+import { api, h, enc, badge, ago, follow, navigate } from '../app.js';
 
 const LIMIT = 50;
-const MOVING = ['running', 'waiting'];
+const SETTLED = ['done', 'failed'];
 const FILTERS = ['design', 'status', 'trigger', 'id'];
 
 /** The values `GET /runs` takes for its `status` and `trigger` filters, as its OpenAPI document
@@ -49,9 +50,7 @@ export async function render(root, page) {
   const query = new URLSearchParams({ limit: String(LIMIT) });
   for (const key of [...FILTERS, 'before']) if (q.get(key)) query.set(key, q.get(key));
   const filtered = FILTERS.some((k) => q.get(k));
-  const refresh = poll(page, 2000, async () => {
-    const r = await api('GET', `/runs?${query}`);
-    if (!page.alive) return false;
+  const refresh = follow(page, `/runs?${query}`, async (r) => {
     if (!r.body.ok) {
       body.replaceChildren();
       note.className = 'notice error';
@@ -68,9 +67,9 @@ export async function render(root, page) {
     pager.replaceChildren(
       q.get('before') ? h('button', { 'data-page': 'newest', onclick: () => apply() }, '« Newest') : null, ' ',
       r.body.next ? h('button', { 'data-page': 'older', onclick: () => apply({ before: r.body.next }) }, 'Older »') : null);
-    const moving = r.body.runs.some((run) => MOVING.includes(run.status));
+    const moving = r.body.runs.some((run) => run.status && !SETTLED.includes(run.status));
     note.className = 'muted small';
-    note.textContent = moving ? 'Refreshing while runs are in progress…'
+    note.textContent = moving ? 'Following the runs still in progress or waiting…'
       : `${r.body.runs.length} run${r.body.runs.length === 1 ? '' : 's'}${filtered ? ' matching' : ''}${q.get('before') ? ', older than ' + q.get('before') : ', newest first'}.`;
     return moving;
   });
