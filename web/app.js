@@ -160,8 +160,10 @@ const FOLLOW_WAIT = 25;
  * resolves to whether to go on following. An answer that brings nothing new (the wait was over,
  * a server holding as many reads as it will, a server that gives no stamp) is followed by the
  * next read a second later; a new one a quarter of a second later, so a run that moves fast is
- * read at most four times a second. The returned function reads now: it starts following, or
- * cuts short the read held at the moment; it resolves once an answer is shown. */
+ * read at most four times a second. A hidden tab holds no read (a browser opens only a few
+ * connections to one server, and tabs share them); it follows again once shown. The returned
+ * function reads now: it starts following, or cuts short the read held at the moment; it
+ * resolves once an answer is shown. */
 export function follow(page, path, show) {
   const sep = path.includes('?') ? '&' : '?';
   let stamp = null;
@@ -174,7 +176,12 @@ export function follow(page, path, show) {
     if (held) held.abort();
     if (wake) wake();
   };
-  page.onLeave(interrupt);
+  const hidden = () => document.visibilityState === 'hidden';
+  const onVisibility = () => {
+    if (hidden()) { if (held) held.abort(); } else if (wake) wake();
+  };
+  document.addEventListener('visibilitychange', onVisibility);
+  page.onLeave(() => { document.removeEventListener('visibilitychange', onVisibility); interrupt(); });
   const pause = (ms) => new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
     wake = () => { clearTimeout(timer); resolve(); };
@@ -185,6 +192,11 @@ export function follow(page, path, show) {
     try {
       while (page.alive) {
         const asked = stamp;
+        if (asked && !now && hidden()) {
+          await pause(3600000); // until shown (or left)
+          wake = null;
+          continue;
+        }
         const query = asked && !now ? `since=${asked}&wait=${FOLLOW_WAIT}` : 'wait=0';
         now = false;
         held = new AbortController();
@@ -192,7 +204,7 @@ export function follow(page, path, show) {
         const interrupted = held.signal.aborted;
         held = null;
         if (!page.alive) return;
-        if (interrupted) continue; // `now` is set: read again at once
+        if (interrupted) continue; // read again: at once (`now`), or once shown
         stamp = typeof r.body.stamp === 'string' ? r.body.stamp : null;
         const again = await show(r);
         settle();

@@ -46,6 +46,14 @@ const gated = {
   edges: [{ from: 'start', to: 'gate' }, { from: 'gate', to: 'out', label: 'send' }],
 };
 
+/** Makes the page's tab hidden or shown, as switching tabs does. */
+function setHidden(page, hidden) {
+  return page.evaluate((h) => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+}
+
 test('a gate answered on instance A shows on the run page and the runs list open on instance B', async () => {
   assert.equal((await api(a, 'POST', '/designs/gated', { graph: gated })).body.ok, true);
   const run = (await api(a, 'POST', '/designs/gated/run', {})).body;
@@ -70,7 +78,22 @@ test('a gate answered on instance A shows on the run page and the runs list open
   assert.deepEqual(runPage.problems, []);
   assert.deepEqual(listPage.problems, []);
   // A settled run is followed no more: the pages leave B holding nothing.
+  await untilHeld(b, 0, { atMost: true });
   await runPage.close();
   await listPage.close();
+});
+
+test('a hidden tab holds no read, and shows what changed once it is shown again', async () => {
+  const run = (await api(a, 'POST', '/designs/gated/run', {})).body;
+  assert.equal(run.status, 'awaiting_approval');
+  const runPage = await openPage(browser, `${b.url}/#/runs/${run.run_id}`);
+  await waitFor(runPage, 'the parked run on B', () => document.querySelector('.title')?.dataset.status === 'awaiting_approval');
+  await untilHeld(b, 1);
+  await setHidden(runPage, true);
   await untilHeld(b, 0, { atMost: true });
+  assert.equal((await api(a, 'POST', `/runs/${run.run_id}/respond`, { node: 'gate', answer: 'skip' })).body.status, 'done');
+  await setHidden(runPage, false);
+  await waitFor(runPage, 'the answered run once shown', () => document.querySelector('.title')?.dataset.status === 'done');
+  assert.deepEqual(runPage.problems, []);
+  await runPage.close();
 });
