@@ -59,13 +59,13 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             Advance::Idle => {
-                if run.status == Status::Failed && !retried {
+                if run.status() == Status::Failed && !retried {
                     retried = true;
                     run.retry(now).expect("a failed run can be retried");
-                } else if run.status.is_finished() {
+                } else if run.status().is_finished() {
                     break;
                 } else {
-                    assert!(!run.parked.is_empty(), "run is {} but waits on nothing", run.status.as_str());
+                    assert!(!run.parked().is_empty(), "run is {} but waits on nothing", run.status().as_str());
                     now = answer_parked(&mut run, now, &mut tape);
                 }
             }
@@ -125,7 +125,7 @@ fn outcome(task: &Task, now: Ts, tape: &mut Tape<'_>) -> Outcome {
 /// Answers the first parked step; returns the new `now` (moved to a wait's time or past a
 /// gate's deadline when the tape says so).
 fn answer_parked(run: &mut Run, now: Ts, tape: &mut Tape<'_>) -> Ts {
-    let pending = run.parked[0].clone();
+    let pending = run.parked()[0].clone();
     let node = pending.node().to_string();
     match pending {
         Pending::Wait { resume_at, .. } => return resume_at.max(now),

@@ -35,9 +35,12 @@ struct SavedStep {
 
 impl Saved {
     pub fn of(run: &Run) -> Saved {
-        let steps =
-            run.steps.iter().map(|r| SavedStep { node: r.node.clone(), status: r.status, attempts: r.attempts, ended: ended(r) }).collect();
-        Saved { status: run.status, steps }
+        let steps = run
+            .steps()
+            .iter()
+            .map(|r| SavedStep { node: r.node.clone(), status: r.status, attempts: r.attempts, ended: ended(r) })
+            .collect();
+        Saved { status: run.status(), steps }
     }
 
     /// The digest of a stored run document; `None` when it is not one (a damaged file).
@@ -86,7 +89,7 @@ impl Transition<'_> {
                 StepStatus::Failed => "step_failed",
                 StepStatus::AwaitingApproval | StepStatus::AwaitingAgent | StepStatus::Waiting => "step_parked",
             },
-            Transition::Status { from } => match run.status {
+            Transition::Status { from } => match run.status() {
                 Status::Done => "done",
                 Status::Failed => "failed",
                 Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent => "parked",
@@ -113,7 +116,7 @@ pub fn between<'r>(before: Option<&Saved>, run: &'r Run) -> Vec<Transition<'r>> 
         Some(saved) => saved.status,
     };
     let steps = before.map(|s| s.steps.as_slice()).unwrap_or_default();
-    for record in &run.steps {
+    for record in run.steps() {
         let was = steps.iter().find(|s| s.node == record.node);
         let now = SavedStep { node: String::new(), status: record.status, attempts: record.attempts, ended: ended(record) };
         let seen = was.map_or(0, |s| s.ended);
@@ -123,7 +126,7 @@ pub fn between<'r>(before: Option<&Saved>, run: &'r Run) -> Vec<Transition<'r>> 
         let ended = record.tries.iter().filter(|t| t.finished_at.is_some()).skip(seen).collect();
         out.push(Transition::Step { record, ended });
     }
-    if run.status != from {
+    if run.status() != from {
         out.push(Transition::Status { from });
     }
     out
@@ -276,7 +279,7 @@ mod tests {
             let mut failures = 0;
             for attempt in 0..=run_retries {
                 if attempt > 0 {
-                    if r.status != Status::Failed || r.retry(t("2026-01-01T00:10:00Z")).is_err() {
+                    if r.status() != Status::Failed || r.retry(t("2026-01-01T00:10:00Z")).is_err() {
                         break;
                     }
                     save(&r, &mut saved)?;
@@ -296,16 +299,16 @@ mod tests {
                     }
                 }
                 save(&r, &mut saved)?;
-                failures += usize::from(r.status == Status::Failed);
+                failures += usize::from(r.status() == Status::Failed);
             }
-            for record in &r.steps {
+            for record in r.steps() {
                 proptest::prop_assert_eq!(reported.get(&record.node).copied().unwrap_or(0), ended(record), "{}", record.node);
             }
             proptest::prop_assert_eq!(events.iter().filter(|e| *e == "started").count(), 1);
             proptest::prop_assert_eq!(events.first().map(String::as_str), Some("started"));
             proptest::prop_assert_eq!(events.iter().filter(|e| *e == "failed").count(), failures);
             let last_status = events.iter().rev().find(|e| ["done", "failed", "parked"].contains(&e.as_str())).cloned();
-            let expected = match r.status { Status::Done => "done", Status::Failed => "failed", _ => "parked" };
+            let expected = match r.status() { Status::Done => "done", Status::Failed => "failed", _ => "parked" };
             proptest::prop_assert_eq!(last_status.as_deref(), Some(expected));
         }
     }

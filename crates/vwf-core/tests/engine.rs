@@ -83,11 +83,11 @@ fn node_ids(tasks: &[Task]) -> Vec<&str> {
 }
 
 fn step_nodes(run: &Run) -> Vec<&str> {
-    run.steps.iter().map(|r| r.node.as_str()).collect()
+    run.steps().iter().map(|r| r.node.as_str()).collect()
 }
 
 fn plan_ids(run: &Run) -> Vec<&str> {
-    run.plan.steps.iter().map(|s| s.id.as_str()).collect()
+    run.plan().steps.iter().map(|s| s.id.as_str()).collect()
 }
 
 fn manual() -> Value {
@@ -125,15 +125,15 @@ fn linear_chain_runs_to_done_with_outputs_keyed_by_id_and_steps_in_plan_order() 
         other => panic!("unexpected work {other:?}"),
     });
     assert_eq!(node_ids(&tasks), ["fetch", "draft"]);
-    assert_eq!(run.status, Status::Done);
-    assert!(run.ok);
-    assert_eq!(run.outputs.keys().map(String::as_str).collect::<Vec<_>>(), ["draft", "fetch", "send"]);
-    assert_eq!(run.outputs["fetch"]["text"], "feed items");
-    assert_eq!(run.outputs["draft"]["text"], "draft text");
-    assert_eq!(run.outputs["send"]["text"], "draft text");
+    assert_eq!(run.status(), Status::Done);
+    assert!(run.ok());
+    assert_eq!(run.outputs().keys().map(String::as_str).collect::<Vec<_>>(), ["draft", "fetch", "send"]);
+    assert_eq!(run.outputs()["fetch"]["text"], "feed items");
+    assert_eq!(run.outputs()["draft"]["text"], "draft text");
+    assert_eq!(run.outputs()["send"]["text"], "draft text");
     assert_eq!(step_nodes(&run), ["fetch", "draft", "send"]);
-    assert!(run.steps.iter().all(|r| r.status == StepStatus::Done && r.attempts == 1));
-    assert!(run.skipped.is_empty());
+    assert!(run.steps().iter().all(|r| r.status == StepStatus::Done && r.attempts == 1));
+    assert!(run.skipped().is_empty());
     let result = run.result();
     assert_eq!(result["status"], "done");
     assert_eq!(result["pending"], Value::Null);
@@ -151,7 +151,7 @@ fn independent_ready_steps_are_all_handed_out() {
     let mut run = start(&design);
     let tasks = drive(&mut run, t0(), standard);
     assert_eq!(node_ids(&tasks), ["a"]);
-    assert_eq!(run.status, Status::Done, "{:#}", run.result());
+    assert_eq!(run.status(), Status::Done, "{:#}", run.result());
     assert_eq!(step_nodes(&run), ["a", "o"]);
 }
 
@@ -173,13 +173,13 @@ fn condition_routes_true_branch_skips_false_branch_and_skips_propagate_but_a_joi
     let mut run = start(&design);
     let tasks = drive(&mut run, t0(), |t| done(&format!("text of {}", t.node)));
     assert_eq!(node_ids(&tasks), ["a", "t"]);
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.outputs["c"]["value"], true);
-    assert_eq!(run.outputs["c"]["text"], "true");
-    assert_eq!(run.skipped, ["f", "g"]);
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["c"]["value"], true);
+    assert_eq!(run.outputs()["c"]["text"], "true");
+    assert_eq!(run.skipped(), ["f", "g"]);
     assert!(run.record("f").is_none() && run.record("g").is_none());
-    assert_eq!(run.outputs["j"]["text"], "text of t");
-    assert_eq!(run.outputs["j"]["collected"], json!({"t": "text of t"}));
+    assert_eq!(run.outputs()["j"]["text"], "text of t");
+    assert_eq!(run.outputs()["j"]["collected"], json!({"t": "text of t"}));
 }
 
 #[test]
@@ -201,14 +201,14 @@ fn skipped_is_in_plan_order_whatever_the_order_of_nodes_and_of_discovery() {
     });
     let mut run = start_with(&design, json!({"n": 0}));
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::AwaitingApproval);
-    assert_eq!(run.skipped, ["x"]);
+    assert_eq!(run.status(), Status::AwaitingApproval);
+    assert_eq!(run.skipped(), ["x"]);
     run.respond("g", Response::Answer("approve".into()), t0()).unwrap();
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::Done);
-    let in_plan_order: Vec<&str> = plan_ids(&run).into_iter().filter(|id| run.skipped.iter().any(|s| s == id)).collect();
-    assert_eq!(run.skipped, in_plan_order);
-    assert_eq!(run.skipped, ["y", "x"]);
+    assert_eq!(run.status(), Status::Done);
+    let in_plan_order: Vec<&str> = plan_ids(&run).into_iter().filter(|id| run.skipped().iter().any(|s| s == id)).collect();
+    assert_eq!(run.skipped(), in_plan_order);
+    assert_eq!(run.skipped(), ["y", "x"]);
     assert_eq!(step_nodes(&run), plan_ids(&run).into_iter().filter(|id| !["x", "y"].contains(id)).collect::<Vec<_>>());
 }
 
@@ -238,10 +238,10 @@ fn longest_id_prefix_resolves_dotted_ids() {
             done("fine")
         }
     });
-    assert_eq!(run.status, Status::Done, "{:#}", run.result());
-    assert_eq!(run.outputs["c"]["value"], true, "out.a.b.words must read node a.b (3 words), not node a");
+    assert_eq!(run.status(), Status::Done, "{:#}", run.result());
+    assert_eq!(run.outputs()["c"]["value"], true, "out.a.b.words must read node a.b (3 words), not node a");
     assert_eq!(prompts, ["one two three / 3 / one"]);
-    assert_eq!(run.skipped, ["no"]);
+    assert_eq!(run.skipped(), ["no"]);
 }
 
 fn one_condition(expr: &str) -> Value {
@@ -266,39 +266,39 @@ fn condition_value(expr: &str, x_text: &str) -> Run {
 #[test]
 fn numeric_text_is_coerced_for_a_number_literal() {
     let run = condition_value("out.x.text > 20", " 42 ");
-    assert_eq!(run.status, Status::Done, "{:#}", run.result());
-    assert_eq!(run.outputs["c"]["value"], true);
-    assert_eq!(run.skipped, ["no"]);
+    assert_eq!(run.status(), Status::Done, "{:#}", run.result());
+    assert_eq!(run.outputs()["c"]["value"], true);
+    assert_eq!(run.skipped(), ["no"]);
     let run = condition_value("out.x.text >= 42.5", " 42 ");
-    assert_eq!(run.outputs["c"]["value"], false);
-    assert_eq!(run.skipped, ["yes"]);
+    assert_eq!(run.outputs()["c"]["value"], false);
+    assert_eq!(run.skipped(), ["yes"]);
 }
 
 #[test]
 fn quoted_literal_compares_as_text() {
     // As a number "42.0" equals 42; as text it is not "42".
-    assert_eq!(condition_value("out.x.text == 42", "42.0").outputs["c"]["value"], true);
-    assert_eq!(condition_value("out.x.text == \"42\"", "42.0").outputs["c"]["value"], false);
-    assert_eq!(condition_value("out.x == '5'", "5").outputs["c"]["value"], true);
-    assert_eq!(condition_value("out.x != 'abc'", "abc").outputs["c"]["value"], false);
+    assert_eq!(condition_value("out.x.text == 42", "42.0").outputs()["c"]["value"], true);
+    assert_eq!(condition_value("out.x.text == \"42\"", "42.0").outputs()["c"]["value"], false);
+    assert_eq!(condition_value("out.x == '5'", "5").outputs()["c"]["value"], true);
+    assert_eq!(condition_value("out.x != 'abc'", "abc").outputs()["c"]["value"], false);
 }
 
 #[test]
 fn comparison_failure_fails_the_run_never_false() {
     let run = condition_value("out.x.text > 20", "abc");
-    assert_eq!(run.status, Status::Failed);
-    assert!(!run.ok);
-    assert_eq!(run.failed_node.as_deref(), Some("c"));
-    let error = run.error.clone().unwrap_or_default();
+    assert_eq!(run.status(), Status::Failed);
+    assert!(!run.ok());
+    assert_eq!(run.failed_node(), Some("c"));
+    let error = run.error().cloned().unwrap_or_default();
     assert!(error.contains("cannot compare"), "{error}");
-    assert!(!run.outputs.contains_key("c"));
+    assert!(!run.outputs().contains_key("c"));
     assert_eq!(run.record("c").map(|r| r.status), Some(StepStatus::Failed));
     assert!(run.record("yes").is_none() && run.record("no").is_none());
-    assert!(run.skipped.is_empty(), "nothing after a failed step is settled: {:?}", run.skipped);
+    assert!(run.skipped().is_empty(), "nothing after a failed step is settled: {:?}", run.skipped());
     // A missing path is a failure too, not false.
     let run = condition_value("out.x.data.score > 1", "plain");
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.failed_node.as_deref(), Some("c"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("c"));
 }
 
 // ---- approvals ---------------------------------------------------------------------------
@@ -325,7 +325,7 @@ fn gate_design(extra: Value) -> Value {
 fn parked_gate(extra: Value) -> Run {
     let mut run = start(&gate_design(extra));
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::AwaitingApproval, "{:#}", run.result());
+    assert_eq!(run.status(), Status::AwaitingApproval, "{:#}", run.result());
     run
 }
 
@@ -356,14 +356,14 @@ fn a_gate_question_is_rendered_and_carries_the_outputs_it_names() {
         json!({"who": "ops"}),
     );
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::AwaitingApproval, "{:#}", run.result());
+    assert_eq!(run.status(), Status::AwaitingApproval, "{:#}", run.result());
     let pending = &run.result()["pending"];
     assert_eq!(pending["question"], "Send draft text to ops? (ops)");
     assert_eq!(pending["outputs"], json!({"draft": "draft text", "trigger": "{\"who\":\"ops\"}", "start": "{\"who\":\"ops\"}"}));
     // A path missing at run time fails the gate's step, as in any template.
     let mut run = start(&gate_design(json!({"question": "Send {{nodes.draft.data.title}}?"})));
     drive(&mut run, t0(), standard);
-    assert_eq!((run.status, run.failed_node.as_deref()), (Status::Failed, Some("gate")), "{:#}", run.result());
+    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("gate")), "{:#}", run.result());
 }
 
 #[test]
@@ -378,8 +378,8 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
     {
         let mut run = Run::start(plan_of(&design), RUN_ID, TriggerInfo::new("manual", Value::Null), late);
         drive(&mut run, late, standard);
-        assert_eq!((run.status, run.failed_node.as_deref()), (Status::Failed, Some(node)), "{:#}", run.result());
-        let error = run.error.clone().unwrap_or_default();
+        assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some(node)), "{:#}", run.result());
+        let error = run.error().cloned().unwrap_or_default();
         assert!(error.starts_with(what) && error.contains("9999-12-31T23:59:59.999Z"), "{error}");
         let file = serde_json::to_value(&run).expect("serializes");
         assert!(serde_json::from_value::<Run>(file).is_ok(), "the run file reads back");
@@ -388,7 +388,7 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
     let wait = json!({"nodes": [manual(), {"id": "w", "type": "wait", "seconds": 1800}], "edges": [edge("start", "w")]});
     let mut run = Run::start(plan_of(&wait), RUN_ID, TriggerInfo::new("manual", Value::Null), late);
     drive(&mut run, late, standard);
-    assert_eq!(run.status, Status::Waiting, "{:#}", run.result());
+    assert_eq!(run.status(), Status::Waiting, "{:#}", run.result());
 }
 
 #[test]
@@ -396,13 +396,13 @@ fn answer_takes_the_edge_labelled_with_it_and_every_unlabelled_edge() {
     let mut run = parked_gate(json!({}));
     run.respond("gate", Response::Answer("send".into()), t0()).unwrap();
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::Done, "{:#}", run.result());
-    assert_eq!(run.outputs["gate"]["answer"], "send");
-    assert_eq!(run.outputs["gate"]["text"], "send");
-    assert_eq!(run.skipped, ["k"]);
-    assert_eq!(run.outputs["s"]["text"], "send");
-    assert_eq!(run.outputs["u"]["text"], "send");
-    assert_eq!(run.pending, None);
+    assert_eq!(run.status(), Status::Done, "{:#}", run.result());
+    assert_eq!(run.outputs()["gate"]["answer"], "send");
+    assert_eq!(run.outputs()["gate"]["text"], "send");
+    assert_eq!(run.skipped(), ["k"]);
+    assert_eq!(run.outputs()["s"]["text"], "send");
+    assert_eq!(run.outputs()["u"]["text"], "send");
+    assert_eq!(run.pending(), None);
 }
 
 #[test]
@@ -440,16 +440,16 @@ fn respond_to_an_unknown_node_is_unknown_node() {
 fn approval_deadline_passing_fails_the_run_with_approval_timed_out() {
     let mut run = parked_gate(json!({}));
     assert!(!run.enforce_deadlines(t0() + Duration::minutes(119)));
-    assert_eq!(run.status, Status::AwaitingApproval);
+    assert_eq!(run.status(), Status::AwaitingApproval);
     let late = t0() + Duration::minutes(120);
     assert!(run.enforce_deadlines(late));
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.error.as_deref(), Some("approval timed out"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.error().map(|e| e.text()), Some("approval timed out"));
     assert_eq!(APPROVAL_TIMED_OUT, "approval timed out");
-    assert_eq!(run.failed_node.as_deref(), Some("gate"));
-    assert_eq!(run.pending, None);
+    assert_eq!(run.failed_node(), Some("gate"));
+    assert_eq!(run.pending(), None);
     assert_eq!(run.record("gate").map(|r| r.status), Some(StepStatus::Failed));
-    assert!(!run.history.iter().any(|h| h.event == ESCALATION_REQUESTED));
+    assert!(!run.history().iter().any(|h| h.event == ESCALATION_REQUESTED));
     assert!(!run.enforce_deadlines(late + Duration::minutes(1)), "a failed run changes no more");
 }
 
@@ -459,16 +459,16 @@ fn escalate_on_timeout_records_escalation_requested_and_fails_the_same_way() {
     assert_eq!(run.result()["pending"]["on_timeout"], "escalate");
     // `advance` enforces deadlines too.
     run.advance(t0() + Duration::hours(3));
-    assert_eq!(run.status, Status::Failed);
+    assert_eq!(run.status(), Status::Failed);
     // Where people look (the run's error, the gate's step record), not only in the history.
-    assert_eq!(run.error.as_deref(), Some("approval timed out; escalation requested"));
+    assert_eq!(run.error().map(|e| e.text()), Some("approval timed out; escalation requested"));
     assert_eq!(APPROVAL_TIMED_OUT_ESCALATED, format!("{APPROVAL_TIMED_OUT}; {ESCALATION_REQUESTED}"));
     let gate = run.record("gate").unwrap();
     assert_eq!((gate.status, gate.error.as_deref()), (StepStatus::Failed, Some(APPROVAL_TIMED_OUT_ESCALATED)));
     let result = run.result();
     let gate_json = result["steps"].as_array().unwrap().iter().find(|s| s["node"] == "gate").unwrap();
     assert_eq!(gate_json["error"], APPROVAL_TIMED_OUT_ESCALATED);
-    let esc: Vec<_> = run.history.iter().filter(|h| h.event == "escalation requested").collect();
+    let esc: Vec<_> = run.history().iter().filter(|h| h.event == "escalation requested").collect();
     assert_eq!(esc.len(), 1);
     assert_eq!(esc[0].node.as_deref(), Some("gate"));
     // A late answer receives that verdict, unchanged.
@@ -478,7 +478,7 @@ fn escalate_on_timeout_records_escalation_requested_and_fails_the_same_way() {
     // A retry reopens the gate; the timed-out attempt stays on its record.
     run.retry(t0() + Duration::hours(5)).unwrap();
     drive(&mut run, t0() + Duration::hours(5), standard);
-    assert_eq!(run.status, Status::AwaitingApproval);
+    assert_eq!(run.status(), Status::AwaitingApproval);
     let gate = run.record("gate").unwrap();
     assert_eq!(gate.attempts, 2);
     assert_eq!(gate.tries[0].error.as_deref(), Some(APPROVAL_TIMED_OUT_ESCALATED));
@@ -491,9 +491,9 @@ fn late_answer_after_the_deadline_receives_the_timed_out_verdict() {
     // Nobody enforced the deadline before the answer arrives: respond does.
     let late = t0() + Duration::minutes(121);
     assert_eq!(run.respond("gate", Response::Answer("send".into()), late), Ok(()));
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.error.as_deref(), Some("approval timed out"));
-    assert!(!run.outputs.contains_key("gate"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.error().map(|e| e.text()), Some("approval timed out"));
+    assert!(!run.outputs().contains_key("gate"));
     let frozen = run.clone();
     assert_eq!(run.respond("gate", Response::Answer("send".into()), late + Duration::minutes(1)), Ok(()));
     assert_eq!(run, frozen);
@@ -506,22 +506,22 @@ fn retry_of_a_timed_out_gate_reopens_it_with_a_fresh_deadline() {
     assert!(run.enforce_deadlines(late));
     run.retry(late).unwrap();
     drive(&mut run, late, standard);
-    assert_eq!(run.status, Status::AwaitingApproval);
-    match &run.pending {
+    assert_eq!(run.status(), Status::AwaitingApproval);
+    match run.pending() {
         Some(Pending::Approval { node, deadline, .. }) => {
             assert_eq!(node, "gate");
             assert_eq!(*deadline, Some(late + Duration::minutes(120)));
         }
         other => panic!("expected a pending gate, got {other:?}"),
     }
-    assert_eq!(run.error, None);
-    assert!(run.history.iter().any(|h| h.event == "retry" && h.node.as_deref() == Some("gate")));
+    assert_eq!(run.error(), None);
+    assert!(run.history().iter().any(|h| h.event == "retry" && h.node.as_deref() == Some("gate")));
     // The draft step was not re-run.
     assert_eq!(run.record("draft").map(|r| (r.attempts, r.started_at)), Some((1, t0())));
     run.respond("gate", Response::Answer("skip".into()), late + Duration::minutes(1)).unwrap();
     drive(&mut run, late + Duration::minutes(1), standard);
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.skipped, ["s"]);
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.skipped(), ["s"]);
 }
 
 // ---- agents ------------------------------------------------------------------------------
@@ -542,7 +542,7 @@ fn agent_without_backend_parks_awaiting_agent_with_the_rendered_prompt_and_resum
         Work::Agent { .. } => Outcome::ParkAgent,
         _ => done("feed items"),
     });
-    assert_eq!(run.status, Status::AwaitingAgent);
+    assert_eq!(run.status(), Status::AwaitingAgent);
     let result = run.result();
     assert_eq!(result["status"], "awaiting_agent");
     assert_eq!(
@@ -555,10 +555,10 @@ fn agent_without_backend_parks_awaiting_agent_with_the_rendered_prompt_and_resum
     run.respond("draft", Response::Output("the brief".into()), t0()).unwrap();
     let tasks = drive(&mut run, t0(), |_| panic!("nothing left for a driver"));
     assert!(tasks.is_empty());
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.outputs["draft"]["text"], "the brief");
-    assert_eq!(run.outputs["draft"]["model"], "llama3.2");
-    assert_eq!(run.outputs["send"]["text"], "the brief");
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["draft"]["text"], "the brief");
+    assert_eq!(run.outputs()["draft"]["model"], "llama3.2");
+    assert_eq!(run.outputs()["send"]["text"], "the brief");
 }
 
 fn agent_chain(retries: u64) -> Value {
@@ -577,7 +577,7 @@ fn agent_retries_until_an_attempt_succeeds_and_records_each_failure() {
         if calls <= 2 { failed(&format!("backend down {calls}")) } else { done("draft text") }
     });
     assert_eq!(tasks.iter().map(|t| t.attempt).collect::<Vec<_>>(), [1, 2, 3]);
-    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.status(), Status::Done);
     let r = run.record("draft").unwrap();
     assert_eq!(r.status, StepStatus::Done);
     assert_eq!(r.attempts, 3);
@@ -600,16 +600,16 @@ fn agent_with_no_retries_left_fails_the_run() {
     let mut run = start(&agent_chain(0));
     let tasks = drive(&mut run, t0(), |_| failed("backend down"));
     assert_eq!(tasks.len(), 1);
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.error.as_deref(), Some("backend down"));
-    assert_eq!(run.failed_node.as_deref(), Some("draft"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.error().map(|e| e.text()), Some("backend down"));
+    assert_eq!(run.failed_node(), Some("draft"));
     assert!(run.record("send").is_none());
     // Retries exhausted: 1 + 2 attempts, then the run fails with the last error.
     let mut run = start(&agent_chain(2));
     let tasks = drive(&mut run, t0(), |t| failed(&format!("attempt {}", t.attempt)));
     assert_eq!(tasks.len(), 3);
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.error.as_deref(), Some("attempt 3"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.error().map(|e| e.text()), Some("attempt 3"));
     assert_eq!(run.record("draft").map(|r| r.failures.len()), Some(2));
 }
 
@@ -619,16 +619,16 @@ fn token_budget_exceeded_fails_the_run() {
     design["budget"] = json!({"tokens": 100});
     let mut run = start(&design);
     drive(&mut run, t0(), |_| Outcome::Done { text: "long answer".into(), extra: Map::new(), tokens: 150 });
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.error.as_deref(), Some("token budget exceeded"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.error().map(|e| e.text()), Some("token budget exceeded"));
     assert_eq!(TOKEN_BUDGET_EXCEEDED, "token budget exceeded");
-    assert_eq!(run.failed_node.as_deref(), Some("draft"));
-    assert_eq!(run.tokens_used, 150);
+    assert_eq!(run.failed_node(), Some("draft"));
+    assert_eq!(run.tokens_used(), 150);
     assert!(run.record("send").is_none());
     // Within the budget the run finishes.
     let mut run = start(&design);
     drive(&mut run, t0(), |_| Outcome::Done { text: "short".into(), extra: Map::new(), tokens: 100 });
-    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.status(), Status::Done);
 }
 
 // ---- retry and interruption --------------------------------------------------------------
@@ -642,27 +642,27 @@ fn retry_reruns_from_the_failed_step_and_keeps_the_steps_before_it() {
     });
     let mut run = start(&design);
     drive(&mut run, t0(), |t| if t.node == "b" { failed("flaky") } else { done(&format!("{} out", t.node)) });
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.failed_node.as_deref(), Some("b"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("b"));
     let a_record = run.record("a").cloned().unwrap();
-    let a_output = run.outputs["a"].clone();
+    let a_output = run.outputs()["a"].clone();
 
     let t1 = t0() + Duration::minutes(10);
     run.retry(t1).unwrap();
-    assert_eq!(run.status, Status::Running);
-    assert_eq!((run.error.clone(), run.failed_node.clone()), (None, None));
+    assert_eq!(run.status(), Status::Running);
+    assert_eq!((run.error(), run.failed_node()), (None, None));
     let tasks = drive(&mut run, t1, |t| done(&format!("{} again", t.node)));
     assert_eq!(node_ids(&tasks), ["b", "c"]);
-    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.status(), Status::Done);
     assert_eq!(run.record("a"), Some(&a_record));
-    assert_eq!(run.outputs["a"], a_output);
+    assert_eq!(run.outputs()["a"], a_output);
     assert_eq!(run.record("b").map(|r| r.started_at), Some(t1));
-    assert_eq!(run.outputs["c"]["text"], "c again");
+    assert_eq!(run.outputs()["c"]["text"], "c again");
     assert_eq!(step_nodes(&run), ["a", "b", "c"]);
-    assert_eq!(run.created_at, t0());
-    assert_eq!(run.updated_at, t1);
+    assert_eq!(run.created_at(), t0());
+    assert_eq!(run.updated_at(), t1);
     // The earlier attempt stays in history, and on the step's record with the new one.
-    let retry = run.history.iter().find(|h| h.event == "retry").expect("retry in history");
+    let retry = run.history().iter().find(|h| h.event == "retry").expect("retry in history");
     assert_eq!(retry.detail["error"], "flaky");
     let b = run.record("b").unwrap();
     assert_eq!((b.attempts, b.status, b.error.as_deref()), (2, StepStatus::Done, None));
@@ -706,16 +706,16 @@ fn interrupted_running_step_fails_the_run_and_retry_finishes_it() {
     // The process dies here; whoever opens the run later marks it.
     let later = t0() + Duration::minutes(3);
     run.mark_interrupted(later);
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.error.as_deref(), Some("interrupted during step draft"));
-    assert_eq!(run.failed_node.as_deref(), Some("draft"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.error().map(|e| e.text()), Some("interrupted during step draft"));
+    assert_eq!(run.failed_node(), Some("draft"));
     // A late report of the dead attempt is refused.
     assert!(matches!(run.complete("draft", done("zombie"), later), Err(EngineError::Conflict(_))));
     run.retry(later).unwrap();
     let tasks = drive(&mut run, later, standard);
     assert_eq!(node_ids(&tasks), ["draft"]);
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.outputs["draft"]["text"], "draft text");
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["draft"]["text"], "draft text");
     // mark_interrupted leaves a parked run alone.
     let mut run = parked_gate(json!({}));
     let before = run.clone();
@@ -734,15 +734,15 @@ fn missing_template_path_at_run_time_is_a_step_error_never_an_empty_string() {
     let mut run = start(&design);
     let tasks = drive(&mut run, t0(), |_| done("plain text, not JSON"));
     assert_eq!(node_ids(&tasks), ["x"], "y must never be handed out with an empty value");
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.failed_node.as_deref(), Some("y"));
-    let error = run.error.clone().unwrap_or_default();
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("y"));
+    let error = run.error().cloned().unwrap_or_default();
     assert!(error.contains("title"), "{error}");
     assert_eq!(run.record("y").map(|r| r.status), Some(StepStatus::Failed));
     // With the path present the same design runs.
     let mut run = start(&design);
     let tasks = drive(&mut run, t0(), |t| if t.node == "x" { done(r#"{"title": "Hello"}"#) } else { done("ok") });
-    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.status(), Status::Done);
     assert!(matches!(&tasks[1].work, Work::Agent { prompt, .. } if prompt == "Title: Hello"));
 }
 
@@ -757,11 +757,11 @@ fn output_without_deliver_collects_parents_texts_in_plan_order_separated_by_a_bl
     let mut run = start(&design);
     let tasks = drive(&mut run, t0(), |t| done(&format!("text {}", t.node)));
     assert_eq!(node_ids(&tasks), ["a", "b"]);
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.outputs["o"]["text"], "text a\n\ntext b");
-    assert_eq!(run.outputs["o"]["collected"], json!({"b": "text b", "a": "text a"}));
-    assert_eq!(run.outputs["o"]["deliveries"], json!([]));
-    assert!(run.deliveries.is_empty());
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["o"]["text"], "text a\n\ntext b");
+    assert_eq!(run.outputs()["o"]["collected"], json!({"b": "text b", "a": "text a"}));
+    assert_eq!(run.outputs()["o"]["deliveries"], json!([]));
+    assert!(run.deliveries().is_empty());
 }
 
 #[test]
@@ -773,7 +773,7 @@ fn output_template_renders_the_message() {
     });
     let mut run = start(&design);
     drive(&mut run, t0(), standard);
-    assert_eq!(run.outputs["o"]["text"], "Brief for test: draft text (2 words)");
+    assert_eq!(run.outputs()["o"]["text"], "Brief for test: draft text (2 words)");
 }
 
 #[test]
@@ -788,9 +788,9 @@ fn failed_delivery_fails_the_run_and_is_recorded() {
     assert_eq!(node_ids(&tasks), ["a", "send"]);
     assert!(matches!(&tasks[1].work, Work::Deliver { message, deliver, target, .. }
         if message == "draft text" && *deliver == Deliver::Channel && target == "telegram:123456"));
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.failed_node.as_deref(), Some("send"));
-    assert_eq!(run.error.as_deref(), Some("delivery to telegram:123456 failed: no channel configured"));
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("send"));
+    assert_eq!(run.error().map(|e| e.text()), Some("delivery to telegram:123456 failed: no channel configured"));
     let result = run.result();
     assert_eq!(
         result["deliveries"],
@@ -808,10 +808,10 @@ fn failed_delivery_fails_the_run_and_is_recorded() {
         }),
         _ => done("draft text"),
     });
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.deliveries.len(), 1);
-    assert_eq!(run.outputs["send"]["deliveries"][0]["detail"], "message_id 42");
-    assert_eq!(run.outputs["send"]["text"], "draft text");
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.deliveries().len(), 1);
+    assert_eq!(run.outputs()["send"]["deliveries"][0]["detail"], "message_id 42");
+    assert_eq!(run.outputs()["send"]["text"], "draft text");
 }
 
 #[test]
@@ -823,12 +823,12 @@ fn note_nodes_are_dropped_from_the_plan() {
     });
     let mut run = start(&design);
     assert_eq!(plan_ids(&run), ["a"]);
-    assert_eq!(run.plan.trigger_id(), Some("start"));
+    assert_eq!(run.plan().trigger_id(), Some("start"));
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.status(), Status::Done);
     assert_eq!(step_nodes(&run), ["a"]);
-    assert!(!run.outputs.contains_key("tip"));
-    assert!(run.skipped.is_empty());
+    assert!(!run.outputs().contains_key("tip"));
+    assert!(run.skipped().is_empty());
 }
 
 #[test]
@@ -847,11 +847,11 @@ fn a_run_keeps_the_plan_it_started_with() {
     // It is also persisted and read back in between.
     let file = serde_json::to_string(&run).unwrap();
     run = serde_json::from_str(&file).unwrap();
-    assert_eq!(run.plan, plan);
+    assert_eq!(run.plan(), &plan);
     let tasks = drive(&mut run, t0(), standard);
     assert!(matches!(&tasks[0].work, Work::Agent { prompt, .. } if prompt == "original prompt"));
     assert_eq!(plan_ids(&run), ["a"]);
-    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.status(), Status::Done);
 }
 
 #[test]
@@ -874,18 +874,18 @@ fn the_same_design_and_input_give_identical_outputs() {
             other => panic!("unexpected {other:?}"),
         };
         drive(&mut run, t0(), driver);
-        assert_eq!(run.status, Status::Waiting);
+        assert_eq!(run.status(), Status::Waiting);
         assert_eq!(run.next_wake(), Some(t0() + Duration::seconds(30)));
         drive(&mut run, t0() + Duration::seconds(30), driver);
-        assert_eq!(run.status, Status::Done, "{:#}", run.result());
+        assert_eq!(run.status(), Status::Done, "{:#}", run.result());
         run
     };
     let (a, b) = (once(), once());
-    assert_eq!(serde_json::to_string(&a.outputs).unwrap(), serde_json::to_string(&b.outputs).unwrap());
-    assert_eq!(a.skipped, b.skipped);
+    assert_eq!(serde_json::to_string(a.outputs()).unwrap(), serde_json::to_string(b.outputs()).unwrap());
+    assert_eq!(a.skipped(), b.skipped());
     assert_eq!(a.result(), b.result());
-    assert_eq!(a.outputs["o"]["text"], "echo Oslo / true");
-    assert_eq!(a.outputs["w"]["resumed_at"], "2026-11-29T09:00:30.000Z");
+    assert_eq!(a.outputs()["o"]["text"], "echo Oslo / true");
+    assert_eq!(a.outputs()["w"]["resumed_at"], "2026-11-29T09:00:30.000Z");
 }
 
 #[test]
@@ -898,9 +898,9 @@ fn respond_to_a_failed_run_is_a_conflict_even_with_a_gate_still_parked() {
     });
     let mut run = start(&design);
     drive(&mut run, t0(), |_| failed("backend down"));
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.failed_node.as_deref(), Some("x"));
-    assert_eq!(run.pending, None);
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("x"));
+    assert_eq!(run.pending(), None);
     let before = run.clone();
     let e = run.respond("gate", Response::Answer("approve".into()), t0()).unwrap_err();
     assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
@@ -908,10 +908,10 @@ fn respond_to_a_failed_run_is_a_conflict_even_with_a_gate_still_parked() {
     // After a retry the gate is waiting again and can be answered.
     run.retry(t0()).unwrap();
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::AwaitingApproval, "{:#}", run.result());
+    assert_eq!(run.status(), Status::AwaitingApproval, "{:#}", run.result());
     run.respond("gate", Response::Answer("approve".into()), t0()).unwrap();
     drive(&mut run, t0(), standard);
-    assert_eq!(run.status, Status::Done);
+    assert_eq!(run.status(), Status::Done);
 }
 
 #[test]
@@ -924,10 +924,10 @@ fn a_sibling_failing_while_a_task_is_in_flight_keeps_the_run_failed() {
     let mut run = start_with(&design, json!({"n": "not a number"}));
     let tasks = drive(&mut run, t0(), standard);
     assert_eq!(node_ids(&tasks), ["a"]);
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.failed_node.as_deref(), Some("c"));
-    assert!(run.error.as_deref().unwrap_or_default().contains("cannot compare"));
-    assert_eq!(run.outputs["a"]["text"], "draft text");
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("c"));
+    assert!(run.error().map(|e| e.text()).unwrap_or_default().contains("cannot compare"));
+    assert_eq!(run.outputs()["a"]["text"], "draft text");
     assert!(run.record("yes").is_none());
 }
 
@@ -936,9 +936,9 @@ fn step_output_over_one_mebibyte_is_a_step_error() {
     let mut run = start(&agent_chain(0));
     let big = "x".repeat(vwf_core::limits::STEP_OUTPUT_BYTES + 1);
     drive(&mut run, t0(), |_| done(&big));
-    assert_eq!(run.status, Status::Failed);
-    assert!(run.error.as_deref().unwrap_or_default().contains("limit"), "{:?}", run.error);
-    assert!(!run.outputs.contains_key("draft"));
+    assert_eq!(run.status(), Status::Failed);
+    assert!(run.error().map(|e| e.text()).unwrap_or_default().contains("limit"), "{:?}", run.error());
+    assert!(!run.outputs().contains_key("draft"));
 }
 
 // ---- every attempt is kept --------------------------------------------------------------
@@ -958,7 +958,7 @@ fn retrying_design(retries_a: u64, retries_c: u64) -> Value {
 
 /// What the kept attempts of every step must look like, whatever happened to the run.
 fn check_tries(run: &Run, given: &std::collections::HashMap<String, Vec<String>>) {
-    for r in &run.steps {
+    for r in run.steps() {
         let n = r.tries.len();
         assert_eq!(n as u32, r.attempts, "{}: one try per attempt: {r:?}", r.node);
         assert!(n >= 1, "{r:?}");
@@ -995,7 +995,7 @@ fn check_tries(run: &Run, given: &std::collections::HashMap<String, Vec<String>>
         }
     }
     let json = run.result();
-    for (r, j) in run.steps.iter().zip(json["steps"].as_array().unwrap()) {
+    for (r, j) in run.steps().iter().zip(json["steps"].as_array().unwrap()) {
         assert_eq!(j["tries"].as_array().map(Vec::len), Some(r.tries.len()), "{j}");
     }
 }
@@ -1036,9 +1036,10 @@ proptest::proptest! {
                 }
             });
             check_tries(&run, &given);
+            accessors_show_the_file(&run);
             now += Duration::minutes(1);
-            let waits_on = run.pending.as_ref().map(|p| p.node().to_string());
-            match (run.status, waits_on) {
+            let waits_on = run.pending().map(|p| p.node().to_string());
+            match (run.status(), waits_on) {
                 (Status::AwaitingAgent, Some(node)) => run.respond(&node, Response::Output("typed".into()), now).unwrap(),
                 (Status::Failed, _) => run.retry(now).unwrap(),
                 (Status::Done, _) => break,
@@ -1061,7 +1062,7 @@ fn stored_failed_runs_load_with_their_typed_reason_and_behave_the_same() {
     ];
     for (text, reason, gate) in cases {
         let mut run: Run = serde_json::from_str(text).unwrap();
-        assert_eq!(run.error, Some(reason.clone()));
+        assert_eq!(run.error(), Some(&reason));
         assert_eq!(serde_json::to_string_pretty(&run).unwrap(), text);
         let late = t0() + Duration::hours(4);
         if gate {
@@ -1072,9 +1073,9 @@ fn stored_failed_runs_load_with_their_typed_reason_and_behave_the_same() {
             assert!(matches!(run.respond("gate", Response::Answer("send".into()), late), Err(EngineError::Conflict(_))));
         }
         run.retry(late).unwrap();
-        assert_eq!(run.error, None);
+        assert_eq!(run.error(), None);
         drive(&mut run, late, standard);
-        assert_eq!(run.status, Status::AwaitingApproval, "{}", reason);
+        assert_eq!(run.status(), Status::AwaitingApproval, "{}", reason);
     }
 }
 
@@ -1105,4 +1106,85 @@ fn the_engines_own_failure_texts_are_typed() {
     for other in ["Approval timed out", "approval timed out ", "interrupted during step ", "interrupted by a signal", "boom"] {
         assert_eq!(Failure::from(other), Failure::Error(other.into()), "{other}");
     }
+}
+
+// ---- the run's accessors -----------------------------------------------------------------
+
+fn as_json<T: serde::Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap()
+}
+
+/// Each accessor of `run` returns what its run file holds under the same name, and every field
+/// of the file but `loops` (the engine's own bookkeeping) has an accessor.
+fn accessors_show_the_file(run: &Run) {
+    let file = as_json(run);
+    let shown = [
+        ("ok", as_json(run.ok())),
+        ("run_id", as_json(run.run_id())),
+        ("design", as_json(run.design())),
+        ("status", as_json(run.status())),
+        ("pending", as_json(run.pending())),
+        ("outputs", as_json(run.outputs())),
+        ("skipped", as_json(run.skipped())),
+        ("deliveries", as_json(run.deliveries())),
+        ("error", as_json(run.error())),
+        ("failed_node", as_json(run.failed_node())),
+        ("steps", as_json(run.steps())),
+        ("trigger", as_json(run.trigger())),
+        ("created_at", as_json(vwf_core::time::format(&run.created_at()))),
+        ("updated_at", as_json(vwf_core::time::format(&run.updated_at()))),
+        ("tokens_used", as_json(run.tokens_used())),
+        ("parked", as_json(run.parked())),
+        ("history", as_json(run.history())),
+        ("plan", as_json(run.plan())),
+    ];
+    for (field, value) in &shown {
+        assert_eq!(&file[field], value, "{field} of {file:#}");
+    }
+    let fields = file.as_object().unwrap();
+    let unshown: Vec<_> = fields.keys().filter(|k| *k != "loops" && !shown.iter().any(|(f, _)| f == k)).collect();
+    assert!(unshown.is_empty(), "fields without an accessor: {unshown:?}");
+}
+
+/// The accessors in every state the engine can leave a run in: parked on a gate, an agent or a
+/// wait, done with skipped steps and a delivery, failed, retried (the loops and every driver
+/// answer are covered by `retries_of_any_kind_keep_every_attempt`, which checks them too).
+#[test]
+fn the_accessors_return_what_the_run_file_holds() {
+    let mut run = parked_gate(json!({}));
+    accessors_show_the_file(&run);
+    assert_eq!(run.pending().map(Pending::node), Some("gate"));
+    run.respond("gate", Response::Answer("send".into()), t0()).unwrap();
+    drive(&mut run, t0(), standard);
+    assert_eq!((run.status(), run.skipped()), (Status::Done, &["k".to_string()][..]));
+    accessors_show_the_file(&run);
+
+    let wait = json!({"nodes": [manual(), {"id": "w", "type": "wait", "seconds": 60}], "edges": [edge("start", "w")]});
+    let mut run = start(&wait);
+    drive(&mut run, t0(), standard);
+    assert_eq!(run.status(), Status::Waiting);
+    accessors_show_the_file(&run);
+
+    let mut run = start(&agent_chain(0));
+    drive(&mut run, t0(), |_| Outcome::ParkAgent);
+    assert_eq!(run.status(), Status::AwaitingAgent);
+    accessors_show_the_file(&run);
+
+    let design = json!({
+        "nodes": [manual(), {"id": "a", "type": "agent", "prompt": "A"},
+                  {"id": "send", "type": "output", "deliver": "channel", "target": "telegram:123456"}],
+        "edges": [edge("start", "a"), edge("a", "send")]
+    });
+    let mut run = start(&design);
+    drive(&mut run, t0(), |t| match t.work {
+        Work::Agent { .. } => Outcome::Done { text: "draft".into(), extra: Map::new(), tokens: 40 },
+        _ => standard(t),
+    });
+    assert_eq!((run.status(), run.failed_node(), run.tokens_used()), (Status::Failed, Some("send"), 40));
+    accessors_show_the_file(&run);
+    let later = t0() + Duration::minutes(5);
+    run.retry(later).unwrap();
+    drive(&mut run, later, standard);
+    assert!(!run.history().is_empty() && run.updated_at() == later);
+    accessors_show_the_file(&run);
 }

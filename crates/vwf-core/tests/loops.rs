@@ -73,23 +73,23 @@ fn agent_text(t: &Task) -> Outcome {
 fn each_pass_runs_the_body_with_its_own_item_and_index() {
     let mut run = start(chunk_design(1), files(3));
     drive(&mut run, agent_text);
-    assert_eq!(run.status, Status::Done, "{:#}", run.result());
-    let lp = &run.outputs["each-chunk"];
+    assert_eq!(run.status(), Status::Done, "{:#}", run.result());
+    let lp = &run.outputs()["each-chunk"];
     assert_eq!(lp["count"], json!(3));
     assert_eq!(lp["items"][0], json!("chunk-0.json: summary of Read chunk-0.json (pass 0)"));
     // The sink of pass 1 was skipped: its result is null, and the pass's skip stays in the pass.
     assert_eq!(lp["items"][1], Value::Null);
-    assert!(run.skipped.is_empty(), "{:?}", run.skipped);
-    assert_eq!(run.outputs["report"]["text"].as_str().unwrap().split(' ').next(), Some("3"));
+    assert!(run.skipped().is_empty(), "{:?}", run.skipped());
+    assert_eq!(run.outputs()["report"]["text"].as_str().unwrap().split(' ').next(), Some("3"));
     // Body outputs are visible only inside their pass, never at the top.
-    assert!(!run.outputs.contains_key("read"));
+    assert!(!run.outputs().contains_key("read"));
 }
 
 #[test]
 fn each_pass_step_is_visible_in_the_run_record_qualified_by_pass() {
     let mut run = start(chunk_design(1), files(2));
     drive(&mut run, agent_text);
-    let names: Vec<&str> = run.steps.iter().map(|s| s.node.as_str()).collect();
+    let names: Vec<&str> = run.steps().iter().map(|s| s.node.as_str()).collect();
     assert_eq!(names, ["each-chunk", "read#0", "read#1", "big#0", "big#1", "keep#0", "report"]);
 }
 
@@ -98,26 +98,26 @@ fn concurrency_hands_out_passes_together_and_keeps_results_in_order() {
     let mut run = start(chunk_design(3), files(5));
     let batches = drive(&mut run, agent_text);
     assert_eq!(batches[0], ["read#0", "read#1", "read#2"]);
-    assert_eq!(run.status, Status::Done);
-    let items = run.outputs["each-chunk"]["items"].as_array().unwrap().clone();
+    assert_eq!(run.status(), Status::Done);
+    let items = run.outputs()["each-chunk"]["items"].as_array().unwrap().clone();
     assert_eq!(items.len(), 5);
     assert_eq!(items[4], json!("chunk-4.json: summary of Read chunk-4.json (pass 4)"));
     // The same design and input give the same outputs with one pass at a time.
     let mut serial = start(chunk_design(1), files(5));
     drive(&mut serial, agent_text);
-    assert_eq!(serial.outputs["each-chunk"], run.outputs["each-chunk"]);
+    assert_eq!(serial.outputs()["each-chunk"], run.outputs()["each-chunk"]);
 }
 
 #[test]
 fn a_failed_pass_fails_the_loop_with_the_pass_index() {
     let mut run = start(chunk_design(1), files(4));
     drive(&mut run, |t| if t.node == "read#2" { Outcome::Failed { error: "disk on fire".into() } } else { agent_text(t) });
-    assert_eq!(run.status, Status::Failed);
-    assert_eq!(run.failed_node.as_deref(), Some("each-chunk"));
-    let error = run.error.clone().unwrap();
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("each-chunk"));
+    let error = run.error().cloned().unwrap();
     assert!(error.contains("pass 2") && error.contains("read") && error.contains("disk on fire"), "{error}");
     assert!(run.record("read#3").is_none(), "nothing after the failure starts");
-    assert!(!run.outputs.contains_key("report"));
+    assert!(!run.outputs().contains_key("report"));
 }
 
 #[test]
@@ -127,35 +127,35 @@ fn retry_keeps_the_passes_that_finished() {
     let before: Vec<_> = ["read#0", "read#1"].iter().map(|n| run.record(n).cloned().unwrap()).collect();
     run.retry(t0() + Duration::minutes(1)).unwrap();
     let batches = drive(&mut run, agent_text);
-    assert_eq!(run.status, Status::Done, "{:#}", run.result());
+    assert_eq!(run.status(), Status::Done, "{:#}", run.result());
     let rerun: Vec<String> = batches.concat();
     assert_eq!(rerun, ["read#2", "read#3"], "finished passes are not re-run");
     for b in before {
         assert_eq!(run.record(&b.node), Some(&b));
     }
-    assert_eq!(run.outputs["each-chunk"]["count"], json!(4));
+    assert_eq!(run.outputs()["each-chunk"]["count"], json!(4));
 }
 
 #[test]
 fn over_must_give_a_json_array_within_max_items() {
     let mut run = start(chunk_design(1), json!({"files": {"not": "a list"}}));
     drive(&mut run, agent_text);
-    assert_eq!(run.status, Status::Failed);
-    assert!(run.error.as_deref().unwrap().contains("must give a JSON array"), "{:?}", run.error);
+    assert_eq!(run.status(), Status::Failed);
+    assert!(run.error().map(|e| e.text()).unwrap().contains("must give a JSON array"), "{:?}", run.error());
 
     let mut design = chunk_design(1);
     design["nodes"][1]["max_items"] = json!(2);
     let mut run = start(design, files(3));
     drive(&mut run, agent_text);
-    assert!(run.error.as_deref().unwrap().contains("more than max_items (2)"), "{:?}", run.error);
+    assert!(run.error().map(|e| e.text()).unwrap().contains("more than max_items (2)"), "{:?}", run.error());
 }
 
 #[test]
 fn an_empty_list_finishes_the_loop_at_once() {
     let mut run = start(chunk_design(1), files(0));
     drive(&mut run, agent_text);
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.outputs["each-chunk"]["count"], json!(0));
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["each-chunk"]["count"], json!(0));
 }
 
 #[test]
@@ -175,20 +175,20 @@ fn a_gate_inside_a_pass_parks_the_run_and_its_answer_resumes_the_pass() {
     });
     let mut run = start(design, Value::Null);
     drive(&mut run, agent_text);
-    assert_eq!(run.status, Status::AwaitingApproval);
-    assert_eq!(run.pending.as_ref().unwrap().node(), "ok#0");
+    assert_eq!(run.status(), Status::AwaitingApproval);
+    assert_eq!(run.pending().unwrap().node(), "ok#0");
     assert!(
-        matches!(run.pending.as_ref().unwrap(), vwf_core::run::Pending::Approval { question, .. } if question == "Keep a?"),
+        matches!(run.pending().unwrap(), vwf_core::run::Pending::Approval { question, .. } if question == "Keep a?"),
         "{:?}",
-        run.pending
+        run.pending()
     );
     run.respond("ok#0", vwf_core::run::Response::Answer("yes".into()), t0()).unwrap();
     drive(&mut run, agent_text);
-    assert_eq!(run.pending.as_ref().unwrap().node(), "ok#1");
+    assert_eq!(run.pending().unwrap().node(), "ok#1");
     run.respond("ok#1", vwf_core::run::Response::Answer("no".into()), t0()).unwrap();
     drive(&mut run, agent_text);
-    assert_eq!(run.status, Status::Done);
-    assert_eq!(run.outputs["lp"]["items"], json!(["kept a", null]));
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["lp"]["items"], json!(["kept a", null]));
     assert_eq!(run.record("ok#1").unwrap().status, StepStatus::Done);
 }
 
@@ -244,6 +244,6 @@ fn the_stored_format_of_a_run_in_flight_is_fixed() {
     drive(&mut run, |_| Outcome::Done { text: "a draft".into(), extra: Map::new(), tokens: 12 });
     run.respond("ok#0", vwf_core::run::Response::Answer("yes".into()), t0() + Duration::minutes(5)).unwrap();
     drive(&mut run, agent_text);
-    assert_eq!(run.pending.as_ref().unwrap().node(), "ok#1");
+    assert_eq!(run.pending().unwrap().node(), "ok#1");
     insta::assert_json_snapshot!("run_in_flight", serde_json::to_value(&run).unwrap());
 }

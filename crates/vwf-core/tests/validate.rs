@@ -992,13 +992,13 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                 }
             }
             Advance::Idle => {
-                if run.status.is_finished() {
+                if run.status().is_finished() {
                     // Both are no-ops on a finished run, and never panic.
                     assert!(!run.enforce_deadlines(now));
                     let _ = run.result();
                     return;
                 }
-                let pending = run.pending.clone().expect("an idle, unfinished run waits on something");
+                let pending = run.pending().cloned().expect("an idle, unfinished run waits on something");
                 match pending {
                     Pending::Approval { node, options, .. } => {
                         let answer = options.first().cloned().unwrap_or_default();
@@ -1032,7 +1032,7 @@ proptest! {
             let mut run = Run::start(plan, "0123456789ab", TriggerInfo::new("manual", json!({"x": 1})), now);
             drive_everything(&mut run, now, agents, texts, 7);
             // Retrying a failed run never panics either, and finishes too.
-            if run.status == vwf_core::run::Status::Failed {
+            if run.status() == vwf_core::run::Status::Failed {
                 run.retry(now).expect("a failed run can be retried");
                 drive_everything(&mut run, now, agents, texts, 7);
             }

@@ -360,7 +360,7 @@ fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: usize) -> E
             figures.new_ids_per_run = new1 - new0;
         }
         if i == 0 {
-            let path = home.join("workflow-runs").join(format!("{}.json", run.run_id));
+            let path = home.join("workflow-runs").join(format!("{}.json", run.run_id()));
             figures.final_bytes = fs::read(&path).unwrap_or_else(|e| die(&format!("cannot read {}: {e}", path.display())));
             final_value =
                 serde_json::from_slice(&figures.final_bytes).unwrap_or_else(|e| die(&format!("{} is not JSON: {e}", path.display())));
@@ -424,13 +424,13 @@ fn core_only_runs(plan: &Plan, runs: usize) -> Vec<Duration> {
 }
 
 fn check_finished(run: &Run, plan: &Plan) {
-    if run.status != Status::Done || run.steps.len() != plan.steps.len() || !run.skipped.is_empty() {
+    if run.status() != Status::Done || run.steps().len() != plan.steps.len() || !run.skipped().is_empty() {
         die(&format!(
             "the bench run did not finish every step: status {:?}, {} steps, skipped {:?}, error {:?}",
-            run.status,
-            run.steps.len(),
-            run.skipped,
-            run.error
+            run.status(),
+            run.steps().len(),
+            run.skipped(),
+            run.error()
         ));
     }
 }
@@ -672,8 +672,8 @@ fn small_finished_run() -> Value {
     let now = vwf_core::time::parse("2026-01-01T00:00:00Z").unwrap_or_default();
     let mut run = Run::start(plan, "000000000000", manual(), now);
     while let Advance::Settled(_) = run.advance(now) {}
-    if run.status != Status::Done {
-        die(&format!("the small run did not finish: {:?}", run.status));
+    if run.status() != Status::Done {
+        die(&format!("the small run did not finish: {:?}", run.status()));
     }
     serde_json::to_value(&run).unwrap_or_else(|e| die(&e.to_string()))
 }

@@ -351,13 +351,13 @@ impl Runner<'_> {
                     if changed {
                         self.persist(&run)?;
                     }
-                    return Err(Failure::NotFound(format!("run {} has no node {node:?}", run.run_id)));
+                    return Err(Failure::NotFound(format!("run {} has no node {node:?}", run.run_id())));
                 };
-                let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked.iter().find(|p| p.node() == node).cloned() else {
+                let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked().iter().find(|p| p.node() == node).cloned() else {
                     if changed {
                         self.persist(&run)?;
                     }
-                    return Err(Failure::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id)));
+                    return Err(Failure::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id())));
                 };
                 let (max_tokens, timeout_seconds) = match step.spec() {
                     Ok(vwf_core::spec::Spec::Agent { max_tokens, timeout_seconds, .. }) => (max_tokens, timeout_seconds),
@@ -417,7 +417,8 @@ impl Runner<'_> {
 
     /// Drives a run we hold the lock of until it is done, failed or parked.
     fn drive(&self, run: &mut Run, _lock: &RunLock) -> Result<(), Failure> {
-        let mut persisted = run.clone();
+        // The status and pending the store last saw: an idle pass that changed either is saved.
+        let mut persisted = (run.status(), run.pending().cloned());
         loop {
             match run.advance(self.clock.now()) {
                 Advance::Settled(node) => {
@@ -429,21 +430,20 @@ impl Runner<'_> {
                     self.perform_all(run, &tasks)?;
                 }
                 Advance::Idle => {
-                    if run.status == Status::Waiting
+                    if run.status() == Status::Waiting
                         && self.sleep_for_waits
                         && let Some(t) = run.next_wake()
                     {
                         self.clock.sleep_until(t);
                         continue;
                     }
-                    if run.status != persisted.status || run.pending != persisted.pending {
+                    if (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {
                         self.persist(run)?;
                     }
                     return Ok(());
                 }
             }
-            persisted.status = run.status;
-            persisted.pending = run.pending.clone();
+            persisted = (run.status(), run.pending().cloned());
         }
     }
 
@@ -464,11 +464,12 @@ impl Runner<'_> {
         let (emits, tasks): (Vec<&Task>, Vec<&Task>) = tasks.iter().partition(|t| matches!(t.work, Work::Emit { .. }));
         for task in emits {
             let Work::Emit { event, payload } = &task.work else { continue };
-            let outcome = match self.emit(event, payload.clone(), run.trigger.depth) {
+            let outcome = match self.emit(event, payload.clone(), run.trigger().depth) {
                 Ok(emission) => {
                     let mut extra = Map::new();
                     extra.insert("event".into(), Value::String(event.clone()));
-                    extra.insert("runs".into(), Value::Array(emission.runs.iter().map(|r| Value::String(r.run_id.clone())).collect()));
+                    extra
+                        .insert("runs".into(), Value::Array(emission.runs.iter().map(|r| Value::String(r.run_id().to_string())).collect()));
                     let text = if payload.is_null() { String::new() } else { payload.to_string() };
                     Outcome::Done { text, extra, tokens: 0 }
                 }
@@ -518,7 +519,7 @@ impl Runner<'_> {
     /// Under the run's lock: a `running` run has no live owner, and a due deadline is enforced.
     fn settle_orphan(&self, run: &mut Run) -> bool {
         let now = self.clock.now();
-        if run.status == Status::Running {
+        if run.status() == Status::Running {
             run.mark_interrupted(now);
             return true;
         }
@@ -535,7 +536,7 @@ impl Runner<'_> {
     /// file, which may still fit). The write's error is returned either way.
     fn persist(&self, run: &Run) -> Result<(), Failure> {
         let Err(cause) = self.write(run) else { return Ok(()) };
-        if let Ok(id) = parse_id(&run.run_id) {
+        if let Ok(id) = parse_id(run.run_id()) {
             let mut saved = self.read(&id).unwrap_or_else(|_| run.clone());
             saved.mark_unsaved(self.clock.now(), &cause.to_string());
             let _ = self.write(&saved);
@@ -552,7 +553,7 @@ impl Runner<'_> {
 
     /// The one place a run is saved, so also where its transitions are logged and counted.
     fn write(&self, run: &Run) -> Result<(), Failure> {
-        let id = parse_id(&run.run_id)?;
+        let id = parse_id(run.run_id())?;
         let json = serde_json::to_vec(run).map_err(|e| Failure::Internal(e.to_string()))?;
         let watch = Watch::before(self.metrics, self.store, &id);
         let started = std::time::Instant::now();

@@ -215,8 +215,8 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
             .and_then(|name| runner.start_design(&name, TriggerInfo::new("schedule", input)));
         match started {
             Ok(Ok(run)) => {
-                f.run_id = Some(run.run_id.clone());
-                f.status = Some(run.status);
+                f.run_id = Some(run.run_id().to_string());
+                f.status = Some(run.status());
             }
             Ok(Err(report)) => f.error = Some(report.refusal()),
             Err(e) => f.error = Some(e.to_string()),

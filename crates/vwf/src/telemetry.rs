@@ -135,7 +135,7 @@ impl Metrics {
     }
 
     fn record(&self, run: &Run, transitions: &[Transition<'_>]) {
-        let design = DesignLabel { design: run.design.clone() };
+        let design = DesignLabel { design: run.design().to_string() };
         for t in transitions {
             match t {
                 Transition::Started => {
@@ -150,7 +150,7 @@ impl Metrics {
                     }
                 }
                 Transition::Status { .. } => {
-                    let ended = match run.status {
+                    let ended = match run.status() {
                         Status::Done => &self.runs_done,
                         Status::Failed => &self.runs_failed,
                         _ => continue,
@@ -256,10 +256,10 @@ impl<'a> Watch<'a> {
             metrics.write_seconds.observe(took.as_secs_f64());
             metrics.record(run, &transitions);
             // A run saved `running` is being driven under its lock: its next save is ours too.
-            if run.status == Status::Running
+            if run.status() == Status::Running
                 && let Ok(mut driving) = metrics.driving.lock()
             {
-                driving.insert(run.run_id.clone(), Saved::of(run));
+                driving.insert(run.run_id().to_string(), Saved::of(run));
             }
         }
         for t in &transitions {
@@ -270,14 +270,14 @@ impl<'a> Watch<'a> {
 
 fn log(run: &Run, t: &Transition<'_>) {
     let event = t.event(run);
-    let status = run.status.as_str();
+    let status = run.status().as_str();
     match t {
         Transition::Step { record, ended } => {
             let node_type = run.plan_step(&record.node).and_then(|s| s.kind()).map(|k| k.as_str());
             let duration_ms = ended.last().map(|a| transition::seconds(a) * 1000.0);
             tracing::info!(
-                run_id = %run.run_id,
-                design = %run.design,
+                run_id = %run.run_id(),
+                design = %run.design(),
                 event,
                 status,
                 node = %record.node,
@@ -289,8 +289,8 @@ fn log(run: &Run, t: &Transition<'_>) {
             );
         }
         Transition::Started | Transition::Status { .. } => {
-            let error = (run.status == Status::Failed).then_some(run.error.as_deref()).flatten();
-            tracing::info!(run_id = %run.run_id, design = %run.design, event, status, error, "run transition");
+            let error = (run.status() == Status::Failed).then_some(run.error().map(|e| e.text())).flatten();
+            tracing::info!(run_id = %run.run_id(), design = %run.design(), event, status, error, "run transition");
         }
     }
 }

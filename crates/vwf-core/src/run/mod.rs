@@ -282,33 +282,101 @@ pub struct HistoryEvent {
 /// `history` and `plan` are the file's additions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
-    pub ok: bool,
-    pub run_id: String,
-    pub design: String,
-    pub status: Status,
-    pub pending: Option<Pending>,
-    pub outputs: BTreeMap<String, Value>,
-    pub skipped: Vec<String>,
-    pub deliveries: Vec<Delivery>,
+    ok: bool,
+    run_id: String,
+    design: String,
+    status: Status,
+    pending: Option<Pending>,
+    outputs: BTreeMap<String, Value>,
+    skipped: Vec<String>,
+    deliveries: Vec<Delivery>,
     /// Why the run failed, stored as its text.
-    pub error: Option<Failure>,
-    pub failed_node: Option<String>,
-    pub steps: Vec<StepRecord>,
-    pub trigger: TriggerInfo,
+    error: Option<Failure>,
+    failed_node: Option<String>,
+    steps: Vec<StepRecord>,
+    trigger: TriggerInfo,
     #[serde(with = "time")]
-    pub created_at: Ts,
+    created_at: Ts,
     #[serde(with = "time")]
-    pub updated_at: Ts,
+    updated_at: Ts,
     #[serde(default)]
-    pub tokens_used: u64,
+    tokens_used: u64,
     #[serde(default)]
-    pub parked: Vec<Pending>,
+    parked: Vec<Pending>,
     #[serde(default)]
-    pub history: Vec<HistoryEvent>,
+    history: Vec<HistoryEvent>,
     /// Loops in progress or finished: their items and the state of each pass.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub loops: BTreeMap<String, LoopState>,
-    pub plan: Plan,
+    loops: BTreeMap<String, LoopState>,
+    plan: Plan,
+}
+
+/// Read access to a run's state. The fields are private to the engine (this module and its
+/// files), so only the engine's calls (`start`, `advance`, `complete`, `respond`, `retry`, ...)
+/// change a run: no caller, in the core or outside it, can put a run in a state the engine could
+/// not reach. Everything else reads through these accessors.
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.ok
+    }
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    pub fn design(&self) -> &str {
+        &self.design
+    }
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    /// What the run waits for first, when it is parked.
+    pub fn pending(&self) -> Option<&Pending> {
+        self.pending.as_ref()
+    }
+    /// Step outputs by node id.
+    pub fn outputs(&self) -> &BTreeMap<String, Value> {
+        &self.outputs
+    }
+    /// Steps skipped, in plan order.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+    pub fn deliveries(&self) -> &[Delivery] {
+        &self.deliveries
+    }
+    /// Why the run failed.
+    pub fn error(&self) -> Option<&Failure> {
+        self.error.as_ref()
+    }
+    pub fn failed_node(&self) -> Option<&str> {
+        self.failed_node.as_deref()
+    }
+    /// Step records, in plan order.
+    pub fn steps(&self) -> &[StepRecord] {
+        &self.steps
+    }
+    pub fn trigger(&self) -> &TriggerInfo {
+        &self.trigger
+    }
+    pub fn created_at(&self) -> Ts {
+        self.created_at
+    }
+    pub fn updated_at(&self) -> Ts {
+        self.updated_at
+    }
+    pub fn tokens_used(&self) -> u64 {
+        self.tokens_used
+    }
+    /// Everything the run waits for while parked (`pending` is the first of these).
+    pub fn parked(&self) -> &[Pending] {
+        &self.parked
+    }
+    pub fn history(&self) -> &[HistoryEvent] {
+        &self.history
+    }
+    /// The plan the run started with.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
 }
 
 /// Fields of the run file that are not part of the run result.

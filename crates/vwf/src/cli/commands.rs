@@ -137,7 +137,7 @@ pub(super) fn run(service: &Service<'_>, json: bool, name: &str, run_id: Option<
     match service.runner().resume_due(RESUME_SCAN) {
         Ok(resumed) if !json => {
             for run in resumed {
-                eprintln!("resumed run {} of {} after its wait: {}", run.run_id, run.design, run.status.as_str().replace('_', " "));
+                eprintln!("resumed run {} of {} after its wait: {}", run.run_id(), run.design(), run.status().as_str().replace('_', " "));
             }
         }
         Ok(_) => {}
@@ -276,7 +276,7 @@ pub(super) fn emit(service: &Service<'_>, json: bool, event: &str, payload: Opti
             say!("{d}: not started ({why})");
         }
     }
-    Ok(if emission.runs.iter().any(|r| r.status == Status::Failed) { 1 } else { 0 })
+    Ok(if emission.runs.iter().any(|r| r.status() == Status::Failed) { 1 } else { 0 })
 }
 
 pub(super) fn doctor(app: &App, json: bool, fix: bool) -> Result<u8, Failure> {

@@ -379,7 +379,7 @@ fn show_run(run: &Run, json: bool, live_shown: bool) -> u8 {
     } else {
         say!("{}", render::summary(&result, !live_shown, render::Reader::Cli));
     }
-    run_code(run.status)
+    run_code(run.status())
 }
 
 #[cfg(test)]

@@ -528,14 +528,14 @@ impl<'a> Daemon<'a> {
             .and_then(|name| runner.start_design(&name, TriggerInfo::new(mode, input.clone())));
         match started {
             Ok(Ok(run)) => {
-                let mut line = format!("{design}: {mode} fired → run {} {}", run.run_id, run.status.as_str());
-                if let Some(e) = &run.error {
+                let mut line = format!("{design}: {mode} fired → run {} {}", run.run_id(), run.status().as_str());
+                if let Some(e) = run.error() {
                     line.push_str(&format!(" ({e})"));
                 }
                 log(now, &line);
                 self.note_due(run.next_due());
-                fired.run_id = Some(run.run_id.clone());
-                fired.status = Some(run.status);
+                fired.run_id = Some(run.run_id().to_string());
+                fired.status = Some(run.status());
             }
             Ok(Err(report)) => {
                 let why = report.refusal();
@@ -604,10 +604,10 @@ impl<'a> Daemon<'a> {
                     return;
                 }
             };
-            let design = &run.design;
-            let outcome = match &run.error {
-                Some(e) => format!("{} ({e})", run.status.as_str()),
-                None => run.status.as_str().to_string(),
+            let design = run.design();
+            let outcome = match run.error() {
+                Some(e) => format!("{} ({e})", run.status().as_str()),
+                None => run.status().as_str().to_string(),
             };
             // Nothing settled: its owner is alive and working on it (a foreground `vwf run`), or
             // finished it in between; look again at the next periodic scan.
@@ -617,8 +617,8 @@ impl<'a> Daemon<'a> {
                 Some(Settle::WaitDue) => ("resumed after its wait", &mut report.resumed),
                 Some(Settle::DeadlinePassed) => ("gate deadline passed", &mut report.timed_out),
             };
-            log(now, &format!("{design}: run {} {line} → {outcome}", run.run_id));
-            list.push(run.run_id.clone());
+            log(now, &format!("{design}: run {} {line} → {outcome}", run.run_id()));
+            list.push(run.run_id().to_string());
             self.note_due(run.next_due().filter(|d| *d > now));
         }
     }

@@ -834,7 +834,7 @@ async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Query(para
                 let run = service.open(&id)?;
                 let mut result = run.result();
                 if with_plan && let Some(obj) = result.as_object_mut() {
-                    obj.insert("plan".into(), serde_json::to_value(&run.plan).unwrap_or(Value::Null));
+                    obj.insert("plan".into(), serde_json::to_value(run.plan()).unwrap_or(Value::Null));
                 }
                 Ok(result)
             })
