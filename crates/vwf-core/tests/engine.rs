@@ -15,6 +15,8 @@ use vwf_core::run::{
 use vwf_core::spec::{CommandStep, Deliver, Program};
 use vwf_core::time::Ts;
 
+mod common;
+
 const RUN_ID: &str = "d7b493cae249";
 
 fn t0() -> Ts {
@@ -39,13 +41,16 @@ fn start(design: &Value) -> Run {
 fn drive(run: &mut Run, now: Ts, mut answer: impl FnMut(&Task) -> Outcome) -> Vec<Task> {
     let mut seen = Vec::new();
     for _ in 0..1000 {
-        match run.advance(now) {
+        let advanced = run.advance(now);
+        common::save_and_read_back(run);
+        match advanced {
             Advance::Settled(_) => {}
             Advance::Tasks(tasks) => {
                 assert!(!tasks.is_empty(), "advance handed out an empty task list");
                 for t in tasks {
                     let outcome = answer(&t);
                     run.complete(&t.node, outcome, now).unwrap_or_else(|e| panic!("complete {}: {e}", t.node));
+                    common::save_and_read_back(run);
                     seen.push(t);
                 }
             }

@@ -9,6 +9,8 @@ use vwf_core::run::{Advance, Outcome, Run, Status, StepStatus, Task, TriggerInfo
 use vwf_core::time::Ts;
 use vwf_core::validate::validate;
 
+mod common;
+
 fn t0() -> Ts {
     Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
 }
@@ -24,12 +26,15 @@ fn start(design: Value, input: Value) -> Run {
 fn drive(run: &mut Run, answer: impl Fn(&Task) -> Outcome) -> Vec<Vec<String>> {
     let mut batches = Vec::new();
     for _ in 0..1000 {
-        match run.advance(t0()) {
+        let advanced = run.advance(t0());
+        common::save_and_read_back(run);
+        match advanced {
             Advance::Settled(_) => {}
             Advance::Tasks(tasks) => {
                 batches.push(tasks.iter().map(|t| t.node.clone()).collect());
                 for t in &tasks {
                     run.complete(&t.node, answer(t), t0()).unwrap();
+                    common::save_and_read_back(run);
                 }
             }
             Advance::Idle => return batches,

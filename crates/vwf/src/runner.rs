@@ -123,7 +123,7 @@ impl Runner<'_> {
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
         let mut run = Run::start(plan, id.as_str(), trigger, self.clock.now());
-        self.persist(&run)?;
+        self.persist(&mut run)?;
         started(&run);
         self.drive(&mut run, &lock)?;
         Ok(run)
@@ -328,7 +328,7 @@ impl Runner<'_> {
         let due = run.due(self.clock.now(), resume_waits);
         // Reading never needs to write: a store that cannot take the settled run (full,
         // read-only) still gets it reported as it stands now; the next reader saves it.
-        if self.settle_orphan(&mut run) && self.write(&run).is_err() {
+        if self.settle_orphan(&mut run) && self.write(&mut run).is_err() {
             return Ok((run, due));
         }
         if due == Some(Settle::WaitDue) {
@@ -349,13 +349,13 @@ impl Runner<'_> {
             Answer::Generate => {
                 let Some(step) = run.plan_step(node).cloned() else {
                     if changed {
-                        self.persist(&run)?;
+                        self.persist(&mut run)?;
                     }
                     return Err(Failure::NotFound(format!("run {} has no node {node:?}", run.run_id())));
                 };
                 let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked().iter().find(|p| p.node() == node).cloned() else {
                     if changed {
-                        self.persist(&run)?;
+                        self.persist(&mut run)?;
                     }
                     return Err(Failure::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id())));
                 };
@@ -376,7 +376,7 @@ impl Runner<'_> {
                     Ok(_) => return Err(Failure::BadGateway("the agent backend gave no text".into())),
                     Err(e) => {
                         if changed {
-                            self.persist(&run)?;
+                            self.persist(&mut run)?;
                         }
                         return Err(e);
                     }
@@ -388,13 +388,13 @@ impl Runner<'_> {
             Ok(()) => changed |= run != before,
             Err(e) => {
                 if changed {
-                    self.persist(&run)?;
+                    self.persist(&mut run)?;
                 }
                 return Err(e.into());
             }
         }
         if changed {
-            self.persist(&run)?;
+            self.persist(&mut run)?;
         }
         self.drive(&mut run, &lock)?;
         Ok(run)
@@ -407,10 +407,10 @@ impl Runner<'_> {
         self.forget_saved(&id);
         let mut run = self.read(&id)?;
         if self.settle_orphan(&mut run) {
-            self.persist(&run)?;
+            self.persist(&mut run)?;
         }
         run.retry(self.clock.now())?;
-        self.persist(&run)?;
+        self.persist(&mut run)?;
         self.drive(&mut run, &lock)?;
         Ok(run)
     }
@@ -534,12 +534,12 @@ impl Runner<'_> {
     /// read-only store, no file handles left), the cause is recorded where the next reader looks:
     /// the state last saved is read back, failed with that cause, and saved again (a smaller
     /// file, which may still fit). The write's error is returned either way.
-    fn persist(&self, run: &Run) -> Result<(), Failure> {
+    fn persist(&self, run: &mut Run) -> Result<(), Failure> {
         let Err(cause) = self.write(run) else { return Ok(()) };
         if let Ok(id) = parse_id(run.run_id()) {
             let mut saved = self.read(&id).unwrap_or_else(|_| run.clone());
             saved.mark_unsaved(self.clock.now(), &cause.to_string());
-            let _ = self.write(&saved);
+            let _ = self.write(&mut saved);
         }
         Err(cause)
     }
@@ -551,13 +551,18 @@ impl Runner<'_> {
         }
     }
 
-    /// The one place a run is saved, so also where its transitions are logged and counted.
-    fn write(&self, run: &Run) -> Result<(), Failure> {
+    /// The one place a run is saved, so also where its transitions are logged and counted. Only
+    /// what changed since the last save is handed to the store (see `vwf_core::run::journal`);
+    /// after a failed save the next one is whole.
+    fn write(&self, run: &mut Run) -> Result<(), Failure> {
         let id = parse_id(run.run_id())?;
-        let json = serde_json::to_vec(run).map_err(|e| Failure::Internal(e.to_string()))?;
+        let changes = run.take_changes();
         let watch = Watch::before(self.metrics, self.store, &id);
         let started = std::time::Instant::now();
-        self.store.write_run_json(&id, &json)?;
+        if let Err(e) = self.store.save_run(&id, run, &changes) {
+            run.unsaved();
+            return Err(e.into());
+        }
         if let Some(watch) = watch {
             watch.saved(run, started.elapsed());
         }

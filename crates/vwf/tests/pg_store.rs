@@ -18,6 +18,7 @@ fn store() -> PgStore {
 #[test]
 fn the_postgres_store_keeps_every_store_promise() {
     conformance::store_round_trip(&store());
+    conformance::saved_runs_read_back(&store());
     conformance::design_stamps(&store());
     conformance::run_locks(Arc::new(store()), 4, 25);
 }

@@ -73,8 +73,10 @@ impl Run {
         self.loops.get(lp)?.passes.get(*i)
     }
 
+    /// A pass to change; marks it changed.
     pub(super) fn pass_state_mut(&mut self, scope: &Scope) -> Option<&mut PassState> {
         let (lp, i) = scope.pass.as_ref()?;
+        self.dirty.mark(journal::Part::Pass(lp.clone(), *i));
         self.loops.get_mut(lp)?.passes.get_mut(*i)
     }
 
@@ -151,9 +153,10 @@ impl Run {
             let body: Vec<String> =
                 self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.clone()).collect();
             let Some(state) = self.loops.get_mut(&lp) else { continue };
-            for pass in state.passes.iter_mut().filter(|p| !p.done) {
+            for (i, pass) in state.passes.iter_mut().enumerate().filter(|(_, p)| !p.done) {
                 if body.iter().all(|b| pass.outputs.contains_key(b) || pass.skipped.contains(b)) {
                     pass.done = true;
+                    self.dirty.mark(journal::Part::Pass(lp.clone(), i));
                     progress = LoopProgress::Changed;
                 }
             }
@@ -171,6 +174,7 @@ impl Run {
             let mut room = state.concurrency.max(1).saturating_sub(active);
             while room > 0 && state.passes.len() < n {
                 state.passes.push(PassState::default());
+                self.dirty.mark(journal::Part::Pass(lp.clone(), state.passes.len() - 1));
                 room -= 1;
                 progress = LoopProgress::Changed;
             }

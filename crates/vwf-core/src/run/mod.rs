@@ -33,6 +33,7 @@ use crate::view;
 use crate::vocab::Route;
 
 mod failure;
+pub mod journal;
 mod loops;
 pub mod settle;
 mod step;
@@ -309,6 +310,9 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     loops: BTreeMap<String, LoopState>,
     plan: Plan,
+    /// Parts changed since the last save (see [`journal`]); not part of the document.
+    #[serde(skip)]
+    dirty: journal::Dirty,
 }
 
 /// Read access to a run's state. The fields are private to the engine (this module and its
@@ -512,6 +516,7 @@ impl Run {
             history: Vec::new(),
             loops: BTreeMap::new(),
             plan,
+            dirty: journal::Dirty::default(),
         }
     }
 
@@ -535,8 +540,17 @@ impl Run {
         self.steps.iter().find(|r| r.node == node)
     }
 
+    /// A step record to change; marks it changed.
     fn record_mut(&mut self, node: &str) -> Option<&mut StepRecord> {
-        self.steps.iter_mut().find(|r| r.node == node)
+        let i = self.steps.iter().position(|r| r.node == node)?;
+        self.mark(journal::Part::Step(node.to_string()));
+        self.steps.get_mut(i)
+    }
+
+    /// Adds an event to the history.
+    fn log(&mut self, event: HistoryEvent) {
+        self.history.push(event);
+        self.mark(journal::Part::History(self.history.len() - 1));
     }
 
     /// Settles what the core can settle, or hands out tasks. See `Advance`.
@@ -614,7 +628,7 @@ impl Run {
                 if step.is(NodeKind::Agent) && tokens > 0 {
                     self.tokens_used = self.tokens_used.saturating_add(tokens);
                     if let Some(budget) = self.plan.budget_tokens.filter(|b| self.tokens_used > *b) {
-                        self.history.push(HistoryEvent {
+                        self.log(HistoryEvent {
                             at: now,
                             event: TOKEN_BUDGET_EXCEEDED.into(),
                             node: Some(node.into()),
@@ -630,6 +644,7 @@ impl Run {
                 let ok = d.ok;
                 let error = format!("delivery to {} failed: {}", d.target, d.detail);
                 self.deliveries.push(d.clone());
+                self.mark(journal::Part::Delivery(self.deliveries.len() - 1));
                 if ok {
                     let message = self.collect_message(&step, &scope).unwrap_or_default();
                     let mut extra = Map::new();
@@ -769,7 +784,9 @@ impl Run {
             })
             .cloned()
             .collect();
-        self.history.push(HistoryEvent {
+        // Reopening touches many records: the next save is a whole one.
+        self.mark_whole();
+        self.log(HistoryEvent {
             at: now,
             event: "retry".into(),
             node: failed.clone(),
@@ -801,7 +818,7 @@ impl Run {
         });
         let Some((node, on_timeout)) = expired else { return false };
         let error = if on_timeout == OnTimeout::Escalate {
-            self.history.push(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
+            self.log(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
             Failure::ApprovalTimedOutEscalated
         } else {
             Failure::ApprovalTimedOut
@@ -841,7 +858,7 @@ impl Run {
             (Some(n), Some(cause)) => Failure::from(format!("the run could not be saved during step {n}: {cause}")),
             (None, Some(cause)) => Failure::from(format!("the run could not be saved: {cause}")),
         };
-        if let Some(r) = node.as_deref().and_then(|n| self.steps.iter_mut().find(|r| r.node == n)) {
+        if let Some(r) = node.as_deref().and_then(|n| self.record_mut(n)) {
             r.end_try(StepStatus::Failed, Some(&error), None, now);
         }
         self.status = Status::Failed;

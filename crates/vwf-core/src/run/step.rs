@@ -43,14 +43,20 @@ impl Run {
         (self.plan.position(base).unwrap_or(usize::MAX), pass.map_or(0, |p| p + 1))
     }
 
+    /// Where a new record named `node` goes in `steps`.
+    pub(super) fn record_position(&self, node: &str) -> usize {
+        let key = self.order_key(node);
+        self.steps.iter().position(|r| self.order_key(&r.node) > key).unwrap_or(self.steps.len())
+    }
+
     /// Opens (or reopens, for a retry) the step's record.
     pub(super) fn open_record(&mut self, id: &str, status: StepStatus, now: Ts) -> u32 {
         if let Some(r) = self.record_mut(id) {
             return r.begin_try(status, now);
         }
-        let key = self.order_key(id);
-        let at = self.steps.iter().position(|r| self.order_key(&r.node) > key).unwrap_or(self.steps.len());
+        let at = self.record_position(id);
         self.steps.insert(at, StepRecord::open(id, status, now));
+        self.mark(journal::Part::Step(id.to_string()));
         1
     }
 
@@ -79,6 +85,7 @@ impl Run {
                 }
             }
             _ => {
+                self.mark(journal::Part::Output(base.clone()));
                 self.outputs.insert(base, view);
             }
         }
@@ -397,6 +404,7 @@ impl Run {
                     return Begin::Settled;
                 }
                 self.loops.insert(id.to_string(), LoopState { items, concurrency, passes: Vec::new() });
+                self.mark(journal::Part::Loop(id.to_string()));
                 Begin::Settled
             }
             Spec::Trigger(_) | Spec::Note => {

@@ -215,3 +215,81 @@ pub fn run_locks(store: Arc<dyn Store>, threads: usize, rounds: usize) {
     }
     assert_eq!(store.read_run(&id).expect("read")["count"], (threads * rounds) as u64, "an update made under the lock was lost");
 }
+
+/// Runs saved the way the runner saves them (whole when starting, parking or ending, else only
+/// the changed parts) read back, alone and in the listing, exactly as the run: a loop of passes
+/// with commands, one pass failing, the retry, and a gate that parks and is answered.
+pub fn saved_runs_read_back(store: &dyn Store) {
+    use vwf_core::run::{Advance, Outcome, Response, Run, TriggerInfo};
+    let design = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "each", "type": "loop", "over": "{{trigger.items}}", "concurrency": 2},
+            {"id": "work", "type": "command", "run": "true"},
+            {"id": "check", "type": "condition", "expr": "out.work.exit_code == 0"},
+            {"id": "note", "type": "output", "template": "pass {{loop.index}}"},
+            {"id": "ok", "type": "approval", "question": "Ship it?", "options": ["yes", "no"]},
+            {"id": "after", "type": "command", "run": "true"},
+            {"id": "stop", "type": "output", "template": "no"}
+        ],
+        "edges": [
+            {"from": "start", "to": "each"},
+            {"from": "each", "to": "work", "label": "each"},
+            {"from": "work", "to": "check"},
+            {"from": "check", "to": "note", "label": "true"},
+            {"from": "each", "to": "ok", "label": "done"},
+            {"from": "ok", "to": "after", "label": "yes"},
+            {"from": "ok", "to": "stop", "label": "no"}
+        ]
+    });
+    let design = vwf_core::design::Design::from_value(&design).expect("design");
+    let plan = vwf_core::plan::Plan::compile("parts", &design).expect("a valid design");
+    let id = store.allocate_run_id().expect("allocate");
+    let now = at("2026-03-01T09:00:00Z");
+    let mut run = Run::start(plan, id.as_str(), TriggerInfo::new("manual", json!({"items": [1, 2, 3, 4, 5]})), now);
+    let (mut saves, mut whole) = (0, 0);
+    let mut save = |run: &mut Run| {
+        let changes = run.take_changes();
+        whole += usize::from(changes.whole);
+        saves += 1;
+        store.save_run(&id, run, &changes).expect("save");
+        let doc = serde_json::to_value(&*run).expect("json");
+        assert_eq!(store.read_run(&id).expect("read"), doc, "a run reads back as saved (save {saves})");
+        let listed = store.list_runs(1).expect("list").remove(0);
+        assert_eq!(listed.run.expect("listed run"), doc, "a run lists as saved");
+    };
+    save(&mut run);
+    let mut failed_once = false;
+    for _ in 0..200 {
+        match run.advance(now) {
+            Advance::Settled(_) => save(&mut run),
+            Advance::Tasks(tasks) => {
+                save(&mut run);
+                for task in tasks {
+                    let outcome = if task.node == "work#3" && !failed_once {
+                        failed_once = true;
+                        Outcome::Failed { error: "exit 1".into() }
+                    } else {
+                        let mut extra = serde_json::Map::new();
+                        extra.insert("exit_code".into(), json!(0));
+                        Outcome::Done { text: "ok".into(), extra, tokens: 0 }
+                    };
+                    run.complete(&task.node, outcome, now).expect("complete");
+                    save(&mut run);
+                }
+            }
+            Advance::Idle if run.status() == vwf_core::run::Status::Failed => {
+                run.retry(now).expect("retry");
+                save(&mut run);
+            }
+            Advance::Idle if run.status() == vwf_core::run::Status::AwaitingApproval => {
+                run.respond("ok", Response::Answer("yes".into()), now).expect("answer");
+                save(&mut run);
+            }
+            Advance::Idle => break,
+        }
+    }
+    assert_eq!(run.status(), vwf_core::run::Status::Done, "the run finished: {}", run.result());
+    assert!(failed_once, "a pass failed and was retried");
+    assert!(whole < saves / 2, "most saves were parts ({whole} whole of {saves})");
+}

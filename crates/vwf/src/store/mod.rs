@@ -27,6 +27,8 @@ mod tidy;
 use serde::Deserialize;
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Run;
+use vwf_core::run::journal::{Changes, Part};
 use vwf_core::run::settle::Summary;
 use vwf_core::schedule::job::Job;
 use vwf_core::time::Ts;
@@ -34,6 +36,30 @@ use vwf_core::time::Ts;
 pub use fs::FileStore;
 pub use pg::{PgSettings, PgStore};
 pub use tidy::{Finding, STALE_AFTER};
+
+/// A run document read back from its last whole save and the parts saved since (as a store
+/// keeps them: kind, key, JSON text), applied in part order. A part that cannot be read or
+/// applied makes the run unreadable (`Corrupt`): a reader never guesses.
+pub fn assemble(id: &RunId, doc: Value, parts: impl IntoIterator<Item = (String, String, String)>) -> Result<Value, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt { path: format!("run {id}"), message };
+    let mut parts = parts
+        .into_iter()
+        .map(|(kind, key, text)| {
+            let part = Part::parse(&kind, &key).ok_or_else(|| corrupt(format!("unknown part {kind}:{key}")))?;
+            let value = serde_json::from_str::<Value>(&text).map_err(|e| corrupt(format!("part {kind}:{key}: {e}")))?;
+            Ok((part, value))
+        })
+        .collect::<Result<Vec<(Part, Value)>, StoreError>>()?;
+    if parts.is_empty() {
+        return Ok(doc);
+    }
+    parts.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut run: Run = serde_json::from_value(doc).map_err(|e| corrupt(e.to_string()))?;
+    for (part, value) in parts {
+        run.apply(&part, value).map_err(corrupt)?;
+    }
+    serde_json::to_value(&run).map_err(|e| corrupt(e.to_string()))
+}
 
 /// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.
 pub trait Store: Send + Sync {
@@ -68,6 +94,15 @@ pub trait Store: Send + Sync {
     /// `write_run` for a run already serialised to JSON (the runner's path: one serialisation
     /// per step instead of building a value tree first).
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError>;
+    /// Saves what changed in a run we hold the lock of (see `vwf_core::run::journal`): the whole
+    /// document when `changes.whole`, else only the changed parts, which a store that keeps
+    /// parts writes in a size bounded by those parts. Readers see the same document either way.
+    /// The default writes the whole document every time.
+    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
+        let _ = changes;
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+        self.write_run_json(id, &json)
+    }
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
     /// At most `limit` runs, newest first (by first write). A run that cannot be read is
     /// listed with its error instead of its value.

@@ -33,6 +33,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, SqlSafeStr};
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Run;
+use vwf_core::run::journal;
 use vwf_core::schedule::job::{Job, design_of, job_id};
 use vwf_core::time::Ts;
 
@@ -40,8 +42,11 @@ use super::{JobEntry, JobStore, RunEntry, RunLock, Store, StoreError, StoreLock}
 use crate::changes::{Change, Changes};
 
 /// The schema, oldest first; embedded so the binary needs no files beside it.
-const MIGRATIONS: [(i64, &str, &str); 2] =
-    [(1, "store", include_str!("../../migrations/0001_store.sql")), (2, "notify", include_str!("../../migrations/0002_notify.sql"))];
+const MIGRATIONS: [(i64, &str, &str); 3] = [
+    (1, "store", include_str!("../../migrations/0001_store.sql")),
+    (2, "notify", include_str!("../../migrations/0002_notify.sql")),
+    (3, "run_parts", include_str!("../../migrations/0003_run_parts.sql")),
+];
 /// The channel every write notifies (see `migrations/0002_notify.sql`).
 const CHANGES_CHANNEL: &str = "vwf_changes";
 /// How long the listener waits before connecting again after an error.
@@ -492,32 +497,78 @@ impl Store for PgStore {
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         let text = std::str::from_utf8(json).map_err(|e| StoreError::Io(format!("run {id} is not UTF-8 JSON: {e}")))?.to_string();
+        // A whole save replaces the document and drops the parts saved since the last one.
         self.execute(
-            "INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO UPDATE \
-             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), updated_at = now()",
+            "WITH gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1) \
+             INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO UPDATE \
+             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now()",
             vec![id.to_string(), text],
         )
         .map(drop)
     }
 
+    fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
+        if changes.whole {
+            let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+            return self.write_run_json(id, &json);
+        }
+        let (mut kinds, mut keys, mut docs) = (Vec::new(), Vec::new(), Vec::new());
+        for part in &changes.parts {
+            let Some(value) = run.part(part) else { continue };
+            kinds.push(part.kind().to_string());
+            keys.push(part.key());
+            docs.push(to_text(&value)?);
+        }
+        let (pool, id_text) = (self.pool(), id.to_string());
+        let updated = self.wait(async move {
+            let done = sqlx::query(
+                "WITH saved AS (INSERT INTO vwf_run_parts (run_id, kind, key, doc) \
+                 SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[]) \
+                 ON CONFLICT (run_id, kind, key) DO UPDATE SET doc = EXCLUDED.doc) \
+                 UPDATE vwf_runs SET parts = true, updated_at = now() WHERE id = $1 AND doc IS NOT NULL",
+            )
+            .bind(id_text)
+            .bind(kinds)
+            .bind(keys)
+            .bind(docs)
+            .execute(&pool)
+            .await
+            .map_err(db)?;
+            Ok(done.rows_affected())
+        })?;
+        if updated == 0 {
+            return Err(StoreError::run_not_found(id));
+        }
+        Ok(())
+    }
+
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
         let (pool, key) = (self.pool(), id.to_string());
-        let text: Option<String> = self.wait(async move {
-            sqlx::query_scalar("SELECT doc FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL")
-                .bind(key)
-                .fetch_optional(&pool)
-                .await
-                .map_err(db)
+        // One statement, so the document and its parts come from one snapshot.
+        let rows = self.wait(async move {
+            sqlx::query(
+                "SELECT '' AS kind, '' AS key, doc FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL \
+                 UNION ALL SELECT kind, key, doc FROM vwf_run_parts WHERE run_id = $1",
+            )
+            .bind(key)
+            .fetch_all(&pool)
+            .await
+            .map_err(db)
         })?;
-        let text = text.ok_or_else(|| StoreError::run_not_found(id))?;
-        parse_doc(&text, format!("run {id}"))
+        let mut rows = rows.into_iter().map(|row| {
+            let text = |c: &str| row.try_get::<String, _>(c).map_err(db);
+            Ok::<_, StoreError>((text("kind")?, text("key")?, text("doc")?))
+        });
+        let (_, _, doc) = rows.next().ok_or_else(|| StoreError::run_not_found(id))??;
+        let parts = rows.collect::<Result<Vec<_>, _>>()?;
+        super::assemble(id, parse_doc(&doc, format!("run {id}"))?, parts)
     }
 
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
         let pool = self.pool();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.wait(async move {
-            sqlx::query("SELECT id, doc FROM vwf_runs WHERE doc IS NOT NULL ORDER BY seq DESC LIMIT $1")
+            sqlx::query("SELECT id, doc, parts FROM vwf_runs WHERE doc IS NOT NULL ORDER BY seq DESC LIMIT $1")
                 .bind(limit)
                 .fetch_all(&pool)
                 .await
@@ -528,8 +579,12 @@ impl Store for PgStore {
             .filter_map(|row| {
                 let id: String = row.try_get("id").ok()?;
                 let doc: String = row.try_get("doc").ok()?;
-                let run = parse_doc(&doc, format!("run {id}")).map_err(|e| e.to_string());
-                Some(RunEntry { id, run })
+                // A run in flight has parts saved since its document: read it whole.
+                let run = match (row.try_get::<bool, _>("parts"), RunId::parse(&id)) {
+                    (Ok(true), Ok(run_id)) => self.read_run(&run_id),
+                    _ => parse_doc(&doc, format!("run {id}")),
+                };
+                Some(RunEntry { id, run: run.map_err(|e| e.to_string()) })
             })
             .collect())
     }

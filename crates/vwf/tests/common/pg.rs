@@ -37,23 +37,27 @@ async fn connect(url: &str) -> sqlx::PgConnection {
 
 /// The stored document of run `id` (schema: crates/vwf/migrations), `None` when there is none.
 pub fn stored_run(url: &str, id: &str) -> Option<String> {
-    runtime().block_on(async {
-        let mut conn = connect(url).await;
-        sqlx::query_scalar::<_, Option<String>>("SELECT doc FROM vwf_runs WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&mut conn)
-            .await
-            .expect("read a run")
-            .flatten()
-    })
+    // A run in flight is its last whole document and the parts saved since: the store reads it.
+    let store = vwf::store::PgStore::connect(&vwf::store::PgSettings::new(url.to_string())).expect("connect to the test database");
+    let id = vwf_core::names::RunId::parse(id).ok()?;
+    match vwf::store::Store::read_run(&store, &id) {
+        Ok(run) => Some(run.to_string()),
+        Err(vwf::store::StoreError::NotFound(_)) => None,
+        Err(e) => panic!("run {id} cannot be read: {e}"),
+    }
 }
 
 /// Replaces the stored document of an existing run.
 pub fn write_stored_run(url: &str, id: &str, doc: &str) {
     runtime().block_on(async {
         let mut conn = connect(url).await;
-        let done =
-            sqlx::query("UPDATE vwf_runs SET doc = $2 WHERE id = $1").bind(id).bind(doc).execute(&mut conn).await.expect("write a run");
+        sqlx::query("DELETE FROM vwf_run_parts WHERE run_id = $1").bind(id).execute(&mut conn).await.expect("drop a run's parts");
+        let done = sqlx::query("UPDATE vwf_runs SET doc = $2, parts = false WHERE id = $1")
+            .bind(id)
+            .bind(doc)
+            .execute(&mut conn)
+            .await
+            .expect("write a run");
         assert_eq!(done.rows_affected(), 1, "run {id} is not stored");
     })
 }

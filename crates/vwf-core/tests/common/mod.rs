@@ -1,0 +1,39 @@
+//! Checks shared by the engine tests.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use vwf_core::run::Run;
+use vwf_core::run::journal::Part;
+
+thread_local! {
+    /// A store as the runner feeds it: the last whole document and the parts written since.
+    static SAVED: RefCell<(Value, BTreeMap<Part, Value>)> = const { RefCell::new((Value::Null, BTreeMap::new())) };
+}
+
+/// Saves the run the way a store that keeps parts does (a whole document when the run asks for
+/// one, else its changed parts), reads it back from that, and checks the result is exactly the
+/// run's document. Called after every engine call of the tests, so every path the tests reach
+/// is held to it.
+pub fn save_and_read_back(run: &mut Run) {
+    let changes = run.take_changes();
+    let doc = serde_json::to_value(&*run).unwrap();
+    SAVED.with(|saved| {
+        let mut saved = saved.borrow_mut();
+        if changes.whole {
+            *saved = (doc.clone(), BTreeMap::new());
+        } else {
+            for part in changes.parts {
+                let value = run.part(&part).unwrap_or_else(|| panic!("a changed part {part:?} has no value"));
+                saved.1.insert(part, value);
+            }
+        }
+        let mut back: Run = serde_json::from_value(saved.0.clone()).unwrap();
+        for (part, value) in &saved.1 {
+            back.apply(part, value.clone()).unwrap_or_else(|e| panic!("part {part:?} does not apply: {e}"));
+        }
+        let back = serde_json::to_value(&back).unwrap();
+        assert_eq!(back, doc, "the run read back from its parts differs from the run");
+    });
+}
