@@ -20,8 +20,17 @@
 //! `done`) or a lost run (the runs listed afterwards, paging through every instance, are not
 //! exactly the runs answered, each `done`) makes the program exit 1 after the table.
 //!
+//! Then a long loop on each store, in process through the real `Runner`: a loop of
+//! `VWF_BENCH_PASSES` (10000) passes on PostgreSQL and `VWF_BENCH_FILE_PASSES` (1000) on the file
+//! store, which still rewrites the whole run file at every step, whose body is one command step
+//! (`true`), with the total and
+//! the mean cost of the first and of the last 100 passes (the time between one pass's step
+//! settling and the next's), and their ratio: a step costs the same at the end of a long run as at
+//! its start when the ratio stays near 1.
+//!
 //! Knobs: `VWF_BENCH_SCALE_REQUESTS` (requests per measured phase, default 2000, spread over the
-//! clients), `VWF_BENCH_POOL_SIZE` (unset: the default).
+//! clients), `VWF_BENCH_POOL_SIZE` (unset: the default), `VWF_BENCH_PASSES` (10000; 0 skips the
+//! loop), `VWF_BENCH_FILE_PASSES` (1000).
 
 #[path = "../tests/common/mod.rs"]
 #[allow(unused)]
@@ -155,13 +164,97 @@ fn bench() -> Result<Vec<String>, String> {
         }
         failures.extend(account(setup, &servers, &answered));
     }
+    let passes = env_usize("VWF_BENCH_PASSES", 10_000)?;
+    let file_passes = env_usize("VWF_BENCH_FILE_PASSES", 1_000)?.min(passes);
+    let mut loops = Vec::new();
+    if passes > 0 {
+        println!();
+        for (setup, passes) in [(Setup::Files, file_passes), (Setup::Postgres(1), passes)] {
+            let figures = long_loop(setup, passes)?;
+            println!(
+                "  {:<26} {passes} passes: {:.1} s, first 100 {} / pass, last 100 {} / pass",
+                setup.label(),
+                figures.total.as_secs_f64(),
+                ms(figures.first),
+                ms(figures.last)
+            );
+            loops.push((setup, passes, figures));
+        }
+    }
     drop(cluster);
     println!();
     print_table(&rows);
     println!();
     println!("vs file store: runs/s, p50 and p99 of the row / the file store's at the same number of clients (runs/s above 1 is faster,");
     println!("latency below 1 is faster). No lost run: every answered run is listed once (pages from every instance) and `done`.");
+    if !loops.is_empty() {
+        println!();
+        println!("| store | passes | total | first 100 passes, mean | last 100 passes, mean | last / first |");
+        println!("|-------|-------:|------:|-----------------------:|----------------------:|-------------:|");
+        for (setup, passes, f) in &loops {
+            let ratio = f.last.as_secs_f64() / f.first.as_secs_f64().max(1e-9);
+            println!("| {} | {passes} | {:.1} s | {} | {} | {ratio:.2}x |", setup.label(), f.total.as_secs_f64(), ms(f.first), ms(f.last));
+        }
+    }
     Ok(failures)
+}
+
+struct LoopFigures {
+    total: Duration,
+    first: Duration,
+    last: Duration,
+}
+
+/// One run of a `passes`-pass loop of command steps on the setup's store, in process.
+fn long_loop(setup: Setup, passes: usize) -> Result<LoopFigures, String> {
+    use std::sync::Mutex;
+    use vwf::store::Store;
+    let home = Home::new();
+    let store: Box<dyn Store> = match setup {
+        Setup::Files => Box::new(vwf::store::FileStore::new(home.path().to_path_buf())),
+        Setup::Postgres(_) => Box::new(
+            vwf::store::PgStore::connect(&vwf::store::PgSettings::new(common::pg::fresh_database())).map_err(|e| e.to_string())?,
+        ),
+    };
+    let design = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "each", "type": "loop", "over": "{{trigger.items}}", "max_items": passes, "concurrency": 1},
+            {"id": "work", "type": "command", "argv": ["true"]}
+        ],
+        "edges": [{"from": "start", "to": "each"}, {"from": "each", "to": "work", "label": "each"}]
+    });
+    let design = vwf_core::design::Design::from_value(&design).map_err(|e| format!("{e:?}"))?;
+    let plan = vwf_core::plan::Plan::compile(DESIGN, &design).map_err(|e| format!("{e:?}"))?;
+    let settled = Mutex::new(Vec::with_capacity(passes));
+    let observer = |p: vwf::runner::Progress<'_>| {
+        if let vwf::runner::Progress::Settled { node, .. } = p
+            && node.starts_with("work#")
+        {
+            settled.lock().expect("settled").push(Instant::now());
+        }
+    };
+    let drivers = vwf::exec::Drivers::new(vwf::config::Config::default());
+    let runner = vwf::runner::Runner {
+        store: store.as_ref(),
+        drivers: &drivers,
+        clock: &vwf::clock::SystemClock,
+        observer: &observer,
+        sleep_for_waits: false,
+        metrics: None,
+    };
+    let items: Vec<usize> = (0..passes).collect();
+    let started = Instant::now();
+    let run = runner.start(plan, vwf_core::run::TriggerInfo::new("manual", json!({"items": items}))).map_err(|e| e.to_string())?;
+    let total = started.elapsed();
+    if run.status != vwf_core::run::Status::Done {
+        return Err(format!("the {passes}-pass loop ended {}: {:?}", run.status.as_str(), run.error));
+    }
+    let times = settled.into_inner().expect("settled");
+    let costs: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let n = costs.len().min(100);
+    let mean = |d: &[Duration]| d.iter().sum::<Duration>() / (d.len().max(1) as u32);
+    Ok(LoopFigures { total, first: mean(&costs[..n]), last: mean(&costs[costs.len() - n..]) })
 }
 
 /// What the instances list afterwards against what they answered.
