@@ -212,9 +212,9 @@ fn long_loop(setup: Setup, passes: usize) -> Result<LoopFigures, String> {
     let home = Home::new();
     let store: Box<dyn Store> = match setup {
         Setup::Files => Box::new(vwf::store::FileStore::new(home.path().to_path_buf())),
-        Setup::Postgres(_) => Box::new(
-            vwf::store::PgStore::connect(&vwf::store::PgSettings::new(common::pg::fresh_database())).map_err(|e| e.to_string())?,
-        ),
+        Setup::Postgres(_) => {
+            Box::new(vwf::store::PgStore::connect(&vwf::store::PgSettings::new(common::pg::fresh_database())).map_err(|e| e.to_string())?)
+        }
     };
     let design = json!({
         "nodes": [
