@@ -247,8 +247,8 @@ fn long_loop(setup: Setup, passes: usize) -> Result<LoopFigures, String> {
     let started = Instant::now();
     let run = runner.start(plan, vwf_core::run::TriggerInfo::new("manual", json!({"items": items}))).map_err(|e| e.to_string())?;
     let total = started.elapsed();
-    if run.status != vwf_core::run::Status::Done {
-        return Err(format!("the {passes}-pass loop ended {}: {:?}", run.status.as_str(), run.error));
+    if run.status() != vwf_core::run::Status::Done {
+        return Err(format!("the {passes}-pass loop ended {}: {:?}", run.status().as_str(), run.error()));
     }
     let times = settled.into_inner().expect("settled");
     let costs: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
