@@ -277,3 +277,56 @@ fn more_runs_at_once_than_connections_all_get_written() {
     }
     assert_eq!(store.list_runs(1000).expect("list").len(), 16 * 20);
 }
+
+/// A process whose run lock was lost with its connection (a network cut, a terminated session)
+/// while it lives must not overwrite the instance that took the run over: its saves, whole or in
+/// parts, change nothing and fail.
+#[test]
+fn a_save_after_the_runs_lock_was_lost_changes_nothing() {
+    use vwf::store::Store;
+    use vwf_core::run::{Run, TriggerInfo};
+    let url = common::pg::fresh_database();
+    let first = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
+    let design = vwf_core::design::Design::from_value(&json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "a", "type": "command", "argv": ["true"]},
+            {"id": "b", "type": "command", "argv": ["true"]}
+        ],
+        "edges": [{"from": "start", "to": "a"}, {"from": "a", "to": "b"}]
+    }))
+    .expect("design");
+    let plan = vwf_core::plan::Plan::compile("fenced", &design).expect("valid");
+    let id = first.allocate_run_id().expect("allocate");
+    let now = vwf_core::time::parse("2026-03-01T09:00:00Z").expect("time");
+    let mut run = Run::start(plan, id.as_str(), TriggerInfo::new("manual", json!(null)), now);
+
+    let lock = first.lock_run(&id).expect("lock");
+    let changes = run.take_changes();
+    assert!(changes.whole);
+    first.save_run(&id, &run, &changes).expect("a save under the lock");
+    run.advance(now);
+    let changes = run.take_changes();
+    assert!(!changes.whole, "a step in flight is saved in parts");
+    first.save_run(&id, &run, &changes).expect("parts under the lock");
+    let saved = first.read_run(&id).expect("read");
+    assert_eq!(saved, serde_json::to_value(&run).expect("json"));
+
+    assert_eq!(common::pg::cut_the_holder_of(&url, common::pg::run_lock_key(id.as_str())), 1, "the lock's session ended");
+    let second = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
+    let taken = second.try_lock_run(&id).expect("try").expect("the lock is free once its session is gone");
+    second.write_run(&id, &json!({"taken": true})).expect("the new holder saves");
+
+    run.complete("a", vwf_core::run::Outcome::Done { text: "ok".into(), extra: Default::default(), tokens: 0 }, now).expect("complete");
+    let changes = run.take_changes();
+    assert!(!changes.whole);
+    let error = first.save_run(&id, &run, &changes).expect_err("parts after the lock was lost").to_string();
+    assert!(error.contains("lost the run's lock"), "{error}");
+    let error = first.write_run(&id, &serde_json::to_value(&run).expect("json")).expect_err("a whole save too").to_string();
+    assert!(error.contains("lost the run's lock"), "{error}");
+    assert_eq!(second.read_run(&id).expect("read"), json!({"taken": true}), "the new holder's save stands");
+    drop(lock);
+    drop(taken);
+    // Once nobody holds it, a save without the lock (an import) is not fenced.
+    first.write_run(&id, &json!({"after": true})).expect("an unlocked save");
+}

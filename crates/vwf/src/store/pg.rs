@@ -101,6 +101,34 @@ struct Inner {
     /// One permit per run lock that may be held at once ([`lock_slots`]).
     lock_slots: Arc<tokio::sync::Semaphore>,
     acquire_timeout: Duration,
+    /// The run locks this process holds: lock key → the holding session's backend pid and the
+    /// guard's token. A save of a run whose lock is held here is fenced on that session still
+    /// holding it (see [`Fence`]).
+    held: Held,
+}
+
+/// Run locks held by this process: lock key → (backend pid, guard token).
+type Held = Arc<std::sync::Mutex<std::collections::HashMap<i64, (i32, u64)>>>;
+
+/// A save's fence: the write happens only while the session that took the run's lock still holds
+/// it. A lock's connection can be lost while its process lives (a network cut, a backend
+/// terminated): PostgreSQL then releases the lock and another instance may take the run over, so
+/// a write from the old holder would overwrite the new one's. The fence makes that write change
+/// nothing and fail instead. `pid` is NULL for a save made without the run's lock (an import),
+/// which is not fenced.
+struct Fence {
+    pid: Option<i32>,
+    class: i64,
+    object: i64,
+}
+
+/// The SQL condition of a [`Fence`], with the pid, class and object as parameters `$3`, `$4` and
+/// `$5`.
+macro_rules! fenced {
+    () => {
+        "($3::int IS NULL OR EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND pid = $3 AND classid::bigint = $4 AND objid::bigint = $5 AND objsubid = 1))"
+    };
 }
 
 /// Connections beside the run locks: the change listener's, the trigger claim's, the jobs lock's
@@ -153,7 +181,14 @@ impl PgStore {
         let pool = connected.map_err(|e| StoreError::Io(connect_error(&shown, e)))?;
         let lock_slots = Arc::new(tokio::sync::Semaphore::new(slots as usize));
         Ok(PgStore {
-            inner: Arc::new(Inner { pool, runtime: Some(runtime), shown, lock_slots, acquire_timeout: settings.acquire_timeout }),
+            inner: Arc::new(Inner {
+                pool,
+                runtime: Some(runtime),
+                shown,
+                lock_slots,
+                acquire_timeout: settings.acquire_timeout,
+                held: Arc::default(),
+            }),
         })
     }
 
@@ -257,16 +292,38 @@ impl PgStore {
                 },
             };
             let mut conn = pool.acquire().await.map_err(db)?;
-            let got = if wait {
-                sqlx::query("SELECT pg_advisory_lock($1)").bind(key).execute(&mut *conn).await.map_err(db)?;
-                true
+            let (got, pid) = if wait {
+                let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock($1)) AS locked")
+                    .bind(key)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(db)?;
+                (true, pid)
             } else {
-                sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)").bind(key).fetch_one(&mut *conn).await.map_err(db)?
+                sqlx::query_as::<_, (bool, i32)>("SELECT pg_try_advisory_lock($1), pg_backend_pid()")
+                    .bind(key)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(db)?
             };
-            Ok(got.then_some((conn, slot)))
+            Ok(got.then_some((conn, slot, pid)))
         })?;
         let handle = self.inner.runtime.as_ref().map(|r| r.handle().clone());
-        Ok(conn.zip(handle).map(|((conn, slot), handle)| AdvisoryLock { conn: Some(conn), key, handle, _slot: slot }))
+        let Some(((conn, slot, pid), handle)) = conn.zip(handle) else { return Ok(None) };
+        let held = run.then(|| {
+            static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.inner.held.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (pid, token));
+            (self.inner.held.clone(), token)
+        });
+        Ok(Some(AdvisoryLock { conn: Some(conn), key, handle, held, _slot: slot }))
+    }
+
+    /// The fence of a save of run `id` (see [`Fence`]).
+    fn fence(&self, id: &RunId) -> Fence {
+        let key = run_key(id);
+        let pid = self.inner.held.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map(|(pid, _)| *pid);
+        Fence { pid, class: key >> 32, object: key & 0xffff_ffff }
     }
 
     /// Runs one statement with text parameters; answers how many rows it changed.
@@ -303,12 +360,20 @@ struct AdvisoryLock {
     conn: Option<PoolConnection<Postgres>>,
     key: i64,
     handle: tokio::runtime::Handle,
+    /// For a run's lock: where the process notes the locks it holds, and this guard's token.
+    held: Option<(Held, u64)>,
     /// Given back after the lock and its connection (fields drop after `drop`).
     _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Drop for AdvisoryLock {
     fn drop(&mut self) {
+        if let Some((held, token)) = &self.held {
+            let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+            if held.get(&self.key).is_some_and(|(_, t)| t == token) {
+                held.remove(&self.key);
+            }
+        }
         let Some(mut conn) = self.conn.take() else { return };
         let key = self.key;
         let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
@@ -415,6 +480,13 @@ fn to_text(value: &Value) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Io(e.to_string()))
 }
 
+/// A fenced save that changed nothing: the session holding the run's lock is gone.
+fn lock_lost(id: &RunId) -> StoreError {
+    StoreError::Io(format!(
+        "run {id} was not saved: this process lost the run's lock (its database connection ended), so another may have taken the run over"
+    ))
+}
+
 fn run_key(id: &RunId) -> i64 {
     let bytes = id.as_str().as_bytes();
     // 12 lowercase hex digits: 48 bits, so the key is exactly the id.
@@ -498,13 +570,30 @@ impl Store for PgStore {
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         let text = std::str::from_utf8(json).map_err(|e| StoreError::Io(format!("run {id} is not UTF-8 JSON: {e}")))?.to_string();
         // A whole save replaces the document and drops the parts saved since the last one.
-        self.execute(
-            "WITH gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1) \
-             INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO UPDATE \
-             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now()",
-            vec![id.to_string(), text],
-        )
-        .map(drop)
+        let sql = concat!(
+            "WITH gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1 AND ",
+            fenced!(),
+            ") INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO UPDATE \
+             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now() WHERE ",
+            fenced!()
+        );
+        let (pool, fence, key) = (self.pool(), self.fence(id), id.to_string());
+        let saved = self.wait(async move {
+            let done = sqlx::query(sql)
+                .bind(key)
+                .bind(text)
+                .bind(fence.pid)
+                .bind(fence.class)
+                .bind(fence.object)
+                .execute(&pool)
+                .await
+                .map_err(db)?;
+            Ok(done.rows_affected())
+        })?;
+        match saved {
+            0 => Err(lock_lost(id)),
+            _ => Ok(()),
+        }
     }
 
     fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
@@ -519,25 +608,34 @@ impl Store for PgStore {
             keys.push(part.key());
             docs.push(to_text(&value)?);
         }
-        let (pool, id_text) = (self.pool(), id.to_string());
+        // `$2` (the whole save's document) is NULL here, so both statements give the fence the
+        // same parameters.
+        let sql = concat!(
+            "WITH saved AS (INSERT INTO vwf_run_parts (run_id, kind, key, doc) \
+             SELECT $1, * FROM unnest($6::text[], $7::text[], $8::text[]) WHERE ",
+            fenced!(),
+            " ON CONFLICT (run_id, kind, key) DO UPDATE SET doc = EXCLUDED.doc) \
+             UPDATE vwf_runs SET parts = true, updated_at = now() WHERE id = $1 AND doc IS NOT NULL AND $2::text IS NULL AND ",
+            fenced!()
+        );
+        let (pool, fence, key) = (self.pool(), self.fence(id), id.to_string());
         let updated = self.wait(async move {
-            let done = sqlx::query(
-                "WITH saved AS (INSERT INTO vwf_run_parts (run_id, kind, key, doc) \
-                 SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[]) \
-                 ON CONFLICT (run_id, kind, key) DO UPDATE SET doc = EXCLUDED.doc) \
-                 UPDATE vwf_runs SET parts = true, updated_at = now() WHERE id = $1 AND doc IS NOT NULL",
-            )
-            .bind(id_text)
-            .bind(kinds)
-            .bind(keys)
-            .bind(docs)
-            .execute(&pool)
-            .await
-            .map_err(db)?;
+            let done = sqlx::query(sql)
+                .bind(key)
+                .bind(None::<String>)
+                .bind(fence.pid)
+                .bind(fence.class)
+                .bind(fence.object)
+                .bind(kinds)
+                .bind(keys)
+                .bind(docs)
+                .execute(&pool)
+                .await
+                .map_err(db)?;
             Ok(done.rows_affected())
         })?;
         if updated == 0 {
-            return Err(StoreError::run_not_found(id));
+            return Err(if self.run_exists(id)? { lock_lost(id) } else { StoreError::run_not_found(id) });
         }
         Ok(())
     }

@@ -37,14 +37,22 @@ async fn connect(url: &str) -> sqlx::PgConnection {
 
 /// The stored document of run `id` (schema: crates/vwf/migrations), `None` when there is none.
 pub fn stored_run(url: &str, id: &str) -> Option<String> {
+    let (doc, parts) = runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query_as::<_, (Option<String>, bool)>("SELECT doc, parts FROM vwf_runs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut conn)
+            .await
+            .expect("read a run")
+    })?;
+    if !parts {
+        return doc;
+    }
     // A run in flight is its last whole document and the parts saved since: the store reads it.
     let store = vwf::store::PgStore::connect(&vwf::store::PgSettings::new(url.to_string())).expect("connect to the test database");
     let id = vwf_core::names::RunId::parse(id).ok()?;
-    match vwf::store::Store::read_run(&store, &id) {
-        Ok(run) => Some(run.to_string()),
-        Err(vwf::store::StoreError::NotFound(_)) => None,
-        Err(e) => panic!("run {id} cannot be read: {e}"),
-    }
+    let run = vwf::store::Store::read_run(&store, &id).unwrap_or_else(|e| panic!("run {id} cannot be read: {e}"));
+    Some(run.to_string())
 }
 
 /// Replaces the stored document of an existing run.
@@ -169,5 +177,22 @@ pub fn schema_versions(url: &str) -> Vec<i64> {
     runtime().block_on(async {
         let mut conn = connect(url).await;
         sqlx::query_scalar("SELECT version FROM vwf_schema_migrations ORDER BY version").fetch_all(&mut conn).await.expect("versions")
+    })
+}
+
+/// Ends every database session that holds advisory lock `key` (a lost connection, as a network
+/// cut leaves it); answers how many ended.
+pub fn cut_the_holder_of(url: &str, key: i64) -> i64 {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+             AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1",
+        )
+        .bind(key >> 32)
+        .bind(key & 0xffff_ffff)
+        .fetch_one(&mut conn)
+        .await
+        .expect("end the lock's session")
     })
 }
