@@ -236,11 +236,8 @@ impl Runner<'_> {
 
     /// The run `id` as a listing shows it, if it matches `filter` (`None` also for a run deleted
     /// since the index listed it).
-    fn listed(&self, id: &RunId, filter: &RunFilter) -> Option<Value> {
-        if !filter.matches_id(id.as_str()) {
-            return None;
-        }
-        let run = match self.store.read_run(id) {
+    fn listed(&self, id: &RunId, read: Result<Value, StoreError>, filter: &RunFilter) -> Option<Value> {
+        let run = match read {
             Err(StoreError::NotFound(_)) => return None,
             read => read.map_err(|e| e.to_string()),
         };
@@ -275,10 +272,14 @@ impl Runner<'_> {
             if ids.is_empty() {
                 return Ok(page);
             }
+            // The runs the id filter keeps, read in one request.
+            let wanted: Vec<RunId> = ids.iter().filter(|id| filter.matches_id(id.as_str())).cloned().collect();
+            let mut reads = wanted.iter().cloned().zip(self.store.read_runs(&wanted)).peekable();
             for id in ids {
                 cursor = Some(id.clone());
                 scanned += 1;
-                if let Some(run) = self.listed(&id, filter) {
+                let read = reads.next_if(|(wanted, _)| *wanted == id).map(|(_, read)| read);
+                if let Some(run) = read.and_then(|read| self.listed(&id, read, filter)) {
                     page.runs.push(run);
                 }
                 if page.runs.len() == limit || scanned >= limits::RUNS_SCANNED_PER_PAGE {

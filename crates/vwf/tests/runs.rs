@@ -2,11 +2,15 @@
 //! prefix, and page through every run with the `next` cursor (`before=`), past the 1,000 a single
 //! page may hold. The runs are real run documents written through the store (so the run index
 //! is the one the listing reads), checked against the ground truth kept while writing them.
-//! The listing tests run on both stores (`files::`, `postgres::`) unless marked files only.
+//! The listing tests run on both stores (`files::`, `postgres::`).
 
 mod common;
 
-on_both_backends!(a_rare_filter_pages_on_without_reading_every_run_at_once, bad_filters_and_unknown_cursors_are_refused,);
+on_both_backends!(
+    runs_page_past_a_thousand_and_every_filter_combination_finds_exactly_its_runs,
+    a_rare_filter_pages_on_without_reading_every_run_at_once,
+    bad_filters_and_unknown_cursors_are_refused,
+);
 
 use common::server::Server;
 use common::{Backend, Home};
@@ -68,12 +72,8 @@ fn all_pages(server: &Server, query: &str, limit: usize) -> (Vec<String>, usize)
     }
 }
 
-/// Files only: on PostgreSQL a listing page reads its runs one query each, so the 64 paged
-/// filter combinations over 1,050 runs take about 90 s there; the paging and filters run on
-/// both stores in the two tests below.
-#[test]
-fn runs_page_past_a_thousand_and_every_filter_combination_finds_exactly_its_runs() {
-    let home = Home::new();
+fn runs_page_past_a_thousand_and_every_filter_combination_finds_exactly_its_runs(backend: Backend) {
+    let home = Home::with_backend(backend);
     let truth = populate(&home, 1_050);
     let server = Server::start(&home);
 

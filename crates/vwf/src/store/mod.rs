@@ -104,6 +104,11 @@ pub trait Store: Send + Sync {
         self.write_run_json(id, &json)
     }
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
+    /// [`Store::read_run`] of each id, in order: what a listing page reads. A store that can
+    /// read many runs in one request overrides this.
+    fn read_runs(&self, ids: &[RunId]) -> Vec<Result<Value, StoreError>> {
+        ids.iter().map(|id| self.read_run(id)).collect()
+    }
     /// At most `limit` runs, newest first (by first write). A run that cannot be read is
     /// listed with its error instead of its value.
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError>;
@@ -241,7 +246,7 @@ impl std::fmt::Debug for RunLock {
 }
 
 /// What can go wrong in a store, worded for the user.
-#[derive(thiserror::Error, Debug)]
+#[derive(thiserror::Error, Debug, Clone)]
 pub enum StoreError {
     /// What is missing, e.g. `design "x"` or `run d7b493cae249`.
     #[error("{0} not found")]

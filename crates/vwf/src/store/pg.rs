@@ -662,6 +662,29 @@ impl Store for PgStore {
         super::assemble(id, parse_doc(&doc, format!("run {id}"))?, parts)
     }
 
+    fn read_runs(&self, ids: &[RunId]) -> Vec<Result<Value, StoreError>> {
+        let (pool, keys) = (self.pool(), ids.iter().map(RunId::to_string).collect::<Vec<_>>());
+        let rows = self.wait(async move {
+            sqlx::query_as::<_, (String, String, bool)>("SELECT id, doc, parts FROM vwf_runs WHERE id = ANY($1) AND doc IS NOT NULL")
+                .bind(keys)
+                .fetch_all(&pool)
+                .await
+                .map_err(db)
+        });
+        let mut found: std::collections::HashMap<String, (String, bool)> = match rows {
+            Ok(rows) => rows.into_iter().map(|(id, doc, parts)| (id, (doc, parts))).collect(),
+            Err(e) => return ids.iter().map(|_| Err(e.clone())).collect(),
+        };
+        ids.iter()
+            .map(|id| match found.remove(id.as_str()) {
+                None => Err(StoreError::run_not_found(id)),
+                // A run in flight has parts saved since its document: read it whole.
+                Some((_, true)) => self.read_run(id),
+                Some((doc, false)) => parse_doc(&doc, format!("run {id}")),
+            })
+            .collect()
+    }
+
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
         let pool = self.pool();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
