@@ -20,5 +20,6 @@ pub mod time;
 pub mod transition;
 pub mod trigger;
 pub mod validate;
+pub mod versions;
 pub mod view;
 pub mod vocab;

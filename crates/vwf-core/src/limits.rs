@@ -75,3 +75,5 @@ pub const LIVE_WAIT_SECONDS: u64 = 30;
 /// Long-poll reads one server holds at once; a request beyond them answers at once, as if its
 /// wait were over.
 pub const LIVE_WAITERS: usize = 256;
+/// `[designs] keep_versions`: how many of a design's newest versions pruning keeps (default: all).
+pub const KEEP_VERSIONS: (u64, u64) = (1, 1_000_000);

@@ -22,6 +22,9 @@ pub struct Plan {
     pub steps: Vec<PlanStep>,
     #[serde(default)]
     pub budget_tokens: Option<u64>,
+    /// The design version compiled (see `versions`), when the caller knows it; a run records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +102,7 @@ impl Plan {
             trigger: design.trigger().map(|t| t.raw.clone()),
             steps,
             budget_tokens: design.budget_tokens().and_then(Value::as_u64),
+            version: None,
         })
     }
 

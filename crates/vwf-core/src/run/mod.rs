@@ -286,6 +286,9 @@ pub struct Run {
     ok: bool,
     run_id: String,
     design: String,
+    /// The design version the run ran (`null` for a run of unrecorded content, or an old file).
+    #[serde(default)]
+    version: Option<u64>,
     status: Status,
     pending: Option<Pending>,
     outputs: BTreeMap<String, Value>,
@@ -322,6 +325,9 @@ pub struct Run {
 impl Run {
     pub fn ok(&self) -> bool {
         self.ok
+    }
+    pub fn version(&self) -> Option<u64> {
+        self.version
     }
     pub fn run_id(&self) -> &str {
         &self.run_id
@@ -500,6 +506,7 @@ impl Run {
             ok: true,
             run_id: run_id.to_string(),
             design: plan.design.clone(),
+            version: plan.version,
             status: Status::Running,
             pending: None,
             outputs: BTreeMap::new(),
