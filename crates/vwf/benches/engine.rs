@@ -41,6 +41,7 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::plan::Plan;
 use vwf_core::run::{Advance, Run, Status, TriggerInfo};
 use vwf_core::validate::validate;
+use vwf_core::versions::DesignVersion;
 
 const DESIGN_NODES: usize = 50;
 const WARMUP_RUNS: usize = 3;
@@ -475,6 +476,18 @@ impl Store for TimedStore {
     fn design_stamp(&self, name: &DesignName) -> Option<String> {
         self.inner.design_stamp(name)
     }
+    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        self.inner.list_versions(name)
+    }
+    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
+        self.inner.add_version(name, version)
+    }
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        self.inner.remove_version(name, version)
+    }
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.versioned_designs()
+    }
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         self.inner.allocate_run_id()
     }
@@ -533,6 +546,18 @@ impl Store for MemoryStore {
     }
     fn design_stamp(&self, _: &DesignName) -> Option<String> {
         None
+    }
+    fn list_versions(&self, _: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn add_version(&self, _: &DesignName, _: &DesignVersion) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        Err(vwf::store::version_not_found(name, version))
+    }
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
     }
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);

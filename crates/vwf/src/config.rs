@@ -17,6 +17,16 @@ pub struct Config {
     pub commands: Commands,
     pub store: StoreConfig,
     pub daemon: DaemonConfig,
+    pub designs: DesignsConfig,
+}
+
+/// `[designs]`: how designs are kept.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DesignsConfig {
+    /// How many of a design's newest versions a save keeps (default: all). Versions a kept run
+    /// refers to are kept whatever this says.
+    pub keep_versions: Option<u64>,
 }
 
 /// `[daemon]`: what the daemon of this instance does.
@@ -190,6 +200,10 @@ impl Config {
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
         let config: Config = toml::from_str(&text).map_err(|e| format!("{} is not a valid config: {e}", path.display()))?;
+        let (low, high) = vwf_core::limits::KEEP_VERSIONS;
+        if let Some(n) = config.designs.keep_versions.filter(|n| !(low..=high).contains(n)) {
+            return Err(format!("{}: designs.keep_versions must be from {low} to {high}, got {n}", path.display()));
+        }
         match config.agent.backend.as_str() {
             "none" | "openai" | "command" => Ok(config),
             other => Err(format!("{}: agent.backend is \"openai\", \"command\" or \"none\", got {other:?}", path.display())),

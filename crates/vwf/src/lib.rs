@@ -23,3 +23,4 @@ pub mod slash;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod versions;

@@ -99,7 +99,10 @@ impl Runner<'_> {
         let graph = self.store.load_design(name)?;
         let report = match Design::from_value(&graph) {
             Ok(design) => match Plan::compile(name.as_str(), &design) {
-                Ok(plan) => return Ok(Ok(plan)),
+                Ok(mut plan) => {
+                    plan.version = crate::versions::of_content(self.store, name, &graph, self.clock.now());
+                    return Ok(Ok(plan));
+                }
                 Err(report) => report,
             },
             Err(errors) => Report { ok: false, errors, warnings: Vec::new() },

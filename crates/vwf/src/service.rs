@@ -20,6 +20,7 @@ use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::validate::{self, Issue, Report};
+use vwf_core::versions::{self, DesignDiff, DesignVersion};
 
 use crate::app::{App, quiet};
 use crate::failure::Failure;
@@ -82,6 +83,52 @@ impl ContractBody for Saved {
     fn body(&self) -> Value {
         json!({"ok": true, "name": self.name.as_str(), "path": self.path, "nodes": self.nodes})
     }
+}
+
+/// Two versions of a design compared: `{ok:true, name, a, b, nodes, edges, design}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionDiff {
+    pub name: DesignName,
+    pub a: u64,
+    pub b: u64,
+    pub diff: DesignDiff,
+}
+
+impl ContractBody for VersionDiff {
+    fn body(&self) -> Value {
+        let mut body = json!({"ok": true, "name": self.name.as_str(), "a": self.a, "b": self.b});
+        if let (Some(obj), Ok(Value::Object(diff))) = (body.as_object_mut(), serde_json::to_value(&self.diff)) {
+            obj.extend(diff);
+        }
+        body
+    }
+}
+
+/// A version restored: `{ok:true, name, restored, version, path}` (`version`: the newest
+/// version, which now has the restored content).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restored {
+    pub name: DesignName,
+    pub restored: u64,
+    pub version: Option<u64>,
+    pub path: String,
+}
+
+impl ContractBody for Restored {
+    fn body(&self) -> Value {
+        json!({"ok": true, "name": self.name.as_str(), "restored": self.restored, "version": self.version, "path": self.path})
+    }
+}
+
+/// A design's versions: `{ok:true, name, versions: [{version, hash, saved_at, nodes, edges}]}`.
+pub fn versions_body(name: &DesignName, versions: &[DesignVersion]) -> Value {
+    json!({"ok": true, "name": name.as_str(), "versions": versions.iter().map(DesignVersion::summary).collect::<Vec<_>>()})
+}
+
+/// One version: `{ok:true, name, version, hash, saved_at, graph}`.
+pub fn version_body(name: &DesignName, version: &DesignVersion) -> Value {
+    json!({"ok": true, "name": name.as_str(), "version": version.version, "hash": version.hash,
+           "saved_at": vwf_core::time::format(&version.saved_at), "graph": version.graph})
 }
 
 /// A design created by `new`: where it was written and its graph.
@@ -236,6 +283,7 @@ impl<'a> Service<'a> {
             }
             e => e.into(),
         })?;
+        self.record_version(&name, &graph)?;
         Ok(Created { path, graph })
     }
 
@@ -257,9 +305,16 @@ impl<'a> Service<'a> {
         design.normalize_labels();
         let normalized = design.to_value();
         let path = match mode {
-            SaveMode::Replace => self.app.store.save_design(name, &normalized)?,
+            SaveMode::Replace => {
+                // Content saved before versions existed is recorded before it is replaced.
+                if let Ok(previous) = self.app.store.load_design(name) {
+                    crate::versions::record(self.app.store.as_ref(), name, &previous, self.app.clock.now())?;
+                }
+                self.app.store.save_design(name, &normalized)?
+            }
             SaveMode::Create => self.app.store.create_design(name, &normalized)?,
         };
+        self.record_version(name, &normalized)?;
         let nodes = normalized["nodes"].as_array().map_or(0, Vec::len);
         Ok(Ok(Saved { name: name.clone(), path, nodes }))
     }
@@ -267,6 +322,48 @@ impl<'a> Service<'a> {
     /// A saved design's graph.
     pub fn load(&self, name: &DesignName) -> Result<Value, Failure> {
         Ok(self.app.store.load_design(name)?)
+    }
+
+    /// Records `graph` as the newest version of `name`, then prunes as `[designs] keep_versions`
+    /// says; the version's number.
+    fn record_version(&self, name: &DesignName, graph: &Value) -> Result<u64, Failure> {
+        let store = self.app.store.as_ref();
+        let version = crate::versions::record(store, name, graph, self.app.clock.now())?;
+        crate::versions::prune(store, name, self.app.drivers.config.designs.keep_versions)?;
+        Ok(version)
+    }
+
+    /// Every recorded version of a design, oldest first. `NotFound` when the name has neither a
+    /// design nor versions.
+    pub fn versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, Failure> {
+        let versions = self.app.store.list_versions(name)?;
+        if versions.is_empty() && !self.app.store.design_exists(name) {
+            return Err(StoreError::design_not_found(name).into());
+        }
+        Ok(versions)
+    }
+
+    /// One recorded version of a design.
+    pub fn version(&self, name: &DesignName, version: u64) -> Result<DesignVersion, Failure> {
+        Ok(crate::versions::find(self.app.store.as_ref(), name, version)?)
+    }
+
+    /// How version `b` of a design differs from version `a`, node by node and edge by edge.
+    pub fn diff(&self, name: &DesignName, a: u64, b: u64) -> Result<VersionDiff, Failure> {
+        let (old, new) = (self.version(name, a)?, self.version(name, b)?);
+        Ok(VersionDiff { name: name.clone(), a, b, diff: versions::diff(&old.graph, &new.graph) })
+    }
+
+    /// Saves version `version`'s content as the newest version of the design (as `save` saves:
+    /// validated, refused with its errors). Restoring the content the design has makes no version.
+    pub fn restore(&self, name: &DesignName, version: u64) -> Result<Checked<Restored>, Failure> {
+        let old = self.version(name, version)?;
+        let saved = match self.save(name, &old.graph, SaveMode::Replace)? {
+            Ok(saved) => saved,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let now = crate::versions::of_content(self.app.store.as_ref(), name, &old.graph, self.app.clock.now());
+        Ok(Ok(Restored { name: name.clone(), restored: version, version: now, path: saved.path }))
     }
 
     /// Deletes a saved design. Its runs stay readable (each keeps the plan it started with); its

@@ -75,7 +75,17 @@ fn dispatch(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
             let graph = args.get("graph").ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
             Ok(service.save(&name, graph, SaveMode::Replace)?.body())
         }
-        "workflow_design_load" => Ok(json!({"ok": true, "graph": service.load(&name_arg(args)?)?})),
+        "workflow_design_load" => {
+            let name = name_arg(args)?;
+            let graph = match args.get("version") {
+                None | Some(Value::Null) => service.load(&name)?,
+                Some(v) => {
+                    let n = v.as_u64().filter(|n| *n >= 1).ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
+                    service.version(&name, n)?.graph
+                }
+            };
+            Ok(json!({"ok": true, "graph": graph}))
+        }
         "workflow_design_validate" => {
             let draft = match (args.get("graph"), args.get("name")) {
                 (Some(g), _) => Draft::Graph(g.clone()),

@@ -20,6 +20,7 @@ fn the_postgres_store_keeps_every_store_promise() {
     conformance::store_round_trip(&store());
     conformance::saved_runs_read_back(&store());
     conformance::design_stamps(&store());
+    conformance::design_versions(&store());
     conformance::run_locks(Arc::new(store()), 4, 25);
 }
 

@@ -34,7 +34,13 @@ fn contents(store: &dyn Store, jobs: &dyn JobStore) -> Value {
     let schedules: Vec<Value> =
         jobs.list_jobs().expect("jobs").into_iter().map(|j| serde_json::to_value(j.expect("job")).expect("json")).collect();
     let fires: Vec<Value> = jobs.list_fires().expect("fires").into_iter().map(|(d, at)| json!([d.as_str(), at.to_rfc3339()])).collect();
-    json!({"designs": designs, "runs": runs, "schedules": schedules, "fires": fires})
+    let versions: Vec<Value> = store
+        .versioned_designs()
+        .expect("versioned designs")
+        .into_iter()
+        .map(|n| json!([n.clone(), store.list_versions(&DesignName::parse(&n).expect("name")).expect("versions")]))
+        .collect();
+    json!({"designs": designs, "versions": versions, "runs": runs, "schedules": schedules, "fires": fires})
 }
 
 /// [`contents`] of a home's store (its files, or its database).
@@ -79,6 +85,7 @@ fn every_kind_of_record(home: &Home, work: &Path) -> String {
         {"id": "gate", "type": "approval", "question": "ok {{trigger.n}}?", "options": ["approve", "reject"], "deadline_minutes": 60},
         {"id": "out", "type": "output", "template": "ünï {{trigger.n}} ✓"}
     ], "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "out", "label": "approve"}]});
+    home.save("gate", &common::failing());
     home.save("gate", &gate);
     home.save("broken", &common::failing());
     home.save(

@@ -20,7 +20,7 @@ use crate::{slash as chat, tools};
 /// How many recent runs `vwf run` looks at for timed waits that are due.
 const RESUME_SCAN: usize = 200;
 
-fn design_name(name: &str) -> Result<DesignName, Failure> {
+pub(super) fn design_name(name: &str) -> Result<DesignName, Failure> {
     DesignName::parse(name).map_err(Failure::BadRequest)
 }
 
@@ -30,7 +30,7 @@ fn run_id(id: &str) -> Result<RunId, Failure> {
 
 /// Prints a design's refusal: its body with `--json`, else the summary and each error on
 /// standard error.
-fn refused(body: &Value, json: bool) -> u8 {
+pub(super) fn refused(body: &Value, json: bool) -> u8 {
     if json {
         say!("{}", pretty(body));
     } else {

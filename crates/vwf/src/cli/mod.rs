@@ -18,6 +18,7 @@ macro_rules! say {
 
 mod commands;
 mod store;
+mod versions;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -66,6 +67,27 @@ pub enum Cmd {
     Delete {
         /// The design's name.
         name: String,
+    },
+    /// A design's recorded versions, oldest first: number, hash, when saved, node and edge counts.
+    Versions {
+        /// The design's name.
+        name: String,
+    },
+    /// How version B of a design differs from version A, node by node and edge by edge.
+    Diff {
+        /// The design's name.
+        name: String,
+        /// The older version's number.
+        a: u64,
+        /// The newer version's number.
+        b: u64,
+    },
+    /// Save an old version's content as the design's newest version.
+    Restore {
+        /// The design's name.
+        name: String,
+        /// The version to restore.
+        version: u64,
     },
     /// Print a saved design.
     Open {
@@ -237,6 +259,9 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::New { name, from } => c::new(s, json, name, from.as_deref()),
         Cmd::Delete { name } => c::delete(s, json, name),
         Cmd::Open { name } => c::open(s, json, name),
+        Cmd::Versions { name } => versions::list(s, json, name),
+        Cmd::Diff { name, a, b } => versions::diff(s, json, name, *a, *b),
+        Cmd::Restore { name, version } => versions::restore(s, json, name, *version),
         Cmd::Save { name, graph } => c::save(s, json, name, graph),
         Cmd::Validate { name } => c::validate(s, json, name),
         Cmd::Run { name, run_id, input } => c::run(s, json, name, run_id.as_deref(), input.as_deref()),

@@ -93,6 +93,8 @@ pub(crate) enum Param {
     Flag,
     /// `since` of a long-poll read: the `stamp` of an earlier answer.
     Stamp,
+    /// A design version's number (1, 2, …).
+    Version,
     /// `wait` of a long-poll read: whole seconds.
     Wait,
 }
@@ -116,6 +118,8 @@ pub(crate) enum RequestBody {
     Emit,
     /// `{document, overwrite?}`: an agent.json document.
     Import,
+    /// `{version}`: the version to restore.
+    Restore,
 }
 
 /// The kinds of 200 answers.
@@ -131,6 +135,14 @@ pub(crate) enum Answer {
     Saved,
     /// `{ok:true, name, deleted:true, schedule}`.
     Deleted,
+    /// `{ok:true, name, versions: [{version, hash, saved_at, nodes, edges}]}`.
+    Versions,
+    /// `{ok:true, name, version, hash, saved_at, graph}`.
+    Version,
+    /// `{ok:true, name, a, b, nodes, edges, design}`.
+    Diff,
+    /// `{ok:true, name, restored, version, path}`, or the design's refusal.
+    Restored,
     Report,
     /// A run result, or a design's refusal `{ok:false, error, errors}`.
     RunStarted,
@@ -246,6 +258,50 @@ pub(crate) const ROUTES: &[Route] = &[
         answer: A::Deleted,
         errors: &[404, 500],
         handler: || delete(delete_design),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}/versions",
+        summary: "The design's recorded versions, oldest first (kept after the design is deleted)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Versions,
+        errors: &[404, 500],
+        handler: || get(list_versions),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}/versions/{version}",
+        summary: "One recorded version of the design, with its graph",
+        path_params: &[P::DesignName, P::Version],
+        query: &[],
+        body: None,
+        answer: A::Version,
+        errors: &[404, 500],
+        handler: || get(load_version),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}/diff",
+        summary: "How version b differs from version a, node by node and edge by edge",
+        path_params: &[P::DesignName],
+        query: &[("a", "The older version (required)", P::Version), ("b", "The newer version (required)", P::Version)],
+        body: None,
+        answer: A::Diff,
+        errors: &[404, 500],
+        handler: || get(diff_versions),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/restore",
+        summary: "Save an old version's content as the design's newest version",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Restore),
+        answer: A::Restored,
+        errors: &[404, 413, 415, 500],
+        handler: || post(restore_version),
     },
     Route {
         method: "POST",
@@ -701,6 +757,42 @@ async fn save_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, 
     let mode = if switch(&body, "create", false)? { SaveMode::Create } else { SaveMode::Replace };
     let graph = graph_arg(&body)?.ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
     blocking(&s, move |service| Ok(service.save(&name, &graph, mode)?.body())).await
+}
+
+/// A version number given as text (path or query): a whole number from 1.
+fn version_number(what: &str, text: &str) -> Result<u64, Failure> {
+    match text.parse::<u64>() {
+        Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(Failure::BadRequest(format!("{what}={text:?}: a version is a whole number from 1"))),
+    }
+}
+
+async fn list_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| Ok(crate::service::versions_body(&name, &service.versions(&name)?))).await
+}
+
+async fn load_version(State(s): State<AppState>, Path((name, version)): Path<(String, String)>) -> Answered {
+    let name = DesignName::parse(&name).map_err(Failure::BadRequest)?;
+    let version = version_number("version", &version)?;
+    blocking(&s, move |service| Ok(crate::service::version_body(&name, &service.version(&name, version)?))).await
+}
+
+async fn diff_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>, Query(params): Params) -> Answered {
+    let number = |key: &str| match params.get(key) {
+        Some(text) => version_number(key, text),
+        None => Err(Failure::BadRequest(format!("missing {key}= (a version number)"))),
+    };
+    let (a, b) = (number("a")?, number("b")?);
+    blocking(&s, move |service| Ok(service.diff(&name, a, b)?.body())).await
+}
+
+async fn restore_version(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let version = match body.get("version") {
+        Some(Value::Number(n)) => n.as_u64().filter(|n| *n >= 1),
+        _ => None,
+    }
+    .ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
+    blocking(&s, move |service| Ok(service.restore(&name, version)?.body())).await
 }
 
 async fn delete_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {

@@ -133,6 +133,7 @@ fn param_schema(kind: Param) -> Value {
         Param::Limit => json!({"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "default": 20}),
         Param::Flag => json!({"type": "string", "enum": FLAG_VALUES.map(|(spelling, _)| spelling), "default": "0"}),
         Param::Stamp => stamp(),
+        Param::Version => json!({"type": "integer", "minimum": 1}),
         // Any whole number: a wait over the limit is cut to it.
         Param::Wait => {
             json!({"type": "integer", "minimum": 0, "default": 0, "description": format!("At most {LIVE_WAIT_SECONDS} seconds are waited.")})
@@ -198,6 +199,10 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
             json!({"type": "object", "description": "A schedule object ({preset, time?, minute?, dow?, cron?, tz?}); \
                                                    what is wrong with it is the answer ({ok:false, error, field})."}),
         ),
+        RequestBody::Restore => (
+            true,
+            with_example(object(&["version"], json!({"version": {"type": "integer", "minimum": 1, "description": "The version to restore."}})), json!({"version": 1})),
+        ),
         RequestBody::Respond => (true, with_example(reference("RespondRequest"), json!({"node": "gate", "answer": "send"}))),
     }
 }
@@ -245,6 +250,40 @@ fn answer_schema(answer: Answer) -> Value {
                 "schedule": {"description": "The design's schedule job, now paused, or null when it had none.", "anyOf": [{"type": "null"}, reference("Job")]}
             }
         }),
+        Answer::Versions => json!({
+            "type": "object", "required": ["ok", "name", "versions"], "additionalProperties": false,
+            "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "versions": {"type": "array", "items": {
+                "type": "object", "required": ["version", "hash", "saved_at", "nodes", "edges"], "additionalProperties": false,
+                "properties": {"version": {"type": "integer", "minimum": 1}, "hash": {"type": "string"}, "saved_at": time(),
+                               "nodes": {"type": "integer", "minimum": 0}, "edges": {"type": "integer", "minimum": 0}}
+            }}}
+        }),
+        Answer::Version => json!({
+            "type": "object", "required": ["ok", "name", "version", "hash", "saved_at", "graph"], "additionalProperties": false,
+            "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "version": {"type": "integer", "minimum": 1},
+                           "hash": {"type": "string"}, "saved_at": time(), "graph": {"type": "object"}}
+        }),
+        Answer::Diff => {
+            let changes = json!({
+                "type": "object", "required": ["added", "removed", "changed", "unchanged"], "additionalProperties": false,
+                "properties": {
+                    "added": {"type": "array", "items": {"type": "string"}}, "removed": {"type": "array", "items": {"type": "string"}},
+                    "unchanged": {"type": "array", "items": {"type": "string"}},
+                    "changed": {"type": "array", "items": {"type": "object", "required": ["id", "fields"], "properties": {"id": {"type": "string"}, "fields": {"type": "array", "items": {"type": "string"}}}}}
+                }
+            });
+            json!({
+                "type": "object", "required": ["ok", "name", "a", "b", "nodes", "edges", "design"], "additionalProperties": false,
+                "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "a": {"type": "integer"}, "b": {"type": "integer"},
+                               "nodes": changes, "edges": changes, "design": {"type": "array", "items": {"type": "string"}, "description": "Top-level fields that differ."}}
+            })
+        }
+        Answer::Restored => json!({"anyOf": [
+            {"type": "object", "required": ["ok", "name", "restored", "version", "path"], "additionalProperties": false,
+             "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "restored": {"type": "integer"},
+                            "version": {"type": ["integer", "null"], "description": "The newest version, which has the restored content."}, "path": {"type": "string"}}},
+            reference("Refusal"),
+        ]}),
         Answer::Report => json!({
             "type": "object", "required": ["ok", "errors", "warnings"], "additionalProperties": false,
             "properties": {
@@ -402,11 +441,12 @@ fn schemas() -> Value {
         "RunResult": {
             "description": "The run result (SPEC §8).",
             "type": "object",
-            "required": ["ok", "run_id", "design", "status", "pending", "outputs", "skipped", "deliveries", "error", "failed_node", "steps", "trigger", "created_at", "updated_at"],
+            "required": ["ok", "run_id", "design", "version", "status", "pending", "outputs", "skipped", "deliveries", "error", "failed_node", "steps", "trigger", "created_at", "updated_at"],
             "properties": {
                 "ok": {"type": "boolean"},
                 "run_id": {"type": "string", "pattern": RunId::PATTERN},
                 "design": {"type": "string", "pattern": DesignName::PATTERN},
+                "version": {"type": ["integer", "null"], "description": "The design version the run ran; null for a run from before versions."},
                 "status": {"enum": ["running", "waiting", "awaiting_approval", "awaiting_agent", "done", "failed"]},
                 "pending": {"anyOf": [{"type": "null"}, reference("Pending")]},
                 "outputs": {"type": "object"},

@@ -293,3 +293,30 @@ pub fn saved_runs_read_back(store: &dyn Store) {
     assert!(failed_once, "a pass failed and was retried");
     assert!(whole < saves / 2, "most saves were parts ({whole} whole of {saves})");
 }
+
+/// Design versions: none in a fresh store; added versions list oldest first and read back as
+/// written; a number is taken once (`Exists`, the first write kept); removing twice is
+/// `NotFound`; versions outlive their design and are listed by design name.
+pub fn design_versions(store: &dyn Store) {
+    use vwf_core::versions::DesignVersion;
+    let d = name("versioned");
+    assert!(store.list_versions(&d).expect("list").is_empty(), "a fresh store has no versions");
+    assert!(store.versioned_designs().expect("names").is_empty());
+    let version = |n: u64, note: &str| {
+        let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual", "note": note}], "edges": []});
+        DesignVersion { version: n, hash: vwf_core::versions::content_hash(&graph), saved_at: at("2026-03-01T09:00:00.125Z"), graph }
+    };
+    store.save_design(&d, &version(1, "é").graph).expect("save");
+    for n in [2, 1, 3] {
+        store.add_version(&d, &version(n, &format!("v{n} é \u{0}"))).expect("add");
+    }
+    assert!(matches!(store.add_version(&d, &version(2, "other")), Err(StoreError::Exists(_))), "a number is taken once");
+    let listed = store.list_versions(&d).expect("list");
+    assert_eq!(listed, vec![version(1, "v1 é \u{0}"), version(2, "v2 é \u{0}"), version(3, "v3 é \u{0}")], "oldest first, as written");
+    store.remove_version(&d, 2).expect("remove");
+    assert!(matches!(store.remove_version(&d, 2), Err(StoreError::NotFound(_))));
+    store.delete_design(&d).expect("delete");
+    assert_eq!(store.list_versions(&d).expect("list").iter().map(|v| v.version).collect::<Vec<_>>(), vec![1, 3], "kept after the delete");
+    store.add_version(&name("another"), &version(1, "x")).expect("add");
+    assert_eq!(store.versioned_designs().expect("names"), vec!["another".to_string(), "versioned".to_string()]);
+}

@@ -38,6 +38,8 @@ pub struct Side<'a> {
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct Copied {
     pub designs: usize,
+    /// Recorded design versions (see `vwf_core::versions`), also of deleted designs.
+    pub versions: usize,
     pub runs: usize,
     pub schedules: usize,
     pub trigger_states: usize,
@@ -81,6 +83,7 @@ pub enum CopyError {
 pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
     let held = [
         (!to.store.list_designs()?.is_empty()).then_some("designs"),
+        (!to.store.versioned_designs()?.is_empty()).then_some("design versions"),
         (!to.store.list_run_ids(None, 1)?.is_empty()).then_some("runs"),
         (!to.jobs.list_jobs()?.is_empty()).then_some("schedule jobs"),
         (!to.jobs.list_fires()?.is_empty()).then_some("heartbeat state"),
@@ -102,6 +105,18 @@ pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
                 copied.designs += 1;
             }
             Err(e) => skipped.push(Unreadable { kind: "design", name: name.to_string(), error: e.to_string() }),
+        }
+    }
+    for name in from.store.versioned_designs()? {
+        let Ok(name) = DesignName::parse(&name) else { continue };
+        match from.store.list_versions(&name) {
+            Ok(versions) => {
+                for version in &versions {
+                    to.store.add_version(&name, version).map_err(CopyError::Interrupted)?;
+                    copied.versions += 1;
+                }
+            }
+            Err(e) => skipped.push(Unreadable { kind: "design versions", name: name.to_string(), error: e.to_string() }),
         }
     }
     let mut ids = Vec::new();

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! <home>/workflow-designs/<name>.json      pretty JSON (2 spaces) + newline
+//! <home>/workflow-versions/<name>/<n>.json  a design's versions (see `versions.rs`)
 //! <home>/workflow-runs/<run_id>.json       compact JSON + newline, rewritten after every step
 //! <home>/workflow-runs/.index              run ids in order of first write (see `index.rs`)
 //! <home>/workflow-runs/.index.lock         serialises index appends and rebuilds; holds the
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::versions::DesignVersion;
 
 use super::{RunEntry, RunLock, Store, StoreError, index};
 
@@ -168,6 +170,22 @@ impl Store for FileStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::design_not_found(name)),
             Err(e) => Err(io_error("remove", &path, e)),
         }
+    }
+
+    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        self.fs_list_versions(name)
+    }
+
+    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
+        self.fs_add_version(name, version)
+    }
+
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        self.fs_remove_version(name, version)
+    }
+
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        self.fs_versioned_designs()
     }
 
     fn design_stamp(&self, name: &DesignName) -> Option<String> {

@@ -208,6 +208,7 @@ mod tests {
         conformance::jobs_round_trip(&store);
         conformance::trigger_state(&store);
         conformance::design_stamps(&store);
+        conformance::design_versions(&store);
         let dir = tempfile::tempdir().expect("tempdir");
         conformance::store_round_trip(&FileStore::new(dir.path().to_path_buf()));
         conformance::saved_runs_read_back(&FileStore::new(dir.path().to_path_buf()));

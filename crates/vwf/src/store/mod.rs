@@ -23,6 +23,7 @@ mod index;
 mod jobs;
 pub mod pg;
 mod tidy;
+mod versions;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -32,10 +33,12 @@ use vwf_core::run::journal::{Changes, Part};
 use vwf_core::run::settle::Summary;
 use vwf_core::schedule::job::Job;
 use vwf_core::time::Ts;
+use vwf_core::versions::DesignVersion;
 
 pub use fs::FileStore;
 pub use pg::{PgSettings, PgStore};
 pub use tidy::{Finding, STALE_AFTER};
+pub use versions::version_not_found;
 
 /// A run document read back from its last whole save and the parts saved since (as a store
 /// keeps them: kind, key, JSON text), applied in part order. A part that cannot be read or
@@ -76,6 +79,16 @@ pub trait Store: Send + Sync {
     /// Removes a saved design (`NotFound` when there is none). Runs keep the plan they started
     /// with, so they stay readable.
     fn delete_design(&self, name: &DesignName) -> Result<(), StoreError>;
+    /// Every recorded version of a design, oldest first (`vwf_core::versions`). Versions outlive
+    /// their design: a deleted design's runs still show the version they ran.
+    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError>;
+    /// Records a version; `Exists` when its number is taken (another save got it first), and a
+    /// recorded version is never replaced.
+    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError>;
+    /// Removes a version (pruning); `NotFound` when there is none.
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError>;
+    /// The names of the designs that have recorded versions, sorted (to copy a store).
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError>;
     /// A token that changes whenever the design is saved or deleted (the file store: its file's
     /// modification time and length), so a caller that keeps a design's trigger can tell cheaply
     /// whether to read it again; `None` when the store cannot tell, and the caller re-reads on a

@@ -36,16 +36,18 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal;
 use vwf_core::schedule::job::{Job, design_of, job_id};
+use vwf_core::versions::DesignVersion;
 use vwf_core::time::Ts;
 
 use super::{JobEntry, JobStore, RunEntry, RunLock, Store, StoreError, StoreLock};
 use crate::changes::{Change, Changes};
 
 /// The schema, oldest first; embedded so the binary needs no files beside it.
-const MIGRATIONS: [(i64, &str, &str); 3] = [
+const MIGRATIONS: [(i64, &str, &str); 4] = [
     (1, "store", include_str!("../../migrations/0001_store.sql")),
     (2, "notify", include_str!("../../migrations/0002_notify.sql")),
     (3, "run_parts", include_str!("../../migrations/0003_run_parts.sql")),
+    (4, "design_versions", include_str!("../../migrations/0004_design_versions.sql")),
 ];
 /// The channel every write notifies (see `migrations/0002_notify.sql`).
 const CHANGES_CHANNEL: &str = "vwf_changes";
@@ -542,6 +544,66 @@ impl Store for PgStore {
             0 => Err(StoreError::design_not_found(name)),
             _ => Ok(()),
         }
+    }
+
+    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        let (pool, key) = (self.pool(), name.to_string());
+        let docs: Vec<String> = self.wait(async move {
+            sqlx::query_scalar("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version").bind(key).fetch_all(&pool).await.map_err(db)
+        })?;
+        docs.iter()
+            .map(|doc| {
+                serde_json::from_str(doc)
+                    .map_err(|e| StoreError::Corrupt { path: format!("a version of design {:?}", name.as_str()), message: e.to_string() })
+            })
+            .collect()
+    }
+
+    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
+        let number = i64::try_from(version.version).map_err(|_| StoreError::Io(format!("version {} is too large", version.version)))?;
+        let (pool, key) = (self.pool(), name.to_string());
+        let doc = serde_json::to_string(version).map_err(|e| StoreError::Io(e.to_string()))?;
+        let added = self.wait(async move {
+            let done = sqlx::query("INSERT INTO vwf_design_versions (name, version, doc) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                .bind(key)
+                .bind(number)
+                .bind(doc)
+                .execute(&pool)
+                .await
+                .map_err(db)?;
+            Ok(done.rows_affected())
+        })?;
+        match added {
+            0 => Err(super::versions::version_exists(name, version.version)),
+            _ => Ok(()),
+        }
+    }
+
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        let number = i64::try_from(version).map_err(|_| super::version_not_found(name, version))?;
+        let (pool, key) = (self.pool(), name.to_string());
+        let removed = self.wait(async move {
+            let done = sqlx::query("DELETE FROM vwf_design_versions WHERE name = $1 AND version = $2")
+                .bind(key)
+                .bind(number)
+                .execute(&pool)
+                .await
+                .map_err(db)?;
+            Ok(done.rows_affected())
+        })?;
+        match removed {
+            0 => Err(super::version_not_found(name, version)),
+            _ => Ok(()),
+        }
+    }
+
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        let pool = self.pool();
+        self.wait(async move {
+            let names: Vec<String> =
+                sqlx::query_scalar("SELECT DISTINCT name FROM vwf_design_versions ORDER BY name").fetch_all(&pool).await.map_err(db)?;
+            Ok(names.into_iter().filter(|n| DesignName::parse(n).is_ok()).collect())
+        })
     }
 
     fn design_stamp(&self, name: &DesignName) -> Option<String> {
