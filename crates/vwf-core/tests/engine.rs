@@ -1128,6 +1128,7 @@ fn accessors_show_the_file(run: &Run) {
         ("run_id", as_json(run.run_id())),
         ("design", as_json(run.design())),
         ("status", as_json(run.status())),
+        ("version", as_json(run.version())),
         ("pending", as_json(run.pending())),
         ("outputs", as_json(run.outputs())),
         ("skipped", as_json(run.skipped())),

@@ -102,7 +102,9 @@ pub fn tool_list() -> Vec<Tool> {
         read_only(Tool::new(
             "workflow_design_load",
             "Load a saved design, or one of its recorded versions (give version). Answers {ok:true, graph} or {ok:false, error}.",
-            schema(json!({"type": "object", "properties": {"name": name, "version": {"type": "integer", "minimum": 1, "description": "A recorded version (vwf versions NAME); the saved design when absent."}}, "required": ["name"]})),
+            schema(
+                json!({"type": "object", "properties": {"name": name, "version": {"type": "integer", "minimum": 1, "description": "A recorded version (vwf versions NAME); the saved design when absent."}}, "required": ["name"]}),
+            ),
         )),
         read_only(Tool::new(
             "workflow_design_validate",

@@ -348,10 +348,23 @@ impl<'a> Service<'a> {
         Ok(crate::versions::find(self.app.store.as_ref(), name, version)?)
     }
 
-    /// How version `b` of a design differs from version `a`, node by node and edge by edge.
-    pub fn diff(&self, name: &DesignName, a: u64, b: u64) -> Result<VersionDiff, Failure> {
-        let (old, new) = (self.version(name, a)?, self.version(name, b)?);
-        Ok(VersionDiff { name: name.clone(), a, b, diff: versions::diff(&old.graph, &new.graph) })
+    /// How version `b` of a design differs from version `a`, node by node and edge by edge; `b`
+    /// defaults to the newest version, `a` to the one recorded before `b`.
+    pub fn diff(&self, name: &DesignName, a: Option<u64>, b: Option<u64>) -> Result<VersionDiff, Failure> {
+        let recorded = self.versions(name)?;
+        let pick = |n: u64| recorded.iter().find(|v| v.version == n).ok_or_else(|| crate::store::version_not_found(name, n));
+        let new = match b {
+            Some(n) => pick(n)?,
+            None => recorded.last().ok_or_else(|| Failure::NotFound(format!("design {:?} has no recorded versions", name.as_str())))?,
+        };
+        let old = match a {
+            Some(n) => pick(n)?,
+            None => recorded
+                .iter()
+                .rfind(|v| v.version < new.version)
+                .ok_or_else(|| Failure::NotFound(format!("no version of design {:?} before version {}", name.as_str(), new.version)))?,
+        };
+        Ok(VersionDiff { name: name.clone(), a: old.version, b: new.version, diff: versions::diff(&old.graph, &new.graph) })
     }
 
     /// Saves version `version`'s content as the newest version of the design (as `save` saves:

@@ -80,7 +80,10 @@ fn dispatch(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
             let graph = match args.get("version") {
                 None | Some(Value::Null) => service.load(&name)?,
                 Some(v) => {
-                    let n = v.as_u64().filter(|n| *n >= 1).ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
+                    let n = v
+                        .as_u64()
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
                     service.version(&name, n)?.graph
                 }
             };

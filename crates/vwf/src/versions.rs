@@ -29,12 +29,15 @@ const RECORD_ATTEMPTS: usize = 16;
 pub fn record(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> Result<u64, StoreError> {
     for _ in 0..RECORD_ATTEMPTS {
         let recorded = store.list_versions(name)?;
-        if !versions::is_new(&recorded, graph) {
-            if let Some(newest) = recorded.iter().max_by_key(|v| v.version) {
-                return Ok(newest.version);
-            }
+        if let Some(newest) = recorded.iter().max_by_key(|v| v.version).filter(|_| !versions::is_new(&recorded, graph)) {
+            return Ok(newest.version);
         }
-        let version = DesignVersion { version: versions::next_number(&recorded), hash: versions::content_hash(graph), saved_at: now, graph: graph.clone() };
+        let version = DesignVersion {
+            version: versions::next_number(&recorded),
+            hash: versions::content_hash(graph),
+            saved_at: now,
+            graph: graph.clone(),
+        };
         match store.add_version(name, &version) {
             Ok(()) => return Ok(version.version),
             Err(StoreError::Exists(_)) => continue,

@@ -127,6 +127,11 @@ const SECTION_13: &[(&str, &str)] = &[
     ("GET", "/schema"),
     // Beyond §13: importing an agent.json document, as `vwf import` does.
     ("POST", "/import"),
+    // Beyond §13: a design's recorded versions, one of them, a diff of two, a restore.
+    ("GET", "/designs/{name}/versions"),
+    ("GET", "/designs/{name}/versions/{version}"),
+    ("GET", "/designs/{name}/diff"),
+    ("POST", "/designs/{name}/restore"),
 ];
 
 #[test]

@@ -33,7 +33,12 @@ fn direct(text: &str) -> Value {
 }
 
 fn numbers(listing: &Value) -> Vec<u64> {
-    listing["versions"].as_array().unwrap_or_else(|| panic!("no versions: {listing}")).iter().filter_map(|v| v["version"].as_u64()).collect()
+    listing["versions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no versions: {listing}"))
+        .iter()
+        .filter_map(|v| v["version"].as_u64())
+        .collect()
 }
 
 fn saves_list_diff_and_restore_versions(backend: Backend) {
@@ -154,6 +159,8 @@ fn the_api_lists_shows_diffs_and_restores_versions(backend: Backend) {
     assert_eq!(one["hash"], listing["versions"][0]["hash"]);
     let (status, diff) = server.get("/designs/flow/diff?a=1&b=2");
     assert_eq!((status, &diff["nodes"]["removed"]), (200, &json!(["gate"])), "{diff}");
+    let (_, newest) = server.get("/designs/flow/diff");
+    assert_eq!((&newest["a"], &newest["b"], &newest["nodes"]), (&json!(1), &json!(2), &diff["nodes"]), "b is the newest, a the one before");
     let (_, run) = server.get(&format!("/runs/{id}"));
     assert_eq!(run["version"], json!(1), "{run}");
 
@@ -161,14 +168,15 @@ fn the_api_lists_shows_diffs_and_restores_versions(backend: Backend) {
         ("/designs/flow/versions/9", 404),
         ("/designs/flow/versions/0", 400),
         ("/designs/flow/versions/x", 400),
-        ("/designs/flow/diff?a=1", 400),
+        ("/designs/flow/diff?a=0", 400),
+        ("/designs/flow/diff?b=1", 404),
         ("/designs/flow/diff?a=1&b=9", 404),
         ("/designs/none/versions", 404),
     ] {
         let (got, body) = server.get(path);
         assert_eq!((got, &body["ok"]), (status, &json!(false)), "{path}: {body}");
     }
-    for body in [json!({}), json!({"version": "1"}), json!({"version": 0}), json!({"version": -1})] {
+    for body in [json!({}), json!({"version": "1"}), json!({"version": 0}), json!({"version": -1}), json!({"version": 1.5})] {
         let (got, answer) = server.post("/designs/flow/restore", body.clone());
         assert_eq!(got, 400, "{body}: {answer}");
     }

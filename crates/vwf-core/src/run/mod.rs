@@ -287,7 +287,9 @@ pub struct Run {
     run_id: String,
     design: String,
     /// The design version the run ran (`null` for a run of unrecorded content, or an old file).
-    #[serde(default)]
+    /// Absent from the file when unknown, so files from before versions read back unchanged;
+    /// the run result always has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     version: Option<u64>,
     status: Status,
     pending: Option<Pending>,
@@ -534,6 +536,7 @@ impl Run {
             for k in FILE_ONLY_FIELDS {
                 obj.remove(k);
             }
+            obj.entry("version").or_insert(Value::Null);
         }
         v
     }

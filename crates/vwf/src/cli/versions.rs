@@ -28,7 +28,7 @@ pub(super) fn list(service: &Service<'_>, json: bool, name: &str) -> Result<u8, 
 }
 
 pub(super) fn diff(service: &Service<'_>, json: bool, name: &str, a: u64, b: u64) -> Result<u8, Failure> {
-    let diff = service.diff(&design_name(name)?, a, b)?;
+    let diff = service.diff(&design_name(name)?, Some(a), Some(b))?;
     if json {
         say!("{}", pretty(&diff.body()));
         return Ok(0);

@@ -286,7 +286,10 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/diff",
         summary: "How version b differs from version a, node by node and edge by edge",
         path_params: &[P::DesignName],
-        query: &[("a", "The older version (required)", P::Version), ("b", "The newer version (required)", P::Version)],
+        query: &[
+            ("a", "The older version (default: the one before b)", P::Version),
+            ("b", "The newer version (default: the newest)", P::Version),
+        ],
         body: None,
         answer: A::Diff,
         errors: &[404, 500],
@@ -778,19 +781,20 @@ async fn load_version(State(s): State<AppState>, Path((name, version)): Path<(St
 }
 
 async fn diff_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>, Query(params): Params) -> Answered {
-    let number = |key: &str| match params.get(key) {
-        Some(text) => version_number(key, text),
-        None => Err(Failure::BadRequest(format!("missing {key}= (a version number)"))),
-    };
+    let number = |key: &str| params.get(key).map(|text| version_number(key, text)).transpose();
     let (a, b) = (number("a")?, number("b")?);
     blocking(&s, move |service| Ok(service.diff(&name, a, b)?.body())).await
 }
 
 async fn restore_version(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    // A whole number, also when written with a fraction of zero (`3.0` is an integer in JSON Schema).
     let version = match body.get("version") {
-        Some(Value::Number(n)) => n.as_u64().filter(|n| *n >= 1),
+        Some(Value::Number(n)) => {
+            n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f < 9.0e15).map(|f| f as u64))
+        }
         _ => None,
     }
+    .filter(|n| *n >= 1)
     .ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
     blocking(&s, move |service| Ok(service.restore(&name, version)?.body())).await
 }

@@ -201,7 +201,10 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
         ),
         RequestBody::Restore => (
             true,
-            with_example(object(&["version"], json!({"version": {"type": "integer", "minimum": 1, "description": "The version to restore."}})), json!({"version": 1})),
+            with_example(
+                object(&["version"], json!({"version": {"type": "integer", "minimum": 1, "description": "The version to restore."}})),
+                json!({"version": 1}),
+            ),
         ),
         RequestBody::Respond => (true, with_example(reference("RespondRequest"), json!({"node": "gate", "answer": "send"}))),
     }

@@ -36,8 +36,8 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal;
 use vwf_core::schedule::job::{Job, design_of, job_id};
-use vwf_core::versions::DesignVersion;
 use vwf_core::time::Ts;
+use vwf_core::versions::DesignVersion;
 
 use super::{JobEntry, JobStore, RunEntry, RunLock, Store, StoreError, StoreLock};
 use crate::changes::{Change, Changes};
@@ -549,7 +549,11 @@ impl Store for PgStore {
     fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
         let (pool, key) = (self.pool(), name.to_string());
         let docs: Vec<String> = self.wait(async move {
-            sqlx::query_scalar("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version").bind(key).fetch_all(&pool).await.map_err(db)
+            sqlx::query_scalar("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version")
+                .bind(key)
+                .fetch_all(&pool)
+                .await
+                .map_err(db)
         })?;
         docs.iter()
             .map(|doc| {
