@@ -4,6 +4,7 @@
 // so saving, validating and running always show the server's verdict.
 import { api, h, enc, navigate, say, issueList } from '../app.js';
 import { recentRuns } from './runs.js';
+import { versionsSection } from './versions.js';
 
 const BLANK = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 120 }], edges: [] };
 
@@ -143,6 +144,7 @@ export async function renderDesigner(root, page) {
       lastSaved = graph;
       refreshState(); // an edit made while saving is still unsaved
       say(msg, 'ok', `Saved ${name} (${r.body.nodes} nodes).`);
+      versions.reload();
       return true;
     }
     say(msg, 'error', h('p', {}, `Not saved: ${r.body.error}`), r.body.errors ? issueList(r.body.errors, pick) : null);
@@ -178,6 +180,7 @@ export async function renderDesigner(root, page) {
     if (e.data.event === 'saved') {
       lastSaved = designer().getGraph();
       refreshState();
+      versions.reload();
     }
     if (e.data.event === 'ran' && e.data.run_id) navigate(`#/runs/${e.data.run_id}`);
     if (e.data.event === 'fullscreen') frame.classList.toggle('full', !!e.data.on);
@@ -213,6 +216,12 @@ export async function renderDesigner(root, page) {
     ready();
   });
 
+  // A restore saves on the server: the canvas then shows what it saved.
+  const versions = versionsSection(name, page, (graph) => {
+    if (designer()) designer().setGraph(graph);
+    lastSaved = designer() ? designer().getGraph() : graph;
+    refreshState();
+  });
   root.classList.add('wide');
   root.append(
     h('div', { class: 'title' },
@@ -220,7 +229,7 @@ export async function renderDesigner(root, page) {
     h('div', { class: 'toolbar' }, buttons.save, buttons.validate, buttons.run,
       h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule…'),
       h('span', { class: 'muted small' }, 'Run input: in the canvas side panel, with nothing selected.')),
-    msg, frame, recentRuns(name, page));
+    msg, frame, versions.section, recentRuns(name, page));
 }
 
 /** Whether two graphs are the same JSON (what the canvas shows against what was last saved). */

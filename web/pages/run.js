@@ -30,6 +30,7 @@ export async function render(root, page) {
   let models = null; // whether an agent backend is configured (GET /profiles says), asked once
 
   let last = null; // the run shown
+  let newest; // the design's newest version number (null: none recorded), asked once
   // Elapsed times move on between two changes of the run.
   const ticker = setInterval(() => {
     if (last && moving(last)) steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(last));
@@ -50,7 +51,9 @@ export async function render(root, page) {
     last = run;
     head.replaceChildren(h('h1', {}, 'Run ', h('code', {}, run.run_id), ' ', badge(run.status)));
     head.dataset.status = run.status;
+    if (newest === undefined) newest = await newestVersion(run.design);
     meta.replaceChildren('Design ', h('a', { href: `#/designer/${enc(run.design)}` }, run.design),
+      ...versionNote(run, newest),
       ` · ${run.trigger && run.trigger.mode ? `${run.trigger.mode} run` : 'run'} · started ${when(run.created_at)} (${ago(run.created_at)}) · updated ${when(run.updated_at)}`);
     problem.replaceChildren(run.error
       ? h('p', { class: 'notice error', id: 'run-error' }, run.failed_node ? [h('b', {}, run.failed_node), ': '] : null, run.error)
@@ -196,4 +199,22 @@ function deliveryList(run) {
 function short(text, n) {
   const s = String(text ?? '').replace(/\s+/g, ' ').trim();
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+/** The newest recorded version of a design, or null. */
+async function newestVersion(design) {
+  const r = await api('GET', `/designs/${enc(design)}/versions`);
+  const versions = (r.body.ok && r.body.versions) || [];
+  return versions.length ? versions[versions.length - 1].version : null;
+}
+
+/** ` (version N)` linking to that version on the design page, and a mark when the design has a
+ * newer version than the one the run ran. */
+function versionNote(run, newest) {
+  if (run.version === null || run.version === undefined) return [];
+  const link = h('a', { id: 'run-version', href: `#/designer/${enc(run.design)}?version=${run.version}` }, `version ${run.version}`);
+  const changed = newest !== null && newest !== run.version
+    ? [' ', h('span', { id: 'design-changed', class: 'badge', title: `The design is at version ${newest} now.` }, 'design changed since this run')]
+    : [];
+  return [' (', link, ')', ...changed];
 }
