@@ -113,6 +113,15 @@ fn a_run_keeps_the_version_it_started_with(backend: Backend) {
     let (_, newer) = home.json(&["run", "flow"]);
     assert_eq!(newer["version"], json!(2), "{newer}");
 
+    // A retry from the failed step keeps the version (and the plan) the run started with.
+    home.save("flaky", &common::failing());
+    let (code, failed) = home.json(&["run", "flaky"]);
+    assert_eq!((code, &failed["version"]), (1, &json!(1)), "{failed}");
+    home.save("flaky", &direct("fixed"));
+    let failed_id = failed["run_id"].as_str().expect("id");
+    let (code, retried) = home.json(&["run", "retry", failed_id]);
+    assert_eq!((code, &retried["version"], &retried["failed_node"]), (1, &json!(1), &json!("boom")), "{retried}");
+
     // A run file from before versions has none: it reads as null.
     let mut stored: Value = serde_json::from_slice(&home.stored_run_bytes(&id).expect("stored")).expect("json");
     stored.as_object_mut().expect("object").remove("version");
