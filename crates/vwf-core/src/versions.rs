@@ -70,22 +70,28 @@ pub fn content_hash(graph: &Value) -> String {
     format!("sha256:{hex}")
 }
 
-/// The number the next version of a design gets: one more than the highest recorded (numbers
-/// are never reused, also after a prune or a delete).
-pub fn next_number(versions: &[DesignVersion]) -> u64 {
-    versions.iter().map(|v| v.version).max().map_or(1, |n| n + 1)
+/// What saving content with hash `hash` records, given the newest recorded version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recording {
+    /// The newest version has this content: nothing to record.
+    Same(u64),
+    /// Record the content under this number: one more than the newest (numbers are never
+    /// reused, as a pruning never removes the newest and a delete removes no version).
+    New(u64),
+}
+
+pub fn recording(newest: Option<&DesignVersion>, hash: &str) -> Recording {
+    match newest {
+        Some(v) if v.hash == hash => Recording::Same(v.version),
+        Some(v) => Recording::New(v.version + 1),
+        None => Recording::New(1),
+    }
 }
 
 /// The newest recorded version with this content, if any: the version a run of this content ran.
 pub fn version_of<'a>(versions: &'a [DesignVersion], graph: &Value) -> Option<&'a DesignVersion> {
     let hash = content_hash(graph);
     versions.iter().filter(|v| v.hash == hash).max_by_key(|v| v.version)
-}
-
-/// Whether saving `graph` makes a new version: the newest recorded version has other content
-/// (or there is none).
-pub fn is_new(versions: &[DesignVersion], graph: &Value) -> bool {
-    versions.iter().max_by_key(|v| v.version).is_none_or(|newest| newest.hash != content_hash(graph))
 }
 
 /// The versions a pruning removes: all but the newest `keep` (and never the newest of all), and
@@ -243,6 +249,15 @@ mod tests {
         assert_eq!(d.edges.added, ["c->new"]);
         assert_eq!(d.edges.changed, [Changed { id: "s->c".into(), fields: vec!["label".into()] }]);
         assert_eq!(d.design, ["description"]);
+    }
+
+    #[test]
+    fn identical_content_records_nothing() {
+        let graph = json!({"nodes": [], "edges": []});
+        let v = DesignVersion { version: 4, hash: content_hash(&graph), saved_at: crate::time::latest(), graph: graph.clone() };
+        assert_eq!(recording(None, &content_hash(&graph)), Recording::New(1));
+        assert_eq!(recording(Some(&v), &content_hash(&graph)), Recording::Same(4));
+        assert_eq!(recording(Some(&v), &content_hash(&json!({"nodes": []}))), Recording::New(5));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use vwf_core::names::DesignName;
 use vwf_core::time::Ts;
-use vwf_core::versions::{self, DesignVersion};
+use vwf_core::versions::{self, DesignVersion, Recording};
 
 use crate::store::{Store, StoreError};
 
@@ -27,17 +27,13 @@ const RECORD_ATTEMPTS: usize = 16;
 /// Makes `graph` the newest recorded version of `name` (recording it unless the newest has this
 /// content); its number.
 pub fn record(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> Result<u64, StoreError> {
+    let hash = versions::content_hash(graph);
     for _ in 0..RECORD_ATTEMPTS {
-        let recorded = store.list_versions(name)?;
-        if let Some(newest) = recorded.iter().max_by_key(|v| v.version).filter(|_| !versions::is_new(&recorded, graph)) {
-            return Ok(newest.version);
-        }
-        let version = DesignVersion {
-            version: versions::next_number(&recorded),
-            hash: versions::content_hash(graph),
-            saved_at: now,
-            graph: graph.clone(),
+        let number = match versions::recording(store.newest_version(name)?.as_ref(), &hash) {
+            Recording::Same(n) => return Ok(n),
+            Recording::New(n) => n,
         };
+        let version = DesignVersion { version: number, hash: hash.clone(), saved_at: now, graph: graph.clone() };
         match store.add_version(name, &version) {
             Ok(()) => return Ok(version.version),
             Err(StoreError::Exists(_)) => continue,
@@ -51,6 +47,10 @@ pub fn record(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> R
 /// never recorded (a design saved before versions existed) is recorded now, when the store can
 /// be written; `None` when it cannot.
 pub fn of_content(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> Option<u64> {
+    // The newest version has the saved content unless saves race: read the others only then.
+    if let Recording::Same(n) = versions::recording(store.newest_version(name).ok()?.as_ref(), &versions::content_hash(graph)) {
+        return Some(n);
+    }
     let recorded = store.list_versions(name).ok()?;
     match versions::version_of(&recorded, graph) {
         Some(v) => Some(v.version),

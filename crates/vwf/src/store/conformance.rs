@@ -302,6 +302,7 @@ pub fn design_versions(store: &dyn Store) {
     let d = name("versioned");
     assert!(store.list_versions(&d).expect("list").is_empty(), "a fresh store has no versions");
     assert!(store.versioned_designs().expect("names").is_empty());
+    assert_eq!(store.newest_version(&d).expect("newest"), None);
     let version = |n: u64, note: &str| {
         let graph = json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual", "note": note}], "edges": []});
         DesignVersion { version: n, hash: vwf_core::versions::content_hash(&graph), saved_at: at("2026-03-01T09:00:00.125Z"), graph }
@@ -313,6 +314,7 @@ pub fn design_versions(store: &dyn Store) {
     assert!(matches!(store.add_version(&d, &version(2, "other")), Err(StoreError::Exists(_))), "a number is taken once");
     let listed = store.list_versions(&d).expect("list");
     assert_eq!(listed, vec![version(1, "v1 é \u{0}"), version(2, "v2 é \u{0}"), version(3, "v3 é \u{0}")], "oldest first, as written");
+    assert_eq!(store.newest_version(&d).expect("newest").map(|v| v.version), Some(3));
     store.remove_version(&d, 2).expect("remove");
     assert!(matches!(store.remove_version(&d, 2), Err(StoreError::NotFound(_))));
     store.delete_design(&d).expect("delete");

@@ -176,6 +176,10 @@ impl Store for FileStore {
         self.fs_list_versions(name)
     }
 
+    fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        self.fs_newest_version(name)
+    }
+
     fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
         self.fs_add_version(name, version)
     }

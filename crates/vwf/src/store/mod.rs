@@ -82,6 +82,11 @@ pub trait Store: Send + Sync {
     /// Every recorded version of a design, oldest first (`vwf_core::versions`). Versions outlive
     /// their design: a deleted design's runs still show the version they ran.
     fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError>;
+    /// The newest recorded version of a design (what a save compares with and a run start looks
+    /// up), without reading the others; `None` when there is none.
+    fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        Ok(self.list_versions(name)?.pop())
+    }
     /// Records a version; `Exists` when its number is taken (another save got it first), and a
     /// recorded version is never replaced.
     fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError>;

@@ -563,6 +563,16 @@ impl Store for PgStore {
             .collect()
     }
 
+    fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        let doc =
+            self.fetch_text("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version DESC LIMIT 1", vec![name.to_string()])?;
+        doc.map(|doc| {
+            serde_json::from_str(&doc)
+                .map_err(|e| StoreError::Corrupt { path: format!("a version of design {:?}", name.as_str()), message: e.to_string() })
+        })
+        .transpose()
+    }
+
     fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
         let number = i64::try_from(version.version).map_err(|_| StoreError::Io(format!("version {} is too large", version.version)))?;
         let (pool, key) = (self.pool(), name.to_string());

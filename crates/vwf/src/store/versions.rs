@@ -26,26 +26,39 @@ impl FileStore {
         self.home.join(VERSIONS_DIR).join(name.as_str())
     }
 
-    pub(super) fn fs_list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+    /// The numbers of the recorded versions of a design, sorted (from the file names only).
+    fn version_numbers(&self, name: &DesignName) -> Result<Vec<u64>, StoreError> {
         let dir = self.versions_dir(name);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error("read", &dir, e)),
         };
-        let mut versions = Vec::new();
+        let mut numbers = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error("read", &dir, e))?;
             let file_name = entry.file_name();
-            let Some(n) = file_name.to_str().and_then(|n| n.strip_suffix(".json")).and_then(|n| n.parse::<u64>().ok()) else { continue };
-            let path = entry.path();
-            let bytes = fs::read(&path).map_err(|e| io_error("read", &path, e))?;
-            let version: DesignVersion = serde_json::from_slice(&bytes)
-                .map_err(|e| StoreError::Corrupt { path: format!("{VERSIONS_DIR}/{name}/{n}.json"), message: e.to_string() })?;
-            versions.push(version);
+            if let Some(n) = file_name.to_str().and_then(|n| n.strip_suffix(".json")).and_then(|n| n.parse::<u64>().ok()) {
+                numbers.push(n);
+            }
         }
-        versions.sort_by_key(|v| v.version);
-        Ok(versions)
+        numbers.sort_unstable();
+        Ok(numbers)
+    }
+
+    fn read_version(&self, name: &DesignName, n: u64) -> Result<DesignVersion, StoreError> {
+        let path = self.versions_dir(name).join(format!("{n}.json"));
+        let bytes = fs::read(&path).map_err(|e| io_error("read", &path, e))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| StoreError::Corrupt { path: format!("{VERSIONS_DIR}/{name}/{n}.json"), message: e.to_string() })
+    }
+
+    pub(super) fn fs_list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        self.version_numbers(name)?.into_iter().map(|n| self.read_version(name, n)).collect()
+    }
+
+    pub(super) fn fs_newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        self.version_numbers(name)?.last().map(|n| self.read_version(name, *n)).transpose()
     }
 
     pub(super) fn fs_add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
