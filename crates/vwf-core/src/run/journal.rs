@@ -237,8 +237,8 @@ impl Run {
                 if record.node != *node {
                     return Err(format!("the step part {node:?} holds the record of {:?}", record.node));
                 }
-                match self.steps.iter_mut().find(|r| r.node == *node) {
-                    Some(r) => *r = record,
+                match self.record_index(node) {
+                    Some(i) => self.steps[i] = record,
                     None => {
                         let at = self.record_position(node);
                         self.steps.insert(at, record);

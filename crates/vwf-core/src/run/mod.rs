@@ -547,12 +547,25 @@ impl Run {
     }
 
     pub fn record(&self, node: &str) -> Option<&StepRecord> {
-        self.steps.iter().find(|r| r.node == node)
+        self.record_index(node).map(|i| &self.steps[i])
+    }
+
+    /// Where the record `node` is in `steps`. Records are kept sorted by [`Run::order_key`], so
+    /// this is a binary search: a step of a long loop costs the same at pass 10,000 as at pass 1.
+    /// A name the plan does not know sorts last with every other such name, so it is looked for
+    /// one by one among those.
+    fn record_index(&self, node: &str) -> Option<usize> {
+        let key = self.order_key(node);
+        let first = self.steps.partition_point(|r| self.order_key(&r.node) < key);
+        if key.0 == usize::MAX {
+            return self.steps[first..].iter().position(|r| r.node == node).map(|i| first + i);
+        }
+        self.steps.get(first).filter(|r| r.node == node).map(|_| first)
     }
 
     /// A step record to change; marks it changed.
     fn record_mut(&mut self, node: &str) -> Option<&mut StepRecord> {
-        let i = self.steps.iter().position(|r| r.node == node)?;
+        let i = self.record_index(node)?;
         self.mark(journal::Part::Step(node.to_string()));
         self.steps.get_mut(i)
     }

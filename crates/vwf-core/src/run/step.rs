@@ -46,7 +46,7 @@ impl Run {
     /// Where a new record named `node` goes in `steps`.
     pub(super) fn record_position(&self, node: &str) -> usize {
         let key = self.order_key(node);
-        self.steps.iter().position(|r| self.order_key(&r.node) > key).unwrap_or(self.steps.len())
+        self.steps.partition_point(|r| self.order_key(&r.node) <= key)
     }
 
     /// Opens (or reopens, for a retry) the step's record.
