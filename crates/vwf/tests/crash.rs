@@ -182,6 +182,16 @@ fn sigkill_at_random_moments_never_loses_a_finished_step(backend: Backend) {
             Some("running") => mid_run += 1,
             other => panic!("iteration {iteration} (delay {delay:?}): run {id} left with status {other:?}: {before}"),
         }
+        // The journal a killed writer left (the steps saved since the run file) is part of the
+        // run: `vwf doctor --fix` reports it as no problem and leaves the run as it was (it only
+        // removes the debris of writes killed before they finished).
+        if backend == Backend::Files {
+            let (code, doctor) = home.json(&["doctor", "--fix"]);
+            assert_eq!(code, 0, "{id}: doctor after a kill: {doctor}");
+            let problems = doctor["problems"].as_array().expect("problems");
+            assert!(!problems.iter().any(|p| p["path"].as_str().is_some_and(|p| p.contains(&id))), "{id}: doctor after a kill: {doctor}");
+            assert_eq!(read_run_file(&home, &id).1, before, "{id}: doctor changed a run in flight");
+        }
 
         // The next reader finds no live owner and marks the run interrupted.
         let (code, shown) = home.json(&["show", &id]);

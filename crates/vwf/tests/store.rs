@@ -367,7 +367,8 @@ fn only_run(home: &Home) -> Option<(String, Value)> {
     let name =
         entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| n.ends_with(".json") && !n.starts_with('.'))?;
     let id = name.trim_end_matches(".json").to_string();
-    let value = serde_json::from_slice(&std::fs::read(home.runs_dir().join(&name)).ok()?).ok()?;
+    // The run as stored: its file, and the parts saved since when it is in flight.
+    let value = serde_json::from_slice(&home.stored_run_bytes(&id)?).ok()?;
     Some((id, value))
 }
 

@@ -33,6 +33,9 @@ use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::versions::DesignVersion;
 
+use vwf_core::run::Run;
+use vwf_core::run::journal::{Changes, Part};
+
 use super::{RunEntry, RunLock, Store, StoreError, index};
 
 pub(super) const DESIGNS_DIR: &str = "workflow-designs";
@@ -45,11 +48,37 @@ const ALLOCATE_ATTEMPTS: usize = 32;
 #[derive(Debug, Clone)]
 pub struct FileStore {
     pub(super) home: PathBuf,
+    /// The digest of the run file this process last wrote, by run: what the run's journal must
+    /// name (see `journal.rs`), known without reading the file again. Forgotten wholesale past
+    /// [`CHECKPOINTS_KEPT`] runs; a run not found here has its file read and digested.
+    checkpoints: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<RunId, String>>>,
 }
+
+/// How many runs' checkpoint digests a process keeps (a few MB at most).
+const CHECKPOINTS_KEPT: usize = 10_000;
 
 impl FileStore {
     pub fn new(home: PathBuf) -> Self {
-        Self { home }
+        Self { home, checkpoints: Default::default() }
+    }
+
+    pub(super) fn journal_path(&self, id: &RunId) -> PathBuf {
+        self.runs_dir().join(format!("{id}.journal"))
+    }
+
+    fn remember_checkpoint(&self, id: &RunId, digest: Option<String>) {
+        let mut kept = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
+        match digest {
+            Some(d) => {
+                if kept.len() >= CHECKPOINTS_KEPT {
+                    kept.clear();
+                }
+                kept.insert(id.clone(), d);
+            }
+            None => {
+                kept.remove(id);
+            }
+        }
     }
 
     pub(super) fn designs_dir(&self) -> PathBuf {
@@ -246,11 +275,43 @@ impl Store for FileStore {
         bytes.extend_from_slice(json);
         bytes.push(b'\n');
         // Runs are written under their lock (see `Store::lock_run`).
+        self.remember_checkpoint(id, None);
         atomic_write_locked(&path, &bytes).map_err(|e| io_error("write", &path, e))?;
+        // The whole run supersedes the parts saved since the last one. If this process dies
+        // before the journal goes, its header names the old file and readers ignore it.
+        let journal = self.journal_path(id);
+        match fs::remove_file(&journal) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error("remove", &journal, e)),
+        }
+        self.remember_checkpoint(id, Some(super::journal::digest(&bytes)));
         if unindexed {
             index::forget(&dir);
         }
         Ok(())
+    }
+
+    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
+        if changes.whole {
+            let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+            return self.write_run_json(id, &json);
+        }
+        let known = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
+        let digest = match known {
+            Some(d) => d,
+            None => {
+                let path = self.run_path(id);
+                match fs::read(&path) {
+                    Ok(bytes) => super::journal::digest(&bytes),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(StoreError::run_not_found(id)),
+                    Err(e) => return Err(io_error("read", &path, e)),
+                }
+            }
+        };
+        let parts: Vec<(Part, Value)> = changes.parts.iter().filter_map(|p| Some((p.clone(), run.part(p)?))).collect();
+        let path = self.journal_path(id);
+        super::journal::append(&path, &digest, &parts).map_err(|e| io_error("write", &path, e))
     }
 
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
@@ -262,7 +323,14 @@ impl Store for FileStore {
             }
             Err(e) => return Err(io_error("read", &path, e)),
         };
-        parse_json(&bytes, &format!("{RUNS_DIR}/{id}.json"))
+        let doc = parse_json(&bytes, &format!("{RUNS_DIR}/{id}.json"))?;
+        // A run in flight: the parts saved since its file, if the journal is of this file.
+        let journal = self.journal_path(id);
+        match super::journal::read(&journal, &bytes) {
+            Ok(Some(parts)) => super::assemble(id, doc, parts),
+            Ok(None) => Ok(doc),
+            Err(e) => Err(io_error("read", &journal, e)),
+        }
     }
 
     fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {

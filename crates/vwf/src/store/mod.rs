@@ -21,6 +21,7 @@ pub mod copy;
 pub mod fs;
 mod index;
 mod jobs;
+mod journal;
 pub mod pg;
 mod tidy;
 mod versions;

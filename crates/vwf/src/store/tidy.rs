@@ -50,6 +50,7 @@ impl FileStore {
         let mut idle: Vec<Idle> = Vec::new();
         let runs = self.runs_dir();
         self.tidy_run_temps(&runs, fix, &mut found);
+        self.tidy_journals(&runs, fix, &mut found);
         let files: HashSet<RunId> = self.run_ids().into_iter().collect();
         self.tidy_locks(&files, fix, &mut found);
         self.tidy_index(&runs, &files, fix, &mut idle, &mut found);
@@ -74,7 +75,8 @@ impl FileStore {
         self.strays_in(&self.designs_dir(), "design", design, &[], &mut found);
         // The index and its lock report their own damage (a directory among it).
         let index_files = [index::INDEX_FILE, index::INDEX_LOCK_FILE, super::fs::LOCKS_DIR];
-        self.strays_in(&self.runs_dir(), "run", |name| index::run_id_of_file_name(name).is_some(), &index_files, &mut found);
+        let run_file = |name: &str| index::run_id_of_file_name(name).is_some() || journal_of(name).is_some();
+        self.strays_in(&self.runs_dir(), "run", run_file, &index_files, &mut found);
         let lock = |name: &str| name.strip_suffix(".lock").is_some_and(|n| RunId::parse(n).is_ok());
         self.strays_in(&self.locks_dir(), "run lock", lock, &[], &mut found);
         found
@@ -128,6 +130,23 @@ impl FileStore {
                 }
             } else if older_than(&path, STALE_AFTER) {
                 remove(self, &path, why, fix, found);
+            }
+        }
+    }
+
+    /// Journals a reader ignores (see `journal.rs`): of a run without a file, or naming a run file
+    /// that was written whole since (its writer died before removing it). Removed under the
+    /// run's lock. A journal of its run file is part of the run and stays.
+    fn tidy_journals(&self, runs: &Path, fix: bool, found: &mut Vec<Finding>) {
+        for (name, path) in entries(runs) {
+            let Some(id) = journal_of(&name) else { continue };
+            let Some(_idle) = self.idle(&id) else { continue };
+            let live = match fs::read(self.run_path(&id)) {
+                Ok(bytes) => super::journal::read(&path, &bytes).is_ok_and(|parts| parts.is_some()),
+                Err(_) => false,
+            };
+            if !live {
+                remove(self, &path, "the journal of a run saved whole since (a writer was killed before removing it)", fix, found);
             }
         }
     }
@@ -228,6 +247,11 @@ fn entries(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
     read.flatten().filter_map(|e| Some((e.file_name().into_string().ok()?, e.path()))).collect()
 }
 
+/// The run of a journal's file name (`<id>.journal`).
+fn journal_of(name: &str) -> Option<RunId> {
+    name.strip_suffix(".journal").and_then(|n| RunId::parse(n).ok())
+}
+
 /// Temp files of `atomic_write` (`.<file>.<random>.tmp`) and of run writes (`.<id>.json.tmp`).
 fn is_temp(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".tmp")
@@ -267,6 +291,34 @@ fn sample<'a>(ids: impl Iterator<Item = &'a RunId>) -> String {
 mod tests {
     use super::*;
     use crate::store::Store;
+
+    /// The journal of a run in flight is part of the run and stays; one left behind by a writer
+    /// killed between writing the run whole and removing it (its header names the old file) is
+    /// reported and removed, and the run reads the same before and after.
+    #[test]
+    fn tidy_removes_only_journals_readers_ignore() {
+        use vwf_core::run::journal::Part;
+        let home = tempfile::tempdir().unwrap();
+        let store = FileStore::new(home.path().to_path_buf());
+        let id = store.allocate_run_id().unwrap();
+        store.write_run(&id, &serde_json::json!({"status": "running"})).unwrap();
+        let journal = store.journal_path(&id);
+        let part = (Part::History(0), serde_json::json!({"at": "2026-03-01T09:00:00Z", "event": "retry"}));
+        super::super::journal::append(&journal, &super::super::journal::digest(&fs::read(store.run_path(&id)).unwrap()), &[part]).unwrap();
+        assert!(store.tidy(true).is_empty(), "a live journal is no problem");
+        assert!(journal.exists());
+
+        let kept = fs::read(&journal).unwrap();
+        store.write_run(&id, &serde_json::json!({"status": "done"})).unwrap();
+        assert!(!journal.exists(), "a whole save removes the journal");
+        fs::write(&journal, &kept).unwrap(); // as a writer killed before removing it leaves it
+        assert_eq!(store.read_run(&id).unwrap(), serde_json::json!({"status": "done"}), "a stale journal is not applied");
+        let found = store.tidy(true);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].path.ends_with(".journal") && found[0].fixed.is_some(), "{found:?}");
+        assert!(!journal.exists());
+        assert_eq!(store.read_run(&id).unwrap(), serde_json::json!({"status": "done"}));
+    }
 
     /// A run created and written between the snapshot of the run files and the index check
     /// (the daemon firing while a server starts) keeps its index line.

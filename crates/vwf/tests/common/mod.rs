@@ -69,7 +69,21 @@ impl Home {
     pub fn stored_run_bytes(&self, id: &str) -> Option<Vec<u8>> {
         match &self.database {
             Some(url) => pg::stored_run(url, id).map(String::into_bytes),
-            None => std::fs::read(self.runs_dir().join(format!("{id}.json"))).ok(),
+            None => {
+                let bytes = std::fs::read(self.runs_dir().join(format!("{id}.json"))).ok()?;
+                if !self.runs_dir().join(format!("{id}.journal")).exists() {
+                    return Some(bytes);
+                }
+                // A run in flight is its file and the parts saved since: the store reads it.
+                let id = vwf_core::names::RunId::parse(id).ok()?;
+                let store = vwf::store::FileStore::new(self.path().to_path_buf());
+                Some(
+                    vwf::store::Store::read_run(&store, &id)
+                        .unwrap_or_else(|e| panic!("run {id} cannot be read: {e}"))
+                        .to_string()
+                        .into_bytes(),
+                )
+            }
         }
     }
 
