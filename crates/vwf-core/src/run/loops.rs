@@ -3,6 +3,25 @@
 
 use super::*;
 
+/// For each loop, an index before which every pass is done, so the engine looks only at the
+/// passes still open: a step costs the same at pass 10,000 as at pass 1. A hint, never part of
+/// the run: 0 (look at every pass) for a run just read, moved on as passes are seen done (a pass
+/// never stops being done).
+#[derive(Debug, Clone, Default)]
+pub(super) struct FirstOpen(BTreeMap<String, usize>);
+
+impl PartialEq for FirstOpen {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl FirstOpen {
+    pub(super) fn of(&self, lp: &str) -> usize {
+        self.0.get(lp).copied().unwrap_or(0)
+    }
+}
+
 /// Where a step instance runs: at the top of the plan, or in one pass of a loop.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(super) struct Scope {
@@ -127,7 +146,8 @@ impl Run {
             if self.record(lp).map(|r| r.status) != Some(StepStatus::Running) {
                 continue;
             }
-            for (i, pass) in state.passes.iter().enumerate().filter(|(_, p)| !p.done) {
+            let from = self.first_open.of(lp).min(state.passes.len());
+            for (i, pass) in state.passes.iter().enumerate().skip(from).filter(|(_, p)| !p.done) {
                 let scope = Scope::pass(lp, i);
                 for step in self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())) {
                     if pass.outputs.contains_key(&step.id) || pass.skipped.contains(&step.id) {
@@ -153,15 +173,20 @@ impl Run {
             let body: Vec<String> =
                 self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.clone()).collect();
             let Some(state) = self.loops.get_mut(&lp) else { continue };
-            for (i, pass) in state.passes.iter_mut().enumerate().filter(|(_, p)| !p.done) {
+            let mut from = self.first_open.of(&lp).min(state.passes.len());
+            for (i, pass) in state.passes.iter_mut().enumerate().skip(from).filter(|(_, p)| !p.done) {
                 if body.iter().all(|b| pass.outputs.contains_key(b) || pass.skipped.contains(b)) {
                     pass.done = true;
                     self.dirty.mark(journal::Part::Pass(lp.clone(), i));
                     progress = LoopProgress::Changed;
                 }
             }
+            while state.passes.get(from).is_some_and(|p| p.done) {
+                from += 1;
+            }
+            self.first_open.0.insert(lp.clone(), from);
             let n = state.items.len();
-            if state.passes.len() == n && state.passes.iter().all(|p| p.done) {
+            if state.passes.len() == n && from == n {
                 let results: Vec<Value> = (0..n).map(|i| self.pass_result(&lp, i, &body)).collect();
                 let mut extra = Map::new();
                 extra.insert("items".into(), Value::Array(results.clone()));
@@ -170,7 +195,7 @@ impl Run {
                 self.finish_step(&lp, &text, extra, now);
                 return LoopProgress::Finished(lp);
             }
-            let active = state.passes.iter().filter(|p| !p.done).count() as u64;
+            let active = state.passes[from..].iter().filter(|p| !p.done).count() as u64;
             let mut room = state.concurrency.max(1).saturating_sub(active);
             while room > 0 && state.passes.len() < n {
                 state.passes.push(PassState::default());

@@ -318,6 +318,10 @@ pub struct Run {
     /// Parts changed since the last save (see [`journal`]); not part of the document.
     #[serde(skip)]
     dirty: journal::Dirty,
+    /// Where each loop's first pass not yet done is (see [`loops::FirstOpen`]); not part of the
+    /// document.
+    #[serde(skip)]
+    first_open: loops::FirstOpen,
 }
 
 /// Read access to a run's state. The fields are private to the engine (this module and its
@@ -526,6 +530,7 @@ impl Run {
             loops: BTreeMap::new(),
             plan,
             dirty: journal::Dirty::default(),
+            first_open: loops::FirstOpen::default(),
         }
     }
 

@@ -137,11 +137,12 @@ impl Run {
         let loop_can_move = self.loops.iter().any(|(lp, state)| {
             self.record(lp).map(|r| r.status) == Some(StepStatus::Running) && {
                 let body: Vec<&PlanStep> = self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).collect();
-                let open = state.passes.iter().filter(|p| !p.done).count() as u64;
+                let still = &state.passes[self.first_open.of(lp).min(state.passes.len())..];
+                let open = still.iter().filter(|p| !p.done).count() as u64;
                 let closable =
-                    state.passes.iter().any(|p| !p.done && body.iter().all(|b| p.outputs.contains_key(&b.id) || p.skipped.contains(&b.id)));
+                    still.iter().any(|p| !p.done && body.iter().all(|b| p.outputs.contains_key(&b.id) || p.skipped.contains(&b.id)));
                 let openable = open < state.concurrency.max(1) && state.passes.len() < state.items.len();
-                closable || openable || state.passes.iter().all(|p| p.done)
+                closable || openable || still.iter().all(|p| p.done)
             }
         });
         let ready = (0..self.plan.steps.len()).any(|i| self.is_ready(i)) || !self.ready_instances().is_empty() || loop_can_move;
