@@ -1137,6 +1137,7 @@ fn accessors_show_the_file(run: &Run) {
         ("failed_node", as_json(run.failed_node())),
         ("steps", as_json(run.steps())),
         ("trigger", as_json(run.trigger())),
+        ("retry_of", as_json(run.retry_of())),
         ("created_at", as_json(vwf_core::time::format(&run.created_at()))),
         ("updated_at", as_json(vwf_core::time::format(&run.updated_at()))),
         ("tokens_used", as_json(run.tokens_used())),
@@ -1193,4 +1194,90 @@ fn the_accessors_return_what_the_run_file_holds() {
     drive(&mut run, later, standard);
     assert!(!run.history().is_empty() && run.updated_at() == later);
     accessors_show_the_file(&run);
+}
+
+// ---- what each step received -------------------------------------------------------------
+
+/// One step of each kind that hands out a task, each given secrets where a design can hold them:
+/// a command's `env`, credential headers and a URL's user info and query of an http step.
+fn every_task_kind(secret: &str) -> Value {
+    json!({
+        "nodes": [
+            manual(),
+            {"id": "sh", "type": "command", "run": "curl -H \"X: $TOKEN\" {{trigger.city}}", "cwd": "/tmp/{{trigger.city}}",
+             "env": {"TOKEN": secret, "PLAIN": "{{trigger.city}}"}},
+            {"id": "args", "type": "command", "argv": ["echo", "{{trigger.city}}"], "env": {"KEY": secret}},
+            {"id": "call", "type": "http", "method": "POST",
+             "url": format!("https://user:{secret}@api.example.org/v1?q={{{{trigger.city}}}}&access_token={secret}"),
+             "headers": {"Authorization": format!("Bearer {secret}"), "X-Api-Key": secret, "Accept": "application/json"},
+             "body": {"city": "{{trigger.city}}"}},
+            {"id": "ask", "type": "agent", "prompt": "Weather in {{trigger.city}}?", "profile": "writer", "model": "m1"},
+            {"id": "send", "type": "output", "deliver": "channel", "target": "telegram:123456", "template": "{{nodes.ask}}"},
+            {"id": "tell", "type": "emit", "event": "city.done", "payload": {"city": "{{trigger.city}}"}}
+        ],
+        "edges": [edge("start", "sh"), edge("sh", "args"), edge("args", "call"), edge("call", "ask"), edge("ask", "send"),
+                  edge("ask", "tell")]
+    })
+}
+
+fn delivered(task: &Task) -> Outcome {
+    match &task.work {
+        Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
+            node: task.node.clone(),
+            target: target.clone(),
+            ok: true,
+            detail: "message_id 1".into(),
+            at: t0(),
+        }),
+        _ => standard(task),
+    }
+}
+
+/// Each step that ran a task keeps what it received, rendered, with secrets shown as `***`.
+#[test]
+fn each_step_keeps_its_rendered_inputs_with_secrets_redacted() {
+    let secret = "s3cr3t-Zq81kP";
+    let mut run = start_with(&every_task_kind(secret), json!({"city": "Oslo"}));
+    drive(&mut run, t0(), delivered);
+    assert_eq!(run.status(), Status::Done, "{:#}", run.result());
+    let inputs: Map<String, Value> = run.steps().iter().map(|r| (r.node.clone(), r.inputs.clone().unwrap_or(Value::Null))).collect();
+    insta::assert_json_snapshot!("inputs_per_step_kind", inputs);
+    let result = run.result().to_string();
+    assert!(!result.contains(secret), "the run result holds the secret: {result}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Whatever a secret written in a design holds, it never reaches the run result through a
+    /// command's `env`, a credential header, a URL's user info or a secret query parameter (the
+    /// run file keeps it only in its copy of the design, the plan a retry runs).
+    #[test]
+    fn no_design_secret_reaches_the_run_result(secret in "[A-Za-z0-9_.~-]{8,40}") {
+        let mut run = start_with(&every_task_kind(&secret), json!({"city": "Oslo"}));
+        drive(&mut run, t0(), delivered);
+        let result = run.result().to_string();
+        proptest::prop_assert!(!result.contains(&secret), "the run result holds {secret:?}");
+    }
+}
+
+/// A retry from the start is a new run of the plan it is given, with the old run's trigger,
+/// linked by `retry_of`; a run still in progress cannot be retried that way.
+#[test]
+fn a_retry_from_the_start_is_a_new_linked_run_of_the_new_plan() {
+    let old_design = json!({"nodes": [manual(), {"id": "a", "type": "command", "run": "echo old"}], "edges": [edge("start", "a")]});
+    let mut old = start_with(&old_design, json!({"city": "Oslo"}));
+    let parked = old.clone();
+    drive(&mut old, t0(), |_| failed("boom"));
+    assert_eq!(old.status(), Status::Failed);
+    let new_design = json!({"nodes": [manual(), {"id": "b", "type": "command", "run": "echo new"}], "edges": [edge("start", "b")]});
+    let mut new = Run::start_retry_of(&old, plan_of(&new_design), "aaaaaaaaaaaa", t0()).unwrap();
+    assert_eq!((new.retry_of(), new.trigger()), (Some(RUN_ID), old.trigger()));
+    let tasks = drive(&mut new, t0(), standard);
+    assert_eq!(node_ids(&tasks), ["b"]);
+    assert_eq!(new.result()["retry_of"], json!(RUN_ID));
+    common::save_and_read_back(&mut new);
+    accessors_show_the_file(&new);
+    let refused = Run::start_retry_of(&parked, plan_of(&new_design), "bbbbbbbbbbbb", t0());
+    assert!(matches!(refused, Err(EngineError::Conflict(_))), "{refused:?}");
 }

@@ -33,6 +33,7 @@ use crate::view;
 use crate::vocab::Route;
 
 mod failure;
+pub mod inputs;
 pub mod journal;
 mod loops;
 pub mod settle;
@@ -110,6 +111,10 @@ pub struct StepRecord {
     /// before attempts were kept).
     #[serde(default)]
     pub tries: Vec<Try>,
+    /// What the latest attempt received: the rendered inputs of its task, secrets redacted
+    /// (see [`inputs`]); absent for steps the core settles alone (conditions, gates, waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Value>,
 }
 
 /// One attempt of a step.
@@ -139,6 +144,7 @@ impl StepRecord {
             error: None,
             failures: Vec::new(),
             tries: Vec::new(),
+            inputs: None,
         };
         r.begin_try(status, now);
         r
@@ -301,6 +307,10 @@ pub struct Run {
     failed_node: Option<String>,
     steps: Vec<StepRecord>,
     trigger: TriggerInfo,
+    /// The run this one retries from the start (with the design as saved when it started);
+    /// absent on other runs, so files written before it existed read back byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retry_of: Option<String>,
     #[serde(with = "time")]
     created_at: Ts,
     #[serde(with = "time")]
@@ -372,6 +382,10 @@ impl Run {
     }
     pub fn trigger(&self) -> &TriggerInfo {
         &self.trigger
+    }
+    /// The run this one retries from the start, if it is such a retry.
+    pub fn retry_of(&self) -> Option<&str> {
+        self.retry_of.as_deref()
     }
     pub fn created_at(&self) -> Ts {
         self.created_at
@@ -522,6 +536,7 @@ impl Run {
             failed_node: None,
             steps: Vec::new(),
             trigger,
+            retry_of: None,
             created_at: now,
             updated_at: now,
             tokens_used: 0,
@@ -532,6 +547,22 @@ impl Run {
             dirty: journal::Dirty::default(),
             first_open: loops::FirstOpen::default(),
         }
+    }
+
+    /// Starts a retry from the start of `old` with `plan` (the design as saved now): a new run
+    /// with `old`'s trigger and input, linked to it by `retry_of`. Only a finished run can be
+    /// retried this way; one still running or parked would race with its own retry.
+    pub fn start_retry_of(old: &Run, plan: Plan, run_id: &str, now: Ts) -> Result<Run, EngineError> {
+        if !old.status.is_finished() {
+            return Err(EngineError::Conflict(format!(
+                "run {} is {}; only a finished run can be retried from the start",
+                old.run_id,
+                old.status.as_str()
+            )));
+        }
+        let mut run = Run::start(plan, run_id, old.trigger.clone(), now);
+        run.retry_of = Some(old.run_id.clone());
+        Ok(run)
     }
 
     /// The run result of SPEC §8 (the file without its additions).
@@ -624,7 +655,13 @@ impl Run {
                         }
                         return Advance::Settled(scope.instance(&step.id));
                     }
-                    Begin::Task(t) => tasks.push(t),
+                    Begin::Task(t) => {
+                        let inputs = t.inputs();
+                        if let Some(r) = self.record_mut(&t.node) {
+                            r.inputs = Some(inputs);
+                        }
+                        tasks.push(t);
+                    }
                 }
             }
             if !tasks.is_empty() {
