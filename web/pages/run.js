@@ -54,12 +54,14 @@ export async function render(root, page) {
     if (newest === undefined) newest = await newestVersion(run.design);
     meta.replaceChildren('Design ', h('a', { href: `#/designer/${enc(run.design)}` }, run.design),
       ...versionNote(run, newest),
-      ` · ${run.trigger && run.trigger.mode ? `${run.trigger.mode} run` : 'run'} · started ${when(run.created_at)} (${ago(run.created_at)}) · updated ${when(run.updated_at)}`);
+      ` · ${run.trigger && run.trigger.mode ? `${run.trigger.mode} run` : 'run'} · started ${when(run.created_at)} (${ago(run.created_at)}) · updated ${when(run.updated_at)}`,
+      ...(run.retry_of ? [' · retry of ', h('a', { id: 'retry-of', href: `#/runs/${enc(run.retry_of)}` }, run.retry_of)] : []));
     problem.replaceChildren(run.error
       ? h('p', { class: 'notice error', id: 'run-error' }, run.failed_node ? [h('b', {}, run.failed_node), ': '] : null, run.error)
       : '');
     actions.replaceChildren(...[
-      run.status === 'failed' ? h('button', { id: 'retry', class: 'primary', onclick: (e) => act(e.target, 'retry', {}) }, 'Retry') : null,
+      run.status === 'failed' ? h('button', { id: 'retry', class: 'primary', title: 'Resume at the failed step with the design this run started with', onclick: (e) => act(e.target, 'retry', {}) }, 'Retry') : null,
+      SETTLED.includes(run.status) ? h('button', { id: 'retry-start', title: 'A new run of the design as saved now, with the same input', onclick: (e) => retryFromStart(e.target) }, 'Retry from start') : null,
       h('button', { onclick: () => refresh() }, 'Refresh'),
     ].filter(Boolean));
     steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(run)); // elapsed times move on
@@ -70,7 +72,7 @@ export async function render(root, page) {
       if (shown.updated !== null && (run.status !== shown.status || settled) && frame.contentWindow) frame.contentWindow.location.reload();
       shown.updated = run.updated_at;
       shown.status = run.status;
-      outputs.replaceChildren(h('h2', {}, 'Outputs'), outputList(run, open));
+      outputs.replaceChildren(h('h2', {}, 'Inputs and outputs'), outputList(run, open));
       deliveries.replaceChildren(...deliveryList(run));
     }
     const key = run.pending ? `${run.pending.type}:${run.pending.node}` : null;
@@ -105,6 +107,21 @@ export async function render(root, page) {
       shown.updated = undefined;
       refresh();
     }
+  }
+
+  /** Starts a new run of the design's current version with this run's input and opens it. */
+  async function retryFromStart(button) {
+    button.disabled = true;
+    button.textContent = 'Starting…';
+    const r = await api('POST', `/runs/${enc(id)}/retry`, { from: 'start' });
+    if (!page.alive) return;
+    if (r.body.run_id) {
+      location.hash = `#/runs/${enc(r.body.run_id)}`;
+      return;
+    }
+    button.disabled = false;
+    button.textContent = 'Retry from start';
+    say(msg, 'error', r.body.error || `HTTP ${r.status}`);
   }
 
   function pendingBlock(p) {
@@ -169,16 +186,20 @@ function triesRow(step) {
 
 const VIEW_BASICS = ['text', 'data', 'deliveries'];
 
+/** Each step's output, next to what it received (its rendered inputs, secrets shown as ***). */
 function outputList(run, open) {
   // In the order the steps ran (the map itself is keyed by id).
-  const ids = [...new Set([...run.steps.map((s) => s.node), ...Object.keys(run.outputs)])].filter((id) => id in run.outputs);
+  const inputs = Object.fromEntries(run.steps.filter((s) => s.inputs).map((s) => [s.node, s.inputs]));
+  const ids = [...new Set([...run.steps.map((s) => s.node), ...Object.keys(run.outputs)])].filter((id) => id in run.outputs || id in inputs);
   if (!ids.length) return h('p', { class: 'muted' }, 'No outputs yet.');
   return h('div', {}, ids.map((node) => {
     const view = run.outputs[node] || {};
     const extra = Object.entries(view).filter(([k]) => !VIEW_BASICS.includes(k));
     const panel = h('details', { 'data-node': node, open: open.has(node) },
       h('summary', {}, h('code', {}, node), h('span', { class: 'muted small' }, ` ${short(view.text, 80)}`)),
-      h('pre', {}, view.text ?? ''),
+      h('div', { class: 'received-output' },
+        node in inputs ? h('div', { class: 'inputs', 'data-inputs-of': node }, h('h3', {}, 'Received'), h('pre', {}, JSON.stringify(inputs[node], null, 2))) : null,
+        h('div', { class: 'output' }, node in inputs ? h('h3', {}, 'Output') : null, h('pre', {}, view.text ?? ''))),
       view.data !== null && view.data !== undefined
         ? h('details', {}, h('summary', {}, 'data'), h('pre', {}, JSON.stringify(view.data, null, 2))) : null,
       extra.length ? h('dl', { class: 'fields' }, extra.map(([k, v]) => [h('dt', {}, k), h('dd', {}, short(typeof v === 'string' ? v : JSON.stringify(v), 300))])) : null);

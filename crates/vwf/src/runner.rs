@@ -123,9 +123,18 @@ impl Runner<'_> {
         if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
             return Err(Failure::BadRequest(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
         }
+        self.launch(|id, now| Ok(Run::start(plan, id, trigger, now)), started)
+    }
+
+    /// Saves the new run `make` builds under a fresh id, tells `started`, and drives it.
+    fn launch(
+        &self,
+        make: impl FnOnce(&str, vwf_core::time::Ts) -> Result<Run, Failure>,
+        started: impl FnOnce(&Run),
+    ) -> Result<Run, Failure> {
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
-        let mut run = Run::start(plan, id.as_str(), trigger, self.clock.now());
+        let mut run = make(id.as_str(), self.clock.now())?;
         self.persist(&mut run)?;
         started(&run);
         self.drive(&mut run, &lock)?;
@@ -417,6 +426,20 @@ impl Runner<'_> {
         self.persist(&mut run)?;
         self.drive(&mut run, &lock)?;
         Ok(run)
+    }
+
+    /// Retries a finished run from the start with its design as saved now: a new run with the
+    /// old run's trigger and input, linked to it by `retry_of`. The old run is left as it is (a
+    /// finished run's record does not change). `Ok(Err(report))` when the design now has errors.
+    pub fn retry_from_start(&self, id: &str) -> Result<Result<Run, Report>, Failure> {
+        let old = self.open(id)?;
+        old.can_retry_from_start()?;
+        let name = DesignName::parse(old.design()).map_err(Failure::BadRequest)?;
+        let plan = match self.compile(&name)? {
+            Ok(plan) => plan,
+            Err(report) => return Ok(Err(report)),
+        };
+        Ok(Ok(self.launch(|id, now| Ok(Run::start_retry_of(&old, plan, id, now)?), |_| {})?))
     }
 
     /// Drives a run we hold the lock of until it is done, failed or parked.

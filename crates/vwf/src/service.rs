@@ -419,6 +419,12 @@ impl<'a> Service<'a> {
         self.runner.retry(id.as_str())
     }
 
+    /// Retries a finished run from the start with the design's current version (a new run
+    /// whose `retry_of` is `id`); refused with the report when the design now has errors.
+    pub fn retry_from_start(&self, id: &RunId) -> Result<Checked<Run>, Failure> {
+        Ok(self.runner.retry_from_start(id.as_str())?.map_err(|report| Refusal { report }))
+    }
+
     /// A run as it stands now (see [`Runner::open`]).
     pub fn open(&self, id: &RunId) -> Result<Run, Failure> {
         self.runner.open(id.as_str())

@@ -509,6 +509,44 @@ fn run_respond_retry_and_read_runs() {
     assert_eq!(s, 404, "{b}");
 }
 
+/// `POST /runs/{id}/retry` with `{"from": "failed"}` resumes with the plan the run started
+/// with; `{"from": "start"}` starts the design as saved now, linked by `retry_of`.
+#[test]
+fn retry_from_the_failed_step_or_from_the_start() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    let file = home.path().join("note.txt");
+    server.save("reads", common::reads_file(&file, "v1"));
+    let (s, failed) = server.post_empty("/designs/reads/run");
+    assert_eq!((s, &failed["failed_node"]), (200, &json!("read")), "{failed}");
+    let id = failed["run_id"].as_str().unwrap().to_string();
+    server.save("reads", common::reads_file(&file, "v2"));
+    std::fs::write(&file, "hello").unwrap();
+
+    for bad in [json!({"from": "middle"}), json!({"from": 1})] {
+        let before = snapshot(&home);
+        let (s, b) = server.post(&format!("/runs/{id}/retry"), bad.clone());
+        assert_eq!((s, &b["ok"]), (400, &json!(false)), "{bad}: {b}");
+        assert!(b["error"].as_str().unwrap().contains("\"failed\" or \"start\""), "{b}");
+        assert!(snapshot(&home) == before, "a refused retry wrote something");
+    }
+    let (s, resumed) = server.post(&format!("/runs/{id}/retry"), json!({"from": "failed"}));
+    assert_eq!((s, &resumed["outputs"]["say"]["text"], &resumed["run_id"]), (200, &json!("v1 hello"), &json!(id)), "{resumed}");
+    let (s, fresh) = server.post(&format!("/runs/{id}/retry"), json!({"from": "start"}));
+    assert_eq!((s, &fresh["outputs"]["say"]["text"], &fresh["retry_of"]), (200, &json!("v2 hello"), &json!(id)), "{fresh}");
+    snap("retry_from_start", &home, &server, s, &fresh);
+    let (_, old) = server.get(&format!("/runs/{id}"));
+    assert_eq!(old, resumed, "the old run is left as it was");
+    let (s, parked) = server.post_empty("/designs/reads/run");
+    assert_eq!((s, &parked["status"]), (200, &json!("done")));
+    server.save("gated", gated());
+    let (_, gate) = server.post_empty("/designs/gated/run");
+    let (s, b) = server.post(&format!("/runs/{}/retry", gate["run_id"].as_str().unwrap()), json!({"from": "start"}));
+    assert_eq!((s, &b["ok"]), (409, &json!(false)), "a parked run: {b}");
+    let (s, b) = server.post("/runs/0123456789ab/retry", json!({"from": "start"}));
+    assert_eq!(s, 404, "{b}");
+}
+
 #[test]
 fn runs_listing_newest_first_with_unreadable_entries() {
     let home = Home::new();

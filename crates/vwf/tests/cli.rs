@@ -206,6 +206,55 @@ fn retry_without_a_run_id_says_what_is_missing() {
     }
 }
 
+/// A run started before a save: its retry from the failed step keeps the plan it started with
+/// (and every attempt of the step); a retry from the start is a new run of the saved design,
+/// linked by `retry_of`, and leaves the old run as it was.
+#[test]
+fn retry_from_the_failed_step_keeps_the_plan_and_from_the_start_takes_the_new_one() {
+    let home = Home::new();
+    let file = home.path().join("note.txt");
+    home.save("reads", &common::reads_file(&file, "v1"));
+    let (code, failed) = home.json_at(T0, &["run", "reads"]);
+    assert_eq!((code, failed["failed_node"].as_str()), (1, Some("read")), "{failed}");
+    let id = id_of(&failed);
+    home.save("reads", &common::reads_file(&file, "v2"));
+    std::fs::write(&file, "hello").unwrap();
+
+    let (code, resumed) = home.json_at(&later(T0, 1), &["run", "retry", &id]);
+    assert_eq!((code, &resumed["outputs"]["say"]["text"], &resumed["run_id"]), (0, &json!("v1 hello"), &json!(id)), "{resumed}");
+    let tries: Vec<_> = resumed["steps"][0]["tries"].as_array().unwrap().iter().map(|t| t["status"].clone()).collect();
+    assert_eq!(tries, [json!("failed"), json!("done")], "{resumed}");
+    let old_file = home.stored_run_bytes(&id);
+
+    let (code, fresh) = home.json_at(&later(T0, 2), &["run", "retry", &id, "--from-start"]);
+    assert_eq!((code, &fresh["outputs"]["say"]["text"], &fresh["retry_of"]), (0, &json!("v2 hello"), &json!(id)), "{fresh}");
+    assert_ne!(fresh["run_id"], json!(id));
+    assert_eq!((&fresh["trigger"], &fresh["steps"][0]["attempts"]), (&resumed["trigger"], &json!(1)), "{fresh}");
+    let (_, reread) = home.json(&["show", &id]);
+    assert_eq!(reread, resumed, "a retry from the start leaves the old run as it was");
+    assert!(home.stored_run_bytes(&id) == old_file, "the old run's file is unchanged");
+    let (_, shown) = home.json(&["show", fresh["run_id"].as_str().unwrap()]);
+    assert_eq!(shown["retry_of"], json!(id));
+    // A retry of the retry is linked to it, and so on.
+    let (code, again) = home.json_at(&later(T0, 3), &["run", "retry", fresh["run_id"].as_str().unwrap(), "--from-start"]);
+    assert_eq!((code, &again["retry_of"]), (0, &fresh["run_id"]), "{again}");
+    let (code, _, stderr) = human(&home, &later(T0, 4), &["run", "retry", &id, "--from-start"]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn a_retry_from_the_start_is_refused_where_it_cannot_run() {
+    let f = fixture();
+    refused(&f.home, &["run", "retry", &f.parked, "--from-start"], 4, "only a finished run can be retried from the start");
+    refused(&f.home, &["run", "retry", "0123456789ab", "--from-start"], 3, "not found");
+    refused(&f.home, &["run", "gated", "--from-start"], 2, "--from-start goes with `vwf run retry <run_id>`");
+    refused(&f.home, &["run", "retry", "--from-start"], 2, "needs the id of the failed run");
+    // The design is gone: nothing to start from.
+    let (code, _) = f.home.json(&["delete", "gated"]);
+    assert_eq!(code, 0);
+    refused(&f.home, &["run", "retry", &f.failed, "--from-start"], 3, "gated");
+}
+
 #[test]
 fn retrying_a_run_that_did_not_fail_is_a_conflict() {
     let f = fixture();

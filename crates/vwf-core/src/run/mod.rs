@@ -553,16 +553,23 @@ impl Run {
     /// with `old`'s trigger and input, linked to it by `retry_of`. Only a finished run can be
     /// retried this way; one still running or parked would race with its own retry.
     pub fn start_retry_of(old: &Run, plan: Plan, run_id: &str, now: Ts) -> Result<Run, EngineError> {
-        if !old.status.is_finished() {
-            return Err(EngineError::Conflict(format!(
-                "run {} is {}; only a finished run can be retried from the start",
-                old.run_id,
-                old.status.as_str()
-            )));
-        }
+        old.can_retry_from_start()?;
         let mut run = Run::start(plan, run_id, old.trigger.clone(), now);
         run.retry_of = Some(old.run_id.clone());
         Ok(run)
+    }
+
+    /// Whether this run can be retried from the start (see [`Run::start_retry_of`]), so a
+    /// caller can refuse before it allocates anything.
+    pub fn can_retry_from_start(&self) -> Result<(), EngineError> {
+        if self.status.is_finished() {
+            return Ok(());
+        }
+        Err(EngineError::Conflict(format!(
+            "run {} is {}; only a finished run can be retried from the start",
+            self.run_id,
+            self.status.as_str()
+        )))
     }
 
     /// The run result of SPEC §8 (the file without its additions).

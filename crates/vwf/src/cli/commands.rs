@@ -6,7 +6,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
-use vwf_core::run::{Response, Status};
+use vwf_core::run::{Response, Run, Status};
 
 use super::{REFUSED, failure_code, pretty, run_code, show_run};
 use crate::app::{App, parse_json, read_arg};
@@ -14,7 +14,7 @@ use crate::failure::Failure;
 use crate::render;
 use crate::runner::Answer;
 use crate::schedules::cli::ScheduleCmd;
-use crate::service::{ContractBody, Draft, ImportStatus, SaveMode, Service};
+use crate::service::{Checked, ContractBody, Draft, ImportStatus, SaveMode, Service};
 use crate::{slash as chat, tools};
 
 /// How many recent runs `vwf run` looks at for timed waits that are due.
@@ -119,17 +119,35 @@ pub(super) fn validate(service: &Service<'_>, json: bool, name: &str) -> Result<
     Ok(if report.ok { 0 } else { REFUSED })
 }
 
+/// `vwf run retry <run_id> [--from-start]`.
+pub(super) fn retry(service: &Service<'_>, json: bool, run_id: Option<&str>, from_start: bool) -> Result<u8, Failure> {
+    let Some(id) = run_id else {
+        return Err(Failure::BadRequest(
+            "`vwf run retry` needs the id of the failed run to retry: vwf run retry <run_id> (`vwf runs --status failed` lists them)"
+                .into(),
+        ));
+    };
+    let id = self::run_id(id)?;
+    if !from_start {
+        return Ok(show_run(&service.retry(&id)?, json, true));
+    }
+    Ok(show_checked(service.retry_from_start(&id)?, json, &format!("the design of run {id}")))
+}
+
+/// A run, or the report of the design (`name`) it could not start with.
+fn show_checked(run: Checked<Run>, json: bool, name: &str) -> u8 {
+    match run {
+        Ok(run) => show_run(&run, json, true),
+        Err(refusal) if json => refused(&refusal.body(), true),
+        Err(refusal) => {
+            eprintln!("{}", render::report(name, &serde_json::to_value(&refusal.report).unwrap_or_default()));
+            REFUSED
+        }
+    }
+}
+
 pub(super) fn run(service: &Service<'_>, json: bool, name: &str, run_id: Option<&str>, input: Option<&str>) -> Result<u8, Failure> {
-    if name == "retry" {
-        let Some(id) = run_id else {
-            return Err(Failure::BadRequest(
-                "`vwf run retry` needs the id of the failed run to retry: vwf run retry <run_id> (`vwf runs --status failed` lists them)"
-                    .into(),
-            ));
-        };
-        let run = service.retry(&self::run_id(id)?)?;
-        return Ok(show_run(&run, json, true));
-    } else if let Some(extra) = run_id {
+    if let Some(extra) = run_id {
         return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
     }
     let name = design_name(name)?;
@@ -147,14 +165,7 @@ pub(super) fn run(service: &Service<'_>, json: bool, name: &str, run_id: Option<
         Some(text) => parse_json(&read_arg(text)?, "--input")?,
         None => Value::Null,
     };
-    match service.run(&name, input, |_| {})? {
-        Ok(run) => Ok(show_run(&run, json, true)),
-        Err(refusal) if json => Ok(refused(&refusal.body(), true)),
-        Err(refusal) => {
-            eprintln!("{}", render::report(name.as_str(), &serde_json::to_value(&refusal.report).unwrap_or_default()));
-            Ok(REFUSED)
-        }
-    }
+    Ok(show_checked(service.run(&name, input, |_| {})?, json, name.as_str()))
 }
 
 pub(super) fn approve(service: &Service<'_>, json: bool, id: &str, node: &str, answer: &str) -> Result<u8, Failure> {

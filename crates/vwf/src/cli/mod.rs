@@ -106,7 +106,8 @@ pub enum Cmd {
         /// The design's name, or @file / - for a draft document.
         name: String,
     },
-    /// Run a design now (`vwf run retry <run_id>` retries a failed run).
+    /// Run a design now (`vwf run retry <run_id>` retries a failed run from its failed step;
+    /// with `--from-start`, a finished run from the start with the design as saved now).
     Run {
         /// The design's name (or `retry`, followed by the failed run's id).
         name: String,
@@ -115,6 +116,10 @@ pub enum Cmd {
         /// The run's input as JSON (text, @file or -).
         #[arg(long)]
         input: Option<String>,
+        /// With `retry`: start a new run of the design's current version with the same input,
+        /// linked to the old one (`retry_of`), instead of resuming at the failed step.
+        #[arg(long, conflicts_with = "input")]
+        from_start: bool,
     },
     /// Answer an approval gate.
     Approve {
@@ -264,7 +269,9 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Restore { name, version } => versions::restore(s, json, name, *version),
         Cmd::Save { name, graph } => c::save(s, json, name, graph),
         Cmd::Validate { name } => c::validate(s, json, name),
-        Cmd::Run { name, run_id, input } => c::run(s, json, name, run_id.as_deref(), input.as_deref()),
+        Cmd::Run { name, run_id, input: _, from_start } if name == "retry" => c::retry(s, json, run_id.as_deref(), *from_start),
+        Cmd::Run { from_start: true, .. } => Err(Failure::BadRequest("--from-start goes with `vwf run retry <run_id>`".into())),
+        Cmd::Run { name, run_id, input, .. } => c::run(s, json, name, run_id.as_deref(), input.as_deref()),
         Cmd::Approve { run_id, node, answer } => c::approve(s, json, run_id, node, answer),
         Cmd::Respond { run_id, node, answer, output, generate } => {
             c::respond(s, json, run_id, node, answer.as_deref(), output.as_deref(), *generate)

@@ -116,6 +116,8 @@ pub(crate) enum RequestBody {
     Respond,
     /// `{payload?}`.
     Emit,
+    /// `{from?}`: `failed` (the default) or `start`.
+    Retry,
     /// `{document, overwrite?}`: an agent.json document.
     Import,
     /// `{version}`: the version to restore.
@@ -417,10 +419,10 @@ pub(crate) const ROUTES: &[Route] = &[
     Route {
         method: "POST",
         path: "/runs/{run_id}/retry",
-        summary: "Retry a failed run from its failed step",
+        summary: "Retry a failed run from its failed step, or a finished run from the start",
         path_params: &[P::RunId],
         query: &[],
-        body: None,
+        body: Some(RequestBody::Retry),
         answer: A::Run,
         errors: &[404, 409, 413, 415, 500],
         handler: || post(retry),
@@ -961,7 +963,18 @@ async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(bo
     blocking(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
 }
 
-async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(_): JsonArgs) -> Answered {
+/// `{"from": "failed"}` (the default) resumes at the failed step; `{"from": "start"}` starts a new
+/// run of the design's current version linked to this one.
+async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+    let from_start = match body.get("from") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(f)) if f == "failed" => false,
+        Some(Value::String(f)) if f == "start" => true,
+        Some(other) => return Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}"))),
+    };
+    if from_start {
+        return blocking(&s, move |service| Ok(service.retry_from_start(&id)?.body())).await;
+    }
     blocking(&s, move |service| Ok(service.retry(&id)?.body())).await
 }
 

@@ -207,6 +207,16 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
             ),
         ),
         RequestBody::Respond => (true, with_example(reference("RespondRequest"), json!({"node": "gate", "answer": "send"}))),
+        RequestBody::Retry => (
+            false,
+            with_example(
+                object(
+                    &[],
+                    json!({"from": {"enum": ["failed", "start", null], "description": "failed (the default): resume the failed run at its failed step with the plan it started with; start: a new run of the design's current version with the same input, linked by retry_of (any finished run)."}}),
+                ),
+                json!({"from": "start"}),
+            ),
+        ),
     }
 }
 
@@ -434,7 +444,24 @@ fn schemas() -> Value {
                         "started_at": time(), "finished_at": nullable_time(), "error": nullable_string(),
                         "output_bytes": {"type": ["integer", "null"], "minimum": 0}
                     }
-                }}
+                }},
+                "inputs": {
+                    "description": "What the latest attempt received, rendered; values of env entries and of credential headers, URL user info and secret query parameters are \"***\". Absent for steps the engine settles alone (condition, approval, wait, loop).",
+                    "oneOf": [
+                        {"type": "object", "description": "command", "required": ["cwd", "env"], "properties": {
+                            "run": {"type": "string", "description": "The script as sh runs it: template values are read from the VWF_VALUE_<n> variables in values."},
+                            "argv": {"type": "array", "items": {"type": "string"}},
+                            "cwd": nullable_string(), "env": {"type": "object", "additionalProperties": {"const": "***"}},
+                            "values": {"type": "object", "additionalProperties": {"type": "string"}}}},
+                        {"type": "object", "description": "http", "required": ["method", "url", "headers", "body"], "properties": {
+                            "method": {"type": "string"}, "url": {"type": "string"}, "headers": {"type": "object", "additionalProperties": {"type": "string"}}, "body": {}}},
+                        {"type": "object", "description": "agent", "required": ["prompt", "profile", "model"], "properties": {
+                            "prompt": {"type": "string"}, "profile": nullable_string(), "model": nullable_string()}},
+                        {"type": "object", "description": "output with deliver", "required": ["deliver", "target", "text"], "properties": {
+                            "deliver": {"enum": ["notification", "channel"]}, "target": {"type": "string"}, "text": {"type": "string"}}},
+                        {"type": "object", "description": "emit", "required": ["event", "payload"], "properties": {"event": {"type": "string"}, "payload": {}}}
+                    ]
+                }
             }
         },
         "Delivery": {
@@ -459,6 +486,7 @@ fn schemas() -> Value {
                 "failed_node": nullable_string(),
                 "steps": {"type": "array", "items": reference("Step")},
                 "trigger": {"type": "object", "required": ["mode", "input"], "properties": {"mode": {"type": "string"}, "input": {}, "depth": {"type": "integer", "minimum": 0}}},
+                "retry_of": {"type": "string", "pattern": RunId::PATTERN, "description": "Present on a retry from the start: the run it retries."},
                 "created_at": time(),
                 "updated_at": time(),
                 "plan": {"type": "object", "description": "Only with plan=1: the plan the run started with."},

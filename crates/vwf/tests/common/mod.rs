@@ -240,6 +240,20 @@ pub fn failing() -> Value {
     })
 }
 
+/// trigger → `read` (cat `file`, which fails while the file is missing) → `say`, an output whose
+/// text is `tag` and what was read: saving the design again with another tag makes a run tell
+/// which version of the design it ran.
+pub fn reads_file(file: &Path, tag: &str) -> Value {
+    serde_json::json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "read", "type": "command", "argv": ["cat", file]},
+            {"id": "say", "type": "output", "template": format!("{tag} {{{{nodes.read}}}}")}
+        ],
+        "edges": [{"from": "start", "to": "read"}, {"from": "read", "to": "say"}]
+    })
+}
+
 /// The repository's `examples/` directory.
 pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")

@@ -142,6 +142,28 @@ pub fn stored_design(url: &str, name: &str) -> Option<String> {
     })
 }
 
+/// Every row of every table of the database as PostgreSQL prints it, with its table's name: what
+/// a scan for a value that must never be stored reads.
+pub fn every_row(url: &str) -> Vec<(String, String)> {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        let tables: Vec<String> =
+            sqlx::query_scalar("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")
+                .fetch_all(&mut conn)
+                .await
+                .expect("list tables");
+        let mut rows = Vec::new();
+        for table in tables {
+            let texts: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT t::text FROM \"{table}\" t")))
+                .fetch_all(&mut conn)
+                .await
+                .expect("read a table");
+            rows.extend(texts.into_iter().map(|t| (table.clone(), t)));
+        }
+        rows
+    })
+}
+
 /// How many run rows there are, documents or only reserved ids.
 pub fn run_rows(url: &str) -> i64 {
     runtime().block_on(async {
