@@ -290,6 +290,57 @@ test('runs list: newest first; retry only on failed runs, and it works', async (
   await page.close();
 });
 
+test('run page: what each step received beside its output, and retry from the start with the saved design', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vwf-dash-'));
+  const note = join(dir, 'note.txt');
+  const reads = (tag) => ({
+    nodes: [
+      { id: 'start', type: 'trigger', mode: 'manual' },
+      { id: 'read', type: 'command', argv: ['cat', note], env: { API_TOKEN: 'not-for-your-eyes-42' } },
+      { id: 'say', type: 'output', template: `${tag} {{nodes.read}}` },
+    ],
+    edges: [{ from: 'start', to: 'read' }, { from: 'read', to: 'say' }],
+  });
+  await seed('reads-note', reads('v1'));
+  const failed = (await api(server, 'POST', '/designs/reads-note/run', {})).body;
+  assert.equal(failed.failed_node, 'read');
+  await seed('reads-note', reads('v2'));
+  writeFileSync(note, 'hello');
+
+  const page = await openPage(`#/runs/${failed.run_id}`);
+  await waitFor(page, 'the failed run', () => document.querySelector('.title')?.dataset.status === 'failed');
+  // The failed step shows what it received, the env entry as ***.
+  const received = page.locator('#outputs [data-inputs-of="read"] pre');
+  await page.locator('#outputs details[data-node="read"] summary').click();
+  const shown = JSON.parse(await received.textContent());
+  assert.deepEqual(shown, { argv: ['cat', note], cwd: null, env: { API_TOKEN: '***' } });
+  assert.ok(!(await page.content()).includes('not-for-your-eyes-42'), 'the secret is on the page');
+
+  await page.locator('#retry-start').click();
+  await page.waitForURL((url) => !url.hash.endsWith(failed.run_id) && /#\/runs\/[0-9a-f]{12}$/.test(url.hash));
+  const freshId = page.url().split('/').pop();
+  await waitFor(page, 'the new run to finish', () => document.querySelector('.title')?.dataset.status === 'done');
+  assert.equal(await page.locator('#retry-of').textContent(), failed.run_id);
+  await page.locator('#outputs details[data-node="say"] summary').click();
+  assert.match(await page.locator('#outputs details[data-node="say"] .output pre').textContent(), /^v2 hello$/);
+  const fresh = (await api(server, 'GET', `/runs/${freshId}`)).body;
+  assert.equal(fresh.retry_of, failed.run_id);
+  assert.equal(fresh.outputs.say.text, 'v2 hello', 'a retry from the start runs the design as saved now');
+  const old = (await api(server, 'GET', `/runs/${failed.run_id}`)).body;
+  assert.equal(old.status, 'failed', 'the old run is left as it was');
+
+  // The old run retried from its failed step keeps the design it started with, and both attempts.
+  await page.locator('#retry-of').click();
+  await waitFor(page, 'the old run', () => document.querySelector('.title')?.dataset.status === 'failed');
+  await page.locator('#retry').click();
+  await waitFor(page, 'the retried run to finish', () => document.querySelector('.title')?.dataset.status === 'done');
+  const tries = page.locator('#steps tr[data-tries-of="read"] li');
+  assert.deepEqual(await tries.evaluateAll((items) => items.map((li) => li.dataset.status)), ['failed', 'done']);
+  assert.equal((await api(server, 'GET', `/runs/${failed.run_id}`)).body.outputs.say.text, 'v1 hello');
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
 test('run page: a gate that timed out and escalated says so', async () => {
   // The server's clock is pinned: the run parks at 09:00, the server restarted at 12:00 finds
   // the 60-minute gate timed out when the page reads the run.

@@ -72,6 +72,9 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
     let mut out = Vec::new();
     let id = s(run, "run_id");
     out.push(format!("Run {id} of {}: {}", s(run, "design"), s(run, "status").replace('_', " ")));
+    if let Some(old) = run.get("retry_of").and_then(Value::as_str) {
+        out.push(format!("  retry from the start of run {old}"));
+    }
     for step in run.get("steps").and_then(Value::as_array).into_iter().flatten().filter(|_| with_steps) {
         out.push(step_line(step));
     }

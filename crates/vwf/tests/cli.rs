@@ -238,8 +238,9 @@ fn retry_from_the_failed_step_keeps_the_plan_and_from_the_start_takes_the_new_on
     // A retry of the retry is linked to it, and so on.
     let (code, again) = home.json_at(&later(T0, 3), &["run", "retry", fresh["run_id"].as_str().unwrap(), "--from-start"]);
     assert_eq!((code, &again["retry_of"]), (0, &fresh["run_id"]), "{again}");
-    let (code, _, stderr) = human(&home, &later(T0, 4), &["run", "retry", &id, "--from-start"]);
+    let (code, stdout, stderr) = human(&home, &later(T0, 4), &["run", "retry", &id, "--from-start"]);
     assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(&format!("retry from the start of run {id}")), "{stdout}");
 }
 
 #[test]
