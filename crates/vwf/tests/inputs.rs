@@ -2,10 +2,11 @@
 //! can meet — the ones the config names (an agent API key, Telegram and Slack bot tokens, a
 //! Discord webhook URL, a webhook signing key, all read from the environment) and the ones a
 //! design itself holds (a command's `env` entry, `Authorization` and `X-Api-Key` headers and a
-//! URL's user info). After runs of it (a success and a failure, and their retries) every file of
-//! the home is scanned: a config secret is in none, a design secret only in the design and in the
-//! run's copy of it (`plan`, which a retry from the failed step runs). The run result shows each
-//! step's inputs with the secrets as `***`.
+//! URL's user info). After runs of it (a failure, its retry from the failed step and from the
+//! start) every file of the home, and on PostgreSQL every row, is scanned: a config secret is in
+//! none, a design secret only in the design, its versions and the runs' copy of it (`plan`, which
+//! a retry from the failed step runs). The run result shows each step's inputs with secrets as
+//! `***`.
 
 mod common;
 
@@ -167,7 +168,8 @@ fn everything_stored(home: &Home) -> Vec<(String, Place, String)> {
         .into_iter()
         .map(|(p, b)| {
             let name = p.display().to_string();
-            let place = if name.contains("design") && name.contains("brief") {
+            // The design, and its versions (each a copy of the design as saved).
+            let place = if name.contains("brief") && (name.contains("design") || p.starts_with("workflow-versions")) {
                 Place::Design
             } else if p.starts_with("workflow-runs") && name.ends_with(".json") {
                 Place::RunDocument
@@ -179,8 +181,9 @@ fn everything_stored(home: &Home) -> Vec<(String, Place, String)> {
         .collect();
     if let Some(url) = &home.database {
         for (table, row) in common::pg::every_row(url) {
-            // A design row and a whole run row hold the design; their JSON is checked below.
-            let place = if table == "vwf_designs" || table == "vwf_runs" { Place::Design } else { Place::Other };
+            // Design and version rows hold the design; a whole run row too (its JSON is checked below).
+            let place =
+                if ["vwf_designs", "vwf_design_versions", "vwf_runs"].contains(&table.as_str()) { Place::Design } else { Place::Other };
             all.push((format!("a row of {table}"), place, row));
         }
         for id in home.stored_run_ids() {
