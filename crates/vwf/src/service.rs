@@ -336,15 +336,20 @@ impl<'a> Service<'a> {
     /// Every recorded version of a design, oldest first. `NotFound` when the name has neither a
     /// design nor versions.
     pub fn versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, Failure> {
-        let versions = self.app.store.list_versions(name)?;
-        if versions.is_empty() && !self.app.store.design_exists(name) {
+        // A deleted design's versions stay stored (a design saved again under the name goes on
+        // numbering from them, and its runs keep their numbers) but are not shown: what was
+        // deleted answers "not found" on every surface until the name is saved again.
+        if !self.app.store.design_exists(name) {
             return Err(StoreError::design_not_found(name).into());
         }
-        Ok(versions)
+        Ok(self.app.store.list_versions(name)?)
     }
 
-    /// One recorded version of a design.
+    /// One recorded version of a design (not found once the design is deleted, as [`Self::versions`]).
     pub fn version(&self, name: &DesignName, version: u64) -> Result<DesignVersion, Failure> {
+        if !self.app.store.design_exists(name) {
+            return Err(StoreError::design_not_found(name).into());
+        }
         Ok(crate::versions::find(self.app.store.as_ref(), name, version)?)
     }
 

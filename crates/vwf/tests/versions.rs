@@ -94,9 +94,13 @@ fn saves_list_diff_and_restore_versions(backend: Backend) {
     let (code, refused) = home.json(&["tool", "workflow_design_load", r#"{"name": "flow", "version": 0}"#]);
     assert_eq!((code, &refused["ok"]), (2, &json!(false)), "{refused}");
 
-    // Versions outlive their design, so its runs can still show theirs.
+    // A deleted design answers "not found", its history too; the versions stay stored, so the
+    // name saved again numbers on from them and runs keep theirs.
     assert_eq!(home.json(&["delete", "flow"]).0, 0);
-    assert_eq!(numbers(&home.json(&["versions", "flow"]).1), vec![1, 2, 3]);
+    assert_eq!(home.json(&["versions", "flow"]).0, 3, "a deleted design's versions are not shown");
+    assert_eq!(home.json(&["diff", "flow", "1", "2"]).0, 3);
+    home.save("flow", &direct("again"));
+    assert_eq!(numbers(&home.json(&["versions", "flow"]).1), vec![1, 2, 3, 4]);
 }
 
 fn a_run_keeps_the_version_it_started_with(backend: Backend) {

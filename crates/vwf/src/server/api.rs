@@ -264,7 +264,7 @@ pub(crate) const ROUTES: &[Route] = &[
     Route {
         method: "GET",
         path: "/designs/{name}/versions",
-        summary: "The design's recorded versions, oldest first (kept after the design is deleted)",
+        summary: "The design's recorded versions, oldest first (404 once the design is deleted; kept and shown again when the name is saved again)",
         path_params: &[P::DesignName],
         query: &[],
         body: None,
