@@ -224,6 +224,10 @@ function short(text, n) {
 
 /** The newest recorded version of a design, or null. */
 async function newestVersion(design) {
+  // A deleted design's history answers 404 (it is shown again once the name is saved again):
+  // ask only about a design that exists.
+  const list = await api('GET', '/designs');
+  if (!(list.body.designs || []).includes(design)) return null;
   const r = await api('GET', `/designs/${enc(design)}/versions`);
   const versions = (r.body.ok && r.body.versions) || [];
   return versions.length ? versions[versions.length - 1].version : null;
