@@ -8,6 +8,7 @@ pub mod json;
 pub mod limits;
 pub mod listing;
 pub mod names;
+pub mod pins;
 pub mod plan;
 pub mod refs;
 pub mod run;

@@ -5,6 +5,8 @@
 //! kept so its id stays addressable. A run stores the plan it started with, so editing or deleting
 //! the design never changes a run in flight.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -25,6 +27,12 @@ pub struct Plan {
     /// The design version compiled (see `versions`), when the caller knows it; a run records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
+    /// What a test run runs (see [`crate::pins`]); absent from a normal run's plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<crate::pins::TestScope>,
+    /// The output views pinned steps settle with, by step id: only a test plan has any.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pins: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +111,8 @@ impl Plan {
             steps,
             budget_tokens: design.budget_tokens().and_then(Value::as_u64),
             version: None,
+            test: None,
+            pins: BTreeMap::new(),
         })
     }
 

@@ -60,7 +60,7 @@ pub struct Report {
 }
 
 impl Report {
-    fn new(errors: Vec<Issue>, warnings: Vec<Issue>) -> Report {
+    pub(crate) fn new(errors: Vec<Issue>, warnings: Vec<Issue>) -> Report {
         Report { ok: errors.is_empty(), errors, warnings }
     }
 
@@ -267,6 +267,7 @@ pub fn validate_design(design: &Design) -> Report {
     reachability(&parts, &mut found);
     dead_ends(&parts, &mut found);
     unseen_outputs(&parts, &mut found);
+    found.errors.extend(crate::pins::read(design).1);
     Report::new(found.errors, found.warnings)
 }
 

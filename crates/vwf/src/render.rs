@@ -34,7 +34,10 @@ pub fn step_line(step: &Value) -> String {
         None => String::new(),
     };
     let attempts = step.get("attempts").and_then(Value::as_u64).unwrap_or(1);
-    let tries = if attempts > 1 { format!(" ({attempts} attempts)") } else { String::new() };
+    let mut tries = if attempts > 1 { format!(" ({attempts} attempts)") } else { String::new() };
+    if step.get("pinned") == Some(&Value::Bool(true)) {
+        tries.push_str(" (pinned output)");
+    }
     let mut line = format!("  {mark} {:<24} {:<18} {took}{tries}", s(step, "node"), status.replace('_', " "));
     if let Some(e) = step.get("error").and_then(Value::as_str) {
         line.push_str(&format!("\n      {e}"));
@@ -74,6 +77,9 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
     out.push(format!("Run {id} of {}: {}", s(run, "design"), s(run, "status").replace('_', " ")));
     if let Some(old) = run.get("retry_of").and_then(Value::as_str) {
         out.push(format!("  retry from the start of run {old}"));
+    }
+    if run.get("test") == Some(&Value::Bool(true)) {
+        out.push("  test run: pinned steps gave their pinned output; nothing was sent from them".into());
     }
     for step in run.get("steps").and_then(Value::as_array).into_iter().flatten().filter(|_| with_steps) {
         out.push(step_line(step));
@@ -199,5 +205,6 @@ pub fn run_row(run: &Value) -> Vec<String> {
         None => run.get("error").and_then(Value::as_str).unwrap_or("").chars().take(60).collect(),
     };
     let status = if run.get("status").is_none() && run.get("ok") == Some(&Value::Bool(false)) { "unreadable" } else { s(run, "status") };
+    let note = if run.get("test") == Some(&Value::Bool(true)) { format!("test run {note}").trim_end().to_string() } else { note };
     vec![s(run, "run_id").into(), s(run, "design").into(), status.into(), s(run, "created_at").into(), note]
 }

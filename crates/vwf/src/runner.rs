@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use vwf_core::design::Design;
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::pins::TestScope;
 use vwf_core::plan::Plan;
 
 use serde::Deserialize;
@@ -43,16 +44,19 @@ pub struct RunPage {
 /// A listed entry as every surface shows it: the run result, or `{ok:false, run_id, error}`.
 fn result_of(entry: RunEntry) -> Value {
     match entry.run {
-        Ok(mut run) => {
-            if let Some(obj) = run.as_object_mut() {
-                for key in vwf_core::run::FILE_ONLY_FIELDS {
-                    obj.remove(key);
-                }
-            }
-            run
-        }
+        Ok(run) => vwf_core::run::result_of_document(run),
         Err(error) => serde_json::json!({"ok": false, "run_id": entry.id, "error": error}),
     }
+}
+
+/// How many of a design's recent runs a test run limited to one step takes outputs from.
+const PAST_RUNS: usize = 20;
+
+/// What a test run of one step starts from (see [`Runner::compile_test`]).
+#[derive(Default)]
+struct Past {
+    outputs: std::collections::BTreeMap<String, Value>,
+    input: Value,
 }
 
 /// How many recent runs are looked at to apply an event trigger's cooldown.
@@ -96,9 +100,41 @@ pub struct Runner<'a> {
 impl Runner<'_> {
     /// Compiles a saved design: `Ok(Err(report))` when the design has errors.
     pub fn compile(&self, name: &DesignName) -> Result<Result<Plan, Report>, Failure> {
+        self.compile_with(name, |design| Plan::compile(name.as_str(), design))
+    }
+
+    /// Compiles a saved design for a test run (see `vwf_core::pins`). Also answers the input of
+    /// the design's newest run, which a test run limited to a step starts from when given none.
+    pub fn compile_test(&self, name: &DesignName, scope: &TestScope) -> Result<Result<(Plan, Value), Report>, Failure> {
+        let past = match scope.target() {
+            Some(_) => self.past(name)?,
+            None => Past::default(),
+        };
+        let plan = self.compile_with(name, |design| Plan::compile_test(name.as_str(), design, scope, &past.outputs))?;
+        Ok(plan.map(|plan| (plan, past.input)))
+    }
+
+    /// The newest output of each step among the design's recent runs, and the newest run's input.
+    fn past(&self, name: &DesignName) -> Result<Past, Failure> {
+        let filter = RunFilter { design: Some(name.clone()), ..RunFilter::default() };
+        let mut past = Past::default();
+        for (i, run) in self.list_page(&filter, None, PAST_RUNS)?.runs.into_iter().enumerate() {
+            if i == 0 {
+                past.input = run.pointer("/trigger/input").cloned().unwrap_or(Value::Null);
+            }
+            if let Some(Value::Object(outputs)) = run.get("outputs") {
+                for (id, view) in outputs {
+                    past.outputs.entry(id.clone()).or_insert_with(|| view.clone());
+                }
+            }
+        }
+        Ok(past)
+    }
+
+    fn compile_with(&self, name: &DesignName, compile: impl FnOnce(&Design) -> Result<Plan, Report>) -> Result<Result<Plan, Report>, Failure> {
         let graph = self.store.load_design(name)?;
         let report = match Design::from_value(&graph) {
-            Ok(design) => match Plan::compile(name.as_str(), &design) {
+            Ok(design) => match compile(&design) {
                 Ok(mut plan) => {
                     plan.version = crate::versions::of_content(self.store, name, &graph, self.clock.now());
                     return Ok(Ok(plan));
@@ -435,7 +471,12 @@ impl Runner<'_> {
         let old = self.open(id)?;
         old.can_retry_from_start()?;
         let name = DesignName::parse(old.design()).map_err(Failure::BadRequest)?;
-        let plan = match self.compile(&name)? {
+        // A test run's retry is a test run of the same part of the design, with today's pins.
+        let compiled = match &old.plan().test {
+            Some(scope) => self.compile_test(&name, scope)?.map(|(plan, _)| plan),
+            None => self.compile(&name)?,
+        };
+        let plan = match compiled {
             Ok(plan) => plan,
             Err(report) => return Ok(Err(report)),
         };

@@ -18,6 +18,7 @@ use vwf_core::design::Design;
 use vwf_core::json;
 use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::pins::{self, TestScope};
 use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::validate::{self, Issue, Report};
 use vwf_core::versions::{self, DesignDiff, DesignVersion};
@@ -48,6 +49,38 @@ impl<T: ContractBody> ContractBody for Checked<T> {
             Ok(done) => done.body(),
             Err(refusal) => refusal.body(),
         }
+    }
+}
+
+/// How a run is started by hand: its input, and whether it is a test run (see `vwf_core::pins`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Start {
+    /// The run's input; a test run limited to one step takes the newest run's when given none.
+    pub input: Option<Value>,
+    pub test: Option<TestScope>,
+}
+
+impl Start {
+    /// A normal run with `input`.
+    pub fn with_input(input: Value) -> Start {
+        Start { input: Some(input), test: None }
+    }
+
+    /// Reads `input`, `test`, `only` and `until` from a request's arguments (the API's body, a
+    /// tool's arguments).
+    pub fn from_args(args: &serde_json::Map<String, Value>) -> Result<Start, Failure> {
+        let text = |key: &str| match args.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(Failure::BadRequest(format!("\"{key}\" must be a step id (a string)"))),
+        };
+        let test = match args.get("test") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(Failure::BadRequest("\"test\" must be true or false".into())),
+        };
+        let test = pins::scope_of(test, text("only")?, text("until")?).map_err(Failure::BadRequest)?;
+        Ok(Start { input: args.get("input").filter(|v| !v.is_null()).cloned(), test })
     }
 }
 
@@ -372,6 +405,36 @@ impl<'a> Service<'a> {
         Ok(VersionDiff { name: name.clone(), a: old.version, b: new.version, diff: versions::diff(&old.graph, &new.graph) })
     }
 
+    /// Pins step `node` of design `name` to `output` (a text or an output view), or removes its pin
+    /// (`None`), and saves the design as `save` does (validated; a new version). Pins change
+    /// test runs only.
+    pub fn pin(&self, name: &DesignName, node: &str, output: Option<Value>) -> Result<Checked<Saved>, Failure> {
+        let mut graph = self.load(name)?;
+        let Some(top) = graph.as_object_mut() else {
+            return Err(Failure::BadRequest(format!("design {name} is not a JSON object")));
+        };
+        let Some(pins) = top.entry(pins::FIELD).or_insert_with(|| json!({})).as_object_mut() else {
+            return Err(Failure::BadRequest(format!("the \"pins\" of design {name} is not an object")));
+        };
+        match output {
+            Some(output) => {
+                pins.insert(node.to_string(), output);
+            }
+            None if pins.remove(node).is_none() => return Err(Failure::NotFound(format!("step {node} of {name} has no pin"))),
+            None => {}
+        }
+        if pins.is_empty() {
+            top.remove(pins::FIELD);
+        }
+        self.save(name, &graph, SaveMode::Replace)
+    }
+
+    /// The output step `node` gave in run `id` (to pin it).
+    pub fn output_of(&self, id: &RunId, node: &str) -> Result<Value, Failure> {
+        let run = self.open(id)?;
+        run.outputs().get(node).cloned().ok_or_else(|| Failure::NotFound(format!("run {id} has no output of step {node}")))
+    }
+
     /// Saves version `version`'s content as the newest version of the design (as `save` saves:
     /// validated, refused with its errors). Restoring the content the design has makes no version.
     pub fn restore(&self, name: &DesignName, version: u64) -> Result<Checked<Restored>, Failure> {
@@ -406,11 +469,16 @@ impl<'a> Service<'a> {
 
     /// Runs saved design `name` by hand until it is done or parked. `started` hears of the run
     /// once it is saved, before its first step.
-    pub fn run(&self, name: &DesignName, input: Value, started: impl FnOnce(&Run)) -> Result<Checked<Run>, Failure> {
-        let plan = match self.runner.compile(name)? {
-            Ok(plan) => plan,
+    pub fn run(&self, name: &DesignName, start: Start, started: impl FnOnce(&Run)) -> Result<Checked<Run>, Failure> {
+        let compiled = match &start.test {
+            None => self.runner.compile(name)?.map(|plan| (plan, Value::Null)),
+            Some(scope) => self.runner.compile_test(name, scope)?,
+        };
+        let (plan, past_input) = match compiled {
+            Ok(compiled) => compiled,
             Err(report) => return Ok(Err(Refusal { report })),
         };
+        let input = start.input.unwrap_or(past_input);
         Ok(Ok(self.runner.start_then(plan, TriggerInfo::new("manual", input), started)?))
     }
 

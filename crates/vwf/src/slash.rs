@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::failure::{Failure, guarded};
 use crate::render;
 use crate::runner::Answer;
-use crate::service::{ContractBody, Draft, SaveMode, Service, check_argument};
+use crate::service::{ContractBody, Draft, SaveMode, Service, Start, check_argument};
 
 pub const HELP: &str = "\
 /workflow — design and run workflows
@@ -99,7 +99,7 @@ fn dispatch(service: &Service<'_>, text: &str) -> String {
                 }
             };
             // The input is an argument like the tools' (held to the nesting limit as a whole).
-            let started = check_argument("input", &input).and_then(|()| service.run(&design_name(name)?, input, |_| {}));
+            let started = check_argument("input", &input).and_then(|()| service.run(&design_name(name)?, Start::with_input(input), |_| {}));
             match started {
                 Ok(Ok(run)) => render::run_summary(&run.result(), render::Reader::Chat),
                 Ok(Err(refusal)) => refused(&refusal.body()),

@@ -15,7 +15,7 @@ use vwf_core::run::Response;
 use crate::app::App;
 use crate::failure::{Failure, guarded};
 use crate::runner::Answer;
-use crate::service::{ContractBody, Draft, SaveMode, Service};
+use crate::service::{ContractBody, Draft, SaveMode, Service, Start};
 
 pub const TOOL_NAMES: [&str; 5] =
     ["workflow_design_save", "workflow_design_load", "workflow_design_validate", "workflow_design_run", "workflow_design_respond"];
@@ -99,8 +99,7 @@ fn dispatch(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
         }
         "workflow_design_run" => {
             let name = name_arg(args)?;
-            let input = args.get("input").cloned().unwrap_or(Value::Null);
-            Ok(service.run(&name, input, |_| {})?.body())
+            Ok(service.run(&name, Start::from_args(args)?, |_| {})?.body())
         }
         "workflow_design_respond" => {
             let run_id = string_arg(args, "run_id")?;

@@ -115,6 +115,9 @@ pub struct StepRecord {
     /// (see [`inputs`]); absent for steps the core settles alone (conditions, gates, waits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Value>,
+    /// The latest attempt settled with the step's pinned output (a test run): nothing ran.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
 }
 
 /// One attempt of a step.
@@ -145,6 +148,7 @@ impl StepRecord {
             failures: Vec::new(),
             tries: Vec::new(),
             inputs: None,
+            pinned: false,
         };
         r.begin_try(status, now);
         r
@@ -267,6 +271,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 impl TriggerInfo {
     pub fn new(mode: &str, input: Value) -> TriggerInfo {
         TriggerInfo { mode: mode.to_string(), input, depth: 0 }
@@ -311,6 +319,10 @@ pub struct Run {
     /// absent on other runs, so files written before it existed read back byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retry_of: Option<String>,
+    /// A test run (see [`crate::pins`]): pinned steps gave their pins, and it may run only part
+    /// of the design. Absent from other runs' files; the run result always has it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    test: bool,
     #[serde(with = "time")]
     created_at: Ts,
     #[serde(with = "time")]
@@ -387,6 +399,10 @@ impl Run {
     pub fn retry_of(&self) -> Option<&str> {
         self.retry_of.as_deref()
     }
+    /// Whether this is a test run (pins used, perhaps part of the design).
+    pub fn test(&self) -> bool {
+        self.test
+    }
     pub fn created_at(&self) -> Ts {
         self.created_at
     }
@@ -411,6 +427,19 @@ impl Run {
 
 /// Fields of the run file that are not part of the run result.
 pub const FILE_ONLY_FIELDS: [&str; 5] = ["tokens_used", "parked", "history", "loops", "plan"];
+
+/// The run result of a run file's document: its additions removed, and the fields a file leaves
+/// out when they hold their default (`version`, `test`) put in.
+pub fn result_of_document(mut doc: Value) -> Value {
+    if let Some(obj) = doc.as_object_mut() {
+        for k in FILE_ONLY_FIELDS {
+            obj.remove(k);
+        }
+        obj.entry("version").or_insert(Value::Null);
+        obj.entry("test").or_insert(Value::Bool(false));
+    }
+    doc
+}
 
 /// A loop step's items and passes. A body step's record in `steps` is named `<id>#<pass>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -537,6 +566,7 @@ impl Run {
             steps: Vec::new(),
             trigger,
             retry_of: None,
+            test: plan.test.is_some(),
             created_at: now,
             updated_at: now,
             tokens_used: 0,
@@ -574,14 +604,7 @@ impl Run {
 
     /// The run result of SPEC §8 (the file without its additions).
     pub fn result(&self) -> Value {
-        let mut v = serde_json::to_value(self).unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}));
-        if let Some(obj) = v.as_object_mut() {
-            for k in FILE_ONLY_FIELDS {
-                obj.remove(k);
-            }
-            obj.entry("version").or_insert(Value::Null);
-        }
-        v
+        result_of_document(serde_json::to_value(self).unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()})))
     }
 
     /// The plan step behind a record name (`node`, or `node#pass` inside a loop).

@@ -6,6 +6,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::pins::TestScope;
 use vwf_core::run::{Response, Run, Status};
 
 use super::{REFUSED, failure_code, pretty, run_code, show_run};
@@ -14,7 +15,7 @@ use crate::failure::Failure;
 use crate::render;
 use crate::runner::Answer;
 use crate::schedules::cli::ScheduleCmd;
-use crate::service::{Checked, ContractBody, Draft, ImportStatus, SaveMode, Service};
+use crate::service::{Checked, ContractBody, Draft, ImportStatus, SaveMode, Service, Start};
 use crate::{slash as chat, tools};
 
 /// How many recent runs `vwf run` looks at for timed waits that are due.
@@ -103,6 +104,38 @@ pub(super) fn save(service: &Service<'_>, json: bool, name: &str, graph: &str) -
     Ok(0)
 }
 
+/// `vwf pin` and `vwf unpin` (`pin: None`): what step `node` of design `name` gives in test runs.
+pub(super) fn pin(service: &Service<'_>, json: bool, name: &str, node: &str, pin: Option<PinFrom<'_>>) -> Result<u8, Failure> {
+    let output = match pin {
+        None => None,
+        Some(PinFrom::Run(id)) => Some(service.output_of(&run_id(id)?, node)?),
+        // JSON of an object or a string as written, anything else as its text.
+        Some(PinFrom::Output(arg)) => {
+            let text = read_arg(arg)?;
+            Some(match vwf_core::json::parse(&text) {
+                Ok(v) if v.is_object() || v.is_string() => v,
+                _ => Value::String(text),
+            })
+        }
+    };
+    let pinned = output.is_some();
+    match service.pin(&design_name(name)?, node, output)? {
+        Ok(saved) if json => say!("{}", pretty(&saved.body())),
+        Ok(_) if pinned => say!("Pinned the output of {node} on {name}: test runs (vwf run {name} --test) use it instead of running {node}."),
+        Ok(_) => say!("Removed the pin of {node} on {name}."),
+        Err(refusal) => return Ok(refused(&refusal.body(), json)),
+    }
+    Ok(0)
+}
+
+/// Where `vwf pin` takes a step's output from.
+pub(super) enum PinFrom<'a> {
+    /// What the step gave in this run.
+    Run(&'a str),
+    /// A text or an output view (text, @file or -).
+    Output(&'a str),
+}
+
 pub(super) fn validate(service: &Service<'_>, json: bool, name: &str) -> Result<u8, Failure> {
     let draft = if name == "-" || name.starts_with('@') {
         Draft::Graph(parse_json(&read_arg(name)?, "the graph")?)
@@ -146,7 +179,14 @@ fn show_checked(run: Checked<Run>, json: bool, name: &str) -> u8 {
     }
 }
 
-pub(super) fn run(service: &Service<'_>, json: bool, name: &str, run_id: Option<&str>, input: Option<&str>) -> Result<u8, Failure> {
+pub(super) fn run(
+    service: &Service<'_>,
+    json: bool,
+    name: &str,
+    run_id: Option<&str>,
+    input: Option<&str>,
+    test: Option<TestScope>,
+) -> Result<u8, Failure> {
     if let Some(extra) = run_id {
         return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
     }
@@ -161,11 +201,12 @@ pub(super) fn run(service: &Service<'_>, json: bool, name: &str, run_id: Option<
         Ok(_) => {}
         Err(e) => eprintln!("warning: cannot look for runs whose wait is due: {e}"),
     }
-    let input = match input {
-        Some(text) => parse_json(&read_arg(text)?, "--input")?,
-        None => Value::Null,
+    let input = input.map(|text| parse_json(&read_arg(text)?, "--input")).transpose()?;
+    let start = match test {
+        None => Start::with_input(input.unwrap_or(Value::Null)),
+        Some(scope) => Start { input, test: Some(scope) },
     };
-    Ok(show_checked(service.run(&name, input, |_| {})?, json, name.as_str()))
+    Ok(show_checked(service.run(&name, start, |_| {})?, json, name.as_str()))
 }
 
 pub(super) fn approve(service: &Service<'_>, json: bool, id: &str, node: &str, answer: &str) -> Result<u8, Failure> {

@@ -89,6 +89,28 @@ pub enum Cmd {
         /// The version to restore.
         version: u64,
     },
+    /// Pin a step's output on a design: test runs (`vwf run NAME --test`) use it instead of
+    /// running the step; normal runs never do.
+    Pin {
+        /// The design's name.
+        name: String,
+        /// The step's id.
+        node: String,
+        /// Take what the step gave in this run.
+        #[arg(long, value_name = "RUN_ID", conflicts_with = "output", required_unless_present = "output")]
+        from: Option<String>,
+        /// The output: a text, or JSON of an output view like {"text": "...", "data": ...}
+        /// (text, @file or -).
+        #[arg(long)]
+        output: Option<String>,
+    },
+    /// Remove a step's pin.
+    Unpin {
+        /// The design's name.
+        name: String,
+        /// The step's id.
+        node: String,
+    },
     /// Print a saved design.
     Open {
         /// The design's name.
@@ -120,6 +142,16 @@ pub enum Cmd {
         /// linked to the old one (`retry_of`), instead of resuming at the failed step.
         #[arg(long, conflicts_with = "input")]
         from_start: bool,
+        /// A test run: pinned steps give their pinned output instead of running.
+        #[arg(long, conflicts_with = "from_start")]
+        test: bool,
+        /// A test run of this step alone, from the outputs of pins and the design's past runs
+        /// (and the newest run's input, unless --input gives one).
+        #[arg(long, value_name = "NODE", conflicts_with_all = ["from_start", "until"])]
+        only: Option<String>,
+        /// A test run of this step and every step leading to it.
+        #[arg(long, value_name = "NODE", conflicts_with = "from_start")]
+        until: Option<String>,
     },
     /// Answer an approval gate.
     Approve {
@@ -268,10 +300,24 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Diff { name, a, b } => versions::diff(s, json, name, *a, *b),
         Cmd::Restore { name, version } => versions::restore(s, json, name, *version),
         Cmd::Save { name, graph } => c::save(s, json, name, graph),
+        Cmd::Pin { name, node, from, output } => {
+            let from = match (from, output) {
+                (Some(run), _) => c::PinFrom::Run(run),
+                (None, Some(output)) => c::PinFrom::Output(output),
+                (None, None) => return Err(Failure::BadRequest("give --from RUN_ID or --output".into())),
+            };
+            c::pin(s, json, name, node, Some(from))
+        }
+        Cmd::Unpin { name, node } => c::pin(s, json, name, node, None),
         Cmd::Validate { name } => c::validate(s, json, name),
-        Cmd::Run { name, run_id, input: _, from_start } if name == "retry" => c::retry(s, json, run_id.as_deref(), *from_start),
+        Cmd::Run { name, run_id, from_start, test: false, only: None, until: None, .. } if name == "retry" => {
+            c::retry(s, json, run_id.as_deref(), *from_start)
+        }
         Cmd::Run { from_start: true, .. } => Err(Failure::BadRequest("--from-start goes with `vwf run retry <run_id>`".into())),
-        Cmd::Run { name, run_id, input, .. } => c::run(s, json, name, run_id.as_deref(), input.as_deref()),
+        Cmd::Run { name, run_id, input, test, only, until, .. } => {
+            let scope = vwf_core::pins::scope_of(*test, only.as_deref(), until.as_deref()).map_err(Failure::BadRequest)?;
+            c::run(s, json, name, run_id.as_deref(), input.as_deref(), scope)
+        }
         Cmd::Approve { run_id, node, answer } => c::approve(s, json, run_id, node, answer),
         Cmd::Respond { run_id, node, answer, output, generate } => {
             c::respond(s, json, run_id, node, answer.as_deref(), output.as_deref(), *generate)

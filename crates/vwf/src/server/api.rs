@@ -28,7 +28,7 @@ use vwf_core::run::Run;
 use crate::app::App;
 use crate::assets::{self, WebFile};
 use crate::failure::{Failure, guarded};
-use crate::service::{ContractBody, Draft, SaveMode, Service};
+use crate::service::{ContractBody, Draft, SaveMode, Service, Start};
 use crate::tools;
 
 use super::live::{self, Follow, Followed, Live};
@@ -122,6 +122,8 @@ pub(crate) enum RequestBody {
     Import,
     /// `{version}`: the version to restore.
     Restore,
+    /// `{node, output | from_run | remove: true}`: a step's pin.
+    Pin,
 }
 
 /// The kinds of 200 answers.
@@ -296,6 +298,17 @@ pub(crate) const ROUTES: &[Route] = &[
         answer: A::Diff,
         errors: &[404, 500],
         handler: || get(diff_versions),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/pin",
+        summary: "Pin a step's output for test runs (typed, or from a past run), or remove the pin; saves the design",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Pin),
+        answer: A::Saved,
+        errors: &[404, 413, 415, 500],
+        handler: || post(pin_step),
     },
     Route {
         method: "POST",
@@ -801,6 +814,33 @@ async fn restore_version(State(s): State<AppState>, Valid(name): Valid<DesignNam
     blocking(&s, move |service| Ok(service.restore(&name, version)?.body())).await
 }
 
+/// Pins a step (`output`, or `from_run`: what the step gave in that run) or removes its pin
+/// (`remove: true`).
+async fn pin_step(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let node = match body.get("node") {
+        Some(Value::String(n)) => n.clone(),
+        _ => return Err(Failure::BadRequest("\"node\" must be the id of the step to pin".into())),
+    };
+    let remove = switch(&body, "remove", false)?;
+    let from_run = match body.get("from_run") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(RunId::parse(id).map_err(Failure::BadRequest)?),
+        Some(_) => return Err(Failure::BadRequest("\"from_run\" must be a run id".into())),
+    };
+    let output = body.get("output").filter(|v| !v.is_null()).cloned();
+    if usize::from(remove) + usize::from(from_run.is_some()) + usize::from(output.is_some()) != 1 {
+        return Err(Failure::BadRequest("give exactly one of \"output\", \"from_run\" or \"remove\": true".into()));
+    }
+    blocking(&s, move |service| {
+        let output = match (from_run, output) {
+            (Some(id), _) => Some(service.output_of(&id, &node)?),
+            (None, output) => output,
+        };
+        Ok(service.pin(&name, &node, output)?.body())
+    })
+    .await
+}
+
 async fn delete_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
     blocking(&s, move |service| Ok(service.delete(&name)?.body())).await
 }
@@ -839,9 +879,9 @@ async fn validate_design(
 /// saved (status `running`) and drives it on in the background, so a page can follow it live.
 async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
     let wait = switch(&body, "wait", true)?;
-    let input = body.get("input").cloned().unwrap_or(Value::Null);
+    let start = Start::from_args(&body)?;
     if wait {
-        return blocking(&s, move |service| Ok(service.run(&name, input, |_| {})?.body())).await;
+        return blocking(&s, move |service| Ok(service.run(&name, start, |_| {})?.body())).await;
     }
     let app = s.app.clone();
     let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, Failure>>();
@@ -854,7 +894,7 @@ async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, J
                     let _ = tx.send(Ok(run.result()));
                 }
             };
-            Ok(service.run(&name, input, started)?.body())
+            Ok(service.run(&name, start, started)?.body())
         });
         // Not started (a refusal, a failure before the run was saved): that is the answer.
         if let Some(tx) = tx.take() {

@@ -167,8 +167,11 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
                 object(
                     &[],
                     json!({
-                        "input": {"description": "The trigger input, any JSON."},
-                        "wait": {"type": ["boolean", "null"], "description": "false: answer once the run is saved (status running) and run it on in the background."}
+                        "input": {"description": "The trigger input, any JSON. A test run limited by only or until takes the newest run's input when given none."},
+                        "wait": {"type": ["boolean", "null"], "description": "false: answer once the run is saved (status running) and run it on in the background."},
+                        "test": {"type": ["boolean", "null"], "description": "true: a test run; pinned steps give their pinned output instead of running (no command, HTTP call, model or delivery)."},
+                        "only": {"type": ["string", "null"], "description": "A test run of this step alone: the steps before it give their pins or the newest output past runs have."},
+                        "until": {"type": ["string", "null"], "description": "A test run of this step and every step leading to it."}
                     }),
                 ),
                 json!({"input": {"topic": "tea"}}),
@@ -204,6 +207,21 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
             with_example(
                 object(&["version"], json!({"version": {"type": "integer", "minimum": 1, "description": "The version to restore."}})),
                 json!({"version": 1}),
+            ),
+        ),
+        RequestBody::Pin => (
+            true,
+            with_example(
+                object(
+                    &["node"],
+                    json!({
+                        "node": {"type": "string", "description": "The step to pin."},
+                        "output": {"description": "The pinned output: a text, or an output view like {\"text\": \"...\", \"data\": ...}. A condition's pin needs value, an approval's answer."},
+                        "from_run": {"type": ["string", "null"], "pattern": RunId::PATTERN, "description": "Pin what the step gave in this run."},
+                        "remove": {"type": ["boolean", "null"], "description": "true: remove the step's pin."}
+                    }),
+                ),
+                json!({"node": "fetch", "output": {"text": "{\"items\": [1, 2]}"}}),
             ),
         ),
         RequestBody::Respond => (true, with_example(reference("RespondRequest"), json!({"node": "gate", "answer": "send"}))),
@@ -445,6 +463,7 @@ fn schemas() -> Value {
                         "output_bytes": {"type": ["integer", "null"], "minimum": 0}
                     }
                 }},
+                "pinned": {"type": "boolean", "description": "Present (true) when a test run settled the step with its pinned output: nothing ran."},
                 "inputs": {
                     "description": "What the latest attempt received, rendered; values of env entries and of credential headers, URL user info and secret query parameters are \"***\". Absent for steps the engine settles alone (condition, approval, wait, loop).",
                     "oneOf": [
@@ -471,7 +490,7 @@ fn schemas() -> Value {
         "RunResult": {
             "description": "The run result (SPEC §8).",
             "type": "object",
-            "required": ["ok", "run_id", "design", "version", "status", "pending", "outputs", "skipped", "deliveries", "error", "failed_node", "steps", "trigger", "created_at", "updated_at"],
+            "required": ["ok", "run_id", "design", "version", "status", "pending", "outputs", "skipped", "deliveries", "error", "failed_node", "steps", "trigger", "test", "created_at", "updated_at"],
             "properties": {
                 "ok": {"type": "boolean"},
                 "run_id": {"type": "string", "pattern": RunId::PATTERN},
@@ -487,6 +506,7 @@ fn schemas() -> Value {
                 "steps": {"type": "array", "items": reference("Step")},
                 "trigger": {"type": "object", "required": ["mode", "input"], "properties": {"mode": {"type": "string"}, "input": {}, "depth": {"type": "integer", "minimum": 0}}},
                 "retry_of": {"type": "string", "pattern": RunId::PATTERN, "description": "Present on a retry from the start: the run it retries."},
+                "test": {"type": "boolean", "description": "A test run: pinned steps gave their pins, and it may have run only part of the design."},
                 "created_at": time(),
                 "updated_at": time(),
                 "plan": {"type": "object", "description": "Only with plan=1: the plan the run started with."},
