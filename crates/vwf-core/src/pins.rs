@@ -146,7 +146,10 @@ impl Plan {
         let refuse = |node: &str, msg: String| Report::new(vec![Issue::node(node, msg)], Vec::new());
         if let Some(target) = scope.target() {
             let Some(step) = plan.step(target) else {
-                return Err(Report::new(vec![Issue::design(format!("a test run names step {target:?}, which the design does not have as a step"))], Vec::new()));
+                return Err(Report::new(
+                    vec![Issue::design(format!("a test run names step {target:?}, which the design does not have as a step"))],
+                    Vec::new(),
+                ));
             };
             // The target runs for real, whatever its pin.
             pins.remove(target);

@@ -54,7 +54,9 @@ fn pin_for(id: &str) -> Value {
     match id {
         "check" => json!({"text": "true", "value": true}),
         "gate" => json!({"text": "send", "answer": "send"}),
-        "send" => json!({"text": "sent", "deliveries": [{"node": "send", "target": "telegram:1", "ok": true, "detail": "claimed", "at": "x"}]}),
+        "send" => {
+            json!({"text": "sent", "deliveries": [{"node": "send", "target": "telegram:1", "ok": true, "detail": "claimed", "at": "x"}]})
+        }
         "each" => json!({"text": "[\"a\"]", "items": ["a"], "count": 1}),
         other => json!({"text": format!("pinned {other}"), "data": {"from": other}}),
     }
@@ -192,7 +194,8 @@ fn until_runs_the_step_and_every_step_leading_to_it_and_nothing_else() {
     assert_eq!(run.status(), Status::Done);
 
     // A loop on the way runs its whole body; a target inside a body keeps only what leads to it.
-    let pins = json!({"fetch": "f", "call": "c", "draft": "d", "check": {"value": true}, "gate": {"answer": "send"}, "pause": "", "tell": ""});
+    let pins =
+        json!({"fetch": "f", "call": "c", "draft": "d", "check": {"value": true}, "gate": {"answer": "send"}, "pause": "", "tell": ""});
     let plan = test_plan(&every_kind(pins.clone()), &TestScope::Until { node: "send".into() }, &BTreeMap::new());
     assert!(plan.step("inner").is_some());
     let mut run = start(plan);

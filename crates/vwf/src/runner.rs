@@ -131,7 +131,11 @@ impl Runner<'_> {
         Ok(past)
     }
 
-    fn compile_with(&self, name: &DesignName, compile: impl FnOnce(&Design) -> Result<Plan, Report>) -> Result<Result<Plan, Report>, Failure> {
+    fn compile_with(
+        &self,
+        name: &DesignName,
+        compile: impl FnOnce(&Design) -> Result<Plan, Report>,
+    ) -> Result<Result<Plan, Report>, Failure> {
         let graph = self.store.load_design(name)?;
         let report = match Design::from_value(&graph) {
             Ok(design) => match compile(&design) {

@@ -406,7 +406,7 @@ impl<'a> Service<'a> {
     }
 
     /// Pins step `node` of design `name` to `output` (a text or an output view), or removes its pin
-    /// (`None`), and saves the design as `save` does (validated; a new version). Pins change
+    /// (`None`; a step with no pin keeps having none), and saves the design as `save` does (validated; a new version). Pins change
     /// test runs only.
     pub fn pin(&self, name: &DesignName, node: &str, output: Option<Value>) -> Result<Checked<Saved>, Failure> {
         let mut graph = self.load(name)?;
@@ -420,8 +420,10 @@ impl<'a> Service<'a> {
             Some(output) => {
                 pins.insert(node.to_string(), output);
             }
-            None if pins.remove(node).is_none() => return Err(Failure::NotFound(format!("step {node} of {name} has no pin"))),
-            None => {}
+            // Removing a pin that is not there leaves the design as it is (no new version).
+            None => {
+                pins.remove(node);
+            }
         }
         if pins.is_empty() {
             top.remove(pins::FIELD);
@@ -429,16 +431,28 @@ impl<'a> Service<'a> {
         self.save(name, &graph, SaveMode::Replace)
     }
 
-    /// The output step `node` gave in run `id` (to pin it).
+    /// The output step `node` gave in run `id` (to pin it). A run that is not there, or has no
+    /// such output, is a conflict (409): the request names it in its body, and the design it
+    /// acts on is there (like a restore of a version the design does not have).
     pub fn output_of(&self, id: &RunId, node: &str) -> Result<Value, Failure> {
-        let run = self.open(id)?;
-        run.outputs().get(node).cloned().ok_or_else(|| Failure::NotFound(format!("run {id} has no output of step {node}")))
+        let run = match self.open(id) {
+            Err(Failure::NotFound(e)) => return Err(Failure::Conflict(e)),
+            other => other?,
+        };
+        run.outputs().get(node).cloned().ok_or_else(|| Failure::Conflict(format!("run {id} has no output of step {node}")))
     }
 
     /// Saves version `version`'s content as the newest version of the design (as `save` saves:
     /// validated, refused with its errors). Restoring the content the design has makes no version.
     pub fn restore(&self, name: &DesignName, version: u64) -> Result<Checked<Restored>, Failure> {
-        let old = self.version(name, version)?;
+        // The design is the resource a restore acts on: a version it does not have is a conflict
+        // with its state (409), and only a design that is not there is not found (404).
+        let old = match self.version(name, version) {
+            Err(Failure::NotFound(e)) if self.app.store.load_design(name).is_ok() => {
+                return Err(Failure::Conflict(format!("{e}: restore one of the versions `vwf versions {name}` lists")));
+            }
+            other => other?,
+        };
         let saved = match self.save(name, &old.graph, SaveMode::Replace)? {
             Ok(saved) => saved,
             Err(refusal) => return Ok(Err(refusal)),

@@ -132,6 +132,8 @@ const SECTION_13: &[(&str, &str)] = &[
     ("GET", "/designs/{name}/versions/{version}"),
     ("GET", "/designs/{name}/diff"),
     ("POST", "/designs/{name}/restore"),
+    // Beyond §13: pinning a step's output for test runs.
+    ("POST", "/designs/{name}/pin"),
 ];
 
 #[test]

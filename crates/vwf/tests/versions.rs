@@ -69,7 +69,7 @@ fn saves_list_diff_and_restore_versions(backend: Backend) {
 
     // A refused request writes nothing: an unknown version, a bad number.
     let before = common::snapshot(&home);
-    assert_eq!(home.json(&["restore", "flow", "9"]).0, 3);
+    assert_eq!(home.json(&["restore", "flow", "9"]).0, 4, "a version the design does not have is a conflict");
     assert_eq!(home.json(&["diff", "flow", "1", "9"]).0, 3);
     assert_eq!(home.json(&["versions", "nothing"]).0, 3);
     assert_eq!(home.vwf().args(["restore", "flow", "x"]).output().expect("vwf").status.code(), Some(2));
@@ -193,7 +193,8 @@ fn the_api_lists_shows_diffs_and_restores_versions(backend: Backend) {
         let (got, answer) = server.post("/designs/flow/restore", body.clone());
         assert_eq!(got, 400, "{body}: {answer}");
     }
-    assert_eq!(server.post("/designs/flow/restore", json!({"version": 7})).0, 404);
+    assert_eq!(server.post("/designs/flow/restore", json!({"version": 7})).0, 409, "a version the design does not have");
+    assert_eq!(server.post("/designs/none/restore", json!({"version": 1})).0, 404, "a design that is not there");
     let (status, restored) = server.post("/designs/flow/restore", json!({"version": 1}));
     assert_eq!((status, &restored["version"]), (200, &json!(3)), "{restored}");
     let (_, design) = server.get("/designs/flow");

@@ -121,8 +121,10 @@ pub(super) fn pin(service: &Service<'_>, json: bool, name: &str, node: &str, pin
     let pinned = output.is_some();
     match service.pin(&design_name(name)?, node, output)? {
         Ok(saved) if json => say!("{}", pretty(&saved.body())),
-        Ok(_) if pinned => say!("Pinned the output of {node} on {name}: test runs (vwf run {name} --test) use it instead of running {node}."),
-        Ok(_) => say!("Removed the pin of {node} on {name}."),
+        Ok(_) if pinned => {
+            say!("Pinned the output of {node} on {name}: test runs (vwf run {name} --test) use it instead of running {node}.")
+        }
+        Ok(_) => say!("{node} of {name} has no pin now: test runs run it."),
         Err(refusal) => return Ok(refused(&refusal.body(), json)),
     }
     Ok(0)

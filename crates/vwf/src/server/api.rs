@@ -307,7 +307,7 @@ pub(crate) const ROUTES: &[Route] = &[
         query: &[],
         body: Some(RequestBody::Pin),
         answer: A::Saved,
-        errors: &[404, 413, 415, 500],
+        errors: &[404, 409, 413, 415, 500],
         handler: || post(pin_step),
     },
     Route {
@@ -318,7 +318,7 @@ pub(crate) const ROUTES: &[Route] = &[
         query: &[],
         body: Some(RequestBody::Restore),
         answer: A::Restored,
-        errors: &[404, 413, 415, 500],
+        errors: &[404, 409, 413, 415, 500],
         handler: || post(restore_version),
     },
     Route {
@@ -832,6 +832,7 @@ async fn pin_step(State(s): State<AppState>, Valid(name): Valid<DesignName>, Jso
         return Err(Failure::BadRequest("give exactly one of \"output\", \"from_run\" or \"remove\": true".into()));
     }
     blocking(&s, move |service| {
+        service.load(&name)?;
         let output = match (from_run, output) {
             (Some(id), _) => Some(service.output_of(&id, &node)?),
             (None, output) => output,

@@ -145,6 +145,11 @@ fn param_schema(kind: Param) -> Value {
 fn body_schema(body: RequestBody) -> (bool, Value) {
     let object = |required: &[&str], properties: Value| json!({"type": "object", "required": required, "properties": properties});
     let graph = json!({"type": "object", "description": "A design document (SPEC §2); a design problem is answered, not refused."});
+    // `only` and `until` are not given together.
+    let with_not_both = |mut schema: Value| {
+        schema["not"] = json!({"required": ["only", "until"], "properties": {"only": {"type": "string"}, "until": {"type": "string"}}});
+        schema
+    };
     let with_example = |mut schema: Value, example: Value| {
         schema["examples"] = json!([example]);
         schema
@@ -164,7 +169,7 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
         RequestBody::Run => (
             false,
             with_example(
-                object(
+                with_not_both(object(
                     &[],
                     json!({
                         "input": {"description": "The trigger input, any JSON. A test run limited by only or until takes the newest run's input when given none."},
@@ -173,7 +178,7 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
                         "only": {"type": ["string", "null"], "description": "A test run of this step alone: the steps before it give their pins or the newest output past runs have."},
                         "until": {"type": ["string", "null"], "description": "A test run of this step and every step leading to it."}
                     }),
-                ),
+                )),
                 json!({"input": {"topic": "tea"}}),
             ),
         ),
@@ -212,15 +217,24 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
         RequestBody::Pin => (
             true,
             with_example(
-                object(
-                    &["node"],
-                    json!({
-                        "node": {"type": "string", "description": "The step to pin."},
-                        "output": {"description": "The pinned output: a text, or an output view like {\"text\": \"...\", \"data\": ...}. A condition's pin needs value, an approval's answer."},
-                        "from_run": {"type": ["string", "null"], "pattern": RunId::PATTERN, "description": "Pin what the step gave in this run."},
-                        "remove": {"type": ["boolean", "null"], "description": "true: remove the step's pin."}
-                    }),
-                ),
+                {
+                    let mut schema = object(
+                        &["node"],
+                        json!({
+                            "node": {"type": "string", "description": "The step to pin."},
+                            "output": {"description": "The pinned output: a text, or an output view like {\"text\": \"...\", \"data\": ...}. A condition's pin needs value, an approval's answer."},
+                            "from_run": {"type": ["string", "null"], "pattern": RunId::PATTERN, "description": "Pin what the step gave in this run."},
+                            "remove": {"type": ["boolean", "null"], "description": "true: remove the step's pin."}
+                        }),
+                    );
+                    // Exactly one of the three.
+                    schema["oneOf"] = json!([
+                        {"required": ["output"], "properties": {"output": {"not": {"type": "null"}}}},
+                        {"required": ["from_run"], "properties": {"from_run": {"type": "string"}}},
+                        {"required": ["remove"], "properties": {"remove": {"const": true}}}
+                    ]);
+                    schema
+                },
                 json!({"node": "fetch", "output": {"text": "{\"items\": [1, 2]}"}}),
             ),
         ),
