@@ -116,7 +116,10 @@ pub fn tool_list() -> Vec<Tool> {
             "Run a saved design now, until it is done, failed or parked. Answers the run result {ok, run_id, design, status, pending, outputs, skipped, deliveries, error, failed_node, steps, ...}. status awaiting_agent: perform pending.prompt and answer with workflow_design_respond {output}; awaiting_approval: a person answers pending.question with one of pending.options.",
             schema(json!({"type": "object", "properties": {
                 "name": name,
-                "input": {"description": "The run's input (any JSON), read by {{trigger}} templates."}
+                "input": {"description": "The run's input (any JSON), read by {{trigger}} templates."},
+                "test": {"type": "boolean", "description": "A test run: steps pinned on the design give their pinned output instead of running (no command, call, model or delivery)."},
+                "only": {"type": "string", "description": "A test run of this step alone, from the outputs of pins and past runs."},
+                "until": {"type": "string", "description": "A test run of this step and every step leading to it."}
             }, "required": ["name"]})),
         ),
         Tool::new(

@@ -165,6 +165,12 @@ fn only_and_until_run_part_of_the_design(backend: Backend) {
     assert_eq!((&again["status"], &again["test"]), (&json!("done"), &json!(true)), "{again}");
     assert!(again["outputs"].get("hook").is_none(), "the retry ran beyond --until: {again}");
 
+    // The agent tool takes the same words.
+    let (_, tool) = vwf(&peer, &home, &["tool", "workflow_design_run", r#"{"name": "d", "only": "shout"}"#]);
+    assert_eq!((&tool["test"], &tool["outputs"]["shout"]["text"]), (&json!(true), &json!("got fresh words")), "{tool}");
+    let (_, tool) = vwf(&peer, &home, &["tool", "workflow_design_run", r#"{"name": "d", "only": 1}"#]);
+    assert_eq!(tool["ok"], false, "{tool}");
+
     assert_eq!(home.vwf().args(["run", "d", "--only", "shout", "--until", "check"]).output().expect("vwf").status.code(), Some(2));
     let (code, unknown) = vwf(&peer, &home, &["run", "d", "--until", "nope"]);
     assert_ne!(code, 0);
