@@ -75,5 +75,17 @@ pub const LIVE_WAIT_SECONDS: u64 = 30;
 /// Long-poll reads one server holds at once; a request beyond them answers at once, as if its
 /// wait were over.
 pub const LIVE_WAITERS: usize = 256;
+/// `[server] runs_in_flight`: run-starting and run-advancing requests (run, respond, retry) one
+/// server works on at once; the default is this many per core. Beyond them requests queue.
+pub const RUNS_IN_FLIGHT: (u64, u64) = (1, 4096);
+pub const RUNS_IN_FLIGHT_PER_CORE: u64 = 8;
+/// `[server] run_queue`: such requests waiting for a slot at once; one more answers 503 at once.
+pub const RUN_QUEUE: (u64, u64) = (0, 65_536);
+pub const RUN_QUEUE_DEFAULT: u64 = 1024;
+/// `[server] run_queue_wait_ms`: how long a queued request waits for a slot before it answers 503.
+pub const RUN_QUEUE_WAIT_MS: (u64, u64) = (0, 60_000);
+pub const RUN_QUEUE_WAIT_DEFAULT_MS: u64 = 5_000;
+/// The `Retry-After` (seconds) of a request refused because every run slot stayed taken.
+pub const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
 /// `[designs] keep_versions`: how many of a design's newest versions pruning keeps (default: all).
 pub const KEEP_VERSIONS: (u64, u64) = (1, 1_000_000);

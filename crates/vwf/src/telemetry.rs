@@ -82,6 +82,9 @@ pub struct Metrics {
     write_seconds: Histogram,
     requests: Family<RequestLabels, Counter>,
     live_waiters: Gauge,
+    runs_in_flight: Gauge,
+    runs_queued: Gauge,
+    runs_refused_busy: Counter,
     /// The digest of each run this server saved `running` last, by run id: taken by the run's
     /// next save, so it holds only runs being driven now.
     driving: Mutex<HashMap<String, Saved>>,
@@ -104,6 +107,7 @@ impl Metrics {
         let write_seconds = Histogram::new(WRITE_BUCKETS);
         let requests = Family::default();
         let live_waiters = Gauge::default();
+        let (runs_in_flight, runs_queued, runs_refused_busy) = (Gauge::default(), Gauge::default(), Counter::default());
         registry.register("runs_started", "Runs started, by design", runs_started.clone());
         registry.register("runs_done", "Runs that ended done, by design", runs_done.clone());
         registry.register("runs_failed", "Runs that ended failed (each time, a retried run again), by design", runs_failed.clone());
@@ -120,6 +124,17 @@ impl Metrics {
         registry.register("run_write_duration_seconds", "Durable writes of a run file (written, synced, renamed)", write_seconds.clone());
         registry.register("http_requests", "HTTP requests answered, by method, route template and status", requests.clone());
         registry.register("live_waiters", "Long-poll reads (since=, wait=) held now, waiting for a change", live_waiters.clone());
+        registry.register(
+            "http_runs_in_flight",
+            "Run requests (run, respond, retry) holding one of the server's run slots now",
+            runs_in_flight.clone(),
+        );
+        registry.register("http_runs_queued", "Run requests waiting for a run slot now", runs_queued.clone());
+        registry.register(
+            "http_runs_refused_busy",
+            "Run requests answered 503 because every run slot stayed taken (queue full or its wait over)",
+            runs_refused_busy.clone(),
+        );
         Metrics {
             registry,
             runs_started,
@@ -130,6 +145,9 @@ impl Metrics {
             write_seconds,
             requests,
             live_waiters,
+            runs_in_flight,
+            runs_queued,
+            runs_refused_busy,
             driving: Mutex::default(),
         }
     }
@@ -171,6 +189,21 @@ impl Metrics {
     /// A long-poll read starts (`1`) or stops (`-1`) waiting.
     pub fn live_waiting(&self, delta: i64) {
         self.live_waiters.inc_by(delta);
+    }
+
+    /// A run request takes (`1`) or gives back (`-1`) a run slot.
+    pub fn runs_in_flight(&self, delta: i64) {
+        self.runs_in_flight.inc_by(delta);
+    }
+
+    /// A run request starts (`1`) or stops (`-1`) waiting for a run slot.
+    pub fn runs_queued(&self, delta: i64) {
+        self.runs_queued.inc_by(delta);
+    }
+
+    /// A run request was refused with 503: every run slot stayed taken.
+    pub fn run_refused_busy(&self) {
+        self.runs_refused_busy.inc();
     }
 
     /// The metrics in the Prometheus text format (version 0.0.4), with the parked-runs gauge

@@ -34,9 +34,7 @@ fn stamp(body: &Value) -> String {
 
 /// How many long-poll requests the server holds now (its `vwf_live_waiters` gauge).
 fn waiters(server: &Server) -> usize {
-    let text = server.authed(server.client.get(server.url("/metrics"))).send().expect("scrape").text().expect("metrics text");
-    let line = text.lines().find(|l| l.starts_with("vwf_live_waiters ")).unwrap_or_else(|| panic!("no vwf_live_waiters in {text}"));
-    line["vwf_live_waiters ".len()..].trim().parse::<f64>().expect("a number") as usize
+    server.metric("vwf_live_waiters") as usize
 }
 
 /// Waits until the server holds `n` long-poll requests.

@@ -31,6 +31,7 @@ use crate::failure::{Failure, guarded};
 use crate::service::{ContractBody, Draft, SaveMode, Service, Start};
 use crate::tools;
 
+use super::gate::{Busy, Gate, Slot};
 use super::live::{self, Follow, Followed, Live};
 use super::openapi;
 use super::security::{self, Guard};
@@ -49,6 +50,8 @@ pub(crate) struct AppState {
     secured: bool,
     /// What long-poll reads share (see `live`).
     live: Live,
+    /// The run slots that run, respond and retry take (see `gate`).
+    gate: Arc<Gate>,
 }
 
 /// One route of the API: the router mounts `handler` at `API_PREFIX + path`, and the OpenAPI
@@ -340,7 +343,7 @@ pub(crate) const ROUTES: &[Route] = &[
         query: &[],
         body: Some(RequestBody::Run),
         answer: A::RunStarted,
-        errors: &[404, 413, 415, 500],
+        errors: &[404, 413, 415, 500, 503],
         handler: || post(run_design),
     },
     Route {
@@ -437,7 +440,7 @@ pub(crate) const ROUTES: &[Route] = &[
         query: &[],
         body: Some(RequestBody::Retry),
         answer: A::Run,
-        errors: &[404, 409, 413, 415, 500],
+        errors: &[404, 409, 413, 415, 500, 503],
         handler: || post(retry),
     },
     Route {
@@ -499,7 +502,7 @@ pub(crate) const ROUTES: &[Route] = &[
 
 /// The whole application: API routes from `ROUTES`, the pages, and the layers that guard every
 /// request (§17), cap bodies and turn every error into JSON.
-pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, live: Live) -> Router {
+pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, gate: Arc<Gate>, live: Live) -> Router {
     let mut router = Router::new();
     for route in ROUTES {
         router = router.route(&format!("{API_PREFIX}{}", route.path), (route.handler)());
@@ -514,7 +517,7 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, live: Live) -> Router {
         .fallback(any(fallback).layer(CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
         .route_layer(axum::middleware::map_request(keep_route))
-        .with_state(AppState { app: app.clone(), secured, live });
+        .with_state(AppState { app: app.clone(), secured, live, gate });
     // The outer layers wrap the whole router (not each route), so they see its own answers too
     // (a 405 with its Allow header) and guard requests before any routing.
     Router::new()
@@ -599,7 +602,28 @@ type Answered = Result<axum::Json<Value>, Failure>;
 /// Runs `work` (the service: store, runner, drivers, all blocking) on a blocking thread.
 async fn blocking(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Answered {
     let app = state.app.clone();
-    match tokio::task::spawn_blocking(move || work(&Service::new(&app))).await {
+    answered(tokio::task::spawn_blocking(move || work(&Service::new(&app))).await)
+}
+
+/// What a run route answers: its answer, or 503 when no run slot could be had.
+type Gated = Result<Answered, Busy>;
+
+/// [`blocking`] for the work of a run route: first takes a run slot (see `gate`), held until
+/// `work` returns; no thread is taken while the request waits for the slot.
+async fn gated(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Gated {
+    let slot = state.gate.enter(&state.app).await?;
+    let app = state.app.clone();
+    Ok(answered(
+        tokio::task::spawn_blocking(move || {
+            let _slot: Slot = slot;
+            work(&Service::new(&app))
+        })
+        .await,
+    ))
+}
+
+fn answered(joined: Result<Result<Value, Failure>, tokio::task::JoinError>) -> Answered {
+    match joined {
         Ok(answer) => answer.map(axum::Json),
         Err(e) => {
             eprintln!("vwf serve: a request handler failed: {e}");
@@ -878,15 +902,20 @@ async fn validate_design(
 
 /// Runs a design until it is done or parked; with `wait: false` answers as soon as the run is
 /// saved (status `running`) and drives it on in the background, so a page can follow it live.
-async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
-    let wait = switch(&body, "wait", true)?;
-    let start = Start::from_args(&body)?;
+async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Gated {
+    let (wait, start) = match switch(&body, "wait", true).and_then(|wait| Ok((wait, Start::from_args(&body)?))) {
+        Ok(args) => args,
+        Err(e) => return Ok(Err(e)),
+    };
     if wait {
-        return blocking(&s, move |service| Ok(service.run(&name, start, |_| {})?.body())).await;
+        return gated(&s, move |service| Ok(service.run(&name, start, |_| {})?.body())).await;
     }
+    let slot = s.gate.enter(&s.app).await?;
     let app = s.app.clone();
     let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, Failure>>();
     tokio::task::spawn_blocking(move || {
+        // Held while the run is driven on after the answer.
+        let _slot: Slot = slot;
         let mut tx = Some(tx);
         let service = Service::new(&app);
         let outcome = guarded(&format!("starting a run of {name}"), || {
@@ -902,7 +931,7 @@ async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, J
             let _ = tx.send(outcome);
         }
     });
-    rx.await.unwrap_or_else(|_| Err(Failure::Internal("internal error while starting the run".into()))).map(axum::Json)
+    Ok(rx.await.unwrap_or_else(|_| Err(Failure::Internal("internal error while starting the run".into()))).map(axum::Json))
 }
 
 async fn list_schedules(State(s): State<AppState>) -> Answered {
@@ -999,24 +1028,27 @@ where
     .map(axum::Json)
 }
 
-async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
-    let (node, answer) = tools::respond_args(&body)?;
-    blocking(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
+async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Gated {
+    let (node, answer) = match tools::respond_args(&body) {
+        Ok(args) => args,
+        Err(e) => return Ok(Err(e)),
+    };
+    gated(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
 }
 
 /// `{"from": "failed"}` (the default) resumes at the failed step; `{"from": "start"}` starts a new
 /// run of the design's current version linked to this one.
-async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Gated {
     let from_start = match body.get("from") {
         None | Some(Value::Null) => false,
         Some(Value::String(f)) if f == "failed" => false,
         Some(Value::String(f)) if f == "start" => true,
-        Some(other) => return Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}"))),
+        Some(other) => return Ok(Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}")))),
     };
     if from_start {
-        return blocking(&s, move |service| Ok(service.retry_from_start(&id)?.body())).await;
+        return gated(&s, move |service| Ok(service.retry_from_start(&id)?.body())).await;
     }
-    blocking(&s, move |service| Ok(service.retry(&id)?.body())).await
+    gated(&s, move |service| Ok(service.retry(&id)?.body())).await
 }
 
 async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Answered {

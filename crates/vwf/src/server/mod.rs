@@ -13,6 +13,7 @@
 //!   document are both built from it.
 
 mod api;
+mod gate;
 mod live;
 mod openapi;
 mod security;
@@ -21,6 +22,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+
+use vwf_core::limits;
 
 use crate::app::App;
 use crate::failure::Failure;
@@ -40,6 +43,8 @@ pub struct Settings {
     pub bind: Option<String>,
     pub token_env: Option<String>,
     pub allowed_hosts: Vec<String>,
+    /// The bound on run work in flight (see `gate`).
+    pub runs: gate::Bound,
 }
 
 impl Settings {
@@ -62,7 +67,24 @@ impl Settings {
                 .ok_or_else(|| Failure::BadRequest("[server] allowed_hosts must be a list of host names".into()))?,
             Some(_) => return Err(Failure::BadRequest("[server] allowed_hosts must be a list of host names".into())),
         };
-        Ok(Settings { bind: text("bind")?, token_env: text("token_env")?, allowed_hosts })
+        let number = |key: &str, (low, high): (u64, u64), default: u64| -> Result<u64, Failure> {
+            match table.get(key) {
+                None => Ok(default),
+                Some(toml::Value::Integer(n)) if u64::try_from(*n).is_ok_and(|n| (low..=high).contains(&n)) => Ok(*n as u64),
+                Some(_) => Err(Failure::BadRequest(format!("[server] {key} must be a whole number from {low} to {high}"))),
+            }
+        };
+        let default = gate::Bound::default();
+        let runs = gate::Bound {
+            slots: number("runs_in_flight", limits::RUNS_IN_FLIGHT, default.slots as u64)? as usize,
+            queue: number("run_queue", limits::RUN_QUEUE, default.queue as u64)? as usize,
+            wait: std::time::Duration::from_millis(number(
+                "run_queue_wait_ms",
+                limits::RUN_QUEUE_WAIT_MS,
+                default.wait.as_millis() as u64,
+            )?),
+        };
+        Ok(Settings { bind: text("bind")?, token_env: text("token_env")?, allowed_hosts, runs })
     }
 }
 
@@ -75,6 +97,7 @@ pub struct Server {
     listener: TcpListener,
     addr: SocketAddr,
     guard: security::Guard,
+    gate: gate::Gate,
     runtime: tokio::runtime::Runtime,
     stop_signals: crate::signals::StopSignals,
     /// Whether the store sends change notices (long-poll reads wait for them, else read again on
@@ -129,7 +152,8 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
     let notices = app.follow_changes();
     // The server exposes its metrics (`GET /metrics`): every run this app drives updates them.
     app.metrics.get_or_insert_with(crate::telemetry::Metrics::new);
-    let server = Server { app: Arc::new(app), listener, addr, guard, runtime, stop_signals, notices };
+    let gate = gate::Gate::new(settings.runs);
+    let server = Server { app: Arc::new(app), listener, addr, guard, gate, runtime, stop_signals, notices };
     server.sweep();
     Ok(server)
 }
@@ -183,11 +207,11 @@ impl Server {
     /// beside it; in-flight requests finish before it returns.
     pub fn run(self) -> Result<(), Failure> {
         raise_open_file_limit();
-        let Server { app, listener, guard, runtime, stop_signals, notices, .. } = self;
+        let Server { app, listener, guard, gate, runtime, stop_signals, notices, .. } = self;
         let stop = Arc::new(AtomicBool::new(false));
         let daemon = start_daemon(&app, &stop);
         let (live, stop_waiting) = live::Live::new(app.clone(), notices);
-        let router = api::router(app, Arc::new(guard), live);
+        let router = api::router(app, Arc::new(guard), Arc::new(gate), live);
         let served = runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener)?;
             let stopping = async move {
@@ -277,6 +301,16 @@ mod tests {
         assert!(Settings::from_table(&t).is_err());
         let t: toml::Table = toml::from_str("bind = 8765").unwrap();
         assert!(Settings::from_table(&t).is_err());
+        let t: toml::Table = toml::from_str("runs_in_flight = 3\nrun_queue = 0\nrun_queue_wait_ms = 250").unwrap();
+        let runs = Settings::from_table(&t).unwrap().runs;
+        assert_eq!((runs.slots, runs.queue, runs.wait), (3, 0, std::time::Duration::from_millis(250)));
+        for bad in ["runs_in_flight = 0", "runs_in_flight = -1", "runs_in_flight = \"8\"", "run_queue_wait_ms = 60001", "run_queue = 1.5"] {
+            let t: toml::Table = toml::from_str(bad).unwrap();
+            assert!(Settings::from_table(&t).is_err(), "{bad}");
+        }
+        let runs = Settings::from_table(&toml::Table::new()).unwrap().runs;
+        assert!(runs.slots >= limits::RUNS_IN_FLIGHT_PER_CORE as usize, "{runs:?}");
+        assert_eq!(runs.queue, limits::RUN_QUEUE_DEFAULT as usize);
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub(crate) fn document(secured: bool) -> Value {
             "description": "Design, validate and durably run agent workflows. Every error answer is {ok:false, error}: \
                             400 malformed request, 401 missing or wrong token, 403 foreign Host or Origin, 404 missing \
                             design or run, 409 run not waiting or not retryable, 413 body over 1 MiB, 415 body not sent \
-                            as JSON, 500 the store failed, 502 agent backend failed, 503 no agent backend. A design \
-                            problem is a 200 whose body describes it."
+                            as JSON, 500 the store failed, 502 agent backend failed, 503 no agent backend, or every \
+                            run slot stayed taken (run, respond, retry; with Retry-After). A design problem is a 200 \
+                            whose body describes it."
         },
         "servers": [{"url": API_PREFIX}],
         "paths": paths,
@@ -696,14 +697,22 @@ fn error_responses() -> Value {
         (415, "Body not sent as JSON."),
         (500, "The store failed (disk full, permissions)."),
         (502, "The agent backend failed."),
-        (503, "No agent backend is configured."),
+        (
+            503,
+            "No agent backend is configured, or the server is busy: every run slot stayed taken while the request \
+             waited (run, respond, retry; then with Retry-After).",
+        ),
     ];
     let mut out = Map::new();
     for (status, description) in what {
-        out.insert(
-            status.to_string(),
-            json!({"description": description, "content": {"application/json": {"schema": reference("Error")}}}),
-        );
+        let mut response = json!({"description": description, "content": {"application/json": {"schema": reference("Error")}}});
+        if status == 503 {
+            response["headers"] = json!({"Retry-After": {
+                "description": "Seconds to wait before sending the request again; sent when the server is busy.",
+                "schema": {"type": "integer", "minimum": 1}
+            }});
+        }
+        out.insert(status.to_string(), response);
     }
     Value::Object(out)
 }

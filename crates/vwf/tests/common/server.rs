@@ -126,6 +126,14 @@ impl Server {
         body["run_id"].as_str().unwrap_or_else(|| panic!("no run_id in {body}")).to_string()
     }
 
+    /// The value of a metric without labels (a gauge or a counter, `name` as exposed, e.g.
+    /// `vwf_live_waiters`) from the server's `GET /metrics`.
+    pub fn metric(&self, name: &str) -> f64 {
+        let text = self.authed(self.client.get(self.url("/metrics"))).send().expect("scrape").text().expect("metrics text");
+        let line = text.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap_or_else(|| panic!("no {name} in {text}"));
+        line[name.len()..].trim().parse::<f64>().unwrap_or_else(|_| panic!("{name} is not a number: {line}"))
+    }
+
     /// Sends SIGTERM and waits for the exit code.
     pub fn terminate(mut self) -> Option<i32> {
         // SAFETY: plain kill(2) on our own child's pid.
