@@ -26,7 +26,8 @@
 //! (`true`), with the total and
 //! the mean cost of the first and of the last 100 passes (the time between one pass's step
 //! settling and the next's), and their ratio: a step costs the same at the end of a long run as at
-//! its start when the ratio stays near 1.
+//! its start when the ratio stays near 1. Each loop's total and ratio are recorded for
+//! `scripts/bench`'s summary table (see `rows/mod.rs`; it runs 10000 passes on both stores).
 //!
 //! Knobs: `VWF_BENCH_SCALE_REQUESTS` (requests per measured phase, default 2000, spread over the
 //! clients), `VWF_BENCH_POOL_SIZE` (unset: the default), `VWF_BENCH_PASSES` (10000; 0 skips the
@@ -44,6 +45,8 @@ use std::time::{Duration, Instant};
 use common::Home;
 use common::server::{Options, Server, list_all, small};
 use serde_json::{Value, json};
+
+mod rows;
 
 const DESIGN: &str = "bench-small";
 const CLIENT_COUNTS: [usize; 2] = [16, 200];
@@ -195,8 +198,34 @@ fn bench() -> Result<Vec<String>, String> {
             let ratio = f.last.as_secs_f64() / f.first.as_secs_f64().max(1e-9);
             println!("| {} | {passes} | {:.1} s | {} | {} | {ratio:.2}x |", setup.label(), f.total.as_secs_f64(), ms(f.first), ms(f.last));
         }
+        rows::record(&loops.iter().flat_map(|(setup, passes, f)| loop_rows(*setup, *passes, f)).collect::<Vec<_>>());
     }
     Ok(failures)
+}
+
+/// The passes the loop targets are stated for.
+const TARGET_PASSES: usize = 10_000;
+
+/// A loop's rows for the summary: its total (at most 10 s for 10,000 passes) and the cost of its
+/// last 100 passes against its first 100 (at most 1.5x). A shorter loop is reported against no
+/// total target.
+fn loop_rows(setup: Setup, passes: usize, f: &LoopFigures) -> [rows::Row; 2] {
+    let ratio = f.last.as_secs_f64() / f.first.as_secs_f64().max(1e-9);
+    let full = passes >= TARGET_PASSES;
+    [
+        rows::Row::new(
+            format!("loop of {passes} command passes, {}: total", setup.label()),
+            format!("{:.1} s", f.total.as_secs_f64()),
+            if full { "<= 10 s".to_string() } else { format!("<= 10 s at {TARGET_PASSES} passes") },
+            full.then_some(f.total <= Duration::from_secs(10)),
+        ),
+        rows::Row::new(
+            format!("loop of {passes} command passes, {}: last / first 100", setup.label()),
+            format!("{ratio:.2}x ({} / {} per pass)", ms(f.last), ms(f.first)),
+            "<= 1.5x",
+            Some(ratio <= 1.5),
+        ),
+    ]
 }
 
 struct LoopFigures {

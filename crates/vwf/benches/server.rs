@@ -10,10 +10,16 @@
 //!    Likewise the listing: `Runner::list(20)` (what `GET /runs` calls) and the store's bare
 //!    `list_runs(20)` under it;
 //! 2. `POST /designs/{name}/run` from one client, one request after another (HTTP overhead);
-//! 3. `POST /designs/{name}/run` with `$VWF_BENCH_CLIENTS` (200) closed-loop clients, each sending
-//!    a fixed number of requests (`$VWF_BENCH_RUN_REQUESTS`, 20 each), not for a fixed time;
-//! 4. `GET /runs?limit=20` likewise (`$VWF_BENCH_LIST_REQUESTS`, 50 each);
+//! 3. `POST /designs/{name}/run` with each number of closed-loop clients of `$VWF_BENCH_CLIENTS`
+//!    (16 and 200), one after the other on the same server: a fixed number of requests per
+//!    phase (`$VWF_BENCH_RUN_REQUESTS`, 4000, shared out to the clients), not a fixed time;
+//! 4. `GET /runs?limit=20` with the most clients (`$VWF_BENCH_LIST_REQUESTS`, 50 each);
 //! 5. `GET /runs/{id}` of every run created, likewise: the API still finds each one.
+//!
+//! After each phase the server's resident memory is read from `/proc/<pid>/status` (`VmRSS`
+//! now, `VmHWM` its peak so far). The rows the targets name (p50 at 1 client, runs/s at 16,
+//! runs/s at 200 against 16 with p99, memory) are recorded for `scripts/bench`'s summary table
+//! (see `rows/mod.rs`).
 //!
 //! Correctness is checked, timing never is: an error answer (transport error, status other than
 //! 200, a run not `done`, a listing entry that did not read) or a lost run (a POST answered
@@ -25,9 +31,10 @@
 //! lock, a temp file and the index lock per run in flight): the soft open-file limit is raised
 //! towards the hard one before the server starts, and the server inherits it.
 //!
-//! Knobs: `VWF_BENCH_CLIENTS` (200), `VWF_BENCH_RUN_REQUESTS` (20 per client),
+//! Knobs: `VWF_BENCH_CLIENTS` (`16,200`: client counts), `VWF_BENCH_RUN_REQUESTS` (4000 per phase),
 //! `VWF_BENCH_LIST_REQUESTS` (50 per client), `VWF_BENCH_BASELINE_RUNS` (200),
 //! `VWF_BENCH_SERVER_COMMAND=1` (put a `printf` command step before the condition),
+//! `VWF_BENCH_RUNS_IN_FLIGHT` (the server's `[server] runs_in_flight`; unset: its default),
 //! `VWF_BENCH_DIR` (where the temporary homes go; default target/tmp/vwf-bench).
 
 use std::collections::HashSet;
@@ -39,6 +46,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+mod rows;
 
 const DESIGN: &str = "bench-small";
 const WARMUP: usize = 10;
@@ -69,21 +78,31 @@ fn main() -> ExitCode {
 }
 
 struct Knobs {
-    clients: usize,
+    /// The client counts of phase 3, in order.
+    clients: Vec<usize>,
     run_requests: usize,
     list_requests: usize,
     baseline_runs: usize,
     command_step: bool,
+    /// `[server] runs_in_flight` of the server; `None`: its default.
+    runs_in_flight: Option<usize>,
+}
+
+impl Knobs {
+    fn most_clients(&self) -> usize {
+        self.clients.iter().copied().max().unwrap_or(1)
+    }
 }
 
 /// Runs every phase; `Ok` holds the correctness failures (empty when all is well).
 fn bench() -> Result<Vec<String>, String> {
     let knobs = Knobs {
-        clients: env_usize("VWF_BENCH_CLIENTS", 200)?.max(1),
-        run_requests: env_usize("VWF_BENCH_RUN_REQUESTS", 20)?.max(1),
+        clients: env_counts("VWF_BENCH_CLIENTS", &[16, 200])?,
+        run_requests: env_usize("VWF_BENCH_RUN_REQUESTS", 4000)?.max(1),
         list_requests: env_usize("VWF_BENCH_LIST_REQUESTS", 50)?.max(1),
         baseline_runs: env_usize("VWF_BENCH_BASELINE_RUNS", 200)?.max(1),
         command_step: std::env::var_os("VWF_BENCH_SERVER_COMMAND").is_some_and(|v| !v.is_empty() && v != "0"),
+        runs_in_flight: std::env::var_os("VWF_BENCH_RUNS_IN_FLIGHT").map(|_| env_usize("VWF_BENCH_RUNS_IN_FLIGHT", 0)).transpose()?,
     };
     let base =
         std::env::var_os("VWF_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("vwf-bench"));
@@ -96,7 +115,7 @@ fn bench() -> Result<Vec<String>, String> {
     let (server_home, baseline_home) = (homes.path().join("server-home"), homes.path().join("baseline-home"));
     // Each client holds a connection, and the server a socket plus a run lock (and briefly a
     // temp file and the index lock) per request in flight; the server inherits this limit.
-    let nofile = raise_open_files(knobs.clients as u64 * 4 + 256);
+    let nofile = raise_open_files(knobs.most_clients() as u64 * 4 + 256);
     let graph = small_design(knobs.command_step);
 
     println!("vwf server load benchmark");
@@ -104,6 +123,10 @@ fn bench() -> Result<Vec<String>, String> {
     println!("  cpus:       {} (the clients share them with the server)", std::thread::available_parallelism().map_or(0, |n| n.get()));
     println!("  load avg:   {}", load_average());
     println!("  open files: {nofile}");
+    println!(
+        "  run slots:  {} ([server] runs_in_flight)",
+        knobs.runs_in_flight.map_or_else(|| "the server's default (4 per core)".to_string(), |n| n.to_string())
+    );
     println!(
         "  design:     {DESIGN}: manual trigger → {}condition on the input → two collect-only outputs ({} steps per run, one skipped)",
         if knobs.command_step { "printf command → " } else { "" },
@@ -121,6 +144,12 @@ fn bench() -> Result<Vec<String>, String> {
     let per_step = baseline.times.mean / baseline.steps.max(1) as u32;
 
     // The server.
+    if let Some(slots) = knobs.runs_in_flight {
+        fs::create_dir_all(&server_home).map_err(|e| format!("cannot create {}: {e}", server_home.display()))?;
+        let config = server_home.join("visual-workflow.toml");
+        fs::write(&config, format!("[server]\nruns_in_flight = {slots}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+    }
     let server = Server::start(&server_home)?;
     println!("    server: {} (pid {})", server.api, server.child.id());
     let outcome = load(&server, &graph, &knobs);
@@ -154,14 +183,16 @@ fn bench() -> Result<Vec<String>, String> {
             Compare::Throughput(b) => format!("{:.2}x time/req", 1.0 / phase.throughput() / base(b).mean.as_secs_f64().max(1e-9)),
             Compare::None => "-".into(),
         };
-        rows.push(Row::new(
+        let mut row = Row::new(
             &phase.label,
             phase.stats.n.to_string(),
             phase.errors.to_string(),
             format!("{:.0}", phase.throughput()),
             &phase.stats,
             versus,
-        ));
+        );
+        row.cells[9] = phase.memory.as_ref().map_or_else(|| "?".into(), Memory::to_string);
+        rows.push(row);
     }
     print_table(&rows);
     println!();
@@ -177,6 +208,12 @@ fn bench() -> Result<Vec<String>, String> {
     );
     println!();
     print_accounting(&accounting);
+    println!();
+    let summary = summary_rows(&phases, accounting.failures().is_empty());
+    for row in &summary {
+        println!("target: {}: {} (target {}): {}", row.measure, row.figure, row.target, row.verdict());
+    }
+    rows::record(&summary);
     println!();
     match &stopped {
         Ok(status) => println!("server stopped with SIGTERM: {status}"),
@@ -414,6 +451,10 @@ enum Base {
 
 struct Phase {
     label: String,
+    /// `POST …/run` phases: how many clients sent them.
+    run_clients: Option<usize>,
+    /// The server's resident memory right after the phase.
+    memory: Option<Memory>,
     stats: Stats,
     wall: Duration,
     errors: usize,
@@ -446,11 +487,12 @@ enum Request {
 }
 
 fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Accounting), String> {
+    let pid = server.child.id();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start the client runtime: {e}"))?;
     let client = reqwest::Client::builder()
         .no_proxy()
-        .pool_max_idle_per_host(knobs.clients)
+        .pool_max_idle_per_host(knobs.most_clients())
         .timeout(REQUEST_TIMEOUT)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
@@ -477,24 +519,31 @@ fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Ac
         println!("[2] POST /designs/{DESIGN}/run: 1 client × {sequential}");
         let one = drive(&client, &api, Request::Run, 1, sequential).await;
         created.extend(one.run_ids.iter().cloned());
-        phases.push(phase("POST /designs/{name}/run, 1 client".into(), one, Compare::Latency(Base::Run)));
+        let mut first = phase("POST /designs/{name}/run, 1 client".into(), one, Compare::Latency(Base::Run), pid);
+        first.run_clients = Some(1);
+        phases.push(first);
 
-        let (c, n) = (knobs.clients, knobs.run_requests);
-        println!("[3] POST /designs/{DESIGN}/run: {c} clients × {n}");
-        let many = drive(&client, &api, Request::Run, c, n).await;
-        created.extend(many.run_ids.iter().cloned());
-        phases.push(phase(format!("POST /designs/{{name}}/run, {c} clients"), many, Compare::Throughput(Base::Run)));
+        for &c in &knobs.clients {
+            let n = knobs.run_requests.div_ceil(c);
+            println!("[3] POST /designs/{DESIGN}/run: {c} clients × {n}");
+            let many = drive(&client, &api, Request::Run, c, n).await;
+            created.extend(many.run_ids.iter().cloned());
+            let mut many = phase(format!("POST /designs/{{name}}/run, {c} clients"), many, Compare::Throughput(Base::Run), pid);
+            many.run_clients = Some(c);
+            phases.push(many);
+        }
+        let c = knobs.most_clients();
 
         let n = knobs.list_requests;
         println!("[4] GET /runs?limit={LIST_LIMIT}: {c} clients × {n}");
         let list = drive(&client, &api, Request::List, c, n).await;
-        phases.push(phase(format!("GET /runs?limit={LIST_LIMIT}, {c} clients"), list, Compare::Throughput(Base::List)));
+        phases.push(phase(format!("GET /runs?limit={LIST_LIMIT}, {c} clients"), list, Compare::Throughput(Base::List), pid));
 
         println!("[5] GET /runs/{{id}} of each of the {} runs created: {c} clients", created.len());
         let ids: Arc<[String]> = created.clone().into();
         let open = drive_ids(&client, &api, c, &ids).await;
         let open_missing = open.errors.len();
-        phases.push(phase(format!("GET /runs/{{id}}, every run, {c} clients"), open, Compare::None));
+        phases.push(phase(format!("GET /runs/{{id}}, every run, {c} clients"), open, Compare::None, pid));
 
         let accounting = account(&client, &api, created, open_missing).await;
         for p in &phases {
@@ -509,10 +558,69 @@ fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Ac
     Ok((phases, accounting))
 }
 
-fn phase(label: String, answers: Answers, compare: Compare) -> Phase {
+/// A phase's figures, with the server's (`pid`) resident memory now.
+fn phase(label: String, answers: Answers, compare: Compare, pid: u32) -> Phase {
     let errors = answers.errors.len();
     let examples = answers.errors.into_iter().take(ERRORS_SHOWN).collect();
-    Phase { label, stats: Stats::of(answers.times), wall: answers.wall, errors, examples, compare }
+    let memory = Memory::of(pid);
+    Phase { label, run_clients: None, memory, stats: Stats::of(answers.times), wall: answers.wall, errors, examples, compare }
+}
+
+/// A process's resident memory: `VmRSS` (now) and `VmHWM` (its peak), from `/proc/<pid>/status`.
+struct Memory {
+    rss_kb: u64,
+    hwm_kb: u64,
+}
+
+impl Memory {
+    fn of(pid: u32) -> Option<Memory> {
+        let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok());
+        Some(Memory { rss_kb: field("VmRSS:")?, hwm_kb: field("VmHWM:")? })
+    }
+}
+
+impl std::fmt::Display for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.1} / {:.1} MB", self.rss_kb as f64 / 1024.0, self.hwm_kb as f64 / 1024.0)
+    }
+}
+
+/// The targets' rows: the p50 at 1 client, runs/s at 16 clients (and no lost run), runs/s at the
+/// most clients against 16 (with its p99), the server's peak memory.
+fn summary_rows(phases: &[Phase], no_lost_run: bool) -> Vec<rows::Row> {
+    let at = |clients: usize| phases.iter().find(|p| p.run_clients == Some(clients));
+    let mut out = Vec::new();
+    if let Some(one) = at(1) {
+        out.push(rows::Row::new(
+            "HTTP run, 1 connection: p50",
+            format!("{} (p99 {}, {:.0} runs/s)", ms(one.stats.p50), ms(one.stats.p99), one.throughput()),
+            "<= 1.5 ms",
+            Some(one.stats.p50 <= Duration::from_micros(1500) && one.errors == 0),
+        ));
+    }
+    let most = phases.iter().filter_map(|p| p.run_clients).max().unwrap_or(1);
+    if let Some(sixteen) = at(16) {
+        out.push(rows::Row::new(
+            "HTTP run, 16 connections: runs/s",
+            format!("{:.0} runs/s (p50 {}, p99 {})", sixteen.throughput(), ms(sixteen.stats.p50), ms(sixteen.stats.p99)),
+            ">= 3,000 runs/s, every answered run on disk",
+            Some(sixteen.throughput() >= 3000.0 && sixteen.errors == 0 && no_lost_run),
+        ));
+        if let Some(many) = at(most).filter(|_| most > 16) {
+            let ratio = many.throughput() / sixteen.throughput().max(1e-9);
+            out.push(rows::Row::new(
+                format!("HTTP run, {most} connections: runs/s vs 16"),
+                format!("{ratio:.2}x ({:.0} runs/s; p50 {}, p99 {})", many.throughput(), ms(many.stats.p50), ms(many.stats.p99)),
+                ">= 1.0x, p99 reported",
+                Some(ratio >= 1.0 && many.errors == 0),
+            ));
+        }
+    }
+    if let Some(memory) = phases.iter().rev().find_map(|p| p.memory.as_ref()) {
+        out.push(rows::Row::new("server resident memory (VmRSS at the end / VmHWM)", memory.to_string(), "reported", None));
+    }
+    out
 }
 
 /// `clients` closed-loop tasks, each sending `per_client` requests one after another; all start
@@ -825,24 +933,25 @@ impl std::fmt::Display for Stats {
 }
 
 struct Row {
-    cells: [String; 9],
+    cells: [String; 10],
 }
 
 impl Row {
     fn new(measure: &str, n: String, errors: String, per_second: String, s: &Stats, ratio: String) -> Row {
-        Row { cells: [measure.to_string(), n, errors, per_second, ms(s.p50), ms(s.p99), ms(s.max), ms(s.mean), ratio] }
+        Row { cells: [measure.to_string(), n, errors, per_second, ms(s.p50), ms(s.p99), ms(s.max), ms(s.mean), ratio, "-".into()] }
     }
 }
 
 fn print_table(rows: &[Row]) {
-    let header: [String; 9] = ["measure", "requests", "errors", "req/s", "p50", "p99", "max", "mean", "vs baseline"].map(String::from);
-    let mut widths = [0usize; 9];
+    let header: [String; 10] =
+        ["measure", "requests", "errors", "req/s", "p50", "p99", "max", "mean", "vs baseline", "server RSS / peak"].map(String::from);
+    let mut widths = [0usize; 10];
     for cells in std::iter::once(&header).chain(rows.iter().map(|r| &r.cells)) {
         for (w, cell) in widths.iter_mut().zip(cells) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String; 9]| {
+    let line = |cells: &[String; 10]| {
         let cells: Vec<String> =
             cells.iter().zip(widths).enumerate().map(|(i, (c, w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") }).collect();
         println!("| {} |", cells.join(" | "));
@@ -867,6 +976,13 @@ fn ms(d: Duration) -> String {
 
 fn secs(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
+}
+
+/// A comma-separated list of client counts (each at least 1), e.g. `16,200`.
+fn env_counts(name: &str, default: &[usize]) -> Result<Vec<usize>, String> {
+    let Ok(v) = std::env::var(name) else { return Ok(default.to_vec()) };
+    let counts: Result<Vec<usize>, _> = v.split(',').map(|c| c.trim().parse::<usize>().map(|n| n.max(1))).collect();
+    counts.ok().filter(|c| !c.is_empty()).ok_or_else(|| format!("{name}={v:?} is not a list of numbers such as 16,200"))
 }
 
 fn env_usize(name: &str, default: usize) -> Result<usize, String> {
