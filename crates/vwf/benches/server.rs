@@ -587,7 +587,7 @@ impl std::fmt::Display for Memory {
 }
 
 /// The targets' rows: the p50 at 1 client, runs/s at 16 clients (and no lost run), runs/s at the
-/// most clients against 16 (with its p99), the server's peak memory.
+/// most clients against 16 (with its p99), the server's memory after the run phases.
 fn summary_rows(phases: &[Phase], no_lost_run: bool) -> Vec<rows::Row> {
     let at = |clients: usize| phases.iter().find(|p| p.run_clients == Some(clients));
     let mut out = Vec::new();
@@ -617,8 +617,11 @@ fn summary_rows(phases: &[Phase], no_lost_run: bool) -> Vec<rows::Row> {
             ));
         }
     }
-    if let Some(memory) = phases.iter().rev().find_map(|p| p.memory.as_ref()) {
-        out.push(rows::Row::new("server resident memory (VmRSS at the end / VmHWM)", memory.to_string(), "reported", None));
+    // After the run phases, as n8n-compare reads it (the listing phases after them hold other
+    // buffers).
+    if let Some(memory) = at(most).and_then(|p| p.memory.as_ref()) {
+        let measure = format!("server resident memory after {most} connections (VmRSS / VmHWM)");
+        out.push(rows::Row::new(measure, memory.to_string(), "reported", None));
     }
     out
 }
