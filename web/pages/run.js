@@ -4,6 +4,7 @@
 // reads, so a change shows as soon as it is made, on any instance (a gate answered elsewhere);
 // stops when it settles. Every control calls the API and shows the run the server answers.
 import { api, h, enc, badge, ago, when, elapsed, follow, say } from '../app.js';
+import { testMark } from './runs.js';
 
 // A run in any other status may still change: it runs, waits, or is parked at a gate or an agent
 // step that someone may answer (here or on another instance).
@@ -49,13 +50,14 @@ export async function render(root, page) {
 
   async function show(run) {
     last = run;
-    head.replaceChildren(h('h1', {}, 'Run ', h('code', {}, run.run_id), ' ', badge(run.status)));
+    head.replaceChildren(h('h1', {}, 'Run ', h('code', {}, run.run_id), ' ', badge(run.status), run.test ? [' ', testMark()] : null));
     head.dataset.status = run.status;
     if (newest === undefined) newest = await newestVersion(run.design);
     meta.replaceChildren('Design ', h('a', { href: `#/designer/${enc(run.design)}` }, run.design),
       ...versionNote(run, newest),
       ` · ${run.trigger && run.trigger.mode ? `${run.trigger.mode} run` : 'run'} · started ${when(run.created_at)} (${ago(run.created_at)}) · updated ${when(run.updated_at)}`,
-      ...(run.retry_of ? [' · retry of ', h('a', { id: 'retry-of', href: `#/runs/${enc(run.retry_of)}` }, run.retry_of)] : []));
+      ...(run.retry_of ? [' · retry of ', h('a', { id: 'retry-of', href: `#/runs/${enc(run.retry_of)}` }, run.retry_of)] : []),
+      ...(run.test ? [h('span', { id: 'test-note' }, ' · a test run: steps marked pinned gave their pinned output and did nothing (no command, call, model or delivery)')] : []));
     problem.replaceChildren(run.error
       ? h('p', { class: 'notice error', id: 'run-error' }, run.failed_node ? [h('b', {}, run.failed_node), ': '] : null, run.error)
       : '');
@@ -165,7 +167,7 @@ function stepTable(run) {
     h('thead', {}, h('tr', {}, ['Step', 'Status', 'Attempts', 'Elapsed', 'Error'].map((c) => h('th', {}, c)))),
     h('tbody', {}, run.steps.map((s) => [h('tr', { 'data-node': s.node, 'data-status': s.status },
       h('td', {}, h('code', {}, s.node)),
-      h('td', {}, badge(s.status)),
+      h('td', {}, badge(s.status), s.pinned ? [' ', h('span', { class: 'badge s-pinned', 'data-pinned': '' }, 'pinned')] : null),
       h('td', {}, s.attempts),
       h('td', {}, s.started_at ? elapsed(s.started_at, s.finished_at || new Date().toISOString()) : ''),
       h('td', { class: 'error' }, s.error || '')), triesRow(s)])),

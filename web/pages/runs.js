@@ -98,11 +98,16 @@ export function runRow(run) {
   return h('tr', { 'data-run': run.run_id, 'data-status': run.status },
     h('td', {}, h('a', { href: `#/runs/${enc(run.run_id)}` }, h('code', {}, run.run_id))),
     h('td', {}, h('a', { href: `#/designer/${enc(run.design)}` }, run.design)),
-    h('td', {}, badge(run.status)),
+    h('td', {}, badge(run.status), run.test ? [' ', testMark()] : null),
     h('td', { class: 'trigger' }, run.trigger ? run.trigger.mode : ''),
     h('td', { title: run.created_at }, ago(run.created_at)),
     h('td', {}, pending),
     h('td', { class: 'error' }, run.error ? `${run.failed_node ? `${run.failed_node}: ` : ''}${run.error}` : ''));
+}
+
+/** The mark of a test run: pinned steps gave their pinned output, and it may have run part of the design. */
+export function testMark() {
+  return h('span', { class: 'badge s-test', 'data-test-run': '', title: 'A test run: pinned steps gave their pinned output instead of running' }, 'test run');
 }
 
 /** A design page's section of its most recent runs, with a link to all of them. */
