@@ -294,8 +294,7 @@ impl Store for FileStore {
 
     fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
         if changes.whole {
-            let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
-            return self.write_run_json(id, &json);
+            return self.save_whole_run(id, run);
         }
         let known = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
         let digest = match known {

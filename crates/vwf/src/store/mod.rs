@@ -119,6 +119,10 @@ pub trait Store: Send + Sync {
     /// The default writes the whole document every time.
     fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
         let _ = changes;
+        self.save_whole_run(id, run)
+    }
+    /// Writes the whole run document (a checkpoint); what `save_run` does for `changes.whole`.
+    fn save_whole_run(&self, id: &RunId, run: &Run) -> Result<(), StoreError> {
         let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
         self.write_run_json(id, &json)
     }

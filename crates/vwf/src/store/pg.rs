@@ -674,8 +674,7 @@ impl Store for PgStore {
 
     fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
         if changes.whole {
-            let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
-            return self.write_run_json(id, &json);
+            return self.save_whole_run(id, run);
         }
         let (mut kinds, mut keys, mut docs) = (Vec::new(), Vec::new(), Vec::new());
         for part in &changes.parts {
