@@ -494,8 +494,17 @@ impl Runner<'_> {
         loop {
             match run.advance(self.clock.now()) {
                 Advance::Settled(node) => {
-                    self.persist(run)?;
+                    // A step with no outside effect (a condition, a skip, a collect-only output)
+                    // is recorded with the next write (SPEC §7): before the next task starts, or
+                    // when the run parks or ends. Every write holds all the steps settled since
+                    // the last one, so after a crash the record is one a writer saving after every
+                    // step could have left, and a retry settles the same steps the same way.
+                    if run.status() != Status::Running {
+                        self.persist(run)?;
+                        persisted = (run.status(), run.pending().cloned());
+                    }
                     (self.observer)(Progress::Settled { run, node: &node });
+                    continue;
                 }
                 Advance::Tasks(tasks) => {
                     self.persist(run)?;
@@ -509,7 +518,7 @@ impl Runner<'_> {
                         self.clock.sleep_until(t);
                         continue;
                     }
-                    if (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {
+                    if run.has_changes() || (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {
                         self.persist(run)?;
                     }
                     return Ok(());

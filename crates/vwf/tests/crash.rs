@@ -2,10 +2,11 @@
 //! file that parses, keeps every finished step with its output, is reported as interrupted by
 //! the next reader, and finishes on retry without re-running what was already done.
 //!
-//! Every test runs on both stores (`files::`, `postgres::`). The design does no external I/O:
-//! each step costs one durable write of the run (on files: temp file, fsync, rename, directory
-//! fsync; on PostgreSQL: one committed update), so a run takes long enough for kills to land
-//! mid-run.
+//! Every test runs on both stores (`files::`, `postgres::`). The design is a chain of typed steps
+//! with a command step every eighth node: typed steps are recorded with the next durable write
+//! (SPEC §7), which a command step forces before and after it runs, so a killed run leaves
+//! records at several points of the chain, each a prefix a writer saving after every step could
+//! have left; the run takes long enough for kills to land mid-run.
 //! Kill delays come from a seeded xorshift, so a failing iteration can be replayed.
 
 mod common;
@@ -40,7 +41,8 @@ fn chain_ids() -> Vec<String> {
     (0..CHAIN).map(|i| if i % 2 == 0 { format!("c{i:02}") } else { format!("o{i:02}") }).collect()
 }
 
-/// trigger → c00 -true→ o01 → c02 -true→ o03 → … → o47; finishes `done`.
+/// trigger → c00 -true→ o01 → c02 -true→ o03 → … → o47 (o07, o17, … o47 commands, the other `o`s
+/// collect-only outputs); finishes `done`.
 fn big_design() -> Value {
     let mut nodes = vec![json!({"id": "start", "type": "trigger", "mode": "manual"})];
     let mut edges = Vec::new();
@@ -49,6 +51,10 @@ fn big_design() -> Value {
         if id.starts_with('c') {
             nodes.push(json!({"id": id, "type": "condition", "expr": format!("out.{prev}.chars >= 0")}));
             edges.push(json!({"from": prev, "to": id}));
+        } else if id.ends_with('7') {
+            // A step with an outside effect: the run is written before and after it.
+            nodes.push(json!({"id": id, "type": "command", "argv": ["printf", "step %s", format!("{{{{nodes.{prev}}}}}")]}));
+            edges.push(json!({"from": prev, "to": id, "label": "true"}));
         } else {
             nodes.push(json!({"id": id, "type": "output", "template": format!("step {{{{nodes.{prev}}}}}")}));
             edges.push(json!({"from": prev, "to": id, "label": "true"}));
@@ -184,12 +190,17 @@ fn sigkill_at_random_moments_never_loses_a_finished_step(backend: Backend) {
         }
         // The journal a killed writer left (the steps saved since the run file) is part of the
         // run: `vwf doctor --fix` reports it as no problem and leaves the run as it was (it only
-        // removes the debris of writes killed before they finished).
+        // removes the debris of writes killed before they finished: the temp file of a whole
+        // write killed before its rename).
         if backend == Backend::Files {
             let (code, doctor) = home.json(&["doctor", "--fix"]);
             assert_eq!(code, 0, "{id}: doctor after a kill: {doctor}");
             let problems = doctor["problems"].as_array().expect("problems");
-            assert!(!problems.iter().any(|p| p["path"].as_str().is_some_and(|p| p.contains(&id))), "{id}: doctor after a kill: {doctor}");
+            let debris = |p: &Value| p["path"] == format!("workflow-runs/.{id}.json.tmp") && p["fixed"] == "removed";
+            assert!(
+                !problems.iter().any(|p| p["path"].as_str().is_some_and(|path| path.contains(&id)) && !debris(p)),
+                "{id}: doctor after a kill: {doctor}"
+            );
             assert_eq!(read_run_file(&home, &id).1, before, "{id}: doctor changed a run in flight");
         }
 

@@ -164,6 +164,11 @@ impl Run {
         Changes { whole: false, parts }
     }
 
+    /// Whether anything changed since the changes were last taken (a save is due).
+    pub fn has_changes(&self) -> bool {
+        self.dirty.whole || !self.dirty.parts.is_empty()
+    }
+
     /// The changes last taken were not saved: the next save is a whole one.
     pub fn unsaved(&mut self) {
         self.mark_whole();
