@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Backend, Home};
+use common::{Backend, Home, XorShift};
 use serde_json::{Value, json};
 
 /// Steps after the trigger: alternating conditions and collect-only outputs (50 nodes in all,
@@ -62,26 +62,6 @@ fn big_design() -> Value {
         prev = id;
     }
     json!({"nodes": nodes, "edges": edges})
-}
-
-/// A small deterministic generator (xorshift64*), so every kill delay is reproducible.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform-ish in `[0, max]`.
-    fn below(&mut self, max: Duration) -> Duration {
-        let micros = max.as_micros() as u64;
-        Duration::from_micros(self.next() % (micros + 1))
-    }
 }
 
 /// `vwf --home <home> <args>` as a plain process, to be killed.

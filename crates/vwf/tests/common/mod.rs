@@ -254,6 +254,27 @@ pub fn reads_file(file: &Path, tag: &str) -> Value {
     })
 }
 
+/// A small deterministic generator (xorshift64*) for the crash tests' kill moments, so a
+/// sequence of kills can be replayed from its seed.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform-ish in `[0, max]`.
+    pub fn below(&mut self, max: std::time::Duration) -> std::time::Duration {
+        let micros = max.as_micros() as u64;
+        std::time::Duration::from_micros(self.next() % (micros + 1))
+    }
+}
+
 /// The repository's `examples/` directory.
 pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
