@@ -484,7 +484,13 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Creates `dir` when it is not there. The look comes first: `mkdir` of a directory that exists
+/// still takes the parent directory's lock, which every run's writes contend for under load; a
+/// lookup does not.
 fn create_dir(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
     fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))
 }
 
