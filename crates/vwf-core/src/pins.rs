@@ -151,8 +151,12 @@ impl Plan {
                     Vec::new(),
                 ));
             };
-            // The target runs for real, whatever its pin.
+            // The target runs for real, whatever its pin, and so does the loop whose passes it
+            // runs in (a pinned loop opens no pass).
             pins.remove(target);
+            if let Some(lp) = &step.in_loop {
+                pins.remove(lp);
+            }
             let only = matches!(scope, TestScope::Only { .. });
             if only && let Some(lp) = &step.in_loop {
                 return Err(refuse(target, format!("{target} runs inside loop {lp}'s passes: run up to it instead, or only {lp}")));

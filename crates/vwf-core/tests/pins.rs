@@ -208,6 +208,14 @@ fn until_runs_the_step_and_every_step_leading_to_it_and_nothing_else() {
     assert!(plan.step("send").is_none() && !plan.pins.contains_key("inner"));
     let mut run = start(plan);
     assert_eq!(task_nodes(&drive(&mut run)), ["inner", "inner"]);
+
+    // ...and so does the loop whose passes run it, even when the loop is pinned.
+    let mut with_loop = pins.clone();
+    with_loop["each"] = json!({"text": "[]", "items": [], "count": 0});
+    let plan = test_plan(&every_kind(with_loop), &TestScope::Until { node: "inner".into() }, &BTreeMap::new());
+    assert!(!plan.pins.contains_key("each"));
+    let mut run = start(plan);
+    assert_eq!(task_nodes(&drive(&mut run)), ["inner", "inner"]);
 }
 
 #[test]
