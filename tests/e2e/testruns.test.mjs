@@ -112,6 +112,16 @@ test('canvas: pin a step, test run, run one step and up to a step; the dashboard
   await waitFor(dash, 'the pinned step marked', () => document.querySelector('#steps tr[data-node="fetch"] [data-pinned]') !== null);
   assert.equal(await dash.locator('#steps tr[data-node="shout"] [data-pinned]').count(), 0);
 
+  // In the dashboard's designer page, running one step stays on the page: the result shows on
+  // the node of the embedded canvas.
+  await dash.goto(`${env.server.url}/#/designer/pinned`);
+  const canvas = dash.frameLocator('iframe.canvas');
+  await canvas.getByTestId('node-shout').click();
+  await canvas.getByTestId('btn-run-step').click();
+  await canvas.getByTestId('out-shout').waitFor();
+  assert.match(await canvas.getByTestId('out-shout').textContent(), /got fetched/);
+  assert.match(dash.url(), /#\/designer\/pinned$/, 'the page moved to the run');
+
   assert.deepEqual(page.problems, []);
   assert.deepEqual(dash.problems, []);
 });

@@ -182,7 +182,7 @@ export async function renderDesigner(root, page) {
       refreshState();
       versions.reload();
     }
-    if (e.data.event === 'ran' && e.data.run_id) navigate(`#/runs/${e.data.run_id}`);
+    if (e.data.event === 'ran' && e.data.run_id && !e.data.step) navigate(`#/runs/${e.data.run_id}`);
     if (e.data.event === 'fullscreen') frame.classList.toggle('full', !!e.data.on);
   };
   window.addEventListener('message', onMessage);
