@@ -51,7 +51,6 @@ export async function render(root, page) {
   async function show(run) {
     last = run;
     head.replaceChildren(h('h1', {}, 'Run ', h('code', {}, run.run_id), ' ', badge(run.status), run.test ? [' ', testMark()] : null));
-    head.dataset.status = run.status;
     if (newest === undefined) newest = await newestVersion(run.design);
     meta.replaceChildren('Design ', h('a', { href: `#/designer/${enc(run.design)}` }, run.design),
       ...versionNote(run, newest),
@@ -86,6 +85,9 @@ export async function render(root, page) {
       pending.replaceChildren(...(run.pending ? pendingBlock(run.pending) : []));
       pending.hidden = !run.pending;
     }
+    // Said last, once the page shows everything about this status (what it waits for included):
+    // the page's readers (and its tests) take `data-status` as the page being up to date.
+    head.dataset.status = run.status;
   }
 
   /** Posts `respond` or `retry`; shows the run it answers, or why not. */
