@@ -38,26 +38,8 @@ fn start(design: &Value) -> Run {
 
 /// Loops `advance(now)` until `Idle`, completing every task with the outcome `answer` picks.
 /// Returns the tasks handed out, in order.
-fn drive(run: &mut Run, now: Ts, mut answer: impl FnMut(&Task) -> Outcome) -> Vec<Task> {
-    let mut seen = Vec::new();
-    for _ in 0..1000 {
-        let advanced = run.advance(now);
-        common::save_and_read_back(run);
-        match advanced {
-            Advance::Settled(_) => {}
-            Advance::Tasks(tasks) => {
-                assert!(!tasks.is_empty(), "advance handed out an empty task list");
-                for t in tasks {
-                    let outcome = answer(&t);
-                    run.complete(&t.node, outcome, now).unwrap_or_else(|e| panic!("complete {}: {e}", t.node));
-                    common::save_and_read_back(run);
-                    seen.push(t);
-                }
-            }
-            Advance::Idle => return seen,
-        }
-    }
-    panic!("the run never reached Idle")
+fn drive(run: &mut Run, now: Ts, answer: impl FnMut(&Task) -> Outcome) -> Vec<Task> {
+    common::drive_batches(run, now, answer).into_iter().flatten().collect()
 }
 
 fn done(text: &str) -> Outcome {

@@ -5,7 +5,7 @@ use chrono::{Duration, TimeZone, Utc};
 use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
 use vwf_core::plan::Plan;
-use vwf_core::run::{Advance, Outcome, Run, Status, StepStatus, Task, TriggerInfo, Work};
+use vwf_core::run::{Outcome, Run, Status, StepStatus, Task, TriggerInfo, Work};
 use vwf_core::time::Ts;
 use vwf_core::validate::validate;
 
@@ -24,23 +24,7 @@ fn start(design: Value, input: Value) -> Run {
 
 /// Drives the run; `answer` decides each task's outcome. Returns every batch of tasks handed out.
 fn drive(run: &mut Run, answer: impl Fn(&Task) -> Outcome) -> Vec<Vec<String>> {
-    let mut batches = Vec::new();
-    for _ in 0..1000 {
-        let advanced = run.advance(t0());
-        common::save_and_read_back(run);
-        match advanced {
-            Advance::Settled(_) => {}
-            Advance::Tasks(tasks) => {
-                batches.push(tasks.iter().map(|t| t.node.clone()).collect());
-                for t in &tasks {
-                    run.complete(&t.node, answer(t), t0()).unwrap();
-                    common::save_and_read_back(run);
-                }
-            }
-            Advance::Idle => return batches,
-        }
-    }
-    panic!("run never settled");
+    common::drive_batches(run, t0(), answer).iter().map(|batch| batch.iter().map(|t| t.node.clone()).collect()).collect()
 }
 
 fn chunk_design(concurrency: u64) -> Value {

@@ -4,8 +4,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use vwf_core::run::Run;
 use vwf_core::run::journal::Part;
+use vwf_core::run::{Advance, Outcome, Run, Task};
+use vwf_core::time::Ts;
 
 thread_local! {
     /// A store as the runner feeds it: the last whole document and the parts written since.
@@ -36,4 +37,28 @@ pub fn save_and_read_back(run: &mut Run) {
         let back = serde_json::to_value(&back).unwrap();
         assert_eq!(back, doc, "the run read back from its parts differs from the run");
     });
+}
+
+/// Loops `advance(now)` until `Idle`, completing every task with the outcome `answer` picks and
+/// saving and reading the run back after every engine call. Returns each batch of tasks handed out.
+pub fn drive_batches(run: &mut Run, now: Ts, mut answer: impl FnMut(&Task) -> Outcome) -> Vec<Vec<Task>> {
+    let mut batches = Vec::new();
+    for _ in 0..1000 {
+        let advanced = run.advance(now);
+        save_and_read_back(run);
+        match advanced {
+            Advance::Settled(_) => {}
+            Advance::Tasks(tasks) => {
+                assert!(!tasks.is_empty(), "advance handed out an empty task list");
+                for t in &tasks {
+                    let outcome = answer(t);
+                    run.complete(&t.node, outcome, now).unwrap_or_else(|e| panic!("complete {}: {e}", t.node));
+                    save_and_read_back(run);
+                }
+                batches.push(tasks);
+            }
+            Advance::Idle => return batches,
+        }
+    }
+    panic!("the run never reached Idle")
 }
