@@ -52,6 +52,13 @@ impl<T: ContractBody> ContractBody for Checked<T> {
     }
 }
 
+/// What a pin gives its step: an output (a text or an output view), or what the step gave in a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PinSource {
+    Output(Value),
+    Run(RunId),
+}
+
 /// How a run is started by hand: its input, and whether it is a test run (see `vwf_core::pins`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Start {
@@ -405,11 +412,17 @@ impl<'a> Service<'a> {
         Ok(VersionDiff { name: name.clone(), a: old.version, b: new.version, diff: versions::diff(&old.graph, &new.graph) })
     }
 
-    /// Pins step `node` of design `name` to `output` (a text or an output view), or removes its pin
-    /// (`None`; a step with no pin keeps having none), and saves the design as `save` does (validated; a new version). Pins change
-    /// test runs only.
-    pub fn pin(&self, name: &DesignName, node: &str, output: Option<Value>) -> Result<Checked<Saved>, Failure> {
+    /// Pins step `node` of design `name` (a given output, or what the step gave in a run), or
+    /// removes its pin (`None`; a step with no pin keeps having none), and saves the design as
+    /// `save` does (validated; a new version). Pins change test runs only. A design that is not
+    /// there is not found whatever the pin names.
+    pub fn pin(&self, name: &DesignName, node: &str, pin: Option<PinSource>) -> Result<Checked<Saved>, Failure> {
         let mut graph = self.load(name)?;
+        let output = match pin {
+            None => None,
+            Some(PinSource::Output(output)) => Some(output),
+            Some(PinSource::Run(id)) => Some(self.output_of(&id, node)?),
+        };
         let Some(top) = graph.as_object_mut() else {
             return Err(Failure::BadRequest(format!("design {name} is not a JSON object")));
         };
@@ -434,7 +447,7 @@ impl<'a> Service<'a> {
     /// The output step `node` gave in run `id` (to pin it). A run that is not there, or has no
     /// such output, is a conflict (409): the request names it in its body, and the design it
     /// acts on is there (like a restore of a version the design does not have).
-    pub fn output_of(&self, id: &RunId, node: &str) -> Result<Value, Failure> {
+    fn output_of(&self, id: &RunId, node: &str) -> Result<Value, Failure> {
         let run = match self.open(id) {
             Err(Failure::NotFound(e)) => return Err(Failure::Conflict(e)),
             other => other?,

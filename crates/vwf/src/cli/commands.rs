@@ -15,7 +15,7 @@ use crate::failure::Failure;
 use crate::render;
 use crate::runner::Answer;
 use crate::schedules::cli::ScheduleCmd;
-use crate::service::{Checked, ContractBody, Draft, ImportStatus, SaveMode, Service, Start};
+use crate::service::{Checked, ContractBody, Draft, ImportStatus, PinSource, SaveMode, Service, Start};
 use crate::{slash as chat, tools};
 
 /// How many recent runs `vwf run` looks at for timed waits that are due.
@@ -106,20 +106,20 @@ pub(super) fn save(service: &Service<'_>, json: bool, name: &str, graph: &str) -
 
 /// `vwf pin` and `vwf unpin` (`pin: None`): what step `node` of design `name` gives in test runs.
 pub(super) fn pin(service: &Service<'_>, json: bool, name: &str, node: &str, pin: Option<PinFrom<'_>>) -> Result<u8, Failure> {
-    let output = match pin {
+    let source = match pin {
         None => None,
-        Some(PinFrom::Run(id)) => Some(service.output_of(&run_id(id)?, node)?),
+        Some(PinFrom::Run(id)) => Some(PinSource::Run(run_id(id)?)),
         // JSON of an object or a string as written, anything else as its text.
         Some(PinFrom::Output(arg)) => {
             let text = read_arg(arg)?;
-            Some(match vwf_core::json::parse(&text) {
+            Some(PinSource::Output(match vwf_core::json::parse(&text) {
                 Ok(v) if v.is_object() || v.is_string() => v,
                 _ => Value::String(text),
-            })
+            }))
         }
     };
-    let pinned = output.is_some();
-    match service.pin(&design_name(name)?, node, output)? {
+    let pinned = source.is_some();
+    match service.pin(&design_name(name)?, node, source)? {
         Ok(saved) if json => say!("{}", pretty(&saved.body())),
         Ok(_) if pinned => {
             say!("Pinned the output of {node} on {name}: test runs (vwf run {name} --test) use it instead of running {node}.")

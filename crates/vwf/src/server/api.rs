@@ -28,7 +28,7 @@ use vwf_core::run::Run;
 use crate::app::App;
 use crate::assets::{self, WebFile};
 use crate::failure::{Failure, guarded};
-use crate::service::{ContractBody, Draft, SaveMode, Service, Start};
+use crate::service::{ContractBody, Draft, PinSource, SaveMode, Service, Start};
 use crate::tools;
 
 use super::gate::{Busy, Gate, Slot};
@@ -855,15 +855,8 @@ async fn pin_step(State(s): State<AppState>, Valid(name): Valid<DesignName>, Jso
     if usize::from(remove) + usize::from(from_run.is_some()) + usize::from(output.is_some()) != 1 {
         return Err(Failure::BadRequest("give exactly one of \"output\", \"from_run\" or \"remove\": true".into()));
     }
-    blocking(&s, move |service| {
-        service.load(&name)?;
-        let output = match (from_run, output) {
-            (Some(id), _) => Some(service.output_of(&id, &node)?),
-            (None, output) => output,
-        };
-        Ok(service.pin(&name, &node, output)?.body())
-    })
-    .await
+    let pin = from_run.map(PinSource::Run).or(output.map(PinSource::Output));
+    blocking(&s, move |service| Ok(service.pin(&name, &node, pin)?.body())).await
 }
 
 async fn delete_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
