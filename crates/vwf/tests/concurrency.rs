@@ -116,7 +116,8 @@ fn branching_gate_design() -> Value {
     })
 }
 
-/// A chain of conditions and collect-only outputs: no external I/O, one durable write per step.
+/// A chain of conditions and collect-only outputs with a command step every tenth node (o07, o17,
+/// …): the commands are durable points, so a run is seen in flight between them.
 fn slow_design() -> Value {
     let mut nodes = vec![json!({"id": "start", "type": "trigger", "mode": "manual"})];
     let mut edges = Vec::new();
@@ -126,6 +127,11 @@ fn slow_design() -> Value {
         if i % 2 == 0 {
             nodes.push(json!({"id": id, "type": "condition", "expr": format!("out.{prev}.chars >= 0")}));
             edges.push(json!({"from": prev, "to": id}));
+        } else if id.ends_with('7') {
+            // A step with an outside effect: the run is written before and after it (typed steps
+            // are written with the next such write), so a run stays in flight long enough to read.
+            nodes.push(json!({"id": id, "type": "command", "argv": ["printf", "step %s", format!("{{{{nodes.{prev}}}}}")]}));
+            edges.push(json!({"from": prev, "to": id, "label": "true"}));
         } else {
             nodes.push(json!({"id": id, "type": "output", "template": format!("step {{{{nodes.{prev}}}}}")}));
             edges.push(json!({"from": prev, "to": id, "label": "true"}));
