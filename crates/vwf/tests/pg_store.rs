@@ -279,6 +279,70 @@ fn more_runs_at_once_than_connections_all_get_written() {
     assert_eq!(store.list_runs(1000).expect("list").len(), 16 * 20);
 }
 
+/// A process killed in the middle of its own save: its lock's session ends while the statement
+/// runs (the statement's own connection does not notice before it commits). The save is then one
+/// thing or the other, never half of each: a whole save replaces the document and drops the parts
+/// it supersedes, a save in parts writes its parts and marks the row, each on the one answer of
+/// the fence. (Evaluated once per part, the row was updated and the stale parts stayed, so a
+/// reader applied a running head over a finished document.)
+#[test]
+fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
+    use vwf::store::Store;
+    use vwf_core::run::{Outcome, Run, TriggerInfo};
+    let url = common::pg::fresh_database();
+    let store = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
+    let design = vwf_core::design::Design::from_value(&json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "a", "type": "command", "argv": ["true"]},
+            {"id": "b", "type": "command", "argv": ["true"]}
+        ],
+        "edges": [{"from": "start", "to": "a"}, {"from": "a", "to": "b"}]
+    }))
+    .expect("design");
+    let plan = vwf_core::plan::Plan::compile("cut", &design).expect("valid");
+    let id = store.allocate_run_id().expect("allocate");
+    let now = vwf_core::time::parse("2026-03-01T09:00:00Z").expect("time");
+    let mut run = Run::start(plan, id.as_str(), TriggerInfo::new("manual", json!(null)), now);
+    let done = || Outcome::Done { text: "ok".into(), extra: Default::default(), tokens: 0 };
+    let read = |store: &PgStore| store.read_run(&id).expect("read");
+
+    let lock = store.lock_run(&id).expect("lock");
+    let changes = run.take_changes();
+    store.save_run(&id, &run, &changes).expect("whole");
+    run.advance(now);
+    let changes = run.take_changes();
+    store.save_run(&id, &run, &changes).expect("parts: a running");
+    run.complete("a", done(), now).expect("complete a");
+    common::pg::cut_lock_holders_inside_run_saves(&url);
+    // A whole save while parts are stored: the document and the parts' removal go together.
+    match store.save_whole_run(&id, &run) {
+        Ok(()) => assert_eq!(read(&store), serde_json::to_value(&run).expect("json"), "a whole save is whole"),
+        Err(e) => assert!(e.to_string().contains("lost the run's lock"), "{e}"),
+    }
+    common::pg::stop_cutting(&url);
+    drop(lock);
+
+    let before = read(&store);
+    let lock = store.lock_run(&id).expect("lock again");
+    let mut run: Run = serde_json::from_value(before.clone()).expect("run");
+    let changes = run.take_changes();
+    store.save_run(&id, &run, &changes).expect("whole");
+    run.advance(now);
+    let changes = run.take_changes();
+    assert!(!changes.whole);
+    common::pg::cut_lock_holders_inside_run_saves(&url);
+    match store.save_run(&id, &run, &changes) {
+        Ok(()) => assert_eq!(read(&store), serde_json::to_value(&run).expect("json"), "a save in parts is whole"),
+        Err(e) => {
+            assert!(e.to_string().contains("lost the run's lock"), "{e}");
+            assert_eq!(read(&store), before, "a refused save in parts changed nothing");
+        }
+    }
+    common::pg::stop_cutting(&url);
+    drop(lock);
+}
+
 /// A process whose run lock was lost with its connection (a network cut, a terminated session)
 /// while it lives must not overwrite the instance that took the run over: its saves, whole or in
 /// parts, change nothing and fail.

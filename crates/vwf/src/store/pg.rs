@@ -124,12 +124,24 @@ struct Fence {
     object: i64,
 }
 
-/// The SQL condition of a [`Fence`], with the pid, class and object as parameters `$3`, `$4` and
-/// `$5`.
+/// A fenced statement's first common table expression: the [`Fence`]'s condition, with the pid,
+/// class and object as parameters `$3`, `$4` and `$5`, evaluated once. Each part of the statement
+/// asks [`fenced!`] for its answer. `pg_locks` is a live view, not a snapshot: evaluated in each
+/// part, the lock's session could end between them (its process killed mid-statement) and one
+/// part be written without the other, e.g. a whole save's document replaced while the parts it
+/// supersedes stay, so a reader would apply a stale head over it. `MATERIALIZED` makes every part
+/// read the one answer.
+macro_rules! fence_cte {
+    () => {
+        "fence AS MATERIALIZED (SELECT ($3::int IS NULL OR EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+         AND granted AND pid = $3 AND classid::bigint = $4 AND objid::bigint = $5 AND objsubid = 1)) AS held)"
+    };
+}
+
+/// The condition of a statement that starts with [`fence_cte!`].
 macro_rules! fenced {
     () => {
-        "($3::int IS NULL OR EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
-         AND pid = $3 AND classid::bigint = $4 AND objid::bigint = $5 AND objsubid = 1))"
+        "(SELECT held FROM fence)"
     };
 }
 
@@ -647,7 +659,9 @@ impl Store for PgStore {
         let text = std::str::from_utf8(json).map_err(|e| StoreError::Io(format!("run {id} is not UTF-8 JSON: {e}")))?.to_string();
         // A whole save replaces the document and drops the parts saved since the last one.
         let sql = concat!(
-            "WITH gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1 AND ",
+            "WITH ",
+            fence_cte!(),
+            ", gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1 AND ",
             fenced!(),
             ") INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO UPDATE \
              SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now() WHERE ",
@@ -686,7 +700,9 @@ impl Store for PgStore {
         // `$2` (the whole save's document) is NULL here, so both statements give the fence the
         // same parameters.
         let sql = concat!(
-            "WITH saved AS (INSERT INTO vwf_run_parts (run_id, kind, key, doc) \
+            "WITH ",
+            fence_cte!(),
+            ", saved AS (INSERT INTO vwf_run_parts (run_id, kind, key, doc) \
              SELECT $1, * FROM unnest($6::text[], $7::text[], $8::text[]) WHERE ",
             fenced!(),
             " ON CONFLICT (run_id, kind, key) DO UPDATE SET doc = EXCLUDED.doc) \

@@ -218,3 +218,31 @@ pub fn cut_the_holder_of(url: &str, key: i64) -> i64 {
         .expect("end the lock's session")
     })
 }
+
+/// From now on, every update of a run's row first ends the session of every advisory lock held
+/// on this database, waiting until it is gone: what a process killed in the middle of its own save
+/// looks like to that save's statement. `stop_cutting` undoes it.
+pub fn cut_lock_holders_inside_run_saves(url: &str) {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        for sql in [
+            "CREATE FUNCTION vwf_test_cut() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             PERFORM pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+             AND pid <> pg_backend_pid() AND database = (SELECT oid FROM pg_database WHERE datname = current_database()); \
+             RETURN NEW; END $$",
+            "CREATE TRIGGER vwf_test_cut BEFORE UPDATE ON vwf_runs FOR EACH ROW EXECUTE FUNCTION vwf_test_cut()",
+        ] {
+            sqlx::query(sql).execute(&mut conn).await.expect("install the cutting trigger");
+        }
+    })
+}
+
+/// Undoes [`cut_lock_holders_inside_run_saves`].
+pub fn stop_cutting(url: &str) {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        for sql in ["DROP TRIGGER vwf_test_cut ON vwf_runs", "DROP FUNCTION vwf_test_cut()"] {
+            sqlx::query(sql).execute(&mut conn).await.expect("remove the cutting trigger");
+        }
+    })
+}
