@@ -279,18 +279,9 @@ fn more_runs_at_once_than_connections_all_get_written() {
     assert_eq!(store.list_runs(1000).expect("list").len(), 16 * 20);
 }
 
-/// A process killed in the middle of its own save: its lock's session ends while the statement
-/// runs (the statement's own connection does not notice before it commits). The save is then one
-/// thing or the other, never half of each: a whole save replaces the document and drops the parts
-/// it supersedes, a save in parts writes its parts and marks the row, each on the one answer of
-/// the fence. (Evaluated once per part, the row was updated and the stale parts stayed, so a
-/// reader applied a running head over a finished document.)
-#[test]
-fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
+/// A run of `start → a → b` (two `true` commands) just started on `store`, with its id and time.
+fn two_commands_run(store: &PgStore) -> (vwf_core::names::RunId, vwf_core::run::Run, vwf_core::time::Ts) {
     use vwf::store::Store;
-    use vwf_core::run::{Outcome, Run, TriggerInfo};
-    let url = common::pg::fresh_database();
-    let store = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
     let design = vwf_core::design::Design::from_value(&json!({
         "nodes": [
             {"id": "start", "type": "trigger", "mode": "manual"},
@@ -300,10 +291,26 @@ fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
         "edges": [{"from": "start", "to": "a"}, {"from": "a", "to": "b"}]
     }))
     .expect("design");
-    let plan = vwf_core::plan::Plan::compile("cut", &design).expect("valid");
+    let plan = vwf_core::plan::Plan::compile("two", &design).expect("valid");
     let id = store.allocate_run_id().expect("allocate");
     let now = vwf_core::time::parse("2026-03-01T09:00:00Z").expect("time");
-    let mut run = Run::start(plan, id.as_str(), TriggerInfo::new("manual", json!(null)), now);
+    let run = vwf_core::run::Run::start(plan, id.as_str(), vwf_core::run::TriggerInfo::new("manual", json!(null)), now);
+    (id, run, now)
+}
+
+/// A process killed in the middle of its own save: its lock's session ends while the statement
+/// runs (the statement's own connection does not notice before it commits). The save is then one
+/// thing or the other, never half of each: a whole save replaces the document and drops the parts
+/// it supersedes, a save in parts writes its parts and marks the row, each on the one answer of
+/// the fence. (Evaluated once per part, the row was updated and the stale parts stayed, so a
+/// reader applied a running head over a finished document.)
+#[test]
+fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
+    use vwf::store::Store;
+    use vwf_core::run::{Outcome, Run};
+    let url = common::pg::fresh_database();
+    let store = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
+    let (id, mut run, now) = two_commands_run(&store);
     let done = || Outcome::Done { text: "ok".into(), extra: Default::default(), tokens: 0 };
     let read = |store: &PgStore| store.read_run(&id).expect("read");
 
@@ -349,22 +356,9 @@ fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
 #[test]
 fn a_save_after_the_runs_lock_was_lost_changes_nothing() {
     use vwf::store::Store;
-    use vwf_core::run::{Run, TriggerInfo};
     let url = common::pg::fresh_database();
     let first = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
-    let design = vwf_core::design::Design::from_value(&json!({
-        "nodes": [
-            {"id": "start", "type": "trigger", "mode": "manual"},
-            {"id": "a", "type": "command", "argv": ["true"]},
-            {"id": "b", "type": "command", "argv": ["true"]}
-        ],
-        "edges": [{"from": "start", "to": "a"}, {"from": "a", "to": "b"}]
-    }))
-    .expect("design");
-    let plan = vwf_core::plan::Plan::compile("fenced", &design).expect("valid");
-    let id = first.allocate_run_id().expect("allocate");
-    let now = vwf_core::time::parse("2026-03-01T09:00:00Z").expect("time");
-    let mut run = Run::start(plan, id.as_str(), TriggerInfo::new("manual", json!(null)), now);
+    let (id, mut run, now) = two_commands_run(&first);
 
     let lock = first.lock_run(&id).expect("lock");
     let changes = run.take_changes();
