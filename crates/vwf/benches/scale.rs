@@ -30,7 +30,7 @@
 //! `scripts/bench`'s summary table (see `rows/mod.rs`; it runs 10000 passes on both stores).
 //!
 //! Knobs: `VWF_BENCH_SCALE_REQUESTS` (requests per measured phase, default 2000, spread over the
-//! clients), `VWF_BENCH_POOL_SIZE` (unset: the default), `VWF_BENCH_PASSES` (10000; 0 skips the
+//! clients; 0 measures the loops only), `VWF_BENCH_POOL_SIZE` (unset: the default), `VWF_BENCH_PASSES` (10000; 0 skips the
 //! loop), `VWF_BENCH_FILE_PASSES` (1000).
 
 #[path = "../tests/common/mod.rs"]
@@ -96,7 +96,10 @@ struct Row {
 }
 
 fn bench() -> Result<Vec<String>, String> {
-    let requests = env_usize("VWF_BENCH_SCALE_REQUESTS", 2000)?.max(CLIENT_COUNTS[1]);
+    let requests = env_usize("VWF_BENCH_SCALE_REQUESTS", 2000)?;
+    // 0: no HTTP rows, only the loops.
+    let setups: &[Setup] = if requests == 0 { &[] } else { &[Setup::Files, Setup::Postgres(1), Setup::Postgres(3)] };
+    let requests = requests.max(CLIENT_COUNTS[1]);
     let pool_size = std::env::var_os("VWF_BENCH_POOL_SIZE").map(|_| env_usize("VWF_BENCH_POOL_SIZE", 0)).transpose()?;
     let cluster = Cluster::up()?;
     println!("vwf scale-out benchmark");
@@ -111,7 +114,7 @@ fn bench() -> Result<Vec<String>, String> {
     let mut failures = Vec::new();
     // The servers' standard error (a log line per request), out of the way of the table.
     let logs = tempfile::Builder::new().prefix("vwf-scale-logs-").tempdir().map_err(|e| format!("temp dir: {e}"))?;
-    for setup in [Setup::Files, Setup::Postgres(1), Setup::Postgres(3)] {
+    for &setup in setups {
         let instances = match setup {
             Setup::Files => 1,
             Setup::Postgres(n) => n,

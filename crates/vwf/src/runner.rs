@@ -528,16 +528,24 @@ impl Runner<'_> {
         }
     }
 
-    /// Performs a batch of tasks, up to `MAX_PARALLEL` at a time, recording and persisting each
-    /// outcome as it arrives. Outcomes are keyed by node, so the record does not depend on
-    /// which task finishes first.
+    /// Performs a batch of tasks, up to `MAX_PARALLEL` at a time, recording each outcome as it
+    /// arrives. Outcomes are keyed by node, so the record does not depend on which task finishes
+    /// first. An outcome is saved at once while other tasks of the batch are still to finish
+    /// (they may take long); the batch's last outcome is saved by the caller's next write, which
+    /// comes before anything else has an outside effect: before the next batch starts, or when
+    /// the run parks or ends. So a step that follows another costs one write, not two, and a
+    /// crash in between leaves what a crash just before the outcome's own write would have.
     fn perform_all(&self, run: &mut Run, tasks: &[Task]) -> Result<(), Failure> {
         for task in tasks {
             (self.observer)(Progress::Started { node: &task.node });
         }
-        let record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), Failure> {
+        let mut unrecorded = tasks.len();
+        let mut record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), Failure> {
             run.complete(&task.node, outcome, self.clock.now())?;
-            self.persist(run)?;
+            unrecorded -= 1;
+            if unrecorded > 0 {
+                self.persist(run)?;
+            }
             (self.observer)(Progress::Settled { run, node: &task.node });
             Ok(())
         };

@@ -262,6 +262,10 @@ impl Ledger {
 
     /// After a kill (or a clean stop): checks what the log and the store hold now.
     fn check(&mut self, home: &Home, answered: &[(String, Value)]) {
+        // What a process opening the home now finds: a fresh handle first applies what the
+        // killed server's commit log holds (a run started there may be in no run file yet).
+        self.store = home.store();
+        self.store.list_run_ids(None, 1).expect("open the store");
         // No step recorded done before has run again.
         for ((run, step), times) in self.log.read_new() {
             let key = (run.clone(), step.clone());

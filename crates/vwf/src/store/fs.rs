@@ -25,9 +25,11 @@
 //!   older than any id reservation in progress (deleting a lock file someone uses would let a
 //!   second locker in on a new file).
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
@@ -48,10 +50,30 @@ const ALLOCATE_ATTEMPTS: usize = 32;
 #[derive(Debug, Clone)]
 pub struct FileStore {
     pub(super) home: PathBuf,
-    /// The digest of the run file this process last wrote, by run: what the run's journal must
-    /// name (see `journal.rs`), known without reading the file again. Forgotten wholesale past
-    /// [`CHECKPOINTS_KEPT`] runs; a run not found here has its file read and digested.
-    checkpoints: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<RunId, String>>>,
+    /// What this handle knows of the run files it last wrote (see [`Checkpoint`]). Forgotten
+    /// wholesale past [`CHECKPOINTS_KEPT`] runs; a run not found here has its file read.
+    checkpoints: Arc<Mutex<HashMap<RunId, Checkpoint>>>,
+    /// The commit log that makes this handle's run saves durable (see `commit.rs`), opened on
+    /// the first save; without one every save syncs its own files.
+    log: super::commit::Shared,
+    /// Whether the logs of handles that are gone were recovered yet (once, before the first use).
+    recovered: Arc<OnceLock<()>>,
+    /// Runs whose lock a guard of this handle holds, and of those the ones whose first save is in
+    /// the commit log but not yet in a run file (the run file is written at the next save, or when
+    /// the guard is dropped; this handle's readers read it from here meanwhile).
+    held: Arc<Mutex<HashMap<RunId, Unwritten>>>,
+}
+
+/// The bytes of a held run's file that are only in the commit log yet (see `FileStore::held`).
+type Unwritten = Option<Arc<Vec<u8>>>;
+
+/// What a handle knows of a run file it wrote: the digest its journal must name, and the lines
+/// that journal holds.
+#[derive(Debug, Clone)]
+struct Checkpoint {
+    digest: String,
+    /// `Some(n)`: the journal of this run file holds `n` lines; `None`: not known.
+    journal: Option<usize>,
 }
 
 /// How many runs' checkpoint digests a process keeps (a few MB at most).
@@ -59,26 +81,70 @@ const CHECKPOINTS_KEPT: usize = 10_000;
 
 impl FileStore {
     pub fn new(home: PathBuf) -> Self {
-        Self { home, checkpoints: Default::default() }
+        Self { home, checkpoints: Default::default(), log: Default::default(), recovered: Default::default(), held: Default::default() }
     }
 
     pub(super) fn journal_path(&self, id: &RunId) -> PathBuf {
         self.runs_dir().join(format!("{id}.journal"))
     }
 
-    fn remember_checkpoint(&self, id: &RunId, digest: Option<String>) {
+    fn checkpoint_of(&self, id: &RunId) -> Option<Checkpoint> {
+        self.checkpoints.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+    }
+
+    fn remember_checkpoint(&self, id: &RunId, checkpoint: Option<Checkpoint>) {
         let mut kept = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
-        match digest {
-            Some(d) => {
+        match checkpoint {
+            Some(c) => {
                 if kept.len() >= CHECKPOINTS_KEPT {
                     kept.clear();
                 }
-                kept.insert(id.clone(), d);
+                kept.insert(id.clone(), c);
             }
             None => {
                 kept.remove(id);
             }
         }
+    }
+
+    /// Recovers, once per handle, the commit logs of handles that are gone (see `commit.rs`).
+    fn recover_once(&self) {
+        self.recovered.get_or_init(|| self.recover_dead_logs());
+    }
+
+    fn recover_dead_logs(&self) {
+        if let Err(e) = super::commit::recover(&self.runs_dir()) {
+            index::warn(&format!("the commit log of a process that ended could not be recovered: {e}"));
+        }
+    }
+
+    /// The digest of the run file on disk (a run this handle has no checkpoint of).
+    fn digest_on_disk(&self, id: &RunId) -> Result<String, StoreError> {
+        let path = self.run_path(id);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(super::journal::digest(&bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::run_not_found(id)),
+            Err(e) => Err(io_error("read", &path, e)),
+        }
+    }
+
+    /// Writes the run file of a run whose first save is only in the commit log (see `held`).
+    fn write_unwritten(&self, id: &RunId) -> Result<(), StoreError> {
+        let unwritten = self.held.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id).and_then(Option::take);
+        if let Some(bytes) = unwritten {
+            let path = self.run_path(id);
+            write_run_file(&path, &bytes, false).map_err(|e| io_error("write", &path, e))?;
+        }
+        Ok(())
+    }
+
+    /// A guard for the lock `file` holds on run `id`, which writes the run's file if it is still
+    /// only in the commit log when dropped.
+    fn guard(&self, id: &RunId, file: File) -> RunLock {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), None);
+        // Another handle may have written the run since this one did.
+        self.remember_checkpoint(id, None);
+        RunLock::new(id.clone(), RunGuard { file: LockedFile(file), store: self.clone(), id: id.clone() })
     }
 
     pub(super) fn designs_dir(&self) -> PathBuf {
@@ -250,15 +316,23 @@ impl Store for FileStore {
     }
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
+        self.recover_once();
         let dir = self.runs_dir();
         create_dir(&dir)?;
         let path = self.run_path(id);
-        let is_new = !path.try_exists().map_err(|e| io_error("read", &path, e))?;
+        let known = self.checkpoint_of(id);
+        let (held, unwritten) = match self.held.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            Some(unwritten) => (true, unwritten.is_some()),
+            None => (false, false),
+        };
+        let is_new = known.is_none() && !unwritten && !path.try_exists().map_err(|e| io_error("read", &path, e))?;
+        let log = self.log.get(&dir);
         let mut unindexed = false;
         if is_new {
             // Index first: a crash in between leaves an index line without a file (skipped),
-            // never a run that the listing cannot find.
-            match index::append(&dir, id) {
+            // never a run that the listing cannot find. With a commit log the line is made
+            // durable by the log's record of this save (recovery adds a line it lost).
+            match index::append(&dir, id, log.is_none()) {
                 Ok(()) => {}
                 // An index or index lock that is a directory is damage every listing sees (and
                 // then reads the run files), so the run goes on without its line.
@@ -274,18 +348,43 @@ impl Store for FileStore {
         let mut bytes = Vec::with_capacity(json.len() + 1);
         bytes.extend_from_slice(json);
         bytes.push(b'\n');
+        let digest = super::journal::digest(&bytes);
         // Runs are written under their lock (see `Store::lock_run`).
         self.remember_checkpoint(id, None);
-        atomic_write_locked(&path, &bytes).map_err(|e| io_error("write", &path, e))?;
+        match log {
+            None => write_run_file(&path, &bytes, true).map_err(|e| io_error("write", &path, e))?,
+            Some(log) => {
+                let base = match (&known, is_new || unwritten) {
+                    (Some(c), _) => Some(c.digest.clone()),
+                    (None, true) => None,
+                    (None, false) => Some(self.digest_on_disk(id)?),
+                };
+                if (is_new || unwritten) && held {
+                    // The first save of a run this handle holds: the log has it, and the run
+                    // file is written at the next save or when the lock is let go. A run that
+                    // ends at once (typed steps only) is written once.
+                    self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), Some(Arc::new(bytes.clone())));
+                } else {
+                    if unwritten {
+                        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), None);
+                    }
+                    write_run_file(&path, &bytes, false).map_err(|e| io_error("write", &path, e))?;
+                }
+                log.commit(super::commit::Record::Whole { id, base: base.as_deref(), bytes: &bytes })
+                    .map_err(|e| io_error("write", &path, e))?;
+            }
+        }
         // The whole run supersedes the parts saved since the last one. If this process dies
         // before the journal goes, its header names the old file and readers ignore it.
-        let journal = self.journal_path(id);
-        match fs::remove_file(&journal) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_error("remove", &journal, e)),
+        if !is_new {
+            let journal = self.journal_path(id);
+            match fs::remove_file(&journal) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("remove", &journal, e)),
+            }
         }
-        self.remember_checkpoint(id, Some(super::journal::digest(&bytes)));
+        self.remember_checkpoint(id, Some(Checkpoint { digest, journal: None }));
         if unindexed {
             index::forget(&dir);
         }
@@ -296,29 +395,40 @@ impl Store for FileStore {
         if changes.whole {
             return self.save_whole_run(id, run);
         }
-        let known = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
-        let digest = match known {
-            Some(d) => d,
-            None => {
-                let path = self.run_path(id);
-                match fs::read(&path) {
-                    Ok(bytes) => super::journal::digest(&bytes),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(StoreError::run_not_found(id)),
-                    Err(e) => return Err(io_error("read", &path, e)),
-                }
-            }
+        self.recover_once();
+        // Parts go to the journal of a run file, which must be there for readers to apply them.
+        self.write_unwritten(id)?;
+        let known = self.checkpoint_of(id);
+        let (digest, lines) = match known {
+            Some(c) => (c.digest, c.journal),
+            None => (self.digest_on_disk(id)?, None),
         };
         let parts: Vec<(Part, Value)> = changes.parts.iter().filter_map(|p| Some((p.clone(), run.part(p)?))).collect();
         let path = self.journal_path(id);
-        super::journal::append(&path, &digest, &parts).map_err(|e| io_error("write", &path, e))
+        let log = self.log.get(&self.runs_dir());
+        self.remember_checkpoint(id, None);
+        let (number, line) =
+            super::journal::append(&path, &digest, &parts, lines, log.is_none()).map_err(|e| io_error("write", &path, e))?;
+        if let Some(log) = log {
+            log.commit(super::commit::Record::Append { id, base: &digest, number, line: &line })
+                .map_err(|e| io_error("write", &path, e))?;
+        }
+        self.remember_checkpoint(id, Some(Checkpoint { digest, journal: Some(number + 1) }));
+        Ok(())
     }
 
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        self.recover_once();
         let path = self.run_path(id);
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(StoreError::run_not_found(id));
+                // A run this handle holds whose first save is only in the commit log yet.
+                let unwritten = self.held.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned().flatten();
+                return match unwritten {
+                    Some(bytes) => parse_json(&bytes, &format!("{RUNS_DIR}/{id}.json")),
+                    None => Err(StoreError::run_not_found(id)),
+                };
             }
             Err(e) => return Err(io_error("read", &path, e)),
         };
@@ -347,6 +457,7 @@ impl Store for FileStore {
     }
 
     fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.recover_once();
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -361,18 +472,53 @@ impl Store for FileStore {
     }
 
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+        self.recover_once();
         let file = self.open_lock_file(id)?;
         file.lock().map_err(|e| io_error("lock", &self.lock_path(id), e))?;
-        Ok(RunLock::new(id.clone(), LockedFile(file)))
+        self.recover_before_taking_over(id);
+        Ok(self.guard(id, file))
     }
 
     fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+        self.recover_once();
         let file = self.open_lock_file(id)?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(RunLock::new(id.clone(), LockedFile(file)))),
+            Ok(()) => {
+                self.recover_before_taking_over(id);
+                Ok(Some(self.guard(id, file)))
+            }
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(io_error("lock", &self.lock_path(id), e)),
         }
+    }
+}
+
+impl FileStore {
+    /// Just after taking the lock of a run that has a file this handle did not write: a process
+    /// that held it may have ended since this handle recovered the logs, so its log is recovered
+    /// now, before the run is read (and maybe found interrupted and taken over).
+    fn recover_before_taking_over(&self, id: &RunId) {
+        if self.checkpoint_of(id).is_none() && self.run_path(id).is_file() {
+            self.recover_dead_logs();
+        }
+    }
+}
+
+/// The lock of a run held by a [`FileStore`] handle: writes the run's file if its first save is
+/// still only in the commit log, then lets the lock go.
+struct RunGuard {
+    file: LockedFile,
+    store: FileStore,
+    id: RunId,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.store.write_unwritten(&self.id) {
+            index::warn(&format!("run {}: {e} (its commit log keeps it; the next start writes it)", self.id));
+        }
+        self.store.held.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+        let _ = &self.file;
     }
 }
 
@@ -437,6 +583,26 @@ pub fn atomic_write_locked(path: &Path, bytes: &[u8]) -> io::Result<()> {
     };
     let tmp = dir.join(format!(".{}.tmp", file_name.to_string_lossy()));
     write_through(&tmp, path, dir, bytes, false, replace)
+}
+
+/// Writes a run file: [`atomic_write_locked`] when `durable`, else the same temp file and rename
+/// without syncing (the commit log makes the save durable, see `commit.rs`).
+fn write_run_file(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    if durable {
+        return atomic_write_locked(path, bytes);
+    }
+    let file_name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a run file needs a file path"))?;
+    let tmp = path.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
+    let written = (|| {
+        let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        drop(file);
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Writes `bytes` to a fresh temp file beside `path`, fsyncs it, then `place`s it at `path`
@@ -627,6 +793,7 @@ mod tests {
         assert_eq!(
             files_in(&home.path().join("workflow-runs")),
             vec![
+                ".commit",
                 ".index",
                 ".index.lock",
                 "000000000001.json",

@@ -279,12 +279,16 @@ fn write_stamp(dir: &Path, lines: u64) {
 }
 
 /// Appends `id` as the newest run of the index in `dir`: one write of the line, then the header's
-/// count, under the index lock, and `fdatasync` after the lock is released (so appenders queue
-/// only for the writes and their syncs can share a journal commit). A missing or damaged index is
-/// rebuilt first. Errors name the file they concern.
-pub(super) fn append(dir: &Path, id: &RunId) -> io::Result<()> {
+/// count, under the index lock, and when `durable` an `fdatasync` after the lock is released (so
+/// appenders queue only for the writes and their syncs can share a journal commit; without it
+/// the caller's commit log makes the line durable, see `commit.rs`). A missing or damaged index
+/// is rebuilt first. Errors name the file they concern.
+pub(super) fn append(dir: &Path, id: &RunId, durable: bool) -> io::Result<()> {
     let file = append_line(dir, id)?;
-    file.sync_data().map_err(|e| at(&dir.join(INDEX_FILE), e))
+    if durable {
+        file.sync_data().map_err(|e| at(&dir.join(INDEX_FILE), e))?;
+    }
+    Ok(())
 }
 
 fn append_line(dir: &Path, id: &RunId) -> io::Result<File> {
@@ -525,7 +529,7 @@ mod tests {
         }
         let extra = id("ffffffffffff");
         fs::write(dir.path().join("ffffffffffff.json"), "{}").unwrap();
-        append(dir.path(), &extra).unwrap();
+        append(dir.path(), &extra, true).unwrap();
         let got = newest(dir.path(), usize::MAX).unwrap();
         assert_eq!(got.note, None);
         let mut expected: Vec<RunId> = ids.iter().step_by(97).cloned().collect();
@@ -589,7 +593,7 @@ mod tests {
         let ids: Vec<RunId> = (1..=5).map(|i| id(&format!("00000000000{i}"))).collect();
         let mut older = Vec::new();
         for (i, run) in ids.iter().enumerate() {
-            append(dir.path(), run).unwrap();
+            append(dir.path(), run, true).unwrap();
             run_file(dir.path(), run.as_str(), &format!("2020-01-0{}T00:00:00Z", i + 1));
             if i == 2 {
                 older = fs::read(dir.path().join(INDEX_FILE)).unwrap();
@@ -601,7 +605,7 @@ mod tests {
             let mut want = newest_first.clone();
             if then_append {
                 let extra = id("0000000000ff");
-                append(dir.path(), &extra).unwrap();
+                append(dir.path(), &extra, true).unwrap();
                 run_file(dir.path(), extra.as_str(), "2020-02-01T00:00:00Z");
                 want.insert(0, extra);
             }
@@ -622,7 +626,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ids: Vec<RunId> = (0..BLOCK_LINES as usize + 50).map(|i| id(&format!("{i:012x}"))).collect();
         for (i, run) in ids.iter().enumerate() {
-            append(dir.path(), run).unwrap();
+            append(dir.path(), run, true).unwrap();
             run_file(dir.path(), run.as_str(), &format!("2020-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60));
         }
         let newest_first: Vec<RunId> = ids.iter().rev().cloned().collect();

@@ -49,38 +49,77 @@ fn line(parts: &[(Part, Value)]) -> String {
     format!("{} {body}\n", digest(body.as_bytes()))
 }
 
-/// The header line of the journal at `path` (with its newline), if it has one.
-fn read_header(path: &Path) -> io::Result<Option<String>> {
-    use std::io::Read;
-    let file = match fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+/// Appends `parts` to the journal at `path` for the run file whose digest is `run_file_digest`.
+/// `lines` is how many lines the journal holds for that run file when the caller knows it (it
+/// wrote them), else it is read. A journal that is missing or names another run file is replaced
+/// by a fresh one. Answers the line's number (0 for the first after the header) and the line.
+///
+/// `durable`: the line is synced before this returns (a fresh journal is written whole, then
+/// renamed into place). Otherwise the caller makes it durable through the commit log
+/// (`commit.rs`), and a fresh journal is written in place: a reader that meets it half written
+/// sees a header that does not name the run file (or a torn line) and reads the run file alone,
+/// which is the state before this save.
+pub fn append(
+    path: &Path,
+    run_file_digest: &str,
+    parts: &[(Part, Value)],
+    lines: Option<usize>,
+    durable: bool,
+) -> io::Result<(usize, String)> {
+    let head = header(run_file_digest);
+    let text = line(parts);
+    let lines = match lines {
+        Some(n) => Some(n),
+        None => read_lines_for(path, run_file_digest)?.map(|l| l.len()),
     };
-    let mut start = Vec::new();
-    file.take(header("").len() as u64 + 64).read_to_end(&mut start)?;
-    let end = start.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
-    Ok(Some(String::from_utf8_lossy(&start[..end]).into_owned()))
+    let body = text.trim_end_matches('\n').to_string();
+    if let Some(number) = lines {
+        let mut file = OpenOptions::new().append(true).open(path)?;
+        file.write_all(text.as_bytes())?;
+        if durable {
+            file.sync_data()?;
+        }
+        return Ok((number, body));
+    }
+    if durable {
+        super::fs::atomic_write_locked(path, format!("{head}{text}").as_bytes())?;
+    } else {
+        OpenOptions::new().write(true).create(true).truncate(true).open(path)?.write_all(format!("{head}{text}").as_bytes())?;
+    }
+    Ok((0, body))
 }
 
-/// Appends `parts` to the journal at `path` for the run file whose digest is `run_file_digest`,
-/// durably. A journal that is missing or names another run file is replaced by a fresh one
-/// (written whole, then renamed into place).
-pub fn append(path: &Path, run_file_digest: &str, parts: &[(Part, Value)]) -> io::Result<()> {
-    let head = header(run_file_digest);
-    let lines = line(parts);
-    if read_header(path)?.as_deref() == Some(head.as_str()) {
-        let mut file = OpenOptions::new().append(true).open(path)?;
-        file.write_all(lines.as_bytes())?;
-        return file.sync_data();
+/// The journal text of `lines` (without their newlines) for the run file of digest `run_file_digest`.
+pub fn whole(run_file_digest: &str, lines: &[String]) -> String {
+    let mut text = header(run_file_digest);
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
     }
-    super::fs::atomic_write_locked(path, format!("{head}{lines}").as_bytes())
+    text
 }
 
 /// The parts a journal holds for the run file `run_file` (its bytes), as (kind, key, JSON text),
 /// in the order they were saved; `None` when there is no journal or it belongs to another run
 /// file (stale). Lines after the first that is torn or does not check out are not read.
 pub fn read(path: &Path, run_file: &[u8]) -> io::Result<Option<Vec<(String, String, String)>>> {
+    let Some(lines) = read_lines(path, run_file)? else { return Ok(None) };
+    let mut parts = Vec::new();
+    for line in lines {
+        let Some((_, body)) = line.split_once(' ') else { break };
+        let Ok(saved) = serde_json::from_str::<Vec<(String, String, Value)>>(body) else { break };
+        parts.extend(saved.into_iter().map(|(kind, key, value)| (kind, key, value.to_string())));
+    }
+    Ok(Some(parts))
+}
+
+/// The lines (without their newlines) a journal holds for the run file `run_file`, up to the
+/// first that is torn or does not check out; `None` when there is no journal of that file.
+pub fn read_lines(path: &Path, run_file: &[u8]) -> io::Result<Option<Vec<String>>> {
+    read_lines_for(path, &digest(run_file))
+}
+
+fn read_lines_for(path: &Path, run_file_digest: &str) -> io::Result<Option<Vec<String>>> {
     let text = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -88,20 +127,19 @@ pub fn read(path: &Path, run_file: &[u8]) -> io::Result<Option<Vec<(String, Stri
     };
     let text = String::from_utf8_lossy(&text);
     let mut lines = text.split_inclusive('\n');
-    if lines.next() != Some(header(&digest(run_file)).as_str()) {
+    if lines.next() != Some(header(run_file_digest).as_str()) {
         return Ok(None);
     }
-    let mut parts = Vec::new();
+    let mut kept = Vec::new();
     for line in lines {
         let Some(line) = line.strip_suffix('\n') else { break };
         let Some((check, body)) = line.split_once(' ') else { break };
-        if digest(body.as_bytes()) != check {
+        if digest(body.as_bytes()) != check || serde_json::from_str::<Vec<(String, String, Value)>>(body).is_err() {
             break;
         }
-        let Ok(saved) = serde_json::from_str::<Vec<(String, String, Value)>>(body) else { break };
-        parts.extend(saved.into_iter().map(|(kind, key, value)| (kind, key, value.to_string())));
+        kept.push(line.to_string());
     }
-    Ok(Some(parts))
+    Ok(Some(kept))
 }
 
 #[cfg(test)]
@@ -121,8 +159,8 @@ mod tests {
             (Part::Step("a b\"#1".into()), json!({"node": "a", "text": "line\nbreak \u{0} é"})),
             (Part::History(0), json!(null)),
         ];
-        append(&path, &d, &parts[..1]).expect("create");
-        append(&path, &d, &parts[1..]).expect("append");
+        append(&path, &d, &parts[..1], None, true).expect("create");
+        assert_eq!(append(&path, &d, &parts[1..], None, true).expect("append").0, 1, "the second line");
         let want: Vec<(String, String, String)> = parts.iter().map(|(p, v)| (p.kind().into(), p.key(), v.to_string())).collect();
         assert_eq!(read(&path, run_file).expect("read"), Some(want.clone()));
         assert_eq!(read(&path, b"other").expect("read"), None, "a journal of another run file is stale");
@@ -142,7 +180,7 @@ mod tests {
 
         // A journal of another run file is replaced, not appended to.
         let other = b"{\"run\":2}\n";
-        append(&path, &digest(other), &parts[2..]).expect("replace");
+        assert_eq!(append(&path, &digest(other), &parts[2..], None, false).expect("replace").0, 0, "a fresh journal");
         assert_eq!(read(&path, other).expect("read"), Some(want[2..].to_vec()));
     }
 }

@@ -15,6 +15,7 @@
 //!
 //! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
 
+mod commit;
 #[doc(hidden)]
 pub mod conformance;
 pub mod copy;

@@ -73,8 +73,9 @@ impl FileStore {
         let mut found = Vec::new();
         let design = |name: &str| name.strip_suffix(".json").is_some_and(|n| DesignName::parse(n).is_ok());
         self.strays_in(&self.designs_dir(), "design", design, &[], &mut found);
-        // The index and its lock report their own damage (a directory among it).
-        let index_files = [index::INDEX_FILE, index::INDEX_LOCK_FILE, super::fs::LOCKS_DIR];
+        // The index and its lock report their own damage (a directory among it); the commit
+        // logs are recovered by every store handle.
+        let index_files = [index::INDEX_FILE, index::INDEX_LOCK_FILE, super::fs::LOCKS_DIR, super::commit::COMMIT_DIR];
         let run_file = |name: &str| index::run_id_of_file_name(name).is_some() || journal_of(name).is_some();
         self.strays_in(&self.runs_dir(), "run", run_file, &index_files, &mut found);
         let lock = |name: &str| name.strip_suffix(".lock").is_some_and(|n| RunId::parse(n).is_ok());
@@ -304,7 +305,14 @@ mod tests {
         store.write_run(&id, &serde_json::json!({"status": "running"})).unwrap();
         let journal = store.journal_path(&id);
         let part = (Part::History(0), serde_json::json!({"at": "2026-03-01T09:00:00Z", "event": "retry"}));
-        super::super::journal::append(&journal, &super::super::journal::digest(&fs::read(store.run_path(&id)).unwrap()), &[part]).unwrap();
+        super::super::journal::append(
+            &journal,
+            &super::super::journal::digest(&fs::read(store.run_path(&id)).unwrap()),
+            &[part],
+            None,
+            true,
+        )
+        .unwrap();
         assert!(store.tidy(true).is_empty(), "a live journal is no problem");
         assert!(journal.exists());
 
