@@ -13,6 +13,7 @@
 //!   standard error are kept; the rest is drained so the child never blocks on a full pipe.
 
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,6 +93,10 @@ impl Group {
 
 /// Feeds `input` to the child (when its stdin is piped), reads its pipes, enforces the timeout,
 /// kills the group and reaps the child. The child must have been started with [`spawn`].
+///
+/// On Linux this thread waits for the child's exit and both pipes in one `poll` (a pidfd for the
+/// exit), so running a child costs no thread; where a pidfd cannot be had, a thread per pipe and
+/// one for the exit do the same.
 pub fn supervise(mut child: Child, input: Option<Vec<u8>>, timeout: Duration) -> Finished {
     let deadline = Instant::now() + timeout;
     let pid = child.id() as libc::pid_t;
@@ -101,6 +106,123 @@ pub fn supervise(mut child: Child, input: Option<Vec<u8>>, timeout: Duration) ->
             let _ = stdin.write_all(&input);
         });
     }
+    match pidfd_open(pid) {
+        Some(exit) => supervise_polling(child, exit, deadline),
+        None => supervise_threads(child, deadline),
+    }
+}
+
+/// A file descriptor that becomes readable when `pid` exits (Linux 5.3 and later).
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1; the descriptor
+    // is owned by nothing else, so `OwnedFd` may close it.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = libc::c_int::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// One of the child's output pipes, read without blocking as `poll` says it has data.
+struct Stream<R> {
+    pipe: Option<R>,
+    kept: Vec<u8>,
+    keep: Keep,
+    closed: bool,
+}
+
+impl<R: Read + AsRawFd> Stream<R> {
+    fn new(pipe: Option<R>, keep: Keep) -> Self {
+        if let Some(pipe) = &pipe {
+            set_nonblocking(pipe.as_raw_fd());
+        }
+        let closed = pipe.is_none();
+        Stream { pipe, kept: Vec::new(), keep, closed }
+    }
+
+    fn poll_fd(&self) -> Option<libc::pollfd> {
+        let pipe = self.pipe.as_ref().filter(|_| !self.closed)?;
+        Some(libc::pollfd { fd: pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 })
+    }
+
+    /// Reads what is there now; an end of file or an error closes the stream.
+    fn drain(&mut self, buf: &mut [u8]) {
+        let Some(pipe) = self.pipe.as_mut().filter(|_| !self.closed) else { return };
+        loop {
+            match pipe.read(buf) {
+                Ok(0) => break,
+                Ok(n) => (self.keep)(&mut self.kept, &buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => break,
+            }
+        }
+        self.closed = true;
+    }
+
+    /// What was read, if the pipe was read to its end.
+    fn finish(self) -> Option<Vec<u8>> {
+        (self.pipe.is_some() && self.closed).then_some(self.kept)
+    }
+}
+
+fn set_nonblocking(fd: libc::c_int) {
+    // SAFETY: fcntl on a descriptor this process owns, reading then setting its status flags.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+/// Waits until `exit` (a pidfd) or one of `streams` is ready, or `until`; answers whether the
+/// child has exited.
+fn wait_ready(exit: Option<&OwnedFd>, streams: [Option<libc::pollfd>; 2], until: Instant) -> bool {
+    let mut fds: Vec<libc::pollfd> = exit.map(|e| libc::pollfd { fd: e.as_raw_fd(), events: libc::POLLIN, revents: 0 }).into_iter().collect();
+    fds.extend(streams.into_iter().flatten());
+    if fds.is_empty() {
+        return false;
+    }
+    let left = until.saturating_duration_since(Instant::now());
+    let ms = libc::c_int::try_from(left.as_millis().saturating_add(1)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs that outlives the call.
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    ready > 0 && exit.is_some() && fds[0].revents != 0
+}
+
+/// [`supervise`] with a pidfd: one `poll` loop on this thread.
+fn supervise_polling(mut child: Child, exit: OwnedFd, deadline: Instant) -> Finished {
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = Stream::new(child.stdout.take(), keep_head);
+    let mut stderr = Stream::new(child.stderr.take(), keep_tail);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut exited = false;
+    while !exited && Instant::now() < deadline {
+        exited = wait_ready(Some(&exit), [stdout.poll_fd(), stderr.poll_fd()], deadline);
+        stdout.drain(&mut buf);
+        stderr.drain(&mut buf);
+    }
+    // The child is still a zombie at worst, so the group id is still ours to kill.
+    signal_group(pid, libc::SIGKILL);
+    let status = child.wait().ok();
+    let pipes_deadline = deadline.max(Instant::now() + PIPE_GRACE);
+    while (!stdout.closed || !stderr.closed) && Instant::now() < pipes_deadline {
+        wait_ready(None, [stdout.poll_fd(), stderr.poll_fd()], pipes_deadline);
+        stdout.drain(&mut buf);
+        stderr.drain(&mut buf);
+    }
+    let stderr = stderr.finish();
+    Finished {
+        status,
+        timed_out: !exited,
+        stdout: stdout.finish(),
+        stderr_tail: stderr.as_deref().map(tail_text).unwrap_or_default(),
+        stderr_closed: stderr.is_some(),
+    }
+}
+
+/// [`supervise`] without a pidfd: a thread reads each pipe and one waits for the exit.
+fn supervise_threads(mut child: Child, deadline: Instant) -> Finished {
+    let pid = child.id() as libc::pid_t;
     let stdout = child.stdout.take().map(|pipe| spawn_reader(pipe, keep_head));
     let stderr = child.stderr.take().map(|pipe| spawn_reader(pipe, keep_tail));
 
