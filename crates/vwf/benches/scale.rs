@@ -173,6 +173,16 @@ fn bench() -> Result<Vec<String>, String> {
     let passes = env_usize("VWF_BENCH_PASSES", 10_000)?;
     let file_passes = env_usize("VWF_BENCH_FILE_PASSES", 1_000)?.min(passes);
     let mut loops = Vec::new();
+    let floor = if passes > 0 { Some(pass_floor()?) } else { None };
+    if let Some(floor) = &floor {
+        println!();
+        println!(
+            "  floor of a pass, this machine: {} (starting and reaping `true` {}, one fdatasync'd append {})",
+            ms(floor.spawn + floor.sync),
+            ms(floor.spawn),
+            ms(floor.sync)
+        );
+    }
     if passes > 0 {
         println!();
         for (setup, passes) in [(Setup::Files, file_passes), (Setup::Postgres(1), passes)] {
@@ -195,13 +205,24 @@ fn bench() -> Result<Vec<String>, String> {
     println!("latency below 1 is faster). No lost run: every answered run is listed once (pages from every instance) and `done`.");
     if !loops.is_empty() {
         println!();
-        println!("| store | passes | total | first 100 passes, mean | last 100 passes, mean | last / first |");
-        println!("|-------|-------:|------:|-----------------------:|----------------------:|-------------:|");
+        let floor = floor.as_ref().map_or(Duration::ZERO, |f| f.spawn + f.sync);
+        println!("| store | passes | total | first 100 passes, mean | last 100 passes, mean | last / first | mean pass / floor |");
+        println!("|-------|-------:|------:|-----------------------:|----------------------:|-------------:|------------------:|");
         for (setup, passes, f) in &loops {
             let ratio = f.last.as_secs_f64() / f.first.as_secs_f64().max(1e-9);
-            println!("| {} | {passes} | {:.1} s | {} | {} | {ratio:.2}x |", setup.label(), f.total.as_secs_f64(), ms(f.first), ms(f.last));
+            let per_pass = f.total / (*passes).max(1) as u32;
+            println!(
+                "| {} | {passes} | {:.1} s | {} | {} | {ratio:.2}x | {:.2}x ({} / {}) |",
+                setup.label(),
+                f.total.as_secs_f64(),
+                ms(f.first),
+                ms(f.last),
+                per_pass.as_secs_f64() / floor.as_secs_f64().max(1e-9),
+                ms(per_pass),
+                ms(floor)
+            );
         }
-        rows::record(&loops.iter().flat_map(|(setup, passes, f)| loop_rows(*setup, *passes, f)).collect::<Vec<_>>());
+        rows::record(&loops.iter().flat_map(|(setup, passes, f)| loop_rows(*setup, *passes, f, floor)).collect::<Vec<_>>());
     }
     Ok(failures)
 }
@@ -212,13 +233,18 @@ const TARGET_PASSES: usize = 10_000;
 /// A loop's rows for the summary: its total (at most 10 s for 10,000 passes) and the cost of its
 /// last 100 passes against its first 100 (at most 1.5x). A shorter loop is reported against no
 /// total target.
-fn loop_rows(setup: Setup, passes: usize, f: &LoopFigures) -> [rows::Row; 2] {
+fn loop_rows(setup: Setup, passes: usize, f: &LoopFigures, floor: Duration) -> [rows::Row; 2] {
     let ratio = f.last.as_secs_f64() / f.first.as_secs_f64().max(1e-9);
     let full = passes >= TARGET_PASSES;
+    let at_floor = floor.as_secs_f64() * passes as f64;
     [
         rows::Row::new(
             format!("loop of {passes} command passes, {}: total", setup.label()),
-            format!("{:.1} s", f.total.as_secs_f64()),
+            format!(
+                "{:.1} s ({:.2}x the floor of {at_floor:.1} s: a spawn and an fdatasync per pass)",
+                f.total.as_secs_f64(),
+                f.total.as_secs_f64() / at_floor.max(1e-9)
+            ),
             if full { "<= 10 s".to_string() } else { format!("<= 10 s at {TARGET_PASSES} passes") },
             full.then_some(f.total <= Duration::from_secs(10)),
         ),
@@ -229,6 +255,41 @@ fn loop_rows(setup: Setup, passes: usize, f: &LoopFigures) -> [rows::Row; 2] {
             Some(ratio <= 1.5),
         ),
     ]
+}
+
+/// What a pass of the loop cannot go below on this machine: starting and reaping the pass's
+/// command as the command driver does (`true`, in a process group of its own, its output piped),
+/// and one `fdatasync`ed append (the pass's record before its command starts), each the mean of
+/// 300 measured in this run.
+struct Floor {
+    spawn: Duration,
+    sync: Duration,
+}
+
+fn pass_floor() -> Result<Floor, String> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    const N: u32 = 300;
+    let started = Instant::now();
+    for _ in 0..N {
+        Command::new("true")
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .map_err(|e| format!("cannot run `true`: {e}"))?;
+    }
+    let spawn = started.elapsed() / N;
+    // On the disk the loops write to.
+    let home = Home::new();
+    let mut file = std::fs::File::create(home.path().join("floor")).map_err(|e| format!("floor file: {e}"))?;
+    let line = [b'x'; 200];
+    let started = Instant::now();
+    for _ in 0..N {
+        file.write_all(&line).and_then(|()| file.sync_data()).map_err(|e| format!("floor write: {e}"))?;
+    }
+    Ok(Floor { spawn, sync: started.elapsed() / N })
 }
 
 struct LoopFigures {

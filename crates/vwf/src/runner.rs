@@ -175,7 +175,7 @@ impl Runner<'_> {
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
         let mut run = make(id.as_str(), self.clock.now())?;
-        self.persist(&mut run)?;
+        self.persist_as(&mut run, true)?;
         started(&run);
         self.drive(&mut run, &lock)?;
         Ok(run)
@@ -381,7 +381,7 @@ impl Runner<'_> {
         let due = run.due(self.clock.now(), resume_waits);
         // Reading never needs to write: a store that cannot take the settled run (full,
         // read-only) still gets it reported as it stands now; the next reader saves it.
-        if self.settle_orphan(&mut run) && self.write(&mut run).is_err() {
+        if self.settle_orphan(&mut run) && self.write(&mut run, false).is_err() {
             return Ok((run, due));
         }
         if due == Some(Settle::WaitDue) {
@@ -624,11 +624,16 @@ impl Runner<'_> {
     /// the state last saved is read back, failed with that cause, and saved again (a smaller
     /// file, which may still fit). The write's error is returned either way.
     fn persist(&self, run: &mut Run) -> Result<(), Failure> {
-        let Err(cause) = self.write(run) else { return Ok(()) };
+        self.persist_as(run, false)
+    }
+
+    /// [`Runner::persist`]; `new` for the first save of a run this runner just made.
+    fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), Failure> {
+        let Err(cause) = self.write(run, new) else { return Ok(()) };
         if let Ok(id) = parse_id(run.run_id()) {
             let mut saved = self.read(&id).unwrap_or_else(|_| run.clone());
             saved.mark_unsaved(self.clock.now(), &cause.to_string());
-            let _ = self.write(&mut saved);
+            let _ = self.write(&mut saved, false);
         }
         Err(cause)
     }
@@ -643,10 +648,10 @@ impl Runner<'_> {
     /// The one place a run is saved, so also where its transitions are logged and counted. Only
     /// what changed since the last save is handed to the store (see `vwf_core::run::journal`);
     /// after a failed save the next one is whole.
-    fn write(&self, run: &mut Run) -> Result<(), Failure> {
+    fn write(&self, run: &mut Run, new: bool) -> Result<(), Failure> {
         let id = parse_id(run.run_id())?;
         let changes = run.take_changes();
-        let watch = Watch::before(self.metrics, self.store, &id);
+        let watch = if new { Watch::new_run(self.metrics) } else { Watch::before(self.metrics, self.store, &id) };
         let started = std::time::Instant::now();
         if let Err(e) = self.store.save_run(&id, run, &changes) {
             run.unsaved();

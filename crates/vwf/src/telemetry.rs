@@ -282,6 +282,14 @@ impl<'a> Watch<'a> {
         Some(Watch { metrics, before })
     }
 
+    /// [`Watch::before`] for the first save of a new run: nothing saved before, nothing to read.
+    pub fn new_run(metrics: Option<&'a Metrics>) -> Option<Watch<'a>> {
+        if metrics.is_none() && !tracing::enabled!(tracing::Level::INFO) {
+            return None;
+        }
+        Some(Watch { metrics, before: None })
+    }
+
     /// `run` was saved durably in `took`: one log line per transition, and the metrics.
     pub fn saved(self, run: &Run, took: Duration) {
         let transitions = transition::between(self.before.as_ref(), run);

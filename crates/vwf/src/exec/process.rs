@@ -177,7 +177,8 @@ fn set_nonblocking(fd: libc::c_int) {
 /// Waits until `exit` (a pidfd) or one of `streams` is ready, or `until`; answers whether the
 /// child has exited.
 fn wait_ready(exit: Option<&OwnedFd>, streams: [Option<libc::pollfd>; 2], until: Instant) -> bool {
-    let mut fds: Vec<libc::pollfd> = exit.map(|e| libc::pollfd { fd: e.as_raw_fd(), events: libc::POLLIN, revents: 0 }).into_iter().collect();
+    let mut fds: Vec<libc::pollfd> =
+        exit.map(|e| libc::pollfd { fd: e.as_raw_fd(), events: libc::POLLIN, revents: 0 }).into_iter().collect();
     fds.extend(streams.into_iter().flatten());
     if fds.is_empty() {
         return false;

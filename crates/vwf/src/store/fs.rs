@@ -62,6 +62,8 @@ pub struct FileStore {
     /// the commit log but not yet in a run file (the run file is written at the next save, or when
     /// the guard is dropped; this handle's readers read it from here meanwhile).
     held: Arc<Mutex<HashMap<RunId, Unwritten>>>,
+    /// Ids this handle allocated and has not written yet: no file, no journal, no other writer.
+    fresh: Arc<Mutex<std::collections::HashSet<RunId>>>,
 }
 
 /// The bytes of a held run's file that are only in the commit log yet (see `FileStore::held`).
@@ -81,7 +83,14 @@ const CHECKPOINTS_KEPT: usize = 10_000;
 
 impl FileStore {
     pub fn new(home: PathBuf) -> Self {
-        Self { home, checkpoints: Default::default(), log: Default::default(), recovered: Default::default(), held: Default::default() }
+        Self {
+            home,
+            checkpoints: Default::default(),
+            log: Default::default(),
+            recovered: Default::default(),
+            held: Default::default(),
+            fresh: Default::default(),
+        }
     }
 
     pub(super) fn journal_path(&self, id: &RunId) -> PathBuf {
@@ -309,6 +318,11 @@ impl Store for FileStore {
             }
             // A run copied in without its lock file is taken too.
             if !self.run_path(&id).exists() {
+                let mut fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner());
+                if fresh.len() >= CHECKPOINTS_KEPT {
+                    fresh.clear();
+                }
+                fresh.insert(id.clone());
                 return Ok(id);
             }
         }
@@ -325,7 +339,8 @@ impl Store for FileStore {
             Some(unwritten) => (true, unwritten.is_some()),
             None => (false, false),
         };
-        let is_new = known.is_none() && !unwritten && !path.try_exists().map_err(|e| io_error("read", &path, e))?;
+        let fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        let is_new = fresh || (known.is_none() && !unwritten && !path.try_exists().map_err(|e| io_error("read", &path, e))?);
         let log = self.log.get(&dir);
         let mut unindexed = false;
         if is_new {
@@ -376,7 +391,7 @@ impl Store for FileStore {
         }
         // The whole run supersedes the parts saved since the last one. If this process dies
         // before the journal goes, its header names the old file and readers ignore it.
-        if !is_new {
+        if !is_new && !unwritten {
             let journal = self.journal_path(id);
             match fs::remove_file(&journal) {
                 Ok(()) => {}
@@ -498,7 +513,8 @@ impl FileStore {
     /// that held it may have ended since this handle recovered the logs, so its log is recovered
     /// now, before the run is read (and maybe found interrupted and taken over).
     fn recover_before_taking_over(&self, id: &RunId) {
-        if self.checkpoint_of(id).is_none() && self.run_path(id).is_file() {
+        let fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner()).contains(id);
+        if !fresh && self.checkpoint_of(id).is_none() && self.run_path(id).is_file() {
             self.recover_dead_logs();
         }
     }

@@ -263,8 +263,12 @@ fn stamped_lines(file: &File, stamp: Option<u64>) -> Result<u64, Damage> {
 
 /// The stamp of the index in `dir` (see the module doc); `None` when there is none to trust.
 fn read_stamp(dir: &Path) -> Option<u64> {
+    stamp_of(&File::open(dir.join(INDEX_LOCK_FILE)).ok()?)
+}
+
+/// The stamp the index lock file `file` holds.
+fn stamp_of(file: &File) -> Option<u64> {
     let mut bytes = [0u8; 13];
-    let file = File::open(dir.join(INDEX_LOCK_FILE)).ok()?;
     file.read_exact_at(&mut bytes, 0).ok()?;
     let text = std::str::from_utf8(bytes.strip_suffix(b"\n")?).ok()?;
     u64::from_str_radix(text, 16).ok()
@@ -294,22 +298,26 @@ pub(super) fn append(dir: &Path, id: &RunId, durable: bool) -> io::Result<()> {
 fn append_line(dir: &Path, id: &RunId) -> io::Result<File> {
     let lock = lock_index(dir)?;
     let path = dir.join(INDEX_FILE);
-    let stamp = read_stamp(dir);
-    let lines = match File::open(&path).map_err(|e| Damage::Unreadable(e.to_string())).and_then(|f| stamped_lines(&f, stamp)) {
-        Ok(lines) => lines,
+    let stamp = stamp_of(&lock.file);
+    let opened = OpenOptions::new().read(true).write(true).open(&path).map_err(|e| Damage::Unreadable(e.to_string()));
+    let (file, lines) = match opened.and_then(|f| Ok((stamped_lines(&f, stamp)?, f))) {
+        Ok((lines, file)) => (Some(file), lines),
         Err(damage) => {
             let rebuilt = rebuild(dir, Ok(&lock))?;
             if let Err(e) = rebuilt.saved {
                 return Err(io::Error::new(e.kind(), format!("the run index {damage} and could not be rebuilt: {e}")));
             }
-            rebuilt.ids.len() as u64
+            (None, rebuilt.ids.len() as u64)
         }
     };
-    let file = OpenOptions::new().read(true).write(true).open(&path).map_err(|e| at(&path, e))?;
+    let file = match file {
+        Some(file) => file,
+        None => OpenOptions::new().read(true).write(true).open(&path).map_err(|e| at(&path, e))?,
+    };
     let offset = HEADER_LEN as u64 + lines * LINE_LEN as u64;
     file.write_all_at(line(id).as_bytes(), offset).map_err(|e| at(&path, e))?;
     file.write_all_at(header(lines + 1).as_bytes(), 0).map_err(|e| at(&path, e))?;
-    write_stamp(dir, lines + 1);
+    lock.set_stamp(lines + 1);
     Ok(file)
 }
 
@@ -382,14 +390,21 @@ pub(super) fn write_index(dir: &Path, ids: &[RunId]) -> io::Result<()> {
 
 /// The exclusive lock on the index of `dir`, held until the value drops.
 pub(super) struct IndexLock {
-    _file: File,
+    file: File,
+}
+
+impl IndexLock {
+    /// Records that the index now has `lines` lines (see [`write_stamp`]).
+    fn set_stamp(&self, lines: u64) {
+        let _ = self.file.write_all_at(format!("{lines:012x}\n").as_bytes(), 0);
+    }
 }
 
 pub(super) fn lock_index(dir: &Path) -> io::Result<IndexLock> {
     let path = dir.join(INDEX_LOCK_FILE);
     let file = super::fs::lock_file(&path).map_err(|e| at(&path, e))?;
     file.lock().map_err(|e| at(&path, e))?;
-    Ok(IndexLock { _file: file })
+    Ok(IndexLock { file })
 }
 
 /// Every `<run_id>.json` file of `dir` with its `created_at` (else mtime).
