@@ -152,12 +152,16 @@ impl Runner<'_> {
 
     /// Starts a run of `plan` and drives it until it is done, failed or parked.
     pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
-        self.start_then(plan, trigger, |_| {})
+        self.start_with(plan, trigger, None::<fn(&Run)>)
     }
 
     /// `start`, telling `started` about the run once it is saved and before its first step, so a
     /// caller can answer with its id while this thread drives it on.
     pub fn start_then(&self, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, Failure> {
+        self.start_with(plan, trigger, Some(started))
+    }
+
+    fn start_with(&self, plan: Plan, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, Failure> {
         // Every run starts here: its input is kept in the run file, which must read back. Entries
         // refuse deeper JSON; an event run's input wraps its payload one level deeper.
         if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
@@ -167,16 +171,24 @@ impl Runner<'_> {
     }
 
     /// Saves the new run `make` builds under a fresh id, tells `started`, and drives it.
+    ///
+    /// The first save need not be durable before the run goes on when nobody is told of the run
+    /// yet: every step that acts on the world, the run parking or ending, and letting its lock go
+    /// come with a save that waits, and that one makes the first durable too (`save_run_soon`). A
+    /// caller told at once may answer with the run, so then the first save is made durable first.
     fn launch(
         &self,
         make: impl FnOnce(&str, vwf_core::time::Ts) -> Result<Run, Failure>,
-        started: impl FnOnce(&Run),
+        started: Option<impl FnOnce(&Run)>,
     ) -> Result<Run, Failure> {
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
         let mut run = make(id.as_str(), self.clock.now())?;
         self.persist_as(&mut run, true)?;
-        started(&run);
+        if let Some(started) = started {
+            self.store.sync()?;
+            started(&run);
+        }
         self.drive(&mut run, &lock)?;
         Ok(run)
     }
@@ -484,7 +496,7 @@ impl Runner<'_> {
             Ok(plan) => plan,
             Err(report) => return Ok(Err(report)),
         };
-        Ok(Ok(self.launch(|id, now| Ok(Run::start_retry_of(&old, plan, id, now)?), |_| {})?))
+        Ok(Ok(self.launch(|id, now| Ok(Run::start_retry_of(&old, plan, id, now)?), None::<fn(&Run)>)?))
     }
 
     /// Drives a run we hold the lock of until it is done, failed or parked.
@@ -627,7 +639,8 @@ impl Runner<'_> {
         self.persist_as(run, false)
     }
 
-    /// [`Runner::persist`]; `new` for the first save of a run this runner just made.
+    /// [`Runner::persist`]; `new` for the first save of a run this runner just made, which may
+    /// become durable with the run's next save (see [`Runner::launch`]).
     fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), Failure> {
         let Err(cause) = self.write(run, new) else { return Ok(()) };
         if let Ok(id) = parse_id(run.run_id()) {
@@ -653,7 +666,8 @@ impl Runner<'_> {
         let changes = run.take_changes();
         let watch = if new { Watch::new_run(self.metrics) } else { Watch::before(self.metrics, self.store, &id) };
         let started = std::time::Instant::now();
-        if let Err(e) = self.store.save_run(&id, run, &changes) {
+        let saved = if new { self.store.save_run_soon(&id, run, &changes) } else { self.store.save_run(&id, run, &changes) };
+        if let Err(e) = saved {
             run.unsaved();
             return Err(e.into());
         }

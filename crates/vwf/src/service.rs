@@ -494,9 +494,18 @@ impl<'a> Service<'a> {
         Ok(report)
     }
 
-    /// Runs saved design `name` by hand until it is done or parked. `started` hears of the run
-    /// once it is saved, before its first step.
-    pub fn run(&self, name: &DesignName, start: Start, started: impl FnOnce(&Run)) -> Result<Checked<Run>, Failure> {
+    /// Runs saved design `name` by hand until it is done or parked.
+    pub fn run(&self, name: &DesignName, start: Start) -> Result<Checked<Run>, Failure> {
+        self.run_with(name, start, None::<fn(&Run)>)
+    }
+
+    /// [`Service::run`], telling `started` of the run once it is saved durably, before its first
+    /// step (a caller that answers at once).
+    pub fn run_then(&self, name: &DesignName, start: Start, started: impl FnOnce(&Run)) -> Result<Checked<Run>, Failure> {
+        self.run_with(name, start, Some(started))
+    }
+
+    fn run_with(&self, name: &DesignName, start: Start, started: Option<impl FnOnce(&Run)>) -> Result<Checked<Run>, Failure> {
         let compiled = match &start.test {
             None => self.runner.compile(name)?.map(|plan| (plan, Value::Null)),
             Some(scope) => self.runner.compile_test(name, scope)?,
@@ -506,7 +515,11 @@ impl<'a> Service<'a> {
             Err(report) => return Ok(Err(Refusal { report })),
         };
         let input = start.input.unwrap_or(past_input);
-        Ok(Ok(self.runner.start_then(plan, TriggerInfo::new("manual", input), started)?))
+        let trigger = TriggerInfo::new("manual", input);
+        Ok(Ok(match started {
+            Some(started) => self.runner.start_then(plan, trigger, started)?,
+            None => self.runner.start(plan, trigger)?,
+        }))
     }
 
     /// Answers a parked step of run `id` and drives the run on.

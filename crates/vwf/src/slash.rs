@@ -99,7 +99,7 @@ fn dispatch(service: &Service<'_>, text: &str) -> String {
                 }
             };
             // The input is an argument like the tools' (held to the nesting limit as a whole).
-            let started = check_argument("input", &input).and_then(|()| service.run(&design_name(name)?, Start::with_input(input), |_| {}));
+            let started = check_argument("input", &input).and_then(|()| service.run(&design_name(name)?, Start::with_input(input)));
             match started {
                 Ok(Ok(run)) => render::run_summary(&run.result(), render::Reader::Chat),
                 Ok(Err(refusal)) => refused(&refusal.body()),

@@ -99,7 +99,7 @@ fn dispatch(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
         }
         "workflow_design_run" => {
             let name = name_arg(args)?;
-            Ok(service.run(&name, Start::from_args(args)?, |_| {})?.body())
+            Ok(service.run(&name, Start::from_args(args)?)?.body())
         }
         "workflow_design_respond" => {
             let run_id = string_arg(args, "run_id")?;

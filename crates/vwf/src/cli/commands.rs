@@ -208,7 +208,7 @@ pub(super) fn run(
         None => Start::with_input(input.unwrap_or(Value::Null)),
         Some(scope) => Start { input, test: Some(scope) },
     };
-    Ok(show_checked(service.run(&name, start, |_| {})?, json, name.as_str()))
+    Ok(show_checked(service.run(&name, start)?, json, name.as_str()))
 }
 
 pub(super) fn approve(service: &Service<'_>, json: bool, id: &str, node: &str, answer: &str) -> Result<u8, Failure> {

@@ -901,7 +901,7 @@ async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, J
         Err(e) => return Ok(Err(e)),
     };
     if wait {
-        return gated(&s, move |service| Ok(service.run(&name, start, |_| {})?.body())).await;
+        return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
     }
     let slot = s.gate.enter(&s.app).await?;
     let app = s.app.clone();
@@ -917,7 +917,7 @@ async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, J
                     let _ = tx.send(Ok(run.result()));
                 }
             };
-            Ok(service.run(&name, start, started)?.body())
+            Ok(service.run_then(&name, start, started)?.body())
         });
         // Not started (a refusal, a failure before the run was saved): that is the answer.
         if let Some(tx) = tx.take() {

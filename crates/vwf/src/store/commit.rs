@@ -126,14 +126,30 @@ impl CommitLog {
         })
     }
 
-    /// Adds `record` to the log and returns once it is durable (or its flush failed).
-    pub(super) fn commit(&self, record: Record<'_>) -> io::Result<()> {
+    /// Adds `record` to the log and returns once it is durable (or its flush failed); with
+    /// `wait` false, at once: the next flush takes it (see [`CommitLog::sync`]).
+    pub(super) fn commit(&self, record: Record<'_>, wait: bool) -> io::Result<()> {
         let encoded = record.encode();
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         queue.records.extend_from_slice(&encoded);
         queue.runs.push(record.id().clone());
         queue.queued += 1;
         let mine = queue.queued;
+        if !wait {
+            return Ok(());
+        }
+        self.wait_for(queue, mine)
+    }
+
+    /// Returns once every record added so far is durable.
+    pub(super) fn sync(&self) -> io::Result<()> {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let last = queue.queued;
+        self.wait_for(queue, last)
+    }
+
+    /// Waits until record `mine` is durable, flushing whatever is queued when no one else is.
+    fn wait_for<'a>(&'a self, mut queue: std::sync::MutexGuard<'a, Queue>, mine: u64) -> io::Result<()> {
         loop {
             if let Some((_, _, why)) = queue.failed.iter().find(|(first, last, _)| (*first..=*last).contains(&mine)) {
                 return Err(io::Error::other(why.clone()));
@@ -207,6 +223,7 @@ impl CommitLog {
 
 impl Drop for CommitLog {
     fn drop(&mut self) {
+        let _ = self.sync();
         if let Some(segment) = self.segment.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = checkpoint(&self.runs_dir, segment);
         }
@@ -240,15 +257,33 @@ fn checkpoint_later(runs_dir: &Path, segment: Segment) {
     });
 }
 
+/// Runs a checkpoint fsyncs one by one, at most; past that one `syncfs` of their file system does
+/// it (the kernel writes every dirty file of it in one pass, other programs' too, so a checkpoint
+/// of a few runs, such as a CLI command's at exit, never waits for those).
+const SYNC_ONE_BY_ONE: usize = 256;
+
 /// Makes the files `segment`'s records touched durable, then removes it (its lock goes with it).
 fn checkpoint(runs_dir: &Path, segment: Segment) -> io::Result<()> {
-    for id in &segment.touched {
-        sync_run_files(runs_dir, id)?;
+    if segment.touched.len() <= SYNC_ONE_BY_ONE || syncfs(runs_dir).is_err() {
+        for id in &segment.touched {
+            sync_run_files(runs_dir, id)?;
+        }
+        sync_file(&runs_dir.join(super::index::INDEX_FILE))?;
+        super::fs::sync_dir(runs_dir)?;
     }
-    sync_file(&runs_dir.join(super::index::INDEX_FILE))?;
-    super::fs::sync_dir(runs_dir)?;
     fs::remove_file(&segment.path)?;
     super::fs::sync_dir(&runs_dir.join(COMMIT_DIR))
+}
+
+/// `syncfs(2)` of the file system `dir` is on: everything written to it is durable on return.
+fn syncfs(dir: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let dir = File::open(dir)?;
+    // SAFETY: syncfs takes a descriptor this function owns for the duration of the call.
+    match unsafe { libc::syncfs(dir.as_raw_fd()) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 fn sync_run_files(runs_dir: &Path, id: &RunId) -> io::Result<()> {
@@ -502,8 +537,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = CommitLog::open(dir.path()).unwrap();
         let a = id("d7b493cae249");
-        log.commit(Record::Whole { id: &a, base: None, bytes: b"{\"x\": \"a b\"}\n" }).unwrap();
-        log.commit(Record::Append { id: &a, base: "abc", number: 0, line: "00 [[\"head\", \"\", 1]]" }).unwrap();
+        log.commit(Record::Whole { id: &a, base: None, bytes: b"{\"x\": \"a b\"}\n" }, true).unwrap();
+        log.commit(Record::Append { id: &a, base: "abc", number: 0, line: "00 [[\"head\", \"\", 1]]" }, true).unwrap();
         let path = log.segment.lock().unwrap().as_ref().unwrap().path.clone();
         let read = read_log(&path).unwrap();
         assert_eq!(read.len(), 2);
@@ -521,12 +556,30 @@ mod tests {
         assert_eq!(read_log(&path).unwrap().len(), 1);
     }
 
+    /// A record added without waiting goes out with the next flush: a later record's, or a sync.
+    #[test]
+    fn a_record_not_waited_for_is_durable_with_the_next_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = CommitLog::open(dir.path()).unwrap();
+        let path = log.segment.lock().unwrap().as_ref().unwrap().path.clone();
+        let (a, b) = (id("00000000000a"), id("00000000000b"));
+        log.commit(Record::Whole { id: &a, base: None, bytes: b"{}\n" }, false).unwrap();
+        assert_eq!(read_log(&path).unwrap().len(), 0, "not written yet");
+        log.commit(Record::Whole { id: &b, base: None, bytes: b"{}\n" }, true).unwrap();
+        assert_eq!(read_log(&path).unwrap().len(), 2, "the next flush takes both");
+        log.commit(Record::Whole { id: &a, base: None, bytes: b"{}\n" }, false).unwrap();
+        log.sync().unwrap();
+        assert_eq!(read_log(&path).unwrap().len(), 3);
+        log.sync().unwrap();
+        assert_eq!(read_log(&path).unwrap().len(), 3, "a sync with nothing queued writes nothing");
+    }
+
     #[test]
     fn a_live_log_is_not_recovered_and_a_dropped_one_is_gone() {
         let dir = tempfile::tempdir().unwrap();
         let log = CommitLog::open(dir.path()).unwrap();
         let a = id("d7b493cae249");
-        log.commit(Record::Whole { id: &a, base: None, bytes: b"{}\n" }).unwrap();
+        log.commit(Record::Whole { id: &a, base: None, bytes: b"{}\n" }, true).unwrap();
         assert_eq!(recover(dir.path()).unwrap(), 0, "its handle holds it");
         assert!(!dir.path().join("d7b493cae249.json").exists(), "not written by recovery");
         drop(log);
@@ -543,7 +596,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for n in 0..50 {
                         let run = RunId::from_bytes([t as u8, n as u8, 0, 0, 0, 1]);
-                        log.commit(Record::Whole { id: &run, base: None, bytes: format!("{{\"n\":{n}}}\n").as_bytes() }).unwrap();
+                        log.commit(Record::Whole { id: &run, base: None, bytes: format!("{{\"n\":{n}}}\n").as_bytes() }, true).unwrap();
                     }
                 })
             })
@@ -569,23 +622,23 @@ mod tests {
         let (a, b, c, d) = (id("00000000000a"), id("00000000000b"), id("00000000000c"), id("00000000000d"));
         let (b1, b2) = (b"{\"b\":1}\n".to_vec(), b"{\"b\":2}\n".to_vec());
         // a: started and only in the log (its file was to be written at its next save).
-        log.commit(Record::Whole { id: &a, base: None, bytes: b"{\"a\":1}\n" }).unwrap();
+        log.commit(Record::Whole { id: &a, base: None, bytes: b"{\"a\":1}\n" }, true).unwrap();
         // b: two whole saves and two journal lines; the disk kept only the first save.
-        log.commit(Record::Whole { id: &b, base: None, bytes: &b1 }).unwrap();
-        log.commit(Record::Whole { id: &b, base: Some(&digest(&b1)), bytes: &b2 }).unwrap();
+        log.commit(Record::Whole { id: &b, base: None, bytes: &b1 }, true).unwrap();
+        log.commit(Record::Whole { id: &b, base: Some(&digest(&b1)), bytes: &b2 }, true).unwrap();
         for n in 0..2 {
-            log.commit(Record::Append { id: &b, base: &digest(&b2), number: n, line: &journal_line(n) }).unwrap();
+            log.commit(Record::Append { id: &b, base: &digest(&b2), number: n, line: &journal_line(n) }, true).unwrap();
         }
         fs::write(runs.join("00000000000b.json"), &b1).unwrap();
         // c: written since by another handle (its file is none of the log's).
-        log.commit(Record::Whole { id: &c, base: None, bytes: b"{\"c\":1}\n" }).unwrap();
+        log.commit(Record::Whole { id: &c, base: None, bytes: b"{\"c\":1}\n" }, true).unwrap();
         fs::write(runs.join("00000000000c.json"), b"{\"c\":2}\n").unwrap();
         // d: the files have everything (a killed process): its journal keeps its first line
         // and gets the second back.
         let d1 = b"{\"d\":1}\n".to_vec();
-        log.commit(Record::Whole { id: &d, base: None, bytes: &d1 }).unwrap();
+        log.commit(Record::Whole { id: &d, base: None, bytes: &d1 }, true).unwrap();
         for n in 0..2 {
-            log.commit(Record::Append { id: &d, base: &digest(&d1), number: n, line: &journal_line(n) }).unwrap();
+            log.commit(Record::Append { id: &d, base: &digest(&d1), number: n, line: &journal_line(n) }, true).unwrap();
         }
         fs::write(runs.join("00000000000d.json"), &d1).unwrap();
         fs::write(runs.join("00000000000d.journal"), super::super::journal::whole(&digest(&d1), &[journal_line(0)])).unwrap();

@@ -330,106 +330,24 @@ impl Store for FileStore {
     }
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
-        self.recover_once();
-        let dir = self.runs_dir();
-        create_dir(&dir)?;
-        let path = self.run_path(id);
-        let known = self.checkpoint_of(id);
-        let (held, unwritten) = match self.held.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
-            Some(unwritten) => (true, unwritten.is_some()),
-            None => (false, false),
-        };
-        let fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-        let is_new = fresh || (known.is_none() && !unwritten && !path.try_exists().map_err(|e| io_error("read", &path, e))?);
-        let log = self.log.get(&dir);
-        let mut unindexed = false;
-        if is_new {
-            // Index first: a crash in between leaves an index line without a file (skipped),
-            // never a run that the listing cannot find. With a commit log the line is made
-            // durable by the log's record of this save (recovery adds a line it lost).
-            match index::append(&dir, id, log.is_none()) {
-                Ok(()) => {}
-                // An index or index lock that is a directory is damage every listing sees (and
-                // then reads the run files), so the run goes on without its line.
-                Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
-                    index::warn(&format!(
-                        "run {id} was not added to the run index: {e}; listings read every run file until `vwf doctor --fix` repairs it"
-                    ));
-                    unindexed = true;
-                }
-                Err(e) => return Err(StoreError::Io(format!("cannot add run {id} to the run index: {e}"))),
-            }
-        }
-        let mut bytes = Vec::with_capacity(json.len() + 1);
-        bytes.extend_from_slice(json);
-        bytes.push(b'\n');
-        let digest = super::journal::digest(&bytes);
-        // Runs are written under their lock (see `Store::lock_run`).
-        self.remember_checkpoint(id, None);
-        match log {
-            None => write_run_file(&path, &bytes, true).map_err(|e| io_error("write", &path, e))?,
-            Some(log) => {
-                let base = match (&known, is_new || unwritten) {
-                    (Some(c), _) => Some(c.digest.clone()),
-                    (None, true) => None,
-                    (None, false) => Some(self.digest_on_disk(id)?),
-                };
-                if (is_new || unwritten) && held {
-                    // The first save of a run this handle holds: the log has it, and the run
-                    // file is written at the next save or when the lock is let go. A run that
-                    // ends at once (typed steps only) is written once.
-                    self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), Some(Arc::new(bytes.clone())));
-                } else {
-                    if unwritten {
-                        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), None);
-                    }
-                    write_run_file(&path, &bytes, false).map_err(|e| io_error("write", &path, e))?;
-                }
-                log.commit(super::commit::Record::Whole { id, base: base.as_deref(), bytes: &bytes })
-                    .map_err(|e| io_error("write", &path, e))?;
-            }
-        }
-        // The whole run supersedes the parts saved since the last one. If this process dies
-        // before the journal goes, its header names the old file and readers ignore it.
-        if !is_new && !unwritten {
-            let journal = self.journal_path(id);
-            match fs::remove_file(&journal) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_error("remove", &journal, e)),
-            }
-        }
-        self.remember_checkpoint(id, Some(Checkpoint { digest, journal: None }));
-        if unindexed {
-            index::forget(&dir);
-        }
-        Ok(())
+        self.write_run_bytes(id, json, true)
     }
 
     fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
-        if changes.whole {
-            return self.save_whole_run(id, run);
+        self.save(id, run, changes, true)
+    }
+
+    fn save_run_soon(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
+        self.save(id, run, changes, false)
+    }
+
+    fn sync(&self) -> Result<(), StoreError> {
+        match self.log.get(&self.runs_dir()) {
+            Some(log) => {
+                log.sync().map_err(|e| StoreError::Io(format!("cannot write the commit log in {}: {e}", self.runs_dir().display())))
+            }
+            None => Ok(()),
         }
-        self.recover_once();
-        // Parts go to the journal of a run file, which must be there for readers to apply them.
-        self.write_unwritten(id)?;
-        let known = self.checkpoint_of(id);
-        let (digest, lines) = match known {
-            Some(c) => (c.digest, c.journal),
-            None => (self.digest_on_disk(id)?, None),
-        };
-        let parts: Vec<(Part, Value)> = changes.parts.iter().filter_map(|p| Some((p.clone(), run.part(p)?))).collect();
-        let path = self.journal_path(id);
-        let log = self.log.get(&self.runs_dir());
-        self.remember_checkpoint(id, None);
-        let (number, line) =
-            super::journal::append(&path, &digest, &parts, lines, log.is_none()).map_err(|e| io_error("write", &path, e))?;
-        if let Some(log) = log {
-            log.commit(super::commit::Record::Append { id, base: &digest, number, line: &line })
-                .map_err(|e| io_error("write", &path, e))?;
-        }
-        self.remember_checkpoint(id, Some(Checkpoint { digest, journal: Some(number + 1) }));
-        Ok(())
     }
 
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
@@ -533,8 +451,122 @@ impl Drop for RunGuard {
         if let Err(e) = self.store.write_unwritten(&self.id) {
             index::warn(&format!("run {}: {e} (its commit log keeps it; the next start writes it)", self.id));
         }
+        // A save made with `save_run_soon` and no save after it is durable by the time the lock
+        // is let go.
+        if let Err(e) = self.store.sync() {
+            index::warn(&format!("run {}: {e}", self.id));
+        }
         self.store.held.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
         let _ = &self.file;
+    }
+}
+
+impl FileStore {
+    /// Saves a whole run document (`json`, without its newline); returns once it is durable
+    /// when `wait`, else see `Store::save_run_soon`.
+    fn write_run_bytes(&self, id: &RunId, json: &[u8], wait: bool) -> Result<(), StoreError> {
+        self.recover_once();
+        let dir = self.runs_dir();
+        create_dir(&dir)?;
+        let path = self.run_path(id);
+        let known = self.checkpoint_of(id);
+        let (held, unwritten) = match self.held.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            Some(unwritten) => (true, unwritten.is_some()),
+            None => (false, false),
+        };
+        let fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        let is_new = fresh || (known.is_none() && !unwritten && !path.try_exists().map_err(|e| io_error("read", &path, e))?);
+        let log = self.log.get(&dir);
+        let mut unindexed = false;
+        if is_new {
+            // Index first: a crash in between leaves an index line without a file (skipped),
+            // never a run that the listing cannot find. With a commit log the line is made
+            // durable by the log's record of this save (recovery adds a line it lost).
+            match index::append(&dir, id, log.is_none()) {
+                Ok(()) => {}
+                // An index or index lock that is a directory is damage every listing sees (and
+                // then reads the run files), so the run goes on without its line.
+                Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+                    index::warn(&format!(
+                        "run {id} was not added to the run index: {e}; listings read every run file until `vwf doctor --fix` repairs it"
+                    ));
+                    unindexed = true;
+                }
+                Err(e) => return Err(StoreError::Io(format!("cannot add run {id} to the run index: {e}"))),
+            }
+        }
+        let mut bytes = Vec::with_capacity(json.len() + 1);
+        bytes.extend_from_slice(json);
+        bytes.push(b'\n');
+        let digest = super::journal::digest(&bytes);
+        // Runs are written under their lock (see `Store::lock_run`).
+        self.remember_checkpoint(id, None);
+        match log {
+            None => write_run_file(&path, &bytes, true).map_err(|e| io_error("write", &path, e))?,
+            Some(log) => {
+                let base = match (&known, is_new || unwritten) {
+                    (Some(c), _) => Some(c.digest.clone()),
+                    (None, true) => None,
+                    (None, false) => Some(self.digest_on_disk(id)?),
+                };
+                if (is_new || unwritten) && held {
+                    // The first save of a run this handle holds: the log has it, and the run
+                    // file is written at the next save or when the lock is let go. A run that
+                    // ends at once (typed steps only) is written once.
+                    self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), Some(Arc::new(bytes.clone())));
+                } else {
+                    if unwritten {
+                        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), None);
+                    }
+                    write_run_file(&path, &bytes, false).map_err(|e| io_error("write", &path, e))?;
+                }
+                log.commit(super::commit::Record::Whole { id, base: base.as_deref(), bytes: &bytes }, wait)
+                    .map_err(|e| io_error("write", &path, e))?;
+            }
+        }
+        // The whole run supersedes the parts saved since the last one. If this process dies
+        // before the journal goes, its header names the old file and readers ignore it.
+        if !is_new && !unwritten {
+            let journal = self.journal_path(id);
+            match fs::remove_file(&journal) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("remove", &journal, e)),
+            }
+        }
+        self.remember_checkpoint(id, Some(Checkpoint { digest, journal: None }));
+        if unindexed {
+            index::forget(&dir);
+        }
+        Ok(())
+    }
+
+    /// `Store::save_run` (`wait`) or `Store::save_run_soon`.
+    fn save(&self, id: &RunId, run: &Run, changes: &Changes, wait: bool) -> Result<(), StoreError> {
+        if changes.whole {
+            let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+            return self.write_run_bytes(id, &json, wait);
+        }
+        self.recover_once();
+        // Parts go to the journal of a run file, which must be there for readers to apply them.
+        self.write_unwritten(id)?;
+        let known = self.checkpoint_of(id);
+        let (digest, lines) = match known {
+            Some(c) => (c.digest, c.journal),
+            None => (self.digest_on_disk(id)?, None),
+        };
+        let parts: Vec<(Part, Value)> = changes.parts.iter().filter_map(|p| Some((p.clone(), run.part(p)?))).collect();
+        let path = self.journal_path(id);
+        let log = self.log.get(&self.runs_dir());
+        self.remember_checkpoint(id, None);
+        let (number, line) =
+            super::journal::append(&path, &digest, &parts, lines, log.is_none()).map_err(|e| io_error("write", &path, e))?;
+        if let Some(log) = log {
+            log.commit(super::commit::Record::Append { id, base: &digest, number, line: &line }, wait)
+                .map_err(|e| io_error("write", &path, e))?;
+        }
+        self.remember_checkpoint(id, Some(Checkpoint { digest, journal: Some(number + 1) }));
+        Ok(())
     }
 }
 

@@ -122,6 +122,18 @@ pub trait Store: Send + Sync {
         let _ = changes;
         self.save_whole_run(id, run)
     }
+    /// [`Store::save_run`] that may return before the save is durable: it is durable once a later
+    /// save through this handle returns, or [`Store::sync`]. For a save nothing depends on yet
+    /// (a run's start, when nobody has been told of the run and no step has acted): a store that
+    /// makes saves durable in shared flushes lets the run's next save carry it. The default is
+    /// `save_run`.
+    fn save_run_soon(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
+        self.save_run(id, run, changes)
+    }
+    /// Returns once every save handed to this handle is durable (see [`Store::save_run_soon`]).
+    fn sync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
     /// Writes the whole run document (a checkpoint); what `save_run` does for `changes.whole`.
     fn save_whole_run(&self, id: &RunId, run: &Run) -> Result<(), StoreError> {
         let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
