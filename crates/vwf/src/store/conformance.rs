@@ -248,11 +248,18 @@ pub fn saved_runs_read_back(store: &dyn Store) {
     let now = at("2026-03-01T09:00:00Z");
     let mut run = Run::start(plan, id.as_str(), TriggerInfo::new("manual", json!({"items": [1, 2, 3, 4, 5]})), now);
     let (mut saves, mut whole) = (0, 0);
+    // Saved under the run's lock, as the runner saves; the first save as a runner makes it
+    // (`save_run_soon`): it reads back at once, durable or not yet.
+    let lock = store.lock_run(&id).expect("lock");
     let mut save = |run: &mut Run| {
         let changes = run.take_changes();
         whole += usize::from(changes.whole);
         saves += 1;
-        store.save_run(&id, run, &changes).expect("save");
+        if saves == 1 {
+            store.save_run_soon(&id, run, &changes).expect("first save");
+        } else {
+            store.save_run(&id, run, &changes).expect("save");
+        }
         let doc = serde_json::to_value(&*run).expect("json");
         assert_eq!(store.read_run(&id).expect("read"), doc, "a run reads back as saved (save {saves})");
         let listed = store.list_runs(1).expect("list").remove(0);
@@ -292,6 +299,9 @@ pub fn saved_runs_read_back(store: &dyn Store) {
     assert_eq!(run.status(), vwf_core::run::Status::Done, "the run finished: {}", run.result());
     assert!(failed_once, "a pass failed and was retried");
     assert!(whole < saves / 2, "most saves were parts ({whole} whole of {saves})");
+    store.sync().expect("sync");
+    drop(lock);
+    assert_eq!(store.read_run(&id).expect("read"), serde_json::to_value(&run).expect("json"), "the same once the lock is let go");
 }
 
 /// Design versions: none in a fresh store; added versions list oldest first and read back as

@@ -394,7 +394,8 @@ impl Store for FileStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let page = index::older(&self.runs_dir(), before, limit).map_err(|e| StoreError::Io(format!("cannot list runs: {e}")))?;
+        let kept = |id: &RunId| self.held.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(Option::is_some);
+        let page = index::older(&self.runs_dir(), before, limit, &kept).map_err(|e| StoreError::Io(format!("cannot list runs: {e}")))?;
         let Some(page) = page else {
             return Err(StoreError::NotFound(format!("run {} (the listing's cursor)", before.map(RunId::as_str).unwrap_or(""))));
         };

@@ -100,17 +100,18 @@ pub(super) struct Newest {
 /// the module doc), so a listing never hides a run; a missing directory lists nothing.
 #[cfg(test)]
 pub(super) fn newest(dir: &Path, want: usize) -> io::Result<Newest> {
-    Ok(older(dir, None, want)?.unwrap_or_default())
+    Ok(older(dir, None, want, &|_| false)?.unwrap_or_default())
 }
 
 /// Like [`newest`], but only runs older than `before` (a page of a listing after its cursor);
 /// `None` when `before` is not in the index. Finding it reads the index from its end, 22 bytes a
-/// run, and no run file.
-pub(super) fn older(dir: &Path, before: Option<&RunId>, want: usize) -> io::Result<Option<Newest>> {
+/// run, and no run file. `kept` says which runs without a file are listed all the same (a run
+/// the caller's handle keeps in memory until its file is written).
+pub(super) fn older(dir: &Path, before: Option<&RunId>, want: usize, kept: &dyn Fn(&RunId) -> bool) -> io::Result<Option<Newest>> {
     if !dir.try_exists()? {
         return Ok(before.is_none().then(Newest::default));
     }
-    let damage = match read_newest(dir, before, want) {
+    let damage = match read_newest(dir, before, want, kept) {
         Ok(ids) => return Ok(ids.map(|ids| Newest { ids, note: None })),
         Err(damage) => damage,
     };
@@ -126,7 +127,7 @@ pub(super) fn older(dir: &Path, before: Option<&RunId>, want: usize) -> io::Resu
         }
         newest_first.find(|id| *id == cursor);
     }
-    let ids = newest_first.filter(|id| has_file(dir, id)).take(want).cloned().collect();
+    let ids = newest_first.filter(|id| has_file(dir, id) || kept(id)).take(want).cloned().collect();
     Ok(Some(Newest { ids, note: Some(rebuilt.note(&damage)) }))
 }
 
@@ -143,7 +144,7 @@ pub(super) fn inspect(dir: &Path) -> io::Result<Option<Damage>> {
     if !dir.try_exists()? {
         return Ok(None);
     }
-    Ok(match read_newest(dir, None, usize::MAX) {
+    Ok(match read_newest(dir, None, usize::MAX, &|_| false) {
         Ok(_) => None,
         Err(Damage::Missing | Damage::Empty) if !has_run_files(dir)? => None,
         Err(damage) => Some(damage),
@@ -183,7 +184,7 @@ pub(super) fn salvage(dir: &Path) -> Vec<RunId> {
 
 /// The newest `want` ids with a file, older than `before` when given; `Ok(None)` when `before`
 /// is not in the index.
-fn read_newest(dir: &Path, before: Option<&RunId>, want: usize) -> Result<Option<Vec<RunId>>, Damage> {
+fn read_newest(dir: &Path, before: Option<&RunId>, want: usize, kept: &dyn Fn(&RunId) -> bool) -> Result<Option<Vec<RunId>>, Damage> {
     let lock = fs::symlink_metadata(dir.join(INDEX_LOCK_FILE));
     if lock.is_ok_and(|m| m.is_dir()) {
         return Err(Damage::LockDirectory);
@@ -215,7 +216,7 @@ fn read_newest(dir: &Path, before: Option<&RunId>, want: usize) -> Result<Option
                 found = before == Some(&id);
                 continue;
             }
-            if has_file(dir, &id) {
+            if has_file(dir, &id) || kept(&id) {
                 ids.push(id);
                 if ids.len() >= want {
                     break;
@@ -650,11 +651,11 @@ mod tests {
             if damaged {
                 fs::write(dir.path().join(INDEX_FILE), b"garbled").unwrap();
             }
-            let page = older(dir.path(), Some(cursor), 7).unwrap().expect("the cursor is listed");
+            let page = older(dir.path(), Some(cursor), 7, &|_| false).unwrap().expect("the cursor is listed");
             assert_eq!(page.ids, newest_first[101..108], "damaged: {damaged}");
             assert_eq!(page.note.is_some(), damaged);
-            assert!(older(dir.path(), Some(&id("ffffffffffff")), 7).unwrap().is_none());
-            assert!(older(dir.path(), Some(newest_first.last().unwrap()), 7).unwrap().unwrap().ids.is_empty());
+            assert!(older(dir.path(), Some(&id("ffffffffffff")), 7, &|_| false).unwrap().is_none());
+            assert!(older(dir.path(), Some(newest_first.last().unwrap()), 7, &|_| false).unwrap().unwrap().ids.is_empty());
         }
     }
 

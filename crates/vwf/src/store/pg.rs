@@ -507,6 +507,45 @@ fn run_key(id: &RunId) -> i64 {
     std::str::from_utf8(bytes).ok().and_then(|s| i64::from_str_radix(s, 16).ok()).unwrap_or_default()
 }
 
+impl PgStore {
+    /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk.
+    fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool) -> Result<(), StoreError> {
+        let text = std::str::from_utf8(json).map_err(|e| StoreError::Io(format!("run {id} is not UTF-8 JSON: {e}")))?.to_string();
+        // A whole save replaces the document and drops the parts saved since the last one.
+        // `$6`: `off` for a save that need not wait for the disk, else NULL (the session's
+        // setting stays). Set for the statement's own transaction, read at its commit.
+        let sql = concat!(
+            "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', \
+             COALESCE($6::text, current_setting('synchronous_commit')), true)), ",
+            fence_cte!(),
+            ", gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1 AND ",
+            fenced!(),
+            ") INSERT INTO vwf_runs (id, doc, seq) SELECT $1, $2, nextval('vwf_run_seq') FROM quick ON CONFLICT (id) DO UPDATE \
+             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now() WHERE ",
+            fenced!()
+        );
+        let quick = (!synchronous).then_some("off");
+        let (pool, fence, key) = (self.pool(), self.fence(id), id.to_string());
+        let saved = self.wait(async move {
+            let done = sqlx::query(sql)
+                .bind(key)
+                .bind(text)
+                .bind(fence.pid)
+                .bind(fence.class)
+                .bind(fence.object)
+                .bind(quick)
+                .execute(&pool)
+                .await
+                .map_err(db)?;
+            Ok(done.rows_affected())
+        })?;
+        match saved {
+            0 => Err(lock_lost(id)),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Store for PgStore {
     fn notify_changes(&self, to: &Changes) -> bool {
         self.listen(to.clone());
@@ -656,34 +695,26 @@ impl Store for PgStore {
     }
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
-        let text = std::str::from_utf8(json).map_err(|e| StoreError::Io(format!("run {id} is not UTF-8 JSON: {e}")))?.to_string();
-        // A whole save replaces the document and drops the parts saved since the last one.
-        let sql = concat!(
-            "WITH ",
-            fence_cte!(),
-            ", gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1 AND ",
-            fenced!(),
-            ") INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO UPDATE \
-             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now() WHERE ",
-            fenced!()
-        );
-        let (pool, fence, key) = (self.pool(), self.fence(id), id.to_string());
-        let saved = self.wait(async move {
-            let done = sqlx::query(sql)
-                .bind(key)
-                .bind(text)
-                .bind(fence.pid)
-                .bind(fence.class)
-                .bind(fence.object)
-                .execute(&pool)
-                .await
-                .map_err(db)?;
-            Ok(done.rows_affected())
-        })?;
-        match saved {
-            0 => Err(lock_lost(id)),
-            _ => Ok(()),
+        self.write_run_text(id, json, true)
+    }
+
+    /// A run's first save, the only one a runner makes with `save_run_soon`, is whole: its
+    /// transaction commits without waiting for the WAL to reach the disk (`synchronous_commit`
+    /// off for it alone); the run's next save, or [`Store::sync`], commits synchronously, which
+    /// flushes the WAL past it.
+    fn save_run_soon(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
+        if !changes.whole {
+            return self.save_run(id, run, changes);
         }
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+        self.write_run_text(id, &json, false)
+    }
+
+    fn sync(&self) -> Result<(), StoreError> {
+        // A transaction that takes a transaction id commits synchronously, and its commit waits
+        // for the WAL up to it, which holds every commit made before.
+        let pool = self.pool();
+        self.wait(async move { sqlx::query("SELECT txid_current()").execute(&pool).await.map(|_| ()).map_err(db) })
     }
 
     fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
