@@ -455,6 +455,8 @@ struct Phase {
     run_clients: Option<usize>,
     /// The server's resident memory right after the phase.
     memory: Option<Memory>,
+    /// The CPU time (user and system) the server used during the phase, when measured.
+    server_cpu: Option<Duration>,
     stats: Stats,
     wall: Duration,
     errors: usize,
@@ -526,9 +528,11 @@ fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Ac
         for &c in &knobs.clients {
             let n = knobs.run_requests.div_ceil(c);
             println!("[3] POST /designs/{DESIGN}/run: {c} clients × {n}");
+            let cpu = cpu_of(pid);
             let many = drive(&client, &api, Request::Run, c, n).await;
             created.extend(many.run_ids.iter().cloned());
             let mut many = phase(format!("POST /designs/{{name}}/run, {c} clients"), many, Compare::Throughput(Base::Run), pid);
+            many.server_cpu = cpu_of(pid).zip(cpu).map(|(after, before)| after.saturating_sub(before));
             many.run_clients = Some(c);
             phases.push(many);
         }
@@ -548,6 +552,9 @@ fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Ac
         let accounting = account(&client, &api, created, open_missing).await;
         for p in &phases {
             println!("    {}: {} requests in {}, {} errors", p.label, p.stats.n, secs(p.wall), p.errors);
+            if let Some(cpu) = p.server_cpu {
+                println!("      server CPU: {} per request, {:.2} cores busy", ms(cpu / p.stats.n.max(1) as u32), ratio(cpu, p.wall));
+            }
         }
         Ok::<_, String>((phases, accounting))
     });
@@ -563,7 +570,30 @@ fn phase(label: String, answers: Answers, compare: Compare, pid: u32) -> Phase {
     let errors = answers.errors.len();
     let examples = answers.errors.into_iter().take(ERRORS_SHOWN).collect();
     let memory = Memory::of(pid);
-    Phase { label, run_clients: None, memory, stats: Stats::of(answers.times), wall: answers.wall, errors, examples, compare }
+    Phase {
+        label,
+        run_clients: None,
+        memory,
+        server_cpu: None,
+        stats: Stats::of(answers.times),
+        wall: answers.wall,
+        errors,
+        examples,
+        compare,
+    }
+}
+
+/// The CPU time (user and system) process `pid` has used, from `/proc/<pid>/stat`.
+fn cpu_of(pid: u32) -> Option<Duration> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces): state is the 3rd field, utime the
+    // 14th and stime the 15th.
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|t| *t > 0)?;
+    Some(Duration::from_secs_f64(ticks as f64 / per_second as f64))
 }
 
 /// A process's resident memory: `VmRSS` (now) and `VmHWM` (its peak), from `/proc/<pid>/status`.
@@ -603,7 +633,17 @@ fn summary_rows(phases: &[Phase], no_lost_run: bool) -> Vec<rows::Row> {
     if let Some(sixteen) = at(16) {
         out.push(rows::Row::new(
             "HTTP run, 16 connections: runs/s",
-            format!("{:.0} runs/s (p50 {}, p99 {})", sixteen.throughput(), ms(sixteen.stats.p50), ms(sixteen.stats.p99)),
+            format!(
+                "{:.0} runs/s (p50 {}, p99 {}{})",
+                sixteen.throughput(),
+                ms(sixteen.stats.p50),
+                ms(sixteen.stats.p99),
+                sixteen.server_cpu.map_or(String::new(), |cpu| format!(
+                    "; server CPU {} per run, {:.2} cores busy",
+                    ms(cpu / sixteen.stats.n.max(1) as u32),
+                    ratio(cpu, sixteen.wall)
+                ))
+            ),
             ">= 3,000 runs/s, every answered run on disk",
             Some(sixteen.throughput() >= 3000.0 && sixteen.errors == 0 && no_lost_run),
         ));
