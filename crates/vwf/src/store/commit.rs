@@ -522,6 +522,11 @@ impl Shared {
     pub(super) fn get(&self, runs_dir: &Path) -> Option<&CommitLog> {
         self.0.get_or_init(|| CommitLog::open(runs_dir).ok().map(Arc::new)).as_deref()
     }
+
+    /// The log if a save opened it already (a handle that only read has none to sync).
+    pub(super) fn opened(&self) -> Option<&CommitLog> {
+        self.0.get().and_then(|log| log.as_deref())
+    }
 }
 
 #[cfg(test)]

@@ -342,7 +342,7 @@ impl Store for FileStore {
     }
 
     fn sync(&self) -> Result<(), StoreError> {
-        match self.log.get(&self.runs_dir()) {
+        match self.log.opened() {
             Some(log) => {
                 log.sync().map_err(|e| StoreError::Io(format!("cannot write the commit log in {}: {e}", self.runs_dir().display())))
             }
