@@ -523,15 +523,18 @@ impl Runner<'_> {
                     self.perform_all(run, &tasks)?;
                 }
                 Advance::Idle => {
+                    // Parked or ended: saved before a foreground run sleeps through a wait too, so
+                    // the last task's outcome and the park are on disk while it sleeps.
+                    if run.has_changes() || (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {
+                        self.persist(run)?;
+                    }
                     if run.status() == Status::Waiting
                         && self.sleep_for_waits
                         && let Some(t) = run.next_wake()
                     {
                         self.clock.sleep_until(t);
+                        persisted = (run.status(), run.pending().cloned());
                         continue;
-                    }
-                    if run.has_changes() || (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {
-                        self.persist(run)?;
                     }
                     return Ok(());
                 }
