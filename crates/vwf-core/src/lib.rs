@@ -14,6 +14,7 @@ pub mod refs;
 pub mod run;
 pub mod schedule;
 pub mod schema;
+pub mod secrets;
 pub mod shell;
 pub mod spec;
 pub mod template;

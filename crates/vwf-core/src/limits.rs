@@ -91,3 +91,14 @@ pub const RUN_QUEUE_WAIT_DEFAULT_MS: u64 = 5_000;
 pub const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
 /// `[designs] keep_versions`: how many of a design's newest versions pruning keeps (default: all).
 pub const KEEP_VERSIONS: (u64, u64) = (1, 1_000_000);
+/// `[limits] runs_per_origin`: runs one origin (a `POST /events`, `vwf emit`, or a run that emits)
+/// may start directly or transitively through emits; the start past it fails the emitting step.
+/// At most the runs a store's recent listing covers ([`ORIGIN_SCAN`]), where the count is read.
+pub const RUNS_PER_ORIGIN: (u64, u64) = (1, 1000);
+pub const RUNS_PER_ORIGIN_DEFAULT: u64 = 100;
+/// The newest runs looked at to count the runs of one origin (the window the daemon watches).
+pub const ORIGIN_SCAN: usize = 1000;
+/// `[limits] run_bytes`: the most one run record may hold, in bytes; a save that would pass it
+/// fails the run instead (its record as last saved, with the error).
+pub const RUN_BYTES: (u64, u64) = (64 * 1024, 1024 * 1024 * 1024);
+pub const RUN_BYTES_DEFAULT: u64 = 16 * 1024 * 1024;

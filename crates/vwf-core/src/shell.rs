@@ -520,6 +520,7 @@ fn shown(r: &Ref) -> String {
         Ref::LoopIndex => "loop.index".into(),
         Ref::RunId => "run.id".into(),
         Ref::RunDesign => "run.design".into(),
+        Ref::Secret { name } => format!("secrets.{name}"),
     };
     format!("{{{{{body}}}}}")
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::refs;
+use crate::secrets::{self, Secrets};
 use crate::view::view_lookup;
 
 /// What a placeholder refers to.
@@ -31,6 +32,11 @@ pub enum Ref {
     LoopIndex,
     RunId,
     RunDesign,
+    /// `{{secrets.<NAME>}}`: a value the caller resolves when the step is sent (see
+    /// [`crate::secrets`]); rendered only where a [`Context`] carries secrets.
+    Secret {
+        name: String,
+    },
 }
 
 /// A piece of a template: literal text or a placeholder.
@@ -73,7 +79,13 @@ pub struct Context<'a> {
     pub loop_index: Option<u64>,
     pub run_id: &'a str,
     pub design: &'a str,
+    /// The secrets a field that sends them may render (`None` elsewhere: a secret there is an
+    /// error, which the validator reports first).
+    pub secrets: Option<&'a Secrets>,
 }
+
+/// Where a secret may be used, as the validator and the engine say it.
+pub const SECRET_FIELDS: &str = "secrets can only be used in an http step's url, headers and body and a command step's env";
 
 /// Parses a template.
 pub fn parse(src: &str) -> Result<Template, TemplateError> {
@@ -128,9 +140,16 @@ fn parse_ref(body: &str) -> Result<Ref, TemplateError> {
                 Ref::Trigger { path: path_of(rest)? }
             } else if let Some(rest) = body.strip_prefix("item.") {
                 Ref::Item { path: path_of(rest)? }
+            } else if let Some(name) = body.strip_prefix("secrets.") {
+                if !secrets::is_name(name) {
+                    return err(format!(
+                        "bad reference \"{{{{{body}}}}}\": a secret's name is letters, digits and '_', not starting with a digit"
+                    ));
+                }
+                Ref::Secret { name: name.to_string() }
             } else {
                 return err(format!(
-                    "unknown reference \"{{{{{body}}}}}\": use nodes.<id>, trigger, item, loop.index, run.id or run.design"
+                    "unknown reference \"{{{{{body}}}}}\": use nodes.<id>, trigger, item, loop.index, run.id, run.design or secrets.<NAME>"
                 ));
             }
         }
@@ -171,6 +190,10 @@ pub fn resolve(r: &Ref, ctx: &Context) -> Result<Value, TemplateError> {
         },
         Ref::RunId => Ok(Value::String(ctx.run_id.to_string())),
         Ref::RunDesign => Ok(Value::String(ctx.design.to_string())),
+        Ref::Secret { name } => match ctx.secrets {
+            Some(secrets) => secrets.get(name).map(|v| Value::String(v.to_string())).map_err(TemplateError),
+            None => err(format!("{{{{secrets.{name}}}}}: {SECRET_FIELDS}")),
+        },
     }
 }
 
@@ -262,6 +285,7 @@ mod tests {
                 loop_index: Some(2),
                 run_id: "r-1",
                 design: "demo",
+                secrets: None,
             }
         }
 
@@ -300,11 +324,33 @@ mod tests {
     }
 
     #[test]
+    fn secrets_render_only_where_a_context_carries_them() {
+        let f = Fixture::new();
+        let mut secrets = Secrets::default();
+        secrets.insert("TOKEN", "t0k".into());
+        let sending = Context { secrets: Some(&secrets), ..f.ctx() };
+        assert_eq!(render_str("Bearer {{secrets.TOKEN}}", &sending).unwrap(), "Bearer t0k");
+        assert!(render_str("{{secrets.OTHER}}", &sending).unwrap_err().0.contains("[secrets] OTHER"));
+        assert_eq!(render_str("{{secrets.TOKEN}}", &f.ctx()).unwrap_err().0, format!("{{{{secrets.TOKEN}}}}: {SECRET_FIELDS}"));
+        // A value read from the input that spells a reference stays text: it is not rendered again.
+        let input = json!({"url": "{{secrets.TOKEN}}"});
+        let view = input_view(&input);
+        let ctx = Context { trigger: &view, ..sending };
+        assert_eq!(render_str("{{trigger.url}}", &ctx).unwrap(), "{{secrets.TOKEN}}");
+    }
+
+    #[test]
     fn template_errors() {
         assert!(parse_err("Hi {{nodes.a").starts_with("unclosed \"{{\""));
         assert!(parse_err("{{ }}").starts_with("empty placeholder"));
         assert!(parse_err("{{}}").starts_with("empty placeholder"));
-        assert_eq!(parse_err("{{foo}}"), "unknown reference \"{{foo}}\": use nodes.<id>, trigger, item, loop.index, run.id or run.design");
+        assert_eq!(
+            parse_err("{{foo}}"),
+            "unknown reference \"{{foo}}\": use nodes.<id>, trigger, item, loop.index, run.id, run.design or secrets.<NAME>"
+        );
+        assert!(parse_err("{{secrets.1x}}").contains("a secret's name is letters"));
+        assert!(parse_err("{{secrets.a-b}}").contains("a secret's name is letters"));
+        assert_eq!(parse("{{secrets.API_KEY}}").unwrap().segments, vec![Segment::Ref(Ref::Secret { name: "API_KEY".into() })]);
         assert!(parse_err("{{nodes.a..b}}").contains("empty path segment"));
         assert!(parse_err("{{nodes.}}").contains("empty path segment"));
         assert!(parse_err("{{trigger.}}").contains("empty path segment"));

@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use crate::design::{Design, Node, NodeKind};
 use crate::names::check_node_id;
-use crate::spec::Spec;
+use crate::run::inputs::is_secret_name;
+use crate::spec::{HttpStep, Spec};
 use crate::template::Ref;
 use crate::vocab::Route;
 use crate::{expr, limits, refs, template};
@@ -514,6 +515,11 @@ fn references(p: &Parts, found: &mut Found) {
                                     found.errors.push(issue);
                                 }
                             }
+                            Ref::Secret { name } if !sends_secrets(spec, field) => found.errors.push(Issue::node_field(
+                                &n.id,
+                                field,
+                                format!("{{{{secrets.{name}}}}}: {}", template::SECRET_FIELDS),
+                            )),
                             Ref::Item { .. } | Ref::LoopIndex if scope.loops.is_empty() => found.errors.push(Issue::node_field(
                                 &n.id,
                                 field,
@@ -536,7 +542,27 @@ fn references(p: &Parts, found: &mut Found) {
                 Err(e) => found.errors.push(Issue::node_field(&n.id, field, e.0)),
             }
         }
+        if let Spec::Http(HttpStep { headers, .. }) = spec {
+            for (name, value) in headers {
+                let literal = !value.trim().is_empty() && template::parse(value).is_ok_and(|t| t.refs().next().is_none());
+                if literal && is_secret_name(name) {
+                    found.errors.push(Issue::node_field(
+                        &n.id,
+                        "headers",
+                        format!(
+                            "header {name:?} holds a literal credential, which would be kept in the design, its versions and its runs: \
+                             put the value in an environment variable, name it in the config ([secrets] NAME = \"ENV_VAR\") and write {{{{secrets.NAME}}}}"
+                        ),
+                    ));
+                }
+            }
+        }
     }
+}
+
+/// Whether `field` of `spec` sends what it renders, and so may hold `{{secrets.NAME}}`.
+fn sends_secrets(spec: &Spec, field: &str) -> bool {
+    matches!((spec, field), (Spec::Http(_), "url" | "headers" | "body") | (Spec::Command(_), "env"))
 }
 
 /// `budget.tokens` is a whole number in range, no less than the agent steps' `max_tokens` together.

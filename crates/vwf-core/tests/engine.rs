@@ -12,6 +12,7 @@ use vwf_core::run::{
     APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Failure, Outcome, Pending,
     Response, Run, Status, StepStatus, TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
 };
+use vwf_core::secrets::Secrets;
 use vwf_core::spec::{CommandStep, Deliver, Program};
 use vwf_core::time::Ts;
 
@@ -1181,18 +1182,19 @@ fn the_accessors_return_what_the_run_file_holds() {
 // ---- what each step received -------------------------------------------------------------
 
 /// One step of each kind that hands out a task, each given secrets where a design can hold them:
-/// a command's `env`, credential headers and a URL's user info and query of an http step.
+/// a command's `env`, a URL's user info and query of an http step, and `{{secrets.TOKEN}}` (whose
+/// value is `secret`, see [`token`]) in a command's `env` and an http step's URL, headers and body.
 fn every_task_kind(secret: &str) -> Value {
     json!({
         "nodes": [
             manual(),
             {"id": "sh", "type": "command", "run": "curl -H \"X: $TOKEN\" {{trigger.city}}", "cwd": "/tmp/{{trigger.city}}",
-             "env": {"TOKEN": secret, "PLAIN": "{{trigger.city}}"}},
+             "env": {"TOKEN": secret, "PLAIN": "{{trigger.city}}", "REF": "{{secrets.TOKEN}}"}},
             {"id": "args", "type": "command", "argv": ["echo", "{{trigger.city}}"], "env": {"KEY": secret}},
             {"id": "call", "type": "http", "method": "POST",
-             "url": format!("https://user:{secret}@api.example.org/v1?q={{{{trigger.city}}}}&access_token={secret}"),
-             "headers": {"Authorization": format!("Bearer {secret}"), "X-Api-Key": secret, "Accept": "application/json"},
-             "body": {"city": "{{trigger.city}}"}},
+             "url": format!("https://user:{secret}@api.example.org/v1/{{{{secrets.TOKEN}}}}?q={{{{trigger.city}}}}&access_token={secret}"),
+             "headers": {"Authorization": "Bearer {{secrets.TOKEN}}", "X-Api-Key": "{{secrets.TOKEN}}", "X-Echo": "{{secrets.TOKEN}}", "Accept": "application/json"},
+             "body": {"city": "{{trigger.city}}", "key": "{{secrets.TOKEN}}"}},
             {"id": "ask", "type": "agent", "prompt": "Weather in {{trigger.city}}?", "profile": "writer", "model": "m1"},
             {"id": "send", "type": "output", "deliver": "channel", "target": "telegram:123456", "template": "{{nodes.ask}}"},
             {"id": "tell", "type": "emit", "event": "city.done", "payload": {"city": "{{trigger.city}}"}}
@@ -1200,6 +1202,13 @@ fn every_task_kind(secret: &str) -> Value {
         "edges": [edge("start", "sh"), edge("sh", "args"), edge("args", "call"), edge("call", "ask"), edge("ask", "send"),
                   edge("ask", "tell")]
     })
+}
+
+/// `{{secrets.TOKEN}}` standing for `secret`.
+fn token(secret: &str) -> Secrets {
+    let mut secrets = Secrets::default();
+    secrets.insert("TOKEN", secret.to_string());
+    secrets
 }
 
 fn delivered(task: &Task) -> Outcome {
@@ -1220,8 +1229,13 @@ fn delivered(task: &Task) -> Outcome {
 fn each_step_keeps_its_rendered_inputs_with_secrets_redacted() {
     let secret = "s3cr3t-Zq81kP";
     let mut run = start_with(&every_task_kind(secret), json!({"city": "Oslo"}));
-    drive(&mut run, t0(), delivered);
+    let tasks: Vec<Task> = common::drive_batches_with(&mut run, t0(), &token(secret), delivered).into_iter().flatten().collect();
     assert_eq!(run.status(), Status::Done, "{:#}", run.result());
+    // The tasks themselves carry the value: it is what the drivers send.
+    let call = tasks.iter().find(|t| t.node == "call").expect("the http task");
+    let Work::Http(http) = &call.work else { panic!("not http") };
+    assert_eq!(http.headers["Authorization"], format!("Bearer {secret}"));
+    assert!(http.url.contains(&format!("/v1/{secret}?")), "{}", http.url);
     let inputs: Map<String, Value> = run.steps().iter().map(|r| (r.node.clone(), r.inputs.clone().unwrap_or(Value::Null))).collect();
     insta::assert_json_snapshot!("inputs_per_step_kind", inputs);
     let result = run.result().to_string();
@@ -1237,7 +1251,7 @@ proptest::proptest! {
     #[test]
     fn no_design_secret_reaches_the_run_result(secret in "[A-Za-z0-9_.~-]{8,40}") {
         let mut run = start_with(&every_task_kind(&secret), json!({"city": "Oslo"}));
-        drive(&mut run, t0(), delivered);
+        common::drive_batches_with(&mut run, t0(), &token(&secret), delivered);
         let result = run.result().to_string();
         proptest::prop_assert!(!result.contains(&secret), "the run result holds {secret:?}");
     }

@@ -1389,3 +1389,39 @@ fn a_report_summarises_its_refusal_in_one_line() {
     assert_eq!(two.refusal(), "the design has 2 errors; the first: first");
     assert_eq!(vwf_core::validate::refusal(&two.errors), two.refusal());
 }
+
+// ---- secrets ---------------------------------------------------------------------------
+
+/// `{{secrets.NAME}}` is taken where a step sends it (an http step's url, headers and body, a
+/// command's env) and refused everywhere else, where its value would be recorded or shown.
+#[test]
+fn secrets_are_used_only_where_a_step_sends_them() {
+    let http = json!({"id": "n", "type": "http", "url": "https://api.example.org/{{secrets.K}}",
+                      "headers": {"Authorization": "Bearer {{secrets.K}}", "X-Api-Key": "{{secrets.K}}"},
+                      "body": {"key": "{{secrets.K}}"}});
+    assert_ok(&validate(&with_node(http)));
+    assert_ok(&validate(&with_node(json!({"id": "n", "type": "command", "argv": ["env"], "env": {"KEY": "{{secrets.K}}"}}))));
+    for (n, field) in [
+        (json!({"id": "n", "type": "command", "run": "echo {{secrets.K}}"}), "run"),
+        (json!({"id": "n", "type": "command", "argv": ["echo", "{{secrets.K}}"]}), "argv"),
+        (json!({"id": "n", "type": "agent", "prompt": "Use {{secrets.K}}"}), "prompt"),
+        (json!({"id": "n", "type": "output", "template": "{{secrets.K}}"}), "template"),
+        (json!({"id": "n", "type": "approval", "question": "{{secrets.K}}?"}), "question"),
+        (json!({"id": "n", "type": "emit", "event": "e", "payload": {"k": "{{secrets.K}}"}}), "payload"),
+    ] {
+        assert_error(&validate(&with_node(n)), node("n", field, "secrets can only be used in an http step's url, headers and body"));
+    }
+}
+
+/// A credential written into a header would live in the design, its versions and every run: the
+/// validator refuses it and says to use a secret. A header with any reference is not literal.
+#[test]
+fn a_literal_credential_header_is_refused() {
+    for name in ["Authorization", "X-Api-Key", "Cookie", "X-Auth-Token"] {
+        let n = json!({"id": "n", "type": "http", "url": "https://api.example.org/", "headers": {name: "Bearer sk-live-123"}});
+        assert_error(&validate(&with_node(n)), node("n", "headers", "holds a literal credential"));
+    }
+    let fine = json!({"id": "n", "type": "http", "url": "https://api.example.org/",
+                      "headers": {"Authorization": "Bearer {{trigger.token}}", "Accept": "text/plain", "X-Api-Key": ""}});
+    assert_ok(&validate(&with_node(fine)));
+}

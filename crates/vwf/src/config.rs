@@ -18,6 +18,46 @@ pub struct Config {
     pub store: StoreConfig,
     pub daemon: DaemonConfig,
     pub designs: DesignsConfig,
+    /// `[limits]`: how far one origin's runs and one run's record may grow.
+    pub limits: LimitsConfig,
+    /// `[http]`: where http steps may connect (see `exec::egress`).
+    pub http: HttpConfig,
+    /// `[secrets] NAME = "ENV_VAR"`: what `{{secrets.NAME}}` stands for, read from the
+    /// environment when a step is sent, never stored.
+    pub secrets: BTreeMap<String, String>,
+}
+
+/// `[http]`: the egress policy of http steps. The defaults deny loopback, link-local, private,
+/// unique-local and unspecified addresses and every address of this host; `allow` entries open
+/// some of them, `deny` entries close more (a deny wins over an allow). A design cannot widen it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `"10.0.0.0/8"`, `"127.0.0.1:8080"`, `"[::1]:9000"`, `"internal.example"`, `"internal.example:443"`.
+    pub allow: Vec<crate::exec::egress::Rule>,
+    pub deny: Vec<crate::exec::egress::Rule>,
+}
+
+impl HttpConfig {
+    pub fn policy(&self) -> crate::exec::egress::Policy<'_> {
+        crate::exec::egress::Policy { allow: &self.allow, deny: &self.deny }
+    }
+}
+
+/// `[limits]`: bounds on what runs may grow to (ranges in `vwf_core::limits`, checked at load).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Runs one event or run may start, directly or through emits (default 100).
+    pub runs_per_origin: u64,
+    /// The most bytes one run record may hold (default 16 MiB).
+    pub run_bytes: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig { runs_per_origin: vwf_core::limits::RUNS_PER_ORIGIN_DEFAULT, run_bytes: vwf_core::limits::RUN_BYTES_DEFAULT }
+    }
 }
 
 /// `[designs]`: how designs are kept.
@@ -178,11 +218,15 @@ fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Str
 #[serde(default)]
 pub struct Commands {
     pub enabled: bool,
+    /// Environment variables a child (command step, watch trigger, command agent backend) gets
+    /// from vwf's own environment, beyond the base set (`exec::process::BASE_ENV`). Variables the
+    /// config names as secrets and `VWF_*` variables are never passed, listed here or not.
+    pub pass_env: Vec<String>,
 }
 
 impl Default for Commands {
     fn default() -> Self {
-        Commands { enabled: true }
+        Commands { enabled: true, pass_env: Vec::new() }
     }
 }
 
@@ -204,6 +248,20 @@ impl Config {
         if let Some(n) = config.designs.keep_versions.filter(|n| !(low..=high).contains(n)) {
             return Err(format!("{}: designs.keep_versions must be from {low} to {high}, got {n}", path.display()));
         }
+        for (key, n, (low, high)) in [
+            ("runs_per_origin", config.limits.runs_per_origin, vwf_core::limits::RUNS_PER_ORIGIN),
+            ("run_bytes", config.limits.run_bytes, vwf_core::limits::RUN_BYTES),
+        ] {
+            if !vwf_core::limits::within(n, (low, high)) {
+                return Err(format!("{}: [limits] {key} must be from {low} to {high}, got {n}", path.display()));
+            }
+        }
+        if let Some((name, _)) = config.secrets.iter().find(|(name, var)| !vwf_core::secrets::is_name(name) || var.trim().is_empty()) {
+            return Err(format!(
+                "{}: [secrets] {name:?}: a secret's name is letters, digits and '_' (not starting with a digit) and its value names an environment variable",
+                path.display()
+            ));
+        }
         match config.agent.backend.as_str() {
             "none" | "openai" | "command" => Ok(config),
             other => Err(format!("{}: agent.backend is \"openai\", \"command\" or \"none\", got {other:?}", path.display())),
@@ -212,6 +270,44 @@ impl Config {
 
     pub fn has_agent_backend(&self) -> bool {
         self.agent.backend != "none"
+    }
+
+    /// Every environment variable the config names as holding a secret: the agent's key, the
+    /// channels' tokens, webhook URLs and signing keys, the server's token and `[secrets]`.
+    /// None of them reaches a child process (see `exec::process`).
+    pub fn secret_vars(&self) -> std::collections::BTreeSet<String> {
+        let mut vars: std::collections::BTreeSet<String> = self.secrets.values().cloned().collect();
+        vars.extend(self.agent.api_key_env.clone());
+        let c = &self.channels;
+        if let Some(t) = &c.telegram {
+            vars.extend(t.token_env.clone());
+        }
+        if let Some(s) = &c.slack {
+            vars.extend(s.token_env.clone());
+            vars.extend(s.webhook_url_env.clone());
+        }
+        if let Some(d) = &c.discord {
+            vars.extend(d.webhooks.values().cloned());
+        }
+        vars.extend(c.webhook.values().filter_map(|w| w.secret_env.clone()));
+        if let Some(toml::Value::String(v)) = self.server.get("token_env") {
+            vars.insert(v.clone());
+        }
+        vars.retain(|v| !v.is_empty());
+        vars
+    }
+
+    /// The values of `[secrets]` as they stand in the environment now: what a step's
+    /// `{{secrets.NAME}}` becomes when it is sent.
+    pub fn secret_values(&self) -> vwf_core::secrets::Secrets {
+        let mut secrets = vwf_core::secrets::Secrets::default();
+        for (name, var) in &self.secrets {
+            match std::env::var(var) {
+                Ok(value) if !value.is_empty() => secrets.insert(name, value),
+                _ => secrets.missing(name, format!("its environment variable {var} is not set")),
+            }
+        }
+        secrets
     }
 }
 
@@ -232,5 +328,29 @@ mod tests {
         assert!(Config::load(dir.path()).unwrap_err().contains("agent.backend"));
         std::fs::write(Config::path(dir.path()), "not toml [").unwrap();
         assert!(Config::load(dir.path()).is_err());
+    }
+
+    #[test]
+    fn limits_default_and_are_bounded_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!((c.limits.runs_per_origin, c.limits.run_bytes), (100, 16 * 1024 * 1024));
+        std::fs::write(Config::path(dir.path()), "[limits]\nruns_per_origin = 10\nrun_bytes = 1048576\n").unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!((c.limits.runs_per_origin, c.limits.run_bytes), (10, 1024 * 1024));
+        for (bad, key) in [
+            ("runs_per_origin = 0", "runs_per_origin"),
+            ("runs_per_origin = 1001", "runs_per_origin"),
+            ("run_bytes = 1000", "run_bytes"),
+            ("run_bytes = 2000000000", "run_bytes"),
+        ] {
+            std::fs::write(Config::path(dir.path()), format!("[limits]\n{bad}\n")).unwrap();
+            let error = Config::load(dir.path()).unwrap_err();
+            assert!(error.contains(&format!("[limits] {key} must be from")), "{bad}: {error}");
+        }
+        std::fs::write(Config::path(dir.path()), "[limits]\nrun_byte = 100000\n").unwrap();
+        assert!(Config::load(dir.path()).is_err(), "a misspelt key is refused");
+        std::fs::write(Config::path(dir.path()), "[limits]\nrun_bytes = \"16M\"\n").unwrap();
+        assert!(Config::load(dir.path()).is_err(), "a number is a number");
     }
 }

@@ -20,6 +20,7 @@ use vwf_core::limits;
 use vwf_core::listing::RunFilter;
 use vwf_core::run::settle::{Settle, Summary};
 use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
+use vwf_core::secrets::Secrets;
 use vwf_core::trigger::{self, Trigger};
 use vwf_core::validate::Report;
 
@@ -504,7 +505,10 @@ impl Runner<'_> {
         // The status and pending the store last saw: an idle pass that changed either is saved.
         let mut persisted = (run.status(), run.pending().cloned());
         loop {
-            match run.advance(self.clock.now()) {
+            // Read when the next steps are rendered, so a secret is what the environment holds
+            // when its request is sent (SPEC §17).
+            let secrets = self.drivers.config.secret_values();
+            match run.advance_with(self.clock.now(), &secrets) {
                 Advance::Settled(node) => {
                     // A step with no outside effect (a condition, a skip, a collect-only output)
                     // is recorded with the next write (SPEC §7): before the next task starts, or
@@ -520,7 +524,7 @@ impl Runner<'_> {
                 }
                 Advance::Tasks(tasks) => {
                     self.persist(run)?;
-                    self.perform_all(run, &tasks)?;
+                    self.perform_all(run, &tasks, &secrets)?;
                 }
                 Advance::Idle => {
                     // Parked or ended: saved before a foreground run sleeps through a wait too, so
@@ -550,13 +554,16 @@ impl Runner<'_> {
     /// comes before anything else has an outside effect: before the next batch starts, or when
     /// the run parks or ends. So a step that follows another costs one write, not two, and a
     /// crash in between leaves what a crash just before the outcome's own write would have.
-    fn perform_all(&self, run: &mut Run, tasks: &[Task]) -> Result<(), Failure> {
+    ///
+    /// Every outcome is scrubbed of the values of `secrets` before it is recorded, so a peer that
+    /// echoes a secret back leaves `***` in the run, not the secret.
+    fn perform_all(&self, run: &mut Run, tasks: &[Task], secrets: &Secrets) -> Result<(), Failure> {
         for task in tasks {
             (self.observer)(Progress::Started { node: &task.node });
         }
         let mut unrecorded = tasks.len();
         let mut record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), Failure> {
-            run.complete(&task.node, outcome, self.clock.now())?;
+            run.complete(&task.node, scrubbed(outcome, secrets), self.clock.now())?;
             unrecorded -= 1;
             if unrecorded > 0 {
                 self.persist(run)?;
@@ -679,6 +686,22 @@ impl Runner<'_> {
         }
         Ok(())
     }
+}
+
+/// `outcome` with every value of `secrets` replaced by `***` (see `vwf_core::secrets`).
+fn scrubbed(mut outcome: Outcome, secrets: &Secrets) -> Outcome {
+    if secrets.is_empty() {
+        return outcome;
+    }
+    match &mut outcome {
+        Outcome::Done { text, extra, .. } => {
+            secrets.scrub_string(text);
+            extra.values_mut().for_each(|v| secrets.scrub(v));
+        }
+        Outcome::Failed { error } => secrets.scrub_string(error),
+        Outcome::Delivered(_) | Outcome::ParkAgent => {}
+    }
+    outcome
 }
 
 /// A stored run document as a run; anything else is as unreadable as a file that is not JSON.

@@ -62,7 +62,7 @@ fn json_response_is_parsed_into_the_output_view() {
             json!({"from": "direct", "to": "report", "label": "true"}),
         ],
     );
-    let (code, run) = run(&Home::new(), "fetch-items", &graph, &Value::Null);
+    let (code, run) = run(&Home::local_http(), "fetch-items", &graph, &Value::Null);
     assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
     let fetch = &run["outputs"]["fetch"];
     assert_eq!(fetch["status"], 200, "{fetch}");
@@ -94,7 +94,7 @@ fn post_sends_a_json_body_with_templated_strings() {
         &[],
         &[],
     );
-    let (code, run) = run(&Home::new(), "post-note", &graph, &json!({"title": "Tea", "by": "ann"}));
+    let (code, run) = run(&Home::local_http(), "post-note", &graph, &json!({"title": "Tea", "by": "ann"}));
     assert_eq!((code, &run["outputs"]["fetch"]["status"]), (0, &json!(201)), "{run}");
     assert_eq!(run["outputs"]["fetch"]["body"], json!({"id": 7}), "{run}");
     peer.verify();
@@ -120,7 +120,7 @@ fn string_body_is_sent_as_text() {
             .respond_with(ResponseTemplate::new(200).set_body_string("stored"))
             .expect(1),
     );
-    let home = Home::new();
+    let home = Home::local_http();
     let text =
         design(json!({"url": peer.url("/greeting"), "method": "PUT", "body": "Hello {{trigger.name}}, {\"not\": \"json\"}"}), &[], &[]);
     let (code, r) = run(&home, "greet", &text, &json!({"name": "Ann"}));
@@ -158,7 +158,7 @@ fn headers_are_sent() {
     );
     let graph =
         design(json!({"url": peer.url("/me"), "headers": {"Authorization": "Bearer {{trigger.token}}", "X-Trace": "run-abc"}}), &[], &[]);
-    let (code, run) = run(&Home::new(), "me", &graph, &json!({"token": "s3cret"}));
+    let (code, run) = run(&Home::local_http(), "me", &graph, &json!({"token": "s3cret"}));
     assert_eq!(code, 0, "{run}");
     let headers = &run["outputs"]["fetch"]["headers"];
     assert_eq!(headers["x-many"], "a, b", "{headers}");
@@ -171,7 +171,7 @@ fn headers_are_sent() {
 fn status_outside_accept_fails_the_run() {
     let peer = Peer::start();
     peer.mount(Mock::given(path("/missing")).respond_with(ResponseTemplate::new(404).set_body_string("no such thing")));
-    let home = Home::new();
+    let home = Home::local_http();
 
     let (code, r) = run(&home, "strict", &design(json!({"url": peer.url("/missing")}), &[], &[]), &Value::Null);
     assert_failed(code, &r, "HTTP 404 is not an accepted status (accept: 2xx)");
@@ -194,7 +194,7 @@ fn redirects_are_followed_a_few_times() {
     peer.mount(Mock::given(path("/old")).respond_with(ResponseTemplate::new(301).insert_header("location", "/new")));
     peer.mount(Mock::given(path("/new")).respond_with(ResponseTemplate::new(200).set_body_string("moved here")));
     peer.mount(Mock::given(path("/loop")).respond_with(ResponseTemplate::new(302).insert_header("location", "/loop")));
-    let home = Home::new();
+    let home = Home::local_http();
     let (code, r) = run(&home, "moved", &design(json!({"url": peer.url("/old")}), &[], &[]), &Value::Null);
     assert_eq!((code, &r["outputs"]["fetch"]["text"]), (0, &json!("moved here")), "{r}");
     let (code, r) = run(&home, "looped", &design(json!({"url": peer.url("/loop")}), &[], &[]), &Value::Null);
@@ -208,7 +208,7 @@ fn a_slow_server_times_out() {
         Mock::given(path("/slow")).respond_with(ResponseTemplate::new(200).set_body_string("late").set_delay(Duration::from_secs(3))),
     );
     let graph = design(json!({"url": peer.url("/slow"), "timeout_seconds": 1}), &[], &[]);
-    let (code, r) = run(&Home::new(), "slow", &graph, &Value::Null);
+    let (code, r) = run(&Home::local_http(), "slow", &graph, &Value::Null);
     assert_failed(code, &r, "HTTP request timed out after 1 s");
 }
 
@@ -217,7 +217,7 @@ fn response_over_the_size_cap_fails() {
     let big = "x".repeat(1024 * 1024 + 100 * 1024);
     let peer = Peer::start();
     peer.mount(Mock::given(path("/big")).respond_with(ResponseTemplate::new(200).set_body_string(big.clone())));
-    let home = Home::new();
+    let home = Home::local_http();
     let (code, r) = run(&home, "big", &design(json!({"url": peer.url("/big")}), &[], &[]), &Value::Null);
     assert_failed(code, &r, "over the 1048576-byte limit for output kept inline");
 
@@ -235,7 +235,7 @@ fn response_over_the_size_cap_fails() {
 
 #[test]
 fn only_http_and_https_urls() {
-    let home = Home::new();
+    let home = Home::local_http();
     // A literal URL with another scheme is a design error: the save is refused.
     let graph = design(json!({"url": "file:///etc/passwd"}), &[], &[]);
     let (code, body) = home.json(&["save", "local-file", &graph.to_string()]);
@@ -277,7 +277,7 @@ fn typed_outputs_match_exactly_on_a_second_run() {
             {"from": "start", "to": "fetch"}, {"from": "fetch", "to": "text"}, {"from": "text", "to": "out"}
         ]
     });
-    let home = Home::new();
+    let home = Home::local_http();
     let input = json!({"who": "ann"});
     let (c1, first) = run(&home, "twice", &graph, &input);
     let (c2, second) = run(&home, "twice", &graph, &input);

@@ -9,7 +9,8 @@
 //! - every value of a command's `env` entries (the design's own; template values travel as
 //!   `VWF_VALUE_<n>` variables and are shown under `values`, as the script reads them);
 //! - HTTP headers whose name says they carry a credential ([`is_secret_name`]);
-//! - a URL's user info, and URL query parameters with a secret name.
+//! - a URL's user info, and URL query parameters with a secret name;
+//! - every value of a `{{secrets.NAME}}` the task was rendered with, wherever it stands.
 //!
 //! Invariant: a redacted value is replaced by [`REDACTED`] whole, never shortened or hashed, so
 //! no part of it can be recovered from a run file.
@@ -17,6 +18,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Task, Work};
+use crate::secrets::Secrets;
 use crate::shell::VALUE_VAR_PREFIX;
 use crate::spec::{CommandStep, HttpStep, Program};
 
@@ -80,7 +82,14 @@ impl Task {
     /// The rendered inputs of this task, secrets redacted (see the module doc). The shape per
     /// kind: command `{run | argv, cwd, env, values}`, http `{method, url, headers, body}`, agent
     /// `{prompt, profile, model}`, deliver `{deliver, target, text}`, emit `{event, payload}`.
-    pub fn inputs(&self) -> Value {
+    /// Every value of `secrets` is redacted wherever it stands.
+    pub fn inputs(&self, secrets: &Secrets) -> Value {
+        let mut inputs = self.shown_inputs();
+        secrets.scrub(&mut inputs);
+        inputs
+    }
+
+    fn shown_inputs(&self) -> Value {
         match &self.work {
             Work::Command(CommandStep { program, cwd, env, .. }) => {
                 let mut out = Map::new();

@@ -25,6 +25,7 @@ use crate::expr;
 use crate::limits;
 use crate::plan::{Plan, PlanStep};
 use crate::refs;
+use crate::secrets::Secrets;
 use crate::shell;
 use crate::spec::{CommandStep, Deliver, HttpStep, OnTimeout, Program, Spec};
 use crate::template::{self, Context};
@@ -642,8 +643,15 @@ impl Run {
         self.mark(journal::Part::History(self.history.len() - 1));
     }
 
-    /// Settles what the core can settle, or hands out tasks. See `Advance`.
+    /// Settles what the core can settle, or hands out tasks. See `Advance`. A design that uses
+    /// `{{secrets.NAME}}` needs [`Run::advance_with`]; here every secret is unknown.
     pub fn advance(&mut self, now: Ts) -> Advance {
+        self.advance_with(now, &Secrets::default())
+    }
+
+    /// [`Run::advance`], rendering `{{secrets.NAME}}` from `secrets` in the fields that send
+    /// them. A task's recorded inputs have every value of `secrets` redacted.
+    pub fn advance_with(&mut self, now: Ts, secrets: &Secrets) -> Advance {
         if self.status.is_finished() {
             return Advance::Idle;
         }
@@ -674,7 +682,7 @@ impl Run {
                     progressed = true;
                     continue;
                 }
-                match self.begin(&step, &scope, now) {
+                match self.begin(&step, &scope, now, secrets) {
                     Begin::Settled => {
                         self.touch(now);
                         self.refresh_status();
@@ -686,7 +694,7 @@ impl Run {
                         return Advance::Settled(scope.instance(&step.id));
                     }
                     Begin::Task(t) => {
-                        let inputs = t.inputs();
+                        let inputs = t.inputs(secrets);
                         if let Some(r) = self.record_mut(&t.node) {
                             r.inputs = Some(inputs);
                         }

@@ -199,6 +199,7 @@ impl Run {
             loop_index,
             run_id: &self.run_id,
             design: &self.design,
+            secrets: None,
         }
     }
 
@@ -266,7 +267,7 @@ impl Run {
     }
 
     /// Starts one ready, active step instance.
-    pub(super) fn begin(&mut self, step: &PlanStep, scope: &Scope, now: Ts) -> Begin {
+    pub(super) fn begin(&mut self, step: &PlanStep, scope: &Scope, now: Ts, secrets: &Secrets) -> Begin {
         let inst = scope.instance(&step.id);
         let id = inst.as_str();
         if self.test
@@ -361,6 +362,7 @@ impl Run {
             Spec::Command(CommandStep { program, cwd, env, timeout_seconds }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let ctx = self.context(&ids, &trigger, scope);
+                let sending = Context { secrets: Some(secrets), ..ctx };
                 let rendered = (|| -> Result<Work, StepError> {
                     let mut values = Vec::new();
                     let program = match program {
@@ -374,7 +376,7 @@ impl Run {
                     let cwd = cwd.map(|c| template::render_str(&c, &ctx)).transpose()?;
                     let env = env
                         .into_iter()
-                        .map(|(k, v)| template::render_str(&v, &ctx).map(|v| (k, v)).map_err(|e| e.0))
+                        .map(|(k, v)| template::render_str(&v, &sending).map(|v| (k, v)).map_err(|e| e.0))
                         .collect::<Result<BTreeMap<_, _>, _>>()?;
                     let env = env.into_iter().chain(values).collect();
                     Ok(Work::Command(CommandStep { program, cwd, env, timeout_seconds }))
@@ -386,7 +388,7 @@ impl Run {
             }
             Spec::Http(HttpStep { url, method, headers, body, timeout_seconds, accept }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
-                let ctx = self.context(&ids, &trigger, scope);
+                let ctx = Context { secrets: Some(secrets), ..self.context(&ids, &trigger, scope) };
                 let rendered = (|| -> Result<Work, StepError> {
                     let url = template::render_str(&url, &ctx)?;
                     let headers = headers

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use vwf_core::run::journal::Part;
 use vwf_core::run::{Advance, Outcome, Run, Task};
+use vwf_core::secrets::Secrets;
 use vwf_core::time::Ts;
 
 thread_local! {
@@ -41,10 +42,15 @@ pub fn save_and_read_back(run: &mut Run) {
 
 /// Loops `advance(now)` until `Idle`, completing every task with the outcome `answer` picks and
 /// saving and reading the run back after every engine call. Returns each batch of tasks handed out.
-pub fn drive_batches(run: &mut Run, now: Ts, mut answer: impl FnMut(&Task) -> Outcome) -> Vec<Vec<Task>> {
+pub fn drive_batches(run: &mut Run, now: Ts, answer: impl FnMut(&Task) -> Outcome) -> Vec<Vec<Task>> {
+    drive_batches_with(run, now, &Secrets::default(), answer)
+}
+
+/// [`drive_batches`], rendering `{{secrets.NAME}}` from `secrets`.
+pub fn drive_batches_with(run: &mut Run, now: Ts, secrets: &Secrets, mut answer: impl FnMut(&Task) -> Outcome) -> Vec<Vec<Task>> {
     let mut batches = Vec::new();
     for _ in 0..1000 {
-        let advanced = run.advance(now);
+        let advanced = run.advance_with(now, secrets);
         save_and_read_back(run);
         match advanced {
             Advance::Settled(_) => {}

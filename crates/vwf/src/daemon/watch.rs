@@ -17,7 +17,7 @@ use vwf_core::time::{self, Ts};
 use vwf_core::trigger::WatchTrigger;
 
 use super::{Daemon, Live, STOP_POLL, Signal, TickReport, Trigger, clip, log, time_now};
-use crate::exec::process::Group;
+use crate::exec::process::{ChildEnv, Group};
 use crate::runner::Runner;
 
 /// Watch commands: how long a run must last to reset the restart backoff.
@@ -50,6 +50,7 @@ impl Daemon<'_> {
             sender: self.sender.clone(),
             stop: stop.clone(),
             group: group.clone(),
+            env: ChildEnv::new(&self.app.drivers.config),
         };
         let thread = std::thread::Builder::new()
             .name(format!("vwf-watch-{name}"))
@@ -102,6 +103,8 @@ struct Supervisor {
     sender: Sender<Signal>,
     stop: Arc<AtomicBool>,
     group: Group,
+    /// The environment the watch command starts from (not the server's: see `ChildEnv`).
+    env: ChildEnv,
 }
 
 impl Supervisor {
@@ -112,7 +115,7 @@ impl Supervisor {
             let started = Instant::now();
             let mut command = Command::new(program);
             command.args(args).current_dir(&self.cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
-            let child = match self.group.spawn_unless(&self.stop, &mut command) {
+            let child = match self.group.spawn_unless(&self.stop, &mut command, &self.env) {
                 None => return,
                 Some(Ok(child)) => Some(child),
                 Some(Err(e)) => {

@@ -296,8 +296,8 @@ impl<'c> Call<'c> {
                 None => command.env_remove(name),
             };
         }
-        let child =
-            process::spawn(&mut command).map_err(|e| AgentError::Command(format!("cannot start the agent command {program:?}: {e}")))?;
+        let child = process::spawn(&mut command, &process::ChildEnv::new(config))
+            .map_err(|e| AgentError::Command(format!("cannot start the agent command {program:?}: {e}")))?;
         let stdout = supervise(child, request.prompt, request.timeout).map_err(AgentError::Command)?;
         if stdout.len() > limits::STEP_OUTPUT_BYTES {
             return Err(AgentError::Command(format!(

@@ -87,7 +87,8 @@ fn run(step: &CommandStep, config: &Config) -> Result<Outcome, CommandError> {
         command.current_dir(cwd);
     }
     command.envs(env).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = process::spawn(&mut command).map_err(|e| CommandError::Start { program, cause: e.to_string() })?;
+    let child =
+        process::spawn(&mut command, &process::ChildEnv::new(config)).map_err(|e| CommandError::Start { program, cause: e.to_string() })?;
     supervise(child, Duration::from_secs(*timeout_seconds))
 }
 

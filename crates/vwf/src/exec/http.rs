@@ -4,7 +4,9 @@
 //! request per step needs no more. Invariants:
 //! - only `http://` and `https://` URLs are fetched, checked again after templates rendered
 //!   (the validator checks the literal); redirects stay within those schemes and stop after
-//!   [`MAX_REDIRECTS`];
+//!   [`MAX_REDIRECTS`]; they are followed here, not by the client, so that every hop goes through
+//!   the egress policy (`egress`): resolved once, checked, and connected to exactly the checked
+//!   addresses; credential headers are not carried to another origin;
 //! - `timeout_seconds` bounds the whole exchange (connect, headers and body together);
 //! - at most [`limits::STEP_OUTPUT_BYTES`] of response body are read, a longer body fails the step;
 //! - no cookies are stored, no telemetry is added: the request is what the design asks for, plus
@@ -17,7 +19,8 @@
 //! A `body` that is a JSON string is sent as text (`text/plain; charset=utf-8`), any other JSON
 //! value as JSON (`application/json`); a `Content-Type` header in the design wins. A body is sent
 //! with whatever method the design names, GET and HEAD included: the design asked for it.
-//! The system proxy settings (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`) apply, as for curl.
+//! The system proxy settings are not used: through a proxy, the address finally reached would be
+//! the proxy's to choose, and the egress policy could not hold.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -29,7 +32,10 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 use vwf_core::limits;
 use vwf_core::run::Outcome;
+use vwf_core::run::inputs::is_secret_name;
 use vwf_core::spec::HttpStep;
+
+use super::egress::{Policy, Refusal};
 
 /// Redirects followed before the step fails.
 const MAX_REDIRECTS: usize = 5;
@@ -38,11 +44,12 @@ const VOLATILE_HEADERS: [&str; 1] = ["date"];
 /// Characters of the response body quoted in a status error.
 const ERROR_BODY_CHARS: usize = 500;
 
-/// Performs an http task. Never panics; every failure is an `Outcome::Failed` with a clear error.
-pub fn perform(step: &HttpStep) -> Outcome {
+/// Performs an http task under `policy`. Never panics; every failure is an `Outcome::Failed` with
+/// a clear error.
+pub fn perform(step: &HttpStep, policy: Policy<'_>) -> Outcome {
     let HttpStep { url, method, headers, body, timeout_seconds, accept } = step;
     let request = Request { url, method, headers, body: body.as_ref(), timeout: Duration::from_secs((*timeout_seconds).max(1)), accept };
-    match request.perform() {
+    match request.perform(policy) {
         Ok(outcome) => outcome,
         Err(error) => Outcome::Failed { error: error.to_string() },
     }
@@ -69,6 +76,13 @@ pub enum HttpError {
     /// The request did not get an answer; `url` is shown without credentials.
     #[error("HTTP request to {url} failed: {cause}")]
     Transport { url: String, cause: String },
+    /// The egress policy refused the connection of hop `hop` (0: the step's own URL).
+    #[error("HTTP request to {url} refused{}: {refusal}", if *.hop == 0 { String::new() } else { format!(" (redirect {})", .hop) })]
+    Egress { hop: usize, url: String, refusal: Refusal },
+    #[error("more than {MAX_REDIRECTS} redirects")]
+    Redirects,
+    #[error("bad redirect: {0}")]
+    BadRedirect(String),
     #[error("reading the HTTP response failed: {0}")]
     Read(String),
     /// An answer whose status the step does not accept; `body` is the start of its body.
@@ -94,30 +108,63 @@ struct Request<'a> {
 }
 
 impl Request<'_> {
-    fn perform(&self) -> Result<Outcome, HttpError> {
-        let url = parse_url(self.url)?;
-        let method = reqwest::Method::from_bytes(self.method.trim().to_ascii_uppercase().as_bytes())
+    fn perform(&self, policy: Policy<'_>) -> Result<Outcome, HttpError> {
+        let mut url = parse_url(self.url)?;
+        let mut method = reqwest::Method::from_bytes(self.method.trim().to_ascii_uppercase().as_bytes())
             .map_err(|_| HttpError::Method(self.method.to_string()))?;
-        let headers = self.header_map()?;
-        let client = reqwest::blocking::Client::builder()
-            .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(self.timeout)
-            .timeout(self.timeout)
-            .redirect(redirect_policy())
-            .build()
-            .map_err(|e| HttpError::Client(super::error_chain(&e)))?;
-
-        let mut builder = client.request(method, url.clone()).timeout(self.timeout).headers(headers.clone());
-        if let Some(body) = self.body {
-            let (bytes, content_type) = encode_body(body);
-            if !headers.contains_key(CONTENT_TYPE) {
-                builder = builder.header(CONTENT_TYPE, content_type);
-            }
-            builder = builder.body(bytes);
-        }
-
+        let mut headers = self.header_map()?;
+        let mut body = self.body.map(encode_body);
         let started = Instant::now();
-        let response = builder.send().map_err(|e| self.transport_error(&url, e, started))?;
+        for hop in 0.. {
+            // Every hop is resolved and checked, and its connection pinned to what was checked.
+            let addrs = policy.check(&url).map_err(|refusal| HttpError::Egress { hop, url: shown(&url), refusal })?;
+            let remaining = self.timeout.checked_sub(started.elapsed()).filter(|d| !d.is_zero()).ok_or_else(|| self.timed_out())?;
+            let mut client = reqwest::blocking::Client::builder()
+                .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
+                .connect_timeout(remaining)
+                .timeout(remaining)
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy();
+            if let Some(url::Host::Domain(name)) = url.host() {
+                client = client.resolve_to_addrs(name, &addrs);
+            }
+            let client = client.build().map_err(|e| HttpError::Client(super::error_chain(&e)))?;
+            let mut builder = client.request(method.clone(), url.clone()).timeout(remaining).headers(headers.clone());
+            if let Some((bytes, content_type)) = &body {
+                if !headers.contains_key(CONTENT_TYPE) {
+                    builder = builder.header(CONTENT_TYPE, *content_type);
+                }
+                builder = builder.body(bytes.clone());
+            }
+            let response = builder.send().map_err(|e| self.transport_error(&url, e, started))?;
+            let Some(next) = redirect_target(&url, &response)? else {
+                return self.finish(response, started);
+            };
+            if hop >= MAX_REDIRECTS {
+                return Err(HttpError::Redirects);
+            }
+            let status = response.status().as_u16();
+            // As browsers and curl do: 303 (and 301/302 after a POST) continue as a GET without
+            // a body; 307/308 repeat the request.
+            if status == 303 && method != reqwest::Method::HEAD || matches!(status, 301 | 302) && method == reqwest::Method::POST {
+                method = reqwest::Method::GET;
+                body = None;
+                headers.remove(CONTENT_TYPE);
+            }
+            // Credentials the design sent to one origin are not handed to another.
+            if next.origin() != url.origin() {
+                let secret: Vec<HeaderName> = headers.keys().filter(|n| is_secret_name(n.as_str())).cloned().collect();
+                for name in secret {
+                    headers.remove(name);
+                }
+            }
+            url = next;
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// Reads the answer of the last hop into the step's outcome.
+    fn finish(&self, response: reqwest::blocking::Response, started: Instant) -> Result<Outcome, HttpError> {
         let status = response.status().as_u16();
         let headers = header_object(response.headers());
         let declared = response.content_length();
@@ -197,16 +244,18 @@ fn shown(url: &Url) -> String {
     u.to_string()
 }
 
-fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        if attempt.previous().len() > MAX_REDIRECTS {
-            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-        } else if !matches!(attempt.url().scheme(), "http" | "https") {
-            attempt.error("a redirect to a URL that is not http(s)")
-        } else {
-            attempt.follow()
-        }
-    })
+/// Where a redirect answer sends the request next, if it is one (a 3xx without a usable
+/// `Location` is an answer like any other); only http(s) targets are followed.
+fn redirect_target(from: &Url, response: &reqwest::blocking::Response) -> Result<Option<Url>, HttpError> {
+    if !matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
+        return Ok(None);
+    }
+    let Some(location) = response.headers().get(reqwest::header::LOCATION).and_then(|l| l.to_str().ok()) else { return Ok(None) };
+    let next = from.join(location.trim()).map_err(|e| HttpError::BadRedirect(e.to_string()))?;
+    if !matches!(next.scheme(), "http" | "https") {
+        return Err(HttpError::BadRedirect(format!("a redirect to a {}: URL", next.scheme())));
+    }
+    Ok(Some(next))
 }
 
 /// A JSON string goes as text, anything else as compact JSON.
@@ -310,6 +359,12 @@ mod tests {
         }
     }
 
+    /// Performs `step` with loopback allowed (the tests' peers are local).
+    fn fetch(step: &HttpStep) -> Outcome {
+        let allow = [super::super::egress::Rule::try_from("127.0.0.0/8".to_string()).unwrap()];
+        perform(step, Policy { allow: &allow, deny: &[] })
+    }
+
     fn error(o: Outcome) -> String {
         match o {
             Outcome::Failed { error } => error,
@@ -337,9 +392,9 @@ mod tests {
     #[test]
     fn other_schemes_are_refused() {
         for url in ["file:///etc/passwd", "ftp://example.com/x", "gopher://x", "data:text/plain,hi"] {
-            assert!(error(perform(&work(url))).contains("only http:// and https://"), "{url}");
+            assert!(error(fetch(&work(url))).contains("only http:// and https://"), "{url}");
         }
-        assert!(error(perform(&work("not a url"))).contains("bad URL"));
+        assert!(error(fetch(&work("not a url"))).contains("bad URL"));
     }
 
     #[test]
@@ -356,7 +411,7 @@ mod tests {
     #[test]
     fn a_refused_connection_is_a_failure_not_a_panic() {
         // Port 9 (discard) on loopback is closed in test environments.
-        let e = error(perform(&work("http://127.0.0.1:9/")));
+        let e = error(fetch(&work("http://127.0.0.1:9/")));
         assert!(e.starts_with("HTTP request to http://127.0.0.1:9/ failed"), "{e}");
     }
 
@@ -374,7 +429,7 @@ mod tests {
             // Hold the connection open, seven bytes short, until the client has given up.
             let _ = done_rx.recv();
         });
-        assert_eq!(error(perform(&work(&url))), "HTTP request timed out after 1 s");
+        assert_eq!(error(fetch(&work(&url))), "HTTP request timed out after 1 s");
         let _ = done_tx.send(());
         let _ = server.join();
     }

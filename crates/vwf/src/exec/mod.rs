@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod command;
 pub mod deliver;
+pub mod egress;
 pub mod http;
 pub mod process;
 
@@ -41,7 +42,7 @@ impl Drivers {
                 Outcome::Delivered(deliver::deliver(&self.config.channels, *kind, target, message, &task.node, now))
             }
             Work::Command(step) => command::perform(step, &self.config),
-            Work::Http(step) => http::perform(step),
+            Work::Http(step) => http::perform(step, self.config.http.policy()),
             Work::Emit { .. } => Outcome::Failed { error: "emit steps are performed by the runner".into() },
         }
     }

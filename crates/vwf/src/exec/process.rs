@@ -12,6 +12,7 @@
 //! - At most `STEP_OUTPUT_BYTES + 1` bytes of standard output and the last `STDERR_TAIL_BYTES` of
 //!   standard error are kept; the rest is drained so the child never blocks on a full pipe.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -22,6 +23,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use vwf_core::limits::STEP_OUTPUT_BYTES;
+
+use crate::config::Config;
 
 /// How much of standard error is kept, from its end.
 pub const STDERR_TAIL_BYTES: usize = 4096;
@@ -42,8 +45,52 @@ pub struct Finished {
     pub stderr_closed: bool,
 }
 
-/// Starts `command` as the leader of a new process group (so the whole group can be signalled).
-pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
+/// Variables a child takes from vwf's own environment by default (and every `LC_*`):
+/// what programs need to find their tools, home, language and time zone, nothing that is
+/// anyone's secret. `[commands] pass_env` adds more.
+pub const BASE_ENV: [&str; 11] = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "HERMES_HOME"];
+
+/// What a child's environment starts from (SPEC §17): not vwf's whole environment, which holds
+/// the API token, the model provider's key and the bot tokens, but [`BASE_ENV`] and `[commands]
+/// pass_env`, less every variable the config names as a secret and every `VWF_*` variable.
+/// What the caller sets on the `Command` itself (a step's own `env`, the agent backend's
+/// `VWF_AGENT_*`) is added on top.
+#[derive(Debug, Clone, Default)]
+pub struct ChildEnv {
+    pass: Vec<String>,
+}
+
+impl ChildEnv {
+    pub fn new(config: &Config) -> ChildEnv {
+        let secret = config.secret_vars();
+        let pass = BASE_ENV
+            .iter()
+            .map(|s| s.to_string())
+            .chain(config.commands.pass_env.iter().map(|s| s.trim().to_string()))
+            .filter(|name| !name.is_empty() && !name.starts_with("VWF_") && !secret.contains(name))
+            .collect();
+        ChildEnv { pass }
+    }
+
+    /// The variables of vwf's environment a child gets.
+    fn inherited(&self) -> impl Iterator<Item = (OsString, OsString)> + '_ {
+        std::env::vars_os().filter(|(name, _)| {
+            name.to_str().is_some_and(|n| self.pass.iter().any(|p| p == n) || (n.starts_with("LC_") && !n.starts_with("VWF_")))
+        })
+    }
+}
+
+/// Starts `command` as the leader of a new process group (so the whole group can be signalled),
+/// with the environment of `env` plus what was set on `command`.
+pub fn spawn(command: &mut Command, env: &ChildEnv) -> std::io::Result<Child> {
+    let own: Vec<(OsString, Option<OsString>)> = command.get_envs().map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned))).collect();
+    command.env_clear().envs(env.inherited());
+    for (name, value) in own {
+        match value {
+            Some(v) => command.env(name, v),
+            None => command.env_remove(name),
+        };
+    }
     command.process_group(0).spawn()
 }
 
@@ -63,12 +110,12 @@ pub struct Group(Arc<Mutex<Option<libc::pid_t>>>);
 impl Group {
     /// Spawns `command` in a new group recorded here, unless `stop` is set (checked under the
     /// group's lock, so a stop racing the spawn either prevents it or signals the new group).
-    pub fn spawn_unless(&self, stop: &AtomicBool, command: &mut Command) -> Option<std::io::Result<Child>> {
+    pub fn spawn_unless(&self, stop: &AtomicBool, command: &mut Command, env: &ChildEnv) -> Option<std::io::Result<Child>> {
         let mut group = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if stop.load(Ordering::SeqCst) {
             return None;
         }
-        let spawned = spawn(command);
+        let spawned = spawn(command, env);
         if let Ok(child) = &spawned {
             *group = libc::pid_t::try_from(child.id()).ok();
         }

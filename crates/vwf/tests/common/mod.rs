@@ -20,6 +20,9 @@ pub enum Backend {
 }
 
 /// A fresh home directory for one test, on the file store or on an empty database of its own.
+/// The config lines that let http steps reach loopback peers (tests' local servers).
+pub const LOCAL_HTTP: &str = "[http]\nallow = [\"127.0.0.0/8\", \"::1\"]\n";
+
 pub struct Home {
     pub dir: tempfile::TempDir,
     /// The database URL every `vwf` of this home gets as `VWF_DATABASE_URL` (PostgreSQL homes).
@@ -40,6 +43,14 @@ impl Home {
     pub fn with_backend(backend: Backend) -> Home {
         let database = (backend == Backend::Postgres).then(pg::fresh_database);
         Home { dir: tempfile::tempdir().expect("tempdir"), database }
+    }
+
+    /// A home whose config lets http steps reach this machine's loopback peers (the egress
+    /// policy refuses them by default): `[http] allow` of [`LOCAL_HTTP`].
+    pub fn local_http() -> Home {
+        let home = Home::new();
+        std::fs::write(home.path().join("visual-workflow.toml"), LOCAL_HTTP).expect("write config");
+        home
     }
 
     pub fn backend(&self) -> Backend {
