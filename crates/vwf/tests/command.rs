@@ -358,3 +358,55 @@ fn typed_outputs_match_exactly_on_a_second_run() {
     assert_ne!(first["run_id"], second["run_id"]);
     assert_eq!(first["outputs"]["bytes"]["encoding"], "base64", "{first}");
 }
+
+/// A child starts from a clean environment (SPEC §17): a command step running `env` (and the
+/// command agent backend doing the same) sees the base variables and `[commands] pass_env`, never
+/// a variable the config names as a secret nor a `VWF_*` variable, even when `pass_env` lists
+/// them; a `{{secrets.NAME}}` in the step's `env` is the only way one reaches it.
+#[test]
+fn children_see_no_secret_of_vwf_s_environment() {
+    let home = Home::new();
+    let config = "[server]\ntoken_env = \"T_SERVER_TOKEN\"\n\
+                  [agent]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"cat >/dev/null; env\"]\napi_key_env = \"T_PROVIDER_KEY\"\n\
+                  [channels.telegram]\ntoken_env = \"T_BOT_TOKEN\"\nhome = \"1\"\n\
+                  [commands]\npass_env = [\"T_PLAIN\", \"T_BOT_TOKEN\", \"VWF_TOKEN\"]\n\
+                  [secrets]\nDEPLOY = \"T_DEPLOY_KEY\"\n";
+    std::fs::write(home.path().join("visual-workflow.toml"), config).expect("config");
+    let secret_values = ["server-tok-81", "provider-key-82", "bot-token-83", "vwf-token-84", "deploy-key-85", "other-vwf-86"];
+    let graph = chain(vec![
+        json!({"id": "env", "type": "command", "argv": ["env"], "env": {"GIVEN": "{{secrets.DEPLOY}}", "OWN": "mine"}}),
+        json!({"id": "agent", "type": "agent", "prompt": "hi"}),
+    ]);
+    home.save("envs", &graph);
+    let out = home
+        .vwf()
+        .env("T_SERVER_TOKEN", secret_values[0])
+        .env("T_PROVIDER_KEY", secret_values[1])
+        .env("T_BOT_TOKEN", secret_values[2])
+        .env("VWF_TOKEN", secret_values[3])
+        .env("T_DEPLOY_KEY", secret_values[4])
+        .env("VWF_SOMETHING", secret_values[5])
+        .env("T_PLAIN", "plain-value")
+        .env("T_UNLISTED", "unlisted-value")
+        .env("LC_TIME", "C")
+        .args(["--json", "run", "envs"])
+        .output()
+        .expect("run");
+    let run = common::parse(&out);
+    assert_eq!(run["status"], "done", "{run}");
+    for node in ["env", "agent"] {
+        let seen = run["outputs"][node]["text"].as_str().unwrap_or_else(|| panic!("no {node} output: {run}"));
+        let names: Vec<&str> = seen.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
+        for value in secret_values {
+            assert!(!seen.contains(value), "{node} saw a secret of vwf's environment: {seen}");
+        }
+        assert!(!names.iter().any(|n| n.starts_with("VWF_") && !n.starts_with("VWF_AGENT_")), "{node} saw a VWF_ variable: {names:?}");
+        for name in ["PATH", "HOME", "T_PLAIN", "LC_TIME"] {
+            assert!(names.contains(&name), "{node} lacks {name}: {names:?}");
+        }
+        assert!(!names.contains(&"T_UNLISTED") && !names.contains(&"T_BOT_TOKEN"), "{names:?}");
+    }
+    // The step's own env, with the secret it asked for (recorded as `***`).
+    let seen = run["outputs"]["env"]["text"].as_str().unwrap_or_default();
+    assert!(seen.lines().any(|l| l == "OWN=mine") && seen.lines().any(|l| l == "GIVEN=***"), "{seen}");
+}

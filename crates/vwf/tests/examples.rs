@@ -298,7 +298,7 @@ fn input_fields_read(nodes: &[Value], trigger: &str) -> BTreeSet<String> {
 fn every_template_runs_to_the_end_answering_the_first_option() {
     let fixtures = Fixtures::new();
     for t in templates() {
-        let home = Home::new();
+        let home = Home::local_http();
         home.save(&t.name, &t.graph);
         let driven = drive(&home, &t.name, &fixtures.input(&t), &[]);
         assert_honest_final(&t, &driven.run);
@@ -328,7 +328,7 @@ fn every_template_runs_to_the_end_answering_the_first_option() {
 fn every_answer_of_every_gate_in_every_template_ends_in_an_honest_state() {
     let fixtures = Fixtures::new();
     for t in templates() {
-        let home = Home::new();
+        let home = Home::local_http();
         home.save(&t.name, &t.graph);
         let input = fixtures.input(&t);
         let mut scripts: Vec<Vec<usize>> = vec![Vec::new()];
@@ -358,7 +358,7 @@ fn template(name: &str) -> Template {
 #[test]
 fn morning_brief_never_claims_the_telegram_delivery() {
     let t = template("morning-brief");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
     let driven = drive(&home, &t.name, &Value::Null, &[]);
     let run = &driven.run;
@@ -377,7 +377,7 @@ fn morning_brief_never_claims_the_telegram_delivery() {
 #[test]
 fn ticket_triage_drafts_a_reply_for_a_minor_ticket_without_asking_anyone() {
     let t = template("ticket-triage");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
     let input = json!({"title": "Typo on the pricing page", "severity": 1, "body": "It says 'montly'."});
     let driven = drive(&home, &t.name, &input, &[]);
@@ -392,7 +392,7 @@ fn ticket_triage_drafts_a_reply_for_a_minor_ticket_without_asking_anyone() {
 #[test]
 fn ticket_triage_pages_with_the_ticket_text_for_a_severe_ticket() {
     let t = template("ticket-triage");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
     let driven = drive(&home, &t.name, &example_input(&t), &[]);
     let run = &driven.run;
@@ -405,7 +405,7 @@ fn ticket_triage_pages_with_the_ticket_text_for_a_severe_ticket() {
 #[test]
 fn draft_review_revise_sends_the_draft_to_a_second_agent() {
     let t = template("draft-review");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
     let driven = drive(&home, &t.name, &example_input(&t), &[1]);
     let run = &driven.run;
@@ -418,7 +418,7 @@ fn draft_review_revise_sends_the_draft_to_a_second_agent() {
 #[test]
 fn release_checklist_waits_after_sign_off_and_blocks_failed_tests() {
     let t = template("release-checklist");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
 
     let shipped = drive(&home, &t.name, &example_input(&t), &[]);
@@ -441,7 +441,7 @@ fn release_checklist_waits_after_sign_off_and_blocks_failed_tests() {
 
 #[test]
 fn the_sequential_form_becomes_a_chain_and_runs() {
-    let home = Home::new();
+    let home = Home::local_http();
     let design = json!({
         "description": "Two agent activities and an output, in order",
         "activities": [
@@ -500,7 +500,7 @@ fn dir_entries(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn large_input_chunks_reads_each_chunk_in_its_own_pass_and_totals_them() {
     let t = template("large-input-chunks");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
     let work = tempfile::tempdir().unwrap();
     let file = work.path().join("orders.ndjson");
@@ -545,7 +545,7 @@ fn large_input_chunks_reads_each_chunk_in_its_own_pass_and_totals_them() {
 #[test]
 fn large_input_chunks_on_an_empty_file_still_reports_its_zero_totals() {
     let t = template("large-input-chunks");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
     let work = tempfile::tempdir().unwrap();
     let file = work.path().join("empty.ndjson");
@@ -562,7 +562,7 @@ fn large_input_chunks_on_an_empty_file_still_reports_its_zero_totals() {
 #[test]
 fn large_input_chunks_fails_at_the_split_when_the_file_is_missing() {
     let t = template("large-input-chunks");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
     let work = tempfile::tempdir().unwrap();
     let missing = work.path().join("nope.ndjson");
@@ -579,7 +579,7 @@ fn large_input_chunks_fails_at_the_split_when_the_file_is_missing() {
 #[test]
 fn feed_digest_hands_the_items_to_the_agent_and_says_so_when_the_feed_is_empty() {
     let t = template("feed-digest");
-    let home = Home::new();
+    let home = Home::local_http();
     home.save(&t.name, &t.graph);
 
     let url = serve_json(&feed(&[("Faster start-up", "https://example.org/1"), ("New export format", "https://example.org/2")]));
@@ -607,7 +607,7 @@ fn feed_digest_hands_the_items_to_the_agent_and_says_so_when_the_feed_is_empty()
 
 #[test]
 fn nightly_handoff_starts_report_archive_with_its_payload() {
-    let home = Home::new();
+    let home = Home::local_http();
     for name in ["nightly-handoff", "report-archive"] {
         let t = template(name);
         home.save(&t.name, &t.graph);

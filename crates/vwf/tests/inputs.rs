@@ -1,10 +1,11 @@
 //! What each step received, and where secrets may go: one design uses every kind of secret a run
 //! can meet — the ones the config names (an agent API key, Telegram and Slack bot tokens, a
 //! Discord webhook URL, a webhook signing key, all read from the environment) and the ones a
-//! design itself holds (a command's `env` entry, `Authorization` and `X-Api-Key` headers and a
-//! URL's user info). After runs of it (a failure, its retry from the failed step and from the
-//! start) every file of the home, and on PostgreSQL every row, is scanned: a config secret is in
-//! none, a design secret only in the design, its versions and the runs' copy of it (`plan`, which
+//! design itself holds (a command's `env` entry and a URL's user info), and the `{{secrets.NAME}}`
+//! references of `[secrets]` (in `Authorization` and `X-Api-Key` headers and a command's `env`,
+//! with a peer and a command that echo them back). After runs of it (a failure, its retry from the failed step and from the
+//! start) every file of the home, and on PostgreSQL every row, is scanned: a config secret (a
+//! `[secrets]` value included) is in none, a design secret only in the design, its versions and the runs' copy of it (`plan`, which
 //! a retry from the failed step runs). The run result shows each step's inputs with secrets as
 //! `***`.
 
@@ -15,7 +16,7 @@ on_both_backends!(no_secret_is_stored);
 use common::peer::Peer;
 use common::{Backend, Home, run_file};
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path, path_regex};
+use wiremock::matchers::{header, method, path, path_regex};
 use wiremock::{Mock, ResponseTemplate};
 
 /// A fresh random secret per test run, so nothing else in the home can hold it by chance.
@@ -51,11 +52,11 @@ impl Secrets {
             userinfo: secret("pw"),
         }
     }
-    fn named_by_config(&self) -> [&str; 5] {
-        [&self.agent_key, &self.telegram, &self.slack, &self.discord, &self.signing]
+    fn named_by_config(&self) -> [&str; 7] {
+        [&self.agent_key, &self.telegram, &self.slack, &self.discord, &self.signing, &self.authorization, &self.api_key]
     }
-    fn written_in_design(&self) -> [&str; 4] {
-        [&self.command_env, &self.authorization, &self.api_key, &self.userinfo]
+    fn written_in_design(&self) -> [&str; 2] {
+        [&self.command_env, &self.userinfo]
     }
 }
 
@@ -75,7 +76,14 @@ fn peer_for(s: &Secrets) -> Peer {
     peer.mount(Mock::given(method("POST")).and(path("/chat.postMessage")).respond_with(ok(json!({"ok": true, "ts": "1.2"}))));
     peer.mount(Mock::given(method("POST")).and(path(format!("/api/webhooks/1/{}", s.discord))).respond_with(ok(json!({"id": "99"}))));
     peer.mount(Mock::given(method("POST")).and(path("/hook")).respond_with(ResponseTemplate::new(200).set_body_string("ok")));
-    peer.mount(Mock::given(method("GET")).and(path_regex("^/weather")).respond_with(ok(json!({"sky": "clear"}))));
+    // The weather service echoes the key it was sent, as some services do in errors and debug fields.
+    peer.mount(
+        Mock::given(method("GET"))
+            .and(path_regex("^/weather"))
+            .and(header("x-api-key", s.api_key.as_str()))
+            .and(header("authorization", format!("Bearer {}", s.authorization).as_str()))
+            .respond_with(ok(json!({"sky": "clear", "echo": {"key": s.api_key}}))),
+    );
     peer
 }
 
@@ -86,7 +94,9 @@ fn config(peer: &Peer) -> String {
          [channels.telegram]\ntoken_env = \"VWF_T_TG\"\nhome = \"1\"\napi_base = \"{uri}\"\n\n\
          [channels.slack]\ntoken_env = \"VWF_T_SLACK\"\nhome = \"#ops\"\napi_base = \"{uri}\"\n\n\
          [channels.discord.webhooks]\nalerts = \"VWF_T_DISCORD\"\n\n\
-         [channels.webhook.alerts]\nurl = \"{uri}/hook\"\nsecret_env = \"VWF_T_SIGNING\"\n"
+         [channels.webhook.alerts]\nurl = \"{uri}/hook\"\nsecret_env = \"VWF_T_SIGNING\"\n\n\
+         [secrets]\nAUTH = \"VWF_T_AUTH\"\nAPI_KEY = \"VWF_T_API_KEY\"\n\n{}",
+        common::LOCAL_HTTP
     )
 }
 
@@ -97,9 +107,10 @@ fn design(s: &Secrets, peer: &Peer, gate_file: &str) -> Value {
     json!({
         "nodes": [
             {"id": "start", "type": "trigger", "mode": "manual"},
-            {"id": "look", "type": "command", "run": "cat {{trigger.file}}", "env": {"API_TOKEN": s.command_env}},
+            {"id": "look", "type": "command", "run": "cat {{trigger.file}} && printf '%s' \"$KEY\" >&2",
+             "env": {"API_TOKEN": s.command_env, "KEY": "{{secrets.API_KEY}}"}},
             {"id": "call", "type": "http", "url": format!("http://me:{}@{host}/weather?city={{{{nodes.look}}}}", s.userinfo),
-             "headers": {"Authorization": format!("Bearer {}", s.authorization), "X-Api-Key": s.api_key, "Accept": "application/json"}},
+             "headers": {"Authorization": "Bearer {{secrets.AUTH}}", "X-Api-Key": "{{secrets.API_KEY}}", "Accept": "application/json"}},
             {"id": "brief", "type": "agent", "prompt": "Brief on {{nodes.call.body.sky}} skies"},
             {"id": "tg", "type": "output", "deliver": "channel", "target": "telegram:1", "template": "{{nodes.brief}}"},
             {"id": "slack", "type": "output", "deliver": "notification", "target": "slack", "template": "{{nodes.brief}}"},
@@ -124,6 +135,8 @@ fn vwf(peer: &Peer, home: &Home, s: &Secrets, args: &[&str]) -> (i32, Value) {
         .env("VWF_T_SLACK", &s.slack)
         .env("VWF_T_DISCORD", discord)
         .env("VWF_T_SIGNING", &s.signing)
+        .env("VWF_T_AUTH", &s.authorization)
+        .env("VWF_T_API_KEY", &s.api_key)
         .arg("--json")
         .args(args);
     let out = peer.rt.block_on(peer.rt.spawn_blocking(move || cmd.output().expect("run vwf"))).expect("the CLI thread");
@@ -147,6 +160,10 @@ fn runs_with_every_secret(home: &Home, peer: &Peer, s: &Secrets) -> (String, Str
     let (code, again) = vwf(peer, home, s, &["run", "retry", &id, "--from-start"]);
     assert_eq!((code, again["status"].as_str(), again["retry_of"].as_str()), (0, Some("done"), Some(id.as_str())), "{again:#}");
     assert_eq!(retried["deliveries"].as_array().map(Vec::len), Some(4), "{retried:#}");
+    // The secrets reached the peer (it answers only when both headers carry them) and the
+    // command's environment, and what echoed them back is recorded with `***` in their place.
+    assert_eq!(retried["outputs"]["call"]["body"]["echo"]["key"], "***", "{retried:#}");
+    assert_eq!(retried["outputs"]["look"]["stderr"], "***", "{retried:#}");
     let again = again["run_id"].as_str().expect("id").to_string();
     (id, again)
 }

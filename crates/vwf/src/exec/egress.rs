@@ -134,10 +134,12 @@ impl fmt::Display for Class {
 /// A connection the policy refuses; its text is the step's error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    #[error("{host} resolves to {addr}, {class}, which http steps may not reach by default (to allow it, add \"{allow}\" to [http] allow in the config)", allow = shown_addr(*.addr))]
-    Class { host: String, addr: SocketAddr, class: Class },
-    #[error("{host} resolves to {addr}, denied by the [http] deny entry {rule:?}")]
-    Denied { host: String, addr: SocketAddr, rule: String },
+    /// `reached` says where the connection would go: `127.0.0.1:80`, or `localhost
+    /// (127.0.0.1:80)` for a name.
+    #[error("{reached} is {class}, which http steps may not reach by default (to allow it, add \"{allow}\" to [http] allow in the config)", allow = shown_addr(*.addr))]
+    Class { reached: String, addr: SocketAddr, class: Class },
+    #[error("{reached} is denied by the [http] deny entry {rule:?}")]
+    Denied { reached: String, addr: SocketAddr, rule: String },
     #[error("{host} cannot be resolved: {cause}")]
     Resolve { host: String, cause: String },
 }
@@ -186,14 +188,18 @@ impl Policy<'_> {
     }
 
     fn judge(&self, host: &str, name: Option<&str>, addr: SocketAddr, own: &[IpAddr]) -> Result<(), Refusal> {
+        let reached = || match name {
+            Some(_) => format!("{host} ({addr})"),
+            None => addr.to_string(),
+        };
         if let Some(rule) = self.deny.iter().find(|r| r.matches(name, addr)) {
-            return Err(Refusal::Denied { host: host.to_string(), addr, rule: rule.text.clone() });
+            return Err(Refusal::Denied { reached: reached(), addr, rule: rule.text.clone() });
         }
         if self.allow.iter().any(|r| r.matches(name, addr)) {
             return Ok(());
         }
         match class(addr.ip(), own) {
-            Some(class) => Err(Refusal::Class { host: host.to_string(), addr, class }),
+            Some(class) => Err(Refusal::Class { reached: reached(), addr, class }),
             None => Ok(()),
         }
     }
@@ -358,16 +364,12 @@ mod tests {
         assert!(check(&["localhost:9"], &[], "http://localhost.:9/").is_ok(), "a name rule covers what the name resolves to");
         assert!(check(&["localhost:9"], &[], "http://127.0.0.1:9/").is_err(), "a name rule does not cover the address");
         let denied = check(&["127.0.0.0/8"], &["127.0.0.1:9"], "http://127.0.0.1:9/").unwrap_err();
-        assert_eq!(
-            denied.to_string(),
-            "127.0.0.1 resolves to 127.0.0.1:9, denied by the [http] deny entry \"127.0.0.1:9\"",
-            "a deny wins over an allow"
-        );
+        assert_eq!(denied.to_string(), "127.0.0.1:9 is denied by the [http] deny entry \"127.0.0.1:9\"", "a deny wins over an allow");
         assert!(matches!(check(&[], &["8.8.8.8"], "http://8.8.8.8/"), Err(Refusal::Denied { .. })), "deny closes public addresses");
         let refused = check(&[], &[], "http://[::ffff:127.0.0.1]:8765/").unwrap_err();
         assert_eq!(
             refused.to_string(),
-            "[::ffff:7f00:1] resolves to [::ffff:127.0.0.1]:8765, a loopback address, which http steps may not reach by default (to allow it, add \"127.0.0.1:8765\" to [http] allow in the config)"
+            "[::ffff:127.0.0.1]:8765 is a loopback address, which http steps may not reach by default (to allow it, add \"127.0.0.1:8765\" to [http] allow in the config)"
         );
         for bad in ["", "10.0.0.0/33", "a b", "host:0", "host:99999", "[::1", "[::1]x", "-bad.example", "ex..ample"] {
             assert!(Rule::try_from(bad.to_string()).is_err(), "{bad}");
