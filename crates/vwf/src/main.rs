@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         Cmd::Man { dir } => return cli::man(dir.as_deref(), cli.json),
         _ => {}
     }
+    private_by_default();
     vwf::logs::init_if_asked();
     let home = app::resolve_home(cli.home.as_deref());
     if let Cmd::Store { cmd: StoreCmd::Migrate } = &cli.cmd {
@@ -27,4 +28,18 @@ fn main() -> ExitCode {
         Ok(app) => cli::execute(&app, &cli),
         Err(f) => cli::fail(&f, cli.json),
     }
+}
+
+/// Everything this process creates from here on (the home, its directories and files, temp
+/// files) is its owner's alone: 0700 directories, 0600 files (SPEC §17). Set after the commands
+/// that write outside the home (`vwf man DIR` writes pages others may read) and before the home
+/// is opened. An existing home keeps its modes; `vwf doctor` reports loose ones.
+///
+/// Children (command steps, watch commands, the command agent backend) inherit it: what a step
+/// writes is made from run data and secrets, so it is private unless the step says otherwise
+/// (`umask 022` at the top of its `run`). Restoring the caller's umask in each child would need a
+/// `pre_exec` hook, which also makes the standard library fork instead of `posix_spawn`.
+fn private_by_default() {
+    // SAFETY: umask only sets the process's file mode creation mask; it cannot fail.
+    unsafe { libc::umask(0o077) };
 }

@@ -233,13 +233,13 @@ impl Drop for CommitLog {
 fn new_segment(runs_dir: &Path) -> io::Result<Segment> {
     let dir = runs_dir.join(COMMIT_DIR);
     if !dir.is_dir() {
-        fs::create_dir_all(&dir)?;
+        super::fs::create_private_dir_all(&dir)?;
     }
     let mut random = [0u8; 8];
     getrandom::fill(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
     let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let path = dir.join(format!("{name}.log"));
-    let mut file = OpenOptions::new().append(true).create_new(true).open(&path)?;
+    let mut file = super::fs::private_file().append(true).create_new(true).open(&path)?;
     file.lock()?;
     file.write_all(MAGIC.as_bytes())?;
     file.sync_all()?;

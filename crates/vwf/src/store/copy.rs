@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use vwf_core::names::DesignName;
 
-use super::fs::{DESIGNS_DIR, RUNS_DIR, sync_dir};
+use super::fs::{DESIGNS_DIR, RUNS_DIR, create_private_dir, create_private_dir_all, sync_dir};
 use super::jobs::SCHEDULES_DIR;
 use super::{FileStore, JobStore, Store, StoreError};
 
@@ -218,7 +218,7 @@ fn staging_dir(parent: &Path, name: &str) -> Result<PathBuf, CopyError> {
     getrandom::fill(&mut random).map_err(|e| StoreError::Io(format!("cannot get random bytes: {e}")))?;
     let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let staging = parent.join(format!(".{name}.vwf-export-{suffix}"));
-    fs::create_dir(&staging).map_err(|e| StoreError::Io(format!("cannot create {}: {e}", staging.display())))?;
+    create_private_dir(&staging).map_err(|e| StoreError::Io(format!("cannot create {}: {e}", staging.display())))?;
     Ok(staging)
 }
 
@@ -231,7 +231,7 @@ fn fill(from: &Side<'_>, dir: &Path) -> Result<Copied, CopyError> {
         other => other,
     })?;
     for d in STORE_DIRS {
-        fs::create_dir_all(dir.join(d)).map_err(|e| StoreError::Io(format!("cannot create {}: {e}", dir.join(d).display())))?;
+        create_private_dir_all(&dir.join(d)).map_err(|e| StoreError::Io(format!("cannot create {}: {e}", dir.join(d).display())))?;
     }
     sync_dir(dir).map_err(|e| StoreError::Io(format!("cannot sync {}: {e}", dir.display())))?;
     Ok(copied)

@@ -28,6 +28,7 @@
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -311,7 +312,7 @@ impl Store for FileStore {
             let id = RunId::from_bytes(bytes);
             let path = self.lock_path(&id);
             // `create_new` is the atomic reservation: exactly one caller creates a given file.
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            match private_file().write(true).create_new(true).open(&path) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(io_error("create", &path, e)),
@@ -643,7 +644,7 @@ fn write_run_file(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let file_name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a run file needs a file path"))?;
     let tmp = path.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
     let written = (|| {
-        let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+        let mut file = private_file().write(true).create(true).truncate(true).open(&tmp)?;
         file.write_all(bytes)?;
         drop(file);
         fs::rename(&tmp, path)
@@ -665,7 +666,7 @@ fn write_through(
     place: fn(&Path, &Path) -> io::Result<()>,
 ) -> io::Result<()> {
     let written = (|| {
-        let mut options = OpenOptions::new();
+        let mut options = private_file();
         options.write(true);
         if fresh {
             options.create_new(true);
@@ -687,7 +688,40 @@ fn write_through(
 
 /// Opens (creating if needed, never truncating) a file used only for its `flock`.
 pub fn lock_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+    private_file().read(true).write(true).create(true).truncate(false).open(path)
+}
+
+/// The mode of every file the store creates: its owner's alone (SPEC §17), whatever the umask
+/// (`vwf` sets 077 at start; a library caller may not). A rewrite is a new file, so it is 0600
+/// too; an existing file or directory is never re-moded (`vwf doctor` reports loose modes).
+pub(super) const PRIVATE_FILE_MODE: u32 = 0o600;
+/// The mode of every directory the store creates.
+pub(super) const PRIVATE_DIR_MODE: u32 = 0o700;
+/// The directories the file store keeps in a home (what `vwf doctor` checks the modes of).
+pub const HOME_DIRS: [&str; 4] = [DESIGNS_DIR, RUNS_DIR, super::jobs::SCHEDULES_DIR, super::versions::VERSIONS_DIR];
+
+/// Options that create a file 0600.
+pub(super) fn private_file() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.mode(PRIVATE_FILE_MODE);
+    options
+}
+
+/// Creates `dir` and its missing parents, each 0700; existing ones keep their modes.
+pub(super) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(PRIVATE_DIR_MODE).create(dir)
+}
+
+/// Creates a missing home (and its missing parents) 0700, for a command that writes into it
+/// before the store does (`vwf serve` writes its token file first); an existing home is left as
+/// it is.
+pub fn create_home(home: &Path) -> io::Result<()> {
+    create_private_dir_all(home)
+}
+
+/// Creates `dir` 0700; its parent must exist.
+pub(super) fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().mode(PRIVATE_DIR_MODE).create(dir)
 }
 
 /// Makes a rename or creation in `dir` durable.
@@ -706,7 +740,7 @@ fn create_dir(dir: &Path) -> Result<(), StoreError> {
     if dir.is_dir() {
         return Ok(());
     }
-    fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))
+    create_private_dir_all(dir).map_err(|e| io_error("create", dir, e))
 }
 
 fn parse_json(bytes: &[u8], shown_path: &str) -> Result<Value, StoreError> {

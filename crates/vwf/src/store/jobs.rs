@@ -15,7 +15,7 @@ use vwf_core::names::DesignName;
 use vwf_core::schedule::job::{JOB_PREFIX, Job, job_id};
 use vwf_core::time::{self, Ts};
 
-use super::fs::{atomic_write, lock_file, sync_dir};
+use super::fs::{atomic_write, create_private_dir_all, lock_file, sync_dir};
 use super::{FileStore, Finding, JobEntry, JobStore, StoreError, StoreLock};
 
 pub(super) const SCHEDULES_DIR: &str = "workflow-schedules";
@@ -61,7 +61,7 @@ impl FileStore {
     /// Opens the lock file `name` in the schedules directory (creating both).
     fn schedules_lock_file(&self, name: &str) -> Result<(File, PathBuf), StoreError> {
         let dir = self.schedules_dir();
-        fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let path = dir.join(name);
         let file = lock_file(&path).map_err(|e| io_error("open", &path, e))?;
         Ok((file, path))
@@ -108,7 +108,7 @@ impl JobStore for FileStore {
         let mut bytes = serde_json::to_vec_pretty(job).map_err(|e| StoreError::Io(e.to_string()))?;
         bytes.push(b'\n');
         let dir = self.schedules_dir();
-        fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
     }
 
@@ -143,7 +143,7 @@ impl JobStore for FileStore {
 
     fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
         let dir = self.schedules_dir();
-        fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let state = json!({"design": design.as_str(), "mode": "heartbeat", "last_fired_at": time::format(&at)});
         let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| StoreError::Io(e.to_string()))?;
         bytes.push(b'\n');

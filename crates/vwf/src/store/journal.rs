@@ -84,7 +84,7 @@ pub fn append(
     if durable {
         super::fs::atomic_write_locked(path, format!("{head}{text}").as_bytes())?;
     } else {
-        OpenOptions::new().write(true).create(true).truncate(true).open(path)?.write_all(format!("{head}{text}").as_bytes())?;
+        super::fs::private_file().write(true).create(true).truncate(true).open(path)?.write_all(format!("{head}{text}").as_bytes())?;
     }
     Ok((0, body))
 }

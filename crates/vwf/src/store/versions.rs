@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use vwf_core::names::DesignName;
 use vwf_core::versions::DesignVersion;
 
-use super::fs::{atomic_create, sync_dir};
+use super::fs::{atomic_create, create_private_dir_all, sync_dir};
 use super::{FileStore, StoreError};
 
 pub(super) const VERSIONS_DIR: &str = "workflow-versions";
@@ -63,7 +63,7 @@ impl FileStore {
 
     pub(super) fn fs_add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
         let dir = self.versions_dir(name);
-        fs::create_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let path = dir.join(format!("{}.json", version.version));
         let mut bytes = serde_json::to_vec_pretty(version).map_err(|e| StoreError::Io(e.to_string()))?;
         bytes.push(b'\n');
