@@ -195,8 +195,8 @@ pub struct DiscordChannel {
 pub struct WebhookChannel {
     /// The URL the JSON is posted to (not a secret; a secret goes in `secret_env`).
     pub url: Option<String>,
-    /// The environment variable holding the HMAC-SHA256 key; the hex signature of the body goes
-    /// in `X-Vwf-Signature`.
+    /// The environment variable holding the HMAC-SHA256 key: the signature of `<timestamp>.<body>`
+    /// goes in `X-Vwf-Signature-256` (and, deprecated, that of the body alone in `X-Vwf-Signature`).
     pub secret_env: Option<String>,
 }
 

@@ -256,7 +256,7 @@ fn discord_webhook_records_the_message_id() {
 }
 
 #[test]
-fn signed_webhook_carries_a_valid_hmac() {
+fn signed_webhook_carries_a_timestamped_hmac_and_the_old_one() {
     let peer = Peer::start();
     peer.mount(Mock::given(method("POST")).and(path("/hooks/signed")).respond_with(ResponseTemplate::new(202)).expect(1));
     peer.mount(Mock::given(method("POST")).and(path("/hooks/plain")).respond_with(ResponseTemplate::new(200)).expect(1));
@@ -265,7 +265,10 @@ fn signed_webhook_carries_a_valid_hmac() {
         peer.uri()
     ));
     let env = [("VWF_TEST_WEBHOOK_SECRET", WEBHOOK_SECRET)];
-    peer.run(&home, "channel", "webhook:alerts", &env).assert_delivered("webhook:alerts", "http 202");
+    let before = chrono::Utc::now().timestamp();
+    let alerts = peer.run(&home, "channel", "webhook:alerts", &env);
+    let after = chrono::Utc::now().timestamp();
+    alerts.assert_delivered("webhook:alerts", "http 202");
     peer.run(&home, "channel", "webhook:plain", &env).assert_delivered("webhook:plain", "http 200");
     peer.verify();
 
@@ -274,12 +277,38 @@ fn signed_webhook_carries_a_valid_hmac() {
     let body: Value = serde_json::from_slice(&signed.body).expect("a JSON body");
     assert_eq!(body, json!({"text": "hello world", "node": "send", "target": "webhook:alerts"}));
     assert_eq!(signed.headers.get("content-type").and_then(|v| v.to_str().ok()), Some("application/json"));
-    let signature = signed.headers.get("x-vwf-signature").and_then(|v| v.to_str().ok()).expect("X-Vwf-Signature");
-    assert_eq!(signature, hmac_hex(WEBHOOK_SECRET, &signed.body), "the signature is the hex HMAC-SHA256 of the exact body");
+    let header = |r: &wiremock::Request, name: &str| r.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+
+    // The timestamp is the step's time: the delivery's recorded `at`, within the run.
+    let timestamp = header(signed, "x-vwf-timestamp").expect("X-Vwf-Timestamp");
+    let t: i64 = timestamp.parse().expect("Unix seconds");
+    assert!((before..=after).contains(&t), "{t} outside the run [{before}, {after}]");
+    let at = alerts.delivery()["at"].as_str().and_then(|a| chrono::DateTime::parse_from_rfc3339(a).ok()).expect("the delivery's at");
+    assert_eq!(at.timestamp(), t, "the signed time is the step's now");
+
+    // X-Vwf-Signature-256: t=<ts>,v1=<hex HMAC-SHA256(secret, "<ts>.<body>")>, checked as a receiver
+    // would: parse, compare t with the timestamp header, recompute over the exact bytes received.
+    let signature_256 = header(signed, "x-vwf-signature-256").expect("X-Vwf-Signature-256");
+    let (t_part, v1_part) = signature_256.split_once(',').expect("t=…,v1=…");
+    assert_eq!(t_part, format!("t={timestamp}"), "{signature_256}");
+    let v1 = v1_part.strip_prefix("v1=").expect("v1=");
+    let mut signed_payload = format!("{timestamp}.").into_bytes();
+    signed_payload.extend_from_slice(&signed.body);
+    assert_eq!(v1, hmac_hex(WEBHOOK_SECRET, &signed_payload), "v1 is the hex HMAC-SHA256 of <timestamp>.<body>");
+    assert_ne!(v1, hmac_hex(WEBHOOK_SECRET, &signed.body), "the timestamp is part of what is signed");
+    let mut replayed = format!("{}.", t + 1).into_bytes();
+    replayed.extend_from_slice(&signed.body);
+    assert_ne!(v1, hmac_hex(WEBHOOK_SECRET, &replayed), "another timestamp does not verify");
+
+    // The deprecated body-only signature is still sent for one release.
+    let signature = header(signed, "x-vwf-signature").expect("X-Vwf-Signature");
+    assert_eq!(signature, hmac_hex(WEBHOOK_SECRET, &signed.body), "the old signature is the hex HMAC-SHA256 of the exact body");
     assert_ne!(signature, hmac_hex("another secret", &signed.body));
 
     let plain = requests.iter().find(|r| r.url.path() == "/hooks/plain").expect("the plain request");
+    assert!(header(plain, "x-vwf-timestamp").is_some_and(|p| p.parse::<i64>().is_ok()), "every webhook carries its time");
     assert!(plain.headers.get("x-vwf-signature").is_none(), "no secret_env, no signature");
+    assert!(plain.headers.get("x-vwf-signature-256").is_none(), "no secret_env, no signature");
     assert_nowhere_under(&home, &[WEBHOOK_SECRET]);
 }
 

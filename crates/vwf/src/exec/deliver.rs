@@ -5,6 +5,10 @@
 //! - never claim: `ok` is true only when the platform acknowledged the send (`ok:true` from the
 //!   Telegram and Slack APIs, `ok` from a Slack incoming webhook, a 2xx from Discord or a webhook);
 //!   every other answer, a timeout and a network error are failed deliveries with a clear detail;
+//! - a signed webhook carries the time of the step (`now`, never the wall clock read here) in
+//!   [`TIMESTAMP_HEADER`] and a signature over `<timestamp>.<body>` in [`SIGNATURE_256_HEADER`],
+//!   so a receiver can refuse a replayed request; the body-only [`SIGNATURE_HEADER`] is still sent
+//!   for one release (deprecated);
 //! - secrets (tokens, webhook URLs, signing keys) are read from the environment variables the config
 //!   names, at send time, and never appear in a detail: reqwest errors are taken without their URL
 //!   and every detail is scrubbed of the secrets read for it;
@@ -33,8 +37,14 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(15);
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 /// Characters of an unexpected answer quoted in a detail.
 const EXCERPT_CHARS: usize = 300;
-/// The header carrying the hex HMAC-SHA256 of a webhook body.
+/// Deprecated (one more release): the hex HMAC-SHA256 of the webhook body alone, which a
+/// receiver cannot tell from a replay. Use [`SIGNATURE_256_HEADER`].
 pub const SIGNATURE_HEADER: &str = "X-Vwf-Signature";
+/// The Unix time (seconds) of the step that sent a webhook; the `t` of the signature.
+pub const TIMESTAMP_HEADER: &str = "X-Vwf-Timestamp";
+/// `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`, Stripe's scheme: the signature
+/// covers the timestamp, so a receiver that checks `t` against its clock refuses old requests.
+pub const SIGNATURE_256_HEADER: &str = "X-Vwf-Signature-256";
 
 const TELEGRAM_API: &str = "https://api.telegram.org";
 const SLACK_API: &str = "https://slack.com/api";
@@ -43,7 +53,7 @@ const SLACK_API: &str = "https://slack.com/api";
 /// `notification` (target `telegram`/`slack`: that platform's home) or `channel` (target
 /// `platform:chat`). Never panics; a failure is a `Delivery` with `ok: false`.
 pub fn deliver(config: &ChannelsConfig, deliver: Deliver, target: &str, message: &str, node: &str, now: Ts) -> Delivery {
-    let send = Send { deliver, target, message, node };
+    let send = Send { deliver, target, message, node, now };
     let (ok, detail) = match send.perform(config, TIMEOUT) {
         Ok(detail) => (true, detail),
         Err(e) => (false, e.to_string()),
@@ -106,6 +116,8 @@ struct Send<'a> {
     target: &'a str,
     message: &'a str,
     node: &'a str,
+    /// When the step runs: the timestamp a signed webhook carries.
+    now: Ts,
 }
 
 /// Where a target resolved to in the config.
@@ -333,7 +345,8 @@ impl Exchange {
         scrub(result, &url_secrets(&raw))
     }
 
-    /// A generic webhook: `{"text", "node", "target"}` as JSON, signed when `secret_env` is set.
+    /// A generic webhook: `{"text", "node", "target"}` as JSON with the step's time in
+    /// [`TIMESTAMP_HEADER`], signed when `secret_env` is set ([`webhook_headers`]).
     fn webhook(&self, name: &str, hook: &WebhookChannel, send: &Send<'_>) -> Result<String, DeliverError> {
         let Some(raw) = hook.url.as_deref().map(str::trim).filter(|u| !u.is_empty()) else {
             return Err(DeliverError::NotSent(format!("channels.webhook.{name} has no url in visual-workflow.toml")));
@@ -348,11 +361,8 @@ impl Exchange {
         };
         let body = json_bytes(&json!({"text": send.message, "node": send.node, "target": send.target}));
         let result = (|| {
-            let signature = match &key {
-                Some(key) => Some(sign(key.as_bytes(), &body)?),
-                None => None,
-            };
-            let headers: Vec<(&str, &str)> = signature.iter().map(|s| (SIGNATURE_HEADER, s.as_str())).collect();
+            let headers = webhook_headers(key.as_deref().map(str::as_bytes), &body, send.now.timestamp())?;
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
             let answer = self.post("webhook", url, body, &headers)?;
             if answer.success() {
                 Ok(format!("http {}", answer.status))
@@ -465,11 +475,26 @@ fn api_base(platform: &str, configured: Option<&str>, default: &str) -> Result<S
     }
 }
 
-/// Hex HMAC-SHA256 of `body` under `key`.
-fn sign(key: &[u8], body: &[u8]) -> Result<String, DeliverError> {
+/// Hex HMAC-SHA256 of the concatenated `parts` under `key`.
+fn sign(key: &[u8], parts: &[&[u8]]) -> Result<String, DeliverError> {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).map_err(|e| DeliverError::NotSent(format!("cannot sign the webhook body: {e}")))?;
-    mac.update(body);
+    for part in parts {
+        mac.update(part);
+    }
     Ok(hex::encode(mac.finalize().into_bytes()))
+}
+
+/// The headers of a webhook POST sent at Unix time `timestamp`: the timestamp always; with a
+/// signing `key`, the signature over `<timestamp>.<body>` and the deprecated body-only one.
+fn webhook_headers(key: Option<&[u8]>, body: &[u8], timestamp: i64) -> Result<Vec<(&'static str, String)>, DeliverError> {
+    let t = timestamp.to_string();
+    let mut headers = vec![(TIMESTAMP_HEADER, t.clone())];
+    if let Some(key) = key {
+        let v1 = sign(key, &[t.as_bytes(), b".", body])?;
+        headers.push((SIGNATURE_256_HEADER, format!("t={t},v1={v1}")));
+        headers.push((SIGNATURE_HEADER, sign(key, &[body])?));
+    }
+    Ok(headers)
 }
 
 fn json_bytes(value: &Value) -> Vec<u8> {
@@ -526,7 +551,7 @@ mod tests {
     }
 
     fn send(deliver: Deliver, target: &str) -> Send<'_> {
-        Send { deliver, target, message: "hi", node: "send" }
+        Send { deliver, target, message: "hi", node: "send", now: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default() }
     }
 
     #[test]
@@ -581,9 +606,27 @@ mod tests {
     fn signatures_are_hex_hmac_sha256() {
         // RFC 4231 test case 2.
         assert_eq!(
-            sign(b"Jefe", b"what do ya want for nothing?").unwrap(),
+            sign(b"Jefe", &[b"what do ya want", b" for nothing?"]).unwrap(),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+
+    #[test]
+    fn webhook_headers_sign_the_timestamp_and_the_body() {
+        let body = br#"{"text":"hi"}"#;
+        let headers = webhook_headers(Some(b"Jefe"), body, 1_700_000_000).unwrap();
+        let names: Vec<&str> = headers.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, [TIMESTAMP_HEADER, SIGNATURE_256_HEADER, SIGNATURE_HEADER]);
+        assert_eq!(headers[0].1, "1700000000");
+        let v1 = sign(b"Jefe", &[br#"1700000000.{"text":"hi"}"#]).unwrap();
+        assert_eq!(headers[1].1, format!("t=1700000000,v1={v1}"));
+        assert_eq!(headers[2].1, sign(b"Jefe", &[body]).unwrap());
+        // Another time signs differently: a captured request cannot be given a new timestamp.
+        let later = webhook_headers(Some(b"Jefe"), body, 1_700_000_001).unwrap();
+        assert_ne!(later[1].1.split_once(",v1=").map(|(_, v)| v), Some(v1.as_str()));
+        assert_eq!(later[2].1, headers[2].1);
+        // Unsigned: the timestamp alone.
+        assert_eq!(webhook_headers(None, body, 5).unwrap(), vec![(TIMESTAMP_HEADER, "5".to_string())]);
     }
 
     #[test]
