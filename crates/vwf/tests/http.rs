@@ -314,3 +314,22 @@ fn chunked_server(body: Vec<u8>) -> String {
     });
     url
 }
+
+/// A secret that is not configured, or whose variable is not set, fails the step naming it; the
+/// request is not sent.
+#[test]
+fn a_secret_without_a_value_fails_the_step_naming_it() {
+    let peer = Peer::start();
+    let home = Home::new();
+    let config = format!("{}[secrets]\nKNOWN = \"VWF_T_UNSET_SECRET\"\n", common::LOCAL_HTTP);
+    std::fs::write(home.path().join("visual-workflow.toml"), config).expect("config");
+    for (reference, says) in [
+        ("{{secrets.OTHER}}", "unknown secret \"OTHER\": configure it as [secrets] OTHER = \"<ENV_VAR>\""),
+        ("{{secrets.KNOWN}}", "secret \"KNOWN\" has no value: its environment variable VWF_T_UNSET_SECRET is not set"),
+    ] {
+        let graph = design(json!({"url": peer.url("/x"), "headers": {"X-Api-Key": reference}}), &[], &[]);
+        let (code, r) = run(&home, "needs-secret", &graph, &Value::Null);
+        assert_failed(code, &r, says);
+    }
+    assert!(peer.requests().is_empty(), "a request went out without its secret");
+}

@@ -20,6 +20,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
 
 use ipnet::IpNet;
 use reqwest::Url;
@@ -161,7 +162,10 @@ pub struct Policy<'a> {
 impl Policy<'_> {
     /// Resolves `url`'s host once and checks every address it resolves to: the addresses the
     /// request must connect to, or why it may not be made.
-    pub fn check(&self, url: &Url) -> Result<Vec<SocketAddr>, Refusal> {
+    ///
+    /// A name that does not resolve within `within` is refused like one that does not resolve
+    /// (the lookup itself cannot be cancelled: its thread ends when the resolver gives up).
+    pub fn check(&self, url: &Url, within: Duration) -> Result<Vec<SocketAddr>, Refusal> {
         let port = url.port_or_known_default().unwrap_or(80);
         let host = url.host_str().unwrap_or_default().to_string();
         let (name, addrs) = match url.host() {
@@ -171,8 +175,7 @@ impl Policy<'_> {
                 // An absolute name (`localhost.`) resolves as the name it spells: what it
                 // resolves to is checked and pinned either way.
                 let spelled = d.strip_suffix('.').filter(|n| !n.is_empty()).unwrap_or(d);
-                let addrs: Vec<SocketAddr> =
-                    (spelled, port).to_socket_addrs().map_err(|e| Refusal::Resolve { host: host.clone(), cause: e.to_string() })?.collect();
+                let addrs = resolve(spelled, port, within).map_err(|cause| Refusal::Resolve { host: host.clone(), cause })?;
                 if addrs.is_empty() {
                     return Err(Refusal::Resolve { host, cause: "no address".into() });
                 }
@@ -202,6 +205,22 @@ impl Policy<'_> {
             Some(class) => Err(Refusal::Class { reached: reached(), addr, class }),
             None => Ok(()),
         }
+    }
+}
+
+/// `name`'s addresses, looked up on a thread of its own so the step's timeout bounds the wait.
+fn resolve(name: &str, port: u16, within: Duration) -> Result<Vec<SocketAddr>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = name.to_string();
+    std::thread::Builder::new()
+        .name("vwf-resolve".into())
+        .spawn(move || {
+            let _ = tx.send((owned.as_str(), port).to_socket_addrs().map(Iterator::collect::<Vec<_>>).map_err(|e| e.to_string()));
+        })
+        .map_err(|e| format!("cannot start the lookup: {e}"))?;
+    match rx.recv_timeout(within) {
+        Ok(answer) => answer,
+        Err(_) => Err(format!("no answer within {} s", within.as_secs().max(1))),
     }
 }
 
@@ -286,7 +305,7 @@ mod tests {
 
     fn check(allow: &[&str], deny: &[&str], url: &str) -> Result<Vec<SocketAddr>, Refusal> {
         let (allow, deny) = (rules(allow), rules(deny));
-        Policy { allow: &allow, deny: &deny }.check(&Url::parse(url).unwrap())
+        Policy { allow: &allow, deny: &deny }.check(&Url::parse(url).unwrap(), Duration::from_secs(5))
     }
 
     fn class_of(url: &str) -> Option<Class> {

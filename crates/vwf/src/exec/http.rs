@@ -117,7 +117,8 @@ impl Request<'_> {
         let started = Instant::now();
         for hop in 0.. {
             // Every hop is resolved and checked, and its connection pinned to what was checked.
-            let addrs = policy.check(&url).map_err(|refusal| HttpError::Egress { hop, url: shown(&url), refusal })?;
+            let remaining = self.timeout.checked_sub(started.elapsed()).filter(|d| !d.is_zero()).ok_or_else(|| self.timed_out())?;
+            let addrs = policy.check(&url, remaining).map_err(|refusal| HttpError::Egress { hop, url: shown(&url), refusal })?;
             let remaining = self.timeout.checked_sub(started.elapsed()).filter(|d| !d.is_zero()).ok_or_else(|| self.timed_out())?;
             let mut client = reqwest::blocking::Client::builder()
                 .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
