@@ -94,18 +94,30 @@ fn a_home_the_cli_creates_is_private_after_a_run() {
     assert_eq!(mode, 0o600, "a step's own file");
 }
 
+/// A child killed when dropped, so a failed assertion leaves no server behind.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_home_vwf_serve_creates_is_private_after_a_run() {
     loose_umask();
     let root = tempfile::tempdir().expect("tempdir");
     let home = root.path().join("served-home");
-    let mut child = common::server::vwf(&home)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start vwf serve");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut server = Stopped(
+        common::server::vwf(&home)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start vwf serve"),
+    );
+    let mut stdout = BufReader::new(server.0.stdout.take().expect("stdout"));
     let mut line = String::new();
     stdout.read_line(&mut line).expect("the server's first line");
     let base = line.split_whitespace().find(|w| w.starts_with("http://")).expect("the server's URL").trim_end_matches('/').to_string();
@@ -129,8 +141,8 @@ fn a_home_vwf_serve_creates_is_private_after_a_run() {
     let (status, run) = post("/designs/made/run", json!({"input": {}}));
     assert_eq!((status, &run["status"]), (200, &json!("done")), "{run}");
     // SAFETY: plain kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let _ = child.wait();
+    unsafe { libc::kill(server.0.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = server.0.wait();
     assert_private(&home);
 }
 
