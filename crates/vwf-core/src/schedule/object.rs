@@ -140,7 +140,9 @@ pub fn to_cron(s: &Schedule) -> Result<String, ScheduleError> {
             Ok(format!("{minute} {hour} * * {dow}"))
         }
         "custom" => {
-            let cron = s.cron.as_deref().map(|c| c.trim_matches(CRON_BLANKS)).unwrap_or("");
+            // A pasted line keeps its line break: whitespace at the ends is not part of the
+            // expression (inside it, only spaces and tabs separate fields).
+            let cron = s.cron.as_deref().map(str::trim).unwrap_or("");
             if cron.is_empty() {
                 return Err(ScheduleError::new("cron", "a custom schedule needs a cron expression, e.g. \"*/15 * * * *\""));
             }
