@@ -6,7 +6,9 @@
 // `--kind vwf`: POST {"input": {n, who}} to /designs/{name}/run, right when the answer is a 200
 // with status "done". `--kind n8n`: POST {n, who} to the webhook, right when the answer is a 200
 // whose `text` is the last Set node's. Anything else counts as an error (the first few are shown
-// on standard error). Node's standard library only.
+// on standard error). `--token-file FILE` sends the API token in it (`vwf serve` writes the one
+// it makes to `<home>/workflow-serve-<port>.token`) as `Authorization: Bearer`. Node's standard
+// library only.
 
 import http from "node:http";
 import fs from "node:fs";
@@ -21,8 +23,9 @@ const connections = Number(args.connections);
 const requests = Number(args.requests);
 const pid = Number(args.pid);
 const label = args.label ?? kind;
+const auth = args["token-file"] ? { authorization: `Bearer ${fs.readFileSync(args["token-file"], "utf8").trim()}` } : {};
 if (!["vwf", "n8n"].includes(kind) || !(connections > 0) || !(requests > 0) || !(pid > 0)) {
-  console.error("usage: node load.mjs --url URL --kind vwf|n8n --connections N --requests M --pid PID [--label TEXT]");
+  console.error("usage: node load.mjs --url URL --kind vwf|n8n --connections N --requests M --pid PID [--label TEXT] [--token-file FILE]");
   process.exit(2);
 }
 
@@ -38,7 +41,7 @@ function post(i) {
   return new Promise((resolve) => {
     const req = http.request(
       url,
-      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      { method: "POST", agent, headers: { ...auth, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
       (res) => {
         let text = "";
         res.setEncoding("utf8");

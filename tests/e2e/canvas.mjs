@@ -1,11 +1,12 @@
 // Page actions and reads shared by the browser tests: building on the canvas (web/designer.html)
 // with the mouse, and reading the dashboard's run page with its embedded canvas in run mode.
 // Every wait is for a selector or a condition; nothing sleeps.
+import { newPage } from './helpers.mjs';
 
 /** A page of `browser` on `url` that records page errors in `page.problems` (each test ends by
  * asserting there were none). `ready` is a function run in the page that must come true first. */
 export async function openPage(browser, url, { viewport = { width: 1600, height: 900 }, ready } = {}) {
-  const page = await browser.newPage({ viewport });
+  const page = await newPage(browser, { viewport });
   const problems = [];
   page.on('pageerror', (e) => problems.push(e.message));
   await page.goto(url);

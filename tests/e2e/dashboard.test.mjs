@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
-import { startServer, launch, saveFixture, api, freshHome, untilHeld, DOCS } from './helpers.mjs';
+import { startServer, launch, newPage, saveFixture, api, freshHome, untilHeld, DOCS } from './helpers.mjs';
 import { openPage as openUrl, waitFor, canvasStates, canvasShowsEveryNode } from './canvas.mjs';
 
 let server;
@@ -128,7 +128,7 @@ test('schedules page: what is typed while the jobs are still loading is kept', a
   await withServer({}, async (srv) => {
     await seedOn(srv, 'late-form', hello);
     assert.equal((await api(srv, 'POST', '/designs/late-form/schedule', { preset: 'daily', time: '06:00' })).body.ok, true);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await newPage(browser, { viewport: { width: 1280, height: 900 } });
     // The job list answers only once the form has been filled in, as on a slow connection.
     let release;
     const held = new Promise((resolve) => { release = resolve; });
@@ -433,7 +433,7 @@ test('run page: an agent step takes pasted output; Generate only with a backend'
     `[agent]\nbackend = "openai"\nbase_url = "http://127.0.0.1:${backend.address().port}/v1"\ndefault_model = "tiny"\n`);
   other = await startServer(home);
   try {
-    const p2 = await browser.newPage();
+    const p2 = await newPage(browser);
     await p2.goto(`${other.url}/#/runs/${run.run_id}`);
     const generate = p2.getByRole('button', { name: 'Generate' });
     await generate.waitFor();
@@ -567,7 +567,7 @@ test('designer: unsaved edits are guarded when leaving for another page or closi
 
 /** A page of `srv` at `hash` that records page errors and console errors in `page.problems`. */
 async function watchedPage(srv, hash, options = {}) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, ...options });
+  const page = await newPage(browser, { viewport: { width: 1280, height: 900 }, ...options });
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()} at ${m.location().url}`); });

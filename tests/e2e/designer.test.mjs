@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { startServer, launch, saveFixture, api, ROOT, DOCS } from './helpers.mjs';
+import { startServer, launch, newPage, saveFixture, api, ROOT, DOCS } from './helpers.mjs';
 import {
   openDesigner, graphOf, byId, drop, connect, exported,
   canvasStates, canvasShowsEveryNode, waitFor, waitForCanvasStates, waitForRunStatus, boxOf,
@@ -497,7 +497,10 @@ test('served: the read-only run view colours each node by its step state', async
 });
 
 test('served: the embedding contract (vwfDesigner and messages to the parent)', async () => {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const page = await newPage(browser, { viewport: { width: 1400, height: 900 } });
+  // The host is a page of the server's own origin: the canvas may be framed by its dashboard
+  // alone (frame-ancestors 'self'; tests/e2e/framing.test.mjs has the other origins).
+  await page.goto(`${server.url}/healthz`);
   await page.setContent('<!doctype html><body style="margin:0"></body>');
   const src = `${server.url}/designer.html?design=embedded&embed=1`;
   const navigated = page.waitForEvent('framenavigated', { predicate: (f) => f.url() === src });

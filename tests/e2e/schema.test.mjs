@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { api, ROOT, serverAndBrowser } from './helpers.mjs';
+import { api, newPage, ROOT, serverAndBrowser } from './helpers.mjs';
 import { openDesigner, openPage, waitFor } from './canvas.mjs';
 
 const ctx = serverAndBrowser();
@@ -16,7 +16,7 @@ const SCHEMA_ROUTE = '**/api/plugins/visual-workflow/schema';
 
 /** The canvas at `url`, once it has taken the model from `from` (served or embedded). */
 async function canvas(url, from, setup) {
-  const page = await ctx.browser.newPage({ viewport: { width: 1600, height: 900 } });
+  const page = await newPage(ctx.browser, { viewport: { width: 1600, height: 900 } });
   page.problems = [];
   page.on('pageerror', (e) => page.problems.push(e.message));
   if (setup) await setup(page);

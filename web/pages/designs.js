@@ -175,7 +175,7 @@ export async function renderDesigner(root, page) {
 
   // The canvas tells its parent what happened in it (its own keyboard shortcuts included).
   const onMessage = (e) => {
-    if (e.source !== frame.contentWindow || !e.data || e.data.type !== 'vwf-designer') return;
+    if (e.origin !== location.origin || e.source !== frame.contentWindow || !e.data || e.data.type !== 'vwf-designer') return;
     if (e.data.event === 'changed') refreshState();
     if (e.data.event === 'saved') {
       lastSaved = designer().getGraph();

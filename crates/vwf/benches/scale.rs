@@ -138,7 +138,9 @@ fn bench() -> Result<Vec<String>, String> {
             })
             .collect();
         servers[0].save(DESIGN, small());
-        let urls: Arc<[String]> = servers.iter().map(|s| s.url(&format!("/designs/{DESIGN}/run"))).collect();
+        // Each instance's run URL with its API token (each made its own at start).
+        let urls: Arc<[(String, String)]> =
+            servers.iter().map(|s| (s.url(&format!("/designs/{DESIGN}/run")), s.token.clone().unwrap_or_default())).collect();
         let mut answered = runtime.block_on(drive(&urls, WARMUP.min(instances * 8), WARMUP)).ids;
         for clients in CLIENT_COUNTS {
             let phase = runtime.block_on(drive(&urls, clients, requests));
@@ -380,19 +382,19 @@ struct Phase {
 }
 
 /// `requests` runs from `clients` closed-loop clients, client `c` on instance `c % instances`.
-async fn drive(urls: &Arc<[String]>, clients: usize, requests: usize) -> Phase {
+async fn drive(urls: &Arc<[(String, String)]>, clients: usize, requests: usize) -> Phase {
     let client =
         reqwest::Client::builder().no_proxy().pool_max_idle_per_host(clients).timeout(REQUEST_TIMEOUT).build().expect("http client");
     let began = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
-            let (client, url) = (client.clone(), urls[c % urls.len()].clone());
+            let (client, (url, token)) = (client.clone(), urls[c % urls.len()].clone());
             let mine = requests / clients + usize::from(c < requests % clients);
             tokio::spawn(async move {
                 let mut phase = Phase { ids: Vec::new(), times: Vec::new(), errors: Vec::new(), elapsed: Duration::ZERO };
                 for i in 0..mine {
                     let sent = Instant::now();
-                    match run(&client, &url, json!({"input": {"n": (c + i) % 10, "who": format!("client {c}")}})).await {
+                    match run(&client, (&url, &token), json!({"input": {"n": (c + i) % 10, "who": format!("client {c}")}})).await {
                         Ok(id) => {
                             phase.times.push(sent.elapsed());
                             phase.ids.push(id);
@@ -420,8 +422,8 @@ async fn drive(urls: &Arc<[String]>, clients: usize, requests: usize) -> Phase {
 }
 
 /// One run: its id when answered 200 and `done`.
-async fn run(client: &reqwest::Client, url: &str, body: Value) -> Result<String, String> {
-    let response = client.post(url).json(&body).send().await.map_err(|e| e.to_string())?;
+async fn run(client: &reqwest::Client, (url, token): (&str, &str), body: Value) -> Result<String, String> {
+    let response = client.post(url).bearer_auth(token).json(&body).send().await.map_err(|e| e.to_string())?;
     let status = response.status();
     let body: Value = response.json().await.map_err(|e| format!("{status}: {e}"))?;
     match body["run_id"].as_str() {

@@ -334,6 +334,8 @@ struct Server {
     home: PathBuf,
     /// `http://127.0.0.1:<port>/api/plugins/visual-workflow`
     api: String,
+    /// The API token the server made at start, from `<home>/workflow-serve-<port>.token`.
+    token: String,
     /// What the server wrote after its first line (stdout) and on stderr, collected by threads.
     output: Arc<Mutex<Vec<String>>>,
     readers: Vec<std::thread::JoinHandle<()>>,
@@ -372,10 +374,18 @@ impl Server {
             let _ = child.wait();
             return Err(format!("vwf serve printed {:?} instead of {{ok, url, api}}; stderr: {}", line.trim(), err.trim()));
         };
+        // The token file is written before the first line, so it is there now.
+        let port = api.split('/').nth(2).and_then(|host| host.rsplit(':').next()).unwrap_or("");
+        let token_file = home.join(format!("workflow-serve-{port}.token"));
+        let Ok(token) = std::fs::read_to_string(&token_file).map(|t| t.trim().to_string()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("vwf serve wrote no API token to {}", token_file.display()));
+        };
         let output = Arc::new(Mutex::new(Vec::new()));
         // Drained to the end, so a server writing more never blocks on a full pipe.
         let readers = vec![drain(stdout, "stdout", &output), drain(BufReader::new(stderr), "stderr", &output)];
-        Ok(Server { child, home: home.to_path_buf(), api: api.trim_end_matches('/').to_string(), output, readers })
+        Ok(Server { child, home: home.to_path_buf(), api: api.trim_end_matches('/').to_string(), token, output, readers })
     }
 
     /// SIGTERM, then waits for the graceful stop (in-flight requests finish); kills it if that
@@ -492,8 +502,12 @@ fn load(server: &Server, graph: &Value, knobs: &Knobs) -> Result<(Vec<Phase>, Ac
     let pid = server.child.id();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start the client runtime: {e}"))?;
+    let mut auth = reqwest::header::HeaderMap::new();
+    let bearer = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", server.token)).map_err(|e| format!("the token: {e}"))?;
+    auth.insert(reqwest::header::AUTHORIZATION, bearer);
     let client = reqwest::Client::builder()
         .no_proxy()
+        .default_headers(auth)
         .pool_max_idle_per_host(knobs.most_clients())
         .timeout(REQUEST_TIMEOUT)
         .build()

@@ -935,26 +935,26 @@ fn a_token_guards_every_api_call() {
     server.save("hello", hello());
     let before = snapshot(&home);
 
-    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")));
+    let (s, b) = send(server.bare.get(format!("{base}{PREFIX}/designs")));
     snap("token_missing", &home, &server, s, &b);
-    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")).bearer_auth("s3cret-tokeN"));
+    let (s, b) = send(server.bare.get(format!("{base}{PREFIX}/designs")).bearer_auth("s3cret-tokeN"));
     assert_eq!(s, 401, "{b}");
-    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")).header("authorization", "Basic s3cret-token"));
+    let (s, b) = send(server.bare.get(format!("{base}{PREFIX}/designs")).header("authorization", "Basic s3cret-token"));
     assert_eq!(s, 401, "{b}");
-    let (s, b) = send(server.client.post(format!("{base}{PREFIX}/designs/hello/run")));
+    let (s, b) = send(server.bare.post(format!("{base}{PREFIX}/designs/hello/run")));
     assert_eq!(s, 401, "{b}");
-    let (s, b) = send(server.client.post(format!("{base}{PREFIX}/designs/evil")).json(&json!({"graph": hello()})));
+    let (s, b) = send(server.bare.post(format!("{base}{PREFIX}/designs/evil")).json(&json!({"graph": hello()})));
     assert_eq!(s, 401, "{b}");
-    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/no/such/route")));
+    let (s, b) = send(server.bare.get(format!("{base}{PREFIX}/no/such/route")));
     assert_eq!(s, 401, "unknown API routes are guarded too: {b}");
     assert_eq!(snapshot(&home), before, "refused calls wrote nothing");
 
-    let (s, b) = send(server.client.get(format!("{base}{PREFIX}/designs")).bearer_auth("s3cret-token"));
+    let (s, b) = send(server.bare.get(format!("{base}{PREFIX}/designs")).bearer_auth("s3cret-token"));
     assert_eq!((s, &b["designs"]), (200, &json!(["hello"])));
     let (s, b) = server.post_empty("/designs/hello/run");
     assert_eq!((s, &b["status"]), (200, &json!("done")), "{b}");
     // Pages are navigations: a browser cannot add the token to them.
-    let res = server.client.get(format!("{base}/")).send().expect("page");
+    let res = server.bare.get(format!("{base}/")).send().expect("page");
     assert_eq!(res.status().as_u16(), 200);
 }
 
@@ -1067,7 +1067,9 @@ fn two_host_headers_are_refused_whatever_their_values() {
     assert_eq!(snapshot(&home), before, "refused requests wrote nothing");
 
     // One Host header still works, and pages are guarded the same way.
-    let (s, b) = raw_request(port, &format!("GET {PREFIX}/designs HTTP/1.1\r\nHost: 127.0.0.1:{port}"), "");
+    let token = server.token.as_deref().expect("the token");
+    let (s, b) =
+        raw_request(port, &format!("GET {PREFIX}/designs HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}"), "");
     assert_eq!((s, &b["designs"]), (200, &json!(["hello"])));
     let (s, b) = raw_request(port, &format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: 127.0.0.1:{port}"), "");
     assert_eq!(s, 400, "{b}");
@@ -1344,7 +1346,7 @@ fn import_over_http_saves_skips_and_refuses_as_the_cli_does() {
     let before = stored();
 
     // Guarded: no token, a foreign Origin, and malformed bodies write nothing.
-    let (status, _) = send(server.client.post(server.url("/import")).json(&json!({"document": agent_document()})));
+    let (status, _) = send(server.bare.post(server.url("/import")).json(&json!({"document": agent_document()})));
     assert_eq!(status, 401);
     let foreign = server
         .authed(server.client.post(server.url("/import")))

@@ -110,6 +110,8 @@ struct Server {
     _stdout: BufReader<ChildStdout>,
     base: String,
     client: Client,
+    /// The token the server made at start (read from its file under the home).
+    token: String,
 }
 
 impl Server {
@@ -128,8 +130,10 @@ impl Server {
             panic!("no URL on the server's first line: {line:?}")
         };
         let base = url.trim_end_matches('/').to_string();
+        let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the URL");
+        let token = common::server::made_token(home, port).expect("the token the server wrote");
         let client = Client::builder().no_proxy().timeout(Duration::from_secs(60)).build().expect("http client");
-        Server { child, _stdout: stdout, base, client }
+        Server { child, _stdout: stdout, base, client, token }
     }
 
     fn send(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -138,7 +142,7 @@ impl Server {
             "GET" => self.client.get(url),
             _ => self.client.post(url).json(&body.unwrap_or_else(|| json!({}))),
         };
-        let res = req.send().unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let res = req.bearer_auth(&self.token).send().unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = res.status().as_u16();
         let text = res.text().expect("response body");
         let body = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e}): {text}"));

@@ -117,6 +117,8 @@ struct Serving {
     _stdout: BufReader<ChildStdout>,
     base: String,
     client: Client,
+    /// The token the server made at start (read from its file under the home).
+    token: String,
 }
 
 impl Serving {
@@ -133,11 +135,13 @@ impl Serving {
         let base = url.trim_end_matches('/').to_string();
         // No automatic decompression: the test reads the encoded bytes the server sent.
         let client = Client::builder().no_proxy().timeout(Duration::from_secs(60)).build().expect("http client");
-        Serving { child, _stdout: stdout, base, client }
+        let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the URL");
+        let token = common::server::made_token(&vwf.home, port).expect("the token the server wrote");
+        Serving { child, _stdout: stdout, base, client, token }
     }
 
     fn get(&self, path: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
-        let mut req = self.client.get(format!("{}{path}", self.base));
+        let mut req = self.client.get(format!("{}{path}", self.base)).bearer_auth(&self.token);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }

@@ -319,9 +319,9 @@ fn metrics_require_the_token_when_one_is_set() {
     let home = Home::new();
     let server = secured(&home);
     let url = server.url("/metrics");
-    let (status, _) = send(server.client.get(&url));
+    let (status, _) = send(server.bare.get(&url));
     assert_eq!(status, 401);
-    let (status, _) = send(server.client.get(&url).bearer_auth("not-the-token"));
+    let (status, _) = send(server.bare.get(&url).bearer_auth("not-the-token"));
     assert_eq!(status, 401);
     // Not served at the root either (that would bypass the token).
     let (status, _) = send(server.client.get(format!("{}/metrics", server.base)));

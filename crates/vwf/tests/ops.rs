@@ -21,7 +21,7 @@ fn probes_answer_without_the_token_that_the_api_requires() {
         assert_eq!((status, body), (200, serde_json::json!({"ok": true})), "{probe}");
     }
     // The API itself still requires it.
-    let (status, _) = send(server.client.get(server.url("/designs")));
+    let (status, _) = send(server.bare.get(server.url("/designs")));
     assert_eq!(status, 401);
     assert_eq!(server.get("/designs").0, 200);
 }
@@ -74,7 +74,7 @@ fn json_logs_have_one_line_per_request_with_its_route_status_and_duration() {
     ];
     for (method, path, authed, status, _) in cases {
         let url = format!("{}{path}", server.base);
-        let req = if *method == "GET" { server.client.get(url) } else { server.client.post(url).json(&serde_json::json!({})) };
+        let req = if *method == "GET" { server.bare.get(url) } else { server.bare.post(url).json(&serde_json::json!({})) };
         let req = if *authed { req.bearer_auth(TOKEN) } else { req };
         let res = req.send().expect("request");
         assert_eq!(res.status().as_u16(), *status, "{method} {path}");

@@ -507,9 +507,11 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, gate: Arc<Gate>, live: Li
     for route in ROUTES {
         router = router.route(&format!("{API_PREFIX}{}", route.path), (route.handler)());
     }
-    let secured = guard.has_token();
+    // Every server has a token: the configured one or one made at start (see `security`).
+    let secured = true;
     let routes = router
         .route_service(crate::mcp::HTTP_PATH, crate::mcp::http_service(app.clone()))
+        .route(security::LOGIN_PATH, get(security::login).with_state(guard.clone()))
         .route("/", get(|headers| page("index.html", "dashboard", headers)).layer(CompressionLayer::new()))
         .route("/designer.html", get(|headers| page("designer.html", "canvas", headers)).layer(CompressionLayer::new()))
         .route("/healthz", get(healthz))

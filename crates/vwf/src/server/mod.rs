@@ -7,6 +7,9 @@
 //! Invariants:
 //! - Nothing is written before the security settings are accepted (§17): a non-loopback bind
 //!   without a token, or a token variable that is not set, refuses to start.
+//! - The API always has a token (see `security`): without `[server] token_env` the server makes
+//!   one at start, writes it to `<home>/workflow-serve-<port>.token` (0600) and prints the login
+//!   link on standard error, before its first line of standard output says it is ready.
 //! - Every response with an error status has a `{ok:false, error}` JSON body, including the
 //!   router's own answers (unknown route, wrong method, unreadable path or body).
 //! - The route table (`api::ROUTES`) is the only list of routes: the router and the OpenAPI
@@ -43,6 +46,8 @@ pub struct Settings {
     pub bind: Option<String>,
     pub token_env: Option<String>,
     pub allowed_hosts: Vec<String>,
+    /// Origins allowed to frame the dashboard and the canvas (`[server] frame_ancestors`).
+    pub frame_ancestors: Vec<String>,
     /// The bound on run work in flight (see `gate`).
     pub runs: gate::Bound,
 }
@@ -67,6 +72,17 @@ impl Settings {
                 .ok_or_else(|| Failure::BadRequest("[server] allowed_hosts must be a list of host names".into()))?,
             Some(_) => return Err(Failure::BadRequest("[server] allowed_hosts must be a list of host names".into())),
         };
+        let frame_ancestors = match table.get("frame_ancestors") {
+            None => Vec::new(),
+            Some(toml::Value::Array(items)) => items
+                .iter()
+                .map(|v| match v.as_str() {
+                    Some(s) => security::parse_origin(s).map_err(|e| Failure::BadRequest(format!("[server] frame_ancestors: {e}"))),
+                    None => Err(Failure::BadRequest("[server] frame_ancestors must be a list of origins".into())),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(_) => return Err(Failure::BadRequest("[server] frame_ancestors must be a list of origins".into())),
+        };
         let number = |key: &str, (low, high): (u64, u64), default: u64| -> Result<u64, Failure> {
             match table.get(key) {
                 None => Ok(default),
@@ -84,7 +100,7 @@ impl Settings {
                 default.wait.as_millis() as u64,
             )?),
         };
-        Ok(Settings { bind: text("bind")?, token_env: text("token_env")?, allowed_hosts, runs })
+        Ok(Settings { bind: text("bind")?, token_env: text("token_env")?, allowed_hosts, frame_ancestors, runs })
     }
 }
 
@@ -97,6 +113,8 @@ pub struct Server {
     listener: TcpListener,
     addr: SocketAddr,
     guard: security::Guard,
+    /// The file holding a token made at start, and that token; removed when the server stops.
+    token_file: Option<(std::path::PathBuf, String)>,
     gate: gate::Gate,
     runtime: tokio::runtime::Runtime,
     stop_signals: crate::signals::StopSignals,
@@ -116,10 +134,10 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
         .or(settings.bind.clone())
         .unwrap_or_else(|| DEFAULT_BIND.into());
     let addr = resolve(&bind)?;
-    let token = match &settings.token_env {
+    let configured = match &settings.token_env {
         None => None,
         Some(var) => match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+            Ok(v) if !v.trim().is_empty() => Some(security::Token { value: v.trim().to_string(), configured: Some(var.clone()) }),
             _ => {
                 return Err(Failure::BadRequest(format!(
                     "[server] token_env names {var}, but {var} is not set; export it (the API token) or remove token_env"
@@ -127,7 +145,7 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
             }
         },
     };
-    if !addr.ip().is_loopback() && token.is_none() {
+    if !addr.ip().is_loopback() && configured.is_none() {
         return Err(Failure::BadRequest(format!(
             "refusing to listen on {addr}: it is reachable from other machines and no API token is set. \
              Set [server] token_env = \"VWF_TOKEN\" in {} and export VWF_TOKEN, or bind 127.0.0.1",
@@ -137,7 +155,18 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
     let listener = TcpListener::bind(addr).map_err(|e| Failure::Internal(format!("cannot listen on {addr}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| Failure::Internal(format!("cannot read the bound address: {e}")))?;
     listener.set_nonblocking(true).map_err(|e| Failure::Internal(format!("cannot set up the listener: {e}")))?;
-    let guard = security::Guard::new(token, settings.allowed_hosts, addr);
+    let (token, token_file) = match configured {
+        Some(token) => (token, None),
+        None => {
+            let token = security::Token::generate().map_err(|e| Failure::Internal(format!("cannot make an API token: {e}")))?;
+            let path = security::token_file(&app.home, addr.port());
+            security::write_token_file(&path, &token.value)
+                .map_err(|e| Failure::Internal(format!("cannot write the API token to {}: {e}", path.display())))?;
+            let file = (path, token.value.clone());
+            (token, Some(file))
+        }
+    };
+    let guard = security::Guard::new(&token, settings.allowed_hosts, addr, security::Framing::new(settings.frame_ancestors));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -153,8 +182,9 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
     // The server exposes its metrics (`GET /metrics`): every run this app drives updates them.
     app.metrics.get_or_insert_with(crate::telemetry::Metrics::new);
     let gate = gate::Gate::new(settings.runs);
-    let server = Server { app: Arc::new(app), listener, addr, guard, gate, runtime, stop_signals, notices };
+    let server = Server { app: Arc::new(app), listener, addr, guard, token_file, gate, runtime, stop_signals, notices };
     server.sweep();
+    server.say_how_to_log_in(&token);
     Ok(server)
 }
 
@@ -193,6 +223,20 @@ impl Server {
         addr
     }
 
+    /// Says in the log (standard error) how a browser logs in, and where API clients find a
+    /// token made at start. A configured token is never printed: the link names its variable.
+    fn say_how_to_log_in(&self, token: &security::Token) {
+        let login = format!("http://{}{}", self.reachable(), security::LOGIN_PATH);
+        match (&token.configured, &self.token_file) {
+            (Some(var), _) => tracing::info!("log in from a browser at {login}?token=<the value of {var}>"),
+            (None, Some((file, _))) => {
+                tracing::info!("log in from a browser at {login}?token={}", token.value);
+                tracing::info!("API clients send Authorization: Bearer <the token in {}>", file.display());
+            }
+            (None, None) => {}
+        }
+    }
+
     /// Removes what killed writers left (temp and lock files, stale index lines), then marks runs
     /// left `running` by a dead process as interrupted and enforces passed deadlines (the
     /// runner's listing does both).
@@ -207,7 +251,7 @@ impl Server {
     /// beside it; in-flight requests finish before it returns.
     pub fn run(self) -> Result<(), Failure> {
         raise_open_file_limit();
-        let Server { app, listener, guard, gate, runtime, stop_signals, notices, .. } = self;
+        let Server { app, listener, guard, token_file, gate, runtime, stop_signals, notices, .. } = self;
         let stop = Arc::new(AtomicBool::new(false));
         let daemon = start_daemon(&app, &stop);
         let (live, stop_waiting) = live::Live::new(app.clone(), notices);
@@ -225,6 +269,13 @@ impl Server {
         stop.store(true, Ordering::SeqCst);
         if let Some(handle) = daemon {
             let _ = handle.join();
+        }
+        if let Some((path, token)) = token_file {
+            // The token dies with the server (a file left by a killed one holds a dead token);
+            // a server started since on this port may have written its own there already.
+            if std::fs::read_to_string(&path).is_ok_and(|held| held.trim() == token) {
+                let _ = std::fs::remove_file(path);
+            }
         }
         served.map_err(|e| Failure::Internal(format!("the server stopped: {e}")))
     }
@@ -297,6 +348,14 @@ mod tests {
         assert_eq!(s.bind.as_deref(), Some("0.0.0.0:9000"));
         assert_eq!(s.token_env.as_deref(), Some("T"));
         assert_eq!(s.allowed_hosts, vec!["vwf.example.org".to_string()]);
+        let t: toml::Table = toml::from_str("frame_ancestors = [\"http://127.0.0.1:9119/\", \"https://H.example\"]").unwrap();
+        assert_eq!(Settings::from_table(&t).unwrap().frame_ancestors, ["http://127.0.0.1:9119", "https://h.example"]);
+        for bad in
+            ["frame_ancestors = \"http://h\"", "frame_ancestors = [1]", "frame_ancestors = [\"*\"]", "frame_ancestors = [\"http://h/x\"]"]
+        {
+            let t: toml::Table = toml::from_str(bad).unwrap();
+            assert!(Settings::from_table(&t).is_err(), "{bad}");
+        }
         let t: toml::Table = toml::from_str("allowed_hosts = \"x\"").unwrap();
         assert!(Settings::from_table(&t).is_err());
         let t: toml::Table = toml::from_str("bind = 8765").unwrap();

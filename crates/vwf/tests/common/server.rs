@@ -1,6 +1,9 @@
 //! The real `vwf serve` in a child process on a free loopback port, and a blocking HTTP client
 //! for it. The server prints its address on its first line of standard output (`--bind
 //! 127.0.0.1:0` lets the system choose the port); `start` waits for that line, never for a delay.
+//! The server always has an API token: the one given in `Options::token`, else the one it made and
+//! wrote to `<home>/workflow-serve-<port>.token` before that line; `client` sends it on every
+//! request, `bare` sends none.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -23,7 +26,10 @@ pub struct Server {
     /// `http://127.0.0.1:<port>`
     pub base: String,
     pub port: u16,
+    /// Sends `Authorization: Bearer <token>` on every request (a request's own header wins).
     pub client: Client,
+    /// Sends no token: what a caller that is not the person at the terminal sends.
+    pub bare: Client,
     pub token: Option<String>,
 }
 
@@ -87,8 +93,19 @@ impl Server {
         });
         let base = url.trim_end_matches('/').to_string();
         let port = base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the URL");
-        let client = Client::builder().no_proxy().timeout(Duration::from_secs(60)).build().expect("http client");
-        Server { child, _stdout: stdout, base, port, client, token: options.token.map(String::from) }
+        let token = options.token.map(String::from).or_else(|| made_token(home.path(), port));
+        let builder = || Client::builder().no_proxy().timeout(Duration::from_secs(60));
+        let bare = builder().build().expect("http client");
+        let client = match &token {
+            Some(t) => {
+                let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {t}")).expect("token header");
+                value.set_sensitive(true);
+                let headers = reqwest::header::HeaderMap::from_iter([(reqwest::header::AUTHORIZATION, value)]);
+                builder().default_headers(headers).build().expect("http client")
+            }
+            None => bare.clone(),
+        };
+        Server { child, _stdout: stdout, base, port, client, bare, token }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -149,6 +166,17 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The file where a server without a configured token wrote the one it made.
+pub fn token_file(home: &Path, port: u16) -> std::path::PathBuf {
+    home.join(format!("workflow-serve-{port}.token"))
+}
+
+/// The token a server on `port` made at start, read from its file (written before the server's
+/// first line); `None` when it wrote none (its token is configured).
+pub fn made_token(home: &Path, port: u16) -> Option<String> {
+    std::fs::read_to_string(token_file(home, port)).ok().map(|t| t.trim().to_string())
 }
 
 /// Sends a request; the answer must be JSON, and an error answer `{ok:false, error}`.

@@ -9,6 +9,11 @@
   // URL: `plugins.entries.visual-workflow.dashboard_url` in Hermes's config.yaml, else
   // http://127.0.0.1:8765/ (the default bind of `vwf serve`).
   //
+  // `vwf serve` lets only the origins of its `[server] frame_ancestors` frame its pages, and its
+  // API needs its token: the browser logs in once through the link `vwf serve` prints, whose
+  // SameSite=Strict cookie the frame then carries (this dashboard and vwf serve are one site when
+  // both use the same host name). The tab says both, with this page's own origin to list.
+  //
   // Loaded by the Hermes dashboard as <script src="/dashboard-plugins/visual-workflow/dist/index.js">
   // (see dashboard/manifest.json); plain JavaScript against window.__HERMES_PLUGIN_SDK__, no build.
 
@@ -148,6 +153,13 @@
         h("button", { type: "button", onClick: retry, style: { textDecoration: "underline", cursor: "pointer" } }, "Reload")
       ),
       state.note ? h("div", { style: { fontSize: "0.85em" } }, state.note) : null,
+      h(
+        "div",
+        { style: { fontSize: "0.85em", opacity: 0.8 }, "data-vwf-hint": "framing" },
+        "Frame empty? Add ",
+        h("code", { style: code }, "frame_ancestors = [" + JSON.stringify(window.location.origin) + "]"),
+        " under [server] in vwf's visual-workflow.toml and restart vwf serve. Asked for a token? Open the login link vwf serve printed, in this browser, then Reload."
+      ),
       h("iframe", {
         key: state.attempt,
         src: state.url,
