@@ -98,7 +98,8 @@ impl Respond for Steered {
 /// A home with the two designs and the model, and `extra` config lines (`[http]` entries).
 struct Lab {
     home: Home,
-    model: Peer,
+    /// Kept alive for the runs of the lab: the model answering `from-agent`.
+    _model: Peer,
 }
 
 impl Lab {
@@ -121,7 +122,7 @@ impl Lab {
                               fetch("{{nodes.pick}}")],
                     "edges": [{"from": "start", "to": "pick"}, {"from": "pick", "to": "get"}]}),
         );
-        Lab { home, model }
+        Lab { home, _model: model }
     }
 
     /// Starts a run whose http step fetches `url` (as `source` hands it over); returns the run.
