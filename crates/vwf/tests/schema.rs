@@ -50,3 +50,27 @@ fn the_canvas_embeds_exactly_what_the_binary_serves() {
     assert!(method["values"].as_array().is_some_and(|v| v.contains(&Value::from("OPTIONS"))), "{method}");
     assert_eq!(method["default"], "GET");
 }
+
+/// The canvas's script is written from its modules (`web/designer/*.js`, in name order, inside
+/// the strict-mode function `scripts/designer` writes around them): the page in the repository
+/// holds exactly what they assemble to, so nobody edits the page's script by hand.
+#[test]
+fn the_canvas_script_is_its_modules_assembled() {
+    let repo = common::repo();
+    let page = std::fs::read_to_string(repo.join("web/designer.html")).expect("read the canvas");
+    let mut modules: Vec<_> = std::fs::read_dir(repo.join("web/designer"))
+        .expect("web/designer")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "js"))
+        .collect();
+    modules.sort();
+    assert!(modules.len() > 10, "{modules:?}");
+    let mut want = String::from("'use strict';\n(() => {\n");
+    for m in &modules {
+        want.push_str(&std::fs::read_to_string(m).expect("read a module"));
+    }
+    want.push_str("})();\n");
+    let start = page.find("\n<script>\n").expect("the page's script") + "\n<script>\n".len();
+    let len = page[start..].find("</script>").expect("closed");
+    assert!(page[start..start + len] == want, "web/designer.html's script differs from web/designer/*.js: run scripts/designer");
+}

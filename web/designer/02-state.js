@@ -1,0 +1,71 @@
+// ---------------------------------------------------------------------------------------------
+// State
+// ---------------------------------------------------------------------------------------------
+let graph = { nodes: [], edges: [] };
+let designName = '';
+/** The name the design was opened or last saved as ('' for a new one): a save under any other
+ * name only creates (`create: true`), so it never replaces a design it did not come from. */
+let savedAs = '';
+/** {node: index} | {edge: index} | null */
+let sel = null;
+let undoStack = [], redoStack = [], lastKey = null;
+let version = 0;
+let savedText = null;
+let issues = { errors: [], warnings: [] };
+let issuesVersion = -1;
+let issuesEdges = null;
+/** A run result drawn over the graph (the read-only run view, or the last Run). */
+let runState = null;
+let view = { x: 0, y: 0, k: 1 };
+let autoPos = new Map();
+/** While a node is dragged: edges take their quick route until it is dropped. */
+let dragging = false;
+const lists = { profiles: [], models: [], targets: [] };
+
+const $ = (id) => document.getElementById(id);
+const svg = $('svg'), canvasEl = $('canvas'), viewportEl = $('viewport');
+
+function nodes() { return Array.isArray(graph.nodes) ? graph.nodes : []; }
+function edges() { return Array.isArray(graph.edges) ? graph.edges : []; }
+function isObj(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
+function isNum(v) { return typeof v === 'number' && Number.isFinite(v); }
+function nodeIndexById(id) { return nodes().findIndex((n) => isObj(n) && n.id === id); }
+function nodeById(id) { return nodes().find((n) => isObj(n) && n.id === id); }
+function hasPorts(node) { return node.type !== 'note'; }
+function hasInput(node) { return node.type !== 'note' && node.type !== 'trigger'; }
+function sizeOf(node) { return node.type === 'note' ? { w: NOTE_W, h: noteHeight(node) } : { w: NODE_W, h: NODE_H }; }
+function pos(node) {
+  if (isNum(node.x) && isNum(node.y)) return { x: node.x, y: node.y };
+  return autoPos.get(node) || { x: 0, y: 0 };
+}
+
+/** A value at a dotted path of an object. */
+function get(obj, path) {
+  let cur = obj;
+  for (const part of path.split('.')) {
+    if (!isObj(cur)) return undefined;
+    cur = cur[part];
+  }
+  return cur;
+}
+/** Sets (or, for `undefined`, removes) a value at a dotted path; empty parents are removed. */
+function set(obj, path, value) {
+  const parts = path.split('.');
+  const last = parts.pop();
+  let cur = obj;
+  const chain = [];
+  for (const part of parts) {
+    if (!isObj(cur[part])) {
+      if (value === undefined) return;
+      cur[part] = {};
+    }
+    chain.push([cur, part]);
+    cur = cur[part];
+  }
+  if (value === undefined) delete cur[last]; else cur[last] = value;
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const [parent, key] = chain[i];
+    if (isObj(parent[key]) && Object.keys(parent[key]).length === 0) delete parent[key]; else break;
+  }
+}
+

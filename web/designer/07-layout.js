@@ -1,0 +1,306 @@
+// ---------------------------------------------------------------------------------------------
+// Layout: a layered layout (the inlined dagre: layers, crossing reduction, coordinates) for
+// designs without positions and for Tidy, routes that take edges around node boxes, and spots
+// for edge labels that no node covers.
+// Invariants: positions of nodes without x/y are kept outside the graph (autoPos), so opening or
+// editing fields does not rewrite the JSON; Tidy (one undoable change) writes them, and so does a
+// change that adds, removes, connects or moves nodes (so no other node moves with it). Layers run left to right, so
+// branches use the vertical dimension. An edge is drawn on the first clear route of: the points
+// of the last layered layout (while both its nodes stay where that layout put them), a curve
+// from port to port, an orthogonal route around every node box (a shortest path with few
+// bends, found with A* on the lines that run along the boxes at ROUTE_GAP).
+// ---------------------------------------------------------------------------------------------
+const LAYERED = { rankdir: 'LR', ranksep: 64, nodesep: 40, edgesep: 20, marginx: 0, marginy: 0 };
+const ROUTE_GAP = 16, ROUTE_BEND = 30, LABEL_H = 18, ORIGIN = 40;
+/** The last layered layout: the positions it gave (by node index) and its edge points (by edge
+ * index), valid for the edges it was made for. */
+let layoutPlan = null;
+/** The layout of the nodes without positions, kept while their ids, sizes and edges are the same. */
+let autoCache = { key: null, at: [], points: new Map() };
+
+function edgeLabelText(e) { return e.label !== undefined && e.label !== null && e.label !== '' ? clip(String(e.label), 18) : null; }
+function labelWidth(text) { return text.length * 6.6 + 12; }
+function boxOf(n) { const p = pos(n), s = sizeOf(n); return { x: p.x, y: p.y, w: s.w, h: s.h }; }
+
+/** Lays out `list` (node objects of the graph): the nodes with edges in layers by dagre, the
+ * notes in a row above them. Answers top-left positions (in the order of `list`) from (ORIGIN,
+ * ORIGIN) and the edge points by edge index, in the same coordinates. */
+function arrange(list) {
+  const flow = list.filter((n) => n.type !== 'note'), notes = list.filter((n) => n.type === 'note');
+  const g = new dagre.graphlib.Graph({ multigraph: true });
+  g.setGraph({ ...LAYERED });
+  const keyOf = new Map(), byId = new Map();
+  flow.forEach((n, i) => {
+    const s = sizeOf(n);
+    keyOf.set(n, 'n' + i);
+    g.setNode('n' + i, { width: s.w, height: s.h });
+    if (!byId.has(n.id)) byId.set(n.id, 'n' + i);
+  });
+  edges().forEach((e, i) => {
+    if (!isObj(e)) return;
+    const a = byId.get(e.from), b = byId.get(e.to);
+    if (!a || !b || a === b) return;
+    const text = edgeLabelText(e);
+    g.setEdge(a, b, text ? { width: labelWidth(text), height: LABEL_H, labelpos: 'c' } : {}, 'e' + i);
+  });
+  dagre.layout(g);
+  const at = new Map();
+  for (const n of flow) {
+    const d = g.node(keyOf.get(n)), s = sizeOf(n);
+    at.set(n, { x: d.x - s.w / 2, y: d.y - s.h / 2 });
+  }
+  const points = new Map();
+  for (const ed of g.edges()) points.set(Number(ed.name.slice(1)), g.edge(ed).points.map((p) => ({ x: p.x, y: p.y })));
+  // Notes above the flow, left to right.
+  const noteTop = notes.length ? Math.max(...notes.map((n) => sizeOf(n).h)) + 40 : 0;
+  let nx = 0;
+  for (const n of notes) { at.set(n, { x: nx, y: -noteTop }); nx += sizeOf(n).w + 24; }
+  let x0 = Infinity, y0 = Infinity;
+  for (const p of at.values()) { x0 = Math.min(x0, p.x); y0 = Math.min(y0, p.y); }
+  const dx = ORIGIN - (isFinite(x0) ? x0 : 0), dy = ORIGIN - (isFinite(y0) ? y0 : 0);
+  // Whole numbers for positions; edge points move with their nodes' rounding.
+  const shift = new Map();
+  for (const [n, p] of at) {
+    const q = { x: Math.round(p.x + dx), y: Math.round(p.y + dy) };
+    shift.set(n, q);
+  }
+  for (const pts of points.values()) for (const p of pts) { p.x += dx; p.y += dy; }
+  return { at: list.map((n) => shift.get(n)), points };
+}
+
+/** Positions for the nodes without x/y: a layered layout of them, below the placed ones. */
+function layout() {
+  autoPos = new Map();
+  const all = nodes().filter(isObj);
+  const missing = all.filter((n) => !(isNum(n.x) && isNum(n.y)));
+  if (!missing.length) return;
+  const key = JSON.stringify([missing.map((n) => [n.id, n.type, sizeOf(n)]), edges()]);
+  if (autoCache.key !== key) autoCache = { key, ...arrange(missing) };
+  const placed = all.filter((n) => isNum(n.x) && isNum(n.y));
+  const dy = placed.length ? Math.max(...placed.map((n) => n.y + sizeOf(n).h)) + 80 - ORIGIN : 0;
+  missing.forEach((n, i) => autoPos.set(n, { x: autoCache.at[i].x, y: autoCache.at[i].y + dy }));
+  if (!placed.length) planFrom(autoCache.points);
+}
+
+/** Writes the drawn positions of the nodes without x/y into the graph. Called inside a change
+ * that adds, removes, connects or moves nodes, which would otherwise lay the others out anew. */
+function settleAuto() {
+  for (const n of nodes()) if (isObj(n) && !(isNum(n.x) && isNum(n.y))) { const p = pos(n); n.x = Math.round(p.x); n.y = Math.round(p.y); }
+}
+
+/** Remembers the edge points of the layout just applied (valid while its nodes stay put). */
+function planFrom(points) {
+  layoutPlan = { edges: JSON.stringify(edges()), at: nodes().map((n) => (isObj(n) ? pos(n) : null)), points };
+}
+
+/** Tidy: lays the whole design out again (one undoable change), then fits it in view. */
+function tidy() {
+  if (READ_ONLY) return;
+  const list = nodes().filter(isObj);
+  if (!list.length) return;
+  const { at, points } = arrange(list);
+  change(() => { list.forEach((n, i) => { n.x = at[i].x; n.y = at[i].y; }); planFrom(points); }, {});
+  fit();
+  say(`Tidied ${list.length} nodes`);
+}
+
+/** The route of every edge and the spot of its label, for the graph on screen (kept while the
+ * boxes and edges are the same). */
+let routeCache = { key: null, routes: [] };
+function routes() {
+  const list = nodes();
+  const key = JSON.stringify([list.map((n) => (isObj(n) ? [n.id, boxOf(n)] : null)), edges(), !!dragging]);
+  if (routeCache.key === key) return routeCache.routes;
+  const boxes = list.map((n, i) => (isObj(n) ? { ...boxOf(n), index: i } : null)).filter(Boolean);
+  const planned = layoutPlan && layoutPlan.edges === JSON.stringify(edges()) ? layoutPlan : null;
+  const taken = [];
+  const out = edges().map((e, i) => {
+    if (!isObj(e)) return null;
+    const ia = nodeIndexById(e.from), ib = nodeIndexById(e.to);
+    if (ia < 0 || ib < 0) return null;
+    const same = (j) => planned && planned.at[j] && isObj(list[j]) && planned.at[j].x === pos(list[j]).x && planned.at[j].y === pos(list[j]).y;
+    const pts = planned && same(ia) && same(ib) ? planned.points.get(i) : null;
+    const route = routeEdge(list[ia], list[ib], ia, ib, boxes, pts);
+    const text = edgeLabelText(e);
+    if (text) route.label = labelSpot(route.pts, labelWidth(text), boxes, taken);
+    return route;
+  });
+  routeCache = { key, routes: out };
+  return out;
+}
+
+function routeEdge(a, b, ia, ib, boxes, planned) {
+  const A = boxOf(a), B = boxOf(b);
+  const start = { x: A.x + A.w, y: A.y + A.h / 2 }, end = { x: B.x, y: B.y + B.h / 2 };
+  const tries = [];
+  if (planned && planned.length >= 2) tries.push(smoothPath([start, ...planned.slice(1, -1), end]));
+  tries.push(smoothPath([start, end]));
+  if (ia === ib) return tries[tries.length - 1];
+  for (const t of tries) if (clearOf(t.pts, boxes, ia, ib)) return t;
+  if (dragging) return tries[tries.length - 1];
+  return orthoRoute(start, end, boxes, ROUTE_GAP) || orthoRoute(start, end, boxes, ROUTE_GAP / 2) || tries[tries.length - 1];
+}
+
+/** Whether a sampled path keeps out of every box: others' with a margin, its own nodes'
+ * insides (it starts and ends on their edges). */
+function clearOf(pts, boxes, ia, ib) {
+  for (const b of boxes) {
+    const own = b.index === ia || b.index === ib, m = own ? -2 : 4;
+    for (const p of pts) if (p.x > b.x - m && p.x < b.x + b.w + m && p.y > b.y - m && p.y < b.y + b.h + m) return false;
+  }
+  return true;
+}
+
+/** A smooth path through `points` (horizontal at each of them), with samples along it. */
+function smoothPath(points) {
+  let d = `M ${points[0].x} ${points[0].y}`;
+  const pts = [points[0]];
+  for (let i = 1; i < points.length; i++) {
+    const p = points[i - 1], q = points[i];
+    const k = Math.max(i === 1 || i === points.length - 1 ? 40 : 0, Math.abs(q.x - p.x) / 2);
+    const c1 = { x: p.x + k, y: p.y }, c2 = { x: q.x - k, y: q.y };
+    d += ` C ${c1.x} ${c1.y}, ${c2.x} ${c2.y}, ${q.x} ${q.y}`;
+    const steps = Math.max(16, Math.ceil((Math.abs(q.x - p.x) + Math.abs(q.y - p.y) + 2 * k) / 6));
+    for (let s = 1; s <= steps; s++) {
+      const t = s / steps, u = 1 - t;
+      pts.push({ x: u * u * u * p.x + 3 * u * u * t * c1.x + 3 * u * t * t * c2.x + t * t * t * q.x, y: u * u * u * p.y + 3 * u * u * t * c1.y + 3 * u * t * t * c2.y + t * t * t * q.y });
+    }
+  }
+  return { d, pts };
+}
+
+/** A route of horizontal and vertical segments from `start` (leaving rightwards) to `end`
+ * (arriving rightwards) that keeps `gap` away from every box; null when there is none. */
+function orthoRoute(start, end, boxes, gap) {
+  const R = boxes.map((b) => ({ x0: b.x - gap, y0: b.y - gap, x1: b.x + b.w + gap, y1: b.y + b.h + gap }));
+  const s = { x: start.x + gap, y: start.y }, t = { x: end.x - gap, y: end.y };
+  const uniq = (v) => [...new Set(v.map((n) => Math.round(n * 2) / 2))].sort((p, q) => p - q);
+  // The lines along every box, through both ends, and one more beyond each end (so a route can
+  // arrive at the target's stub from the side it comes from).
+  const xs = uniq([s.x, t.x, s.x + gap, t.x - gap, ...R.flatMap((r) => [r.x0, r.x1])]);
+  const ys = uniq([s.y, t.y, ...R.flatMap((r) => [r.y0, r.y1])]);
+  const inside = (x, y) => R.some((r) => x > r.x0 && x < r.x1 && y > r.y0 && y < r.y1);
+  const hClear = (y, xa, xb) => !R.some((r) => y > r.y0 && y < r.y1 && Math.max(xa, xb) > r.x0 && Math.min(xa, xb) < r.x1);
+  const vClear = (x, ya, yb) => !R.some((r) => x > r.x0 && x < r.x1 && Math.max(ya, yb) > r.y0 && Math.min(ya, yb) < r.y1);
+  const sx = xs.indexOf(Math.round(s.x * 2) / 2), sy = ys.indexOf(Math.round(s.y * 2) / 2);
+  const tx = xs.indexOf(Math.round(t.x * 2) / 2), ty = ys.indexOf(Math.round(t.y * 2) / 2);
+  if (inside(xs[sx], ys[sy]) || inside(xs[tx], ys[ty])) return null;
+  // A* over (x line, y line, direction of arrival: 0 horizontal, 1 vertical).
+  const NY = ys.length, id = (ix, iy, dir) => (ix * NY + iy) * 2 + dir;
+  const h = (ix, iy) => Math.abs(xs[ix] - xs[tx]) + Math.abs(ys[iy] - ys[ty]);
+  const best = new Map(), from = new Map(), heap = [];
+  const push = (f, state) => {
+    heap.push([f, state]);
+    for (let i = heap.length - 1; i > 0;) { const p = (i - 1) >> 1; if (heap[p][0] <= heap[i][0]) break; [heap[p], heap[i]] = [heap[i], heap[p]]; i = p; }
+  };
+  const pop = () => {
+    const top = heap[0], last = heap.pop();
+    if (heap.length) {
+      heap[0] = last;
+      for (let i = 0; ;) {
+        const l = 2 * i + 1, r = l + 1;
+        let m = i;
+        if (l < heap.length && heap[l][0] < heap[m][0]) m = l;
+        if (r < heap.length && heap[r][0] < heap[m][0]) m = r;
+        if (m === i) break;
+        [heap[m], heap[i]] = [heap[i], heap[m]]; i = m;
+      }
+    }
+    return top;
+  };
+  const s0 = id(sx, sy, 0);
+  best.set(s0, 0);
+  push(h(sx, sy), [sx, sy, 0]);
+  let goal = null, expanded = 0;
+  while (heap.length && expanded++ < 60000) {
+    const [f, [ix, iy, dir]] = pop();
+    const here = id(ix, iy, dir), g0 = best.get(here);
+    if (f > g0 + h(ix, iy) + 1e-9) continue;
+    if (ix === tx && iy === ty) { goal = here; break; }
+    for (const [jx, jy, nd] of [[ix + 1, iy, 0], [ix - 1, iy, 0], [ix, iy + 1, 1], [ix, iy - 1, 1]]) {
+      if (jx < 0 || jy < 0 || jx >= xs.length || jy >= NY) continue;
+      if (nd === 0 ? !hClear(ys[iy], xs[ix], xs[jx]) : !vClear(xs[ix], ys[iy], ys[jy])) continue;
+      if (inside(xs[jx], ys[jy])) continue;
+      const g = g0 + Math.abs(xs[jx] - xs[ix]) + Math.abs(ys[jy] - ys[iy]) + (nd !== dir ? ROUTE_BEND : 0);
+      const next = id(jx, jy, nd);
+      if (best.has(next) && best.get(next) <= g) continue;
+      best.set(next, g);
+      from.set(next, here);
+      push(g + h(jx, jy), [jx, jy, nd]);
+    }
+  }
+  if (goal === null) return null;
+  const corners = [];
+  for (let at = goal; at !== undefined; at = from.get(at)) {
+    const cell = at >> 1;
+    corners.push({ x: xs[Math.floor(cell / NY)], y: ys[cell % NY] });
+  }
+  corners.reverse();
+  return roundedPath([start, ...corners, end]);
+}
+
+/** A polyline of horizontal and vertical segments drawn with rounded corners; samples along it. */
+function roundedPath(raw) {
+  const p = [raw[0]];
+  for (let i = 1; i < raw.length; i++) {
+    const q = raw[i], last = p[p.length - 1];
+    if (q.x === last.x && q.y === last.y) continue;
+    if (p.length >= 2) {
+      const prev = p[p.length - 2];
+      if ((prev.x === last.x && last.x === q.x) || (prev.y === last.y && last.y === q.y)) { p[p.length - 1] = q; continue; }
+    }
+    p.push(q);
+  }
+  let d = `M ${p[0].x} ${p[0].y}`;
+  for (let i = 1; i < p.length - 1; i++) {
+    const a = p[i - 1], c = p[i], b = p[i + 1];
+    const r = Math.min(8, Math.hypot(c.x - a.x, c.y - a.y) / 2, Math.hypot(b.x - c.x, b.y - c.y) / 2);
+    const u = (from, to) => { const l = Math.hypot(to.x - from.x, to.y - from.y) || 1; return { x: (to.x - from.x) / l, y: (to.y - from.y) / l }; };
+    const ua = u(c, a), ub = u(c, b);
+    d += ` L ${c.x + ua.x * r} ${c.y + ua.y * r} Q ${c.x} ${c.y}, ${c.x + ub.x * r} ${c.y + ub.y * r}`;
+  }
+  d += ` L ${p[p.length - 1].x} ${p[p.length - 1].y}`;
+  const pts = [];
+  for (let i = 1; i < p.length; i++) {
+    const a = p[i - 1], b = p[i], n = Math.max(1, Math.ceil(Math.hypot(b.x - a.x, b.y - a.y) / 8));
+    for (let s = i === 1 ? 0 : 1; s <= n; s++) pts.push({ x: a.x + (b.x - a.x) * s / n, y: a.y + (b.y - a.y) * s / n });
+  }
+  return { d, pts };
+}
+
+/** The point at fraction `f` of a sampled path's length. */
+function pointAlong(pts, f) {
+  let total = 0;
+  for (let i = 1; i < pts.length; i++) total += Math.hypot(pts[i].x - pts[i - 1].x, pts[i].y - pts[i - 1].y);
+  let left = total * f;
+  for (let i = 1; i < pts.length; i++) {
+    const l = Math.hypot(pts[i].x - pts[i - 1].x, pts[i].y - pts[i - 1].y);
+    if (left <= l && l > 0) return { x: pts[i - 1].x + (pts[i].x - pts[i - 1].x) * left / l, y: pts[i - 1].y + (pts[i].y - pts[i - 1].y) * left / l };
+    left -= l;
+  }
+  return pts[pts.length - 1];
+}
+
+/** Where on its path a label of width `w` goes: the spot nearest the middle that no node box
+ * (nor a label placed before) covers, else the least covered one. */
+function labelSpot(pts, w, boxes, taken) {
+  const overlap = (r, list) => list.reduce((sum, b) => sum + Math.max(0, Math.min(r.x1, b.x + b.w) - Math.max(r.x0, b.x)) * Math.max(0, Math.min(r.y1, b.y + b.h) - Math.max(r.y0, b.y)), 0);
+  let best = null;
+  const consider = (p) => {
+    const r = { x0: p.x - w / 2 - 3, y0: p.y - LABEL_H / 2 - 3, x1: p.x + w / 2 + 3, y1: p.y + LABEL_H / 2 + 3 };
+    const cost = overlap(r, boxes) * 1000 + overlap(r, taken);
+    if (!best || cost < best.cost) best = { p, cost };
+    return cost === 0;
+  };
+  // On the path, nearest its middle first; where the path is too short for it (two nodes close
+  // together), beside the middle, nearest first.
+  const spots = [0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82, 0.1, 0.9].map((f) => pointAlong(pts, f));
+  const mid = spots[0];
+  const near = [];
+  for (let dy = -96; dy <= 96; dy += 12) for (let dx = -60; dx <= 60; dx += 20) if (dx || dy) near.push({ x: mid.x + dx, y: mid.y + dy });
+  near.sort((a, b) => Math.hypot(a.x - mid.x, a.y - mid.y) - Math.hypot(b.x - mid.x, b.y - mid.y));
+  for (const p of [...spots, ...near]) if (consider(p)) break;
+  taken.push({ x: best.p.x - w / 2, y: best.p.y - LABEL_H / 2, w, h: LABEL_H });
+  return best.p;
+}
+

@@ -1,0 +1,215 @@
+// ---------------------------------------------------------------------------------------------
+// Drawing
+// ---------------------------------------------------------------------------------------------
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null && v !== false) e.setAttribute(k, String(v));
+  for (const c of children) if (c) e.append(c);
+  return e;
+}
+function h(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'value') e.value = v;
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
+  return e;
+}
+function clip(s, n) {
+  s = String(s ?? '').replace(/\s+/g, ' ').trim();
+  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+}
+function wrap(text, width, maxLines) {
+  const words = String(text ?? '').split(/\s+/).filter(Boolean);
+  const lines = [];
+  let line = '';
+  for (const w of words) {
+    if ((line + ' ' + w).trim().length > width && line) { lines.push(line); line = w; } else line = (line + ' ' + w).trim();
+    if (lines.length >= maxLines) break;
+  }
+  if (line && lines.length < maxLines) lines.push(line);
+  if (lines.length === maxLines && words.join(' ').length > lines.join(' ').length) lines[maxLines - 1] = clip(lines[maxLines - 1] + ' …', width);
+  return lines.map((l) => clip(l, width));
+}
+function noteHeight(node) {
+  const lines = wrap(node.text, 28, 5).length + (node.label ? 1 : 0);
+  return Math.max(56, 22 + lines * 16);
+}
+
+/** One line saying what a node does. */
+function summary(n) {
+  const s = (v) => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
+  switch (n.type) {
+    case 'trigger': {
+      if (n.mode === 'schedule') { const sc = isObj(n.schedule) ? n.schedule : {}; return `schedule · ${sc.preset === 'custom' ? s(sc.cron) : [sc.preset, sc.time ?? (sc.minute !== undefined ? ':' + sc.minute : '')].filter(Boolean).join(' ')}`; }
+      if (n.mode === 'heartbeat') return `every ${s(n.every)}${n.window ? ' · ' + s(n.window) : ''}`;
+      if (n.mode === 'event') return `on ${Array.isArray(n.sources) ? n.sources.join(', ') : s(n.sources)}`;
+      if (n.mode === 'folder') return `folder ${s(n.path)}`;
+      if (n.mode === 'watch') return `watch ${s(n.command)}`;
+      return s(n.mode);
+    }
+    case 'agent': return s(n.prompt);
+    case 'condition': return s(n.expr);
+    case 'approval': return s(n.question);
+    case 'output': return n.deliver ? `${s(n.deliver)} → ${s(n.target)}` : n.template !== undefined ? s(n.template) : 'collect';
+    case 'command': return n.run !== undefined ? '$ ' + s(n.run) : Array.isArray(n.argv) ? n.argv.join(' ') : '';
+    case 'http': return `${s(n.method || 'GET')} ${s(n.url)}`;
+    case 'loop': return `over ${s(n.over)}`;
+    case 'wait': return n.seconds !== undefined ? `${s(n.seconds)} s` : s(n.duration);
+    case 'emit': return s(n.event);
+    default: return '';
+  }
+}
+
+/** The last verdict, kept on screen until the next one arrives. Edge issues name edges by
+ *  index, so they are shown only while the edges are the ones that were validated. */
+function currentIssues() {
+  if (issuesVersion === version || JSON.stringify(edges()) === issuesEdges) return issues;
+  return { errors: issues.errors.filter((i) => i.edge === undefined), warnings: issues.warnings.filter((i) => i.edge === undefined) };
+}
+function nodeIssues(id) {
+  const cur = currentIssues();
+  return { errors: cur.errors.filter((i) => i.node === id), warnings: cur.warnings.filter((i) => i.node === id) };
+}
+function drawStripe(g, n, size) {
+  const stripe = TYPE_INFO[n.type] ? TYPE_INFO[n.type].colour : 'var(--vwf-error, #c9252d)';
+  g.append(el('rect', { class: 'stripe', width: 6, height: size.h, 'clip-path': 'url(#clip-node)', style: `fill: ${stripe}` }));
+}
+
+/** A node drawn for the overview (zoomed out past readable text): its title only, in letters
+ * that stay OVERVIEW_PX high on screen, wrapped into the box. */
+function drawOverview(g, n, size) {
+  if (n.type !== 'note') drawStripe(g, n, size);
+  const k = Math.pow(ZOOM_STEP, zoomStep), f = OVERVIEW_PX / k;
+  const perLine = Math.max(3, Math.floor((size.w - 22) / (f * 0.68))), lines = Math.max(1, Math.floor((size.h - 6) / (f * 1.15)));
+  const title = n.type === 'note' ? (n.label || n.text || 'note') : (n.label || n.id);
+  const shown = wrap(title, perLine, lines);
+  const top = (size.h - shown.length * f * 1.15) / 2 + f * 0.9;
+  shown.forEach((line, i) => g.append(el('text', { class: 'title overview', x: n.type === 'note' ? 10 : 14, y: top + i * f * 1.15, style: `font-size: ${f.toFixed(1)}px` }, document.createTextNode(line))));
+}
+
+function edgeIssues(index) {
+  const cur = currentIssues();
+  return { errors: cur.errors.filter((i) => i.edge === index), warnings: cur.warnings.filter((i) => i.edge === index) };
+}
+
+function render() {
+  const nodesG = $('nodes'), edgesG = $('edges');
+  nodesG.replaceChildren();
+  edgesG.replaceChildren();
+  const all = nodes();
+  all.forEach((n, i) => { if (isObj(n)) nodesG.append(drawNode(n, i)); });
+  const paths = routes();
+  edges().forEach((e, i) => { if (isObj(e) && paths[i]) edgesG.append(drawEdge(e, i, paths[i])); });
+  const hint = $('hint');
+  hint.textContent = all.length ? '' : READ_ONLY ? '' : 'Add a node from the palette on the left: click a type, or drag it here.';
+  viewportEl.setAttribute('transform', `translate(${view.x},${view.y}) scale(${view.k})`);
+  drawMinimap();
+}
+
+function drawNode(n, index) {
+  const p = pos(n), size = sizeOf(n);
+  const ni = nodeIssues(n.id);
+  const state = runState ? nodeState(n) : null;
+  const cls = ['node', 'type-' + String(n.type).replace(/[^a-z]/g, '')];
+  if (n.type === 'note') cls.push('note', 'note-' + (NOTE_COLOURS.includes(n.color) ? n.color : 'yellow'));
+  if (selectedNodes().includes(index)) cls.push('selected');
+  if (ni.errors.length) cls.push('has-error'); else if (ni.warnings.length) cls.push('has-warning');
+  if (state && state.state) cls.push('state-' + state.state);
+  if (runState && n.type !== 'note' && (!state || !state.state)) cls.push('unreached');
+  const pinned = pinOf(n.id) !== undefined;
+  if (pinned) cls.push('pinned');
+  const g = el('g', {
+    class: cls.join(' '), transform: `translate(${p.x},${p.y})`,
+    'data-testid': 'node-' + n.id, 'data-node-id': n.id, 'data-node-index': index, 'data-type': n.type,
+    'data-state': state && state.state ? state.state : undefined,
+    role: 'button', 'aria-label': `${n.type} ${n.id}${n.label ? ' (' + n.label + ')' : ''}`,
+  });
+  g.append(el('title', {}, document.createTextNode(`${n.label ? n.label + ' — ' : ''}${n.type} ${n.id}${summary(n) ? '\n' + summary(n) : ''}`)));
+  g.append(el('rect', { class: 'box', width: size.w, height: size.h, rx: 8 }));
+  if (zoomStep !== null) drawOverview(g, n, size);
+  else if (n.type === 'note') {
+    let y = 20;
+    if (n.label) { g.append(el('text', { class: 'title', x: 10, y }, document.createTextNode(clip(n.label, 24)))); y += 17; }
+    const lines = wrap(n.text, 28, 5);
+    if (!lines.length && !n.label) lines.push('(empty note)');
+    for (const line of lines) { g.append(el('text', { class: 'detail', x: 10, y }, document.createTextNode(line))); y += 16; }
+  } else {
+    drawStripe(g, n, size);
+    // Text is shortened with an ellipsis, and clipped to the box whatever the font's widths.
+    g.append(el('g', { 'clip-path': 'url(#clip-text)' },
+      el('text', { class: 'title', x: 16, y: 21 }, document.createTextNode(clip(n.label || n.id, 21))),
+      el('text', { class: 'sub', x: 16, y: 37 }, document.createTextNode(clip(n.label ? `${n.type} · ${n.id}` : String(n.type), 27))),
+      el('text', { class: 'detail', x: 16, y: 54 }, document.createTextNode(clip(summary(n), 25)))));
+  }
+  if (n.type !== 'note') {
+    if (state && state.state) {
+      // A pill above the box's right corner: the step's state in words, besides its colour.
+      const w = state.text.length * 6.4 + 14;
+      g.append(el('g', { class: 'state-pill', transform: `translate(${size.w - w - 6},-10)` },
+        el('rect', { width: w, height: 18, rx: 9 }),
+        el('text', { class: 'state-label', x: w / 2, y: 13, 'text-anchor': 'middle', 'data-testid': 'state-' + n.id }, document.createTextNode(state.text))));
+    }
+    if (pinned) {
+      g.append(el('g', { class: 'pin-tag', 'data-testid': 'pin-' + n.id, transform: 'translate(6,-10)' },
+        el('title', {}, document.createTextNode('Pinned: test runs use its pinned output instead of running it')),
+        el('rect', { width: 44, height: 16, rx: 8 }),
+        el('text', { x: 22, y: 12, 'text-anchor': 'middle' }, document.createTextNode('pinned'))));
+    }
+    // The step's output in the run shown, right under the node (a step run alone shows here).
+    const out = runState && isObj(runState.outputs) ? runState.outputs[n.id] : undefined;
+    if (out !== undefined && zoomStep === null) {
+      g.append(el('text', { class: 'out-preview', x: 4, y: size.h + 13, 'data-testid': 'out-' + n.id }, document.createTextNode('→ ' + clip(outputText(out).replace(/\s+/g, ' '), 30))));
+    }
+    if (hasInput(n)) {
+      g.append(el('g', { class: 'port port-in', 'data-testid': 'port-in-' + n.id, transform: `translate(0,${size.h / 2})` },
+        el('circle', { class: 'hit', r: 10 }), el('circle', { class: 'dot', r: 5 })));
+    }
+    if (hasPorts(n)) {
+      g.append(el('g', { class: 'port port-out', 'data-testid': 'port-out-' + n.id, transform: `translate(${size.w},${size.h / 2})`, 'aria-label': 'drag to connect' },
+        el('circle', { class: 'hit', r: 10 }), el('circle', { class: 'dot', r: 5 })));
+    }
+  }
+  if (ni.errors.length || ni.warnings.length) {
+    const kind = ni.errors.length ? 'error' : 'warning';
+    const text = [...ni.errors, ...ni.warnings].map((i) => (i.field ? i.field + ': ' : '') + i.message).join('\n');
+    g.append(el('g', { class: 'marker ' + kind, 'data-testid': 'issue-' + n.id, transform: `translate(${size.w - 4},4)` },
+      el('title', {}, document.createTextNode(text)),
+      el('circle', { r: 9 }),
+      el('text', { 'text-anchor': 'middle', y: 4.5 }, document.createTextNode('!'))));
+  }
+  return g;
+}
+
+function curve(x1, y1, x2, y2) {
+  const d = Math.max(40, Math.abs(x2 - x1) / 2);
+  return `M ${x1} ${y1} C ${x1 + d} ${y1}, ${x2 - d} ${y2}, ${x2} ${y2}`;
+}
+
+function drawEdge(e, index, route) {
+  const ei = edgeIssues(index);
+  const cls = ['edge'];
+  if (sel && sel.edge === index) cls.push('selected');
+  if (ei.errors.length) cls.push('has-error'); else if (ei.warnings.length) cls.push('has-warning');
+  const g = el('g', { class: cls.join(' '), 'data-testid': `edge-${e.from}-${e.to}`, 'data-edge-index': index, 'data-from': e.from, 'data-to': e.to, 'data-label': e.label ?? '' });
+  const tip = [`${e.from} → ${e.to}${e.label !== undefined ? ' (' + e.label + ')' : ''}`, ...[...ei.errors, ...ei.warnings].map((i) => i.message)].join('\n');
+  g.append(el('title', {}, document.createTextNode(tip)));
+  g.append(el('path', { class: 'hit', d: route.d }));
+  g.append(el('path', { class: 'line', d: route.d, 'marker-end': 'url(#arrow)' }));
+  // A handle on the path (at its label, else its middle): something to click on a straight edge.
+  const m = route.label || pointAlong(route.pts, 0.5);
+  g.append(el('circle', { class: 'handle', cx: m.x, cy: m.y, r: 9 }));
+  const text = edgeLabelText(e);
+  if (text) {
+    const w = labelWidth(text);
+    g.append(el('g', { class: 'tag', transform: `translate(${m.x},${m.y})` },
+      el('rect', { x: -w / 2, y: -LABEL_H / 2, width: w, height: LABEL_H, rx: 9 }),
+      el('text', { 'text-anchor': 'middle', y: 4 }, document.createTextNode(text))));
+  }
+  return g;
+}
+
