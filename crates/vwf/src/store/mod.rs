@@ -2,9 +2,9 @@
 //!
 //! The runner, the CLI, the server and the tools only see [`Store`]: designs by [`DesignName`],
 //! runs by [`RunId`], JSON values in and out, a newest-first run listing and a per-run lock.
-//! No file-system word appears in the signatures, so a PostgreSQL store shared by several
-//! server instances can implement the same trait later (lock → advisory or row lock,
-//! listing → `ORDER BY created_at DESC LIMIT n`, id reservation → `INSERT`).
+//! No file-system word appears in the signatures: the file store (`fs.rs`) and the PostgreSQL
+//! store shared by several server instances (`pg.rs`: lock → advisory lock, listing → `ORDER BY
+//! created_at DESC LIMIT n`, id reservation → `INSERT`) implement the same trait.
 //!
 //! Invariants every implementation keeps:
 //! - names and ids are parsed (`vwf_core::names`) before they reach a store, so a store never

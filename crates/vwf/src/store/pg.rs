@@ -2,7 +2,8 @@
 //! instances share designs, runs, schedule jobs and trigger state (`[store] url` or
 //! `VWF_DATABASE_URL`). The file store stays the default.
 //!
-//! Built on sqlx (pool, migrations with their own advisory lock, LISTEN/NOTIFY later); the traits
+//! Built on sqlx (pool, migrations with their own advisory lock, LISTEN/NOTIFY for the change
+//! notices every instance publishes); the traits
 //! are blocking, so every call runs on the store's own small tokio runtime and the caller waits
 //! for the answer on a channel. That never nests runtimes, whatever thread calls.
 //!
