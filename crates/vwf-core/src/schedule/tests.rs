@@ -507,9 +507,12 @@ fn only_spaces_and_tabs_separate_fields() {
     let others = (0..=0x10FFFF_u32).filter_map(char::from_u32).filter(|c| (c.is_whitespace() || c.is_control()) && *c != ' ' && *c != '\t');
     let mut tried = 0;
     for c in others {
-        for (expr, at_an_end) in
-            [(format!("0{c}9 * * 1"), false), (format!("0 9 * * 1{c}"), true), (format!("{c}0 9 * * 1"), true), (format!("0 9 *{c}* 1"), false)]
-        {
+        for (expr, at_an_end) in [
+            (format!("0{c}9 * * 1"), false),
+            (format!("0 9 * * 1{c}"), true),
+            (format!("{c}0 9 * * 1"), true),
+            (format!("0 9 *{c}* 1"), false),
+        ] {
             let e = validate_cron(&expr).expect_err(&format!("{expr:?}"));
             let code = format!("U+{:04X}", u32::from(c));
             assert!(e.message.contains(&code) && e.message.contains("spaces or tabs only"), "{expr:?}: {e}");
