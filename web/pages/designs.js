@@ -16,7 +16,10 @@ export async function renderList(root) {
   const designs = h('section', { id: 'designs' }, h('h2', {}, 'Saved designs'));
   if (!saved.body.ok) designs.append(h('p', { class: 'notice error' }, saved.body.error));
   else if (names.length === 0) designs.append(h('p', { class: 'muted' }, 'No saved designs yet: start from a template below, or a blank one.'));
-  else designs.append(h('table', {}, names.map((name) => designRow(name, msg))));
+  else {
+    const disabled = new Set(saved.body.disabled || []);
+    designs.append(h('table', {}, names.map((name) => designRow(name, msg, disabled.has(name)))));
+  }
 
   const blankName = h('input', { name: 'blank-name', placeholder: 'new-design', 'aria-label': 'New design name' });
   const blank = h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); create(blankName.value.trim(), BLANK, msg); } },
@@ -30,16 +33,34 @@ export async function renderList(root) {
   root.append(h('div', { class: 'title' }, h('h1', {}, 'Designs'), blank), msg, designs, templates);
 }
 
-function designRow(name, msg) {
+function designRow(name, msg, disabled) {
   const run = h('button', { onclick: () => runDesign(name, undefined, run, msg) }, 'Run');
   const row = h('tr', { 'data-design': name },
     h('td', {}, h('a', { href: `#/designer/${enc(name)}` }, name)),
     h('td', { class: 'actions' },
       h('a', { class: 'button', href: `#/designer/${enc(name)}` }, 'Open'), ' ', run, ' ',
+      enableToggle(name, disabled, msg), ' ',
       h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule'), ' ',
       h('a', { class: 'button', href: `#/runs?design=${enc(name)}` }, 'Runs'), ' ',
       deleteButton(name, msg, () => row.remove())));
   return row;
+}
+
+/** Turns the design's automatic trigger on or off (`POST /designs/{name}/enable|disable`); the
+ * button says what a click does, `data-enabled` what the design is now. Imports arrive disabled. */
+function enableToggle(name, disabled, msg) {
+  const label = (on) => (on ? 'Disable trigger' : 'Enable trigger');
+  const button = h('button', { 'data-action': 'toggle-enabled', 'data-enabled': String(!disabled), onclick: async () => {
+    const on = button.dataset.enabled !== 'true';
+    button.disabled = true;
+    const r = await api('POST', `/designs/${enc(name)}/${on ? 'enable' : 'disable'}`);
+    button.disabled = false;
+    if (!r.body.ok) return say(msg, 'error', `Not changed: ${r.body.error}`);
+    say(msg, 'ok', r.body.enabled ? `Enabled ${name}: its trigger fires from now on.` : `Disabled ${name}: its trigger does not fire until enabled.`);
+    button.dataset.enabled = String(r.body.enabled);
+    button.textContent = label(r.body.enabled);
+  } }, label(!disabled));
+  return button;
 }
 
 /** Delete, asking once more first (the second click deletes). The runs stay readable; a schedule

@@ -142,6 +142,23 @@ impl Design {
     pub fn budget_tokens(&self) -> Option<&Value> {
         self.raw.get("budget").and_then(|b| b.get("tokens"))
     }
+
+    /// Whether the design's automatic trigger fires (see [`is_enabled`]).
+    pub fn enabled(&self) -> bool {
+        self.raw.get(ENABLED) != Some(&Value::Bool(false))
+    }
+}
+
+/// The top-level field of a design that turns its automatic trigger (schedule, heartbeat, event,
+/// folder, watch) off: `"enabled": false`. Absent means enabled. Kept in the document, so every
+/// store keeps it and versions record it; imports write it for designs that would fire by
+/// themselves, so nothing imported runs until a person enables it. A run started by hand
+/// ignores it.
+pub const ENABLED: &str = "enabled";
+
+/// Whether a design document's automatic trigger fires: true unless `"enabled": false`.
+pub fn is_enabled(graph: &Value) -> bool {
+    graph.get(ENABLED) != Some(&Value::Bool(false))
 }
 
 impl Serialize for Design {

@@ -154,6 +154,12 @@ pub fn declared_mode(node: &Map<String, Value>) -> &str {
     present(node, "mode").and_then(Value::as_str).unwrap_or("manual")
 }
 
+/// Whether a trigger node declares a mode that fires without anyone asking (schedule, heartbeat,
+/// event, folder, watch): what `"enabled": false` turns off.
+pub fn is_automatic(node: &Map<String, Value>) -> bool {
+    matches!(declared_mode(node), "schedule" | "heartbeat" | "event" | "folder" | "watch")
+}
+
 /// Whether a trigger node declares `mode: event` with a source that takes `event`, whether or not
 /// the rest of it is valid: an emit reports such a design as skipped, with the validator's verdict,
 /// rather than passing it by. For a node that parses, the same as [`Trigger::listens`].

@@ -268,6 +268,12 @@ pub fn validate_design(design: &Design) -> Report {
     reachability(&parts, &mut found);
     dead_ends(&parts, &mut found);
     unseen_outputs(&parts, &mut found);
+    emits_to_itself(&parts, &mut found);
+    if design.raw.get(crate::design::ENABLED).is_some_and(|v| !v.is_boolean()) {
+        found
+            .errors
+            .push(Issue::field_only(crate::design::ENABLED, "\"enabled\" is true or false (false: the automatic trigger does not fire)"));
+    }
     found.errors.extend(crate::pins::read(design).1);
     Report::new(found.errors, found.warnings)
 }
@@ -644,6 +650,29 @@ fn dead_ends(p: &Parts, found: &mut Found) {
         };
         if let Some(msg) = dead_end {
             found.warnings.push(Issue::node(&n.id, msg));
+        }
+    }
+}
+
+/// Warning: an emit step whose event the design's own event trigger takes: each run starts
+/// another, until the event depth limit or `[limits] runs_per_origin` stops the chain.
+fn emits_to_itself(p: &Parts, found: &mut Found) {
+    let Some(trigger) = p.trigger.filter(|t| crate::trigger::declared_mode(&t.raw) == "event") else { return };
+    for n in &p.graph.nodes {
+        if let Some(Spec::Emit { event, .. }) = p.specs.get(n.id.as_str())
+            && crate::trigger::names_event(&trigger.raw, event)
+        {
+            found.warnings.push(Issue::node_field(
+                &n.id,
+                "event",
+                format!(
+                    "emit {:?} sends {event:?}, which this design's own trigger {:?} listens to: every run starts another \
+                     (up to {} emits deep and [limits] runs_per_origin runs in all)",
+                    n.id,
+                    trigger.id,
+                    limits::EVENT_DEPTH
+                ),
+            ));
         }
     }
 }

@@ -590,6 +590,26 @@ fn unreachable_node_is_a_warning() {
 }
 
 #[test]
+fn a_design_that_emits_an_event_its_own_trigger_takes_is_a_warning() {
+    let design = |sources: Value, event: &str| {
+        json!({"nodes": [
+            {"id": "start", "type": "trigger", "mode": "event", "sources": sources},
+            {"id": "again", "type": "emit", "event": event}
+        ], "edges": [e("start", "again")]})
+    };
+    for (sources, event) in [(json!(["storm"]), "storm"), (json!(["other", "storm.*"]), "storm.more")] {
+        let r = validate(&design(sources, event));
+        assert_ok(&r);
+        assert_warning(&r, node("again", "event", "which this design's own trigger \"start\" listens to"));
+    }
+    let r = validate(&design(json!(["storm"]), "calm"));
+    assert!(!r.warnings.iter().any(|w| w.message.contains("listens to")), "{r:#?}");
+    // A manual design that emits starts nothing of its own.
+    let r = validate(&json!({"nodes": [manual(), {"id": "again", "type": "emit", "event": "storm"}], "edges": [e("start", "again")]}));
+    assert!(!r.warnings.iter().any(|w| w.message.contains("listens to")), "{r:#?}");
+}
+
+#[test]
 fn approval_with_an_unlabelled_edge_is_a_warning() {
     let r = validate(&json!({
         "nodes": [manual(), {"id": "g", "type": "approval", "question": "q?"}, output("x"), output("y")],

@@ -22,6 +22,9 @@ pub struct App {
     pub changes: crate::changes::Changes,
     /// Set by `vwf serve`, which exposes them; every runner of this app updates them.
     pub metrics: Option<Metrics>,
+    /// The run slots of `vwf serve` (`[server] runs_in_flight`): its requests and its daemon take
+    /// one before they start or drive a run. `None` elsewhere: nothing else is bounded.
+    pub slots: Option<std::sync::Arc<crate::server::Gate>>,
 }
 
 /// The home directory: `--home`, else `$VWF_HOME`, else `$HERMES_HOME`, else `~/.hermes`.
@@ -59,7 +62,7 @@ impl App {
                 (Box::new(files.clone()), Box::new(files))
             }
         };
-        Ok(App { store, jobs, home, drivers: Drivers::new(config), clock, metrics: None, changes: Default::default() })
+        Ok(App { store, jobs, home, drivers: Drivers::new(config), clock, metrics: None, changes: Default::default(), slots: None })
     }
 
     /// Starts publishing the store's change notices on `self.changes` (for a long-running process:

@@ -11,6 +11,10 @@
 //!   structured content; a failure is `{ok:false, error}` with `isError` set, never a JSON-RPC
 //!   error, so a session survives any argument a client sends.
 //! - In `vwf mcp`, standard output belongs to the protocol: nothing else is printed there.
+//! - On `vwf serve`, a call of a tool that starts or drives a run ([`RUN_TOOLS`]) takes one of the
+//!   server's run slots before the protocol layer sees it; when every slot stays taken the HTTP
+//!   answer is 503 with `Retry-After` and a JSON-RPC error of the call's id (nothing ran, so it is
+//!   no tool result).
 
 use std::sync::Arc;
 
@@ -25,8 +29,15 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 use vwf_core::limits::REQUEST_BODY_BYTES;
 
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
 use crate::app::App;
 use crate::failure::{Failure, guarded};
+use crate::server::gate::{Slot, Ticket};
 use crate::service::Service;
 use crate::tools::{self, Reply};
 
@@ -47,6 +58,13 @@ pub const MCP_TOOL_NAMES: [&str; 7] = [
     "workflow_design_list",
     "workflow_runs_list",
 ];
+
+/// The tools that start or drive a run: on `vwf serve` each call takes a run slot.
+pub const RUN_TOOLS: [&str; 2] = ["workflow_design_run", "workflow_design_respond"];
+
+/// The JSON-RPC error code of a call refused because every run slot stayed taken (the range
+/// JSON-RPC leaves to servers).
+pub const BUSY_CODE: i64 = -32000;
 
 /// Calls tool `name`: the five contract tools through `tools::call`, plus the two listings.
 pub(crate) fn call(app: &App, name: &str, args: &Value) -> Reply {
@@ -169,10 +187,15 @@ impl McpServer {
         McpServer { app }
     }
 
-    /// Runs a tool on a blocking thread; whatever happens, the answer is a contract body.
-    async fn call(&self, name: String, args: Value) -> Value {
+    /// Runs a tool on a blocking thread; whatever happens, the answer is a contract body. `slot`
+    /// (a run slot the HTTP layer took for the call) is held until the tool's work ends.
+    async fn call(&self, name: String, args: Value, slot: Option<Slot>) -> Value {
         let app = self.app.clone();
-        match tokio::task::spawn_blocking(move || call(&app, &name, &args)).await {
+        let work = move || {
+            let _slot = slot;
+            call(&app, &name, &args)
+        };
+        match tokio::task::spawn_blocking(work).await {
             Ok(reply) => reply.body,
             Err(e) => {
                 eprintln!("vwf mcp: a tool call failed: {e}");
@@ -201,11 +224,12 @@ impl ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(tool_list()))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, _context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
         let name = request.name.to_string();
+        let slot = context.extensions.get::<Parts>().and_then(|parts| parts.extensions.get::<Ticket>()).and_then(Ticket::take);
         let body = if MCP_TOOL_NAMES.contains(&name.as_str()) {
-            self.call(name, args).await
+            self.call(name, args, slot).await
         } else {
             Failure::BadRequest(format!("unknown tool {name:?}; tools: {}", MCP_TOOL_NAMES.join(", "))).body()
         };
@@ -232,8 +256,68 @@ pub fn serve_stdio(app: App) -> Result<(), Failure> {
 
 /// The `/mcp` endpoint of `vwf serve`: stateless streamable HTTP answering JSON, so no request
 /// holds a stream open past its answer (a stop finishes promptly). Host, token and Origin are
-/// checked by the server's guard in front of it, with the server's own settings.
-pub(crate) fn http_service(app: Arc<App>) -> StreamableHttpService<McpServer, NeverSessionManager> {
+/// checked by the server's guard in front of it, with the server's own settings. A call of a
+/// [`RUN_TOOLS`] tool first takes a run slot (see [`gated`]).
+pub(crate) fn http_service(app: Arc<App>) -> axum::routing::MethodRouter {
+    let mcp = protocol_service(app.clone());
+    axum::routing::any(move |request: Request| {
+        let (mcp, app) = (mcp.clone(), app.clone());
+        async move { gated(&app, mcp, request).await }
+    })
+}
+
+/// Takes a run slot for a request that calls a [`RUN_TOOLS`] tool (handed on with the request,
+/// see [`Ticket`]), then lets the protocol layer answer; 503 with `Retry-After` and a JSON-RPC
+/// error when every slot stays taken. Other requests go straight through.
+async fn gated(app: &App, mcp: StreamableHttpService<McpServer, NeverSessionManager>, request: Request) -> Response {
+    let Some(gate) = app.slots.clone().filter(|_| request.method() == Method::POST) else {
+        return forward(mcp, request).await;
+    };
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, REQUEST_BODY_BYTES).await else {
+        let error = format!("request body is larger than {} MiB ({REQUEST_BODY_BYTES} bytes)", REQUEST_BODY_BYTES / (1024 * 1024));
+        return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(json!({"ok": false, "error": error}))).into_response();
+    };
+    let message: Value = vwf_core::json::parse_slice(&bytes).unwrap_or(Value::Null);
+    if let Some(id) = runs_a_tool(&message) {
+        match gate.enter().await {
+            Ok(slot) => {
+                parts.extensions.insert(Ticket::new(slot));
+            }
+            Err(busy) => return refused_busy(id, busy.message()),
+        }
+    }
+    forward(mcp, Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// The id of a JSON-RPC request (or of the first in a batch) that calls a [`RUN_TOOLS`] tool.
+fn runs_a_tool(message: &Value) -> Option<Value> {
+    let calls = |m: &Value| {
+        m.get("method").and_then(Value::as_str) == Some("tools/call")
+            && m.pointer("/params/name").and_then(Value::as_str).is_some_and(|name| RUN_TOOLS.contains(&name))
+    };
+    match message {
+        Value::Array(batch) => batch.iter().find(|m| calls(m)).map(|m| m.get("id").cloned().unwrap_or(Value::Null)),
+        m if calls(m) => Some(m.get("id").cloned().unwrap_or(Value::Null)),
+        _ => None,
+    }
+}
+
+/// 503, `Retry-After`, and the JSON-RPC error of request `id`.
+fn refused_busy(id: Value, message: &str) -> Response {
+    let retry = vwf_core::limits::BUSY_RETRY_AFTER_SECONDS;
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": BUSY_CODE, "message": message, "data": {"retry_after": retry}}});
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry));
+    response
+}
+
+async fn forward(mcp: StreamableHttpService<McpServer, NeverSessionManager>, request: Request) -> Response {
+    mcp.handle(request).await.into_response()
+}
+
+/// The protocol layer of `/mcp` (see [`http_service`]).
+fn protocol_service(app: Arc<App>) -> StreamableHttpService<McpServer, NeverSessionManager> {
     let server = McpServer::new(app);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)

@@ -69,7 +69,32 @@ pub struct Emission {
     pub runs: Vec<Run>,
     /// (design, why not started)
     pub skipped: Vec<(String, String)>,
+    /// Set when a start was refused because its origin started as many runs as
+    /// `[limits] runs_per_origin` allows: the error an emitting step fails with.
+    pub capped: Option<String>,
 }
+
+/// Where an emit comes from (see [`Runner::emit`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmitSource {
+    /// How many emits led here (0 for `POST /events` and `vwf emit`).
+    pub depth: u32,
+    /// The origin of the chain (see [`TriggerInfo::origin`]); `None` for an event from outside,
+    /// whose first run becomes the origin of the others.
+    pub origin: Option<String>,
+}
+
+impl EmitSource {
+    /// What an emit step of `run` emits from: one emit deeper, and the run's origin, or the run
+    /// itself when it has none.
+    pub fn of(run: &Run) -> EmitSource {
+        let trigger = run.trigger();
+        EmitSource { depth: trigger.depth, origin: Some(trigger.origin.clone().unwrap_or_else(|| run.run_id().to_string())) }
+    }
+}
+
+/// Runs looked at, per read, when counting the runs of an origin.
+const ORIGIN_CHUNK: usize = 100;
 
 /// Tasks of one batch performed at the same time, at most.
 const MAX_PARALLEL: usize = 8;
@@ -168,7 +193,18 @@ impl Runner<'_> {
         if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
             return Err(Failure::BadRequest(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
         }
-        self.launch(|id, now| Ok(Run::start(plan, id, trigger, now)), started)
+        self.launch(
+            |id, now| {
+                let mut trigger = trigger;
+                // The first run of an event from outside (an emit with no origin yet) is the
+                // origin of every run the event starts.
+                if trigger.depth > 0 && trigger.origin.is_none() {
+                    trigger.origin = Some(id.to_string());
+                }
+                Ok(Run::start(plan, id, trigger, now))
+            },
+            started,
+        )
     }
 
     /// Saves the new run `make` builds under a fresh id, tells `started`, and drives it.
@@ -203,9 +239,13 @@ impl Runner<'_> {
     }
 
     /// Announces `event`: every saved design whose event trigger takes it starts a run with
-    /// `{event, payload}` as input. `depth` counts the emits that led here; a chain deeper than
-    /// the limit is cut with an error, so designs emitting to each other cannot loop forever.
-    pub fn emit(&self, event: &str, payload: Value, depth: u32) -> Result<Emission, Failure> {
+    /// `{event, payload}` as input. `from.depth` counts the emits that led here; a chain deeper
+    /// than the limit is cut with an error, so designs emitting to each other cannot loop forever.
+    /// And a chain's breadth is capped: an origin starts at most `[limits] runs_per_origin` runs
+    /// (counted from the store, so a restart does not reset the count); a start past it is
+    /// skipped and the emission says so in `capped`.
+    pub fn emit(&self, event: &str, payload: Value, from: &EmitSource) -> Result<Emission, Failure> {
+        let depth = from.depth;
         if !trigger::is_event_name(event) {
             return Err(Failure::BadRequest(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
         }
@@ -232,18 +272,58 @@ impl Runner<'_> {
             }) else {
                 continue;
             };
+            if !vwf_core::design::is_enabled(&graph) {
+                emission.skipped.push((name.to_string(), format!("disabled: its trigger fires once enabled (vwf enable {name})")));
+                continue;
+            }
             if cooldown > 0 && self.fired_within(&name, vwf_core::time::sub_seconds_saturating(now, cooldown))? {
                 emission.skipped.push((name.to_string(), format!("cooling down ({cooldown} s)")));
                 continue;
             }
+            // The first run of an event from outside is its origin (see `start_with`).
+            let origin = from.origin.clone().or_else(|| emission.runs.first().and_then(|r| r.trigger().origin.clone()));
+            let cap = self.drivers.config.limits.runs_per_origin;
+            if let Some(origin) = &origin
+                && self.origin_runs(origin)? >= cap
+            {
+                let refused = format!(
+                    "event {event:?} would start another run of design {name}, but origin {origin} has started {cap} runs, \
+                     the most one event or run may start directly or through emits ([limits] runs_per_origin = {cap})"
+                );
+                emission.skipped.push((name.to_string(), refused.clone()));
+                emission.capped.get_or_insert(refused);
+                continue;
+            }
             let input = serde_json::json!({"event": event, "payload": payload});
-            let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1 };
+            let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1, origin };
             match self.start_design(&name, trigger)? {
                 Ok(run) => emission.runs.push(run),
                 Err(report) => emission.skipped.push((name.to_string(), report.refusal())),
             }
         }
         Ok(emission)
+    }
+
+    /// How many runs `origin` started: its runs among the newest [`limits::ORIGIN_SCAN`], read
+    /// newest first and no further than the origin's own run (every run it started is newer).
+    fn origin_runs(&self, origin: &str) -> Result<u64, Failure> {
+        let (mut count, mut scanned, mut before) = (0, 0, None::<RunId>);
+        while scanned < limits::ORIGIN_SCAN {
+            let ids = self.store.list_run_ids(before.as_ref(), ORIGIN_CHUNK.min(limits::ORIGIN_SCAN - scanned))?;
+            let Some(last) = ids.last().cloned() else { break };
+            scanned += ids.len();
+            for (id, read) in ids.iter().zip(self.store.read_runs(&ids)) {
+                let summary = read.ok().and_then(|run| Summary::deserialize(&run).ok());
+                if summary.is_some_and(|s| s.trigger.origin.as_deref() == Some(origin)) {
+                    count += 1;
+                }
+                if id.as_str() == origin {
+                    return Ok(count);
+                }
+            }
+            before = Some(last);
+        }
+        Ok(count)
     }
 
     /// Whether `design` had an event-started run created after `since` (among recent runs).
@@ -524,6 +604,11 @@ impl Runner<'_> {
                 }
                 Advance::Tasks(tasks) => {
                     self.persist(run)?;
+                    // A run its save failed (its record would pass `[limits] run_bytes`) starts
+                    // nothing more.
+                    if run.status().is_finished() {
+                        continue;
+                    }
                     self.perform_all(run, &tasks, &secrets)?;
                 }
                 Advance::Idle => {
@@ -575,7 +660,8 @@ impl Runner<'_> {
         let (emits, tasks): (Vec<&Task>, Vec<&Task>) = tasks.iter().partition(|t| matches!(t.work, Work::Emit { .. }));
         for task in emits {
             let Work::Emit { event, payload } = &task.work else { continue };
-            let outcome = match self.emit(event, payload.clone(), run.trigger().depth) {
+            let outcome = match self.emit(event, payload.clone(), &EmitSource::of(run)) {
+                Ok(Emission { capped: Some(error), .. }) => Outcome::Failed { error },
                 Ok(emission) => {
                     let mut extra = Map::new();
                     extra.insert("event".into(), Value::String(event.clone()));
@@ -651,8 +737,24 @@ impl Runner<'_> {
 
     /// [`Runner::persist`]; `new` for the first save of a run this runner just made, which may
     /// become durable with the run's next save (see [`Runner::launch`]).
+    ///
+    /// A save that would make the record larger than `[limits] run_bytes` writes nothing: the
+    /// run as last saved is failed with why and saved instead (it was under the limit), and `run`
+    /// becomes that, so the caller answers with the failed run. A new run that is too large is
+    /// refused before anything is saved.
     fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), Failure> {
-        let Err(cause) = self.write(run, new) else { return Ok(()) };
+        let cause = match self.write(run, new) {
+            Ok(()) => return Ok(()),
+            Err(Unsaved::TooLarge(cause)) if !new => {
+                let mut saved = self.read(&parse_id(run.run_id())?)?;
+                saved.mark_unsaved(self.clock.now(), &cause);
+                self.write(&mut saved, false)?;
+                *run = saved;
+                return Ok(());
+            }
+            Err(Unsaved::TooLarge(cause)) => Failure::BadRequest(cause),
+            Err(Unsaved::Store(cause)) => cause,
+        };
         if let Ok(id) = parse_id(run.run_id()) {
             let mut saved = self.read(&id).unwrap_or_else(|_| run.clone());
             saved.mark_unsaved(self.clock.now(), &cause.to_string());
@@ -670,21 +772,56 @@ impl Runner<'_> {
 
     /// The one place a run is saved, so also where its transitions are logged and counted. Only
     /// what changed since the last save is handed to the store (see `vwf_core::run::journal`);
-    /// after a failed save the next one is whole.
-    fn write(&self, run: &mut Run, new: bool) -> Result<(), Failure> {
+    /// after a failed save the next one is whole. A save that would make the stored record larger
+    /// than `[limits] run_bytes` is not made (measured by `Run::record_size`: the changed parts
+    /// only, the whole document only for a whole save).
+    fn write(&self, run: &mut Run, new: bool) -> Result<(), Unsaved> {
         let id = parse_id(run.run_id())?;
         let changes = run.take_changes();
+        let size = run.record_size(&changes);
+        let limit = self.drivers.config.limits.run_bytes;
+        if size.bytes > limit {
+            run.unsaved();
+            return Err(Unsaved::TooLarge(format!(
+                "the run's record would be {} bytes, more than the {limit} bytes one run may hold ([limits] run_bytes = {limit})",
+                size.bytes
+            )));
+        }
         let watch = if new { Watch::new_run(self.metrics) } else { Watch::before(self.metrics, self.store, &id) };
         let started = std::time::Instant::now();
         let saved = if new { self.store.save_run_soon(&id, run, &changes) } else { self.store.save_run(&id, run, &changes) };
         if let Err(e) = saved {
             run.unsaved();
-            return Err(e.into());
+            return Err(Unsaved::Store(e.into()));
         }
+        run.record_saved(size);
         if let Some(watch) = watch {
             watch.saved(run, started.elapsed());
         }
         Ok(())
+    }
+}
+
+/// Why [`Runner::write`] saved nothing.
+enum Unsaved {
+    /// The record would pass `[limits] run_bytes`: why, in words.
+    TooLarge(String),
+    /// The store refused the write (or the id was bad).
+    Store(Failure),
+}
+
+impl From<Failure> for Unsaved {
+    fn from(e: Failure) -> Self {
+        Unsaved::Store(e)
+    }
+}
+
+impl From<Unsaved> for Failure {
+    fn from(e: Unsaved) -> Self {
+        match e {
+            Unsaved::TooLarge(why) => Failure::BadRequest(why),
+            Unsaved::Store(e) => e,
+        }
     }
 }
 

@@ -210,6 +210,15 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
     for f in fired.iter_mut().filter(|f| f.error.is_none()) {
         let Some(at) = f.scheduled_for else { continue };
         let input = fire_input(&f.input, json!({"job_id": f.job_id, "fired_at": time::format(&now), "scheduled_for": time::format(&at)}));
+        // A disabled design's fire is recorded (not kept for later) and starts nothing.
+        if let Ok(name) = DesignName::parse(&f.design)
+            && app.store.load_design(&name).is_ok_and(|g| !vwf_core::design::is_enabled(&g))
+        {
+            f.error = Some(format!("not started: design {name} is disabled (vwf enable {name})"));
+            continue;
+        }
+        // Inside `vwf serve` a fire takes a run slot, waiting for one (nobody could be refused).
+        let _slot = app.slots.as_ref().map(|gate| gate.wait());
         let started = DesignName::parse(&f.design)
             .map_err(Failure::BadRequest)
             .and_then(|name| runner.start_design(&name, TriggerInfo::new("schedule", input)));

@@ -14,7 +14,7 @@
 //!   is touched.
 
 use serde_json::{Value, json};
-use vwf_core::design::Design;
+use vwf_core::design::{Design, ENABLED, is_enabled};
 use vwf_core::json;
 use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
@@ -219,14 +219,13 @@ impl ContractBody for Emitted {
 pub enum ImportStatus {
     Saved {
         path: String,
+        /// False for a design with an automatic trigger: it arrives disabled.
+        enabled: bool,
     },
     /// A design has the name and the import does not overwrite.
     Skipped,
     /// Not saved: the design's errors (`errors`), or why the save failed (`errors` absent).
-    Refused {
-        error: String,
-        errors: Option<Vec<Issue>>,
-    },
+    Refused { error: String, errors: Option<Vec<Issue>> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -255,7 +254,7 @@ impl ImportReport {
             .designs
             .iter()
             .map(|d| match &d.status {
-                ImportStatus::Saved { path } => json!({"name": d.name, "status": "saved", "path": path}),
+                ImportStatus::Saved { path, enabled } => json!({"name": d.name, "status": "saved", "path": path, "enabled": enabled}),
                 ImportStatus::Skipped => json!({
                     "name": d.name, "status": "skipped",
                     "reason": format!("a design with this name exists (use {how_to_overwrite})")
@@ -264,6 +263,32 @@ impl ImportReport {
             })
             .collect();
         json!({"ok": self.ok(), "designs": designs, "notes": self.notes})
+    }
+}
+
+/// An imported design that would fire by itself (a schedule, heartbeat, event, folder or watch
+/// trigger) is saved disabled: nothing it brings runs until a person enables it.
+fn arrives_disabled(graph: &Value) -> Value {
+    let automatic = Design::from_value(graph).ok().and_then(|d| d.trigger().map(|t| vwf_core::trigger::is_automatic(&t.raw)));
+    let mut graph = graph.clone();
+    if automatic == Some(true)
+        && let Some(top) = graph.as_object_mut()
+    {
+        top.insert(ENABLED.into(), Value::Bool(false));
+    }
+    graph
+}
+
+/// A design's automatic trigger turned on or off: `{ok:true, name, enabled}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Enabled {
+    pub name: DesignName,
+    pub enabled: bool,
+}
+
+impl ContractBody for Enabled {
+    fn body(&self) -> Value {
+        json!({"ok": true, "name": self.name.as_str(), "enabled": self.enabled})
     }
 }
 
@@ -306,6 +331,31 @@ impl<'a> Service<'a> {
     /// The saved designs' names, sorted.
     pub fn designs(&self) -> Result<Vec<String>, Failure> {
         Ok(self.app.store.list_designs()?)
+    }
+
+    /// Of `names`, the designs saved with `"enabled": false` (their automatic trigger is off).
+    pub fn disabled(&self, names: &[String]) -> Vec<String> {
+        names
+            .iter()
+            .filter(|name| DesignName::parse(name).ok().and_then(|n| self.app.store.load_design(&n).ok()).is_some_and(|g| !is_enabled(&g)))
+            .cloned()
+            .collect()
+    }
+
+    /// Turns a design's automatic trigger on or off (`vwf enable`, `vwf disable`, `POST
+    /// /designs/{name}/enable|disable`): saves it with `"enabled": false`, or without the field,
+    /// as `save` does (a new version when that changes it). Runs started by hand are not affected.
+    pub fn set_enabled(&self, name: &DesignName, on: bool) -> Result<Checked<Enabled>, Failure> {
+        let mut graph = self.load(name)?;
+        let Some(top) = graph.as_object_mut() else {
+            return Err(Failure::BadRequest(format!("design {name} is not a JSON object")));
+        };
+        if on {
+            top.remove(ENABLED);
+        } else {
+            top.insert(ENABLED.into(), Value::Bool(false));
+        }
+        Ok(self.save(name, &graph, SaveMode::Replace)?.map(|saved| Enabled { name: saved.name, enabled: on }))
     }
 
     /// Creates a design, blank or a copy of the built-in template `from`; refuses to overwrite one
@@ -550,7 +600,7 @@ impl<'a> Service<'a> {
 
     /// Emits `event`: every design whose event trigger takes it starts a run.
     pub fn emit(&self, event: &str, payload: Value) -> Result<Emitted, Failure> {
-        let emission = self.runner.emit(event, payload, 0)?;
+        let emission = self.runner.emit(event, payload, &crate::runner::EmitSource::default())?;
         Ok(Emitted { event: event.to_string(), emission })
     }
 
@@ -566,8 +616,11 @@ impl<'a> Service<'a> {
                 let parsed = DesignName::parse(name).map_err(Failure::BadRequest);
                 let status = match parsed {
                     Ok(n) if self.app.store.design_exists(&n) && !overwrite => ImportStatus::Skipped,
-                    parsed => match parsed.and_then(|n| self.save(&n, graph, SaveMode::Replace)) {
-                        Ok(Ok(saved)) => ImportStatus::Saved { path: saved.path },
+                    parsed => match parsed.and_then(|n| {
+                        let graph = arrives_disabled(graph);
+                        Ok(self.save(&n, &graph, SaveMode::Replace)?.map(|saved| (saved, is_enabled(&graph))))
+                    }) {
+                        Ok(Ok((saved, enabled))) => ImportStatus::Saved { path: saved.path, enabled },
                         Ok(Err(refusal)) => ImportStatus::Refused { error: refusal.report.refusal(), errors: Some(refusal.report.errors) },
                         Err(f) => ImportStatus::Refused { error: f.to_string(), errors: None },
                     },

@@ -206,6 +206,12 @@ impl Metrics {
         self.runs_refused_busy.inc();
     }
 
+    /// The run slots' gauges and counter (in flight, queued, refused), for the server's bound
+    /// to update from any thread without holding the metrics.
+    pub(crate) fn slot_gauges(&self) -> (Gauge, Gauge, Counter) {
+        (self.runs_in_flight.clone(), self.runs_queued.clone(), self.runs_refused_busy.clone())
+    }
+
     /// The metrics in the Prometheus text format (version 0.0.4), with the parked-runs gauge
     /// counted from `store` now. A store that cannot be listed leaves the gauge out (and says so
     /// in the log) rather than failing the scrape: metrics matter most when something is wrong.

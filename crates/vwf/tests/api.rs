@@ -134,6 +134,9 @@ const SECTION_13: &[(&str, &str)] = &[
     ("POST", "/designs/{name}/restore"),
     // Beyond §13: pinning a step's output for test runs.
     ("POST", "/designs/{name}/pin"),
+    // Beyond §13: turning a design's automatic trigger on and off (imports arrive disabled).
+    ("POST", "/designs/{name}/enable"),
+    ("POST", "/designs/{name}/disable"),
 ];
 
 #[test]
@@ -354,7 +357,7 @@ fn a_design_named_templates_is_saved_loaded_and_run_over_http() {
     let (s, b) = server.get("/designs/templates");
     assert_eq!((s, &b["graph"]["description"]), (200, &json!("says hello")), "{b}");
     assert!(b.get("templates").is_none(), "{b}");
-    assert_eq!(server.get("/designs"), (200, json!({"ok": true, "designs": ["templates"]})));
+    assert_eq!(server.get("/designs"), (200, json!({"ok": true, "designs": ["templates"], "disabled": []})));
     let (s, b) = server.post_empty("/designs/templates/validate");
     assert_eq!((s, &b["ok"]), (200, &json!(true)), "{b}");
     let (s, b) = server.post_empty("/designs/templates/run");

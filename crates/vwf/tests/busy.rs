@@ -161,8 +161,9 @@ fn a_queued_run_request_runs_when_the_slot_frees_and_a_full_queue_answers_503() 
     let mut gone = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     let body = r#"{"input":{"n":3}}"#;
     let request = format!(
-        "POST {}/designs/small/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST {}/designs/small/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         common::server::PREFIX,
+        server.token.as_deref().unwrap_or_default(),
         body.len()
     );
     std::io::Write::write_all(&mut gone, request.as_bytes()).expect("send");
@@ -185,4 +186,185 @@ fn a_queued_run_request_runs_when_the_slot_frees_and_a_full_queue_answers_503() 
     until_slots(&server, 0.0, 0.0);
     assert_eq!(server.metric("vwf_http_runs_refused_busy_total"), 1.0);
     assert_eq!(home.stored_run_ids().len(), 2);
+}
+
+/// What one request of a burst got: status, `Retry-After`, body.
+type Answer = (u16, Option<String>, Value);
+
+/// Sends `n` copies of a POST at once (a thread each) and answers them in the order they came
+/// back. The one holding the slot blocks in the fifo, so the others come back first: they are
+/// collected, then the fifo is released and the holder's answer is the last.
+fn burst(server: &Server, n: usize, fifo: &Path, path: &str, body: Value) -> Vec<Answer> {
+    let (tx, rx) = std::sync::mpsc::channel::<Answer>();
+    // `/mcp` sits beside the API, at the root.
+    let url = if path == "/mcp" { format!("{}{path}", server.base) } else { server.url(path) };
+    let threads: Vec<_> = (0..n)
+        .map(|_| {
+            let (client, url, body, tx) = (server.client.clone(), url.clone(), body.clone(), tx.clone());
+            std::thread::spawn(move || {
+                let response =
+                    client.post(url).header("accept", "application/json, text/event-stream").json(&body).send().expect("request");
+                let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(String::from);
+                let status = response.status().as_u16();
+                let text = response.text().expect("body");
+                let body = serde_json::from_str(&text).unwrap_or_else(|e| panic!("status {status}: not JSON ({e}): {text}"));
+                tx.send((status, retry_after, body)).expect("the test listens");
+            })
+        })
+        .collect();
+    let wait = std::time::Duration::from_secs(60);
+    let mut answers: Vec<Answer> = (1..n).map(|_| rx.recv_timeout(wait).expect("a refused request's answer")).collect();
+    release(fifo);
+    answers.push(rx.recv_timeout(wait).expect("the held request's answer"));
+    for thread in threads {
+        thread.join().expect("a request thread");
+    }
+    answers
+}
+
+/// Exactly one answer of the burst is the holder's (`ok`), every other a 503 with
+/// `Retry-After: 1` whose `refusal` says the slots stayed taken.
+fn one_ran_the_rest_refused(path: &str, answers: &[Answer], refusal: impl Fn(&Value) -> Option<&str>) -> Value {
+    let (last, refused) = answers.split_last().expect("answers");
+    assert_eq!(refused.len(), 7, "{path}: {answers:?}");
+    for (status, retry_after, body) in refused {
+        assert_eq!((*status, retry_after.as_deref()), (503, Some("1")), "{path}: {body}");
+        let error = refusal(body).unwrap_or_else(|| panic!("{path}: no refusal in {body}"));
+        assert!(error.contains("the server is busy: all 1 run slots stayed taken for 200 ms"), "{path}: {error}");
+    }
+    assert_eq!(last.0, 200, "{path}: {:?}", last.2);
+    last.2.clone()
+}
+
+/// The API's refusal: exactly `{ok:false, error}`.
+fn api_refusal(body: &Value) -> Option<&str> {
+    (body.as_object().map(|o| o.len()) == Some(2) && body["ok"] == json!(false)).then(|| body["error"].as_str()).flatten()
+}
+
+/// Like [`held`], started by event `hold.go`.
+fn held_by_event(fifo: &Path) -> Value {
+    let mut design = held(fifo);
+    design["nodes"][0] = json!({"id": "start", "type": "trigger", "mode": "event", "sources": ["hold.go"]});
+    design
+}
+
+/// An approval gate, then [`held`]'s blocking step.
+fn gate_then_held(fifo: &Path) -> Value {
+    let mut design = held(fifo);
+    let nodes = design["nodes"].as_array_mut().expect("nodes");
+    nodes.insert(1, json!({"id": "gate", "type": "approval", "question": "Go?", "options": ["go"], "timeout_minutes": 600}));
+    design["edges"] =
+        json!([{"from": "start", "to": "gate"}, {"from": "gate", "to": "hold", "label": "go"}, {"from": "hold", "to": "out"}]);
+    design
+}
+
+/// A step that fails until `marker` exists, then blocks on the fifo like [`held`]'s.
+fn fails_then_held(fifo: &Path, marker: &Path) -> Value {
+    let mut design = held(fifo);
+    design["nodes"][1]["run"] =
+        json!(format!("if [ -e '{}' ]; then read line < '{}'; printf '%s' \"$line\"; else exit 3; fi", marker.display(), fifo.display()));
+    design
+}
+
+/// Every path that starts or drives a run, eight requests at once with one slot and a 200 ms
+/// wait: the first to come holds the slot in a blocking step, the seven others answer 503 with
+/// `Retry-After: 1` once their wait is over (the API's `{ok:false, error}`; on `/mcp` a JSON-RPC
+/// error of the call's id), and the holder answers 200 once released. Nothing refused is run.
+#[test]
+fn eight_at_once_on_every_run_path_give_one_run_and_seven_503s() {
+    let home = Home::new();
+    let server = start(&home, "runs_in_flight = 1\nrun_queue_wait_ms = 200");
+    let fifo = home.path().join("release.fifo");
+    let marker = home.path().join("retry.marker");
+    server.save("held-event", held_by_event(&fifo));
+    server.save("gate-held", gate_then_held(&fifo));
+    server.save("retry-held", fails_then_held(&fifo, &marker));
+
+    // POST /designs/{name}/run
+    let done = one_ran_the_rest_refused("run", &burst(&server, 8, &fifo, "/designs/held/run", json!({})), api_refusal);
+    assert_eq!((&done["status"], &done["outputs"]["out"]["text"]), (&json!("done"), &json!("released: go")), "{done}");
+    until_slots(&server, 0.0, 0.0);
+
+    // POST /events/{name}: the event's runs hold its slot.
+    let emitted =
+        one_ran_the_rest_refused("events", &burst(&server, 8, &fifo, "/events/hold.go", json!({"payload": {"n": 1}})), api_refusal);
+    let runs = emitted["runs"].as_array().expect("runs");
+    assert_eq!((runs.len(), &runs[0]["status"], &runs[0]["design"]), (1, &json!("done"), &json!("held-event")), "{emitted}");
+    until_slots(&server, 0.0, 0.0);
+
+    // /mcp workflow_design_run: a JSON-RPC error with the call's id, on a 503 with Retry-After.
+    let call = json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "workflow_design_run", "arguments": {"name": "held"}}});
+    let answers = burst(&server, 8, &fifo, "/mcp", call);
+    let answered = one_ran_the_rest_refused("mcp", &answers, |body| {
+        let error = &body["error"];
+        (body["jsonrpc"] == json!("2.0")
+            && body["id"] == json!(41)
+            && error["code"] == json!(-32000)
+            && error["data"] == json!({"retry_after": 1}))
+        .then(|| error["message"].as_str())
+        .flatten()
+    });
+    let result = &answered["result"]["structuredContent"];
+    assert_eq!((&answered["id"], &result["status"]), (&json!(41), &json!("done")), "{answered}");
+    until_slots(&server, 0.0, 0.0);
+
+    // POST /runs/{run_id}/respond: the answer drives the run into the blocking step.
+    let (status, parked) = server.post("/designs/gate-held/run", json!({}));
+    assert_eq!((status, &parked["status"]), (200, &json!("awaiting_approval")), "{parked}");
+    let id = parked["run_id"].as_str().expect("run_id").to_string();
+    let path = format!("/runs/{id}/respond");
+    let done = one_ran_the_rest_refused("respond", &burst(&server, 8, &fifo, &path, json!({"node": "gate", "answer": "go"})), api_refusal);
+    assert_eq!((&done["run_id"], &done["status"]), (&json!(id), &json!("done")), "{done}");
+    until_slots(&server, 0.0, 0.0);
+
+    // POST /runs/{run_id}/retry: the retried step now blocks.
+    let (status, failed) = server.post("/designs/retry-held/run", json!({}));
+    assert_eq!((status, &failed["status"]), (200, &json!("failed")), "{failed}");
+    std::fs::write(&marker, "").expect("marker");
+    let id = failed["run_id"].as_str().expect("run_id").to_string();
+    let done = one_ran_the_rest_refused("retry", &burst(&server, 8, &fifo, &format!("/runs/{id}/retry"), json!({})), api_refusal);
+    assert_eq!((&done["run_id"], &done["status"]), (&json!(id), &json!("done")), "{done}");
+    until_slots(&server, 0.0, 0.0);
+
+    // One run per path, plus the parked and the failed run answered: nothing refused ran.
+    let mut designs: Vec<String> = home
+        .stored_run_ids()
+        .iter()
+        .map(|id| server.get(&format!("/runs/{id}")).1["design"].as_str().unwrap_or_default().to_string())
+        .collect();
+    designs.sort();
+    assert_eq!(designs, ["gate-held", "held", "held", "held-event", "retry-held"]);
+    assert_eq!(server.metric("vwf_http_runs_refused_busy_total"), 35.0);
+}
+
+/// A trigger fired by the server's daemon while every slot is taken waits for one (nobody could
+/// be told to retry): it shows as queued, starts nothing meanwhile, and runs once the slot frees.
+#[test]
+fn a_daemon_trigger_waits_for_a_slot_instead_of_being_refused() {
+    let home = Home::new();
+    let server = start(&home, "runs_in_flight = 1\nrun_queue_wait_ms = 200");
+    let fifo = home.path().join("release.fifo");
+    let (status, started) = server.post("/designs/held/run", json!({"wait": false}));
+    assert_eq!((status, &started["status"]), (200, &json!("running")), "{started}");
+    until_slots(&server, 1.0, 0.0);
+
+    // A watch trigger whose command prints one line: the daemon fires it, and waits.
+    server.save(
+        "watched",
+        json!({"nodes": [
+            {"id": "start", "type": "trigger", "mode": "watch", "command": "printf '{\"n\": 1}\\n'"},
+            {"id": "out", "type": "output", "template": "seen {{trigger.n}}"}
+        ], "edges": [{"from": "start", "to": "out"}]}),
+    );
+    until_slots(&server, 1.0, 1.0);
+    assert_eq!(home.stored_run_ids().len(), 1, "the watch run waits for the slot");
+
+    release(&fifo);
+    let watched = eventually("the watch trigger's run", 60, || {
+        let (_, listed) = server.get("/runs?design=watched");
+        listed["runs"].as_array().and_then(|runs| runs.first().cloned()).filter(|run| run["status"] == json!("done"))
+    });
+    assert_eq!(watched["outputs"]["out"]["text"], json!("seen 1"), "{watched}");
+    until_slots(&server, 0.0, 0.0);
+    assert_eq!(server.metric("vwf_http_runs_refused_busy_total"), 0.0);
 }

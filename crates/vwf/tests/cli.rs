@@ -305,18 +305,20 @@ fn usage_mistakes_are_bad_requests() {
 fn list_names_the_saved_designs_as_json_and_as_a_table() {
     let home = Home::new();
     let (code, body) = home.json(&["list"]);
-    assert_eq!((code, body), (0, json!({"ok": true, "designs": []})));
+    assert_eq!((code, body), (0, json!({"ok": true, "designs": [], "disabled": []})));
     let (_, stdout, _) = human(&home, T0, &["list"]);
     assert!(stdout.contains("No saved designs") && stdout.contains("vwf new"), "{stdout}");
 
     home.save("zeta", &drafted());
     home.save("alpha", &gated("reject"));
     let (_, body) = home.json(&["list"]);
-    assert_eq!(body, json!({"ok": true, "designs": ["alpha", "zeta"]}));
+    assert_eq!(body, json!({"ok": true, "designs": ["alpha", "zeta"], "disabled": []}));
+    assert_eq!(home.json(&["disable", "zeta"]).0, 0);
+    assert_eq!(home.json(&["list"]).1["disabled"], json!(["zeta"]));
     let (code, stdout, _) = human(&home, T0, &["list"]);
     assert_eq!(code, 0);
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines, ["DESIGN", "alpha", "zeta"]);
+    let lines: Vec<Vec<&str>> = stdout.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines, [vec!["DESIGN", "TRIGGER"], vec!["alpha", "enabled"], vec!["zeta", "disabled", "(vwf", "enable)"]]);
 }
 
 #[test]
@@ -832,7 +834,7 @@ fn vwf_home_is_used_when_no_home_flag_is_given() {
     assert_eq!(user.files(), Vec::<std::path::PathBuf>::new());
     // And it is read back from there.
     let out = bare_vwf(user.path()).env("VWF_HOME", vwf_home.path()).args(["--json", "list"]).output().unwrap();
-    assert_eq!(common::parse(&out), json!({"ok": true, "designs": ["x"]}));
+    assert_eq!(common::parse(&out), json!({"ok": true, "designs": ["x"], "disabled": []}));
 }
 
 #[test]

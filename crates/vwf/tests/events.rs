@@ -219,3 +219,85 @@ fn bad_event_names_are_refused() {
     assert_eq!(common::code(&out), 2, "a payload that is not JSON is a bad request too");
     assert_eq!(snapshot(&home), before, "nothing was started or written");
 }
+
+/// A design started by `storm` whose loop emits `storm` once per item of the payload's `items`:
+/// each run starts two more, so without a cap one event would start 2^8 - 1 = 255 runs.
+fn storm() -> Value {
+    json!({"nodes": [
+        {"id": "t", "type": "trigger", "mode": "event", "sources": ["storm"]},
+        {"id": "each", "type": "loop", "over": "{{trigger.payload.items}}"},
+        {"id": "again", "type": "emit", "event": "storm", "payload": {"items": [1, 2]}}
+    ], "edges": [{"from": "t", "to": "each"}, {"from": "each", "to": "again", "label": "each"}]})
+}
+
+/// The runs of a self-emitting storm: how many, and every one of them from the same origin (the
+/// first run), which is the run POST /events answered.
+fn storm_runs(home: &Home, first: &Value) -> Vec<Value> {
+    let runs = all_runs(home);
+    let origin = first["run_id"].as_str().expect("run_id");
+    for run in &runs {
+        assert_eq!(run["trigger"]["origin"], json!(origin), "{run}");
+    }
+    runs
+}
+
+/// The cap on the breadth of a chain: one POST /events to a design that emits its own event from
+/// a 2-item loop starts exactly `[limits] runs_per_origin` runs; the emits past the cap fail with
+/// an error naming the limit and its config key; the validator warned about the design.
+#[test]
+fn a_self_emitting_loop_stops_at_runs_per_origin_with_a_clear_error() {
+    use common::server::{Server, write_config};
+    let home = Home::new();
+    write_config(&home, "[limits]\nruns_per_origin = 10\n");
+    let server = Server::start(&home);
+    let (status, saved) = server.post("/designs/storm/validate", json!({"graph": storm()}));
+    assert_eq!(status, 200, "{saved}");
+    let warning = saved["warnings"].as_array().and_then(|w| w.iter().find(|w| w["node"] == "again")).expect("a warning on the emit");
+    assert!(warning["message"].as_str().unwrap_or_default().contains("which this design's own trigger \"t\" listens to"), "{warning}");
+    server.save("storm", storm());
+
+    let (status, answer) = server.post("/events/storm", json!({"payload": {"items": [1, 2]}}));
+    assert_eq!((status, &answer["ok"]), (200, &json!(true)), "{answer}");
+    let first = &answer["runs"][0];
+    let runs = storm_runs(&home, first);
+    assert_eq!(runs.len(), 10, "exactly runs_per_origin runs: {runs:#?}");
+    let capped = |run: &Value| run["error"].as_str().is_some_and(|e| e.contains("([limits] runs_per_origin = 10)"));
+    let failed: Vec<&Value> = runs.iter().filter(|r| r["status"] == "failed").collect();
+    let error = failed.iter().find(|r| capped(r)).and_then(|r| r["error"].as_str()).expect("the cap's error");
+    assert!(
+        error.contains("at step again: event \"storm\" would start another run of design storm, but origin")
+            && error.contains("has started 10 runs, the most one event or run may start directly or through emits"),
+        "{error}"
+    );
+    // The emit is in the loop's body: the loop fails, naming the pass and the emit step.
+    assert!(failed.iter().all(|r| r["failed_node"] == "each"), "{failed:#?}");
+    // The first run's own second emit came after the cap too.
+    assert_eq!(first["status"], json!("failed"), "{first}");
+    assert!(capped(first), "{first}");
+
+    // An event is an origin too: with one run left to start, of two listening designs one starts
+    // and the answer says why the other did not.
+    write_config(&home, "[limits]\nruns_per_origin = 1\n");
+    drop(server);
+    let server = Server::start(&home);
+    server.save("hear-a", listener(&["ping"], json!({})));
+    server.save("hear-b", listener(&["ping"], json!({})));
+    let (status, answer) = server.post("/events/ping", json!({"payload": 1}));
+    assert_eq!((status, answer["runs"].as_array().map(Vec::len)), (200, Some(1)), "{answer}");
+    assert_eq!(answer["runs"][0]["status"], json!("done"), "{answer}");
+    let skipped = &answer["skipped"][0];
+    assert_eq!(skipped["design"], json!("hear-b"), "{answer}");
+    assert!(skipped["reason"].as_str().unwrap_or_default().contains("([limits] runs_per_origin = 1)"), "{answer}");
+}
+
+/// Without a config, the cap is 100: the same storm from `vwf emit` starts exactly 100 runs.
+#[test]
+fn the_default_cap_is_one_hundred_runs_per_origin() {
+    let home = Home::new();
+    home.save("storm", &storm());
+    let (_, answer) = home.json(&["emit", "storm", "--payload", r#"{"items": [1, 2]}"#]);
+    assert_eq!(answer["ok"], json!(true), "{answer}");
+    let runs = storm_runs(&home, &answer["runs"][0]);
+    assert_eq!(runs.len(), vwf_core::limits::RUNS_PER_ORIGIN_DEFAULT as usize);
+    assert!(runs.iter().any(|r| r["error"].as_str().is_some_and(|e| e.contains("([limits] runs_per_origin = 100)"))), "{runs:#?}");
+}

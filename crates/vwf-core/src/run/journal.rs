@@ -20,7 +20,7 @@
 //! - When a change cannot be said as parts, the engine asks for a whole write (`whole`); a run
 //!   that was just started or read back asks for one too, so a store always has a checkpoint.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -102,12 +102,32 @@ pub struct Changes {
 pub(crate) struct Dirty {
     whole: bool,
     parts: BTreeSet<Part>,
+    /// What the saves since the last whole one measured (see [`Run::record_size`]).
+    bytes: Saved,
+}
+
+/// The sizes the saves of a run measured: the last whole document, and each part saved since at
+/// its newest size.
+#[derive(Debug, Clone, Default)]
+struct Saved {
+    whole: u64,
+    parts: BTreeMap<Part, u64>,
+}
+
+/// How many bytes a run's stored record holds once a save is made (see [`Run::record_size`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordSize {
+    pub bytes: u64,
+    /// The whole document's size, for a whole save.
+    whole: Option<u64>,
+    /// The size of each part saved, for a save of parts.
+    parts: Vec<(Part, u64)>,
 }
 
 impl Default for Dirty {
     /// A run just started or just read back: its first save is a whole one.
     fn default() -> Self {
-        Dirty { whole: true, parts: BTreeSet::new() }
+        Dirty { whole: true, parts: BTreeSet::new(), bytes: Saved::default() }
     }
 }
 
@@ -153,7 +173,8 @@ impl Run {
     /// A run at rest (parked or finished) is always saved whole, so a store keeps parts only
     /// for runs in flight.
     pub fn take_changes(&mut self) -> Changes {
-        let dirty = std::mem::replace(&mut self.dirty, Dirty { whole: false, parts: BTreeSet::new() });
+        let bytes = std::mem::take(&mut self.dirty.bytes);
+        let dirty = std::mem::replace(&mut self.dirty, Dirty { whole: false, parts: BTreeSet::new(), bytes });
         if dirty.whole || self.status != Status::Running {
             return Changes { whole: true, parts: Vec::new() };
         }
@@ -275,4 +296,57 @@ impl Run {
     pub(super) fn mark_whole(&mut self) {
         self.dirty = Dirty::default();
     }
+
+    /// The bytes the stored record holds once `changes` (from [`Run::take_changes`]) are saved.
+    /// A whole save counts the document (serialized into a counter, nothing kept); a save of
+    /// parts counts only those parts: the last whole document plus every part saved since at
+    /// its newest size. That errs high by the size the whole document already gave the parts
+    /// saved since (the head, a step record written at its start and its end), never low, and
+    /// each whole save (a run parking or ending) measures afresh. A caller that saves the
+    /// changes hands the answer back to [`Run::record_saved`].
+    pub fn record_size(&self, changes: &Changes) -> RecordSize {
+        if changes.whole {
+            let bytes = counted(self);
+            return RecordSize { bytes, whole: Some(bytes), parts: Vec::new() };
+        }
+        // A part inside the document also costs its key and punctuation (`"key":`, a comma, a
+        // loop's `"passes":[]`): counted generously, so the sum errs high.
+        let framing = |p: &Part| p.key().len() as u64 + PART_FRAMING;
+        let parts: Vec<(Part, u64)> =
+            changes.parts.iter().map(|p| (p.clone(), self.part(p).map_or(0, |v| counted(&v) + framing(p)))).collect();
+        let saved = &self.dirty.bytes;
+        let earlier: u64 = saved.parts.iter().filter(|(p, _)| !changes.parts.contains(p)).map(|(_, n)| n).sum();
+        let bytes = saved.whole + earlier + parts.iter().map(|(_, n)| n).sum::<u64>();
+        RecordSize { bytes, whole: None, parts }
+    }
+
+    /// The save `size` measured was made: later measures build on it.
+    pub fn record_saved(&mut self, size: RecordSize) {
+        let saved = &mut self.dirty.bytes;
+        if let Some(whole) = size.whole {
+            *saved = Saved { whole, parts: BTreeMap::new() };
+        }
+        saved.parts.extend(size.parts);
+    }
+}
+
+/// Bytes a part costs in the document beyond its value and key (see [`Run::record_size`]).
+const PART_FRAMING: u64 = 16;
+
+/// The length of `value`'s JSON, serialized into a counter.
+fn counted(value: &impl Serialize) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing a run or a part into memory cannot fail (string keys only).
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }

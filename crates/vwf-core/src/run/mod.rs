@@ -266,6 +266,11 @@ pub struct TriggerInfo {
     /// How many emits led to this run (0 for a run not started by an event).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depth: u32,
+    /// Where the chain of emits that started this run began: the id of the run whose emit began
+    /// it, or of the event (`POST /events`, `vwf emit`) that did. Absent on runs no event started.
+    /// `[limits] runs_per_origin` caps the runs one origin starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -278,7 +283,7 @@ fn is_false(b: &bool) -> bool {
 
 impl TriggerInfo {
     pub fn new(mode: &str, input: Value) -> TriggerInfo {
-        TriggerInfo { mode: mode.to_string(), input, depth: 0 }
+        TriggerInfo { mode: mode.to_string(), input, depth: 0, origin: None }
     }
 }
 

@@ -37,10 +37,12 @@ pub struct Summary {
     pub parked: Vec<Pending>,
 }
 
-/// The trigger's mode, as a [`Summary`] keeps it.
+/// The trigger's mode and origin (see [`super::TriggerInfo`]), as a [`Summary`] keeps them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct TriggerMode {
     pub mode: String,
+    #[serde(default)]
+    pub origin: Option<String>,
 }
 
 impl Summary {

@@ -21,6 +21,16 @@ thread_local! {
 pub fn save_and_read_back(run: &mut Run) {
     let changes = run.take_changes();
     let doc = serde_json::to_value(&*run).unwrap();
+    // What the save will make the record hold: exact for a whole save, never less than the
+    // document for a save of parts (`[limits] run_bytes` is checked against it).
+    let size = run.record_size(&changes);
+    let bytes = serde_json::to_vec(&*run).unwrap().len() as u64;
+    if changes.whole {
+        assert_eq!(size.bytes, bytes, "a whole save measures the document");
+    } else {
+        assert!(size.bytes >= bytes, "a save of parts measured {} bytes, less than the document's {bytes}", size.bytes);
+    }
+    run.record_saved(size);
     SAVED.with(|saved| {
         let mut saved = saved.borrow_mut();
         if changes.whole {

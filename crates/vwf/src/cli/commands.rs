@@ -45,13 +45,26 @@ pub(super) fn refused(body: &Value, json: bool) -> u8 {
 
 pub(super) fn list(service: &Service<'_>, json: bool) -> Result<u8, Failure> {
     let names = service.designs()?;
+    let disabled = service.disabled(&names);
     if json {
-        say!("{}", pretty(&json!({"ok": true, "designs": names})));
+        say!("{}", pretty(&json!({"ok": true, "designs": names, "disabled": disabled})));
     } else if names.is_empty() {
         say!("No saved designs in {}. Create one with `vwf new <name>`.", service.app.home.display());
     } else {
-        let rows: Vec<Vec<String>> = names.iter().map(|n| vec![n.clone()]).collect();
-        say!("{}", render::table(&["DESIGN"], &rows));
+        let state = |n: &String| if disabled.contains(n) { "disabled (vwf enable)" } else { "enabled" };
+        let rows: Vec<Vec<String>> = names.iter().map(|n| vec![n.clone(), state(n).to_string()]).collect();
+        say!("{}", render::table(&["DESIGN", "TRIGGER"], &rows));
+    }
+    Ok(0)
+}
+
+/// `vwf enable` and `vwf disable`: turns a design's automatic trigger on or off.
+pub(super) fn enable(service: &Service<'_>, json: bool, name: &str, on: bool) -> Result<u8, Failure> {
+    match service.set_enabled(&design_name(name)?, on)? {
+        Ok(done) if json => say!("{}", pretty(&done.body())),
+        Ok(_) if on => say!("Enabled {name}: its trigger fires from now on."),
+        Ok(_) => say!("Disabled {name}: its trigger does not fire until `vwf enable {name}` (a run by hand still runs)."),
+        Err(refusal) => return Ok(refused(&refusal.body(), json)),
     }
     Ok(0)
 }
@@ -293,7 +306,10 @@ pub(super) fn import(service: &Service<'_>, json: bool, file: &str, overwrite: b
         .iter()
         .map(|d| {
             let (status, detail) = match &d.status {
-                ImportStatus::Saved { path } => ("saved", path.clone()),
+                ImportStatus::Saved { path, enabled: true } => ("saved", path.clone()),
+                ImportStatus::Saved { path, enabled: false } => {
+                    ("saved", format!("{path} (disabled: its trigger fires once you run `vwf enable {}`)", d.name))
+                }
                 ImportStatus::Skipped => ("skipped", "a design with this name exists (use --overwrite)".to_string()),
                 ImportStatus::Refused { error, .. } => ("refused", error.clone()),
             };

@@ -104,6 +104,18 @@ pub enum Cmd {
         #[arg(long)]
         output: Option<String>,
     },
+    /// Turn a design's automatic trigger (schedule, heartbeat, event, folder, watch) on; imported
+    /// designs with one arrive disabled.
+    Enable {
+        /// The design's name.
+        name: String,
+    },
+    /// Turn a design's automatic trigger off: it does not fire until `vwf enable`; a run by hand
+    /// still runs.
+    Disable {
+        /// The design's name.
+        name: String,
+    },
     /// Remove a step's pin.
     Unpin {
         /// The design's name.
@@ -309,6 +321,8 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
             c::pin(s, json, name, node, Some(from))
         }
         Cmd::Unpin { name, node } => c::pin(s, json, name, node, None),
+        Cmd::Enable { name } => c::enable(s, json, name, true),
+        Cmd::Disable { name } => c::enable(s, json, name, false),
         Cmd::Validate { name } => c::validate(s, json, name),
         Cmd::Run { name, run_id, from_start, test: false, only: None, until: None, .. } if name == "retry" => {
             c::retry(s, json, run_id.as_deref(), *from_start)

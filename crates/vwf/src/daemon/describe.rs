@@ -12,6 +12,7 @@ pub(super) fn describe(trigger: &Trigger) -> String {
         Trigger::Folder(f) => format!("folder ({} {})", f.path, f.pattern),
         Trigger::Watch(w) => format!("watch ({})", shown_argv(&w.argv)),
         Trigger::Invalid(why) => format!("invalid ({why})"),
+        Trigger::Disabled(mode) => format!("{mode}, disabled"),
     }
 }
 

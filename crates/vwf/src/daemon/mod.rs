@@ -19,7 +19,9 @@
 //! - Runs fired by the daemon never sleep through `wait` steps and report no progress; one log line
 //!   per fired trigger or settled run goes to standard error.
 //! - Fired runs are driven one at a time on the daemon's thread: a run that parks returns at once,
-//!   but a long step (a command, an agent call) delays the next tick until it settles.
+//!   but a long step (a command, an agent call) delays the next tick until it settles. Hosted by
+//!   `vwf serve`, each run started or driven on here first takes one of the server's run slots
+//!   (`App::slots`), waiting for as long as every slot is taken.
 //!
 //! This file holds the loop, heartbeats, schedule jobs and settling; [`folder`] and [`watch`] the
 //! two triggers with watchers of their own, [`describe`] the words for the log and the table.
@@ -160,6 +162,8 @@ enum Trigger {
     Watch(WatchTrigger),
     /// The design cannot be run: why.
     Invalid(String),
+    /// An automatic trigger of this mode, turned off (`"enabled": false`): nothing fires.
+    Disabled(String),
 }
 
 enum Live {
@@ -303,6 +307,7 @@ impl<'a> Daemon<'a> {
                     Trigger::Other(mode) if *mode == "schedule" => (mode.to_string(), String::new()),
                     Trigger::Other(mode) => (mode.to_string(), other_detail(mode).to_string()),
                     Trigger::Invalid(why) => ("invalid".to_string(), format!("not watched: {why}")),
+                    Trigger::Disabled(mode) => (mode.clone(), format!("disabled: nothing fires until `vwf enable {name}`")),
                     Trigger::Heartbeat(h) => ("heartbeat".to_string(), heartbeat_detail(h)),
                     Trigger::Folder(f) => {
                         let dir = match &t.live {
@@ -523,6 +528,9 @@ impl<'a> Daemon<'a> {
     fn fire(&mut self, runner: &Runner<'_>, now: Ts, design: &str, mode: &str, input: Value) -> Fired {
         let mut fired =
             Fired { design: design.to_string(), mode: mode.to_string(), input: input.clone(), run_id: None, status: None, error: None };
+        // Inside `vwf serve` the run takes a run slot like every request, waiting for one as long
+        // as it takes (a trigger has nobody to refuse).
+        let _slot = self.app.slots.as_ref().map(|gate| gate.wait());
         let started = DesignName::parse(design)
             .map_err(Failure::BadRequest)
             .and_then(|name| runner.start_design(&name, TriggerInfo::new(mode, input.clone())));
@@ -593,11 +601,16 @@ impl<'a> Daemon<'a> {
     /// will be due next.
     fn settle_one(&mut self, runner: &Runner<'_>, now: Ts, id: &str, summary: &Summary, report: &mut TickReport) {
         {
-            if summary.due(now, true).is_none() {
+            let Some(due) = summary.due(now, true) else {
                 self.note_due(summary.next_due().filter(|d| *d > now));
                 return;
-            }
-            let (run, settled) = match runner.open_settling(id) {
+            };
+            // A due wait drives its run on: inside `vwf serve` that takes a run slot (waiting for
+            // one). Marking a dead process's run interrupted or a gate timed out is one write.
+            let slot = self.app.slots.as_ref().filter(|_| due == Settle::WaitDue).map(|gate| gate.wait());
+            let opened = runner.open_settling(id);
+            drop(slot);
+            let (run, settled) = match opened {
                 Ok(opened) => opened,
                 Err(e) => {
                     log(now, &format!("run {id}: cannot settle: {e}"));
@@ -654,6 +667,9 @@ fn read_trigger(runner: &Runner<'_>, name: &DesignName) -> Trigger {
         return Trigger::Invalid(report.refusal());
     }
     let Some(node) = design.trigger() else { return Trigger::Other("manual") };
+    if !design.enabled() && vwf_core::trigger::is_automatic(&node.raw) {
+        return Trigger::Disabled(vwf_core::trigger::declared_mode(&node.raw).to_string());
+    }
     trigger_from_node(&node.raw)
 }
 

@@ -142,6 +142,8 @@ pub(crate) enum Answer {
     Saved,
     /// `{ok:true, name, deleted:true, schedule}`.
     Deleted,
+    /// `{ok:true, name, enabled}`, or the design's refusal.
+    Enabled,
     /// `{ok:true, name, versions: [{version, hash, saved_at, nodes, edges}]}`.
     Versions,
     /// `{ok:true, name, version, hash, saved_at, graph}`.
@@ -267,6 +269,28 @@ pub(crate) const ROUTES: &[Route] = &[
         handler: || delete(delete_design),
     },
     Route {
+        method: "POST",
+        path: "/designs/{name}/enable",
+        summary: "Turn the design's automatic trigger (schedule, heartbeat, event, folder, watch) on; imported designs with one arrive disabled",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Enabled,
+        errors: &[404, 413, 415, 500],
+        handler: || post(enable_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/disable",
+        summary: "Turn the design's automatic trigger off until it is enabled (a run started by hand still runs)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Enabled,
+        errors: &[404, 413, 415, 500],
+        handler: || post(disable_design),
+    },
+    Route {
         method: "GET",
         path: "/designs/{name}/versions",
         summary: "The design's recorded versions, oldest first (404 once the design is deleted; kept and shown again when the name is saved again)",
@@ -382,12 +406,12 @@ pub(crate) const ROUTES: &[Route] = &[
     Route {
         method: "POST",
         path: "/schedules/{job_id}/{action}",
-        summary: "Pause, resume, run or remove a schedule job",
+        summary: "Pause, resume, run or remove a schedule job (run takes a run slot: 503 when every slot stays taken)",
         path_params: &[P::JobId, P::ScheduleAction],
         query: &[],
         body: None,
         answer: A::ScheduleAction,
-        errors: &[404, 413, 415, 500],
+        errors: &[404, 413, 415, 500, 503],
         handler: || post(schedule_action),
     },
     Route {
@@ -446,12 +470,12 @@ pub(crate) const ROUTES: &[Route] = &[
     Route {
         method: "POST",
         path: "/events/{name}",
-        summary: "Emit an event (fires event triggers)",
+        summary: "Emit an event (fires event triggers; takes a run slot: 503 when every slot stays taken)",
         path_params: &[P::EventName],
         query: &[],
         body: Some(RequestBody::Emit),
         answer: A::Emitted,
-        errors: &[413, 415, 500],
+        errors: &[413, 415, 500, 503],
         handler: || post(emit),
     },
     Route {
@@ -613,7 +637,7 @@ type Gated = Result<Answered, Busy>;
 /// [`blocking`] for the work of a run route: first takes a run slot (see `gate`), held until
 /// `work` returns; no thread is taken while the request waits for the slot.
 async fn gated(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Gated {
-    let slot = state.gate.enter(&state.app).await?;
+    let slot = state.gate.enter().await?;
     let app = state.app.clone();
     Ok(answered(
         tokio::task::spawn_blocking(move || {
@@ -774,7 +798,19 @@ async fn channels(State(s): State<AppState>) -> axum::Json<Value> {
 }
 
 async fn list_designs(State(s): State<AppState>) -> Answered {
-    blocking(&s, |service| Ok(json!({"ok": true, "designs": service.designs()?}))).await
+    blocking(&s, |service| {
+        let designs = service.designs()?;
+        Ok(json!({"ok": true, "disabled": service.disabled(&designs), "designs": designs}))
+    })
+    .await
+}
+
+async fn enable_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| Ok(service.set_enabled(&name, true)?.body())).await
+}
+
+async fn disable_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| Ok(service.set_enabled(&name, false)?.body())).await
 }
 
 async fn templates(State(s): State<AppState>) -> Answered {
@@ -905,7 +941,7 @@ async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, J
     if wait {
         return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
     }
-    let slot = s.gate.enter(&s.app).await?;
+    let slot = s.gate.enter().await?;
     let app = s.app.clone();
     let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, Failure>>();
     tokio::task::spawn_blocking(move || {
@@ -953,12 +989,22 @@ async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -
     axum::Json(preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field})))
 }
 
-async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Answered {
-    blocking(&s, move |service| {
+/// Pause, resume and remove answer at once; `run` starts a run, so it takes a run slot first.
+async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Gated {
+    let starts_a_run = action_starts_a_run(&action);
+    let act = move |service: &Service<'_>| {
         let now = service.app.clock.now();
         crate::schedules::action(service.app, &job_id, &action, now)
-    })
-    .await
+    };
+    if starts_a_run {
+        return gated(&s, act).await;
+    }
+    Ok(blocking(&s, act).await)
+}
+
+/// Whether a schedule job's action starts a run (`run`: the design runs now).
+fn action_starts_a_run(action: &str) -> bool {
+    action == "run"
 }
 
 async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Answered {
@@ -1046,9 +1092,11 @@ async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body
     gated(&s, move |service| Ok(service.retry(&id)?.body())).await
 }
 
-async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Answered {
+/// Emits an event; the runs it starts (and the runs their emits start) take one run slot, one
+/// after another on its thread.
+async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Gated {
     let payload = body.get("payload").cloned().unwrap_or(Value::Null);
-    blocking(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
+    gated(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
 }
 
 /// Imports an agent.json `document`: each workflow is saved as a design, skipped (a design has

@@ -1,6 +1,10 @@
-//! The bound on run work in flight: a request that starts or advances a run (`POST
-//! /designs/{name}/run`, `/runs/{run_id}/respond`, `/runs/{run_id}/retry`) takes a slot before it
-//! touches the store, so under load latency grows with the queue instead of throughput falling.
+//! The bound on run work in flight: everything inside `vwf serve` that starts or drives a run
+//! takes a slot before it touches the store, so under load latency grows with the queue instead of
+//! throughput falling. Requests (`POST /designs/{name}/run`, `/runs/{run_id}/respond`,
+//! `/runs/{run_id}/retry`, `/events/{name}`, `/schedules/{job_id}/run`, and `/mcp` calls of
+//! `workflow_design_run` and `workflow_design_respond`) take one with [`Gate::enter`]; the
+//! server's daemon (schedules, heartbeats, folder and watch triggers, resumed waits) with
+//! [`Gate::wait`], which waits as long as it takes: nobody could be told to come back.
 //!
 //! Why: a run writes its files in one directory, and creating, renaming or removing a file there
 //! takes that directory's lock, whose holder often waits for the disk. Given one blocking thread
@@ -9,23 +13,28 @@
 //! per core keep the disk busy; more only lengthen the queue in the kernel, where nothing bounds it.
 //!
 //! Invariants:
-//! - At most `slots` such requests do their work at once. A slot is held until the work ends,
-//!   also while a `wait: false` run is driven on in the background after its answer.
+//! - At most `slots` holders do their work at once. A slot is held until the work ends, also
+//!   while a `wait: false` run is driven on in the background after its answer. Runs started by
+//!   an emit step run inside the slot of the run that emits (on its thread, one after another).
 //! - At most `queue` requests wait for a slot, each at most `wait`, in arrival order. A request
-//!   beyond either is refused with 503, a `Retry-After` header and `{ok:false, error}`, before
-//!   anything is written; a client that hangs up while it waits leaves the queue.
-//! - Every other route (reads, the probes, the metrics) never waits here.
+//!   beyond either is refused with 503, a `Retry-After` header and `{ok:false, error}` (a JSON-RPC
+//!   error on `/mcp`), before anything is written; a client that hangs up while it waits leaves
+//!   the queue. The daemon's wait is counted among the queued but is never refused.
+//! - Every other route (reads, saves, the probes, the metrics) never waits here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use vwf_core::limits;
 
-use crate::app::App;
+use crate::telemetry::Metrics;
 
 /// The `[server]` settings of the bound: `runs_in_flight`, `run_queue`, `run_queue_wait_ms`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,50 +57,75 @@ impl Default for Bound {
     }
 }
 
+/// The server's gauges of the bound: slots held, holders waiting, requests refused.
+#[derive(Clone, Default)]
+struct Gauges {
+    in_flight: Option<Gauge>,
+    queued: Option<Gauge>,
+    refused: Option<Counter>,
+}
+
 /// The slots of one server and the requests waiting for them.
-pub(crate) struct Gate {
+pub struct Gate {
     bound: Bound,
     slots: Arc<Semaphore>,
-    waiting: AtomicUsize,
+    waiting: Arc<AtomicUsize>,
+    gauges: Gauges,
 }
 
 /// A slot taken: given back (and the in-flight gauge lowered) when dropped.
 pub(crate) struct Slot {
     _permit: OwnedSemaphorePermit,
-    app: Arc<App>,
+    in_flight: Option<Gauge>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let Some(metrics) = &self.app.metrics {
-            metrics.runs_in_flight(-1);
+        if let Some(gauge) = &self.in_flight {
+            gauge.dec();
         }
+    }
+}
+
+/// A slot handed along with a request to the code that does its work (an `/mcp` tool call runs
+/// where the HTTP layer cannot follow it): taken once, given back when the last holder drops it.
+#[derive(Clone)]
+pub(crate) struct Ticket(Arc<std::sync::Mutex<Option<Slot>>>);
+
+impl Ticket {
+    pub(crate) fn new(slot: Slot) -> Ticket {
+        Ticket(Arc::new(std::sync::Mutex::new(Some(slot))))
+    }
+
+    /// The slot, for the first caller.
+    pub(crate) fn take(&self) -> Option<Slot> {
+        self.0.lock().ok().and_then(|mut slot| slot.take())
     }
 }
 
 /// A place in the queue, left when dropped (also when the request's future is dropped because
 /// its client hung up).
-struct Waiting<'a> {
-    count: &'a AtomicUsize,
-    app: &'a App,
+struct Waiting {
+    count: Arc<AtomicUsize>,
+    queued: Option<Gauge>,
 }
 
-impl<'a> Waiting<'a> {
-    /// Joins the queue; answers how many requests were in it before.
-    fn join(count: &'a AtomicUsize, app: &'a App) -> (Waiting<'a>, usize) {
-        let ahead = count.fetch_add(1, Ordering::SeqCst);
-        if let Some(metrics) = &app.metrics {
-            metrics.runs_queued(1);
+impl Waiting {
+    /// Joins the queue; answers how many were in it before.
+    fn join(gate: &Gate) -> (Waiting, usize) {
+        let ahead = gate.waiting.fetch_add(1, Ordering::SeqCst);
+        if let Some(gauge) = &gate.gauges.queued {
+            gauge.inc();
         }
-        (Waiting { count, app }, ahead)
+        (Waiting { count: gate.waiting.clone(), queued: gate.gauges.queued.clone() }, ahead)
     }
 }
 
-impl Drop for Waiting<'_> {
+impl Drop for Waiting {
     fn drop(&mut self) {
         self.count.fetch_sub(1, Ordering::SeqCst);
-        if let Some(metrics) = &self.app.metrics {
-            metrics.runs_queued(-1);
+        if let Some(gauge) = &self.queued {
+            gauge.dec();
         }
     }
 }
@@ -99,6 +133,13 @@ impl Drop for Waiting<'_> {
 /// A request refused because every slot stayed taken: 503 with `Retry-After`.
 #[derive(Debug)]
 pub(crate) struct Busy(String);
+
+impl Busy {
+    /// Why the request was refused, and when to come back.
+    pub(crate) fn message(&self) -> &str {
+        &self.0
+    }
+}
 
 impl IntoResponse for Busy {
     fn into_response(self) -> Response {
@@ -109,27 +150,53 @@ impl IntoResponse for Busy {
 }
 
 impl Gate {
-    pub(crate) fn new(bound: Bound) -> Gate {
-        Gate { bound, slots: Arc::new(Semaphore::new(bound.slots)), waiting: AtomicUsize::new(0) }
+    /// The bound's slots; `metrics` (the server's) show them at work.
+    pub(crate) fn new(bound: Bound, metrics: Option<&Metrics>) -> Gate {
+        let gauges = match metrics.map(Metrics::slot_gauges) {
+            Some((in_flight, queued, refused)) => Gauges { in_flight: Some(in_flight), queued: Some(queued), refused: Some(refused) },
+            None => Gauges::default(),
+        };
+        Gate { bound, slots: Arc::new(Semaphore::new(bound.slots)), waiting: Arc::new(AtomicUsize::new(0)), gauges }
     }
 
     /// Takes a slot: at once when one is free, else after waiting in the queue (at most the
     /// bound's wait); `Busy` when the queue is full or the wait ran out.
-    pub(crate) async fn enter(&self, app: &Arc<App>) -> Result<Slot, Busy> {
+    pub(crate) async fn enter(&self) -> Result<Slot, Busy> {
         let permit = match self.slots.clone().try_acquire_owned() {
             Ok(permit) => permit,
-            Err(_) => self.queued(app).await?,
+            Err(_) => self.queued().await?,
         };
-        if let Some(metrics) = &app.metrics {
-            metrics.runs_in_flight(1);
-        }
-        Ok(Slot { _permit: permit, app: app.clone() })
+        Ok(self.held(permit))
     }
 
-    async fn queued(&self, app: &Arc<App>) -> Result<OwnedSemaphorePermit, Busy> {
+    /// Takes a slot on a thread that may block (the daemon's), waiting for as long as every slot
+    /// stays taken: what fires there has no caller to refuse, so it starts later instead.
+    pub(crate) fn wait(&self) -> Slot {
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let (_place, _) = Waiting::join(self);
+                // The semaphore is never closed, so the acquire only ever ends with a permit.
+                match block_on(self.slots.clone().acquire_owned()) {
+                    Ok(permit) => permit,
+                    Err(_) => unreachable!("the run slots' semaphore is never closed"),
+                }
+            }
+        };
+        self.held(permit)
+    }
+
+    fn held(&self, permit: OwnedSemaphorePermit) -> Slot {
+        if let Some(gauge) = &self.gauges.in_flight {
+            gauge.inc();
+        }
+        Slot { _permit: permit, in_flight: self.gauges.in_flight.clone() }
+    }
+
+    async fn queued(&self) -> Result<OwnedSemaphorePermit, Busy> {
         let Bound { slots, queue, wait } = self.bound;
         let retry = limits::BUSY_RETRY_AFTER_SECONDS;
-        let (place, ahead) = Waiting::join(&self.waiting, app);
+        let (place, ahead) = Waiting::join(self);
         let refused = if ahead >= queue {
             format!("the server is busy: all {slots} run slots are taken and {ahead} requests wait for one; retry in {retry} s")
         } else {
@@ -142,9 +209,56 @@ impl Gate {
             }
         };
         drop(place);
-        if let Some(metrics) = &app.metrics {
-            metrics.run_refused_busy();
+        if let Some(counter) = &self.gauges.refused {
+            counter.inc();
         }
         Err(Busy(refused))
+    }
+}
+
+/// Drives `future` to its end on this thread, parking between wake-ups (tokio's semaphore needs
+/// no runtime, and the daemon's thread is in none).
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocking_wait_takes_the_slot_once_it_is_given_back() {
+        let gate = Arc::new(Gate::new(Bound { slots: 1, queue: 0, wait: Duration::ZERO }, None));
+        let held = gate.wait();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                let slot = gate.wait();
+                tx.send(()).expect("the test listens");
+                drop(slot);
+            })
+        };
+        // The waiter cannot have the slot while it is held; it gets it once given back.
+        assert!(rx.try_recv().is_err());
+        drop(held);
+        rx.recv().expect("the waiter took the slot");
+        waiter.join().expect("the waiter ends");
+        assert_eq!(gate.waiting.load(Ordering::SeqCst), 0);
+        drop(gate.wait());
     }
 }

@@ -16,7 +16,7 @@
 //!   document are both built from it.
 
 mod api;
-mod gate;
+pub(crate) mod gate;
 mod live;
 mod openapi;
 mod security;
@@ -32,6 +32,7 @@ use crate::app::App;
 use crate::failure::Failure;
 
 pub use api::API_PREFIX;
+pub use gate::Gate;
 
 /// Where `vwf serve` listens without `--bind` or `[server] bind`.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8765";
@@ -115,7 +116,7 @@ pub struct Server {
     guard: security::Guard,
     /// The file holding a token made at start, and that token; removed when the server stops.
     token_file: Option<(std::path::PathBuf, String)>,
-    gate: gate::Gate,
+    gate: Arc<gate::Gate>,
     runtime: tokio::runtime::Runtime,
     stop_signals: crate::signals::StopSignals,
     /// Whether the store sends change notices (long-poll reads wait for them, else read again on
@@ -181,7 +182,9 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
     let notices = app.follow_changes();
     // The server exposes its metrics (`GET /metrics`): every run this app drives updates them.
     app.metrics.get_or_insert_with(crate::telemetry::Metrics::new);
-    let gate = gate::Gate::new(settings.runs);
+    // Its requests and its daemon take run slots from this one bound.
+    let gate = Arc::new(gate::Gate::new(settings.runs, app.metrics.as_ref()));
+    app.slots = Some(gate.clone());
     let server = Server { app: Arc::new(app), listener, addr, guard, token_file, gate, runtime, stop_signals, notices };
     server.sweep();
     server.say_how_to_log_in(&token);
@@ -255,7 +258,7 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let daemon = start_daemon(&app, &stop);
         let (live, stop_waiting) = live::Live::new(app.clone(), notices);
-        let router = api::router(app, Arc::new(guard), Arc::new(gate), live);
+        let router = api::router(app, Arc::new(guard), gate, live);
         let served = runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener)?;
             let stopping = async move {

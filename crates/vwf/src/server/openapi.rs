@@ -278,7 +278,13 @@ fn answer_schema(answer: Answer) -> Value {
             profiles
         }
         Answer::Channels => list("channels", reference("Channel")),
-        Answer::Designs => list("designs", json!({"type": "string", "pattern": DesignName::PATTERN})),
+        Answer::Designs => {
+            let name = json!({"type": "string", "pattern": DesignName::PATTERN});
+            let mut designs = list("designs", name.clone());
+            designs["properties"]["disabled"] =
+                json!({"type": "array", "items": name, "description": "The designs whose automatic trigger is off (\"enabled\": false)."});
+            designs
+        }
         Answer::Templates => reference("Templates"),
         Answer::Design => json!({"anyOf": [
             {"type": "object", "required": ["ok", "graph"], "properties": {"ok": {"const": true}, "graph": {"type": "object"}}, "additionalProperties": false},
@@ -287,6 +293,11 @@ fn answer_schema(answer: Answer) -> Value {
         Answer::Saved => json!({"anyOf": [
             {"type": "object", "required": ["ok", "name", "path", "nodes"], "additionalProperties": false,
              "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "path": {"type": "string"}, "nodes": {"type": "integer", "minimum": 0}}},
+            reference("Refusal"),
+        ]}),
+        Answer::Enabled => json!({"anyOf": [
+            {"type": "object", "required": ["ok", "name", "enabled"], "additionalProperties": false,
+             "properties": {"ok": {"const": true}, "name": {"type": "string", "pattern": DesignName::PATTERN}, "enabled": {"type": "boolean"}}},
             reference("Refusal"),
         ]}),
         Answer::Deleted => json!({
@@ -397,6 +408,7 @@ fn answer_schema(answer: Answer) -> Value {
                         "name": {"type": "string"},
                         "status": {"enum": ["saved", "skipped", "refused"]},
                         "path": {"type": "string", "description": "saved: where."},
+                        "enabled": {"type": "boolean", "description": "saved: false when the design has an automatic trigger, which stays off until it is enabled."},
                         "reason": {"type": "string", "description": "skipped: why."},
                         "error": {"type": "string", "description": "refused: why."},
                         "errors": {"description": "refused: the design's errors (null when the save itself failed).", "anyOf": [{"type": "null"}, {"type": "array", "items": reference("Issue")}]}
@@ -700,7 +712,7 @@ fn error_responses() -> Value {
         (
             503,
             "No agent backend is configured, or the server is busy: every run slot stayed taken while the request \
-             waited (run, respond, retry; then with Retry-After).",
+             waited (run, respond, retry, events, a schedule job's run; then with Retry-After).",
         ),
     ];
     let mut out = Map::new();
