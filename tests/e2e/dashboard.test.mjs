@@ -673,6 +673,27 @@ test('runs page: filters by design, status and trigger, searches by id, pages wi
   });
 });
 
+test('designs page: an imported design with an automatic trigger arrives disabled; the toggle enables and disables it', async () => {
+  await withServer({}, async (srv) => {
+    const doc = { workflows: { hook: { trigger: { type: 'event', sources: ['ping'] }, activities: [{ name: 'say', type: 'output' }] } } };
+    assert.equal((await api(srv, 'POST', '/import', { document: doc })).body.designs[0].enabled, false);
+    const page = await watchedPage(srv, '#/designs');
+    const toggle = page.locator('tr[data-design="hook"] button[data-action="toggle-enabled"]');
+    await toggle.waitFor();
+    assert.equal(await toggle.getAttribute('data-enabled'), 'false');
+    assert.equal(await toggle.textContent(), 'Enable trigger');
+    await toggle.click();
+    await waitFor(page, 'the design enabled', () => document.querySelector('tr[data-design="hook"] button[data-action="toggle-enabled"]')?.dataset.enabled === 'true');
+    assert.equal(await toggle.textContent(), 'Disable trigger');
+    assert.deepEqual((await api(srv, 'GET', '/designs')).body.disabled, []);
+    await toggle.click();
+    await waitFor(page, 'the design disabled', () => document.querySelector('tr[data-design="hook"] button[data-action="toggle-enabled"]')?.dataset.enabled === 'false');
+    assert.deepEqual((await api(srv, 'GET', '/designs')).body.disabled, ['hook']);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+});
+
 test('designs page: delete asks first; its runs stay readable and its schedule is paused, saying why', async () => {
   await withServer({}, async (srv) => {
     await seedOn(srv, 'doomed', hello);
