@@ -301,3 +301,47 @@ fn the_default_cap_is_one_hundred_runs_per_origin() {
     assert_eq!(runs.len(), vwf_core::limits::RUNS_PER_ORIGIN_DEFAULT as usize);
     assert!(runs.iter().any(|r| r["error"].as_str().is_some_and(|e| e.contains("([limits] runs_per_origin = 100)"))), "{runs:#?}");
 }
+
+/// The same count on PostgreSQL, where the origin's runs are read from the database.
+#[test]
+fn postgres_a_self_emitting_loop_stops_at_runs_per_origin() {
+    let home = Home::with_backend(common::Backend::Postgres);
+    common::server::write_config(&home, "[limits]\nruns_per_origin = 10\n");
+    home.save("storm", &storm());
+    let (_, answer) = home.json(&["emit", "storm", "--payload", r#"{"items": [1, 2]}"#]);
+    assert_eq!(answer["ok"], json!(true), "{answer}");
+    let runs = storm_runs(&home, &answer["runs"][0]);
+    assert_eq!(runs.len(), 10, "{runs:#?}");
+    assert!(runs.iter().any(|r| r["error"].as_str().is_some_and(|e| e.contains("([limits] runs_per_origin = 10)"))), "{runs:#?}");
+}
+
+/// The count is kept by the store, not by a process: a run that emits, parks at a gate and goes on
+/// emitting after the gate is answered by another `vwf` process still has the earlier run counted.
+#[test]
+fn the_runs_an_origin_started_are_counted_across_processes() {
+    let home = Home::new();
+    common::server::write_config(&home, "[limits]\nruns_per_origin = 2\n");
+    home.save("hear", &listener(&["ping"], json!({})));
+    home.save(
+        "fan",
+        &json!({"nodes": [
+            {"id": "t", "type": "trigger", "mode": "manual"},
+            {"id": "first", "type": "emit", "event": "ping"},
+            {"id": "gate", "type": "approval", "question": "More?", "options": ["more"], "timeout_minutes": 60},
+            {"id": "each", "type": "loop", "over": "{{trigger.items}}"},
+            {"id": "again", "type": "emit", "event": "ping"}
+        ], "edges": [
+            {"from": "t", "to": "first"}, {"from": "first", "to": "gate"}, {"from": "gate", "to": "each", "label": "more"},
+            {"from": "each", "to": "again", "label": "each"}
+        ]}),
+    );
+    let (_, parked) = home.json(&["run", "fan", "--input", r#"{"items": [1, 2, 3]}"#]);
+    assert_eq!(parked["status"], json!("awaiting_approval"), "{parked}");
+    let id = parked["run_id"].as_str().expect("run_id");
+    let (_, done) = home.json(&["approve", id, "gate", "more"]);
+    assert_eq!(done["status"], json!("failed"), "{done}");
+    assert!(done["error"].as_str().is_some_and(|e| e.contains("has started 2 runs") && e.contains("runs_per_origin = 2")), "{done}");
+    let heard: Vec<Value> = all_runs(&home).into_iter().filter(|r| r["design"] == "hear").collect();
+    assert_eq!(heard.len(), 2, "{heard:#?}");
+    assert!(heard.iter().all(|r| r["trigger"]["origin"] == json!(id)), "{heard:#?}");
+}
