@@ -1,6 +1,6 @@
 //! The runner: the one loop that drives the core engine with a store, drivers and a clock.
 //!
-//! Every surface (CLI, chat command, tools, and later the server and scheduler) starts, resumes,
+//! Every surface (CLI, chat command, tools, the server, the scheduler and the daemon) starts, resumes,
 //! answers and retries runs only through this type. The runner holds a run's lock while it
 //! changes the run and persists the run after every step, so a process killed at any moment
 //! leaves a readable file whose finished steps are kept. A run found `running` whose lock nobody

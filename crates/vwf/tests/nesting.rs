@@ -149,23 +149,27 @@ fn a_step_printing_json_deeper_than_the_limit_keeps_it_as_text_and_the_run_reads
     }
 }
 
-/// A `vwf serve` in this process on a loopback port, shared by the HTTP tests.
-fn server() -> &'static (String, tempfile::TempDir) {
-    static SERVER: OnceLock<(String, tempfile::TempDir)> = OnceLock::new();
+/// A `vwf serve` in this process on a loopback port, shared by the HTTP tests: its API URL, the
+/// token it made (read from its file, as a client on this machine does) and its home.
+fn server() -> &'static (String, String, tempfile::TempDir) {
+    static SERVER: OnceLock<(String, String, tempfile::TempDir)> = OnceLock::new();
     SERVER.get_or_init(|| {
         let home = tempfile::tempdir().expect("home");
         let app = vwf::app::App::open(home.path().to_path_buf()).expect("open home");
         let server = vwf::server::prepare(app, Some("127.0.0.1:0")).expect("bind");
         let url = server.api_url();
+        let port = url.split(':').nth(2).and_then(|p| p.split('/').next()).and_then(|p| p.parse().ok()).expect("port");
+        let token = common::server::made_token(home.path(), port).expect("the server's token file");
         std::thread::spawn(move || server.run());
-        (url, home)
+        (url, token, home)
     })
 }
 
 fn post(path: &str, body: String) -> (u16, Value) {
-    let (url, _) = server();
+    let (url, token, _) = server();
     let response = reqwest::blocking::Client::new()
         .post(format!("{url}{path}"))
+        .bearer_auth(token)
         .header("content-type", "application/json")
         .body(body)
         .send()
@@ -195,9 +199,9 @@ fn http_bodies_deeper_than_the_limit_or_only_whitespace_are_bad_requests() {
     // At the limit the run is written and reads back over HTTP.
     let (status, run) = post("/designs/web/run", json!({"input": nested(JSON_DEPTH - 1, json!(1))}).to_string());
     assert_eq!(status, 200, "{run}");
-    let (url, _) = server();
+    let (url, token, _) = server();
     let id = run["run_id"].as_str().expect("run id");
-    let read = reqwest::blocking::get(format!("{url}/runs/{id}")).expect("get");
+    let read = reqwest::blocking::Client::new().get(format!("{url}/runs/{id}")).bearer_auth(token).send().expect("get");
     assert_eq!(read.status().as_u16(), 200);
     let (status, answered) = post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "approve"}).to_string());
     assert_eq!(status, 200, "{answered}");
