@@ -155,8 +155,8 @@ pub fn templates() -> Value {
                 let description = graph.get("description").and_then(Value::as_str).unwrap_or("").to_string();
                 templates.push(json!({"name": name, "description": description, "graph": graph}));
             }
-            Ok(_) => eprintln!("vwf: template {source} is not a JSON object; skipped"),
-            Err(e) => eprintln!("vwf: template {source} cannot be read: {e}; skipped"),
+            Ok(_) => tracing::warn!("vwf: template {source} is not a JSON object; skipped"),
+            Err(e) => tracing::warn!("vwf: template {source} cannot be read: {e}; skipped"),
         }
     }
     json!({"ok": true, "templates": templates})

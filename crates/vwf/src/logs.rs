@@ -6,8 +6,11 @@
 //!   else, so whoever started the server can read it.
 //! - Levels come from `RUST_LOG` (default `info`); `VWF_LOG_FORMAT=json` writes one JSON object a
 //!   line, anything else the human text format.
-//! - `serve` always installs the subscriber; other commands only when `RUST_LOG` or
-//!   `VWF_LOG_FORMAT` is set, so by default they keep their exact standard error.
+//! - The long-running commands (`serve`, `daemon`, `mcp`) always install the subscriber. Other
+//!   commands install it when `RUST_LOG` or `VWF_LOG_FORMAT` is set; otherwise only warnings and
+//!   errors are printed, as their bare message (`warning: …`), so a command's standard error reads
+//!   as it always has. Every part of vwf logs through `tracing`; the CLI's own human output (its
+//!   errors, reports and hints) is printed, not logged.
 
 use std::io::IsTerminal;
 
@@ -32,5 +35,14 @@ pub fn init() {
 pub fn init_if_asked() {
     if ["RUST_LOG", FORMAT_VAR].iter().any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty())) {
         init();
+        return;
     }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new("warn"))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .without_time()
+        .with_level(false)
+        .with_target(false)
+        .try_init();
 }

@@ -19,7 +19,12 @@ fn main() -> ExitCode {
         _ => {}
     }
     private_by_default();
-    vwf::logs::init_if_asked();
+    // The long-running commands log as a service does; the others print only warnings unless
+    // the environment asks for logs (see `vwf::logs`).
+    match &cli.cmd {
+        Cmd::Serve { .. } | Cmd::Daemon | Cmd::Mcp => vwf::logs::init(),
+        _ => vwf::logs::init_if_asked(),
+    }
     let home = app::resolve_home(cli.home.as_deref());
     if let Cmd::Store { cmd: StoreCmd::Migrate } = &cli.cmd {
         return cli::migrate(&home, cli.json);

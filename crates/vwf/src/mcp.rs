@@ -198,7 +198,7 @@ impl McpServer {
         match tokio::task::spawn_blocking(work).await {
             Ok(reply) => reply.body,
             Err(e) => {
-                eprintln!("vwf mcp: a tool call failed: {e}");
+                tracing::error!(error = %e, "a tool call failed");
                 Failure::Internal("internal error while running the tool; nothing was changed by the failed part".into()).body()
             }
         }

@@ -395,7 +395,6 @@ pub(super) fn schedule(app: &App, json: bool, cmd: &ScheduleCmd) -> Result<u8, F
 }
 
 pub(super) fn serve(app: &App, json: bool, bind: Option<&str>) -> Result<u8, Failure> {
-    crate::logs::init();
     // The server writes its token file into the home before anything else would create it.
     crate::store::fs::create_home(&app.home).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", app.home.display())))?;
     let server = crate::server::prepare(App::open(app.home.clone())?, bind)?;

@@ -14,7 +14,7 @@ use serde_json::json;
 use vwf_core::time::Ts;
 use vwf_core::trigger::FolderTrigger;
 
-use super::{Daemon, Live, Signal, TickReport, Trigger, stamp_now};
+use super::{Daemon, Live, Signal, TickReport, Trigger};
 use crate::runner::Runner;
 
 pub(super) struct FolderWatch {
@@ -38,7 +38,7 @@ impl Daemon<'_> {
                 let paths = events.into_iter().map(|e| e.path).collect();
                 let _ = sender.send(Signal::Folder { design: design.clone(), generation, paths });
             }
-            Err(e) => eprintln!("{} vwf daemon: {design}: folder watcher error: {e}", stamp_now()),
+            Err(e) => tracing::warn!(design = %design, error = %e, "folder watcher error"),
         };
         let timeout = Duration::from_millis(spec.debounce_ms.max(10));
         let mut debouncer = new_debouncer(timeout, handler).map_err(|e| format!("cannot start a watcher: {e}"))?;

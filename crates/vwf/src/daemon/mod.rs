@@ -708,12 +708,10 @@ fn time_now() -> Ts {
     chrono::Utc::now()
 }
 
-fn stamp_now() -> String {
-    time_now().to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
+/// A line of the daemon's log (through `tracing`, like every long-running part of vwf), with the
+/// daemon's own `now` (a tick's time may be injected).
 fn log(now: Ts, message: &str) {
-    eprintln!("{} vwf daemon: {message}", now.to_rfc3339_opts(SecondsFormat::Secs, true));
+    tracing::info!(target: "vwf::daemon", at = %now.to_rfc3339_opts(SecondsFormat::Secs, true), "{message}");
 }
 
 #[cfg(test)]

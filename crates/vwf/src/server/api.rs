@@ -652,7 +652,7 @@ fn answered(joined: Result<Result<Value, Failure>, tokio::task::JoinError>) -> A
     match joined {
         Ok(answer) => answer.map(axum::Json),
         Err(e) => {
-            eprintln!("vwf serve: a request handler failed: {e}");
+            tracing::error!(error = %e, "a request handler failed");
             Err(Failure::Internal("internal error while handling the request".into()))
         }
     }

@@ -246,7 +246,7 @@ impl Server {
     fn sweep(&self) {
         crate::doctor::tidy_at_start(&self.app.home, "vwf serve");
         if let Err(e) = self.app.runner(&crate::app::quiet, false).list(STARTUP_SWEEP) {
-            eprintln!("vwf serve: cannot settle recent runs: {e}");
+            tracing::warn!(error = %e, "cannot settle recent runs");
         }
     }
 
@@ -263,7 +263,7 @@ impl Server {
             let listener = tokio::net::TcpListener::from_std(listener)?;
             let stopping = async move {
                 stop_signals.recv().await;
-                eprintln!("vwf serve: stopping (finishing requests in flight)");
+                tracing::info!("stopping (finishing requests in flight)");
                 // Long-poll reads answer now rather than hold the stop for their wait.
                 stop_waiting.now();
             };
@@ -303,14 +303,14 @@ fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>
             match crate::daemon::claim_home(&app) {
                 Ok(held) => {
                     if standing_by {
-                        eprintln!("vwf serve: the other daemon stopped; this server keeps the timers now");
+                        tracing::info!("the other daemon stopped; this server keeps the timers now");
                     }
                     claim = Some(held);
                     daemon.set_timers(true);
                 }
                 Err(e) => {
                     if !standing_by {
-                        eprintln!("vwf serve: {e}; that daemon keeps the timers, and this server standing by takes over if it stops");
+                        tracing::info!("{e}; that daemon keeps the timers, and this server standing by takes over if it stops");
                         standing_by = true;
                     }
                     next_try = std::time::Instant::now() + STANDBY_RETRY;
@@ -321,7 +321,7 @@ fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>
     match spawned {
         Ok(handle) => Some(handle),
         Err(e) => {
-            eprintln!("vwf serve: cannot start the daemon thread: {e}; timers and triggers are off");
+            tracing::error!(error = %e, "cannot start the daemon thread; timers and triggers are off");
             None
         }
     }

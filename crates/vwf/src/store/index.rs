@@ -497,13 +497,13 @@ fn at(path: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
-/// Prints a store warning on standard error, once per process for a given text (a daemon that
-/// lists a read-only store every second says it once).
+/// Logs a store warning (standard error, see `crate::logs`), once per process for a given text (a
+/// daemon that lists a read-only store every second says it once).
 pub(super) fn warn(note: &str) {
     static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     if said.get_or_insert_with(HashSet::new).insert(note.to_string()) {
-        eprintln!("warning: {note}");
+        tracing::warn!("warning: {note}");
     }
 }
 
