@@ -16,7 +16,7 @@ use vwf_core::secrets::Secrets;
 use vwf_core::spec::{CommandStep, Deliver, Program};
 use vwf_core::time::Ts;
 
-mod common;
+use crate::common;
 
 const RUN_ID: &str = "d7b493cae249";
 

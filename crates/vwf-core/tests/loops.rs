@@ -9,7 +9,7 @@ use vwf_core::run::{Outcome, Run, Status, StepStatus, Task, TriggerInfo, Work};
 use vwf_core::time::Ts;
 use vwf_core::validate::validate;
 
-mod common;
+use crate::common;
 
 fn t0() -> Ts {
     Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
