@@ -1184,7 +1184,9 @@ fn schemathesis_finds_no_failure_with_every_check() {
         .args(["run", &server.url("/openapi.json")])
         .args(["--header", &format!("Authorization: Bearer {token}")])
         .args(["--checks", "all", "--seed", &FUZZ_SEED.to_string(), "--max-examples", &FUZZ_EXAMPLES.to_string()])
-        .args(["--workers", "1", "--no-color", "--generation-database", "none", "--request-timeout", "30"])
+        // Longer than a long poll's hold (limits::LIVE_WAIT_SECONDS, 30 s): a request generated with
+        // a large `wait=` is answered after the full hold, which a 30 s client timeout would race.
+        .args(["--workers", "1", "--no-color", "--generation-database", "none", "--request-timeout", "40"])
         .env("NO_PROXY", "*")
         .env_remove("HTTP_PROXY")
         .env_remove("HTTPS_PROXY")
