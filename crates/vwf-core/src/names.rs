@@ -38,9 +38,30 @@ impl fmt::Display for DesignName {
     }
 }
 
-/// A run id: exactly 12 lowercase hex characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A run id: exactly 12 lowercase hex characters. Read from JSON through [`RunId::parse`], so a
+/// stored run whose id is not one does not read back as a run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct RunId(String);
+
+impl TryFrom<String> for RunId {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        RunId::parse(&s)
+    }
+}
+
+impl From<RunId> for String {
+    fn from(id: RunId) -> String {
+        id.0
+    }
+}
+
+impl PartialEq<str> for RunId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
 
 impl RunId {
     pub const LEN: usize = 12;

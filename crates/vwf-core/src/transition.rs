@@ -147,7 +147,12 @@ mod tests {
     fn run(nodes: Value, edges: Value) -> Run {
         let design = Design::from_value(&json!({"nodes": nodes, "edges": edges})).unwrap();
         let plan = Plan::compile("d", &design).unwrap();
-        Run::start(plan, "000000000001", TriggerInfo::new("manual", Value::Null), t("2026-01-01T00:00:00Z"))
+        Run::start(
+            plan,
+            crate::names::RunId::parse("000000000001").expect("an id"),
+            TriggerInfo::new("manual", Value::Null),
+            t("2026-01-01T00:00:00Z"),
+        )
     }
 
     /// Drives `run` like the runner does, saving (comparing) after every change; returns the

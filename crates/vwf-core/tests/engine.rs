@@ -30,7 +30,7 @@ fn plan_of(design: &Value) -> Plan {
 }
 
 fn start_with(design: &Value, input: Value) -> Run {
-    Run::start(plan_of(design), RUN_ID, TriggerInfo::new("manual", input), t0())
+    Run::start(plan_of(design), vwf_core::names::RunId::parse(RUN_ID).expect("an id"), TriggerInfo::new("manual", input), t0())
 }
 
 fn start(design: &Value) -> Run {
@@ -364,7 +364,12 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
     for (design, node, what) in
         [(gate_design(json!({"timeout_minutes": 4320})), "gate", "the gate's deadline"), (wait, "w", "the wait's end")]
     {
-        let mut run = Run::start(plan_of(&design), RUN_ID, TriggerInfo::new("manual", Value::Null), late);
+        let mut run = Run::start(
+            plan_of(&design),
+            vwf_core::names::RunId::parse(RUN_ID).expect("an id"),
+            TriggerInfo::new("manual", Value::Null),
+            late,
+        );
         drive(&mut run, late, standard);
         assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some(node)), "{:#}", run.result());
         let error = run.error().cloned().unwrap_or_default();
@@ -374,7 +379,8 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
     }
     // A wait that ends exactly at the last recordable instant still parks.
     let wait = json!({"nodes": [manual(), {"id": "w", "type": "wait", "seconds": 1800}], "edges": [edge("start", "w")]});
-    let mut run = Run::start(plan_of(&wait), RUN_ID, TriggerInfo::new("manual", Value::Null), late);
+    let mut run =
+        Run::start(plan_of(&wait), vwf_core::names::RunId::parse(RUN_ID).expect("an id"), TriggerInfo::new("manual", Value::Null), late);
     drive(&mut run, late, standard);
     assert_eq!(run.status(), Status::Waiting, "{:#}", run.result());
 }
@@ -827,7 +833,8 @@ fn a_run_keeps_the_plan_it_started_with() {
     });
     let mut design = Design::from_value(&value).unwrap();
     let plan = Plan::compile("test", &design).unwrap();
-    let mut run = Run::start(plan.clone(), RUN_ID, TriggerInfo::new("manual", Value::Null), t0());
+    let mut run =
+        Run::start(plan.clone(), vwf_core::names::RunId::parse(RUN_ID).expect("an id"), TriggerInfo::new("manual", Value::Null), t0());
     // The design is edited (and recompiled) while the run is in flight.
     design.nodes[1].raw.insert("prompt".into(), json!("edited prompt"));
     design.nodes.push(Design::from_value(&json!({"nodes": [{"id": "z", "type": "output"}]})).unwrap().nodes.remove(0));
@@ -1267,13 +1274,13 @@ fn a_retry_from_the_start_is_a_new_linked_run_of_the_new_plan() {
     drive(&mut old, t0(), |_| failed("boom"));
     assert_eq!(old.status(), Status::Failed);
     let new_design = json!({"nodes": [manual(), {"id": "b", "type": "command", "run": "echo new"}], "edges": [edge("start", "b")]});
-    let mut new = Run::start_retry_of(&old, plan_of(&new_design), "aaaaaaaaaaaa", t0()).unwrap();
+    let mut new = Run::start_retry_of(&old, plan_of(&new_design), vwf_core::names::RunId::parse("aaaaaaaaaaaa").unwrap(), t0()).unwrap();
     assert_eq!((new.retry_of(), new.trigger()), (Some(RUN_ID), old.trigger()));
     let tasks = drive(&mut new, t0(), standard);
     assert_eq!(node_ids(&tasks), ["b"]);
     assert_eq!(new.result()["retry_of"], json!(RUN_ID));
     common::save_and_read_back(&mut new);
     accessors_show_the_file(&new);
-    let refused = Run::start_retry_of(&parked, plan_of(&new_design), "bbbbbbbbbbbb", t0());
+    let refused = Run::start_retry_of(&parked, plan_of(&new_design), vwf_core::names::RunId::parse("bbbbbbbbbbbb").unwrap(), t0());
     assert!(matches!(refused, Err(EngineError::Conflict(_))), "{refused:?}");
 }

@@ -882,8 +882,8 @@ impl Accounting {
         }
         let store = vwf::store::FileStore::new(home.to_path_buf());
         let entries = vwf::store::Store::list_runs(&store, usize::MAX).map_err(|e| format!("the store's listing: {e}"))?;
-        let answered_listed = entries.iter().filter(|e| e.run.is_ok() && self.ids.contains(&e.id)).count();
-        Ok(Disk { files, answered_done, listed: entries.into_iter().map(|e| e.id).collect(), answered_listed })
+        let answered_listed = entries.iter().filter(|e| e.run.is_ok() && self.ids.contains(e.id.as_str())).count();
+        Ok(Disk { files, answered_done, listed: entries.into_iter().map(|e| e.id.to_string()).collect(), answered_listed })
     }
 
     fn checks(&self) -> Vec<Check> {

@@ -7,6 +7,7 @@
 //! channel is bounded) or sees `Resync` reads what it follows afresh.
 
 use tokio::sync::broadcast;
+use vwf_core::names::RunId;
 
 /// How many notices a slow waiter may fall behind before it is told to resync.
 const CAPACITY: usize = 1024;
@@ -14,7 +15,7 @@ const CAPACITY: usize = 1024;
 /// What changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    Run(String),
+    Run(RunId),
     Design(String),
     Job(String),
     /// Notices may have been missed (the listening connection was lost): look at everything again.
@@ -25,7 +26,7 @@ impl Change {
     /// Reads a notice's payload (`run:<id>`, `design:<name>`, `job:<design>`).
     pub fn parse(payload: &str) -> Option<Change> {
         match payload.split_once(':')? {
-            ("run", id) => Some(Change::Run(id.to_string())),
+            ("run", id) => RunId::parse(id).ok().map(Change::Run),
             ("design", name) => Some(Change::Design(name.to_string())),
             ("job", design) => Some(Change::Job(design.to_string())),
             _ => None,
@@ -60,7 +61,7 @@ mod tests {
 
     #[test]
     fn payloads_read_back_and_others_are_ignored() {
-        assert_eq!(Change::parse("run:d7b493cae249"), Some(Change::Run("d7b493cae249".into())));
+        assert_eq!(Change::parse("run:d7b493cae249"), Some(Change::Run(RunId::parse("d7b493cae249").unwrap())));
         assert_eq!(Change::parse("design:daily-report"), Some(Change::Design("daily-report".into())));
         assert_eq!(Change::parse("job:x"), Some(Change::Job("x".into())));
         assert_eq!(Change::parse("table:x"), None);
@@ -71,8 +72,8 @@ mod tests {
     fn every_subscriber_gets_every_notice() {
         let bus = Changes::default();
         let (mut a, mut b) = (bus.subscribe(), bus.subscribe());
-        bus.publish(Change::Run("r".into()));
-        assert_eq!(a.try_recv().ok(), Some(Change::Run("r".into())));
-        assert_eq!(b.try_recv().ok(), Some(Change::Run("r".into())));
+        bus.publish(Change::Run(RunId::parse("000000000001").unwrap()));
+        assert_eq!(a.try_recv().ok(), Some(Change::Run(RunId::parse("000000000001").unwrap())));
+        assert_eq!(b.try_recv().ok(), Some(Change::Run(RunId::parse("000000000001").unwrap())));
     }
 }

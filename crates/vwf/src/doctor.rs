@@ -103,7 +103,7 @@ pub fn examine(app: &App, fix: bool) -> Report {
     let runs = store.run_ids();
     for id in &runs {
         let problem = match store.read_run(id) {
-            Ok(value) => crate::runner::parse_run(id.as_str(), value).err().map(|e| e.to_string()),
+            Ok(value) => crate::runner::parse_run(id, value).err().map(|e| e.to_string()),
             Err(StoreError::NotFound(_)) => None, // deleted meanwhile
             Err(e) => Some(unreadable(e)),
         };

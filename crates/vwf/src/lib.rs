@@ -14,6 +14,7 @@ pub mod failure;
 pub mod logs;
 pub mod mcp;
 pub mod render;
+pub mod run_error;
 pub mod runner;
 pub mod schedules;
 pub mod server;

@@ -25,8 +25,9 @@ use vwf_core::trigger::{self, Trigger};
 use vwf_core::validate::Report;
 
 use crate::clock::Clock;
-use crate::exec::{Drivers, agent};
-use crate::failure::Failure;
+use crate::exec::Drivers;
+use crate::exec::agent::{self, BackendError};
+use crate::run_error::RunError;
 use crate::store::{RunEntry, RunLock, Store, StoreError};
 use crate::telemetry::{Metrics, Watch};
 
@@ -124,24 +125,24 @@ pub struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// Compiles a saved design: `Ok(Err(report))` when the design has errors.
-    pub fn compile(&self, name: &DesignName) -> Result<Result<Plan, Report>, Failure> {
+    /// Compiles a saved design: `RunError::Refused` when the design has errors.
+    pub fn compile(&self, name: &DesignName) -> Result<Plan, RunError> {
         self.compile_with(name, |design| Plan::compile(name.as_str(), design))
     }
 
     /// Compiles a saved design for a test run (see `vwf_core::pins`). Also answers the input of
     /// the design's newest run, which a test run limited to a step starts from when given none.
-    pub fn compile_test(&self, name: &DesignName, scope: &TestScope) -> Result<Result<(Plan, Value), Report>, Failure> {
+    pub fn compile_test(&self, name: &DesignName, scope: &TestScope) -> Result<(Plan, Value), RunError> {
         let past = match scope.target() {
             Some(_) => self.past(name)?,
             None => Past::default(),
         };
         let plan = self.compile_with(name, |design| Plan::compile_test(name.as_str(), design, scope, &past.outputs))?;
-        Ok(plan.map(|plan| (plan, past.input)))
+        Ok((plan, past.input))
     }
 
     /// The newest output of each step among the design's recent runs, and the newest run's input.
-    fn past(&self, name: &DesignName) -> Result<Past, Failure> {
+    fn past(&self, name: &DesignName) -> Result<Past, RunError> {
         let filter = RunFilter { design: Some(name.clone()), ..RunFilter::default() };
         let mut past = Past::default();
         for (i, run) in self.list_page(&filter, None, PAST_RUNS)?.runs.into_iter().enumerate() {
@@ -157,41 +158,37 @@ impl Runner<'_> {
         Ok(past)
     }
 
-    fn compile_with(
-        &self,
-        name: &DesignName,
-        compile: impl FnOnce(&Design) -> Result<Plan, Report>,
-    ) -> Result<Result<Plan, Report>, Failure> {
+    fn compile_with(&self, name: &DesignName, compile: impl FnOnce(&Design) -> Result<Plan, Report>) -> Result<Plan, RunError> {
         let graph = self.store.load_design(name)?;
         let report = match Design::from_value(&graph) {
             Ok(design) => match compile(&design) {
                 Ok(mut plan) => {
                     plan.version = crate::versions::of_content(self.store, name, &graph, self.clock.now());
-                    return Ok(Ok(plan));
+                    return Ok(plan);
                 }
                 Err(report) => report,
             },
             Err(errors) => Report { ok: false, errors, warnings: Vec::new() },
         };
-        Ok(Err(report))
+        Err(RunError::Refused(report))
     }
 
     /// Starts a run of `plan` and drives it until it is done, failed or parked.
-    pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, Failure> {
+    pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, RunError> {
         self.start_with(plan, trigger, None::<fn(&Run)>)
     }
 
     /// `start`, telling `started` about the run once it is saved and before its first step, so a
     /// caller can answer with its id while this thread drives it on.
-    pub fn start_then(&self, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, Failure> {
+    pub fn start_then(&self, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, RunError> {
         self.start_with(plan, trigger, Some(started))
     }
 
-    fn start_with(&self, plan: Plan, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, Failure> {
+    fn start_with(&self, plan: Plan, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, RunError> {
         // Every run starts here: its input is kept in the run file, which must read back. Entries
         // refuse deeper JSON; an event run's input wraps its payload one level deeper.
         if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
-            return Err(Failure::BadRequest(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
+            return Err(RunError::Rejected(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
         }
         self.launch(
             |id, now| {
@@ -215,12 +212,12 @@ impl Runner<'_> {
     /// caller told at once may answer with the run, so then the first save is made durable first.
     fn launch(
         &self,
-        make: impl FnOnce(&str, vwf_core::time::Ts) -> Result<Run, Failure>,
+        make: impl FnOnce(RunId, vwf_core::time::Ts) -> Result<Run, RunError>,
         started: Option<impl FnOnce(&Run)>,
-    ) -> Result<Run, Failure> {
+    ) -> Result<Run, RunError> {
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
-        let mut run = make(id.as_str(), self.clock.now())?;
+        let mut run = make(id, self.clock.now())?;
         self.persist_as(&mut run, true)?;
         if let Some(started) = started {
             self.store.sync()?;
@@ -230,12 +227,9 @@ impl Runner<'_> {
         Ok(run)
     }
 
-    /// Starts a saved design with `trigger`: `Ok(Err(report))` when the design has errors.
-    pub fn start_design(&self, name: &DesignName, trigger: TriggerInfo) -> Result<Result<Run, Report>, Failure> {
-        match self.compile(name)? {
-            Ok(plan) => Ok(Ok(self.start(plan, trigger)?)),
-            Err(report) => Ok(Err(report)),
-        }
+    /// Starts a saved design with `trigger`: `RunError::Refused` when the design has errors.
+    pub fn start_design(&self, name: &DesignName, trigger: TriggerInfo) -> Result<Run, RunError> {
+        self.start(self.compile(name)?, trigger)
     }
 
     /// Announces `event`: every saved design whose event trigger takes it starts a run with
@@ -244,14 +238,14 @@ impl Runner<'_> {
     /// And a chain's breadth is capped: an origin starts at most `[limits] runs_per_origin` runs
     /// (counted from the store, so a restart does not reset the count); a start past it is
     /// skipped and the emission says so in `capped`.
-    pub fn emit(&self, event: &str, payload: Value, from: &EmitSource) -> Result<Emission, Failure> {
+    pub fn emit(&self, event: &str, payload: Value, from: &EmitSource) -> Result<Emission, RunError> {
         let depth = from.depth;
         if !trigger::is_event_name(event) {
-            return Err(Failure::BadRequest(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
+            return Err(RunError::Rejected(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
         }
-        vwf_core::json::check(&payload).map_err(|e| Failure::BadRequest(e.about(&format!("the payload of event {event:?} is"))))?;
+        vwf_core::json::check(&payload).map_err(|e| RunError::Rejected(e.about(&format!("the payload of event {event:?} is"))))?;
         if depth >= limits::EVENT_DEPTH {
-            return Err(Failure::BadRequest(format!(
+            return Err(RunError::Rejected(format!(
                 "event {event:?} is {} emits deep; chains stop at {} so designs emitting to each other cannot loop",
                 depth + 1,
                 limits::EVENT_DEPTH
@@ -296,9 +290,10 @@ impl Runner<'_> {
             }
             let input = serde_json::json!({"event": event, "payload": payload});
             let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1, origin };
-            match self.start_design(&name, trigger)? {
+            match self.start_design(&name, trigger) {
                 Ok(run) => emission.runs.push(run),
-                Err(report) => emission.skipped.push((name.to_string(), report.refusal())),
+                Err(RunError::Refused(report)) => emission.skipped.push((name.to_string(), report.refusal())),
+                Err(e) => return Err(e),
             }
         }
         Ok(emission)
@@ -306,7 +301,7 @@ impl Runner<'_> {
 
     /// How many runs `origin` started: its runs among the newest [`limits::ORIGIN_SCAN`], read
     /// newest first and no further than the origin's own run (every run it started is newer).
-    fn origin_runs(&self, origin: &str) -> Result<u64, Failure> {
+    fn origin_runs(&self, origin: &str) -> Result<u64, RunError> {
         let (mut count, mut scanned, mut before) = (0, 0, None::<RunId>);
         while scanned < limits::ORIGIN_SCAN {
             let ids = self.store.list_run_ids(before.as_ref(), ORIGIN_CHUNK.min(limits::ORIGIN_SCAN - scanned))?;
@@ -327,7 +322,7 @@ impl Runner<'_> {
     }
 
     /// Whether `design` had an event-started run created after `since` (among recent runs).
-    fn fired_within(&self, design: &DesignName, since: vwf_core::time::Ts) -> Result<bool, Failure> {
+    fn fired_within(&self, design: &DesignName, since: vwf_core::time::Ts) -> Result<bool, RunError> {
         Ok(self
             .store
             .list_summaries(COOLDOWN_SCAN)?
@@ -339,19 +334,19 @@ impl Runner<'_> {
     /// Reads a run as it stands now: a run left running by a dead process is marked
     /// interrupted, a gate whose deadline passed is failed, and a timed wait that is due
     /// resumes (without sleeping through any later wait).
-    pub fn open(&self, id: &str) -> Result<Run, Failure> {
-        Ok(self.settle(&parse_id(id)?, true)?.0)
+    pub fn open(&self, id: &RunId) -> Result<Run, RunError> {
+        Ok(self.settle(id, true)?.0)
     }
 
     /// Like [`Runner::open`], also saying what reading it did: `None` when the run needed nothing
     /// (or its live owner holds it), else why it was settled.
-    pub fn open_settling(&self, id: &str) -> Result<(Run, Option<Settle>), Failure> {
-        self.settle(&parse_id(id)?, true)
+    pub fn open_settling(&self, id: &RunId) -> Result<(Run, Option<Settle>), RunError> {
+        self.settle(id, true)
     }
 
     /// The newest runs, each settled like `open` would (but no wait is resumed by a listing).
     /// An unreadable entry is listed with its error.
-    pub fn list(&self, limit: usize) -> Result<Vec<RunEntry>, Failure> {
+    pub fn list(&self, limit: usize) -> Result<Vec<RunEntry>, RunError> {
         let mut entries = self.store.list_runs(limit)?;
         for entry in &mut entries {
             self.settle_entry(entry);
@@ -371,10 +366,7 @@ impl Runner<'_> {
                 return;
             }
         };
-        if stale
-            && let Ok(id) = parse_id(&entry.id)
-            && let Ok((run, _)) = self.settle(&id, false)
-        {
+        if stale && let Ok((run, _)) = self.settle(&entry.id, false) {
             entry.run = serde_json::to_value(&run).map_err(|e| e.to_string());
         }
     }
@@ -386,7 +378,7 @@ impl Runner<'_> {
             Err(StoreError::NotFound(_)) => return None,
             read => read.map_err(|e| e.to_string()),
         };
-        let mut entry = RunEntry { id: id.to_string(), run };
+        let mut entry = RunEntry { id: id.clone(), run };
         self.settle_entry(&mut entry);
         let keep = match &entry.run {
             Ok(run) => Summary::deserialize(run).is_ok_and(|summary| filter.matches(&summary)),
@@ -397,7 +389,7 @@ impl Runner<'_> {
 
     /// The newest runs as every surface lists them: each a run result, or
     /// `{ok:false, run_id, error}` for an entry that cannot be read.
-    pub fn list_results(&self, limit: usize) -> Result<Vec<Value>, Failure> {
+    pub fn list_results(&self, limit: usize) -> Result<Vec<Value>, RunError> {
         Ok(self.list_page(&RunFilter::default(), None, limit)?.runs)
     }
 
@@ -406,7 +398,7 @@ impl Runner<'_> {
     /// page is full, or [`limits::RUNS_SCANNED_PER_PAGE`] runs were looked at without filling it
     /// (so a page costs the same however many runs the store holds, and a rare filter continues
     /// on the next page). An unreadable entry is listed only when no filter needs to read it.
-    pub fn list_page(&self, filter: &RunFilter, before: Option<&RunId>, limit: usize) -> Result<RunPage, Failure> {
+    pub fn list_page(&self, filter: &RunFilter, before: Option<&RunId>, limit: usize) -> Result<RunPage, RunError> {
         let mut page = RunPage::default();
         let mut cursor = before.cloned();
         let mut scanned = 0;
@@ -439,7 +431,7 @@ impl Runner<'_> {
     /// Resumes the runs among the newest `limit` whose timed wait is due, without sleeping
     /// through later waits. A foreground `vwf run` calls this first, so a wait parked by a
     /// background caller (a tool, the chat command) goes on even with no server running.
-    pub fn resume_due(&self, limit: usize) -> Result<Vec<Run>, Failure> {
+    pub fn resume_due(&self, limit: usize) -> Result<Vec<Run>, RunError> {
         let now = self.clock.now();
         let background = Runner { sleep_for_waits: false, ..*self };
         let mut resumed = Vec::new();
@@ -461,7 +453,7 @@ impl Runner<'_> {
 
     /// Reads a run and settles it if it is due (the core's [`vwf_core::run::settle::due`]), under
     /// its lock; answers the run and what was done to it.
-    fn settle(&self, id: &RunId, resume_waits: bool) -> Result<(Run, Option<Settle>), Failure> {
+    fn settle(&self, id: &RunId, resume_waits: bool) -> Result<(Run, Option<Settle>), RunError> {
         let run = self.read(id)?;
         if !self.is_stale(&run, resume_waits) {
             return Ok((run, None));
@@ -484,11 +476,10 @@ impl Runner<'_> {
     }
 
     /// Answers a parked step and drives the run on.
-    pub fn respond(&self, id: &str, node: &str, answer: Answer) -> Result<Run, Failure> {
-        let id = parse_id(id)?;
-        let lock = self.store.lock_run(&id)?;
-        self.forget_saved(&id);
-        let mut run = self.read(&id)?;
+    pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, RunError> {
+        let lock = self.store.lock_run(id)?;
+        self.forget_saved(id);
+        let mut run = self.read(id)?;
         let mut changed = self.settle_orphan(&mut run);
         let response = match answer {
             Answer::Respond(r) => r,
@@ -497,13 +488,13 @@ impl Runner<'_> {
                     if changed {
                         self.persist(&mut run)?;
                     }
-                    return Err(Failure::NotFound(format!("run {} has no node {node:?}", run.run_id())));
+                    return Err(RunError::NotFound(format!("run {} has no node {node:?}", run.run_id())));
                 };
                 let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked().iter().find(|p| p.node() == node).cloned() else {
                     if changed {
                         self.persist(&mut run)?;
                     }
-                    return Err(Failure::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id())));
+                    return Err(RunError::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id())));
                 };
                 let (max_tokens, timeout_seconds) = match step.spec() {
                     Ok(vwf_core::spec::Spec::Agent { max_tokens, timeout_seconds, .. }) => (max_tokens, timeout_seconds),
@@ -519,12 +510,12 @@ impl Runner<'_> {
                         let model = extra.get("model").and_then(Value::as_str).map(String::from);
                         Response::Generated { text, model, tokens }
                     }
-                    Ok(_) => return Err(Failure::BadGateway("the agent backend gave no text".into())),
+                    Ok(_) => return Err(BackendError::Failed("the agent backend gave no text".into()).into()),
                     Err(e) => {
                         if changed {
                             self.persist(&mut run)?;
                         }
-                        return Err(e);
+                        return Err(e.into());
                     }
                 }
             }
@@ -547,11 +538,10 @@ impl Runner<'_> {
     }
 
     /// Retries a failed run from its failed step.
-    pub fn retry(&self, id: &str) -> Result<Run, Failure> {
-        let id = parse_id(id)?;
-        let lock = self.store.lock_run(&id)?;
-        self.forget_saved(&id);
-        let mut run = self.read(&id)?;
+    pub fn retry(&self, id: &RunId) -> Result<Run, RunError> {
+        let lock = self.store.lock_run(id)?;
+        self.forget_saved(id);
+        let mut run = self.read(id)?;
         if self.settle_orphan(&mut run) {
             self.persist(&mut run)?;
         }
@@ -563,25 +553,21 @@ impl Runner<'_> {
 
     /// Retries a finished run from the start with its design as saved now: a new run with the
     /// old run's trigger and input, linked to it by `retry_of`. The old run is left as it is (a
-    /// finished run's record does not change). `Ok(Err(report))` when the design now has errors.
-    pub fn retry_from_start(&self, id: &str) -> Result<Result<Run, Report>, Failure> {
+    /// finished run's record does not change). `RunError::Refused` when the design now has errors.
+    pub fn retry_from_start(&self, id: &RunId) -> Result<Run, RunError> {
         let old = self.open(id)?;
         old.can_retry_from_start()?;
-        let name = DesignName::parse(old.design()).map_err(Failure::BadRequest)?;
+        let name = DesignName::parse(old.design()).map_err(RunError::Rejected)?;
         // A test run's retry is a test run of the same part of the design, with today's pins.
-        let compiled = match &old.plan().test {
-            Some(scope) => self.compile_test(&name, scope)?.map(|(plan, _)| plan),
+        let plan = match &old.plan().test {
+            Some(scope) => self.compile_test(&name, scope)?.0,
             None => self.compile(&name)?,
         };
-        let plan = match compiled {
-            Ok(plan) => plan,
-            Err(report) => return Ok(Err(report)),
-        };
-        Ok(Ok(self.launch(|id, now| Ok(Run::start_retry_of(&old, plan, id, now)?), None::<fn(&Run)>)?))
+        self.launch(|id, now| Ok(Run::start_retry_of(&old, plan, id, now)?), None::<fn(&Run)>)
     }
 
     /// Drives a run we hold the lock of until it is done, failed or parked.
-    fn drive(&self, run: &mut Run, _lock: &RunLock) -> Result<(), Failure> {
+    fn drive(&self, run: &mut Run, _lock: &RunLock) -> Result<(), RunError> {
         // The status and pending the store last saw: an idle pass that changed either is saved.
         let mut persisted = (run.status(), run.pending().cloned());
         loop {
@@ -642,12 +628,12 @@ impl Runner<'_> {
     ///
     /// Every outcome is scrubbed of the values of `secrets` before it is recorded, so a peer that
     /// echoes a secret back leaves `***` in the run, not the secret.
-    fn perform_all(&self, run: &mut Run, tasks: &[Task], secrets: &Secrets) -> Result<(), Failure> {
+    fn perform_all(&self, run: &mut Run, tasks: &[Task], secrets: &Secrets) -> Result<(), RunError> {
         for task in tasks {
             (self.observer)(Progress::Started { node: &task.node });
         }
         let mut unrecorded = tasks.len();
-        let mut record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), Failure> {
+        let mut record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), RunError> {
             run.complete(&task.node, scrubbed(outcome, secrets), self.clock.now())?;
             unrecorded -= 1;
             if unrecorded > 0 {
@@ -723,15 +709,15 @@ impl Runner<'_> {
         run.enforce_deadlines(now)
     }
 
-    fn read(&self, id: &RunId) -> Result<Run, Failure> {
-        parse_run(id.as_str(), self.store.read_run(id)?)
+    fn read(&self, id: &RunId) -> Result<Run, RunError> {
+        Ok(parse_run(id, self.store.read_run(id)?)?)
     }
 
     /// Saves a run we hold the lock of. When the store refuses the write (a full disk, a
     /// read-only store, no file handles left), the cause is recorded where the next reader looks:
     /// the state last saved is read back, failed with that cause, and saved again (a smaller
     /// file, which may still fit). The write's error is returned either way.
-    fn persist(&self, run: &mut Run) -> Result<(), Failure> {
+    fn persist(&self, run: &mut Run) -> Result<(), RunError> {
         self.persist_as(run, false)
     }
 
@@ -742,24 +728,22 @@ impl Runner<'_> {
     /// run as last saved is failed with why and saved instead (it was under the limit), and `run`
     /// becomes that, so the caller answers with the failed run. A new run that is too large is
     /// refused before anything is saved.
-    fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), Failure> {
+    fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), RunError> {
         let cause = match self.write(run, new) {
             Ok(()) => return Ok(()),
             Err(Unsaved::TooLarge(cause)) if !new => {
-                let mut saved = self.read(&parse_id(run.run_id())?)?;
+                let mut saved = self.read(run.run_id())?;
                 saved.mark_unsaved(self.clock.now(), &cause);
                 self.write(&mut saved, false)?;
                 *run = saved;
                 return Ok(());
             }
-            Err(Unsaved::TooLarge(cause)) => Failure::BadRequest(cause),
-            Err(Unsaved::Store(cause)) => cause,
+            Err(Unsaved::TooLarge(cause)) => RunError::Rejected(cause),
+            Err(Unsaved::Store(cause)) => RunError::Store(cause),
         };
-        if let Ok(id) = parse_id(run.run_id()) {
-            let mut saved = self.read(&id).unwrap_or_else(|_| run.clone());
-            saved.mark_unsaved(self.clock.now(), &cause.to_string());
-            let _ = self.write(&mut saved, false);
-        }
+        let mut saved = self.read(run.run_id()).unwrap_or_else(|_| run.clone());
+        saved.mark_unsaved(self.clock.now(), &cause.to_string());
+        let _ = self.write(&mut saved, false);
         Err(cause)
     }
 
@@ -776,7 +760,7 @@ impl Runner<'_> {
     /// than `[limits] run_bytes` is not made (measured by `Run::record_size`: the changed parts
     /// only, the whole document only for a whole save).
     fn write(&self, run: &mut Run, new: bool) -> Result<(), Unsaved> {
-        let id = parse_id(run.run_id())?;
+        let id = run.run_id().clone();
         let changes = run.take_changes();
         let size = run.record_size(&changes);
         let limit = self.drivers.config.limits.run_bytes;
@@ -792,7 +776,7 @@ impl Runner<'_> {
         let saved = if new { self.store.save_run_soon(&id, run, &changes) } else { self.store.save_run(&id, run, &changes) };
         if let Err(e) = saved {
             run.unsaved();
-            return Err(Unsaved::Store(e.into()));
+            return Err(Unsaved::Store(e));
         }
         run.record_saved(size);
         if let Some(watch) = watch {
@@ -806,21 +790,15 @@ impl Runner<'_> {
 enum Unsaved {
     /// The record would pass `[limits] run_bytes`: why, in words.
     TooLarge(String),
-    /// The store refused the write (or the id was bad).
-    Store(Failure),
+    /// The store refused the write.
+    Store(StoreError),
 }
 
-impl From<Failure> for Unsaved {
-    fn from(e: Failure) -> Self {
-        Unsaved::Store(e)
-    }
-}
-
-impl From<Unsaved> for Failure {
+impl From<Unsaved> for RunError {
     fn from(e: Unsaved) -> Self {
         match e {
-            Unsaved::TooLarge(why) => Failure::BadRequest(why),
-            Unsaved::Store(e) => e,
+            Unsaved::TooLarge(why) => RunError::Rejected(why),
+            Unsaved::Store(e) => RunError::Store(e),
         }
     }
 }
@@ -842,10 +820,6 @@ fn scrubbed(mut outcome: Outcome, secrets: &Secrets) -> Outcome {
 }
 
 /// A stored run document as a run; anything else is as unreadable as a file that is not JSON.
-pub fn parse_run(id: &str, value: Value) -> Result<Run, Failure> {
-    serde_json::from_value(value).map_err(|e| Failure::Internal(format!("run {id} cannot be read: {e}")))
-}
-
-pub fn parse_id(id: &str) -> Result<RunId, Failure> {
-    RunId::parse(id).map_err(Failure::BadRequest)
+pub fn parse_run(id: &RunId, value: Value) -> Result<Run, StoreError> {
+    serde_json::from_value(value).map_err(|e| StoreError::Unreadable { what: format!("run {id}"), message: e.to_string() })
 }

@@ -28,7 +28,7 @@ use vwf_core::time::{self, Ts};
 
 use crate::app::{self, App};
 use crate::clock::Shifted;
-use crate::failure::Failure;
+use crate::run_error::RunError;
 use crate::runner::Runner;
 pub use crate::store::JobEntry as Entry;
 
@@ -60,11 +60,11 @@ pub struct Fired {
 /// unknown design is not found; nothing is written then. An update keeps `last_run_at`, `missed`
 /// and, unless given, the paused state and the input (`input: null` removes it); `next_run_at` is
 /// computed afresh from `now`.
-pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<Job, Failure> {
+pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<Job, RunError> {
     let (mut spec, paused, input) = parse_body(body)?;
     let Resolved { cron, human, tz, next_run_at } = resolve(&spec, now).map_err(bad_schedule)?;
     if !app.store.design_exists(design) {
-        return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
+        return Err(RunError::NotFound(format!("design {:?} not found", design.as_str())));
     }
     // A design that cannot be read or parsed now still gets its schedule (its runs report the
     // problem); it just names no delivery target.
@@ -73,7 +73,7 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
     let _lock = app.jobs.lock_jobs()?;
     // Again under the lock: a design deleted meanwhile gets no job (see `delete_design`).
     if !app.store.design_exists(design) {
-        return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
+        return Err(RunError::NotFound(format!("design {:?} not found", design.as_str())));
     }
     // A damaged job is replaced: saving the schedule again is how it gets repaired.
     let old = app.jobs.read_job(design).ok().flatten();
@@ -116,22 +116,22 @@ pub fn resolve(spec: &Schedule, now: Ts) -> Result<Resolved, ScheduleError> {
 }
 
 /// Every job, sorted by id; an unreadable job is listed with its error.
-pub fn list(app: &App) -> Result<Vec<Entry>, Failure> {
+pub fn list(app: &App) -> Result<Vec<Entry>, RunError> {
     Ok(app.jobs.list_jobs()?)
 }
 
 /// One job: bad request for an id that is not `wf-<design name>`, not found for no such job.
-pub fn get(app: &App, job_id: &str) -> Result<Job, Failure> {
+pub fn get(app: &App, job_id: &str) -> Result<Job, RunError> {
     let design = design_of(job_id)?;
     app.jobs.read_job(&design)?.ok_or_else(|| not_found(job_id))
 }
 
 /// `pause`, `resume`, `run` or `remove` a job. Answers `{ok:true, job}` (pause, resume),
 /// `{ok:true, job_id, removed:true}` (remove) or the run result (run: the design starts now; a
-/// design with errors answers `{ok:false, error, errors}`).
-pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, Failure> {
+/// design with errors is `RunError::Refused`).
+pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, RunError> {
     if !ACTION_NAMES.contains(&action) {
-        return Err(Failure::BadRequest(format!("unknown action {action:?}; use {ACTIONS}")));
+        return Err(RunError::Rejected(format!("unknown action {action:?}; use {ACTIONS}")));
     }
     let design = design_of(job_id)?;
     get(app, job_id)?; // 404 before anything is created or changed
@@ -149,17 +149,14 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
         }
         _ => {
             if !app.store.design_exists(&design) {
-                return Err(Failure::NotFound(format!("design {:?} not found", design.as_str())));
+                return Err(RunError::NotFound(format!("design {:?} not found", design.as_str())));
             }
             job.last_run_at = Some(now);
             app.jobs.write_job(&job)?;
             drop(lock);
             let input = fire_input(&job.input, json!({"job_id": job_id, "fired_at": time::format(&now)}));
             let clock = Shifted::to(app.clock.as_ref(), now);
-            match scheduled_runner(app, &clock).start_design(&design, TriggerInfo::new("schedule", input))? {
-                Ok(run) => Ok(run.result()),
-                Err(report) => Ok(json!({"ok": false, "error": report.refusal(), "errors": report.errors})),
-            }
+            Ok(scheduled_runner(app, &clock).start_design(&design, TriggerInfo::new("schedule", input))?.result())
         }
     }
 }
@@ -169,7 +166,7 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, F
 /// under that lock, so a schedule set at the same moment is either paused here or refused there: no
 /// active job outlives its design. A lock that cannot be taken fails before anything is deleted. A
 /// job file that cannot be read is left as it is (ticks skip it).
-pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Result<(), Failure>) -> Result<Option<Job>, Failure> {
+pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Result<(), RunError>) -> Result<Option<Job>, RunError> {
     let _lock = if app.jobs.has_jobs() { Some(app.jobs.lock_jobs()?) } else { None };
     delete()?;
     let Ok(Some(mut job)) = app.jobs.read_job(design) else { return Ok(None) };
@@ -182,7 +179,7 @@ pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Re
 /// recorded first (`last_run_at`, missed fires, `next_run_at` strictly after `now`), then its run
 /// starts if the fire is at most [`GRACE_SECONDS`] old. Several due fires within the grace
 /// window start one run. Jobs that were not due are not in the answer.
-pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
+pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, RunError> {
     if !app.jobs.has_jobs() {
         return Ok(Vec::new());
     }
@@ -220,14 +217,13 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
         // Inside `vwf serve` a fire takes a run slot, waiting for one (nobody could be refused).
         let _slot = app.slots.as_ref().map(|gate| gate.wait());
         let started = DesignName::parse(&f.design)
-            .map_err(Failure::BadRequest)
+            .map_err(RunError::Rejected)
             .and_then(|name| runner.start_design(&name, TriggerInfo::new("schedule", input)));
         match started {
-            Ok(Ok(run)) => {
+            Ok(run) => {
                 f.run_id = Some(run.run_id().to_string());
                 f.status = Some(run.status());
             }
-            Ok(Err(report)) => f.error = Some(report.refusal()),
             Err(e) => f.error = Some(e.to_string()),
         }
     }
@@ -236,9 +232,9 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, Failure> {
 
 /// The schedule object, `paused` and `input` from a request body (`None`: not given; an `input`
 /// of `null` is given, and removes the job's input).
-fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>, Option<Value>), Failure> {
+fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>, Option<Value>), RunError> {
     if !body.is_object() {
-        return Err(Failure::BadRequest(format!(
+        return Err(RunError::Rejected(format!(
             "the schedule must be an object like {{\"preset\": \"daily\", \"time\": \"09:00\"}}, got {}",
             vwf_core::view::kind_name(body)
         )));
@@ -246,30 +242,30 @@ fn parse_body(body: &Value) -> Result<(Schedule, Option<bool>, Option<Value>), F
     let paused = match body.get("paused") {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
-        Some(other) => return Err(Failure::BadRequest(format!("paused must be true or false, got {}", vwf_core::view::kind_name(other)))),
+        Some(other) => return Err(RunError::Rejected(format!("paused must be true or false, got {}", vwf_core::view::kind_name(other)))),
     };
     let input = body.get("input").cloned();
     if let Some(input) = &input {
-        vwf_core::json::check(input).map_err(|e| Failure::BadRequest(e.about("the schedule's input is")))?;
+        vwf_core::json::check(input).map_err(|e| RunError::Rejected(e.about("the schedule's input is")))?;
     }
     Ok((schedule::schedule_from_value(body).map_err(bad_schedule)?, paused, input))
 }
 
 /// A schedule error as a bad request whose message starts with the field it is about.
-fn bad_schedule(e: ScheduleError) -> Failure {
+fn bad_schedule(e: ScheduleError) -> RunError {
     match e.field {
-        Some(field) if !e.message.starts_with(field.as_str()) => Failure::BadRequest(format!("{field}: {}", e.message)),
-        _ => Failure::BadRequest(e.message),
+        Some(field) if !e.message.starts_with(field.as_str()) => RunError::Rejected(format!("{field}: {}", e.message)),
+        _ => RunError::Rejected(e.message),
     }
 }
 
-fn design_of(job_id: &str) -> Result<DesignName, Failure> {
+fn design_of(job_id: &str) -> Result<DesignName, RunError> {
     core_job::design_of(job_id)
-        .ok_or_else(|| Failure::BadRequest(format!("bad job id {job_id:?}: schedule job ids look like \"wf-<design>\"")))
+        .ok_or_else(|| RunError::Rejected(format!("bad job id {job_id:?}: schedule job ids look like \"wf-<design>\"")))
 }
 
-fn not_found(job_id: &str) -> Failure {
-    Failure::NotFound(format!("schedule job {job_id:?} not found"))
+fn not_found(job_id: &str) -> RunError {
+    RunError::NotFound(format!("schedule job {job_id:?} not found"))
 }
 
 /// A runner for scheduled runs: quiet, never sleeping through a wait, on `clock`.

@@ -6,8 +6,8 @@
 //! Invariants:
 //! - An operation answers `Result<T, Failure>`: `T` is what happened (a saved design, a run, an
 //!   emission, an import report), `Failure` why nothing (or, for a run, nothing more) was done.
-//! - A design with errors is not a failure: it is a [`Refusal`] inside the `Ok` ([`Checked`]),
-//!   which every surface answers as a 200 `{ok:false, error, errors}` (SPEC §13) or exit code 5.
+//! - A design with errors is `Failure::Refused` with the validator's report, which every surface
+//!   answers as a 200 `{ok:false, error, errors}` (SPEC §13) or exit code 5.
 //! - Each typed answer serialises to the contract body in one place ([`ContractBody`]), so the
 //!   tools, the API and `vwf --json` print the same JSON.
 //! - A refused request writes nothing: names, graphs and arguments are checked before the store
@@ -29,9 +29,6 @@ use crate::runner::{Answer, Emission, Progress, RunPage, Runner};
 use crate::schedules::Job;
 use crate::store::StoreError;
 
-/// What an operation that first checks a design answers: done, or the design's errors.
-pub type Checked<T> = Result<T, Refusal>;
-
 /// A typed answer as the contract's JSON body.
 pub trait ContractBody {
     fn body(&self) -> Value;
@@ -40,15 +37,6 @@ pub trait ContractBody {
 impl ContractBody for Run {
     fn body(&self) -> Value {
         self.result()
-    }
-}
-
-impl<T: ContractBody> ContractBody for Checked<T> {
-    fn body(&self) -> Value {
-        match self {
-            Ok(done) => done.body(),
-            Err(refusal) => refusal.body(),
-        }
     }
 }
 
@@ -88,18 +76,6 @@ impl Start {
         };
         let test = pins::scope_of(test, text("only")?, text("until")?).map_err(Failure::BadRequest)?;
         Ok(Start { input: args.get("input").filter(|v| !v.is_null()).cloned(), test })
-    }
-}
-
-/// A design with errors was not saved or run: `{ok:false, error, errors}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
-    pub report: Report,
-}
-
-impl ContractBody for Refusal {
-    fn body(&self) -> Value {
-        json!({"ok": false, "error": self.report.refusal(), "errors": self.report.errors})
     }
 }
 
@@ -345,7 +321,7 @@ impl<'a> Service<'a> {
     /// Turns a design's automatic trigger on or off (`vwf enable`, `vwf disable`, `POST
     /// /designs/{name}/enable|disable`): saves it with `"enabled": false`, or without the field,
     /// as `save` does (a new version when that changes it). Runs started by hand are not affected.
-    pub fn set_enabled(&self, name: &DesignName, on: bool) -> Result<Checked<Enabled>, Failure> {
+    pub fn set_enabled(&self, name: &DesignName, on: bool) -> Result<Enabled, Failure> {
         let mut graph = self.load(name)?;
         let Some(top) = graph.as_object_mut() else {
             return Err(Failure::BadRequest(format!("design {name} is not a JSON object")));
@@ -355,7 +331,8 @@ impl<'a> Service<'a> {
         } else {
             top.insert(ENABLED.into(), Value::Bool(false));
         }
-        Ok(self.save(name, &graph, SaveMode::Replace)?.map(|saved| Enabled { name: saved.name, enabled: on }))
+        let saved = self.save(name, &graph, SaveMode::Replace)?;
+        Ok(Enabled { name: saved.name, enabled: on })
     }
 
     /// Creates a design, blank or a copy of the built-in template `from`; refuses to overwrite one
@@ -379,7 +356,7 @@ impl<'a> Service<'a> {
 
     /// Validates `graph` (a design, or its JSON text) and saves it as `name`, its edge labels
     /// normalised. A design with errors is refused and nothing is written.
-    pub fn save(&self, name: &DesignName, graph: &Value, mode: SaveMode) -> Result<Checked<Saved>, Failure> {
+    pub fn save(&self, name: &DesignName, graph: &Value, mode: SaveMode) -> Result<Saved, Failure> {
         let graph = match graph {
             Value::String(text) => json::parse(text).map_err(|e| Failure::BadRequest(e.about("\"graph\" is")))?,
             other => {
@@ -389,7 +366,7 @@ impl<'a> Service<'a> {
         };
         let report = validate::validate(&graph);
         if !report.ok {
-            return Ok(Err(Refusal { report }));
+            return Err(Failure::Refused(report));
         }
         let mut design = Design::from_value(&graph).map_err(|_| Failure::Internal("design changed while saving".into()))?;
         design.normalize_labels();
@@ -406,7 +383,7 @@ impl<'a> Service<'a> {
         };
         self.record_version(name, &normalized)?;
         let nodes = normalized["nodes"].as_array().map_or(0, Vec::len);
-        Ok(Ok(Saved { name: name.clone(), path, nodes }))
+        Ok(Saved { name: name.clone(), path, nodes })
     }
 
     /// A saved design's graph.
@@ -466,7 +443,7 @@ impl<'a> Service<'a> {
     /// removes its pin (`None`; a step with no pin keeps having none), and saves the design as
     /// `save` does (validated; a new version). Pins change test runs only. A design that is not
     /// there is not found whatever the pin names.
-    pub fn pin(&self, name: &DesignName, node: &str, pin: Option<PinSource>) -> Result<Checked<Saved>, Failure> {
+    pub fn pin(&self, name: &DesignName, node: &str, pin: Option<PinSource>) -> Result<Saved, Failure> {
         let mut graph = self.load(name)?;
         let output = match pin {
             None => None,
@@ -507,7 +484,7 @@ impl<'a> Service<'a> {
 
     /// Saves version `version`'s content as the newest version of the design (as `save` saves:
     /// validated, refused with its errors). Restoring the content the design has makes no version.
-    pub fn restore(&self, name: &DesignName, version: u64) -> Result<Checked<Restored>, Failure> {
+    pub fn restore(&self, name: &DesignName, version: u64) -> Result<Restored, Failure> {
         // The design is the resource a restore acts on: a version it does not have is a conflict
         // with its state (409), and only a design that is not there is not found (404).
         let old = match self.version(name, version) {
@@ -516,12 +493,9 @@ impl<'a> Service<'a> {
             }
             other => other?,
         };
-        let saved = match self.save(name, &old.graph, SaveMode::Replace)? {
-            Ok(saved) => saved,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
+        let saved = self.save(name, &old.graph, SaveMode::Replace)?;
         let now = crate::versions::of_content(self.app.store.as_ref(), name, &old.graph, self.app.clock.now());
-        Ok(Ok(Restored { name: name.clone(), restored: version, version: now, path: saved.path }))
+        Ok(Restored { name: name.clone(), restored: version, version: now, path: saved.path })
     }
 
     /// Deletes a saved design. Its runs stay readable (each keeps the plan it started with); its
@@ -545,57 +519,53 @@ impl<'a> Service<'a> {
     }
 
     /// Runs saved design `name` by hand until it is done or parked.
-    pub fn run(&self, name: &DesignName, start: Start) -> Result<Checked<Run>, Failure> {
+    pub fn run(&self, name: &DesignName, start: Start) -> Result<Run, Failure> {
         self.run_with(name, start, None::<fn(&Run)>)
     }
 
     /// [`Service::run`], telling `started` of the run once it is saved durably, before its first
     /// step (a caller that answers at once).
-    pub fn run_then(&self, name: &DesignName, start: Start, started: impl FnOnce(&Run)) -> Result<Checked<Run>, Failure> {
+    pub fn run_then(&self, name: &DesignName, start: Start, started: impl FnOnce(&Run)) -> Result<Run, Failure> {
         self.run_with(name, start, Some(started))
     }
 
-    fn run_with(&self, name: &DesignName, start: Start, started: Option<impl FnOnce(&Run)>) -> Result<Checked<Run>, Failure> {
-        let compiled = match &start.test {
-            None => self.runner.compile(name)?.map(|plan| (plan, Value::Null)),
+    fn run_with(&self, name: &DesignName, start: Start, started: Option<impl FnOnce(&Run)>) -> Result<Run, Failure> {
+        let (plan, past_input) = match &start.test {
+            None => (self.runner.compile(name)?, Value::Null),
             Some(scope) => self.runner.compile_test(name, scope)?,
-        };
-        let (plan, past_input) = match compiled {
-            Ok(compiled) => compiled,
-            Err(report) => return Ok(Err(Refusal { report })),
         };
         let input = start.input.unwrap_or(past_input);
         let trigger = TriggerInfo::new("manual", input);
-        Ok(Ok(match started {
+        Ok(match started {
             Some(started) => self.runner.start_then(plan, trigger, started)?,
             None => self.runner.start(plan, trigger)?,
-        }))
+        })
     }
 
     /// Answers a parked step of run `id` and drives the run on.
     pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, Failure> {
-        self.runner.respond(id.as_str(), node, answer)
+        Ok(self.runner.respond(id, node, answer)?)
     }
 
     /// Retries a failed run from its failed step.
     pub fn retry(&self, id: &RunId) -> Result<Run, Failure> {
-        self.runner.retry(id.as_str())
+        Ok(self.runner.retry(id)?)
     }
 
     /// Retries a finished run from the start with the design's current version (a new run
     /// whose `retry_of` is `id`); refused with the report when the design now has errors.
-    pub fn retry_from_start(&self, id: &RunId) -> Result<Checked<Run>, Failure> {
-        Ok(self.runner.retry_from_start(id.as_str())?.map_err(|report| Refusal { report }))
+    pub fn retry_from_start(&self, id: &RunId) -> Result<Run, Failure> {
+        Ok(self.runner.retry_from_start(id)?)
     }
 
     /// A run as it stands now (see [`Runner::open`]).
     pub fn open(&self, id: &RunId) -> Result<Run, Failure> {
-        self.runner.open(id.as_str())
+        Ok(self.runner.open(id)?)
     }
 
     /// One page of runs, newest first.
     pub fn runs(&self, filter: &RunFilter, before: Option<&RunId>, limit: usize) -> Result<RunPage, Failure> {
-        self.runner.list_page(filter, before, limit)
+        Ok(self.runner.list_page(filter, before, limit)?)
     }
 
     /// Emits `event`: every design whose event trigger takes it starts a run.
@@ -618,10 +588,10 @@ impl<'a> Service<'a> {
                     Ok(n) if self.app.store.design_exists(&n) && !overwrite => ImportStatus::Skipped,
                     parsed => match parsed.and_then(|n| {
                         let graph = arrives_disabled(graph);
-                        Ok(self.save(&n, &graph, SaveMode::Replace)?.map(|saved| (saved, is_enabled(&graph))))
+                        Ok((self.save(&n, &graph, SaveMode::Replace)?, is_enabled(&graph)))
                     }) {
-                        Ok(Ok((saved, enabled))) => ImportStatus::Saved { path: saved.path, enabled },
-                        Ok(Err(refusal)) => ImportStatus::Refused { error: refusal.report.refusal(), errors: Some(refusal.report.errors) },
+                        Ok((saved, enabled)) => ImportStatus::Saved { path: saved.path, enabled },
+                        Err(Failure::Refused(report)) => ImportStatus::Refused { error: report.refusal(), errors: Some(report.errors) },
                         Err(f) => ImportStatus::Refused { error: f.to_string(), errors: None },
                     },
                 };

@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::failure::{Failure, guarded};
 use crate::render;
 use crate::runner::Answer;
-use crate::service::{ContractBody, Draft, SaveMode, Service, Start, check_argument};
+use crate::service::{Draft, SaveMode, Service, Start, check_argument};
 
 pub const HELP: &str = "\
 /workflow — design and run workflows
@@ -66,8 +66,7 @@ fn dispatch(service: &Service<'_>, text: &str) -> String {
                 return format!("Usage: /workflow save {name} <json>");
             }
             match design_name(name).and_then(|n| service.save(&n, &Value::String(json_text.to_string()), SaveMode::Replace)) {
-                Ok(Ok(saved)) => format!("Saved {name} ({} nodes) to {}.", saved.nodes, saved.path),
-                Ok(Err(refusal)) => refused(&refusal.body()),
+                Ok(saved) => format!("Saved {name} ({} nodes) to {}.", saved.nodes, saved.path),
                 Err(f) => error_line(&f),
             }
         }
@@ -101,8 +100,7 @@ fn dispatch(service: &Service<'_>, text: &str) -> String {
             // The input is an argument like the tools' (held to the nesting limit as a whole).
             let started = check_argument("input", &input).and_then(|()| service.run(&design_name(name)?, Start::with_input(input)));
             match started {
-                Ok(Ok(run)) => render::run_summary(&run.result(), render::Reader::Chat),
-                Ok(Err(refusal)) => refused(&refusal.body()),
+                Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
                 Err(f) => error_line(&f),
             }
         }
@@ -138,8 +136,12 @@ fn split_word(s: &str) -> (&str, &str) {
     }
 }
 
+/// A failure as the chat shows it; a design's refusal lists its errors.
 fn error_line(f: &Failure) -> String {
-    format!("Error: {f}")
+    match f {
+        Failure::Refused(_) => refused(&f.body()),
+        _ => format!("Error: {f}"),
+    }
 }
 
 /// A design's refusal: its summary, then each error.

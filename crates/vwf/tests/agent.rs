@@ -440,8 +440,8 @@ fn models_are_cached_until_refreshed() {
         use_server(&home, &broken, "");
         let config = Config::load(home.path()).expect("config");
         let failure = tokio::task::spawn_blocking(move || agent::models(&config, true)).await.expect("models task").unwrap_err();
-        assert_eq!(failure.status(), 502, "{failure}");
-        let none = agent::models(&Config::default(), false).unwrap_err();
+        assert_eq!(Failure::from(failure.clone()).status(), 502, "{failure}");
+        let none = Failure::from(agent::models(&Config::default(), false).unwrap_err());
         assert!(matches!(none, Failure::Unavailable(_)), "{none}");
         assert_eq!(none.status(), 503);
 

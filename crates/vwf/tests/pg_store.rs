@@ -202,7 +202,7 @@ fn writes_on_one_instance_are_noticed_on_another() {
     eventually("the listener to start", 30, || matches!(heard.try_recv(), Ok(Change::Resync)).then_some(()));
     let id = there.allocate_run_id().expect("allocate");
     there.write_run(&id, &json!({"run_id": id.as_str()})).expect("write");
-    assert_eq!(next(&mut heard), Change::Run(id.to_string()), "a reserved id is no change; its first write is");
+    assert_eq!(next(&mut heard), Change::Run(id.clone()), "a reserved id is no change; its first write is");
     let design = vwf_core::names::DesignName::parse("noticed").expect("name");
     there.save_design(&design, &json!({"nodes": [], "edges": []})).expect("save");
     assert_eq!(next(&mut heard), Change::Design("noticed".into()));
@@ -294,7 +294,7 @@ fn two_commands_run(store: &PgStore) -> (vwf_core::names::RunId, vwf_core::run::
     let plan = vwf_core::plan::Plan::compile("two", &design).expect("valid");
     let id = store.allocate_run_id().expect("allocate");
     let now = vwf_core::time::parse("2026-03-01T09:00:00Z").expect("time");
-    let run = vwf_core::run::Run::start(plan, id.as_str(), vwf_core::run::TriggerInfo::new("manual", json!(null)), now);
+    let run = vwf_core::run::Run::start(plan, id.clone(), vwf_core::run::TriggerInfo::new("manual", json!(null)), now);
     (id, run, now)
 }
 

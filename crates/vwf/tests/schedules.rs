@@ -58,7 +58,12 @@ fn gated() -> Value {
 }
 
 fn upsert(app: &App, design: &str, body: Value) -> Result<Job, Failure> {
-    schedules::upsert(app, &name(design), &body, app.clock.now())
+    Ok(schedules::upsert(app, &name(design), &body, app.clock.now())?)
+}
+
+/// What a surface answers for a schedule operation that failed.
+fn failed<T: std::fmt::Debug>(result: Result<T, vwf::run_error::RunError>) -> Failure {
+    Failure::from(result.unwrap_err())
 }
 
 fn runs(app: &App) -> Vec<Value> {
@@ -297,7 +302,7 @@ fn pause_resume_run_and_remove() {
     let removed = schedules::action(&app, "wf-brief", "remove", at("2026-06-01T12:00:00Z")).unwrap();
     assert_eq!(removed, json!({"ok": true, "job_id": "wf-brief", "removed": true}));
     assert!(!schedules_dir(home.path()).join("wf-brief.json").exists());
-    assert_eq!(schedules::get(&app, "wf-brief").unwrap_err().status(), 404);
+    assert_eq!(failed(schedules::get(&app, "wf-brief")).status(), 404);
 
     let now = at("2026-06-01T12:00:00Z");
     for (job_id, action, status) in [
@@ -307,7 +312,7 @@ fn pause_resume_run_and_remove() {
         ("brief", "pause", 400),
         ("wf-../x", "remove", 400),
     ] {
-        let err = schedules::action(&app, job_id, action, now).unwrap_err();
+        let err = failed(schedules::action(&app, job_id, action, now));
         assert_eq!(err.status(), status, "{job_id} {action}: {err}");
     }
 }
@@ -321,7 +326,9 @@ fn running_a_job_whose_design_is_gone_or_broken() {
     // A design edited into an invalid one: the run is refused with the design's errors.
     let broken = json!({"nodes": [{"id": "a", "type": "agent"}], "edges": []});
     app.store.save_design(&name("brief"), &broken).unwrap();
-    let result = schedules::action(&app, "wf-brief", "run", at("2026-06-01T08:30:00Z")).unwrap();
+    let refused = failed(schedules::action(&app, "wf-brief", "run", at("2026-06-01T08:30:00Z")));
+    assert_eq!(refused.status(), 200, "a design problem is answered 200 (SPEC §13): {refused}");
+    let result = refused.body();
     assert_eq!(result["ok"], false, "{result}");
     assert!(result["errors"].as_array().is_some_and(|e| !e.is_empty()), "{result}");
     let fired = schedules::tick(&app, at("2026-06-01T09:00:00Z")).unwrap();
@@ -329,7 +336,7 @@ fn running_a_job_whose_design_is_gone_or_broken() {
     assert_eq!(schedules::get(&app, "wf-brief").unwrap().next_run_at, Some(at("2026-06-02T09:00:00Z")));
     // The design deleted: run-now is not found; the tick reports it and moves on.
     std::fs::remove_file(home.path().join("workflow-designs/brief.json")).unwrap();
-    assert_eq!(schedules::action(&app, "wf-brief", "run", at("2026-06-01T10:00:00Z")).unwrap_err().status(), 404);
+    assert_eq!(failed(schedules::action(&app, "wf-brief", "run", at("2026-06-01T10:00:00Z"))).status(), 404);
     let fired = schedules::tick(&app, at("2026-06-02T09:00:00Z")).unwrap();
     assert!(fired[0].error.as_deref().is_some_and(|e| e.contains("not found")), "{fired:?}");
     assert!(runs(&app).is_empty());

@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 use crate::design::NodeKind;
 use crate::expr;
 use crate::limits;
+use crate::names::RunId;
 use crate::plan::{Plan, PlanStep};
 use crate::refs;
 use crate::secrets::Secrets;
@@ -304,7 +305,7 @@ pub struct HistoryEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     ok: bool,
-    run_id: String,
+    run_id: RunId,
     design: String,
     /// The design version the run ran (`null` for a run of unrecorded content, or an old file).
     /// Absent from the file when unknown, so files from before versions read back unchanged;
@@ -363,7 +364,7 @@ impl Run {
     pub fn version(&self) -> Option<u64> {
         self.version
     }
-    pub fn run_id(&self) -> &str {
+    pub fn run_id(&self) -> &RunId {
         &self.run_id
     }
     pub fn design(&self) -> &str {
@@ -556,10 +557,10 @@ pub enum EngineError {
 }
 
 impl Run {
-    pub fn start(plan: Plan, run_id: &str, trigger: TriggerInfo, now: Ts) -> Run {
+    pub fn start(plan: Plan, run_id: RunId, trigger: TriggerInfo, now: Ts) -> Run {
         Run {
             ok: true,
-            run_id: run_id.to_string(),
+            run_id,
             design: plan.design.clone(),
             version: plan.version,
             status: Status::Running,
@@ -588,10 +589,10 @@ impl Run {
     /// Starts a retry from the start of `old` with `plan` (the design as saved now): a new run
     /// with `old`'s trigger and input, linked to it by `retry_of`. Only a finished run can be
     /// retried this way; one still running or parked would race with its own retry.
-    pub fn start_retry_of(old: &Run, plan: Plan, run_id: &str, now: Ts) -> Result<Run, EngineError> {
+    pub fn start_retry_of(old: &Run, plan: Plan, run_id: RunId, now: Ts) -> Result<Run, EngineError> {
         old.can_retry_from_start()?;
         let mut run = Run::start(plan, run_id, old.trigger.clone(), now);
-        run.retry_of = Some(old.run_id.clone());
+        run.retry_of = Some(old.run_id.to_string());
         Ok(run)
     }
 

@@ -197,7 +197,7 @@ impl Run {
             trigger,
             item,
             loop_index,
-            run_id: &self.run_id,
+            run_id: self.run_id.as_str(),
             design: &self.design,
             secrets: None,
         }

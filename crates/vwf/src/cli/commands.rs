@@ -15,7 +15,7 @@ use crate::failure::Failure;
 use crate::render;
 use crate::runner::Answer;
 use crate::schedules::cli::ScheduleCmd;
-use crate::service::{Checked, ContractBody, Draft, ImportStatus, PinSource, SaveMode, Service, Start};
+use crate::service::{ContractBody, Draft, ImportStatus, PinSource, SaveMode, Service, Start};
 use crate::{slash as chat, tools};
 
 /// How many recent runs `vwf run` looks at for timed waits that are due.
@@ -60,11 +60,13 @@ pub(super) fn list(service: &Service<'_>, json: bool) -> Result<u8, Failure> {
 
 /// `vwf enable` and `vwf disable`: turns a design's automatic trigger on or off.
 pub(super) fn enable(service: &Service<'_>, json: bool, name: &str, on: bool) -> Result<u8, Failure> {
-    match service.set_enabled(&design_name(name)?, on)? {
-        Ok(done) if json => say!("{}", pretty(&done.body())),
-        Ok(_) if on => say!("Enabled {name}: its trigger fires from now on."),
-        Ok(_) => say!("Disabled {name}: its trigger does not fire until `vwf enable {name}` (a run by hand still runs)."),
-        Err(refusal) => return Ok(refused(&refusal.body(), json)),
+    let done = service.set_enabled(&design_name(name)?, on)?;
+    if json {
+        say!("{}", pretty(&done.body()));
+    } else if on {
+        say!("Enabled {name}: its trigger fires from now on.");
+    } else {
+        say!("Disabled {name}: its trigger does not fire until `vwf enable {name}` (a run by hand still runs).");
     }
     Ok(0)
 }
@@ -109,10 +111,11 @@ pub(super) fn open(service: &Service<'_>, json: bool, name: &str) -> Result<u8, 
 
 pub(super) fn save(service: &Service<'_>, json: bool, name: &str, graph: &str) -> Result<u8, Failure> {
     let graph = parse_json(&read_arg(graph)?, "the graph")?;
-    match service.save(&design_name(name)?, &graph, SaveMode::Replace)? {
-        Ok(saved) if json => say!("{}", pretty(&saved.body())),
-        Ok(saved) => say!("Saved {name} ({} nodes) to {}", saved.nodes, saved.path),
-        Err(refusal) => return Ok(refused(&refusal.body(), json)),
+    let saved = service.save(&design_name(name)?, &graph, SaveMode::Replace)?;
+    if json {
+        say!("{}", pretty(&saved.body()));
+    } else {
+        say!("Saved {name} ({} nodes) to {}", saved.nodes, saved.path);
     }
     Ok(0)
 }
@@ -132,13 +135,13 @@ pub(super) fn pin(service: &Service<'_>, json: bool, name: &str, node: &str, pin
         }
     };
     let pinned = source.is_some();
-    match service.pin(&design_name(name)?, node, source)? {
-        Ok(saved) if json => say!("{}", pretty(&saved.body())),
-        Ok(_) if pinned => {
-            say!("Pinned the output of {node} on {name}: test runs (vwf run {name} --test) use it instead of running {node}.")
-        }
-        Ok(_) => say!("{node} of {name} has no pin now: test runs run it."),
-        Err(refusal) => return Ok(refused(&refusal.body(), json)),
+    let saved = service.pin(&design_name(name)?, node, source)?;
+    if json {
+        say!("{}", pretty(&saved.body()));
+    } else if pinned {
+        say!("Pinned the output of {node} on {name}: test runs (vwf run {name} --test) use it instead of running {node}.");
+    } else {
+        say!("{node} of {name} has no pin now: test runs run it.");
     }
     Ok(0)
 }
@@ -179,18 +182,18 @@ pub(super) fn retry(service: &Service<'_>, json: bool, run_id: Option<&str>, fro
     if !from_start {
         return Ok(show_run(&service.retry(&id)?, json, true));
     }
-    Ok(show_checked(service.retry_from_start(&id)?, json, &format!("the design of run {id}")))
+    show_started(service.retry_from_start(&id), json, &format!("the design of run {id}"))
 }
 
-/// A run, or the report of the design (`name`) it could not start with.
-fn show_checked(run: Checked<Run>, json: bool, name: &str) -> u8 {
+/// A run, or the validator's report of the design (`name`) it could not start with.
+fn show_started(run: Result<Run, Failure>, json: bool, name: &str) -> Result<u8, Failure> {
     match run {
-        Ok(run) => show_run(&run, json, true),
-        Err(refusal) if json => refused(&refusal.body(), true),
-        Err(refusal) => {
-            eprintln!("{}", render::report(name, &serde_json::to_value(&refusal.report).unwrap_or_default()));
-            REFUSED
+        Ok(run) => Ok(show_run(&run, json, true)),
+        Err(Failure::Refused(report)) if !json => {
+            eprintln!("{}", render::report(name, &serde_json::to_value(&report).unwrap_or_default()));
+            Ok(REFUSED)
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -221,7 +224,7 @@ pub(super) fn run(
         None => Start::with_input(input.unwrap_or(Value::Null)),
         Some(scope) => Start { input, test: Some(scope) },
     };
-    Ok(show_checked(service.run(&name, start)?, json, name.as_str()))
+    show_started(service.run(&name, start), json, name.as_str())
 }
 
 pub(super) fn approve(service: &Service<'_>, json: bool, id: &str, node: &str, answer: &str) -> Result<u8, Failure> {

@@ -410,21 +410,22 @@ pub fn man(dir: Option<&std::path::Path>, json: bool) -> ExitCode {
 /// Prints a failure (its body with `--json`, else `error: …` on standard error) and gives its
 /// exit code.
 pub fn fail(f: &Failure, json: bool) -> ExitCode {
-    if json {
-        say!("{}", pretty(&f.body()));
-    } else {
-        eprintln!("error: {f}");
+    match f {
+        Failure::Refused(_) => return ExitCode::from(commands::refused(&f.body(), json)),
+        _ if json => say!("{}", pretty(&f.body())),
+        _ => eprintln!("error: {f}"),
     }
     ExitCode::from(failure_code(f))
 }
 
 fn failure_code(f: &Failure) -> u8 {
     match f {
+        Failure::Refused(_) => REFUSED,
         Failure::BadRequest(_) => 2,
         Failure::NotFound(_) => 3,
         Failure::Conflict(_) => 4,
-        Failure::Unavailable(_) | Failure::BadGateway(_) => 7,
-        Failure::Internal(_) => 70,
+        Failure::Unavailable(_) | Failure::Busy(_) | Failure::BadGateway(_) | Failure::Storage { status: 503 | 507, .. } => 7,
+        Failure::Storage { .. } | Failure::Internal(_) => 70,
     }
 }
 

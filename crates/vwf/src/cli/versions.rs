@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use super::commands::{design_name, refused};
+use super::commands::design_name;
 use super::pretty;
 use crate::failure::Failure;
 use crate::service::{self, ContractBody, Service};
@@ -56,13 +56,12 @@ pub(super) fn diff(service: &Service<'_>, json: bool, name: &str, a: u64, b: u64
 }
 
 pub(super) fn restore(service: &Service<'_>, json: bool, name: &str, version: u64) -> Result<u8, Failure> {
-    match service.restore(&design_name(name)?, version)? {
-        Ok(restored) if json => say!("{}", pretty(&restored.body())),
-        Ok(restored) => {
-            let now = restored.version.map_or_else(|| Value::Null.to_string(), |v| v.to_string());
-            say!("Restored version {version} of {name}: it is now version {now}.");
-        }
-        Err(refusal) => return Ok(refused(&refusal.body(), json)),
+    let restored = service.restore(&design_name(name)?, version)?;
+    if json {
+        say!("{}", pretty(&restored.body()));
+    } else {
+        let now = restored.version.map_or_else(|| Value::Null.to_string(), |v| v.to_string());
+        say!("Restored version {version} of {name}: it is now version {now}.");
     }
     Ok(0)
 }

@@ -36,7 +36,7 @@ use chrono::{SecondsFormat, TimeDelta};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::TryRecvError;
 use vwf_core::design::Design;
-use vwf_core::names::DesignName;
+use vwf_core::names::{DesignName, RunId};
 use vwf_core::plan::Plan;
 use vwf_core::run::settle::{Settle, Summary};
 use vwf_core::run::{Status, TriggerInfo};
@@ -48,7 +48,7 @@ use vwf_core::trigger::{FolderTrigger, WatchTrigger};
 use crate::app::{self, App};
 use crate::changes::Change;
 use crate::clock::Shifted;
-use crate::failure::Failure;
+use crate::run_error::RunError;
 use crate::runner::Runner;
 use crate::schedules;
 use crate::store::StoreLock;
@@ -132,7 +132,7 @@ pub struct Daemon<'a> {
     /// Change notices of the store (another instance answered a gate, parked a wait…).
     changes: tokio::sync::broadcast::Receiver<Change>,
     /// Runs changed since the last scan, looked at on the next tick.
-    touched: BTreeSet<String>,
+    touched: BTreeSet<RunId>,
     /// See [`Daemon::set_timers`].
     timers: bool,
     /// Whether folder and watch triggers run here (`[daemon] local_triggers`).
@@ -532,10 +532,10 @@ impl<'a> Daemon<'a> {
         // as it takes (a trigger has nobody to refuse).
         let _slot = self.app.slots.as_ref().map(|gate| gate.wait());
         let started = DesignName::parse(design)
-            .map_err(Failure::BadRequest)
+            .map_err(RunError::Rejected)
             .and_then(|name| runner.start_design(&name, TriggerInfo::new(mode, input.clone())));
         match started {
-            Ok(Ok(run)) => {
+            Ok(run) => {
                 let mut line = format!("{design}: {mode} fired → run {} {}", run.run_id(), run.status().as_str());
                 if let Some(e) = run.error() {
                     line.push_str(&format!(" ({e})"));
@@ -544,11 +544,6 @@ impl<'a> Daemon<'a> {
                 self.note_due(run.next_due());
                 fired.run_id = Some(run.run_id().to_string());
                 fired.status = Some(run.status());
-            }
-            Ok(Err(report)) => {
-                let why = report.refusal();
-                log(now, &format!("{design}: {mode} fired but no run started: {why}"));
-                fired.error = Some(why);
             }
             Err(e) => {
                 log(now, &format!("{design}: {mode} fired but no run started: {e}"));
@@ -599,7 +594,7 @@ impl<'a> Daemon<'a> {
 
     /// Settles one run if it is due (through the runner, under its lock), and remembers when it
     /// will be due next.
-    fn settle_one(&mut self, runner: &Runner<'_>, now: Ts, id: &str, summary: &Summary, report: &mut TickReport) {
+    fn settle_one(&mut self, runner: &Runner<'_>, now: Ts, id: &RunId, summary: &Summary, report: &mut TickReport) {
         {
             let Some(due) = summary.due(now, true) else {
                 self.note_due(summary.next_due().filter(|d| *d > now));
@@ -685,7 +680,7 @@ fn trigger_from_node(node: &Map<String, Value>) -> Trigger {
 
 /// Claims the home's triggers for this process for as long as the returned guard lives, so two
 /// daemons (or a daemon and a server hosting one) never fire the same home's triggers twice.
-pub fn claim_home(app: &App) -> Result<StoreLock, Failure> {
+pub fn claim_home(app: &App) -> Result<StoreLock, RunError> {
     Ok(app.jobs.claim_triggers()?)
 }
 

@@ -32,7 +32,6 @@ use vwf_core::run::Outcome;
 
 use super::process;
 use crate::config::Config;
-use crate::failure::Failure;
 
 /// Characters of a backend's answer quoted in an error.
 const EXCERPT_CHARS: usize = 300;
@@ -61,6 +60,18 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Why the backend gave no answer to a request made on demand (`agent_generate`, the model
+/// catalog). The API answers the first with 503 and the second with 502 (SPEC §13).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BackendError {
+    /// No backend is configured: agent steps park for a person or a host agent.
+    #[error("{0}")]
+    NotConfigured(String),
+    /// The backend failed, or its configuration cannot be used.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Performs an agent task for the runner: parks it when no backend serves it, else the reply or
 /// a failure the engine may retry.
 pub fn perform(config: &Config, request: &Request<'_>) -> Outcome {
@@ -73,19 +84,19 @@ pub fn perform(config: &Config, request: &Request<'_>) -> Outcome {
 
 /// Performs a parked agent step on request (`agent_generate`): 503 when no backend serves the
 /// step, 502 when it could not be performed.
-pub fn generate(config: &Config, request: &Request<'_>) -> Result<Outcome, Failure> {
+pub fn generate(config: &Config, request: &Request<'_>) -> Result<Outcome, BackendError> {
     match Call::resolve(config, request) {
-        Ok(None) => Err(Failure::Unavailable(NO_BACKEND.into())),
-        Ok(Some(call)) => call.perform(config, request).map_err(|e| Failure::BadGateway(e.to_string())),
-        Err(e) => Err(Failure::BadGateway(e.to_string())),
+        Ok(None) => Err(BackendError::NotConfigured(NO_BACKEND.into())),
+        Ok(Some(call)) => call.perform(config, request).map_err(|e| BackendError::Failed(e.to_string())),
+        Err(e) => Err(BackendError::Failed(e.to_string())),
     }
 }
 
 /// The model catalog. `openai`: the server's `GET /models` ids, cached per process until
 /// `refresh`; `command`: the configured models (default first, then the profiles'), no network.
-pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
-    match Kind::parse(&config.agent.backend).map_err(|e| Failure::BadGateway(e.to_string()))? {
-        Kind::None => Err(Failure::Unavailable(NO_BACKEND.into())),
+pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, BackendError> {
+    match Kind::parse(&config.agent.backend).map_err(|e| BackendError::Failed(e.to_string()))? {
+        Kind::None => Err(BackendError::NotConfigured(NO_BACKEND.into())),
         Kind::Command => {
             let mut ids: Vec<String> = Vec::new();
             let configured = config.agent.default_model.iter().chain(config.profiles.values().filter_map(|p| p.model.as_ref()));
@@ -97,7 +108,7 @@ pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
             Ok(ids)
         }
         Kind::OpenAi => {
-            let base = base_url(config).map_err(|e| Failure::BadGateway(e.to_string()))?;
+            let base = base_url(config).map_err(|e| BackendError::Failed(e.to_string()))?;
             // Held across the request, so concurrent callers share one fetch.
             let mut cache = CATALOG.lock().unwrap_or_else(PoisonError::into_inner);
             if !refresh
@@ -106,7 +117,7 @@ pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, Failure> {
             {
                 return Ok(ids.clone());
             }
-            let ids = fetch_models(config, &base).map_err(|e| Failure::BadGateway(scrub(config, e).to_string()))?;
+            let ids = fetch_models(config, &base).map_err(|e| BackendError::Failed(scrub(config, e).to_string()))?;
             *cache = Some((base.to_string(), ids.clone()));
             Ok(ids)
         }
@@ -494,7 +505,7 @@ mod tests {
         assert_eq!(model(None, None).as_deref(), Some("d"));
         let err = Call::resolve(&c, &Request::new("hi", Some("nope"), None)).err().unwrap();
         assert!(matches!(&err, AgentError::Config(t) if t.contains("unknown profile \"nope\"")), "{err}");
-        assert!(matches!(generate(&c, &Request::new("hi", Some("nope"), None)), Err(Failure::BadGateway(_))));
+        assert!(matches!(generate(&c, &Request::new("hi", Some("nope"), None)), Err(BackendError::Failed(_))));
     }
 
     /// A failure says where it arose: the configuration, the backend or the agent command; its text
@@ -528,8 +539,8 @@ mod tests {
         assert!(Call::resolve(&c, &Request::new("hi", None, None)).unwrap().is_none());
         assert!(Call::resolve(&c, &Request::new("hi", Some("unknown"), None)).unwrap().is_none());
         assert_eq!(Call::resolve(&c, &Request::new("hi", Some("local"), None)).unwrap().unwrap().kind, Kind::Command);
-        assert!(matches!(generate(&c, &Request::new("hi", None, None)), Err(Failure::Unavailable(_))));
-        assert!(matches!(models(&c, false), Err(Failure::Unavailable(_))));
+        assert!(matches!(generate(&c, &Request::new("hi", None, None)), Err(BackendError::NotConfigured(_))));
+        assert!(matches!(models(&c, false), Err(BackendError::NotConfigured(_))));
     }
 
     #[test]

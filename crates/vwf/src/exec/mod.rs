@@ -16,7 +16,6 @@ use vwf_core::run::{Outcome, Task, Work};
 use vwf_core::time::Ts;
 
 use crate::config::Config;
-use crate::failure::Failure;
 
 pub struct Drivers {
     pub config: Config,
@@ -47,9 +46,8 @@ impl Drivers {
         }
     }
 
-    /// Performs a parked agent step through the configured backend: 503 when none serves it,
-    /// 502 when it failed.
-    pub fn generate(&self, request: &agent::Request<'_>) -> Result<Outcome, Failure> {
+    /// Performs a parked agent step through the configured backend.
+    pub fn generate(&self, request: &agent::Request<'_>) -> Result<Outcome, agent::BackendError> {
         agent::generate(&self.config, request)
     }
 }

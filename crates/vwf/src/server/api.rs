@@ -31,7 +31,7 @@ use crate::failure::{Failure, guarded};
 use crate::service::{ContractBody, Draft, PinSource, SaveMode, Service, Start};
 use crate::tools;
 
-use super::gate::{Busy, Gate, Slot};
+use super::gate::{Gate, Slot};
 use super::live::{self, Follow, Followed, Live};
 use super::openapi;
 use super::security::{self, Guard};
@@ -606,12 +606,12 @@ async fn healthz() -> Response {
 /// Ready: the store can be read (designs and runs listed); else 503 with the reason.
 async fn readyz(State(state): State<AppState>) -> Response {
     let app = state.app.clone();
-    let probe =
-        tokio::task::spawn_blocking(move || app.store.list_designs().and_then(|_| app.store.list_runs(1)).map_err(|e| e.to_string()));
-    match probe.await {
-        Ok(Ok(_)) => axum::Json(json!({"ok": true})).into_response(),
-        Ok(Err(e)) => error(StatusCode::SERVICE_UNAVAILABLE, format!("the store is not reachable: {e}")),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, format!("the readiness probe failed: {e}")),
+    let probe = tokio::task::spawn_blocking(move || {
+        app.store.list_designs().and_then(|_| app.store.list_runs(1)).map_err(|e| format!("the store is not reachable: {e}"))
+    });
+    match probe.await.unwrap_or_else(|e| Err(format!("the readiness probe failed: {e}"))) {
+        Ok(_) => axum::Json(json!({"ok": true})).into_response(),
+        Err(why) => error(StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
 
@@ -628,34 +628,31 @@ type Answered = Result<axum::Json<Value>, Failure>;
 /// Runs `work` (the service: store, runner, drivers, all blocking) on a blocking thread.
 async fn blocking(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Answered {
     let app = state.app.clone();
-    answered(tokio::task::spawn_blocking(move || work(&Service::new(&app))).await)
+    answered(tokio::task::spawn_blocking(move || work(&Service::new(&app)))).await
 }
-
-/// What a run route answers: its answer, or 503 when no run slot could be had.
-type Gated = Result<Answered, Busy>;
 
 /// [`blocking`] for the work of a run route: first takes a run slot (see `gate`), held until
-/// `work` returns; no thread is taken while the request waits for the slot.
-async fn gated(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Gated {
+/// `work` returns; no thread is taken while the request waits for the slot. 503 with
+/// `Retry-After` when no slot could be had.
+async fn gated(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Answered {
     let slot = state.gate.enter().await?;
     let app = state.app.clone();
-    Ok(answered(
-        tokio::task::spawn_blocking(move || {
-            let _slot: Slot = slot;
-            work(&Service::new(&app))
-        })
-        .await,
-    ))
+    answered(tokio::task::spawn_blocking(move || {
+        let _slot: Slot = slot;
+        work(&Service::new(&app))
+    }))
+    .await
 }
 
-fn answered(joined: Result<Result<Value, Failure>, tokio::task::JoinError>) -> Answered {
-    match joined {
-        Ok(answer) => answer.map(axum::Json),
-        Err(e) => {
+/// The answer of a handler's blocking task; a task that panicked is an internal failure.
+async fn answered(task: tokio::task::JoinHandle<Result<Value, Failure>>) -> Answered {
+    task.await.map_or_else(
+        |e| {
             tracing::error!(error = %e, "a request handler failed");
             Err(Failure::Internal("internal error while handling the request".into()))
-        }
-    }
+        },
+        |answer| answer.map(axum::Json),
+    )
 }
 
 // ---- request parts ----
@@ -782,7 +779,7 @@ fn graph_arg(body: &Map<String, Value>) -> Result<Option<Value>, Failure> {
 async fn models(State(s): State<AppState>, Query(params): Params) -> Answered {
     let refresh = flag(&params, "refresh")?;
     blocking(&s, move |service| {
-        crate::exec::agent::models(&service.app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models}))
+        Ok(crate::exec::agent::models(&service.app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models}))?)
     })
     .await
 }
@@ -933,11 +930,9 @@ async fn validate_design(
 
 /// Runs a design until it is done or parked; with `wait: false` answers as soon as the run is
 /// saved (status `running`) and drives it on in the background, so a page can follow it live.
-async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Gated {
-    let (wait, start) = match switch(&body, "wait", true).and_then(|wait| Ok((wait, Start::from_args(&body)?))) {
-        Ok(args) => args,
-        Err(e) => return Ok(Err(e)),
-    };
+async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let wait = switch(&body, "wait", true)?;
+    let start = Start::from_args(&body)?;
     if wait {
         return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
     }
@@ -962,7 +957,7 @@ async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, J
             let _ = tx.send(outcome);
         }
     });
-    Ok(rx.await.unwrap_or_else(|_| Err(Failure::Internal("internal error while starting the run".into()))).map(axum::Json))
+    rx.await.unwrap_or_else(|_| Err(Failure::Internal("internal error while starting the run".into()))).map(axum::Json)
 }
 
 async fn list_schedules(State(s): State<AppState>) -> Answered {
@@ -972,7 +967,7 @@ async fn list_schedules(State(s): State<AppState>) -> Answered {
 async fn schedule_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
     blocking(&s, move |service| {
         let now = service.app.clock.now();
-        crate::schedules::upsert(service.app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job}))
+        Ok(crate::schedules::upsert(service.app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job}))?)
     })
     .await
 }
@@ -990,16 +985,16 @@ async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -
 }
 
 /// Pause, resume and remove answer at once; `run` starts a run, so it takes a run slot first.
-async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Gated {
+async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Answered {
     let starts_a_run = action_starts_a_run(&action);
     let act = move |service: &Service<'_>| {
         let now = service.app.clock.now();
-        crate::schedules::action(service.app, &job_id, &action, now)
+        Ok(crate::schedules::action(service.app, &job_id, &action, now)?)
     };
     if starts_a_run {
         return gated(&s, act).await;
     }
-    Ok(blocking(&s, act).await)
+    blocking(&s, act).await
 }
 
 /// Whether a schedule job's action starts a run (`run`: the design runs now).
@@ -1050,7 +1045,7 @@ async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Query(para
             .await
         }
     };
-    following(s, follow, Followed::Run(id.as_str()), read).await
+    following(s, follow, Followed::Run(&id), read).await
 }
 
 /// `read` once (a plain read), or as the long-poll read `follow` asks.
@@ -1069,22 +1064,19 @@ where
     .map(axum::Json)
 }
 
-async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Gated {
-    let (node, answer) = match tools::respond_args(&body) {
-        Ok(args) => args,
-        Err(e) => return Ok(Err(e)),
-    };
+async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+    let (node, answer) = tools::respond_args(&body)?;
     gated(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
 }
 
 /// `{"from": "failed"}` (the default) resumes at the failed step; `{"from": "start"}` starts a new
 /// run of the design's current version linked to this one.
-async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Gated {
+async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
     let from_start = match body.get("from") {
         None | Some(Value::Null) => false,
         Some(Value::String(f)) if f == "failed" => false,
         Some(Value::String(f)) if f == "start" => true,
-        Some(other) => return Ok(Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}")))),
+        Some(other) => return Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}"))),
     };
     if from_start {
         return gated(&s, move |service| Ok(service.retry_from_start(&id)?.body())).await;
@@ -1094,7 +1086,7 @@ async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body
 
 /// Emits an event; the runs it starts (and the runs their emits start) take one run slot, one
 /// after another on its thread.
-async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Gated {
+async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Answered {
     let payload = body.get("payload").cloned().unwrap_or(Value::Null);
     gated(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
 }

@@ -27,8 +27,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -141,11 +139,9 @@ impl Busy {
     }
 }
 
-impl IntoResponse for Busy {
-    fn into_response(self) -> Response {
-        let mut response = super::api::error(StatusCode::SERVICE_UNAVAILABLE, self.0);
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(limits::BUSY_RETRY_AFTER_SECONDS));
-        response
+impl From<Busy> for crate::failure::Failure {
+    fn from(busy: Busy) -> Self {
+        crate::failure::Failure::Busy(busy.0)
     }
 }
 
@@ -200,12 +196,10 @@ impl Gate {
         let refused = if ahead >= queue {
             format!("the server is busy: all {slots} run slots are taken and {ahead} requests wait for one; retry in {retry} s")
         } else {
-            match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
-                Ok(Ok(permit)) => return Ok(permit),
-                // The semaphore is never closed; answered as busy all the same.
-                Ok(Err(_)) | Err(_) => {
-                    format!("the server is busy: all {slots} run slots stayed taken for {} ms; retry in {retry} s", wait.as_millis())
-                }
+            // The semaphore is never closed; a closed one would be answered as busy all the same.
+            match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await.ok().and_then(Result::ok) {
+                Some(permit) => return Ok(permit),
+                None => format!("the server is busy: all {slots} run slots stayed taken for {} ms; retry in {retry} s", wait.as_millis()),
             }
         };
         drop(place);

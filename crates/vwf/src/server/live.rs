@@ -33,6 +33,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::time::Instant;
 use vwf_core::limits::{LIVE_WAIT_SECONDS, LIVE_WAITERS};
+use vwf_core::names::RunId;
 
 use crate::app::App;
 use crate::changes::Change;
@@ -122,7 +123,7 @@ fn wait_seconds(text: &str) -> Result<u64, Failure> {
 
 /// What a request follows: the changes that make it read again.
 pub(crate) enum Followed<'a> {
-    Run(&'a str),
+    Run(&'a RunId),
     Listing,
 }
 
@@ -130,7 +131,7 @@ impl Followed<'_> {
     fn woken_by(&self, change: &Change) -> bool {
         match (self, change) {
             (_, Change::Resync) => true,
-            (Followed::Run(id), Change::Run(changed)) => changed == id,
+            (Followed::Run(id), Change::Run(changed)) => changed == *id,
             (Followed::Listing, Change::Run(_)) => true,
             _ => false,
         }
@@ -259,12 +260,13 @@ mod tests {
 
     #[test]
     fn a_run_wakes_on_its_own_notices_and_the_listing_on_every_run() {
-        let run = Followed::Run("abc");
-        assert!(run.woken_by(&Change::Run("abc".into())));
-        assert!(!run.woken_by(&Change::Run("abd".into())));
+        let (abc, abd) = (RunId::parse("000000000abc").unwrap(), RunId::parse("000000000abd").unwrap());
+        let run = Followed::Run(&abc);
+        assert!(run.woken_by(&Change::Run(abc.clone())));
+        assert!(!run.woken_by(&Change::Run(abd.clone())));
         assert!(run.woken_by(&Change::Resync));
         assert!(!run.woken_by(&Change::Design("abc".into())));
-        assert!(Followed::Listing.woken_by(&Change::Run("x".into())));
+        assert!(Followed::Listing.woken_by(&Change::Run(abd)));
         assert!(!Followed::Listing.woken_by(&Change::Job("x".into())));
     }
 }

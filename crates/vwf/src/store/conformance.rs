@@ -173,7 +173,7 @@ pub fn store_round_trip(store: &dyn Store) {
     // A later write of the first run does not move it.
     store.write_run(&ids[2], &json!({"run_id": ids[2].as_str(), "n": 9})).expect("rewrite");
     assert_eq!(store.read_run(&ids[2]).expect("read")["n"], 9, "the newest write is what reads back");
-    let listed: Vec<String> = store.list_runs(10).expect("list").into_iter().map(|e| e.id).collect();
+    let listed: Vec<String> = store.list_runs(10).expect("list").into_iter().map(|e| e.id.to_string()).collect();
     assert_eq!(listed, vec![ids[1].to_string(), ids[0].to_string(), ids[2].to_string()], "newest first by first write");
     assert_eq!(store.list_runs(2).expect("list").len(), 2);
     let page = store.list_run_ids(None, 2).expect("page");
@@ -246,7 +246,7 @@ pub fn saved_runs_read_back(store: &dyn Store) {
     let plan = vwf_core::plan::Plan::compile("parts", &design).expect("a valid design");
     let id = store.allocate_run_id().expect("allocate");
     let now = at("2026-03-01T09:00:00Z");
-    let mut run = Run::start(plan, id.as_str(), TriggerInfo::new("manual", json!({"items": [1, 2, 3, 4, 5]})), now);
+    let mut run = Run::start(plan, id.clone(), TriggerInfo::new("manual", json!({"items": [1, 2, 3, 4, 5]})), now);
     let (mut saves, mut whole) = (0, 0);
     // Saved under the run's lock, as the runner saves; the first save as a runner makes it
     // (`save_run_soon`): it reads back at once, durable or not yet.

@@ -162,7 +162,7 @@ pub fn file_store_at(dir: &Path) -> Result<FileStore, CopyError> {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => return Err(CopyError::NotAStore(format!("{shown} is a file, not a vwf home directory"))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(CopyError::Missing(format!("there is no directory {shown}"))),
-        Err(e) => return Err(StoreError::Io(format!("cannot read {shown}: {e}")).into()),
+        Err(e) => return Err(StoreError::io(format!("cannot read {shown}"), e).into()),
     }
     if !STORE_DIRS.iter().any(|d| dir.join(d).is_dir()) {
         return Err(CopyError::NotAStore(format!(
@@ -187,20 +187,20 @@ pub fn export_to_dir(from: &Side<'_>, dir: &Path) -> Result<Copied, CopyError> {
         Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
             return Err(CopyError::NotEmpty(format!("{shown} is a file; an export goes only into an empty or absent directory")));
         }
-        Err(e) => return Err(StoreError::Io(format!("cannot read {shown}: {e}")).into()),
+        Err(e) => return Err(StoreError::io(format!("cannot read {shown}"), e).into()),
     }
-    let absolute = std::path::absolute(dir).map_err(|e| StoreError::Io(format!("cannot resolve {shown}: {e}")))?;
+    let absolute = std::path::absolute(dir).map_err(|e| StoreError::io(format!("cannot resolve {shown}"), e))?;
     let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
         return Err(CopyError::NotAStore(format!("{shown} cannot be exported to: name a directory to create")));
     };
-    fs::create_dir_all(parent).map_err(|e| StoreError::Io(format!("cannot create {}: {e}", parent.display())))?;
+    fs::create_dir_all(parent).map_err(|e| StoreError::io(format!("cannot create {}", parent.display()), e))?;
     let staging = staging_dir(parent, &name.to_string_lossy())?;
     let staged = fill(from, &staging).and_then(|copied| {
         fs::rename(&staging, &absolute).map_err(|e| match e.kind() {
             io::ErrorKind::DirectoryNotEmpty | io::ErrorKind::AlreadyExists | io::ErrorKind::NotADirectory => {
                 CopyError::NotEmpty(format!("{shown} was filled while the export ran; nothing was written there"))
             }
-            _ => StoreError::Io(format!("cannot move the export into {shown}: {e}")).into(),
+            _ => StoreError::io(format!("cannot move the export into {shown}"), e).into(),
         })?;
         Ok(copied)
     });
@@ -208,17 +208,17 @@ pub fn export_to_dir(from: &Side<'_>, dir: &Path) -> Result<Copied, CopyError> {
         let _ = fs::remove_dir_all(&staging);
     }
     let copied = staged?;
-    sync_dir(parent).map_err(|e| StoreError::Io(format!("cannot sync {}: {e}", parent.display())))?;
+    sync_dir(parent).map_err(|e| StoreError::io(format!("cannot sync {}", parent.display()), e))?;
     Ok(copied)
 }
 
 /// A fresh hidden directory beside the export's target, `.<name>.vwf-export-<random>`.
 fn staging_dir(parent: &Path, name: &str) -> Result<PathBuf, CopyError> {
     let mut random = [0u8; 6];
-    getrandom::fill(&mut random).map_err(|e| StoreError::Io(format!("cannot get random bytes: {e}")))?;
+    getrandom::fill(&mut random).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
     let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let staging = parent.join(format!(".{name}.vwf-export-{suffix}"));
-    create_private_dir(&staging).map_err(|e| StoreError::Io(format!("cannot create {}: {e}", staging.display())))?;
+    create_private_dir(&staging).map_err(|e| StoreError::io(format!("cannot create {}", staging.display()), e))?;
     Ok(staging)
 }
 
@@ -231,8 +231,8 @@ fn fill(from: &Side<'_>, dir: &Path) -> Result<Copied, CopyError> {
         other => other,
     })?;
     for d in STORE_DIRS {
-        create_private_dir_all(&dir.join(d)).map_err(|e| StoreError::Io(format!("cannot create {}: {e}", dir.join(d).display())))?;
+        create_private_dir_all(&dir.join(d)).map_err(|e| StoreError::io(format!("cannot create {}", dir.join(d).display()), e))?;
     }
-    sync_dir(dir).map_err(|e| StoreError::Io(format!("cannot sync {}: {e}", dir.display())))?;
+    sync_dir(dir).map_err(|e| StoreError::io(format!("cannot sync {}", dir.display()), e))?;
     Ok(copied)
 }

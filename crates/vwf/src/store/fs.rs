@@ -174,7 +174,7 @@ impl FileStore {
     fn write_design(&self, name: &DesignName, graph: &Value, write: fn(&Path, &[u8]) -> io::Result<()>) -> Result<String, StoreError> {
         create_dir(&self.designs_dir())?;
         let path = self.design_path(name);
-        let mut bytes = serde_json::to_vec_pretty(graph).map_err(|e| StoreError::Io(e.to_string()))?;
+        let mut bytes = serde_json::to_vec_pretty(graph).map_err(|e| StoreError::encode(format!("design {name}"), e))?;
         bytes.push(b'\n');
         match write(&path, &bytes) {
             Ok(()) => Ok(path.display().to_string()),
@@ -308,7 +308,7 @@ impl Store for FileStore {
         create_dir(&locks)?;
         for _ in 0..ALLOCATE_ATTEMPTS {
             let mut bytes = [0u8; 6];
-            getrandom::fill(&mut bytes).map_err(|e| StoreError::Io(format!("cannot get random bytes: {e}")))?;
+            getrandom::fill(&mut bytes).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
             let id = RunId::from_bytes(bytes);
             let path = self.lock_path(&id);
             // `create_new` is the atomic reservation: exactly one caller creates a given file.
@@ -327,7 +327,10 @@ impl Store for FileStore {
                 return Ok(id);
             }
         }
-        Err(StoreError::Io(format!("cannot allocate a run id: {ALLOCATE_ATTEMPTS} random ids were all taken in {}", locks.display())))
+        Err(StoreError::other(
+            format!("cannot allocate a run id in {}", locks.display()),
+            format!("{ALLOCATE_ATTEMPTS} random ids were all taken"),
+        ))
     }
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
@@ -344,9 +347,7 @@ impl Store for FileStore {
 
     fn sync(&self) -> Result<(), StoreError> {
         match self.log.opened() {
-            Some(log) => {
-                log.sync().map_err(|e| StoreError::Io(format!("cannot write the commit log in {}: {e}", self.runs_dir().display())))
-            }
+            Some(log) => log.sync().map_err(|e| StoreError::io(format!("cannot write the commit log in {}", self.runs_dir().display()), e)),
             None => Ok(()),
         }
     }
@@ -385,7 +386,7 @@ impl Store for FileStore {
                 Err(StoreError::NotFound(_)) => continue,
                 Err(e) => Err(e.to_string()),
             };
-            entries.push(RunEntry { id: id.to_string(), run });
+            entries.push(RunEntry { id, run });
         }
         Ok(entries)
     }
@@ -396,7 +397,7 @@ impl Store for FileStore {
             return Ok(Vec::new());
         }
         let kept = |id: &RunId| self.held.lock().unwrap_or_else(|e| e.into_inner()).get(id).is_some_and(Option::is_some);
-        let page = index::older(&self.runs_dir(), before, limit, &kept).map_err(|e| StoreError::Io(format!("cannot list runs: {e}")))?;
+        let page = index::older(&self.runs_dir(), before, limit, &kept).map_err(|e| StoreError::io("cannot list runs", e))?;
         let Some(page) = page else {
             return Err(StoreError::NotFound(format!("run {} (the listing's cursor)", before.map(RunId::as_str).unwrap_or(""))));
         };
@@ -494,7 +495,7 @@ impl FileStore {
                     ));
                     unindexed = true;
                 }
-                Err(e) => return Err(StoreError::Io(format!("cannot add run {id} to the run index: {e}"))),
+                Err(e) => return Err(StoreError::io(format!("cannot add run {id} to the run index"), e)),
             }
         }
         let mut bytes = Vec::with_capacity(json.len() + 1);
@@ -546,7 +547,7 @@ impl FileStore {
     /// `Store::save_run` (`wait`) or `Store::save_run_soon`.
     fn save(&self, id: &RunId, run: &Run, changes: &Changes, wait: bool) -> Result<(), StoreError> {
         if changes.whole {
-            let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+            let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
             return self.write_run_bytes(id, &json, wait);
         }
         self.recover_once();
@@ -748,7 +749,7 @@ fn parse_json(bytes: &[u8], shown_path: &str) -> Result<Value, StoreError> {
 }
 
 fn io_error(action: &str, path: &Path, e: io::Error) -> StoreError {
-    StoreError::Io(format!("cannot {action} {}: {e}", path.display()))
+    StoreError::io(format!("cannot {action} {}", path.display()), e)
 }
 
 #[cfg(test)]
@@ -776,7 +777,7 @@ mod tests {
     }
 
     fn listed_ids(store: &FileStore, limit: usize) -> Vec<String> {
-        store.list_runs(limit).unwrap().into_iter().map(|e| e.id).collect()
+        store.list_runs(limit).unwrap().into_iter().map(|e| e.id.to_string()).collect()
     }
 
     fn files_in(dir: &Path) -> Vec<String> {

@@ -98,14 +98,14 @@ impl JobStore for FileStore {
     }
 
     fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError> {
-        Self::read_job_file(&self.job_path(design)).map_err(StoreError::Io)
+        Self::read_job_file(&self.job_path(design)).map_err(|why| StoreError::other("cannot read a schedule job", why))
     }
 
     fn write_job(&self, job: &Job) -> Result<(), StoreError> {
         let design = vwf_core::schedule::job::design_of(&job.job_id)
-            .ok_or_else(|| StoreError::Io(format!("cannot save a job with the id {:?}", job.job_id)))?;
+            .ok_or_else(|| StoreError::other(format!("cannot save a job with the id {:?}", job.job_id), "the id names no design"))?;
         let path = self.job_path(&design);
-        let mut bytes = serde_json::to_vec_pretty(job).map_err(|e| StoreError::Io(e.to_string()))?;
+        let mut bytes = serde_json::to_vec_pretty(job).map_err(|e| StoreError::encode("a schedule job", e))?;
         bytes.push(b'\n');
         let dir = self.schedules_dir();
         create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
@@ -145,7 +145,7 @@ impl JobStore for FileStore {
         let dir = self.schedules_dir();
         create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let state = json!({"design": design.as_str(), "mode": "heartbeat", "last_fired_at": time::format(&at)});
-        let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| StoreError::Io(e.to_string()))?;
+        let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| StoreError::encode("the trigger state", e))?;
         bytes.push(b'\n');
         let path = self.trigger_state_path(design);
         atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
@@ -191,7 +191,7 @@ impl JobStore for FileStore {
 }
 
 fn io_error(action: &str, path: &Path, e: io::Error) -> StoreError {
-    StoreError::Io(format!("cannot {action} {}: {e}", path.display()))
+    StoreError::io(format!("cannot {action} {}", path.display()), e)
 }
 
 #[cfg(test)]

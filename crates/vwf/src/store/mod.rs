@@ -108,7 +108,7 @@ pub trait Store: Send + Sync {
     /// Saves the whole run state (atomically). The first write of an id makes it the newest
     /// entry of [`Store::list_runs`].
     fn write_run(&self, id: &RunId, run: &Value) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
         self.write_run_json(id, &json)
     }
     /// `write_run` for a run already serialised to JSON (the runner's path: one serialisation
@@ -136,7 +136,7 @@ pub trait Store: Send + Sync {
     }
     /// Writes the whole run document (a checkpoint); what `save_run` does for `changes.whole`.
     fn save_whole_run(&self, id: &RunId, run: &Run) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
         self.write_run_json(id, &json)
     }
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
@@ -167,9 +167,8 @@ pub trait Store: Send + Sync {
     /// grow with the number of runs read before the cursor.
     fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError>;
     /// The summary of one run (see [`Store::list_summaries`]).
-    fn read_run_summary(&self, id: &str) -> Result<Summary, StoreError> {
-        let id = RunId::parse(id).map_err(StoreError::NotFound)?;
-        let run = self.read_run(&id)?;
+    fn read_run_summary(&self, id: &RunId) -> Result<Summary, StoreError> {
+        let run = self.read_run(id)?;
         Summary::deserialize(&run).map_err(|e| StoreError::Corrupt { path: format!("run {id}"), message: e.to_string() })
     }
     /// Publishes on `to` a notice for every change any process makes to this store's runs, designs
@@ -247,7 +246,7 @@ impl std::fmt::Debug for StoreLock {
 /// One line of a run listing.
 #[derive(Debug)]
 pub struct RunEntry {
-    pub id: String,
+    pub id: RunId,
     /// The run document, or why it could not be read (e.g. `... is not valid JSON: ...`).
     pub run: Result<Value, String>,
 }
@@ -255,7 +254,7 @@ pub struct RunEntry {
 /// One line of [`Store::list_summaries`].
 #[derive(Debug)]
 pub struct SummaryEntry {
-    pub id: String,
+    pub id: RunId,
     /// The run's summary, or why it could not be read.
     pub summary: Result<Summary, String>,
 }
@@ -282,6 +281,12 @@ impl std::fmt::Debug for RunLock {
 }
 
 /// What can go wrong in a store, worded for the user.
+///
+/// The cases are what callers branch on: an entry that is missing, there already, damaged or
+/// held by someone else; a store that is full, out of reach, or failed otherwise. The last three
+/// keep the error that caused them as their [`source`](std::error::Error::source), and their
+/// `action` says what was being done (it may name a file or a table; the API's edge shows users
+/// a message without it, see `Failure`).
 #[derive(thiserror::Error, Debug, Clone)]
 pub enum StoreError {
     /// What is missing, e.g. `design "x"` or `run d7b493cae249`.
@@ -293,15 +298,53 @@ pub enum StoreError {
     /// `path` is where the user finds the entry (relative to the home for the file store).
     #[error("{path} is not valid JSON: {message}")]
     Corrupt { path: String, message: String },
+    /// Valid JSON that is not what it should be, e.g. a run document without a status.
+    #[error("{what} cannot be read: {message}")]
+    Unreadable { what: String, message: String },
     /// Held by someone else for now, e.g. the home's triggers by another daemon (a full message).
     #[error("{0}")]
     Busy(String),
-    /// A full message naming the action and the location.
-    #[error("{0}")]
-    Io(String),
+    /// The disk (or the user's quota) is full: nothing was written.
+    #[error("{action}: {source}")]
+    Full { action: String, source: Source },
+    /// The store cannot be reached now (the database is down or refuses connections): trying
+    /// again later may work.
+    #[error("{action}: {source}")]
+    Unavailable { action: String, source: Source },
+    /// Any other failure of the storage underneath.
+    #[error("{action}: {source}")]
+    Io { action: String, source: Source },
 }
 
+/// The error beneath a [`StoreError`], shared so the error stays `Clone`.
+pub type Source = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+
+/// A cause with no error value beneath it (a bug, an exhausted retry), as a [`Source`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Cause(pub String);
+
 impl StoreError {
+    /// An I/O error while doing `action`: `Full` for a full disk or quota, else `Io`.
+    pub fn io(action: impl Into<String>, e: std::io::Error) -> Self {
+        let action = action.into();
+        let full = matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+            || matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
+        let source: Source = std::sync::Arc::new(e);
+        if full { Self::Full { action, source } } else { Self::Io { action, source } }
+    }
+    /// A failure with no error beneath it (`action` says what, `why` why).
+    pub fn other(action: impl Into<String>, why: impl Into<String>) -> Self {
+        Self::Io { action: action.into(), source: std::sync::Arc::new(Cause(why.into())) }
+    }
+    /// A value that cannot be serialised (a bug: every stored type serialises).
+    pub fn encode(what: impl std::fmt::Display, e: serde_json::Error) -> Self {
+        Self::Io { action: format!("cannot encode {what}"), source: std::sync::Arc::new(e) }
+    }
+    /// Whether trying again later may work (the store is full or out of reach).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Full { .. } | Self::Unavailable { .. })
+    }
     pub fn design_not_found(name: &DesignName) -> Self {
         Self::NotFound(format!("design {:?}", name.as_str()))
     }

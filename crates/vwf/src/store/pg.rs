@@ -40,7 +40,7 @@ use vwf_core::schedule::job::{Job, design_of, job_id};
 use vwf_core::time::Ts;
 use vwf_core::versions::DesignVersion;
 
-use super::{JobEntry, JobStore, RunEntry, RunLock, Store, StoreError, StoreLock};
+use super::{Cause, JobEntry, JobStore, RunEntry, RunLock, Source, Store, StoreError, StoreLock};
 use crate::changes::{Change, Changes};
 
 /// The schema, oldest first; embedded so the binary needs no files beside it.
@@ -182,7 +182,7 @@ impl PgStore {
             .thread_name("vwf-pg")
             .enable_all()
             .build()
-            .map_err(|e| StoreError::Io(format!("cannot start the database runtime: {e}")))?;
+            .map_err(|e| StoreError::io("cannot start the database runtime", e))?;
         let (connections, slots) = lock_slots(settings.pool_size);
         let pool_options = PgPoolOptions::new().max_connections(connections).acquire_timeout(settings.acquire_timeout);
         let connected = runtime.block_on(async move {
@@ -193,7 +193,7 @@ impl PgStore {
             migrator().run(&pool).await.map_err(sqlx::Error::from)?;
             Ok::<PgPool, sqlx::Error>(pool)
         });
-        let pool = connected.map_err(|e| StoreError::Io(connect_error(&shown, e)))?;
+        let pool = connected.map_err(|e| connect_error(&shown, e))?;
         let lock_slots = Arc::new(tokio::sync::Semaphore::new(slots as usize));
         Ok(PgStore {
             inner: Arc::new(Inner {
@@ -215,7 +215,7 @@ impl PgStore {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| StoreError::Io(format!("cannot start the database runtime: {e}")))?;
+            .map_err(|e| StoreError::io("cannot start the database runtime", e))?;
         let versions = runtime.block_on(async move {
             let mut conn = PgConnection::connect_with(&options).await?;
             let before = applied_versions(&mut conn).await?;
@@ -224,7 +224,7 @@ impl PgStore {
             conn.close().await?;
             Ok::<_, sqlx::Error>((before, after))
         });
-        let (before, after) = versions.map_err(|e| StoreError::Io(connect_error(&shown, e)))?;
+        let (before, after) = versions.map_err(|e| connect_error(&shown, e))?;
         let applied = MIGRATIONS
             .iter()
             .filter(|(version, _, _)| after.contains(version) && !before.contains(version))
@@ -237,7 +237,7 @@ impl PgStore {
     pub fn migrate(&self) -> Result<(), StoreError> {
         let pool = self.pool();
         let shown = self.inner.shown.clone();
-        self.wait(async move { migrator().run(&pool).await.map_err(|e| StoreError::Io(connect_error(&shown, e.into()))) })
+        self.wait(async move { migrator().run(&pool).await.map_err(|e| connect_error(&shown, e.into())) })
     }
 
     /// Starts the task that LISTENs for every instance's change notices and publishes them on
@@ -282,11 +282,13 @@ impl PgStore {
     /// Runs `fut` on the store's runtime and waits for its answer.
     fn wait<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let Some(runtime) = &self.inner.runtime else { return Err(StoreError::Io("the database runtime has stopped".into())) };
+        let Some(runtime) = &self.inner.runtime else {
+            return Err(StoreError::other("cannot reach the database", "the database runtime has stopped"));
+        };
         runtime.spawn(async move {
             let _ = tx.send(fut.await);
         });
-        rx.recv().unwrap_or_else(|_| Err(StoreError::Io("the database call was dropped".into())))
+        rx.recv().unwrap_or_else(|_| Err(StoreError::other("cannot reach the database", "the database call was dropped")))
     }
 
     /// Takes a connection and, on it, the session advisory lock `key`: waiting for it (`wait`) or
@@ -297,12 +299,13 @@ impl PgStore {
         let conn = self.wait(async move {
             let slot = match run {
                 false => None,
-                true => match tokio::time::timeout(timeout, slots.acquire_owned()).await {
-                    Ok(Ok(slot)) => Some(slot),
-                    _ => {
-                        return Err(StoreError::Io(
-                            "database error: timed out waiting for a free run lock slot ([store] pool_size)".into(),
-                        ));
+                true => match tokio::time::timeout(timeout, slots.acquire_owned()).await.ok().and_then(Result::ok) {
+                    Some(slot) => Some(slot),
+                    None => {
+                        return Err(StoreError::Unavailable {
+                            action: "cannot lock a run".into(),
+                            source: Arc::new(Cause("timed out waiting for a free run lock slot ([store] pool_size)".into())),
+                        });
                     }
                 },
             };
@@ -437,10 +440,13 @@ pub struct AppliedMigration {
 fn connect_options(settings: &PgSettings) -> Result<(PgConnectOptions, String), StoreError> {
     let shown = redact(&settings.url);
     if !["postgres://", "postgresql://"].iter().any(|scheme| settings.url.starts_with(scheme)) {
-        return Err(StoreError::Io(format!("[store] url is not a PostgreSQL URL ({shown}): it starts with postgres:// or postgresql://")));
+        return Err(StoreError::other(
+            format!("[store] url is not a PostgreSQL URL ({shown})"),
+            "it starts with postgres:// or postgresql://",
+        ));
     }
     let options = PgConnectOptions::from_str(&settings.url)
-        .map_err(|e| StoreError::Io(format!("[store] url is not a PostgreSQL URL ({shown}): {e}")))?
+        .map_err(|e| StoreError::other(format!("[store] url is not a PostgreSQL URL ({shown})"), e.to_string()))?
         .options([("statement_timeout", settings.statement_timeout.as_millis().to_string())]);
     Ok((options, shown))
 }
@@ -457,20 +463,35 @@ async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>, sqlx::Err
 
 /// A database error as a store error.
 fn db(e: sqlx::Error) -> StoreError {
-    StoreError::Io(format!("database error: {e}"))
+    classified("database error".into(), e)
+}
+
+/// `e` as the store error a caller can branch on: the database out of reach (the connection, the
+/// pool, the server shutting down) is `Unavailable`, its disk full is `Full` (SQLSTATE 53100),
+/// anything else `Io`.
+fn classified(action: String, e: sqlx::Error) -> StoreError {
+    let code = e.as_database_error().and_then(|d| d.code()).map(|c| c.into_owned());
+    let unreachable = matches!(e, sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
+        || code.as_deref().is_some_and(|c| c.starts_with("08") || c.starts_with("57P"));
+    let source: Source = Arc::new(e);
+    match code.as_deref() {
+        Some("53100") => StoreError::Full { action, source },
+        _ if unreachable => StoreError::Unavailable { action, source },
+        _ => StoreError::Io { action, source },
+    }
 }
 
 /// Why connecting failed, in the user's words.
-fn connect_error(shown: &str, e: sqlx::Error) -> String {
+fn connect_error(shown: &str, e: sqlx::Error) -> StoreError {
     match e {
         sqlx::Error::Migrate(m) => match *m {
-            sqlx::migrate::MigrateError::VersionMissing(v) => format!(
-                "the database {shown} has schema version {v}, newer than this vwf knows (up to {}); use a newer vwf",
-                MIGRATIONS.len()
+            sqlx::migrate::MigrateError::VersionMissing(v) => StoreError::other(
+                format!("cannot use the database {shown}"),
+                format!("it has schema version {v}, newer than this vwf knows (up to {}); use a newer vwf", MIGRATIONS.len()),
             ),
-            other => format!("cannot bring the schema of {shown} up to date: {other}"),
+            other => StoreError::Io { action: format!("cannot bring the schema of {shown} up to date"), source: Arc::new(other) },
         },
-        other => format!("cannot connect to the database {shown}: {other}"),
+        other => classified(format!("cannot connect to the database {shown}"), other),
     }
 }
 
@@ -492,14 +513,15 @@ fn parse_doc(text: &str, what: String) -> Result<Value, StoreError> {
 }
 
 fn to_text(value: &Value) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Io(e.to_string()))
+    serde_json::to_string(value).map_err(|e| StoreError::encode("a document", e))
 }
 
 /// A fenced save that changed nothing: the session holding the run's lock is gone.
 fn lock_lost(id: &RunId) -> StoreError {
-    StoreError::Io(format!(
-        "run {id} was not saved: this process lost the run's lock (its database connection ended), so another may have taken the run over"
-    ))
+    StoreError::other(
+        format!("run {id} was not saved"),
+        "this process lost the run's lock (its database connection ended), so another may have taken the run over",
+    )
 }
 
 fn run_key(id: &RunId) -> i64 {
@@ -511,7 +533,9 @@ fn run_key(id: &RunId) -> i64 {
 impl PgStore {
     /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk.
     fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool) -> Result<(), StoreError> {
-        let text = std::str::from_utf8(json).map_err(|e| StoreError::Io(format!("run {id} is not UTF-8 JSON: {e}")))?.to_string();
+        let text = std::str::from_utf8(json)
+            .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?
+            .to_string();
         // A whole save replaces the document and drops the parts saved since the last one.
         // `$6`: `off` for a save that need not wait for the disk, else NULL (the session's
         // setting stays). Set for the statement's own transaction, read at its commit.
@@ -626,9 +650,10 @@ impl Store for PgStore {
     }
 
     fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
-        let number = i64::try_from(version.version).map_err(|_| StoreError::Io(format!("version {} is too large", version.version)))?;
+        let number = i64::try_from(version.version)
+            .map_err(|_| StoreError::other("cannot record a version", format!("version {} is too large", version.version)))?;
         let (pool, key) = (self.pool(), name.to_string());
-        let doc = serde_json::to_string(version).map_err(|e| StoreError::Io(e.to_string()))?;
+        let doc = serde_json::to_string(version).map_err(|e| StoreError::encode("a design version", e))?;
         let added = self.wait(async move {
             let done = sqlx::query("INSERT INTO vwf_design_versions (name, version, doc) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
                 .bind(key)
@@ -686,13 +711,13 @@ impl Store for PgStore {
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         for _ in 0..ALLOCATE_ATTEMPTS {
             let mut bytes = [0u8; 6];
-            getrandom::fill(&mut bytes).map_err(|e| StoreError::Io(format!("cannot get random bytes: {e}")))?;
+            getrandom::fill(&mut bytes).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
             let id = RunId::from_bytes(bytes);
             if self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1 {
                 return Ok(id);
             }
         }
-        Err(StoreError::Io(format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
+        Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
     }
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
@@ -707,7 +732,7 @@ impl Store for PgStore {
         if !changes.whole {
             return self.save_run(id, run, changes);
         }
-        let json = serde_json::to_vec(run).map_err(|e| StoreError::Io(e.to_string()))?;
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
         self.write_run_text(id, &json, false)
     }
 
@@ -821,11 +846,12 @@ impl Store for PgStore {
         Ok(rows
             .into_iter()
             .filter_map(|row| {
-                let id: String = row.try_get("id").ok()?;
+                // Ids are written only as parsed run ids.
+                let id = RunId::parse(row.try_get("id").ok()?).ok()?;
                 let doc: String = row.try_get("doc").ok()?;
                 // A run in flight has parts saved since its document: read it whole.
-                let run = match (row.try_get::<bool, _>("parts"), RunId::parse(&id)) {
-                    (Ok(true), Ok(run_id)) => self.read_run(&run_id),
+                let run = match row.try_get::<bool, _>("parts") {
+                    Ok(true) => self.read_run(&id),
                     _ => parse_doc(&doc, format!("run {id}")),
                 };
                 Some(RunEntry { id, run: run.map_err(|e| e.to_string()) })
@@ -871,7 +897,9 @@ impl Store for PgStore {
         if !self.run_exists(id)? {
             return Err(StoreError::run_not_found(id));
         }
-        let lock = self.advisory(run_key(id), true, true)?.ok_or_else(|| StoreError::Io(format!("cannot lock run {id}")))?;
+        let lock = self
+            .advisory(run_key(id), true, true)?
+            .ok_or_else(|| StoreError::other(format!("cannot lock run {id}"), "the lock was not granted"))?;
         Ok(RunLock::new(id.clone(), lock))
     }
 
@@ -909,14 +937,15 @@ impl JobStore for PgStore {
         let text = self.fetch_text("SELECT job FROM vwf_jobs WHERE design = $1", vec![design.to_string()])?;
         text.map(|t| {
             serde_json::from_str(&t)
-                .map_err(|e| StoreError::Io(format!("schedule job of {:?} is not a schedule job: {e}", design.as_str())))
+                .map_err(|e| StoreError::Corrupt { path: format!("schedule job of {:?}", design.as_str()), message: e.to_string() })
         })
         .transpose()
     }
 
     fn write_job(&self, job: &Job) -> Result<(), StoreError> {
-        let design = design_of(&job.job_id).ok_or_else(|| StoreError::Io(format!("cannot save a job with the id {:?}", job.job_id)))?;
-        let text = serde_json::to_string(job).map_err(|e| StoreError::Io(e.to_string()))?;
+        let design = design_of(&job.job_id)
+            .ok_or_else(|| StoreError::other(format!("cannot save a job with the id {:?}", job.job_id), "the id names no design"))?;
+        let text = serde_json::to_string(job).map_err(|e| StoreError::encode("a schedule job", e))?;
         self.execute(
             "INSERT INTO vwf_jobs (design, job) VALUES ($1, $2) ON CONFLICT (design) DO UPDATE SET job = EXCLUDED.job",
             vec![design.to_string(), text],
@@ -938,7 +967,9 @@ impl JobStore for PgStore {
     }
 
     fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
-        let lock = self.advisory(JOBS_LOCK_KEY, true, false)?.ok_or_else(|| StoreError::Io("cannot lock the schedule jobs".into()))?;
+        let lock = self
+            .advisory(JOBS_LOCK_KEY, true, false)?
+            .ok_or_else(|| StoreError::other("cannot lock the schedule jobs", "the lock was not granted"))?;
         Ok(StoreLock::new(lock))
     }
 

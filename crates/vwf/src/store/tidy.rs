@@ -343,7 +343,7 @@ mod tests {
         store.tidy_index(&store.runs_dir(), &files, true, &mut idle, &mut found);
         drop(idle);
         assert_eq!(found, Vec::new());
-        let listed: Vec<String> = store.list_runs(10).unwrap().into_iter().map(|e| e.id).collect();
+        let listed: Vec<String> = store.list_runs(10).unwrap().into_iter().map(|e| e.id.to_string()).collect();
         assert_eq!(listed, vec![new.to_string(), old.to_string()]);
     }
 }

@@ -65,7 +65,7 @@ impl FileStore {
         let dir = self.versions_dir(name);
         create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
         let path = dir.join(format!("{}.json", version.version));
-        let mut bytes = serde_json::to_vec_pretty(version).map_err(|e| StoreError::Io(e.to_string()))?;
+        let mut bytes = serde_json::to_vec_pretty(version).map_err(|e| StoreError::encode("a design version", e))?;
         bytes.push(b'\n');
         match atomic_create(&path, &bytes) {
             Ok(()) => Ok(()),
@@ -111,5 +111,5 @@ pub fn version_not_found(name: &DesignName, version: u64) -> StoreError {
 }
 
 fn io_error(action: &str, path: &std::path::Path, e: io::Error) -> StoreError {
-    StoreError::Io(format!("cannot {action} {}: {e}", path.display()))
+    StoreError::io(format!("cannot {action} {}", path.display()), e)
 }
