@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 use vwf_core::design::Design;
 use vwf_core::names::DesignName;
 
-use crate::app::App;
-use crate::schedules;
-use crate::store::{FileStore, Finding, Store, StoreError};
+use vwf_runtime::app::App;
+use vwf_runtime::schedules;
+use vwf_store::{FileStore, Finding, Store, StoreError};
 
 /// What a check found in a home.
 pub struct Report {
@@ -103,7 +103,7 @@ pub fn examine(app: &App, fix: bool) -> Report {
     let runs = store.run_ids();
     for id in &runs {
         let problem = match store.read_run(id) {
-            Ok(value) => crate::runner::parse_run(id, value).err().map(|e| e.to_string()),
+            Ok(value) => vwf_runtime::runner::parse_run(id, value).err().map(|e| e.to_string()),
             Err(StoreError::NotFound(_)) => None, // deleted meanwhile
             Err(e) => Some(unreadable(e)),
         };
@@ -137,11 +137,11 @@ fn exposed(home: &Path) -> Vec<Exposed> {
     if let Some(mode) = mode_of(home).filter(|m| m & OPEN_BITS != 0) {
         note(".".to_string(), mode, 0);
     }
-    let config = crate::config::Config::path(home);
+    let config = vwf_exec::config::Config::path(home);
     if let Some(mode) = mode_of(&config).filter(|m| m & OPEN_BITS != 0) {
         note(relative(home, &config), mode, 0);
     }
-    let mut dirs: Vec<std::path::PathBuf> = crate::store::fs::HOME_DIRS.iter().map(|d| home.join(d)).collect();
+    let mut dirs: Vec<std::path::PathBuf> = vwf_store::fs::HOME_DIRS.iter().map(|d| home.join(d)).collect();
     while let Some(dir) = dirs.pop() {
         let Some(mode) = mode_of(&dir) else { continue };
         if mode & OPEN_BITS != 0 {
@@ -203,16 +203,6 @@ fn unreadable(e: StoreError) -> String {
     match e {
         StoreError::Corrupt { message, .. } => format!("is not valid JSON: {message}"),
         other => other.to_string(),
-    }
-}
-
-/// Removes what killed writers left (see `store::tidy`) when a server or daemon starts, and says
-/// on standard error what it removed; `who` names the caller in those lines.
-pub fn tidy_at_start(home: &Path, who: &str) {
-    for finding in FileStore::new(home.to_path_buf()).tidy(true) {
-        if let Some(fixed) = &finding.fixed {
-            eprintln!("{who}: {}: {} — {fixed}", finding.path, finding.problem);
-        }
     }
 }
 

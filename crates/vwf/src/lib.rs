@@ -1,27 +1,21 @@
-//! The `vwf` binary's library: stores, drivers, the runner, the tools, the chat command and
-//! the human renderings. `main.rs` is a thin CLI over it; benchmarks and tests use it directly.
+//! The `vwf` binary's library: the command line (definitions, arguments, what each command prints),
+//! `vwf doctor` and the log setup. `main.rs` is a thin start over it.
+//!
+//! The layers below are crates of their own (ARCHITECTURE.md, "Crates"); they are re-exported
+//! under their old module names so the binary's tests and benchmarks reach the whole stack
+//! through one name.
 
-pub mod app;
-pub mod assets;
-pub mod changes;
 pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod daemon;
 pub mod doctor;
-pub mod exec;
-pub mod failure;
 pub mod logs;
-pub mod mcp;
-pub mod render;
-pub mod run_error;
-pub mod runner;
-pub mod schedules;
-pub mod server;
-pub mod service;
-pub mod signals;
-pub mod slash;
-pub mod store;
-pub mod telemetry;
-pub mod tools;
-pub mod versions;
+
+pub use vwf_api::{assets, failure, mcp, render, server, service, signals, slash, tools};
+/// The drivers.
+pub use vwf_exec as exec;
+pub use vwf_exec::config;
+/// The runtime's error.
+pub use vwf_runtime::error as run_error;
+pub use vwf_runtime::{app, clock, daemon, gate, runner, schedules, telemetry, versions};
+/// The store traits and the two stores.
+pub use vwf_store as store;
+pub use vwf_store::changes;

@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     }
     match App::open(home) {
         Ok(app) => cli::execute(&app, &cli),
-        Err(f) => cli::fail(&f, cli.json),
+        Err(e) => cli::fail(&e.into(), cli.json),
     }
 }
 

@@ -9,14 +9,15 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::pins::TestScope;
 use vwf_core::run::{Response, Run, Status};
 
+use super::args::{parse_json, read_arg};
 use super::{REFUSED, failure_code, pretty, run_code, show_run};
-use crate::app::{App, parse_json, read_arg};
-use crate::failure::Failure;
-use crate::render;
-use crate::runner::Answer;
-use crate::schedules::cli::ScheduleCmd;
-use crate::service::{ContractBody, Draft, ImportStatus, PinSource, SaveMode, Service, Start};
+use crate::cli::schedule::ScheduleCmd;
 use crate::{slash as chat, tools};
+use vwf_api::failure::Failure;
+use vwf_api::render;
+use vwf_api::service::{ContractBody, Draft, ImportStatus, PinSource, SaveMode, Service, Start};
+use vwf_runtime::app::App;
+use vwf_runtime::runner::Answer;
 
 /// How many recent runs `vwf run` looks at for timed waits that are due.
 const RESUME_SCAN: usize = 200;
@@ -363,11 +364,11 @@ pub(super) fn doctor(app: &App, json: bool, fix: bool) -> Result<u8, Failure> {
 }
 
 pub(super) fn daemon(app: &App, json: bool) -> Result<u8, Failure> {
-    let _claim = crate::daemon::claim_home(app)?;
-    crate::doctor::tidy_at_start(&app.home, "vwf daemon");
-    let stop = crate::signals::stop_flag().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?;
-    let mut daemon = crate::daemon::Daemon::new(app);
-    daemon.tick(crate::clock::Clock::now(app.clock.as_ref()));
+    let _claim = vwf_runtime::daemon::claim_home(app)?;
+    vwf_runtime::app::tidy_at_start(&app.home, "vwf daemon");
+    let stop = vwf_api::signals::stop_flag().map_err(|e| Failure::Internal(format!("cannot listen for SIGINT/SIGTERM: {e}")))?;
+    let mut daemon = vwf_runtime::daemon::Daemon::new(app);
+    daemon.tick(vwf_runtime::clock::Clock::now(app.clock.as_ref()));
     let watching = daemon.watching();
     if json {
         let designs: Vec<Value> = watching.iter().map(|w| json!({"design": w.design, "mode": w.mode, "detail": w.detail})).collect();
@@ -384,7 +385,7 @@ pub(super) fn daemon(app: &App, json: bool) -> Result<u8, Failure> {
 }
 
 pub(super) fn schedule(app: &App, json: bool, cmd: &ScheduleCmd) -> Result<u8, Failure> {
-    let out = crate::schedules::cli::execute(app, cmd)?;
+    let out = crate::cli::schedule::execute(app, cmd)?;
     if json {
         say!("{}", pretty(&out.body));
     } else {
@@ -399,8 +400,8 @@ pub(super) fn schedule(app: &App, json: bool, cmd: &ScheduleCmd) -> Result<u8, F
 
 pub(super) fn serve(app: &App, json: bool, bind: Option<&str>) -> Result<u8, Failure> {
     // The server writes its token file into the home before anything else would create it.
-    crate::store::fs::create_home(&app.home).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", app.home.display())))?;
-    let server = crate::server::prepare(App::open(app.home.clone())?, bind)?;
+    vwf_store::fs::create_home(&app.home).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", app.home.display())))?;
+    let server = vwf_api::server::prepare(App::open(app.home.clone())?, bind)?;
     // One line first, so whoever started the server learns its address from it.
     if json {
         say!("{}", json!({"ok": true, "url": server.url(), "api": server.api_url()}));
@@ -413,7 +414,7 @@ pub(super) fn serve(app: &App, json: bool, bind: Option<&str>) -> Result<u8, Fai
 
 pub(super) fn mcp(app: &App) -> Result<u8, Failure> {
     // Standard output carries the protocol from here on: nothing else is printed there.
-    crate::mcp::serve_stdio(App::open(app.home.clone())?)?;
+    vwf_api::mcp::serve_stdio(App::open(app.home.clone())?)?;
     Ok(0)
 }
 

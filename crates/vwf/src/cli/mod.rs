@@ -16,7 +16,9 @@ macro_rules! say {
     }};
 }
 
+pub mod args;
 mod commands;
+pub mod schedule;
 mod store;
 mod versions;
 
@@ -28,12 +30,12 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use vwf_core::run::{Run, Status};
 
-use crate::app::App;
-use crate::failure::Failure;
-use crate::render;
-use crate::runner::Progress;
-use crate::service::Service;
 pub use store::StoreCmd;
+use vwf_api::failure::Failure;
+use vwf_api::render;
+use vwf_api::service::Service;
+use vwf_runtime::app::App;
+use vwf_runtime::runner::Progress;
 
 /// `vwf --version`: the package version and the commit it was built from (`unknown` outside git).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("VWF_COMMIT"), ")");
@@ -231,7 +233,7 @@ pub enum Cmd {
     /// Schedule jobs: run a design on a cron schedule (set, list, pause, resume, run, remove, tick).
     Schedule {
         #[command(subcommand)]
-        cmd: crate::schedules::cli::ScheduleCmd,
+        cmd: crate::cli::schedule::ScheduleCmd,
     },
     /// Turn an agent.json file's workflows into saved designs (file path or -).
     Import {

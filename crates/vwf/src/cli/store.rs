@@ -12,11 +12,11 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::pretty;
-use crate::app::App;
-use crate::config::Config;
-use crate::failure::Failure;
-use crate::store::copy::{self, Copied, CopyError, Side};
-use crate::store::{PgSettings, PgStore};
+use vwf_api::failure::Failure;
+use vwf_exec::config::Config;
+use vwf_runtime::app::App;
+use vwf_store::copy::{self, Copied, CopyError, Side};
+use vwf_store::{PgSettings, PgStore};
 
 #[derive(Subcommand)]
 pub enum StoreCmd {
@@ -42,7 +42,7 @@ pub enum StoreCmd {
 /// The database the home is configured for (`VWF_DATABASE_URL`, else `[store] url`), if any.
 fn database(home: &Path) -> Result<Option<PgSettings>, Failure> {
     let config = Config::load(home).map_err(Failure::Internal)?;
-    config.store.postgres(std::env::var("VWF_DATABASE_URL").ok()).map_err(Failure::BadRequest)
+    vwf_runtime::app::postgres_settings(&config.store, std::env::var("VWF_DATABASE_URL").ok()).map_err(Failure::BadRequest)
 }
 
 /// `vwf store migrate`.
@@ -88,7 +88,7 @@ pub(super) fn import(app: &App, json: bool, from: &Path) -> Result<u8, Failure> 
 /// The configured store as messages name it: the database without its password, or the home.
 fn shown_store(app: &App) -> Result<String, Failure> {
     Ok(match database(&app.home)? {
-        Some(settings) => crate::store::pg::redact(&settings.url),
+        Some(settings) => vwf_store::pg::redact(&settings.url),
         None => app.home.display().to_string(),
     })
 }

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::commands::design_name;
 use super::pretty;
-use crate::failure::Failure;
-use crate::service::{self, ContractBody, Service};
+use vwf_api::failure::Failure;
+use vwf_api::service::{self, ContractBody, Service};
 
 pub(super) fn list(service: &Service<'_>, json: bool, name: &str) -> Result<u8, Failure> {
     let design = design_name(name)?;

@@ -1,0 +1,358 @@
+//! The agent tools over the Model Context Protocol: `vwf mcp` (standard input and output) and
+//! `/mcp` on `vwf serve` (streamable HTTP, behind the server's Host, token and Origin checks).
+//!
+//! MCP is one more agent surface (SPEC §11): the five contract tools go through `tools::call`,
+//! the JSON adapter, and two read-only listings (`workflow_design_list`, `workflow_runs_list`)
+//! call the service layer exactly as `GET /designs` and `GET /runs` do. Every call runs on a
+//! blocking thread.
+//!
+//! Invariants:
+//! - A tool call always answers with a tool result carrying the contract JSON, as text and as
+//!   structured content; a failure is `{ok:false, error}` with `isError` set, never a JSON-RPC
+//!   error, so a session survives any argument a client sends.
+//! - In `vwf mcp`, standard output belongs to the protocol: nothing else is printed there.
+//! - On `vwf serve`, a call of a tool that starts or drives a run ([`RUN_TOOLS`]) takes one of the
+//!   server's run slots before the protocol layer sees it; when every slot stays taken the HTTP
+//!   answer is 503 with `Retry-After` and a JSON-RPC error of the call's id (nothing ran, so it is
+//!   no tool result).
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+use vwf_core::limits::REQUEST_BODY_BYTES;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::failure::{Failure, guarded};
+use crate::service::Service;
+use crate::tools::{self, Reply};
+use vwf_runtime::app::App;
+use vwf_runtime::gate::{Slot, Ticket};
+
+/// Where `vwf serve` mounts the streamable-HTTP endpoint.
+pub const HTTP_PATH: &str = "/mcp";
+
+/// `workflow_runs_list` without `limit`, and the most it may ask for (as `GET /runs`).
+const RUNS_DEFAULT: usize = 20;
+const RUNS_MAX: usize = 1000;
+
+/// Every tool this server offers, in the order clients list them.
+pub const MCP_TOOL_NAMES: [&str; 7] = [
+    "workflow_design_save",
+    "workflow_design_load",
+    "workflow_design_validate",
+    "workflow_design_run",
+    "workflow_design_respond",
+    "workflow_design_list",
+    "workflow_runs_list",
+];
+
+/// The tools that start or drive a run: on `vwf serve` each call takes a run slot.
+pub const RUN_TOOLS: [&str; 2] = ["workflow_design_run", "workflow_design_respond"];
+
+/// The JSON-RPC error code of a call refused because every run slot stayed taken (the range
+/// JSON-RPC leaves to servers).
+pub const BUSY_CODE: i64 = -32000;
+
+/// Calls tool `name`: the five contract tools through `tools::call`, plus the two listings.
+pub(crate) fn call(app: &App, name: &str, args: &Value) -> Reply {
+    match name {
+        "workflow_design_list" | "workflow_runs_list" => guarded(name, || listing(&Service::new(app), name, args)).into(),
+        _ => tools::call(app, name, args),
+    }
+}
+
+fn listing(service: &Service<'_>, name: &str, args: &Value) -> Result<Value, Failure> {
+    let Some(args) = args.as_object() else {
+        return Err(Failure::BadRequest("arguments must be a JSON object".into()));
+    };
+    if name == "workflow_design_list" {
+        return Ok(json!({"ok": true, "designs": service.designs()?}));
+    }
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => RUNS_DEFAULT,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=RUNS_MAX as u64).contains(&n) => n as usize,
+            _ => return Err(Failure::BadRequest(format!("\"limit\" must be a whole number from 1 to {RUNS_MAX}, not {v}"))),
+        },
+    };
+    // `{ok:true, runs}`, newest first: the entries of `GET /runs` (an unreadable run file is an
+    // `{ok:false, run_id, error}` entry, never a failed listing).
+    Ok(json!({"ok": true, "runs": service.runner().list_results(limit)?}))
+}
+
+// ---- the tool list ----
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+const NAME_RULE: &str = "Design name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters.";
+
+/// The tools with their argument schemas. Names and ids are checked by the tools themselves
+/// (one rule, one place); the schemas describe shapes.
+pub fn tool_list() -> Vec<Tool> {
+    let name = json!({"type": "string", "description": NAME_RULE});
+    let graph = json!({"type": "object", "description": "The design document: {description?, budget?, nodes: [...], edges: [...]}."});
+    let run_id = json!({"type": "string", "description": "The run id: 12 lowercase hex characters."});
+    let read_only = |tool: Tool| tool.with_annotations(ToolAnnotations::new().read_only(true));
+    vec![
+        Tool::new(
+            "workflow_design_save",
+            "Validate a design and save it under a name. Answers {ok:true, name, path, nodes}, or {ok:false, error, errors} listing the validation errors (nothing is saved then).",
+            schema(json!({"type": "object", "properties": {"name": name, "graph": graph}, "required": ["name", "graph"]})),
+        ),
+        read_only(Tool::new(
+            "workflow_design_load",
+            "Load a saved design, or one of its recorded versions (give version). Answers {ok:true, graph} or {ok:false, error}.",
+            schema(
+                json!({"type": "object", "properties": {"name": name, "version": {"type": "integer", "minimum": 1, "description": "A recorded version (vwf versions NAME); the saved design when absent."}}, "required": ["name"]}),
+            ),
+        )),
+        read_only(Tool::new(
+            "workflow_design_validate",
+            "Check a saved design (give name) or a draft (give graph). Answers {ok, errors, warnings}; each issue is {node?, edge?, field?, message}.",
+            schema(json!({"type": "object", "properties": {"name": name, "graph": graph}})),
+        )),
+        Tool::new(
+            "workflow_design_run",
+            "Run a saved design now, until it is done, failed or parked. Answers the run result {ok, run_id, design, status, pending, outputs, skipped, deliveries, error, failed_node, steps, ...}. status awaiting_agent: perform pending.prompt and answer with workflow_design_respond {output}; awaiting_approval: a person answers pending.question with one of pending.options.",
+            schema(json!({"type": "object", "properties": {
+                "name": name,
+                "input": {"description": "The run's input (any JSON), read by {{trigger}} templates."},
+                "test": {"type": "boolean", "description": "A test run: steps pinned on the design give their pinned output instead of running (no command, call, model or delivery)."},
+                "only": {"type": "string", "description": "A test run of this step alone, from the outputs of pins and past runs."},
+                "until": {"type": "string", "description": "A test run of this step and every step leading to it."}
+            }, "required": ["name"]})),
+        ),
+        Tool::new(
+            "workflow_design_respond",
+            "Answer a parked run: give exactly one of answer (an approval gate's option), output (an agent step's text) or agent_generate: true (perform the agent step with the configured backend). Answers the run result, or {ok:false, error} when the run is not waiting on that node.",
+            schema(json!({"type": "object", "properties": {
+                "run_id": run_id,
+                "node": {"type": "string", "description": "The parked node's id (pending.node)."},
+                "answer": {"type": "string", "description": "For an approval gate: one of its options."},
+                "output": {"type": "string", "description": "For an agent step: the step's text."},
+                "agent_generate": {"type": "boolean", "description": "For an agent step: let the configured agent backend perform it."}
+            }, "required": ["run_id", "node"]})),
+        ),
+        read_only(Tool::new(
+            "workflow_design_list",
+            "List the saved designs. Answers {ok:true, designs: [name, ...]}.",
+            schema(json!({"type": "object", "properties": {}})),
+        )),
+        read_only(Tool::new(
+            "workflow_runs_list",
+            "List recent runs, newest first. Answers {ok:true, runs: [run result, ...]}; an unreadable run file is an {ok:false, run_id, error} entry.",
+            schema(json!({"type": "object", "properties": {
+                "limit": {"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "description": format!("How many runs (default {RUNS_DEFAULT}).")}
+            }})),
+        )),
+    ]
+}
+
+/// A tool's answer as an MCP result: the contract JSON as text and as structured content.
+/// A run result is never an error result (its `status` tells how the run went); any other
+/// `ok:false` answer is.
+pub(crate) fn tool_result(body: Value) -> CallToolResult {
+    let failed = body.get("ok") == Some(&Value::Bool(false)) && body.get("run_id").is_none();
+    if failed { CallToolResult::structured_error(body) } else { CallToolResult::structured(body) }
+}
+
+// ---- the server ----
+
+/// The MCP server: the tools over one `App`, shared by every session.
+#[derive(Clone)]
+pub(crate) struct McpServer {
+    app: Arc<App>,
+}
+
+impl McpServer {
+    fn new(app: Arc<App>) -> McpServer {
+        McpServer { app }
+    }
+
+    /// Runs a tool on a blocking thread; whatever happens, the answer is a contract body. `slot`
+    /// (a run slot the HTTP layer took for the call) is held until the tool's work ends.
+    async fn call(&self, name: String, args: Value, slot: Option<Slot>) -> Value {
+        let app = self.app.clone();
+        let work = move || {
+            let _slot = slot;
+            call(&app, &name, &args)
+        };
+        match tokio::task::spawn_blocking(work).await {
+            Ok(reply) => reply.body,
+            Err(e) => {
+                tracing::error!(error = %e, "a tool call failed");
+                Failure::Internal("internal error while running the tool; nothing was changed by the failed part".into()).body()
+            }
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("visual-workflow", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Design, validate and run visual-workflow designs. Every tool answers the contract JSON; \
+                 {ok:false, error} describes a failure. A run that stops at awaiting_agent waits for \
+                 workflow_design_respond with the step's output.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tool_list()))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
+        let name = request.name.to_string();
+        let slot = context.extensions.get::<Parts>().and_then(|parts| parts.extensions.get::<Ticket>()).and_then(Ticket::take);
+        let body = if MCP_TOOL_NAMES.contains(&name.as_str()) {
+            self.call(name, args, slot).await
+        } else {
+            Failure::BadRequest(format!("unknown tool {name:?}; tools: {}", MCP_TOOL_NAMES.join(", "))).body()
+        };
+        Ok(tool_result(body).into())
+    }
+}
+
+/// `vwf mcp`: serves the tools on standard input and output until the client closes them.
+pub fn serve_stdio(app: App) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Internal(format!("cannot start the async runtime: {e}")))?;
+    let server = McpServer::new(Arc::new(app));
+    runtime.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio_pipes())
+            .await
+            .map_err(|e| Failure::Internal(format!("the MCP session did not start: {e}")))?;
+        running.waiting().await.map_err(|e| Failure::Internal(format!("the MCP session failed: {e}")))?;
+        Ok(())
+    })
+}
+
+/// The `/mcp` endpoint of `vwf serve`: stateless streamable HTTP answering JSON, so no request
+/// holds a stream open past its answer (a stop finishes promptly). Host, token and Origin are
+/// checked by the server's guard in front of it, with the server's own settings. A call of a
+/// [`RUN_TOOLS`] tool first takes a run slot (see [`gated`]).
+pub(crate) fn http_service(app: Arc<App>) -> axum::routing::MethodRouter {
+    let mcp = protocol_service(app.clone());
+    axum::routing::any(move |request: Request| {
+        let (mcp, app) = (mcp.clone(), app.clone());
+        async move { gated(&app, mcp, request).await }
+    })
+}
+
+/// Takes a run slot for a request that calls a [`RUN_TOOLS`] tool (handed on with the request,
+/// see [`Ticket`]), then lets the protocol layer answer; 503 with `Retry-After` and a JSON-RPC
+/// error when every slot stays taken. Other requests go straight through.
+async fn gated(app: &App, mcp: StreamableHttpService<McpServer, NeverSessionManager>, request: Request) -> Response {
+    let Some(gate) = app.slots.clone().filter(|_| request.method() == Method::POST) else {
+        return forward(mcp, request).await;
+    };
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, REQUEST_BODY_BYTES).await else {
+        let error = format!("request body is larger than {} MiB ({REQUEST_BODY_BYTES} bytes)", REQUEST_BODY_BYTES / (1024 * 1024));
+        return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(json!({"ok": false, "error": error}))).into_response();
+    };
+    let message: Value = vwf_core::json::parse_slice(&bytes).unwrap_or(Value::Null);
+    if let Some(id) = runs_a_tool(&message) {
+        match gate.enter().await {
+            Ok(slot) => {
+                parts.extensions.insert(Ticket::new(slot));
+            }
+            Err(busy) => return refused_busy(id, &busy.to_string()),
+        }
+    }
+    forward(mcp, Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// The id of a JSON-RPC request (or of the first in a batch) that calls a [`RUN_TOOLS`] tool.
+fn runs_a_tool(message: &Value) -> Option<Value> {
+    let calls = |m: &Value| {
+        m.get("method").and_then(Value::as_str) == Some("tools/call")
+            && m.pointer("/params/name").and_then(Value::as_str).is_some_and(|name| RUN_TOOLS.contains(&name))
+    };
+    match message {
+        Value::Array(batch) => batch.iter().find(|m| calls(m)).map(|m| m.get("id").cloned().unwrap_or(Value::Null)),
+        m if calls(m) => Some(m.get("id").cloned().unwrap_or(Value::Null)),
+        _ => None,
+    }
+}
+
+/// 503, `Retry-After`, and the JSON-RPC error of request `id`.
+fn refused_busy(id: Value, message: &str) -> Response {
+    let retry = vwf_core::limits::BUSY_RETRY_AFTER_SECONDS;
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": BUSY_CODE, "message": message, "data": {"retry_after": retry}}});
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry));
+    response
+}
+
+async fn forward(mcp: StreamableHttpService<McpServer, NeverSessionManager>, request: Request) -> Response {
+    mcp.handle(request).await.into_response()
+}
+
+/// The protocol layer of `/mcp` (see [`http_service`]).
+fn protocol_service(app: Arc<App>) -> StreamableHttpService<McpServer, NeverSessionManager> {
+    let server = McpServer::new(app);
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(REQUEST_BODY_BYTES);
+    StreamableHttpService::new(move || Ok(server.clone()), Arc::new(NeverSessionManager::default()), config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_listed_with_an_object_schema() {
+        let tools = tool_list();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, MCP_TOOL_NAMES);
+        for name in tools::TOOL_NAMES {
+            assert!(names.contains(&name), "{name}");
+        }
+        for tool in &tools {
+            assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
+        }
+    }
+
+    #[test]
+    fn failures_are_error_results_and_runs_are_not() {
+        assert_eq!(tool_result(json!({"ok": false, "error": "x"})).is_error, Some(true));
+        assert_eq!(tool_result(json!({"ok": false, "error": "x", "errors": []})).is_error, Some(true));
+        assert_eq!(tool_result(json!({"ok": false, "run_id": "d7b493cae249", "status": "failed"})).is_error, Some(false));
+        let ok = tool_result(json!({"ok": true, "designs": []}));
+        assert_eq!(ok.is_error, Some(false));
+        assert_eq!(ok.structured_content, Some(json!({"ok": true, "designs": []})));
+    }
+}

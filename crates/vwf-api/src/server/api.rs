@@ -1,0 +1,1180 @@
+//! The routes of SPEC §13 under `/api/plugins/visual-workflow`, and the router around them.
+//!
+//! Each handler checks what it was given (names and run ids by the `Valid` extractor before any
+//! path is built, query values, the body's JSON shape), then calls the operation the CLI calls
+//! (the service layer, the schedules module, the agent and delivery drivers) inside
+//! `spawn_blocking`, and answers the contract body of its typed answer. No rule of the contract
+//! lives here; only the HTTP mapping does: handlers answer `Result<_, Failure>`, a `Failure`
+//! becoming its status with `{ok:false, error}`; a design problem stays a 200 with its body.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::{from_fn_with_state, map_response};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, any, delete, get, post};
+use serde_json::{Map, Value, json};
+use tower_http::compression::CompressionLayer;
+use vwf_core::limits::REQUEST_BODY_BYTES;
+use vwf_core::listing::RunFilter;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Run;
+
+use crate::assets::{self, WebFile};
+use crate::failure::{Failure, guarded};
+use crate::service::{ContractBody, Draft, PinSource, SaveMode, Service, Start};
+use crate::tools;
+use vwf_runtime::app::App;
+
+use super::live::{self, Follow, Followed, Live};
+use super::openapi;
+use super::security::{self, Guard};
+use vwf_runtime::gate::{Gate, Slot};
+
+/// Where the API is mounted.
+pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
+
+/// `GET /runs` without `limit`, and the most it may ask for.
+const RUNS_DEFAULT: usize = 20;
+pub(crate) const RUNS_MAX: usize = 1000;
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    app: Arc<App>,
+    /// Whether an API token guards the API (the OpenAPI document then requires it).
+    secured: bool,
+    /// What long-poll reads share (see `live`).
+    live: Live,
+    /// The run slots that run, respond and retry take (see `gate`).
+    gate: Arc<Gate>,
+}
+
+/// One route of the API: the router mounts `handler` at `API_PREFIX + path`, and the OpenAPI
+/// document describes it from the same entry (parameters, body and answers by kind, so the
+/// document states each one's exact type).
+pub(crate) struct Route {
+    pub method: &'static str,
+    /// Relative to [`API_PREFIX`], with `{param}` segments.
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// What each `{param}` of the path holds, in order.
+    pub path_params: &'static [Param],
+    /// Query parameters: (name, description, kind); all optional.
+    pub query: &'static [(&'static str, &'static str, Param)],
+    /// What the JSON request body holds; `None` for routes that read no body.
+    pub body: Option<RequestBody>,
+    /// What a 200 answer holds.
+    pub answer: Answer,
+    /// Error statuses this route can answer besides 400 and 403 (which every route can: a
+    /// second Host header, a foreign Host or Origin) and 401 (every route, with a token).
+    pub errors: &'static [u16],
+    pub(crate) handler: fn() -> MethodRouter<AppState>,
+}
+
+/// The kinds of path and query parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Param {
+    DesignName,
+    RunId,
+    JobId,
+    ScheduleAction,
+    EventName,
+    /// `limit` of `GET /runs`: 1 to [`RUNS_MAX`].
+    Limit,
+    /// A run status (`GET /runs?status=`).
+    Status,
+    /// A trigger mode (`GET /runs?trigger=`).
+    Trigger,
+    /// A run id or its start (`GET /runs?id=`).
+    RunIdPrefix,
+    /// A `0/1` switch (see [`flag`]).
+    Flag,
+    /// `since` of a long-poll read: the `stamp` of an earlier answer.
+    Stamp,
+    /// A design version's number (1, 2, …).
+    Version,
+    /// `wait` of a long-poll read: whole seconds.
+    Wait,
+}
+
+/// The kinds of request bodies.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum RequestBody {
+    /// `{graph}`: the design document to save.
+    Save,
+    /// `{graph?}`: a design document to validate instead of the saved one.
+    Validate,
+    /// `{input?, wait?}`: the trigger input of a manual run; `wait: false` answers once it started.
+    Run,
+    /// The schedule object of SPEC §10 with `paused?`.
+    Schedule,
+    /// Any object; a schedule problem is the answer, not an error.
+    Preview,
+    /// `{node, answer | output | agent_generate: true}`.
+    Respond,
+    /// `{payload?}`.
+    Emit,
+    /// `{from?}`: `failed` (the default) or `start`.
+    Retry,
+    /// `{document, overwrite?}`: an agent.json document.
+    Import,
+    /// `{version}`: the version to restore.
+    Restore,
+    /// `{node, output | from_run | remove: true}`: a step's pin.
+    Pin,
+}
+
+/// The kinds of 200 answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Answer {
+    Models,
+    Profiles,
+    Channels,
+    Designs,
+    Templates,
+    /// `{ok:true, graph}`, or the template list on the old `/designs/templates` path.
+    Design,
+    Saved,
+    /// `{ok:true, name, deleted:true, schedule}`.
+    Deleted,
+    /// `{ok:true, name, enabled}`, or the design's refusal.
+    Enabled,
+    /// `{ok:true, name, versions: [{version, hash, saved_at, nodes, edges}]}`.
+    Versions,
+    /// `{ok:true, name, version, hash, saved_at, graph}`.
+    Version,
+    /// `{ok:true, name, a, b, nodes, edges, design}`.
+    Diff,
+    /// `{ok:true, name, restored, version, path}`, or the design's refusal.
+    Restored,
+    Report,
+    /// A run result, or a design's refusal `{ok:false, error, errors}`.
+    RunStarted,
+    Jobs,
+    Job,
+    Preview,
+    ScheduleAction,
+    Runs,
+    Run,
+    Emitted,
+    /// The design model (`vwf_core::schema`).
+    Schema,
+    /// `{ok, designs: [{name, status, …}], notes}`.
+    Imported,
+    OpenApi,
+    /// The Prometheus text format (not JSON).
+    Metrics,
+}
+
+use Answer as A;
+use Param as P;
+
+/// The long-poll parameters of the run and the runs listing (see `live`).
+const SINCE: &str = "the stamp of an earlier answer: hold the request while the answer would have this stamp";
+const WAIT: &str = "seconds to hold the request while nothing changes (default 0; a longer wait than the limit is cut to it); with since= or wait= the answer has a stamp";
+
+/// Every route of the API, in the order of SPEC §13 (then the metrics and the OpenAPI document).
+pub(crate) const ROUTES: &[Route] = &[
+    Route {
+        method: "GET",
+        path: "/models",
+        summary: "Model catalog from the agent backend",
+        path_params: &[],
+        query: &[("refresh", "1 drops the cached catalog", P::Flag)],
+        body: None,
+        answer: A::Models,
+        errors: &[502, 503],
+        handler: || get(models),
+    },
+    Route {
+        method: "GET",
+        path: "/profiles",
+        summary: "Configured profiles (bots), and the agent backend (null: agent steps park for a person)",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Profiles,
+        errors: &[],
+        handler: || get(profiles),
+    },
+    Route {
+        method: "GET",
+        path: "/channels",
+        summary: "Delivery targets from the configured channels",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Channels,
+        errors: &[],
+        handler: || get(channels),
+    },
+    Route {
+        method: "GET",
+        path: "/designs",
+        summary: "Saved design names",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Designs,
+        errors: &[500],
+        handler: || get(list_designs),
+    },
+    Route {
+        method: "GET",
+        path: "/templates",
+        summary: "Built-in designs from examples/",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Templates,
+        errors: &[],
+        handler: || get(templates),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}",
+        summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Design,
+        errors: &[404, 500],
+        handler: || get(load_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}",
+        summary: "Validate and save a design; with create:true only under a new name (409 if taken)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Save),
+        answer: A::Saved,
+        errors: &[409, 413, 415, 500],
+        handler: || post(save_design),
+    },
+    Route {
+        method: "DELETE",
+        path: "/designs/{name}",
+        summary: "Delete a design: its runs stay readable, its schedule job is paused and says why",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Deleted,
+        errors: &[404, 500],
+        handler: || delete(delete_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/enable",
+        summary: "Turn the design's automatic trigger (schedule, heartbeat, event, folder, watch) on; imported designs with one arrive disabled",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Enabled,
+        errors: &[404, 413, 415, 500],
+        handler: || post(enable_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/disable",
+        summary: "Turn the design's automatic trigger off until it is enabled (a run started by hand still runs)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Enabled,
+        errors: &[404, 413, 415, 500],
+        handler: || post(disable_design),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}/versions",
+        summary: "The design's recorded versions, oldest first (404 once the design is deleted; kept and shown again when the name is saved again)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: None,
+        answer: A::Versions,
+        errors: &[404, 500],
+        handler: || get(list_versions),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}/versions/{version}",
+        summary: "One recorded version of the design, with its graph",
+        path_params: &[P::DesignName, P::Version],
+        query: &[],
+        body: None,
+        answer: A::Version,
+        errors: &[404, 500],
+        handler: || get(load_version),
+    },
+    Route {
+        method: "GET",
+        path: "/designs/{name}/diff",
+        summary: "How version b differs from version a, node by node and edge by edge",
+        path_params: &[P::DesignName],
+        query: &[
+            ("a", "The older version (default: the one before b)", P::Version),
+            ("b", "The newer version (default: the newest)", P::Version),
+        ],
+        body: None,
+        answer: A::Diff,
+        errors: &[404, 500],
+        handler: || get(diff_versions),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/pin",
+        summary: "Pin a step's output for test runs (typed, or from a past run), or remove the pin; saves the design",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Pin),
+        answer: A::Saved,
+        errors: &[404, 409, 413, 415, 500],
+        handler: || post(pin_step),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/restore",
+        summary: "Save an old version's content as the design's newest version",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Restore),
+        answer: A::Restored,
+        errors: &[404, 409, 413, 415, 500],
+        handler: || post(restore_version),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/validate",
+        summary: "Validate the saved design, or {graph} if given",
+        path_params: &[P::DesignName],
+        query: &[("scope", "1 adds scopes: what each node's templates and condition may name", P::Flag)],
+        body: Some(RequestBody::Validate),
+        answer: A::Report,
+        errors: &[404, 413, 415, 500],
+        handler: || post(validate_design),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/run",
+        summary: "Run a design now, until done or parked (wait:false: answer once started)",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Run),
+        answer: A::RunStarted,
+        errors: &[404, 413, 415, 500, 503],
+        handler: || post(run_design),
+    },
+    Route {
+        method: "GET",
+        path: "/schedules",
+        summary: "Schedule jobs",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Jobs,
+        errors: &[500],
+        handler: || get(list_schedules),
+    },
+    Route {
+        method: "POST",
+        path: "/designs/{name}/schedule",
+        summary: "Create or update the design's schedule job",
+        path_params: &[P::DesignName],
+        query: &[],
+        body: Some(RequestBody::Schedule),
+        answer: A::Job,
+        errors: &[404, 413, 415, 500],
+        handler: || post(schedule_design),
+    },
+    Route {
+        method: "POST",
+        path: "/schedules/preview",
+        summary: "What a schedule object would be, without saving anything",
+        path_params: &[],
+        query: &[],
+        body: Some(RequestBody::Preview),
+        answer: A::Preview,
+        errors: &[413, 415],
+        handler: || post(schedule_preview),
+    },
+    Route {
+        method: "POST",
+        path: "/schedules/{job_id}/{action}",
+        summary: "Pause, resume, run or remove a schedule job (run takes a run slot: 503 when every slot stays taken)",
+        path_params: &[P::JobId, P::ScheduleAction],
+        query: &[],
+        body: None,
+        answer: A::ScheduleAction,
+        errors: &[404, 413, 415, 500, 503],
+        handler: || post(schedule_action),
+    },
+    Route {
+        method: "GET",
+        path: "/runs",
+        summary: "Runs, newest first, filtered, a page at a time",
+        path_params: &[],
+        query: &[
+            ("limit", "how many runs (default 20, at most 1000)", P::Limit),
+            ("design", "only runs of this design", P::DesignName),
+            ("status", "only runs with this status", P::Status),
+            ("trigger", "only runs started by this trigger mode", P::Trigger),
+            ("id", "only runs whose id starts with this", P::RunIdPrefix),
+            ("before", "only runs older than this one (the next cursor of the previous page)", P::RunId),
+            ("since", SINCE, P::Stamp),
+            ("wait", WAIT, P::Wait),
+        ],
+        body: None,
+        answer: A::Runs,
+        errors: &[404, 500],
+        handler: || get(list_runs),
+    },
+    Route {
+        method: "GET",
+        path: "/runs/{run_id}",
+        summary: "One run in result shape",
+        path_params: &[P::RunId],
+        query: &[("plan", "1 adds the plan the run started with", P::Flag), ("since", SINCE, P::Stamp), ("wait", WAIT, P::Wait)],
+        body: None,
+        answer: A::Run,
+        errors: &[404, 500],
+        handler: || get(open_run),
+    },
+    Route {
+        method: "POST",
+        path: "/runs/{run_id}/respond",
+        summary: "Answer a gate, supply or generate an agent step's output",
+        path_params: &[P::RunId],
+        query: &[],
+        body: Some(RequestBody::Respond),
+        answer: A::Run,
+        errors: &[404, 409, 413, 415, 500, 502, 503],
+        handler: || post(respond),
+    },
+    Route {
+        method: "POST",
+        path: "/runs/{run_id}/retry",
+        summary: "Retry a failed run from its failed step, or a finished run from the start",
+        path_params: &[P::RunId],
+        query: &[],
+        body: Some(RequestBody::Retry),
+        answer: A::Run,
+        errors: &[404, 409, 413, 415, 500, 503],
+        handler: || post(retry),
+    },
+    Route {
+        method: "POST",
+        path: "/events/{name}",
+        summary: "Emit an event (fires event triggers; takes a run slot: 503 when every slot stays taken)",
+        path_params: &[P::EventName],
+        query: &[],
+        body: Some(RequestBody::Emit),
+        answer: A::Emitted,
+        errors: &[413, 415, 500, 503],
+        handler: || post(emit),
+    },
+    Route {
+        method: "POST",
+        path: "/import",
+        summary: "Save an agent.json document's workflows as designs (existing names skipped unless overwrite:true)",
+        path_params: &[],
+        query: &[],
+        body: Some(RequestBody::Import),
+        answer: A::Imported,
+        errors: &[413, 415],
+        handler: || post(import),
+    },
+    Route {
+        method: "GET",
+        path: "/metrics",
+        summary: "Metrics in the Prometheus text format (version 0.0.4)",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Metrics,
+        errors: &[],
+        handler: || get(metrics),
+    },
+    Route {
+        method: "GET",
+        path: "/schema",
+        summary: "The design model: node types and their fields (kinds, defaults, ranges), trigger modes, schedule presets, limits",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::Schema,
+        errors: &[],
+        handler: || get(schema),
+    },
+    Route {
+        method: "GET",
+        path: "/openapi.json",
+        summary: "This document",
+        path_params: &[],
+        query: &[],
+        body: None,
+        answer: A::OpenApi,
+        errors: &[],
+        handler: || get(openapi_json),
+    },
+];
+
+/// The whole application: API routes from `ROUTES`, the pages, and the layers that guard every
+/// request (§17), cap bodies and turn every error into JSON.
+pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, gate: Arc<Gate>, live: Live) -> Router {
+    let mut router = Router::new();
+    for route in ROUTES {
+        router = router.route(&format!("{API_PREFIX}{}", route.path), (route.handler)());
+    }
+    // Every server has a token: the configured one or one made at start (see `security`).
+    let secured = true;
+    let routes = router
+        .route_service(crate::mcp::HTTP_PATH, crate::mcp::http_service(app.clone()))
+        .route(security::LOGIN_PATH, get(security::login).with_state(guard.clone()))
+        .route("/", get(|headers| page("index.html", "dashboard", headers)).layer(CompressionLayer::new()))
+        .route("/designer.html", get(|headers| page("designer.html", "canvas", headers)).layer(CompressionLayer::new()))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(any(fallback).layer(CompressionLayer::new()))
+        .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
+        .route_layer(axum::middleware::map_request(keep_route))
+        .with_state(AppState { app: app.clone(), secured, live, gate });
+    // The outer layers wrap the whole router (not each route), so they see its own answers too
+    // (a 405 with its Allow header) and guard requests before any routing.
+    Router::new()
+        .fallback_service(routes)
+        .layer(from_fn_with_state(guard, security::guard))
+        .layer(map_response(json_errors))
+        .layer(from_fn_with_state(app, log_request))
+}
+
+/// Where the routed layer leaves the route a request matched (its template, e.g.
+/// `/api/…/runs/{run_id}`) for the outermost layer, which sees the request before routing.
+#[derive(Clone, Default)]
+struct RouteSlot(Arc<std::sync::Mutex<Option<String>>>);
+
+async fn keep_route(path: Option<axum::extract::MatchedPath>, request: Request) -> Request {
+    if let (Some(p), Some(slot)) = (path, request.extensions().get::<RouteSlot>())
+        && let Ok(mut route) = slot.0.lock()
+    {
+        *route = Some(p.as_str().to_string());
+    }
+    request
+}
+
+/// One log line per request: method, route (the template, or `-` when none matched), path,
+/// status and duration; and the request counted in the metrics by method, route and status.
+/// Outermost, so refusals by the guard and the router are logged and counted too.
+async fn log_request(State(app): State<Arc<App>>, request: Request, next: axum::middleware::Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let slot = RouteSlot::default();
+    let mut request = request;
+    request.extensions_mut().insert(slot.clone());
+    let response = next.run(request).await;
+    let route = slot.0.lock().ok().and_then(|r| r.clone()).unwrap_or_else(|| "-".into());
+    if let Some(metrics) = &app.metrics {
+        metrics.request(method.as_str(), &route, response.status().as_u16());
+    }
+    tracing::info!(
+        method = %method,
+        route = %route,
+        path = %path,
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
+}
+
+// ---- probes ----
+//
+// For load balancers and service managers: at the root (where they look), outside the API prefix
+// and so outside the token and the OpenAPI document. They answer JSON and reveal nothing.
+
+/// Live: the process answers.
+async fn healthz() -> Response {
+    axum::Json(json!({"ok": true})).into_response()
+}
+
+/// Ready: the store can be read (designs and runs listed); else 503 with the reason.
+async fn readyz(State(state): State<AppState>) -> Response {
+    let app = state.app.clone();
+    let probe = tokio::task::spawn_blocking(move || {
+        app.store.list_designs().and_then(|_| app.store.list_runs(1)).map_err(|e| format!("the store is not reachable: {e}"))
+    });
+    match probe.await.unwrap_or_else(|e| Err(format!("the readiness probe failed: {e}"))) {
+        Ok(_) => axum::Json(json!({"ok": true})).into_response(),
+        Err(why) => error(StatusCode::SERVICE_UNAVAILABLE, why),
+    }
+}
+
+// ---- answers ----
+
+/// `{ok:false, error}` with `status`.
+pub(crate) fn error(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(json!({"ok": false, "error": message}))).into_response()
+}
+
+/// What a JSON route answers: the contract body, or the failure's status and `{ok:false, error}`.
+type Answered = Result<axum::Json<Value>, Failure>;
+
+/// Runs `work` (the service: store, runner, drivers, all blocking) on a blocking thread.
+async fn blocking(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Answered {
+    let app = state.app.clone();
+    answered(tokio::task::spawn_blocking(move || work(&Service::new(&app)))).await
+}
+
+/// [`blocking`] for the work of a run route: first takes a run slot (see `gate`), held until
+/// `work` returns; no thread is taken while the request waits for the slot. 503 with
+/// `Retry-After` when no slot could be had.
+async fn gated(state: &AppState, work: impl FnOnce(&Service<'_>) -> Result<Value, Failure> + Send + 'static) -> Answered {
+    let slot = state.gate.enter().await?;
+    let app = state.app.clone();
+    answered(tokio::task::spawn_blocking(move || {
+        let _slot: Slot = slot;
+        work(&Service::new(&app))
+    }))
+    .await
+}
+
+/// The answer of a handler's blocking task; a task that panicked is an internal failure.
+async fn answered(task: tokio::task::JoinHandle<Result<Value, Failure>>) -> Answered {
+    task.await.map_or_else(
+        |e| {
+            tracing::error!(error = %e, "a request handler failed");
+            Err(Failure::Internal("internal error while handling the request".into()))
+        },
+        |answer| answer.map(axum::Json),
+    )
+}
+
+// ---- request parts ----
+
+/// A value a path parameter must parse as before a handler runs.
+pub(crate) trait PathValue: Sized {
+    fn parse_path(text: &str) -> Result<Self, String>;
+}
+
+impl PathValue for DesignName {
+    fn parse_path(text: &str) -> Result<Self, String> {
+        DesignName::parse(text)
+    }
+}
+
+impl PathValue for RunId {
+    fn parse_path(text: &str) -> Result<Self, String> {
+        RunId::parse(text)
+    }
+}
+
+/// The one path parameter of a route, parsed: `Valid<DesignName>` for `{name}`, `Valid<RunId>`
+/// for `{run_id}`. A bad one is a 400 with the rule it breaks, before any path is built from it
+/// and before the body is read.
+pub(crate) struct Valid<T>(pub T);
+
+impl<S: Send + Sync, T: PathValue + Send> FromRequestParts<S> for Valid<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Path(text) = Path::<String>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        T::parse_path(&text).map(Valid).map_err(|e| Failure::BadRequest(e).into_response())
+    }
+}
+
+/// The JSON object a POST carries: an empty body is `{}` (every body field is optional somewhere);
+/// anything else must be a JSON object sent as `application/json`, at most 1 MiB.
+pub(crate) struct JsonArgs(Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for JsonArgs {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let json_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+            .is_some_and(|m| m == "application/json" || (m.starts_with("application/") && m.ends_with("+json")));
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            let status = rejection.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                error(
+                    status,
+                    format!("request body is larger than {} MiB ({REQUEST_BODY_BYTES} bytes)", REQUEST_BODY_BYTES / (1024 * 1024)),
+                )
+            } else {
+                error(status, format!("cannot read the request body: {}", rejection.body_text()))
+            }
+        })?;
+        // No body at all means no arguments; a body of only whitespace is JSON that is not there.
+        if bytes.is_empty() {
+            return Ok(JsonArgs(Map::new()));
+        }
+        if !json_type {
+            return Err(error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send the request body as JSON with Content-Type: application/json".into(),
+            ));
+        }
+        match vwf_core::json::parse_slice(&bytes) {
+            Ok(Value::Object(map)) => Ok(JsonArgs(map)),
+            Ok(_) => Err(Failure::BadRequest("the request body must be a JSON object".into()).into_response()),
+            Err(e) => Err(Failure::BadRequest(e.about("the request body is")).into_response()),
+        }
+    }
+}
+
+type Params = Query<HashMap<String, String>>;
+
+/// The spellings of a query flag, off then on; nothing else is one.
+pub(crate) const FLAG_VALUES: [(&str, bool); 6] =
+    [("0", false), ("false", false), ("no", false), ("1", true), ("true", true), ("yes", true)];
+
+/// A `0/1` (or `false/true`, `no/yes`) query flag; absent is off.
+fn flag(params: &HashMap<String, String>, key: &str) -> Result<bool, Failure> {
+    let Some(given) = params.get(key) else { return Ok(false) };
+    FLAG_VALUES
+        .iter()
+        .find(|(spelling, _)| spelling == given)
+        .map(|(_, on)| *on)
+        .ok_or_else(|| Failure::BadRequest(format!("{key}={given:?}: use {key}=1 or {key}=0")))
+}
+
+/// A body's `true`/`false` switch `key`; absent or null is `default`.
+fn switch(body: &Map<String, Value>, key: &str, default: bool) -> Result<bool, Failure> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(on)) => Ok(*on),
+        Some(_) => Err(Failure::BadRequest(format!("\"{key}\" must be true or false"))),
+    }
+}
+
+/// The JSON object of a body's `key`: over HTTP a document is a JSON object (the CLI and the
+/// tools also take a graph as JSON text); anything else is a malformed request, not a design
+/// problem.
+fn object_arg(body: &Map<String, Value>, key: &str, what: &str) -> Result<Option<Value>, Failure> {
+    match body.get(key) {
+        None => Ok(None),
+        Some(doc @ Value::Object(_)) => Ok(Some(doc.clone())),
+        Some(other) => {
+            Err(Failure::BadRequest(format!("\"{key}\" must be a JSON object ({what}), got {}", vwf_core::view::kind_name(other))))
+        }
+    }
+}
+
+/// The design document of a body's `graph`.
+fn graph_arg(body: &Map<String, Value>) -> Result<Option<Value>, Failure> {
+    object_arg(body, "graph", "the design document")
+}
+
+// ---- routes ----
+
+async fn models(State(s): State<AppState>, Query(params): Params) -> Answered {
+    let refresh = flag(&params, "refresh")?;
+    blocking(&s, move |service| {
+        Ok(vwf_exec::agent::models(&service.app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models}))?)
+    })
+    .await
+}
+
+async fn profiles(State(s): State<AppState>) -> axum::Json<Value> {
+    let config = &s.app.drivers.config;
+    axum::Json(json!({"ok": true, "profiles": vwf_exec::agent::profiles(config), "backend": vwf_exec::agent::backend(config)}))
+}
+
+async fn channels(State(s): State<AppState>) -> axum::Json<Value> {
+    let channels = vwf_exec::deliver::channels(&s.app.drivers.config.channels);
+    axum::Json(json!({"ok": true, "channels": channels}))
+}
+
+async fn list_designs(State(s): State<AppState>) -> Answered {
+    blocking(&s, |service| {
+        let designs = service.designs()?;
+        Ok(json!({"ok": true, "disabled": service.disabled(&designs), "designs": designs}))
+    })
+    .await
+}
+
+async fn enable_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| Ok(service.set_enabled(&name, true)?.body())).await
+}
+
+async fn disable_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| Ok(service.set_enabled(&name, false)?.body())).await
+}
+
+async fn templates(State(s): State<AppState>) -> Answered {
+    blocking(&s, |_| Ok(assets::templates())).await
+}
+
+/// The design name whose path the template list had before it moved to `/templates`.
+const OLD_TEMPLATES_NAME: &str = "templates";
+
+/// One saved graph. `GET /designs/templates` was the template list before `/templates`: clients
+/// of that path still get the list, until a design takes the name (then the design wins, so a
+/// design called `templates` is as reachable as any other).
+async fn load_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| match service.load(&name) {
+        Err(Failure::NotFound(_)) if name.as_str() == OLD_TEMPLATES_NAME => Ok(assets::templates()),
+        loaded => Ok(json!({"ok": true, "graph": loaded?})),
+    })
+    .await
+}
+
+/// `{graph}` saves; `{graph, create: true}` saves only under a name no design has (the
+/// dashboard's "new design" forms), so a new design never replaces one.
+async fn save_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let mode = if switch(&body, "create", false)? { SaveMode::Create } else { SaveMode::Replace };
+    let graph = graph_arg(&body)?.ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
+    blocking(&s, move |service| Ok(service.save(&name, &graph, mode)?.body())).await
+}
+
+/// A version number given as text (path or query): a whole number from 1.
+fn version_number(what: &str, text: &str) -> Result<u64, Failure> {
+    match text.parse::<u64>() {
+        Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(Failure::BadRequest(format!("{what}={text:?}: a version is a whole number from 1"))),
+    }
+}
+
+async fn list_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| Ok(crate::service::versions_body(&name, &service.versions(&name)?))).await
+}
+
+async fn load_version(State(s): State<AppState>, Path((name, version)): Path<(String, String)>) -> Answered {
+    let name = DesignName::parse(&name).map_err(Failure::BadRequest)?;
+    let version = version_number("version", &version)?;
+    blocking(&s, move |service| Ok(crate::service::version_body(&name, &service.version(&name, version)?))).await
+}
+
+async fn diff_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>, Query(params): Params) -> Answered {
+    let number = |key: &str| params.get(key).map(|text| version_number(key, text)).transpose();
+    let (a, b) = (number("a")?, number("b")?);
+    blocking(&s, move |service| Ok(service.diff(&name, a, b)?.body())).await
+}
+
+async fn restore_version(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    // A whole number, also when written with a fraction of zero (`3.0` is an integer in JSON Schema).
+    let version = match body.get("version") {
+        Some(Value::Number(n)) => {
+            n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f < 9.0e15).map(|f| f as u64))
+        }
+        _ => None,
+    }
+    .filter(|n| *n >= 1)
+    .ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
+    blocking(&s, move |service| Ok(service.restore(&name, version)?.body())).await
+}
+
+/// Pins a step (`output`, or `from_run`: what the step gave in that run) or removes its pin
+/// (`remove: true`).
+async fn pin_step(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let node = match body.get("node") {
+        Some(Value::String(n)) => n.clone(),
+        _ => return Err(Failure::BadRequest("\"node\" must be the id of the step to pin".into())),
+    };
+    let remove = switch(&body, "remove", false)?;
+    let from_run = match body.get("from_run") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(RunId::parse(id).map_err(Failure::BadRequest)?),
+        Some(_) => return Err(Failure::BadRequest("\"from_run\" must be a run id".into())),
+    };
+    let output = body.get("output").filter(|v| !v.is_null()).cloned();
+    if usize::from(remove) + usize::from(from_run.is_some()) + usize::from(output.is_some()) != 1 {
+        return Err(Failure::BadRequest("give exactly one of \"output\", \"from_run\" or \"remove\": true".into()));
+    }
+    let pin = from_run.map(PinSource::Run).or(output.map(PinSource::Output));
+    blocking(&s, move |service| Ok(service.pin(&name, &node, pin)?.body())).await
+}
+
+async fn delete_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| Ok(service.delete(&name)?.body())).await
+}
+
+/// The validator's report; with `scope=1` also what each node's templates and condition may name
+/// (`scopes`, the rule the report applies), for a canvas that offers only what is in scope.
+async fn validate_design(
+    State(s): State<AppState>,
+    Valid(name): Valid<DesignName>,
+    Query(params): Params,
+    JsonArgs(body): JsonArgs,
+) -> Answered {
+    let draft = match graph_arg(&body)? {
+        Some(graph) => Draft::Graph(graph),
+        None => Draft::Saved(name),
+    };
+    let with_scopes = flag(&params, "scope")?;
+    blocking(&s, move |service| {
+        let mut report = serde_json::to_value(service.validate(&draft)?).map_err(|e| Failure::Internal(e.to_string()))?;
+        if with_scopes {
+            let graph = match draft {
+                Draft::Graph(graph) => Some(graph),
+                Draft::Saved(name) => service.load(&name).ok(),
+            };
+            let scopes = graph.as_ref().and_then(vwf_core::validate::scopes).and_then(|s| serde_json::to_value(s).ok());
+            if let (Some(body), Some(scopes)) = (report.as_object_mut(), scopes) {
+                body.insert("scopes".into(), scopes);
+            }
+        }
+        Ok(report)
+    })
+    .await
+}
+
+/// Runs a design until it is done or parked; with `wait: false` answers as soon as the run is
+/// saved (status `running`) and drives it on in the background, so a page can follow it live.
+async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let wait = switch(&body, "wait", true)?;
+    let start = Start::from_args(&body)?;
+    if wait {
+        return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
+    }
+    let slot = s.gate.enter().await?;
+    let app = s.app.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, Failure>>();
+    tokio::task::spawn_blocking(move || {
+        // Held while the run is driven on after the answer.
+        let _slot: Slot = slot;
+        let mut tx = Some(tx);
+        let service = Service::new(&app);
+        let outcome = guarded(&format!("starting a run of {name}"), || {
+            let started = |run: &Run| {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(Ok(run.result()));
+                }
+            };
+            Ok(service.run_then(&name, start, started)?.body())
+        });
+        // Not started (a refusal, a failure before the run was saved): that is the answer.
+        if let Some(tx) = tx.take() {
+            let _ = tx.send(outcome);
+        }
+    });
+    rx.await.unwrap_or_else(|_| Err(Failure::Internal("internal error while starting the run".into()))).map(axum::Json)
+}
+
+async fn list_schedules(State(s): State<AppState>) -> Answered {
+    blocking(&s, |service| Ok(crate::service::schedules_body(vwf_runtime::schedules::list(service.app)?))).await
+}
+
+async fn schedule_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    blocking(&s, move |service| {
+        let now = service.app.clock.now();
+        Ok(vwf_runtime::schedules::upsert(service.app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job}))?)
+    })
+    .await
+}
+
+/// The dry run of `POST /designs/{name}/schedule`: the same core functions, nothing written. A
+/// schedule problem is a 200 `{ok:false, error, field}` (it is the answer a form asks for).
+async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> axum::Json<Value> {
+    use vwf_core::schedule;
+    let now = s.app.clock.now();
+    let preview = schedule::schedule_from_value(&Value::Object(body)).and_then(|spec| {
+        let r = vwf_runtime::schedules::resolve(&spec, now)?;
+        Ok(json!({"ok": true, "cron": r.cron, "human": r.human, "tz": r.tz, "next_run_at": r.next_run_at.map(|t| vwf_core::time::format(&t))}))
+    });
+    axum::Json(preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field})))
+}
+
+/// Pause, resume and remove answer at once; `run` starts a run, so it takes a run slot first.
+async fn schedule_action(State(s): State<AppState>, Path((job_id, action)): Path<(String, String)>, JsonArgs(_): JsonArgs) -> Answered {
+    let starts_a_run = action_starts_a_run(&action);
+    let act = move |service: &Service<'_>| {
+        let now = service.app.clock.now();
+        Ok(vwf_runtime::schedules::action(service.app, &job_id, &action, now)?)
+    };
+    if starts_a_run {
+        return gated(&s, act).await;
+    }
+    blocking(&s, act).await
+}
+
+/// Whether a schedule job's action starts a run (`run`: the design runs now).
+fn action_starts_a_run(action: &str) -> bool {
+    action == "run"
+}
+
+async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Answered {
+    let limit = match params.get("limit") {
+        None => RUNS_DEFAULT,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
+            _ => return Err(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
+        },
+    };
+    let get = |key: &str| params.get(key).map(String::as_str);
+    let filter = RunFilter::parse(get("design"), get("status"), get("trigger"), get("id")).map_err(Failure::BadRequest)?;
+    let before = get("before").map(RunId::parse).transpose().map_err(Failure::BadRequest)?;
+    let follow = Follow::from_query(&params)?;
+    let read = move |s: AppState| {
+        let (filter, before) = (filter.clone(), before.clone());
+        async move {
+            blocking(&s, move |service| {
+                let page = service.runs(&filter, before.as_ref(), limit)?;
+                Ok(json!({"ok": true, "runs": page.runs, "next": page.next}))
+            })
+            .await
+        }
+    };
+    following(s, follow, Followed::Listing, read).await
+}
+
+/// One run; with `since=`/`wait=` a long-poll read (see `live`).
+async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Query(params): Params) -> Answered {
+    let with_plan = flag(&params, "plan")?;
+    let follow = Follow::from_query(&params)?;
+    let read = |s: AppState| {
+        let id = id.clone();
+        async move {
+            blocking(&s, move |service| {
+                let run = service.open(&id)?;
+                let mut result = run.result();
+                if with_plan && let Some(obj) = result.as_object_mut() {
+                    obj.insert("plan".into(), serde_json::to_value(run.plan()).unwrap_or(Value::Null));
+                }
+                Ok(result)
+            })
+            .await
+        }
+    };
+    following(s, follow, Followed::Run(&id), read).await
+}
+
+/// `read` once (a plain read), or as the long-poll read `follow` asks.
+async fn following<R, F>(s: AppState, follow: Option<Follow>, followed: Followed<'_>, read: R) -> Answered
+where
+    R: Fn(AppState) -> F,
+    F: Future<Output = Answered>,
+{
+    let Some(follow) = follow else { return read(s).await };
+    let live = s.live.clone();
+    live::answer(&live, follow, followed, || {
+        let answer = read(s.clone());
+        async move { answer.await.map(|axum::Json(body)| body) }
+    })
+    .await
+    .map(axum::Json)
+}
+
+async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+    let (node, answer) = tools::respond_args(&body)?;
+    gated(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
+}
+
+/// `{"from": "failed"}` (the default) resumes at the failed step; `{"from": "start"}` starts a new
+/// run of the design's current version linked to this one.
+async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+    let from_start = match body.get("from") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(f)) if f == "failed" => false,
+        Some(Value::String(f)) if f == "start" => true,
+        Some(other) => return Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}"))),
+    };
+    if from_start {
+        return gated(&s, move |service| Ok(service.retry_from_start(&id)?.body())).await;
+    }
+    gated(&s, move |service| Ok(service.retry(&id)?.body())).await
+}
+
+/// Emits an event; the runs it starts (and the runs their emits start) take one run slot, one
+/// after another on its thread.
+async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Answered {
+    let payload = body.get("payload").cloned().unwrap_or(Value::Null);
+    gated(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
+}
+
+/// Imports an agent.json `document`: each workflow is saved as a design, skipped (a design has
+/// the name and `overwrite` is not true) or refused with its errors (a 200 `ok:false`, as a
+/// design problem is everywhere); `notes` say what could not be mapped.
+async fn import(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> Answered {
+    let document = object_arg(&body, "document", "the agent.json document")?
+        .ok_or_else(|| Failure::BadRequest("missing \"document\" (the agent.json document)".into()))?;
+    let overwrite = switch(&body, "overwrite", false)?;
+    blocking(&s, move |service| Ok(service.import(&document, overwrite).body("\"overwrite\": true"))).await
+}
+
+/// The metrics, in the Prometheus text format; the parked-runs gauge is counted from the store.
+async fn metrics(State(s): State<AppState>) -> Response {
+    let app = s.app.clone();
+    let text = tokio::task::spawn_blocking(move || app.metrics.as_ref().map(|m| m.render(app.store.as_ref())).unwrap_or_default()).await;
+    match text {
+        Ok(text) => ([(header::CONTENT_TYPE, vwf_runtime::telemetry::CONTENT_TYPE)], text).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the metrics: {e}")),
+    }
+}
+
+async fn schema() -> Response {
+    axum::Json(vwf_core::schema::schema()).into_response()
+}
+
+async fn openapi_json(State(s): State<AppState>) -> Response {
+    axum::Json(openapi::document(s.secured)).into_response()
+}
+
+// ---- pages and fallbacks ----
+
+async fn page(file: &'static str, what: &'static str, headers: HeaderMap) -> Response {
+    match tokio::task::spawn_blocking(move || assets::web_file(file)).await.ok().flatten() {
+        Some(found) => web_answer(&found, &headers),
+        None => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], assets::placeholder(what, API_PREFIX)).into_response(),
+    }
+}
+
+/// A page or asset with its strong `ETag`, or `304 Not Modified` when the client has that
+/// version. `no-cache` makes browsers ask again each time, so a new binary's pages show at once.
+fn web_answer(file: &WebFile, headers: &HeaderMap) -> Response {
+    let cached = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| file.matches(v));
+    let status = if cached { StatusCode::NOT_MODIFIED } else { StatusCode::OK };
+    let validators = [(header::ETAG, file.etag.clone()), (header::CACHE_CONTROL, "no-cache".to_string())];
+    if cached {
+        return (status, validators).into_response();
+    }
+    (status, validators, [(header::CONTENT_TYPE, file.content_type)], file.bytes.clone().into_owned()).into_response()
+}
+
+/// Unknown API routes are JSON 404s; other GETs may name a file of the web pages.
+async fn fallback(method: Method, uri: Uri, headers: HeaderMap) -> Response {
+    let path = uri.path().to_string();
+    let api = path == API_PREFIX || path.starts_with(&format!("{API_PREFIX}/"));
+    if !api && (method == Method::GET || method == Method::HEAD) {
+        let wanted = path.clone();
+        if let Some(found) = tokio::task::spawn_blocking(move || assets::web_file(&wanted)).await.ok().flatten() {
+            return web_answer(&found, &headers);
+        }
+    }
+    let hint = if api { format!("; the routes are listed at {API_PREFIX}/openapi.json") } else { String::new() };
+    error(StatusCode::NOT_FOUND, format!("no route for {method} {path}{hint}"))
+}
+
+/// Gives every error response without a JSON body (the router's 404/405, extractor rejections)
+/// the contract's `{ok:false, error}` body, and marks every answer `nosniff`.
+async fn json_errors(response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    parts.headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    let status = parts.status;
+    let is_json = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return Response::from_parts(parts, body);
+    }
+    let text = axum::body::to_bytes(body, 64 * 1024).await.map(|b| String::from_utf8_lossy(&b).trim().to_string()).unwrap_or_default();
+    let message = if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allow = parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()).unwrap_or("");
+        format!("method not allowed here; this route takes {allow}")
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let body = json!({"ok": false, "error": message}).to_string();
+    Response::from_parts(parts, Body::from(body))
+}

@@ -1,0 +1,335 @@
+//! `<home>/visual-workflow.toml` (SPEC §16): every key optional; unknown keys are ignored so a
+//! newer config still loads. Secrets are never stored here, only the names of the environment
+//! variables that hold them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub agent: AgentConfig,
+    pub profiles: BTreeMap<String, Profile>,
+    pub channels: ChannelsConfig,
+    pub server: toml::Table,
+    pub commands: Commands,
+    pub store: StoreConfig,
+    pub daemon: DaemonConfig,
+    pub designs: DesignsConfig,
+    /// `[limits]`: how far one origin's runs and one run's record may grow.
+    pub limits: LimitsConfig,
+    /// `[http]`: where http steps may connect (see `exec::egress`).
+    pub http: HttpConfig,
+    /// `[secrets] NAME = "ENV_VAR"`: what `{{secrets.NAME}}` stands for, read from the
+    /// environment when a step is sent, never stored.
+    pub secrets: BTreeMap<String, String>,
+}
+
+/// `[http]`: the egress policy of http steps. The defaults deny loopback, link-local, private,
+/// unique-local and unspecified addresses and every address of this host; `allow` entries open
+/// some of them, `deny` entries close more (a deny wins over an allow). A design cannot widen it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `"10.0.0.0/8"`, `"127.0.0.1:8080"`, `"[::1]:9000"`, `"internal.example"`, `"internal.example:443"`.
+    pub allow: Vec<crate::egress::Rule>,
+    pub deny: Vec<crate::egress::Rule>,
+}
+
+impl HttpConfig {
+    pub fn policy(&self) -> crate::egress::Policy<'_> {
+        crate::egress::Policy { allow: &self.allow, deny: &self.deny }
+    }
+}
+
+/// `[limits]`: bounds on what runs may grow to (ranges in `vwf_core::limits`, checked at load).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Runs one event or run may start, directly or through emits (default 100).
+    pub runs_per_origin: u64,
+    /// The most bytes one run record may hold (default 16 MiB).
+    pub run_bytes: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig { runs_per_origin: vwf_core::limits::RUNS_PER_ORIGIN_DEFAULT, run_bytes: vwf_core::limits::RUN_BYTES_DEFAULT }
+    }
+}
+
+/// `[designs]`: how designs are kept.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DesignsConfig {
+    /// How many of a design's newest versions a save keeps (default: all). Versions a kept run
+    /// refers to are kept whatever this says.
+    pub keep_versions: Option<u64>,
+}
+
+/// `[daemon]`: what the daemon of this instance does.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Whether folder and watch triggers run on this machine (default true). They watch this
+    /// machine's folders and commands, so with several instances on one database, turn them off
+    /// on every instance but the one (per machine) that should run them.
+    pub local_triggers: bool,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig { local_triggers: true }
+    }
+}
+
+/// `[store]`: where designs, runs and schedules are kept. No `url` (and no `VWF_DATABASE_URL`):
+/// the files under the home, as always.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://user@host/db`: the PostgreSQL store, shared by every instance pointed at it.
+    /// A password is better given in `VWF_DATABASE_URL` than written here.
+    pub url: Option<String>,
+    /// Connections in the pool (default 16).
+    pub pool_size: Option<u32>,
+    /// How long one statement may run, in milliseconds (default 30000).
+    pub statement_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    pub backend: String,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub default_model: Option<String>,
+    pub command: Vec<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig { backend: "none".into(), base_url: None, api_key_env: None, default_model: None, command: Vec::new() }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Profile {
+    pub model: Option<String>,
+    pub system: Option<String>,
+    pub backend: Option<String>,
+}
+
+/// `[channels.*]` (SPEC §15, §16): where deliveries go. Only the names of environment variables
+/// holding secrets are kept here (tokens, webhook URLs, signing secrets), never their values.
+/// An absent table means the platform is not configured.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ChannelsConfig {
+    pub telegram: Option<TelegramChannel>,
+    pub slack: Option<SlackChannel>,
+    pub discord: Option<DiscordChannel>,
+    /// `[channels.webhook.<name>]`, target `webhook:<name>`.
+    pub webhook: BTreeMap<String, WebhookChannel>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TelegramChannel {
+    /// The environment variable holding the bot token.
+    pub token_env: Option<String>,
+    /// The chat for `deliver: notification` (`123456`, `-100123:17585` with a topic, `@name`).
+    #[serde(deserialize_with = "string_or_number")]
+    pub home: Option<String>,
+    /// Default `https://api.telegram.org`.
+    pub api_base: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SlackChannel {
+    /// The environment variable holding the bot token (`chat.postMessage`); wins over the webhook.
+    pub token_env: Option<String>,
+    /// The environment variable holding an incoming-webhook URL.
+    pub webhook_url_env: Option<String>,
+    /// The channel for `deliver: notification` (`#ops`, `C123`).
+    #[serde(deserialize_with = "string_or_number")]
+    pub home: Option<String>,
+    /// Default `https://slack.com/api`.
+    pub api_base: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DiscordChannel {
+    /// `[channels.discord.webhooks] <name> = "<ENV VAR holding the webhook URL>"`.
+    pub webhooks: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct WebhookChannel {
+    /// The URL the JSON is posted to (not a secret; a secret goes in `secret_env`).
+    pub url: Option<String>,
+    /// The environment variable holding the HMAC-SHA256 key: the signature of `<timestamp>.<body>`
+    /// goes in `X-Vwf-Signature-256` (and, deprecated, that of the body alone in `X-Vwf-Signature`).
+    pub secret_env: Option<String>,
+}
+
+/// A chat id may be written as a TOML number (`home = 123456`) or a string.
+fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Number(i64),
+    }
+    Ok(Option::<Raw>::deserialize(d)?.map(|raw| match raw {
+        Raw::Text(s) => s,
+        Raw::Number(n) => n.to_string(),
+    }))
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Commands {
+    pub enabled: bool,
+    /// Environment variables a child (command step, watch trigger, command agent backend) gets
+    /// from vwf's own environment, beyond the base set (`exec::process::BASE_ENV`). Variables the
+    /// config names as secrets and `VWF_*` variables are never passed, listed here or not.
+    pub pass_env: Vec<String>,
+}
+
+impl Default for Commands {
+    fn default() -> Self {
+        Commands { enabled: true, pass_env: Vec::new() }
+    }
+}
+
+impl Config {
+    pub fn path(home: &Path) -> PathBuf {
+        home.join("visual-workflow.toml")
+    }
+
+    /// Loads the config; a missing file is the default config, a broken one is an error.
+    pub fn load(home: &Path) -> Result<Config, String> {
+        let path = Config::path(home);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let config: Config = toml::from_str(&text).map_err(|e| format!("{} is not a valid config: {e}", path.display()))?;
+        let (low, high) = vwf_core::limits::KEEP_VERSIONS;
+        if let Some(n) = config.designs.keep_versions.filter(|n| !(low..=high).contains(n)) {
+            return Err(format!("{}: designs.keep_versions must be from {low} to {high}, got {n}", path.display()));
+        }
+        for (key, n, (low, high)) in [
+            ("runs_per_origin", config.limits.runs_per_origin, vwf_core::limits::RUNS_PER_ORIGIN),
+            ("run_bytes", config.limits.run_bytes, vwf_core::limits::RUN_BYTES),
+        ] {
+            if !vwf_core::limits::within(n, (low, high)) {
+                return Err(format!("{}: [limits] {key} must be from {low} to {high}, got {n}", path.display()));
+            }
+        }
+        if let Some((name, _)) = config.secrets.iter().find(|(name, var)| !vwf_core::secrets::is_name(name) || var.trim().is_empty()) {
+            return Err(format!(
+                "{}: [secrets] {name:?}: a secret's name is letters, digits and '_' (not starting with a digit) and its value names an environment variable",
+                path.display()
+            ));
+        }
+        match config.agent.backend.as_str() {
+            "none" | "openai" | "command" => Ok(config),
+            other => Err(format!("{}: agent.backend is \"openai\", \"command\" or \"none\", got {other:?}", path.display())),
+        }
+    }
+
+    pub fn has_agent_backend(&self) -> bool {
+        self.agent.backend != "none"
+    }
+
+    /// Every environment variable the config names as holding a secret: the agent's key, the
+    /// channels' tokens, webhook URLs and signing keys, the server's token and `[secrets]`.
+    /// None of them reaches a child process (see `exec::process`).
+    pub fn secret_vars(&self) -> std::collections::BTreeSet<String> {
+        let mut vars: std::collections::BTreeSet<String> = self.secrets.values().cloned().collect();
+        vars.extend(self.agent.api_key_env.clone());
+        let c = &self.channels;
+        if let Some(t) = &c.telegram {
+            vars.extend(t.token_env.clone());
+        }
+        if let Some(s) = &c.slack {
+            vars.extend(s.token_env.clone());
+            vars.extend(s.webhook_url_env.clone());
+        }
+        if let Some(d) = &c.discord {
+            vars.extend(d.webhooks.values().cloned());
+        }
+        vars.extend(c.webhook.values().filter_map(|w| w.secret_env.clone()));
+        if let Some(toml::Value::String(v)) = self.server.get("token_env") {
+            vars.insert(v.clone());
+        }
+        vars.retain(|v| !v.is_empty());
+        vars
+    }
+
+    /// The values of `[secrets]` as they stand in the environment now: what a step's
+    /// `{{secrets.NAME}}` becomes when it is sent.
+    pub fn secret_values(&self) -> vwf_core::secrets::Secrets {
+        let mut secrets = vwf_core::secrets::Secrets::default();
+        for (name, var) in &self.secrets {
+            match std::env::var(var) {
+                Ok(value) if !value.is_empty() => secrets.insert(name, value),
+                _ => secrets.missing(name, format!("its environment variable {var} is not set")),
+            }
+        }
+        secrets
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_is_default_and_unknown_keys_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert!(!c.has_agent_backend());
+        assert!(c.commands.enabled);
+        std::fs::write(Config::path(dir.path()), "[agent]\nbackend = \"none\"\nfuture = 1\n[commands]\nenabled = false\n").unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert!(!c.commands.enabled);
+        std::fs::write(Config::path(dir.path()), "[agent]\nbackend = \"magic\"\n").unwrap();
+        assert!(Config::load(dir.path()).unwrap_err().contains("agent.backend"));
+        std::fs::write(Config::path(dir.path()), "not toml [").unwrap();
+        assert!(Config::load(dir.path()).is_err());
+    }
+
+    #[test]
+    fn limits_default_and_are_bounded_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!((c.limits.runs_per_origin, c.limits.run_bytes), (100, 16 * 1024 * 1024));
+        std::fs::write(Config::path(dir.path()), "[limits]\nruns_per_origin = 10\nrun_bytes = 1048576\n").unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!((c.limits.runs_per_origin, c.limits.run_bytes), (10, 1024 * 1024));
+        for (bad, key) in [
+            ("runs_per_origin = 0", "runs_per_origin"),
+            ("runs_per_origin = 1001", "runs_per_origin"),
+            ("run_bytes = 1000", "run_bytes"),
+            ("run_bytes = 2000000000", "run_bytes"),
+        ] {
+            std::fs::write(Config::path(dir.path()), format!("[limits]\n{bad}\n")).unwrap();
+            let error = Config::load(dir.path()).unwrap_err();
+            assert!(error.contains(&format!("[limits] {key} must be from")), "{bad}: {error}");
+        }
+        std::fs::write(Config::path(dir.path()), "[limits]\nrun_byte = 100000\n").unwrap();
+        assert!(Config::load(dir.path()).is_err(), "a misspelt key is refused");
+        std::fs::write(Config::path(dir.path()), "[limits]\nrun_bytes = \"16M\"\n").unwrap();
+        assert!(Config::load(dir.path()).is_err(), "a number is a number");
+    }
+}

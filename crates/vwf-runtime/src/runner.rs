@@ -1,0 +1,825 @@
+//! The runner: the one loop that drives the core engine with a store, drivers and a clock.
+//!
+//! Every surface (CLI, chat command, tools, the server, the scheduler and the daemon) starts, resumes,
+//! answers and retries runs only through this type. The runner holds a run's lock while it
+//! changes the run and persists the run after every step, so a process killed at any moment
+//! leaves a readable file whose finished steps are kept. A run found `running` whose lock nobody
+//! holds was left by a dead process: it is marked interrupted and can be retried.
+
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use vwf_core::design::Design;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::pins::TestScope;
+use vwf_core::plan::Plan;
+
+use serde::Deserialize;
+use serde_json::Map;
+use vwf_core::limits;
+use vwf_core::listing::RunFilter;
+use vwf_core::run::settle::{Settle, Summary};
+use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
+use vwf_core::secrets::Secrets;
+use vwf_core::trigger::{self, Trigger};
+use vwf_core::validate::Report;
+
+use crate::clock::Clock;
+use crate::error::RunError;
+use crate::telemetry::{Metrics, Watch};
+use vwf_exec::Drivers;
+use vwf_exec::agent::{self, BackendError};
+use vwf_store::{RunEntry, RunLock, Store, StoreError};
+
+/// Run ids asked of the store at a time by a filtered listing.
+const LIST_CHUNK: usize = 200;
+
+/// One page of the run listing (see [`Runner::list_page`]).
+#[derive(Debug, Default)]
+pub struct RunPage {
+    /// Run results, or `{ok:false, run_id, error}` for entries that cannot be read.
+    pub runs: Vec<Value>,
+    /// The cursor of the next page (`before`), when older runs may match.
+    pub next: Option<String>,
+}
+
+/// A listed entry as every surface shows it: the run result, or `{ok:false, run_id, error}`.
+fn result_of(entry: RunEntry) -> Value {
+    match entry.run {
+        Ok(run) => vwf_core::run::result_of_document(run),
+        Err(error) => serde_json::json!({"ok": false, "run_id": entry.id, "error": error}),
+    }
+}
+
+/// How many of a design's recent runs a test run limited to one step takes outputs from.
+const PAST_RUNS: usize = 20;
+
+/// What a test run of one step starts from (see [`Runner::compile_test`]).
+#[derive(Default)]
+struct Past {
+    outputs: std::collections::BTreeMap<String, Value>,
+    input: Value,
+}
+
+/// How many recent runs are looked at to apply an event trigger's cooldown.
+const COOLDOWN_SCAN: usize = 200;
+
+/// The runs an emitted event started, and the designs it would have started but did not.
+#[derive(Debug, Default)]
+pub struct Emission {
+    pub runs: Vec<Run>,
+    /// (design, why not started)
+    pub skipped: Vec<(String, String)>,
+    /// Set when a start was refused because its origin started as many runs as
+    /// `[limits] runs_per_origin` allows: the error an emitting step fails with.
+    pub capped: Option<String>,
+}
+
+/// Where an emit comes from (see [`Runner::emit`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmitSource {
+    /// How many emits led here (0 for `POST /events` and `vwf emit`).
+    pub depth: u32,
+    /// The origin of the chain (see [`TriggerInfo::origin`]); `None` for an event from outside,
+    /// whose first run becomes the origin of the others.
+    pub origin: Option<String>,
+}
+
+impl EmitSource {
+    /// What an emit step of `run` emits from: one emit deeper, and the run's origin, or the run
+    /// itself when it has none.
+    pub fn of(run: &Run) -> EmitSource {
+        let trigger = run.trigger();
+        EmitSource { depth: trigger.depth, origin: Some(trigger.origin.clone().unwrap_or_else(|| run.run_id().to_string())) }
+    }
+}
+
+/// Runs looked at, per read, when counting the runs of an origin.
+const ORIGIN_CHUNK: usize = 100;
+
+/// Tasks of one batch performed at the same time, at most.
+const MAX_PARALLEL: usize = 8;
+
+/// What the runner tells an observer (the CLI's live step line).
+pub enum Progress<'r> {
+    Started { node: &'r str },
+    Settled { run: &'r Run, node: &'r str },
+}
+
+/// How to answer a parked step.
+pub enum Answer {
+    Respond(Response),
+    Generate,
+}
+
+#[derive(Clone, Copy)]
+pub struct Runner<'a> {
+    pub store: &'a dyn Store,
+    pub drivers: &'a Drivers,
+    pub clock: &'a dyn Clock,
+    pub observer: &'a dyn Fn(Progress<'_>),
+    /// A foreground run sleeps through `wait` steps; a background caller leaves them parked.
+    pub sleep_for_waits: bool,
+    /// The server's metrics, which every save of a run updates (none outside `vwf serve`).
+    pub metrics: Option<&'a Metrics>,
+}
+
+impl Runner<'_> {
+    /// Compiles a saved design: `RunError::Refused` when the design has errors.
+    pub fn compile(&self, name: &DesignName) -> Result<Plan, RunError> {
+        self.compile_with(name, |design| Plan::compile(name.as_str(), design))
+    }
+
+    /// Compiles a saved design for a test run (see `vwf_core::pins`). Also answers the input of
+    /// the design's newest run, which a test run limited to a step starts from when given none.
+    pub fn compile_test(&self, name: &DesignName, scope: &TestScope) -> Result<(Plan, Value), RunError> {
+        let past = match scope.target() {
+            Some(_) => self.past(name)?,
+            None => Past::default(),
+        };
+        let plan = self.compile_with(name, |design| Plan::compile_test(name.as_str(), design, scope, &past.outputs))?;
+        Ok((plan, past.input))
+    }
+
+    /// The newest output of each step among the design's recent runs, and the newest run's input.
+    fn past(&self, name: &DesignName) -> Result<Past, RunError> {
+        let filter = RunFilter { design: Some(name.clone()), ..RunFilter::default() };
+        let mut past = Past::default();
+        for (i, run) in self.list_page(&filter, None, PAST_RUNS)?.runs.into_iter().enumerate() {
+            if i == 0 {
+                past.input = run.pointer("/trigger/input").cloned().unwrap_or(Value::Null);
+            }
+            if let Some(Value::Object(outputs)) = run.get("outputs") {
+                for (id, view) in outputs {
+                    past.outputs.entry(id.clone()).or_insert_with(|| view.clone());
+                }
+            }
+        }
+        Ok(past)
+    }
+
+    fn compile_with(&self, name: &DesignName, compile: impl FnOnce(&Design) -> Result<Plan, Report>) -> Result<Plan, RunError> {
+        let graph = self.store.load_design(name)?;
+        let report = match Design::from_value(&graph) {
+            Ok(design) => match compile(&design) {
+                Ok(mut plan) => {
+                    plan.version = crate::versions::of_content(self.store, name, &graph, self.clock.now());
+                    return Ok(plan);
+                }
+                Err(report) => report,
+            },
+            Err(errors) => Report { ok: false, errors, warnings: Vec::new() },
+        };
+        Err(RunError::Refused(report))
+    }
+
+    /// Starts a run of `plan` and drives it until it is done, failed or parked.
+    pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, RunError> {
+        self.start_with(plan, trigger, None::<fn(&Run)>)
+    }
+
+    /// `start`, telling `started` about the run once it is saved and before its first step, so a
+    /// caller can answer with its id while this thread drives it on.
+    pub fn start_then(&self, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, RunError> {
+        self.start_with(plan, trigger, Some(started))
+    }
+
+    fn start_with(&self, plan: Plan, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, RunError> {
+        // Every run starts here: its input is kept in the run file, which must read back. Entries
+        // refuse deeper JSON; an event run's input wraps its payload one level deeper.
+        if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
+            return Err(RunError::Rejected(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
+        }
+        self.launch(
+            |id, now| {
+                let mut trigger = trigger;
+                // The first run of an event from outside (an emit with no origin yet) is the
+                // origin of every run the event starts.
+                if trigger.depth > 0 && trigger.origin.is_none() {
+                    trigger.origin = Some(id.to_string());
+                }
+                Ok(Run::start(plan, id, trigger, now))
+            },
+            started,
+        )
+    }
+
+    /// Saves the new run `make` builds under a fresh id, tells `started`, and drives it.
+    ///
+    /// The first save need not be durable before the run goes on when nobody is told of the run
+    /// yet: every step that acts on the world, the run parking or ending, and letting its lock go
+    /// come with a save that waits, and that one makes the first durable too (`save_run_soon`). A
+    /// caller told at once may answer with the run, so then the first save is made durable first.
+    fn launch(
+        &self,
+        make: impl FnOnce(RunId, vwf_core::time::Ts) -> Result<Run, RunError>,
+        started: Option<impl FnOnce(&Run)>,
+    ) -> Result<Run, RunError> {
+        let id = self.store.allocate_run_id()?;
+        let lock = self.store.lock_run(&id)?;
+        let mut run = make(id, self.clock.now())?;
+        self.persist_as(&mut run, true)?;
+        if let Some(started) = started {
+            self.store.sync()?;
+            started(&run);
+        }
+        self.drive(&mut run, &lock)?;
+        Ok(run)
+    }
+
+    /// Starts a saved design with `trigger`: `RunError::Refused` when the design has errors.
+    pub fn start_design(&self, name: &DesignName, trigger: TriggerInfo) -> Result<Run, RunError> {
+        self.start(self.compile(name)?, trigger)
+    }
+
+    /// Announces `event`: every saved design whose event trigger takes it starts a run with
+    /// `{event, payload}` as input. `from.depth` counts the emits that led here; a chain deeper
+    /// than the limit is cut with an error, so designs emitting to each other cannot loop forever.
+    /// And a chain's breadth is capped: an origin starts at most `[limits] runs_per_origin` runs
+    /// (counted from the store, so a restart does not reset the count); a start past it is
+    /// skipped and the emission says so in `capped`.
+    pub fn emit(&self, event: &str, payload: Value, from: &EmitSource) -> Result<Emission, RunError> {
+        let depth = from.depth;
+        if !trigger::is_event_name(event) {
+            return Err(RunError::Rejected(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
+        }
+        vwf_core::json::check(&payload).map_err(|e| RunError::Rejected(e.about(&format!("the payload of event {event:?} is"))))?;
+        if depth >= limits::EVENT_DEPTH {
+            return Err(RunError::Rejected(format!(
+                "event {event:?} is {} emits deep; chains stop at {} so designs emitting to each other cannot loop",
+                depth + 1,
+                limits::EVENT_DEPTH
+            )));
+        }
+        let now = self.clock.now();
+        let mut emission = Emission::default();
+        for name in self.store.list_designs()? {
+            let Ok(name) = DesignName::parse(&name) else { continue };
+            let Ok(graph) = self.store.load_design(&name) else { continue };
+            let Some(cooldown) = Design::from_value(&graph).ok().and_then(|d| {
+                let node = &d.trigger()?.raw;
+                match Trigger::parse(node) {
+                    Ok(trigger) => trigger.listens(event),
+                    // Refused when it starts, and listed as skipped with the validator's verdict.
+                    Err(_) => trigger::names_event(node, event).then_some(0),
+                }
+            }) else {
+                continue;
+            };
+            if !vwf_core::design::is_enabled(&graph) {
+                emission.skipped.push((name.to_string(), format!("disabled: its trigger fires once enabled (vwf enable {name})")));
+                continue;
+            }
+            if cooldown > 0 && self.fired_within(&name, vwf_core::time::sub_seconds_saturating(now, cooldown))? {
+                emission.skipped.push((name.to_string(), format!("cooling down ({cooldown} s)")));
+                continue;
+            }
+            // The first run of an event from outside is its origin (see `start_with`).
+            let origin = from.origin.clone().or_else(|| emission.runs.first().and_then(|r| r.trigger().origin.clone()));
+            let cap = self.drivers.config.limits.runs_per_origin;
+            if let Some(origin) = &origin
+                && self.origin_runs(origin)? >= cap
+            {
+                let refused = format!(
+                    "event {event:?} would start another run of design {name}, but origin {origin} has started {cap} runs, \
+                     the most one event or run may start directly or through emits ([limits] runs_per_origin = {cap})"
+                );
+                emission.skipped.push((name.to_string(), refused.clone()));
+                emission.capped.get_or_insert(refused);
+                continue;
+            }
+            let input = serde_json::json!({"event": event, "payload": payload});
+            let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1, origin };
+            match self.start_design(&name, trigger) {
+                Ok(run) => emission.runs.push(run),
+                Err(RunError::Refused(report)) => emission.skipped.push((name.to_string(), report.refusal())),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(emission)
+    }
+
+    /// How many runs `origin` started: its runs among the newest [`limits::ORIGIN_SCAN`], read
+    /// newest first and no further than the origin's own run (every run it started is newer).
+    fn origin_runs(&self, origin: &str) -> Result<u64, RunError> {
+        let (mut count, mut scanned, mut before) = (0, 0, None::<RunId>);
+        while scanned < limits::ORIGIN_SCAN {
+            let ids = self.store.list_run_ids(before.as_ref(), ORIGIN_CHUNK.min(limits::ORIGIN_SCAN - scanned))?;
+            let Some(last) = ids.last().cloned() else { break };
+            scanned += ids.len();
+            for (id, read) in ids.iter().zip(self.store.read_runs(&ids)) {
+                let summary = read.ok().and_then(|run| Summary::deserialize(&run).ok());
+                if summary.is_some_and(|s| s.trigger.origin.as_deref() == Some(origin)) {
+                    count += 1;
+                }
+                if id.as_str() == origin {
+                    return Ok(count);
+                }
+            }
+            before = Some(last);
+        }
+        Ok(count)
+    }
+
+    /// Whether `design` had an event-started run created after `since` (among recent runs).
+    fn fired_within(&self, design: &DesignName, since: vwf_core::time::Ts) -> Result<bool, RunError> {
+        Ok(self
+            .store
+            .list_summaries(COOLDOWN_SCAN)?
+            .into_iter()
+            .filter_map(|e| e.summary.ok())
+            .any(|s| s.design == design.as_str() && s.trigger.mode == "event" && s.created_at > since))
+    }
+
+    /// Reads a run as it stands now: a run left running by a dead process is marked
+    /// interrupted, a gate whose deadline passed is failed, and a timed wait that is due
+    /// resumes (without sleeping through any later wait).
+    pub fn open(&self, id: &RunId) -> Result<Run, RunError> {
+        Ok(self.settle(id, true)?.0)
+    }
+
+    /// Like [`Runner::open`], also saying what reading it did: `None` when the run needed nothing
+    /// (or its live owner holds it), else why it was settled.
+    pub fn open_settling(&self, id: &RunId) -> Result<(Run, Option<Settle>), RunError> {
+        self.settle(id, true)
+    }
+
+    /// The newest runs, each settled like `open` would (but no wait is resumed by a listing).
+    /// An unreadable entry is listed with its error.
+    pub fn list(&self, limit: usize) -> Result<Vec<RunEntry>, RunError> {
+        let mut entries = self.store.list_runs(limit)?;
+        for entry in &mut entries {
+            self.settle_entry(entry);
+        }
+        Ok(entries)
+    }
+
+    /// A listed entry as `open` would read it (a stale run settled, a document that is not a
+    /// run reported as unreadable), without resuming a wait.
+    fn settle_entry(&self, entry: &mut RunEntry) {
+        let Ok(value) = &entry.run else { return };
+        let stale = match parse_run(&entry.id, value.clone()) {
+            Ok(run) => self.is_stale(&run, false),
+            // JSON that is not a run (`[]`, `{}`, a foreign file) is as unreadable as bad JSON.
+            Err(e) => {
+                entry.run = Err(e.to_string());
+                return;
+            }
+        };
+        if stale && let Ok((run, _)) = self.settle(&entry.id, false) {
+            entry.run = serde_json::to_value(&run).map_err(|e| e.to_string());
+        }
+    }
+
+    /// The run `id` as a listing shows it, if it matches `filter` (`None` also for a run deleted
+    /// since the index listed it).
+    fn listed(&self, id: &RunId, read: Result<Value, StoreError>, filter: &RunFilter) -> Option<Value> {
+        let run = match read {
+            Err(StoreError::NotFound(_)) => return None,
+            read => read.map_err(|e| e.to_string()),
+        };
+        let mut entry = RunEntry { id: id.clone(), run };
+        self.settle_entry(&mut entry);
+        let keep = match &entry.run {
+            Ok(run) => Summary::deserialize(run).is_ok_and(|summary| filter.matches(&summary)),
+            Err(_) => !filter.reads_runs(),
+        };
+        keep.then(|| result_of(entry))
+    }
+
+    /// The newest runs as every surface lists them: each a run result, or
+    /// `{ok:false, run_id, error}` for an entry that cannot be read.
+    pub fn list_results(&self, limit: usize) -> Result<Vec<Value>, RunError> {
+        Ok(self.list_page(&RunFilter::default(), None, limit)?.runs)
+    }
+
+    /// One page of the listing, newest first: at most `limit` runs matching `filter`, older than
+    /// the run `before` (a previous page's `next`). `next` is set when older runs may match: the
+    /// page is full, or [`limits::RUNS_SCANNED_PER_PAGE`] runs were looked at without filling it
+    /// (so a page costs the same however many runs the store holds, and a rare filter continues
+    /// on the next page). An unreadable entry is listed only when no filter needs to read it.
+    pub fn list_page(&self, filter: &RunFilter, before: Option<&RunId>, limit: usize) -> Result<RunPage, RunError> {
+        let mut page = RunPage::default();
+        let mut cursor = before.cloned();
+        let mut scanned = 0;
+        while page.runs.len() < limit {
+            // Without a filter every id is a run of the page; with one, read ahead in chunks.
+            let want = if filter.reads_runs() || filter.id.is_some() { LIST_CHUNK } else { limit - page.runs.len() };
+            let ids = self.store.list_run_ids(cursor.as_ref(), want)?;
+            if ids.is_empty() {
+                return Ok(page);
+            }
+            // The runs the id filter keeps, read in one request.
+            let wanted: Vec<RunId> = ids.iter().filter(|id| filter.matches_id(id.as_str())).cloned().collect();
+            let mut reads = wanted.iter().cloned().zip(self.store.read_runs(&wanted)).peekable();
+            for id in ids {
+                cursor = Some(id.clone());
+                scanned += 1;
+                let read = reads.next_if(|(wanted, _)| *wanted == id).map(|(_, read)| read);
+                if let Some(run) = read.and_then(|read| self.listed(&id, read, filter)) {
+                    page.runs.push(run);
+                }
+                if page.runs.len() == limit || scanned >= limits::RUNS_SCANNED_PER_PAGE {
+                    page.next = Some(id.to_string());
+                    return Ok(page);
+                }
+            }
+        }
+        Ok(page)
+    }
+
+    /// Resumes the runs among the newest `limit` whose timed wait is due, without sleeping
+    /// through later waits. A foreground `vwf run` calls this first, so a wait parked by a
+    /// background caller (a tool, the chat command) goes on even with no server running.
+    pub fn resume_due(&self, limit: usize) -> Result<Vec<Run>, RunError> {
+        let now = self.clock.now();
+        let background = Runner { sleep_for_waits: false, ..*self };
+        let mut resumed = Vec::new();
+        for entry in self.store.list_summaries(limit)? {
+            let Ok(summary) = entry.summary else { continue };
+            if summary.due(now, true) == Some(Settle::WaitDue)
+                && let Ok(run) = background.open(&entry.id)
+            {
+                resumed.push(run);
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// Whether reading `run` now should change it (see `open`).
+    fn is_stale(&self, run: &Run, resume_waits: bool) -> bool {
+        run.due(self.clock.now(), resume_waits).is_some()
+    }
+
+    /// Reads a run and settles it if it is due (the core's [`vwf_core::run::settle::due`]), under
+    /// its lock; answers the run and what was done to it.
+    fn settle(&self, id: &RunId, resume_waits: bool) -> Result<(Run, Option<Settle>), RunError> {
+        let run = self.read(id)?;
+        if !self.is_stale(&run, resume_waits) {
+            return Ok((run, None));
+        }
+        let Some(lock) = self.store.try_lock_run(id)? else {
+            return Ok((run, None)); // its owner is alive and working on it
+        };
+        self.forget_saved(id);
+        let mut run = self.read(id)?;
+        let due = run.due(self.clock.now(), resume_waits);
+        // Reading never needs to write: a store that cannot take the settled run (full,
+        // read-only) still gets it reported as it stands now; the next reader saves it.
+        if self.settle_orphan(&mut run) && self.write(&mut run, false).is_err() {
+            return Ok((run, due));
+        }
+        if due == Some(Settle::WaitDue) {
+            Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
+        }
+        Ok((run, due))
+    }
+
+    /// Answers a parked step and drives the run on.
+    pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, RunError> {
+        let lock = self.store.lock_run(id)?;
+        self.forget_saved(id);
+        let mut run = self.read(id)?;
+        let mut changed = self.settle_orphan(&mut run);
+        let response = match answer {
+            Answer::Respond(r) => r,
+            Answer::Generate => {
+                let Some(step) = run.plan_step(node).cloned() else {
+                    if changed {
+                        self.persist(&mut run)?;
+                    }
+                    return Err(RunError::NotFound(format!("run {} has no node {node:?}", run.run_id())));
+                };
+                let Some(Pending::Agent { prompt, profile, model, .. }) = run.parked().iter().find(|p| p.node() == node).cloned() else {
+                    if changed {
+                        self.persist(&mut run)?;
+                    }
+                    return Err(RunError::Conflict(format!("run {} is not waiting for an agent on node {node:?}", run.run_id())));
+                };
+                let (max_tokens, timeout_seconds) = match step.spec() {
+                    Ok(vwf_core::spec::Spec::Agent { max_tokens, timeout_seconds, .. }) => (max_tokens, timeout_seconds),
+                    _ => (None, vwf_core::limits::AGENT_TIMEOUT_DEFAULT),
+                };
+                let request = agent::Request {
+                    max_tokens,
+                    timeout: std::time::Duration::from_secs(timeout_seconds.max(1)),
+                    ..agent::Request::new(&prompt, profile.as_deref(), model.as_deref())
+                };
+                match self.drivers.generate(&request) {
+                    Ok(Outcome::Done { text, extra, tokens }) => {
+                        let model = extra.get("model").and_then(Value::as_str).map(String::from);
+                        Response::Generated { text, model, tokens }
+                    }
+                    Ok(_) => return Err(BackendError::Failed("the agent backend gave no text".into()).into()),
+                    Err(e) => {
+                        if changed {
+                            self.persist(&mut run)?;
+                        }
+                        return Err(e.into());
+                    }
+                }
+            }
+        };
+        let before = run.clone();
+        match run.respond(node, response, self.clock.now()) {
+            Ok(()) => changed |= run != before,
+            Err(e) => {
+                if changed {
+                    self.persist(&mut run)?;
+                }
+                return Err(e.into());
+            }
+        }
+        if changed {
+            self.persist(&mut run)?;
+        }
+        self.drive(&mut run, &lock)?;
+        Ok(run)
+    }
+
+    /// Retries a failed run from its failed step.
+    pub fn retry(&self, id: &RunId) -> Result<Run, RunError> {
+        let lock = self.store.lock_run(id)?;
+        self.forget_saved(id);
+        let mut run = self.read(id)?;
+        if self.settle_orphan(&mut run) {
+            self.persist(&mut run)?;
+        }
+        run.retry(self.clock.now())?;
+        self.persist(&mut run)?;
+        self.drive(&mut run, &lock)?;
+        Ok(run)
+    }
+
+    /// Retries a finished run from the start with its design as saved now: a new run with the
+    /// old run's trigger and input, linked to it by `retry_of`. The old run is left as it is (a
+    /// finished run's record does not change). `RunError::Refused` when the design now has errors.
+    pub fn retry_from_start(&self, id: &RunId) -> Result<Run, RunError> {
+        let old = self.open(id)?;
+        old.can_retry_from_start()?;
+        let name = DesignName::parse(old.design()).map_err(RunError::Rejected)?;
+        // A test run's retry is a test run of the same part of the design, with today's pins.
+        let plan = match &old.plan().test {
+            Some(scope) => self.compile_test(&name, scope)?.0,
+            None => self.compile(&name)?,
+        };
+        self.launch(|id, now| Ok(Run::start_retry_of(&old, plan, id, now)?), None::<fn(&Run)>)
+    }
+
+    /// Drives a run we hold the lock of until it is done, failed or parked.
+    fn drive(&self, run: &mut Run, _lock: &RunLock) -> Result<(), RunError> {
+        // The status and pending the store last saw: an idle pass that changed either is saved.
+        let mut persisted = (run.status(), run.pending().cloned());
+        loop {
+            // Read when the next steps are rendered, so a secret is what the environment holds
+            // when its request is sent (SPEC §17).
+            let secrets = self.drivers.config.secret_values();
+            match run.advance_with(self.clock.now(), &secrets) {
+                Advance::Settled(node) => {
+                    // A step with no outside effect (a condition, a skip, a collect-only output)
+                    // is recorded with the next write (SPEC §7): before the next task starts, or
+                    // when the run parks or ends. Every write holds all the steps settled since
+                    // the last one, so after a crash the record is one a writer saving after every
+                    // step could have left, and a retry settles the same steps the same way.
+                    if run.status() != Status::Running {
+                        self.persist(run)?;
+                        persisted = (run.status(), run.pending().cloned());
+                    }
+                    (self.observer)(Progress::Settled { run, node: &node });
+                    continue;
+                }
+                Advance::Tasks(tasks) => {
+                    self.persist(run)?;
+                    // A run its save failed (its record would pass `[limits] run_bytes`) starts
+                    // nothing more.
+                    if run.status().is_finished() {
+                        continue;
+                    }
+                    self.perform_all(run, &tasks, &secrets)?;
+                }
+                Advance::Idle => {
+                    // Parked or ended: saved before a foreground run sleeps through a wait too, so
+                    // the last task's outcome and the park are on disk while it sleeps.
+                    if run.has_changes() || (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {
+                        self.persist(run)?;
+                    }
+                    if run.status() == Status::Waiting
+                        && self.sleep_for_waits
+                        && let Some(t) = run.next_wake()
+                    {
+                        self.clock.sleep_until(t);
+                        persisted = (run.status(), run.pending().cloned());
+                        continue;
+                    }
+                    return Ok(());
+                }
+            }
+            persisted = (run.status(), run.pending().cloned());
+        }
+    }
+
+    /// Performs a batch of tasks, up to `MAX_PARALLEL` at a time, recording each outcome as it
+    /// arrives. Outcomes are keyed by node, so the record does not depend on which task finishes
+    /// first. An outcome is saved at once while other tasks of the batch are still to finish
+    /// (they may take long); the batch's last outcome is saved by the caller's next write, which
+    /// comes before anything else has an outside effect: before the next batch starts, or when
+    /// the run parks or ends. So a step that follows another costs one write, not two, and a
+    /// crash in between leaves what a crash just before the outcome's own write would have.
+    ///
+    /// Every outcome is scrubbed of the values of `secrets` before it is recorded, so a peer that
+    /// echoes a secret back leaves `***` in the run, not the secret.
+    fn perform_all(&self, run: &mut Run, tasks: &[Task], secrets: &Secrets) -> Result<(), RunError> {
+        for task in tasks {
+            (self.observer)(Progress::Started { node: &task.node });
+        }
+        let mut unrecorded = tasks.len();
+        let mut record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), RunError> {
+            run.complete(&task.node, scrubbed(outcome, secrets), self.clock.now())?;
+            unrecorded -= 1;
+            if unrecorded > 0 {
+                self.persist(run)?;
+            }
+            (self.observer)(Progress::Settled { run, node: &task.node });
+            Ok(())
+        };
+        // Emits start other runs through this runner, so they are performed here, one by one.
+        let (emits, tasks): (Vec<&Task>, Vec<&Task>) = tasks.iter().partition(|t| matches!(t.work, Work::Emit { .. }));
+        for task in emits {
+            let Work::Emit { event, payload } = &task.work else { continue };
+            let outcome = match self.emit(event, payload.clone(), &EmitSource::of(run)) {
+                Ok(Emission { capped: Some(error), .. }) => Outcome::Failed { error },
+                Ok(emission) => {
+                    let mut extra = Map::new();
+                    extra.insert("event".into(), Value::String(event.clone()));
+                    extra
+                        .insert("runs".into(), Value::Array(emission.runs.iter().map(|r| Value::String(r.run_id().to_string())).collect()));
+                    let text = if payload.is_null() { String::new() } else { payload.to_string() };
+                    Outcome::Done { text, extra, tokens: 0 }
+                }
+                Err(e) => Outcome::Failed { error: e.to_string() },
+            };
+            record(run, task, outcome)?;
+        }
+        let tasks: Vec<Task> = tasks.into_iter().cloned().collect();
+        let tasks = tasks.as_slice();
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        if let [task] = tasks {
+            let outcome = self.drivers.perform(task, self.clock.now());
+            return record(run, task, outcome);
+        }
+        let (drivers, clock) = (self.drivers, self.clock);
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::channel::<(usize, Outcome)>();
+            for _ in 0..tasks.len().min(MAX_PARALLEL) {
+                let tx = tx.clone();
+                let next = &next;
+                scope.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(task) = tasks.get(i) else { return };
+                        if tx.send((i, drivers.perform(task, clock.now()))).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut first_error = None;
+            for (i, outcome) in rx {
+                if first_error.is_none()
+                    && let Err(e) = record(run, &tasks[i], outcome)
+                {
+                    first_error = Some(e);
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        })
+    }
+
+    /// Under the run's lock: a `running` run has no live owner, and a due deadline is enforced.
+    fn settle_orphan(&self, run: &mut Run) -> bool {
+        let now = self.clock.now();
+        if run.status() == Status::Running {
+            run.mark_interrupted(now);
+            return true;
+        }
+        run.enforce_deadlines(now)
+    }
+
+    fn read(&self, id: &RunId) -> Result<Run, RunError> {
+        Ok(parse_run(id, self.store.read_run(id)?)?)
+    }
+
+    /// Saves a run we hold the lock of. When the store refuses the write (a full disk, a
+    /// read-only store, no file handles left), the cause is recorded where the next reader looks:
+    /// the state last saved is read back, failed with that cause, and saved again (a smaller
+    /// file, which may still fit). The write's error is returned either way.
+    fn persist(&self, run: &mut Run) -> Result<(), RunError> {
+        self.persist_as(run, false)
+    }
+
+    /// [`Runner::persist`]; `new` for the first save of a run this runner just made, which may
+    /// become durable with the run's next save (see [`Runner::launch`]).
+    ///
+    /// A save that would make the record larger than `[limits] run_bytes` writes nothing: the
+    /// run as last saved is failed with why and saved instead (it was under the limit), and `run`
+    /// becomes that, so the caller answers with the failed run. A new run that is too large is
+    /// refused before anything is saved.
+    fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), RunError> {
+        let cause = match self.write(run, new) {
+            Ok(()) => return Ok(()),
+            Err(Unsaved::TooLarge(cause)) if !new => {
+                let mut saved = self.read(run.run_id())?;
+                saved.mark_unsaved(self.clock.now(), &cause);
+                self.write(&mut saved, false)?;
+                *run = saved;
+                return Ok(());
+            }
+            Err(Unsaved::TooLarge(cause)) => RunError::Rejected(cause),
+            Err(Unsaved::Store(cause)) => RunError::Store(cause),
+        };
+        let mut saved = self.read(run.run_id()).unwrap_or_else(|_| run.clone());
+        saved.mark_unsaved(self.clock.now(), &cause.to_string());
+        let _ = self.write(&mut saved, false);
+        Err(cause)
+    }
+
+    /// Drops the metrics' digest of a run whose lock was just taken (see [`Metrics::forget`]).
+    fn forget_saved(&self, id: &RunId) {
+        if let Some(metrics) = self.metrics {
+            metrics.forget(id.as_str());
+        }
+    }
+
+    /// The one place a run is saved, so also where its transitions are logged and counted. Only
+    /// what changed since the last save is handed to the store (see `vwf_core::run::journal`);
+    /// after a failed save the next one is whole. A save that would make the stored record larger
+    /// than `[limits] run_bytes` is not made (measured by `Run::record_size`: the changed parts
+    /// only, the whole document only for a whole save).
+    fn write(&self, run: &mut Run, new: bool) -> Result<(), Unsaved> {
+        let id = run.run_id().clone();
+        let changes = run.take_changes();
+        let size = run.record_size(&changes);
+        let limit = self.drivers.config.limits.run_bytes;
+        if size.bytes > limit {
+            run.unsaved();
+            return Err(Unsaved::TooLarge(format!(
+                "the run's record would be {} bytes, more than the {limit} bytes one run may hold ([limits] run_bytes = {limit})",
+                size.bytes
+            )));
+        }
+        let watch = if new { Watch::new_run(self.metrics) } else { Watch::before(self.metrics, self.store, &id) };
+        let started = std::time::Instant::now();
+        let saved = if new { self.store.save_run_soon(&id, run, &changes) } else { self.store.save_run(&id, run, &changes) };
+        if let Err(e) = saved {
+            run.unsaved();
+            return Err(Unsaved::Store(e));
+        }
+        run.record_saved(size);
+        if let Some(watch) = watch {
+            watch.saved(run, started.elapsed());
+        }
+        Ok(())
+    }
+}
+
+/// Why [`Runner::write`] saved nothing.
+enum Unsaved {
+    /// The record would pass `[limits] run_bytes`: why, in words.
+    TooLarge(String),
+    /// The store refused the write.
+    Store(StoreError),
+}
+
+impl From<Unsaved> for RunError {
+    fn from(e: Unsaved) -> Self {
+        match e {
+            Unsaved::TooLarge(why) => RunError::Rejected(why),
+            Unsaved::Store(e) => RunError::Store(e),
+        }
+    }
+}
+
+/// `outcome` with every value of `secrets` replaced by `***` (see `vwf_core::secrets`).
+fn scrubbed(mut outcome: Outcome, secrets: &Secrets) -> Outcome {
+    if secrets.is_empty() {
+        return outcome;
+    }
+    match &mut outcome {
+        Outcome::Done { text, extra, .. } => {
+            secrets.scrub_string(text);
+            extra.values_mut().for_each(|v| secrets.scrub(v));
+        }
+        Outcome::Failed { error } => secrets.scrub_string(error),
+        Outcome::Delivered(_) | Outcome::ParkAgent => {}
+    }
+    outcome
+}
+
+/// A stored run document as a run; anything else is as unreadable as a file that is not JSON.
+pub fn parse_run(id: &RunId, value: Value) -> Result<Run, StoreError> {
+    serde_json::from_value(value).map_err(|e| StoreError::Unreadable { what: format!("run {id}"), message: e.to_string() })
+}

@@ -1,0 +1,387 @@
+//! Where designs and runs are kept, behind one small trait.
+//!
+//! The runner, the CLI, the server and the tools only see [`Store`]: designs by [`DesignName`],
+//! runs by [`RunId`], JSON values in and out, a newest-first run listing and a per-run lock.
+//! No file-system word appears in the signatures: the file store (`fs.rs`) and the PostgreSQL
+//! store shared by several server instances (`pg.rs`: lock → advisory lock, listing → `ORDER BY
+//! created_at DESC LIMIT n`, id reservation → `INSERT`) implement the same trait.
+//!
+//! Invariants every implementation keeps:
+//! - names and ids are parsed (`vwf_core::names`) before they reach a store, so a store never
+//!   builds a location out of unchecked text;
+//! - a write is all-or-nothing: a reader sees the previous value or the new one, never a mix;
+//! - a damaged or foreign entry is reported for that entry only and never breaks a listing;
+//! - reading a store that was never written gives empty lists and `NotFound`, not errors.
+//!
+//! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
+
+pub mod changes;
+mod commit;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod copy;
+pub mod fs;
+mod index;
+mod jobs;
+mod journal;
+pub mod pg;
+mod tidy;
+mod versions;
+
+use serde::Deserialize;
+use serde_json::Value;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Run;
+use vwf_core::run::journal::{Changes, Part};
+use vwf_core::run::settle::Summary;
+use vwf_core::schedule::job::Job;
+use vwf_core::time::Ts;
+use vwf_core::versions::DesignVersion;
+
+pub use fs::FileStore;
+pub use pg::{PgSettings, PgStore};
+pub use tidy::{Finding, STALE_AFTER};
+pub use versions::version_not_found;
+
+/// A run document read back from its last whole save and the parts saved since (as a store
+/// keeps them: kind, key, JSON text), applied in part order. A part that cannot be read or
+/// applied makes the run unreadable (`Corrupt`): a reader never guesses.
+pub fn assemble(id: &RunId, doc: Value, parts: impl IntoIterator<Item = (String, String, String)>) -> Result<Value, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt { path: format!("run {id}"), message };
+    let mut parts = parts
+        .into_iter()
+        .map(|(kind, key, text)| {
+            let part = Part::parse(&kind, &key).ok_or_else(|| corrupt(format!("unknown part {kind}:{key}")))?;
+            let value = serde_json::from_str::<Value>(&text).map_err(|e| corrupt(format!("part {kind}:{key}: {e}")))?;
+            Ok((part, value))
+        })
+        .collect::<Result<Vec<(Part, Value)>, StoreError>>()?;
+    if parts.is_empty() {
+        return Ok(doc);
+    }
+    parts.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut run: Run = serde_json::from_value(doc).map_err(|e| corrupt(e.to_string()))?;
+    for (part, value) in parts {
+        run.apply(&part, value).map_err(corrupt)?;
+    }
+    serde_json::to_value(&run).map_err(|e| corrupt(e.to_string()))
+}
+
+/// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.
+pub trait Store: Send + Sync {
+    /// Names of the saved designs, sorted. Entries that are not designs are ignored.
+    fn list_designs(&self) -> Result<Vec<String>, StoreError>;
+    /// The saved graph of a design: `NotFound` or `Corrupt` when it cannot be had.
+    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError>;
+    /// Saves (creates or replaces) a design; returns where it was saved, to show to the user.
+    fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
+    /// Saves a design only if none has this name, else `Exists`; the check and the write are one
+    /// step, so of two callers creating the same name exactly one succeeds.
+    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
+    fn design_exists(&self, name: &DesignName) -> bool;
+    /// Removes a saved design (`NotFound` when there is none). Runs keep the plan they started
+    /// with, so they stay readable.
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError>;
+    /// Every recorded version of a design, oldest first (`vwf_core::versions`). Versions outlive
+    /// their design: a deleted design's runs still show the version they ran.
+    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError>;
+    /// The newest recorded version of a design (what a save compares with and a run start looks
+    /// up), without reading the others; `None` when there is none.
+    fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        Ok(self.list_versions(name)?.pop())
+    }
+    /// Records a version; `Exists` when its number is taken (another save got it first), and a
+    /// recorded version is never replaced.
+    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError>;
+    /// Removes a version (pruning); `NotFound` when there is none.
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError>;
+    /// The names of the designs that have recorded versions, sorted (to copy a store).
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError>;
+    /// A token that changes whenever the design is saved or deleted (the file store: its file's
+    /// modification time and length), so a caller that keeps a design's trigger can tell cheaply
+    /// whether to read it again; `None` when the store cannot tell, and the caller re-reads on a
+    /// timer instead.
+    fn design_stamp(&self, name: &DesignName) -> Option<String>;
+
+    /// A fresh run id from a CSPRNG, reserved in the store so no other caller
+    /// (in this process or another) gets the same one.
+    fn allocate_run_id(&self) -> Result<RunId, StoreError>;
+    /// Saves the whole run state (atomically). The first write of an id makes it the newest
+    /// entry of [`Store::list_runs`].
+    fn write_run(&self, id: &RunId, run: &Value) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
+        self.write_run_json(id, &json)
+    }
+    /// `write_run` for a run already serialised to JSON (the runner's path: one serialisation
+    /// per step instead of building a value tree first).
+    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError>;
+    /// Saves what changed in a run we hold the lock of (see `vwf_core::run::journal`): the whole
+    /// document when `changes.whole`, else only the changed parts, which a store that keeps
+    /// parts writes in a size bounded by those parts. Readers see the same document either way.
+    /// The default writes the whole document every time.
+    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
+        let _ = changes;
+        self.save_whole_run(id, run)
+    }
+    /// [`Store::save_run`] that may return before the save is durable: it is durable once a later
+    /// save through this handle returns, or [`Store::sync`]. For a save nothing depends on yet
+    /// (a run's start, when nobody has been told of the run and no step has acted): a store that
+    /// makes saves durable in shared flushes lets the run's next save carry it. The default is
+    /// `save_run`.
+    fn save_run_soon(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
+        self.save_run(id, run, changes)
+    }
+    /// Returns once every save handed to this handle is durable (see [`Store::save_run_soon`]).
+    fn sync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Writes the whole run document (a checkpoint); what `save_run` does for `changes.whole`.
+    fn save_whole_run(&self, id: &RunId, run: &Run) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
+        self.write_run_json(id, &json)
+    }
+    fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
+    /// [`Store::read_run`] of each id, in order: what a listing page reads. A store that can
+    /// read many runs in one request overrides this.
+    fn read_runs(&self, ids: &[RunId]) -> Vec<Result<Value, StoreError>> {
+        ids.iter().map(|id| self.read_run(id)).collect()
+    }
+    /// At most `limit` runs, newest first (by first write). A run that cannot be read is
+    /// listed with its error instead of its value.
+    fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError>;
+    /// [`Store::list_runs`] as typed summaries: what callers that decide about many runs (which
+    /// are due, which fired lately) read, so none of them looks into a run's stored JSON. A store
+    /// that keeps these fields apart overrides this to skip reading whole runs.
+    fn list_summaries(&self, limit: usize) -> Result<Vec<SummaryEntry>, StoreError> {
+        Ok(self
+            .list_runs(limit)?
+            .into_iter()
+            .map(|e| {
+                let summary = e.run.and_then(|v| serde_json::from_value(v).map_err(|err| format!("run {} cannot be read: {err}", e.id)));
+                SummaryEntry { id: e.id, summary }
+            })
+            .collect())
+    }
+    /// At most `limit` ids of runs that have a document, newest first, starting after `before`
+    /// (from the newest when `None`): one page of the listing, for callers that read and filter
+    /// the runs themselves. `NotFound` when `before` is not in the listing. The cost does not
+    /// grow with the number of runs read before the cursor.
+    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError>;
+    /// The summary of one run (see [`Store::list_summaries`]).
+    fn read_run_summary(&self, id: &RunId) -> Result<Summary, StoreError> {
+        let run = self.read_run(id)?;
+        Summary::deserialize(&run).map_err(|e| StoreError::Corrupt { path: format!("run {id}"), message: e.to_string() })
+    }
+    /// Publishes on `to` a notice for every change any process makes to this store's runs, designs
+    /// and jobs, from now on; `false` for a store that cannot (its waiters read again on a timer).
+    fn notify_changes(&self, to: &crate::changes::Changes) -> bool {
+        let _ = to;
+        false
+    }
+    /// Waits for the run's exclusive lock (held across processes) and holds it until the
+    /// guard drops. `NotFound` if the id was neither allocated nor written.
+    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
+    /// Like [`Store::lock_run`] but returns `None` at once when someone else holds the lock.
+    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError>;
+}
+
+/// What the time-driven side of a home keeps (SPEC §10): schedule jobs, the last fire of each
+/// heartbeat trigger, and the claim of the one daemon that fires them. A sibling of [`Store`]
+/// that the same backend implements; `App` holds both.
+///
+/// Invariants every implementation keeps, beyond [`Store`]'s:
+/// - every read-modify-write of jobs happens under [`JobStore::lock_jobs`], held across
+///   processes, so two processes ticking one home never lose an update or fire a fire twice;
+/// - a job that cannot be read is listed with why, and never breaks the listing;
+/// - `has_jobs` is false for a home that never stored a job, so ticking it creates nothing.
+pub trait JobStore: Send + Sync {
+    /// Every job, sorted by id; an entry that cannot be read is listed as `(job_id, why)`.
+    fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError>;
+    /// The job of `design`: `None` when it has none.
+    fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError>;
+    /// Saves (creates or replaces) a job, atomically; its `job_id` names its design.
+    fn write_job(&self, job: &Job) -> Result<(), StoreError>;
+    /// Removes the job of `design` (`NotFound` when there is none).
+    fn remove_job(&self, design: &DesignName) -> Result<(), StoreError>;
+    /// Whether a job may exist (a job was stored once); when not, a tick has nothing to do.
+    fn has_jobs(&self) -> bool;
+    /// Waits for the jobs' exclusive lock, held across processes until the guard drops. Never
+    /// held while a run works.
+    fn lock_jobs(&self) -> Result<StoreLock, StoreError>;
+    /// The recorded last fire of a heartbeat design (`None` when never fired or unreadable).
+    fn last_fire(&self, design: &DesignName) -> Option<Ts>;
+    /// Records a heartbeat fire, whatever was recorded before (copying a store).
+    fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError>;
+    /// Claims the heartbeat fire `at` of `design`, durably, before its run starts: recorded (and
+    /// `true`) only if the last fire recorded is still `last`, so of several daemons that saw the
+    /// same fire due exactly one claims it.
+    fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError>;
+    /// Every recorded heartbeat fire, by design name (to copy a store).
+    fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError>;
+    /// Claims the home's triggers for one daemon for as long as the guard lives; `Busy` while
+    /// another daemon (in any process) holds the claim.
+    fn claim_triggers(&self) -> Result<StoreLock, StoreError>;
+}
+
+/// A line of a job listing: the job, or `(job_id, why)` for one that cannot be read.
+pub type JobEntry = Result<Job, (String, String)>;
+
+/// Holds a store-wide lock or claim ([`JobStore::lock_jobs`], [`JobStore::claim_triggers`]);
+/// dropping it releases it. Opaque like [`RunLock`].
+pub struct StoreLock {
+    _guard: Box<dyn Send + Sync>,
+}
+
+impl StoreLock {
+    pub fn new(guard: impl Send + Sync + 'static) -> Self {
+        Self { _guard: Box::new(guard) }
+    }
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreLock").finish_non_exhaustive()
+    }
+}
+
+/// One line of a run listing.
+#[derive(Debug)]
+pub struct RunEntry {
+    pub id: RunId,
+    /// The run document, or why it could not be read (e.g. `... is not valid JSON: ...`).
+    pub run: Result<Value, String>,
+}
+
+/// One line of [`Store::list_summaries`].
+#[derive(Debug)]
+pub struct SummaryEntry {
+    pub id: RunId,
+    /// The run's summary, or why it could not be read.
+    pub summary: Result<Summary, String>,
+}
+
+/// Holds a run's exclusive lock; dropping it releases the lock.
+///
+/// Opaque on purpose: each store puts its own guard inside (a locked file, a database
+/// connection holding an advisory lock, ...).
+pub struct RunLock {
+    id: RunId,
+    _guard: Box<dyn Send + Sync>,
+}
+
+impl RunLock {
+    pub fn new(id: RunId, guard: impl Send + Sync + 'static) -> Self {
+        Self { id, _guard: Box::new(guard) }
+    }
+}
+
+impl std::fmt::Debug for RunLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLock").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// What can go wrong in a store, worded for the user.
+///
+/// The cases are what callers branch on: an entry that is missing, there already, damaged or
+/// held by someone else; a store that is full, out of reach, or failed otherwise. The last three
+/// keep the error that caused them as their [`source`](std::error::Error::source), and their
+/// `action` says what was being done (it may name a file or a table; the API's edge shows users
+/// a message without it, see `Failure`).
+#[derive(thiserror::Error, Debug, Clone)]
+pub enum StoreError {
+    /// What is missing, e.g. `design "x"` or `run d7b493cae249`.
+    #[error("{0} not found")]
+    NotFound(String),
+    /// What is there already, e.g. `design "x"`.
+    #[error("{0} already exists")]
+    Exists(String),
+    /// `path` is where the user finds the entry (relative to the home for the file store).
+    #[error("{path} is not valid JSON: {message}")]
+    Corrupt { path: String, message: String },
+    /// Valid JSON that is not what it should be, e.g. a run document without a status.
+    #[error("{what} cannot be read: {message}")]
+    Unreadable { what: String, message: String },
+    /// Held by someone else for now, e.g. the home's triggers by another daemon (a full message).
+    #[error("{0}")]
+    Busy(String),
+    /// The disk (or the user's quota) is full: nothing was written.
+    #[error("{action}: {source}")]
+    Full { action: String, source: Source },
+    /// The store cannot be reached now (the database is down or refuses connections): trying
+    /// again later may work.
+    #[error("{action}: {source}")]
+    Unavailable { action: String, source: Source },
+    /// Any other failure of the storage underneath.
+    #[error("{action}: {source}")]
+    Io { action: String, source: Source },
+}
+
+/// The error beneath a [`StoreError`], shared so the error stays `Clone`.
+pub type Source = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+
+/// A cause with no error value beneath it (a bug, an exhausted retry), as a [`Source`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Cause(pub String);
+
+impl StoreError {
+    /// An I/O error while doing `action`: `Full` for a full disk or quota, else `Io`.
+    pub fn io(action: impl Into<String>, e: std::io::Error) -> Self {
+        let action = action.into();
+        let full = matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+            || matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
+        let source: Source = std::sync::Arc::new(e);
+        if full { Self::Full { action, source } } else { Self::Io { action, source } }
+    }
+    /// A failure with no error beneath it (`action` says what, `why` why).
+    pub fn other(action: impl Into<String>, why: impl Into<String>) -> Self {
+        Self::Io { action: action.into(), source: std::sync::Arc::new(Cause(why.into())) }
+    }
+    /// A value that cannot be serialised (a bug: every stored type serialises).
+    pub fn encode(what: impl std::fmt::Display, e: serde_json::Error) -> Self {
+        Self::Io { action: format!("cannot encode {what}"), source: std::sync::Arc::new(e) }
+    }
+    /// This error as `Unavailable` when it is `Io`: what a caller that could not reach the store
+    /// at all (connecting failed) reports, whatever failed underneath.
+    pub fn unreachable(self) -> Self {
+        match self {
+            Self::Io { action, source } => Self::Unavailable { action, source },
+            other => other,
+        }
+    }
+    /// Whether trying again later may work (the store is full or out of reach).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Full { .. } | Self::Unavailable { .. })
+    }
+    pub fn design_not_found(name: &DesignName) -> Self {
+        Self::NotFound(format!("design {:?}", name.as_str()))
+    }
+    pub fn design_exists(name: &DesignName) -> Self {
+        Self::Exists(format!("design {:?}", name.as_str()))
+    }
+    pub fn run_not_found(id: &RunId) -> Self {
+        Self::NotFound(format!("run {id}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_error_messages() {
+        let name = DesignName::parse("x").unwrap();
+        assert_eq!(StoreError::design_not_found(&name).to_string(), r#"design "x" not found"#);
+        let id = RunId::parse("d7b493cae249").unwrap();
+        assert_eq!(StoreError::design_exists(&name).to_string(), r#"design "x" already exists"#);
+        assert_eq!(StoreError::run_not_found(&id).to_string(), "run d7b493cae249 not found");
+        let corrupt = StoreError::Corrupt { path: "workflow-runs/abc.json".into(), message: "EOF".into() };
+        assert_eq!(corrupt.to_string(), "workflow-runs/abc.json is not valid JSON: EOF");
+    }
+
+    #[test]
+    fn store_is_object_safe() {
+        fn _takes(_: &dyn Store) {}
+    }
+}
