@@ -14,42 +14,26 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::pins::TestScope;
 use vwf_core::plan::Plan;
 
-use serde::Deserialize;
 use serde_json::Map;
 use vwf_core::limits;
 use vwf_core::listing::RunFilter;
-use vwf_core::run::settle::{Settle, Summary};
+use vwf_core::run::settle::Settle;
 use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
 use vwf_core::secrets::Secrets;
-use vwf_core::trigger::{self, Trigger};
 use vwf_core::validate::Report;
 
 use crate::clock::Clock;
 use crate::error::RunError;
+
+mod emit;
+mod listing;
+
+pub use emit::{EmitSource, Emission};
+pub use listing::RunPage;
 use crate::telemetry::{Metrics, Watch};
 use vwf_exec::Drivers;
 use vwf_exec::agent::{self, BackendError};
-use vwf_store::{RunEntry, RunLock, Store, StoreError};
-
-/// Run ids asked of the store at a time by a filtered listing.
-const LIST_CHUNK: usize = 200;
-
-/// One page of the run listing (see [`Runner::list_page`]).
-#[derive(Debug, Default)]
-pub struct RunPage {
-    /// Run results, or `{ok:false, run_id, error}` for entries that cannot be read.
-    pub runs: Vec<Value>,
-    /// The cursor of the next page (`before`), when older runs may match.
-    pub next: Option<String>,
-}
-
-/// A listed entry as every surface shows it: the run result, or `{ok:false, run_id, error}`.
-fn result_of(entry: RunEntry) -> Value {
-    match entry.run {
-        Ok(run) => vwf_core::run::result_of_document(run),
-        Err(error) => serde_json::json!({"ok": false, "run_id": entry.id, "error": error}),
-    }
-}
+use vwf_store::{RunLock, Store, StoreError};
 
 /// How many of a design's recent runs a test run limited to one step takes outputs from.
 const PAST_RUNS: usize = 20;
@@ -60,42 +44,6 @@ struct Past {
     outputs: std::collections::BTreeMap<String, Value>,
     input: Value,
 }
-
-/// How many recent runs are looked at to apply an event trigger's cooldown.
-const COOLDOWN_SCAN: usize = 200;
-
-/// The runs an emitted event started, and the designs it would have started but did not.
-#[derive(Debug, Default)]
-pub struct Emission {
-    pub runs: Vec<Run>,
-    /// (design, why not started)
-    pub skipped: Vec<(String, String)>,
-    /// Set when a start was refused because its origin started as many runs as
-    /// `[limits] runs_per_origin` allows: the error an emitting step fails with.
-    pub capped: Option<String>,
-}
-
-/// Where an emit comes from (see [`Runner::emit`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EmitSource {
-    /// How many emits led here (0 for `POST /events` and `vwf emit`).
-    pub depth: u32,
-    /// The origin of the chain (see [`TriggerInfo::origin`]); `None` for an event from outside,
-    /// whose first run becomes the origin of the others.
-    pub origin: Option<String>,
-}
-
-impl EmitSource {
-    /// What an emit step of `run` emits from: one emit deeper, and the run's origin, or the run
-    /// itself when it has none.
-    pub fn of(run: &Run) -> EmitSource {
-        let trigger = run.trigger();
-        EmitSource { depth: trigger.depth, origin: Some(trigger.origin.clone().unwrap_or_else(|| run.run_id().to_string())) }
-    }
-}
-
-/// Runs looked at, per read, when counting the runs of an origin.
-const ORIGIN_CHUNK: usize = 100;
 
 /// Tasks of one batch performed at the same time, at most.
 const MAX_PARALLEL: usize = 8;
@@ -232,105 +180,6 @@ impl Runner<'_> {
         self.start(self.compile(name)?, trigger)
     }
 
-    /// Announces `event`: every saved design whose event trigger takes it starts a run with
-    /// `{event, payload}` as input. `from.depth` counts the emits that led here; a chain deeper
-    /// than the limit is cut with an error, so designs emitting to each other cannot loop forever.
-    /// And a chain's breadth is capped: an origin starts at most `[limits] runs_per_origin` runs
-    /// (counted from the store, so a restart does not reset the count); a start past it is
-    /// skipped and the emission says so in `capped`.
-    pub fn emit(&self, event: &str, payload: Value, from: &EmitSource) -> Result<Emission, RunError> {
-        let depth = from.depth;
-        if !trigger::is_event_name(event) {
-            return Err(RunError::Rejected(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
-        }
-        vwf_core::json::check(&payload).map_err(|e| RunError::Rejected(e.about(&format!("the payload of event {event:?} is"))))?;
-        if depth >= limits::EVENT_DEPTH {
-            return Err(RunError::Rejected(format!(
-                "event {event:?} is {} emits deep; chains stop at {} so designs emitting to each other cannot loop",
-                depth + 1,
-                limits::EVENT_DEPTH
-            )));
-        }
-        let now = self.clock.now();
-        let mut emission = Emission::default();
-        for name in self.store.list_designs()? {
-            let Ok(name) = DesignName::parse(&name) else { continue };
-            let Ok(graph) = self.store.load_design(&name) else { continue };
-            let Some(cooldown) = Design::from_value(&graph).ok().and_then(|d| {
-                let node = &d.trigger()?.raw;
-                match Trigger::parse(node) {
-                    Ok(trigger) => trigger.listens(event),
-                    // Refused when it starts, and listed as skipped with the validator's verdict.
-                    Err(_) => trigger::names_event(node, event).then_some(0),
-                }
-            }) else {
-                continue;
-            };
-            if !vwf_core::design::is_enabled(&graph) {
-                emission.skipped.push((name.to_string(), format!("disabled: its trigger fires once enabled (vwf enable {name})")));
-                continue;
-            }
-            if cooldown > 0 && self.fired_within(&name, vwf_core::time::sub_seconds_saturating(now, cooldown))? {
-                emission.skipped.push((name.to_string(), format!("cooling down ({cooldown} s)")));
-                continue;
-            }
-            // The first run of an event from outside is its origin (see `start_with`).
-            let origin = from.origin.clone().or_else(|| emission.runs.first().and_then(|r| r.trigger().origin.clone()));
-            let cap = self.drivers.config.limits.runs_per_origin;
-            if let Some(origin) = &origin
-                && self.origin_runs(origin)? >= cap
-            {
-                let refused = format!(
-                    "event {event:?} would start another run of design {name}, but origin {origin} has started {cap} runs, \
-                     the most one event or run may start directly or through emits ([limits] runs_per_origin = {cap})"
-                );
-                emission.skipped.push((name.to_string(), refused.clone()));
-                emission.capped.get_or_insert(refused);
-                continue;
-            }
-            let input = serde_json::json!({"event": event, "payload": payload});
-            let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1, origin };
-            match self.start_design(&name, trigger) {
-                Ok(run) => emission.runs.push(run),
-                Err(RunError::Refused(report)) => emission.skipped.push((name.to_string(), report.refusal())),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(emission)
-    }
-
-    /// How many runs `origin` started: its runs among the newest [`limits::ORIGIN_SCAN`], read
-    /// newest first and no further than the origin's own run (every run it started is newer).
-    fn origin_runs(&self, origin: &str) -> Result<u64, RunError> {
-        let (mut count, mut scanned, mut before) = (0, 0, None::<RunId>);
-        while scanned < limits::ORIGIN_SCAN {
-            let ids = self.store.list_run_ids(before.as_ref(), ORIGIN_CHUNK.min(limits::ORIGIN_SCAN - scanned))?;
-            let Some(last) = ids.last().cloned() else { break };
-            scanned += ids.len();
-            for (id, read) in ids.iter().zip(self.store.read_runs(&ids)) {
-                let summary = read.ok().and_then(|run| Summary::deserialize(&run).ok());
-                if summary.is_some_and(|s| s.trigger.origin.as_deref() == Some(origin)) {
-                    count += 1;
-                }
-                if id.as_str() == origin {
-                    return Ok(count);
-                }
-            }
-            before = Some(last);
-        }
-        Ok(count)
-    }
-
-    /// Whether `design` had an event-started run created after `since` (among recent runs).
-    fn fired_within(&self, design: &DesignName, since: vwf_core::time::Ts) -> Result<bool, RunError> {
-        Ok(self
-            .store
-            .list_summaries(COOLDOWN_SCAN)?
-            .into_iter()
-            .filter_map(|e| e.summary.ok())
-            .any(|s| s.design == design.as_str() && s.trigger.mode == "event" && s.created_at > since))
-    }
-
     /// Reads a run as it stands now: a run left running by a dead process is marked
     /// interrupted, a gate whose deadline passed is failed, and a timed wait that is due
     /// resumes (without sleeping through any later wait).
@@ -342,90 +191,6 @@ impl Runner<'_> {
     /// (or its live owner holds it), else why it was settled.
     pub fn open_settling(&self, id: &RunId) -> Result<(Run, Option<Settle>), RunError> {
         self.settle(id, true)
-    }
-
-    /// The newest runs, each settled like `open` would (but no wait is resumed by a listing).
-    /// An unreadable entry is listed with its error.
-    pub fn list(&self, limit: usize) -> Result<Vec<RunEntry>, RunError> {
-        let mut entries = self.store.list_runs(limit)?;
-        for entry in &mut entries {
-            self.settle_entry(entry);
-        }
-        Ok(entries)
-    }
-
-    /// A listed entry as `open` would read it (a stale run settled, a document that is not a
-    /// run reported as unreadable), without resuming a wait.
-    fn settle_entry(&self, entry: &mut RunEntry) {
-        let Ok(value) = &entry.run else { return };
-        let stale = match parse_run(&entry.id, value.clone()) {
-            Ok(run) => self.is_stale(&run, false),
-            // JSON that is not a run (`[]`, `{}`, a foreign file) is as unreadable as bad JSON.
-            Err(e) => {
-                entry.run = Err(e.to_string());
-                return;
-            }
-        };
-        if stale && let Ok((run, _)) = self.settle(&entry.id, false) {
-            entry.run = serde_json::to_value(&run).map_err(|e| e.to_string());
-        }
-    }
-
-    /// The run `id` as a listing shows it, if it matches `filter` (`None` also for a run deleted
-    /// since the index listed it).
-    fn listed(&self, id: &RunId, read: Result<Value, StoreError>, filter: &RunFilter) -> Option<Value> {
-        let run = match read {
-            Err(StoreError::NotFound(_)) => return None,
-            read => read.map_err(|e| e.to_string()),
-        };
-        let mut entry = RunEntry { id: id.clone(), run };
-        self.settle_entry(&mut entry);
-        let keep = match &entry.run {
-            Ok(run) => Summary::deserialize(run).is_ok_and(|summary| filter.matches(&summary)),
-            Err(_) => !filter.reads_runs(),
-        };
-        keep.then(|| result_of(entry))
-    }
-
-    /// The newest runs as every surface lists them: each a run result, or
-    /// `{ok:false, run_id, error}` for an entry that cannot be read.
-    pub fn list_results(&self, limit: usize) -> Result<Vec<Value>, RunError> {
-        Ok(self.list_page(&RunFilter::default(), None, limit)?.runs)
-    }
-
-    /// One page of the listing, newest first: at most `limit` runs matching `filter`, older than
-    /// the run `before` (a previous page's `next`). `next` is set when older runs may match: the
-    /// page is full, or [`limits::RUNS_SCANNED_PER_PAGE`] runs were looked at without filling it
-    /// (so a page costs the same however many runs the store holds, and a rare filter continues
-    /// on the next page). An unreadable entry is listed only when no filter needs to read it.
-    pub fn list_page(&self, filter: &RunFilter, before: Option<&RunId>, limit: usize) -> Result<RunPage, RunError> {
-        let mut page = RunPage::default();
-        let mut cursor = before.cloned();
-        let mut scanned = 0;
-        while page.runs.len() < limit {
-            // Without a filter every id is a run of the page; with one, read ahead in chunks.
-            let want = if filter.reads_runs() || filter.id.is_some() { LIST_CHUNK } else { limit - page.runs.len() };
-            let ids = self.store.list_run_ids(cursor.as_ref(), want)?;
-            if ids.is_empty() {
-                return Ok(page);
-            }
-            // The runs the id filter keeps, read in one request.
-            let wanted: Vec<RunId> = ids.iter().filter(|id| filter.matches_id(id.as_str())).cloned().collect();
-            let mut reads = wanted.iter().cloned().zip(self.store.read_runs(&wanted)).peekable();
-            for id in ids {
-                cursor = Some(id.clone());
-                scanned += 1;
-                let read = reads.next_if(|(wanted, _)| *wanted == id).map(|(_, read)| read);
-                if let Some(run) = read.and_then(|read| self.listed(&id, read, filter)) {
-                    page.runs.push(run);
-                }
-                if page.runs.len() == limit || scanned >= limits::RUNS_SCANNED_PER_PAGE {
-                    page.next = Some(id.to_string());
-                    return Ok(page);
-                }
-            }
-        }
-        Ok(page)
     }
 
     /// Resumes the runs among the newest `limit` whose timed wait is due, without sleeping
