@@ -3,7 +3,7 @@
 //! budget, `agent_generate` on a parked step, the model catalog and its cache, and an API key that
 //! is sent only when its variable is set and never written anywhere.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 //! run ids, timestamps, ports and the home directory scrubbed. Refused requests are checked to
 //! leave every file of the home untouched.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};

@@ -5,7 +5,7 @@
 //! another site) gets 401 on every API route and `/mcp`; pages stay open. And every answer says
 //! who may frame it.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

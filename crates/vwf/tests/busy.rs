@@ -7,7 +7,7 @@
 //! waits for a slot by reading the server's gauges (a bounded poll of a real process), never by
 //! sleeping.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

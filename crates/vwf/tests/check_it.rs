@@ -2,7 +2,7 @@
 //! `vwf` binary: typed steps repeat exactly, a broken command stops the run, and the path where
 //! there is nothing to do still ends on an artefact (with the validator warning when it would not).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

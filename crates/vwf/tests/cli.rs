@@ -4,7 +4,7 @@
 //! Every refused request is checked twice: the exit code and message, and a byte-for-byte
 //! snapshot of the home before and after, because a refusal must write nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! a broken command fails the run, template values cannot inject shell code, `argv` never meets a
 //! shell, and no process the command started outlives its step.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -4,7 +4,8 @@
 //! Every test runs on both stores (`files::`, `postgres::`), the run's lock being a file lock or
 //! a session advisory lock.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(
     two_processes_answering_one_gate_exactly_one_wins,

@@ -6,7 +6,8 @@
 //! as a snapshot diff. Run ids, timestamps and the home directory are redacted; the clock is
 //! injected (a `FixedClock`) instead of read from `VWF_NOW`, which is process-global.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(
     validate_ok_with_warnings,

@@ -9,7 +9,8 @@
 //! have left; the run takes long enough for kills to land mid-run.
 //! Kill delays come from a seeded xorshift, so a failing iteration can be replayed.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(
     sigkill_at_random_moments_never_loses_a_finished_step,

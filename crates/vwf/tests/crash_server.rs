@@ -18,7 +18,8 @@
 //! `vwf doctor` finds nothing left to repair. Kill delays come from a seeded xorshift, so a
 //! failing sequence can be replayed (timing still varies from one machine to another).
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(a_server_killed_under_load_keeps_answered_runs_and_never_reruns_a_finished_step);
 

@@ -5,7 +5,7 @@
 //! triggers need the outside world: they run the real `vwf daemon` and poll the runs directory
 //! with a bounded deadline.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

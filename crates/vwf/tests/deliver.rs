@@ -6,7 +6,7 @@
 //! The servers live on a multi-threaded tokio runtime owned by the test; the CLI child runs in
 //! `spawn_blocking` on that runtime while its workers answer the requests.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -8,7 +8,7 @@
 //! network namespace this test makes (`unshare --net --mount`, with its own `/etc/hosts`), so
 //! no packet ever leaves the machine, even if the policy failed.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -271,19 +271,20 @@ fn chain_fails_at(config: &str, says: &str) {
     assert!(!home.path().join("pwned").exists());
 }
 
-/// Runs `inner` of this file inside a new network and mount namespace (see the module doc).
+/// Runs [`inside_a_namespace`] inside a new network and mount namespace (see the module doc): the
+/// test binary again, filtered to exactly that test by its path in the binary (`egress::…`).
 #[test]
 fn private_link_local_and_named_addresses_in_a_namespace() {
     let exe = std::env::current_exe().expect("test binary");
     let out = Command::new("unshare")
         .args(["--net", "--mount", "--"])
         .arg(exe)
-        .args(["--exact", "inside_a_namespace", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "egress::inside_a_namespace", "--ignored", "--nocapture", "--test-threads=1"])
         .env("VWF_EGRESS_NAMESPACE", "1")
         .output()
         .expect("run unshare (util-linux)");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && text.contains("1 passed"), "the test inside the namespace failed:\n{text}");
+    assert!(out.status.success() && text.contains("test result: ok. 1 passed"), "the test inside the namespace failed:\n{text}");
 }
 
 /// What [`private_link_local_and_named_addresses_in_a_namespace`] runs in its namespace.

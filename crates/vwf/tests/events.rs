@@ -2,7 +2,7 @@
 //! listens, with `{event, payload}` as input; chains of designs emitting to each other are cut at
 //! the depth limit; a cooldown skips events that come too soon; bad names are refused.
 
-mod common;
+use crate::common;
 
 use common::{Home, later, snapshot};
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@
 //! file. The clock is pinned with `VWF_NOW` and moves one minute per answer, so gates never time
 //! out and wait steps take no real time.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};

@@ -12,7 +12,7 @@
 //! Both must save the graph byte for byte (unknown fields included), end `done`, and record the
 //! same steps, skips and outputs (the run id and wall-clock times aside).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! The server lives on a multi-threaded tokio runtime owned by the test; the test thread itself
 //! stays outside the runtime and blocks on the CLI while the runtime's workers answer requests.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -1,7 +1,7 @@
 //! `vwf import`: an agent.json file's workflows become saved designs, with notes for what could
 //! not be mapped; existing designs are left alone unless asked.
 
-mod common;
+use crate::common;
 
 use common::Home;
 use serde_json::json;

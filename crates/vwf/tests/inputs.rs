@@ -9,7 +9,8 @@
 //! a retry from the failed step runs). The run result shows each step's inputs with secrets as
 //! `***`.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(no_secret_is_stored);
 

@@ -8,7 +8,7 @@
 //! the whole repository is covered by an empty tmpfs for the installed binary; otherwise it runs
 //! from a temporary copy and a temporary working directory, which is said on standard error.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! chunk files by a command step, a loop reads one chunk per pass, and the run records only
 //! pointers and per-chunk totals. The run file grows with the number of chunks, not records.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

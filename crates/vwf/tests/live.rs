@@ -5,7 +5,8 @@
 //! A test knows a request is held by reading the server's `vwf_live_waiters` gauge (a bounded
 //! poll of a real process), never by sleeping.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,7 @@
 //! Each script runs once per test binary (the first test to need it runs it; the others wait).
 //! The tests skip, saying why, only when pip cannot reach PyPI.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -5,7 +5,7 @@
 //! after what a test does (never as hard-coded totals), read with a parser of the text format
 //! that also checks its syntax.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,16 +3,17 @@
 //! had. An existing home keeps its modes, and `vwf doctor` warns about loose ones (naming the path
 //! and the fix) without changing them.
 //!
-//! Every `vwf` here starts under umask 022, a common login default (this binary sets it once for
-//! itself; children inherit it), so a mode vwf did not choose itself would show as 0755 or 0644.
+//! Every `vwf` here starts under umask 022, a common login default (set in the child before it
+//! runs `vwf`, never in this process, whose umask every other test of the binary shares), so a
+//! mode vwf did not choose itself would show as 0755 or 0644.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Once;
 
 use serde_json::{Value, json};
 
@@ -28,18 +29,22 @@ fn design(step_file: &Path) -> Value {
     })
 }
 
-/// A login-like umask for this test process and every `vwf` it starts.
-fn loose_umask() {
-    static SET: Once = Once::new();
-    // SAFETY: umask only sets this process's file mode creation mask.
-    SET.call_once(|| unsafe {
-        libc::umask(0o022);
-    });
+/// `vwf --home <home>` under a login-like umask (022), set in the child between fork and exec.
+fn vwf(home: &Path) -> Command {
+    let mut c = common::server::vwf(home);
+    // SAFETY: umask(2) is async-signal-safe and sets only the child's file mode creation mask.
+    unsafe {
+        c.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    c
 }
 
 /// `vwf --home <home> --json <args>`, answered with its exit code and JSON.
 fn vwf_json(home: &Path, args: &[&str]) -> (i32, Value) {
-    let out = common::server::vwf(home).arg("--json").args(args).stdin(Stdio::null()).output().expect("run vwf");
+    let out = vwf(home).arg("--json").args(args).stdin(Stdio::null()).output().expect("run vwf");
     (common::code(&out), common::parse(&out))
 }
 
@@ -77,7 +82,6 @@ fn assert_private(home: &Path) {
 
 #[test]
 fn a_home_the_cli_creates_is_private_after_a_run() {
-    loose_umask();
     let root = tempfile::tempdir().expect("tempdir");
     let home = root.path().join("new-home");
     let step_file = root.path().join("step-output");
@@ -106,16 +110,10 @@ impl Drop for Stopped {
 
 #[test]
 fn a_home_vwf_serve_creates_is_private_after_a_run() {
-    loose_umask();
     let root = tempfile::tempdir().expect("tempdir");
     let home = root.path().join("served-home");
     let mut server = Stopped(
-        common::server::vwf(&home)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start vwf serve"),
+        vwf(&home).args(["serve", "--bind", "127.0.0.1:0"]).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().expect("start vwf serve"),
     );
     let mut stdout = BufReader::new(server.0.stdout.take().expect("stdout"));
     let mut line = String::new();
@@ -148,7 +146,6 @@ fn a_home_vwf_serve_creates_is_private_after_a_run() {
 
 #[test]
 fn doctor_warns_about_a_loose_home_and_changes_nothing() {
-    loose_umask();
     let root = tempfile::tempdir().expect("tempdir");
     let home = root.path().join("loose home");
     let step_file = root.path().join("step-output");
@@ -178,7 +175,7 @@ fn doctor_warns_about_a_loose_home_and_changes_nothing() {
         );
         assert_eq!(modes(&home), before, "doctor {fix:?} changes no mode");
     }
-    let text = common::server::vwf(&home).arg("doctor").output().expect("doctor");
+    let text = vwf(&home).arg("doctor").output().expect("doctor");
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains(&format!("warning: .: mode 0755: group and others can read it; `chmod -R go-rwx '{}'`", home.display())),

@@ -5,7 +5,7 @@
 //! schedule fires once per minute however many instances (and `vwf schedule tick`s) see it due.
 //! Waiting is always a bounded poll of a real process's state.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;

@@ -2,10 +2,9 @@
 //! 400 / exit 2 before anything is written, and whatever is written reads back — through `show`,
 //! `GET /runs/{id}`, answering a parked gate and retrying — for every depth up to the limit + 1.
 
-mod common;
+use crate::common;
 
-use std::sync::OnceLock;
-
+use common::server::Server;
 use common::{Home, snapshot};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -149,61 +148,43 @@ fn a_step_printing_json_deeper_than_the_limit_keeps_it_as_text_and_the_run_reads
     }
 }
 
-/// A `vwf serve` in this process on a loopback port, shared by the HTTP tests: its API URL, the
-/// token it made (read from its file, as a client on this machine does) and its home.
-fn server() -> &'static (String, String, tempfile::TempDir) {
-    static SERVER: OnceLock<(String, String, tempfile::TempDir)> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        let home = tempfile::tempdir().expect("home");
-        let app = vwf::app::App::open(home.path().to_path_buf()).expect("open home");
-        let server = vwf::server::prepare(app, Some("127.0.0.1:0")).expect("bind");
-        let url = server.api_url();
-        let port = url.split(':').nth(2).and_then(|p| p.split('/').next()).and_then(|p| p.parse().ok()).expect("port");
-        let token = common::server::made_token(home.path(), port).expect("the server's token file");
-        std::thread::spawn(move || server.run());
-        (url, token, home)
-    })
-}
-
-fn post(path: &str, body: String) -> (u16, Value) {
-    let (url, token, _) = server();
-    let response = reqwest::blocking::Client::new()
-        .post(format!("{url}{path}"))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .expect("request");
+/// POSTs `body` as it is (deep JSON is sent as text, never built as a value tree) to `vwf serve`,
+/// with the token the server made (read from its file, as a client on this machine does).
+fn post(server: &Server, path: &str, body: String) -> (u16, Value) {
+    let response = server.client.post(server.url(path)).header("content-type", "application/json").body(body).send().expect("request");
     let status = response.status().as_u16();
     (status, response.json().expect("every answer is JSON"))
 }
 
 #[test]
 fn http_bodies_deeper_than_the_limit_or_only_whitespace_are_bad_requests() {
-    let (status, body) = post("/designs/web", json!({"graph": design(1)}).to_string());
+    // `vwf serve` as a child process (killed when dropped): a server in this process would take
+    // SIGINT and SIGTERM and raise the open file limit for every test of the binary.
+    let home = Home::new();
+    let server = Server::start(&home);
+    let (status, body) = post(&server, "/designs/web", json!({"graph": design(1)}).to_string());
     assert_eq!(status, 200, "{body}");
     for levels in [JSON_DEPTH, 126, 127, 129, 1000] {
         for path in ["/designs/web/run", "/events/ping", "/designs/web", "/designs/web/validate"] {
             let deep = nested_text(levels, "1");
             let body = format!("{{\"input\": {deep}, \"payload\": {deep}, \"graph\": {deep}}}");
-            let (status, answer) = post(path, body);
+            let (status, answer) = post(&server, path, body);
             assert_eq!(status, 400, "{path} depth {levels}: {answer}");
             assert!(answer["error"].as_str().unwrap_or_default().contains("nested deeper than 64"), "{answer}");
         }
     }
     for blank in [" ", "\n", "\t \r\n "] {
-        let (status, answer) = post("/designs/web/run", blank.to_string());
+        let (status, answer) = post(&server, "/designs/web/run", blank.to_string());
         assert_eq!(status, 400, "{blank:?}: {answer}");
         assert_eq!(answer["ok"], false);
     }
     // At the limit the run is written and reads back over HTTP.
-    let (status, run) = post("/designs/web/run", json!({"input": nested(JSON_DEPTH - 1, json!(1))}).to_string());
+    let (status, run) = post(&server, "/designs/web/run", json!({"input": nested(JSON_DEPTH - 1, json!(1))}).to_string());
     assert_eq!(status, 200, "{run}");
-    let (url, token, _) = server();
     let id = run["run_id"].as_str().expect("run id");
-    let read = reqwest::blocking::Client::new().get(format!("{url}/runs/{id}")).bearer_auth(token).send().expect("get");
+    let read = server.client.get(server.url(&format!("/runs/{id}"))).send().expect("get");
     assert_eq!(read.status().as_u16(), 200);
-    let (status, answered) = post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "approve"}).to_string());
+    let (status, answered) = post(&server, &format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "approve"}).to_string());
     assert_eq!(status, 200, "{answered}");
     assert_eq!(answered["status"], "done", "{answered}");
 }

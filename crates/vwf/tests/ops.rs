@@ -4,7 +4,7 @@
 //! API prefix, so they answer without the API token; readiness fails with 503 when the store
 //! cannot be read.
 
-mod common;
+use crate::common;
 
 use common::Home;
 use common::server::{Options, Server, TOKEN_VAR, send, write_config};

@@ -2,7 +2,7 @@
 //! conformance checks as the file store, the binary end to end on a database, and the errors a
 //! user gets at start for a wrong URL, a server that is down and a schema newer than the binary.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! The list of subcommands each check expects is read from `vwf --help`, so a subcommand added
 //! later is covered without editing this file.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command as Std;

@@ -3,7 +3,7 @@
 //! as last saved (under the limit), failed with that error, and it reads back whole through the
 //! CLI and the API. On the file store and on PostgreSQL.
 
-mod common;
+use crate::common;
 
 use common::server::{Server, write_config};
 use common::{Backend, Home};

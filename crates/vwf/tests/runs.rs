@@ -4,7 +4,8 @@
 //! is the one the listing reads), checked against the ground truth kept while writing them.
 //! The listing tests run on both stores (`files::`, `postgres::`).
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(
     runs_page_past_a_thousand_and_every_filter_combination_finds_exactly_its_runs,

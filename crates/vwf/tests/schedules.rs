@@ -5,7 +5,7 @@
 //! Library tests pin time with a `FixedClock` app and pass `now` explicitly; the CLI tests pin it
 //! with `VWF_NOW`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! from disk: the real server is asked over a real socket, the real binary is run, and the copy
 //! is read from `web/designer.html` as it is in the repository and as the server serves it.
 
-mod common;
+use crate::common;
 
 use common::Home;
 use common::server::Server;

@@ -3,7 +3,7 @@
 //! holds runs, and the value reaches the program byte for byte; a context that cannot be made safe
 //! is refused when the design is saved, so nothing runs there either.
 
-mod common;
+use crate::common;
 
 use common::Home;
 use serde_json::{Value, json};

@@ -3,7 +3,8 @@
 //! written, and the debris of killed writers (`vwf doctor`, cleanup at start). Documents that
 //! are not runs are checked on both stores (`files::`, `postgres::`); the rest is about files.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(json_that_is_not_a_run_lists_as_an_unreadable_run_everywhere);
 

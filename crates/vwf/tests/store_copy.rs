@@ -4,7 +4,8 @@
 //! back equal as JSON (key order included), runs listed in the same order; refused copies write
 //! nothing; `vwf store migrate` says what it applied.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -3,7 +3,8 @@
 //! `only` and `until`. A command step appends to a log file each time it really runs and an
 //! output node delivers to a local webhook, so "performed nothing" is counted, not assumed.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 on_both_backends!(
     a_test_run_uses_pins_and_sends_nothing_from_a_pinned_output,

@@ -2,7 +2,8 @@
 //! `version` (kept after a later save), retention (`[designs] keep_versions`), the API routes and
 //! `workflow_design_load` with a `version`.
 
-mod common;
+use crate::common;
+use crate::on_both_backends;
 
 use common::server::{Server, write_config};
 use common::{Backend, Home};

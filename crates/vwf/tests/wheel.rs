@@ -12,7 +12,7 @@
 //! relink. The source distribution is checked to carry every file the binary embeds.
 //! Skips, saying why, only when pip cannot reach PyPI.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests: they drive the real `vwf` binary in a temporary home.
-#![allow(dead_code)]
 
 pub mod hermes;
 pub mod peer;
@@ -30,6 +29,7 @@ pub struct Home {
 }
 
 /// A lock on one run held by the test, the way another live `vwf` process would hold it.
+#[allow(dead_code, reason = "never read: each variant holds its lock until the value is dropped")]
 pub enum HeldLock {
     File(std::fs::File),
     Postgres(pg::HeldAdvisoryLock),
@@ -51,10 +51,6 @@ impl Home {
         let home = Home::new();
         std::fs::write(home.path().join("visual-workflow.toml"), LOCAL_HTTP).expect("write config");
         home
-    }
-
-    pub fn backend(&self) -> Backend {
-        if self.database.is_some() { Backend::Postgres } else { Backend::Files }
     }
 
     /// Sets or clears `VWF_DATABASE_URL` on a command for this home's backend.

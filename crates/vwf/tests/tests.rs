@@ -1,0 +1,49 @@
+//! vwf's integration tests, in one binary (as ripgrep's `tests/tests.rs`): a module per subject,
+//! sharing `common`. The suite links one test binary instead of one per file (42), and the tests
+//! of every module run side by side in one process, so none of them may change process-wide state
+//! (the umask, the environment, signal handlers) that the others would see.
+
+mod common;
+
+mod agent;
+mod api;
+mod auth;
+mod busy;
+mod check_it;
+mod cli;
+mod command;
+mod concurrency;
+mod contract;
+mod crash;
+mod crash_server;
+mod daemon;
+mod deliver;
+mod egress;
+mod events;
+mod examples;
+mod fuzz_tools;
+mod gui_fixtures;
+mod http;
+mod import;
+mod inputs;
+mod install;
+mod large_input;
+mod live;
+mod mcp;
+mod metrics;
+mod modes;
+mod multi_instance;
+mod nesting;
+mod ops;
+mod pg_store;
+mod release;
+mod run_bytes;
+mod runs;
+mod schedules;
+mod schema;
+mod shell_injection;
+mod store;
+mod store_copy;
+mod test_runs;
+mod versions;
+mod wheel;
