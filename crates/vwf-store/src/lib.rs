@@ -3,7 +3,7 @@
 //! The runner, the CLI, the server and the tools only see [`Store`]: designs by [`DesignName`],
 //! runs by [`RunId`], JSON values in and out, a newest-first run listing and a per-run lock.
 //! No file-system word appears in the signatures: the file store (`fs.rs`) and the PostgreSQL
-//! store shared by several server instances (`pg.rs`: lock → advisory lock, listing → `ORDER BY
+//! store shared by several server instances (`pg/`: lock → advisory lock, listing → `ORDER BY
 //! created_at DESC LIMIT n`, id reservation → `INSERT`) implement the same trait.
 //!
 //! Invariants every implementation keeps:
@@ -17,7 +17,7 @@
 
 pub mod changes;
 mod commit;
-#[cfg(feature = "conformance")]
+#[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod copy;
 pub mod fs;

@@ -101,3 +101,25 @@ fn no_result_inside_a_result() {
         }
     }
 }
+
+/// A file a newcomer can read: no source file over 800 lines, its tests at the end aside (files
+/// of tests, and the test module that closes a file, are not counted).
+#[test]
+fn no_source_file_over_800_lines() {
+    const MOST: usize = 800;
+    let mut checked = 0;
+    for (krate, _) in LAYERS {
+        for dir in ["src", "benches"] {
+            for file in sources(&crates_dir().join(krate).join(dir)) {
+                if file.file_name().is_some_and(|n| n == "tests.rs") {
+                    continue;
+                }
+                let text = read(&file);
+                let lines = text.lines().take_while(|l| !l.starts_with("#[cfg(test)]")).count();
+                assert!(lines <= MOST, "{} has {lines} lines before its tests; split it (at most {MOST})", file.display());
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 100, "the sources were found ({checked} files)");
+}

@@ -28,6 +28,7 @@ mod import;
 mod inputs;
 mod install;
 mod large_input;
+mod layers;
 mod live;
 mod mcp;
 mod metrics;

@@ -16,6 +16,8 @@
 //!   document are both built from it.
 
 mod api;
+mod extract;
+mod handlers;
 mod live;
 mod openapi;
 mod security;

@@ -17,7 +17,8 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::schedule::time_zone_names;
 use vwf_core::trigger::EVENT_NAME_PATTERN;
 
-use super::api::{API_PREFIX, Answer, FLAG_VALUES, Param, ROUTES, RUNS_MAX, RequestBody, Route};
+use super::api::{API_PREFIX, Answer, Param, ROUTES, RUNS_MAX, RequestBody, Route};
+use super::extract::FLAG_VALUES;
 use super::live::STAMP_PATTERN;
 use vwf_runtime::schedules::{ACTION_NAMES, JOB_PREFIX};
 
@@ -134,7 +135,8 @@ fn param_schema(kind: Param) -> Value {
         Param::Limit => json!({"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "default": 20}),
         Param::Flag => json!({"type": "string", "enum": FLAG_VALUES.map(|(spelling, _)| spelling), "default": "0"}),
         Param::Stamp => stamp(),
-        Param::Version => json!({"type": "integer", "minimum": 1}),
+        // A version is a u64: a larger number is refused by the parser, so the schema says so too.
+        Param::Version => json!({"type": "integer", "minimum": 1, "maximum": u64::MAX}),
         // Any whole number: a wait over the limit is cut to it.
         Param::Wait => {
             json!({"type": "integer", "minimum": 0, "default": 0, "description": format!("At most {LIVE_WAIT_SECONDS} seconds are waited.")})
@@ -211,7 +213,10 @@ fn body_schema(body: RequestBody) -> (bool, Value) {
         RequestBody::Restore => (
             true,
             with_example(
-                object(&["version"], json!({"version": {"type": "integer", "minimum": 1, "description": "The version to restore."}})),
+                object(
+                    &["version"],
+                    json!({"version": {"type": "integer", "minimum": 1, "maximum": u64::MAX, "description": "The version to restore."}}),
+                ),
                 json!({"version": 1}),
             ),
         ),

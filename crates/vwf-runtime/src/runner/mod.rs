@@ -28,9 +28,9 @@ use crate::error::RunError;
 mod emit;
 mod listing;
 
-pub use emit::{EmitSource, Emission};
-pub use listing::RunPage;
 use crate::telemetry::{Metrics, Watch};
+pub use emit::{Emission, EmitSource};
+pub use listing::RunPage;
 use vwf_exec::Drivers;
 use vwf_exec::agent::{self, BackendError};
 use vwf_store::{RunLock, Store, StoreError};

@@ -1,0 +1,372 @@
+//! The handlers of the routes in `api::ROUTES`: each checks what it was given, calls the service
+//! (or the schedules, the drivers) on a blocking thread and answers the contract body of its typed
+//! answer, or the failure's status.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use vwf_core::listing::RunFilter;
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Run;
+
+use crate::assets::{self};
+use crate::failure::{Failure, guarded};
+use crate::service::{ContractBody, Draft, PinSource, SaveMode, Service, Start};
+use crate::tools;
+
+use super::live::{self, Follow, Followed};
+use super::openapi;
+use vwf_runtime::gate::Slot;
+
+use super::api::{Answered, AppState, RUNS_DEFAULT, RUNS_MAX, blocking, error, gated};
+use super::extract::*;
+
+// ---- routes ----
+
+pub(super) async fn models(State(s): State<AppState>, Query(params): Params) -> Answered {
+    let refresh = flag(&params, "refresh")?;
+    blocking(&s, move |service| {
+        Ok(vwf_exec::agent::models(&service.app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models}))?)
+    })
+    .await
+}
+
+pub(super) async fn profiles(State(s): State<AppState>) -> axum::Json<Value> {
+    let config = &s.app.drivers.config;
+    axum::Json(json!({"ok": true, "profiles": vwf_exec::agent::profiles(config), "backend": vwf_exec::agent::backend(config)}))
+}
+
+pub(super) async fn channels(State(s): State<AppState>) -> axum::Json<Value> {
+    let channels = vwf_exec::deliver::channels(&s.app.drivers.config.channels);
+    axum::Json(json!({"ok": true, "channels": channels}))
+}
+
+pub(super) async fn list_designs(State(s): State<AppState>) -> Answered {
+    blocking(&s, |service| {
+        let designs = service.designs()?;
+        Ok(json!({"ok": true, "disabled": service.disabled(&designs), "designs": designs}))
+    })
+    .await
+}
+
+pub(super) async fn enable_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| Ok(service.set_enabled(&name, true)?.body())).await
+}
+
+pub(super) async fn disable_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(_): JsonArgs) -> Answered {
+    blocking(&s, move |service| Ok(service.set_enabled(&name, false)?.body())).await
+}
+
+pub(super) async fn templates(State(s): State<AppState>) -> Answered {
+    blocking(&s, |_| Ok(assets::templates())).await
+}
+
+/// The design name whose path the template list had before it moved to `/templates`.
+const OLD_TEMPLATES_NAME: &str = "templates";
+
+/// One saved graph. `GET /designs/templates` was the template list before `/templates`: clients
+/// of that path still get the list, until a design takes the name (then the design wins, so a
+/// design called `templates` is as reachable as any other).
+pub(super) async fn load_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| match service.load(&name) {
+        Err(Failure::NotFound(_)) if name.as_str() == OLD_TEMPLATES_NAME => Ok(assets::templates()),
+        loaded => Ok(json!({"ok": true, "graph": loaded?})),
+    })
+    .await
+}
+
+/// `{graph}` saves; `{graph, create: true}` saves only under a name no design has (the
+/// dashboard's "new design" forms), so a new design never replaces one.
+pub(super) async fn save_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let mode = if switch(&body, "create", false)? { SaveMode::Create } else { SaveMode::Replace };
+    let graph = graph_arg(&body)?.ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
+    blocking(&s, move |service| Ok(service.save(&name, &graph, mode)?.body())).await
+}
+
+/// A version number given as text (path or query): a whole number from 1.
+pub(super) fn version_number(what: &str, text: &str) -> Result<u64, Failure> {
+    match text.parse::<u64>() {
+        Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(Failure::BadRequest(format!("{what}={text:?}: a version is a whole number from 1"))),
+    }
+}
+
+pub(super) async fn list_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| Ok(crate::service::versions_body(&name, &service.versions(&name)?))).await
+}
+
+pub(super) async fn load_version(State(s): State<AppState>, Path((name, version)): Path<(String, String)>) -> Answered {
+    let name = DesignName::parse(&name).map_err(Failure::BadRequest)?;
+    let version = version_number("version", &version)?;
+    blocking(&s, move |service| Ok(crate::service::version_body(&name, &service.version(&name, version)?))).await
+}
+
+pub(super) async fn diff_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>, Query(params): Params) -> Answered {
+    let number = |key: &str| params.get(key).map(|text| version_number(key, text)).transpose();
+    let (a, b) = (number("a")?, number("b")?);
+    blocking(&s, move |service| Ok(service.diff(&name, a, b)?.body())).await
+}
+
+pub(super) async fn restore_version(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    // A whole number, also when written with a fraction of zero (`3.0` is an integer in JSON Schema).
+    let version = match body.get("version") {
+        Some(Value::Number(n)) => {
+            n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f < 9.0e15).map(|f| f as u64))
+        }
+        _ => None,
+    }
+    .filter(|n| *n >= 1)
+    .ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
+    blocking(&s, move |service| Ok(service.restore(&name, version)?.body())).await
+}
+
+/// Pins a step (`output`, or `from_run`: what the step gave in that run) or removes its pin
+/// (`remove: true`).
+pub(super) async fn pin_step(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let node = match body.get("node") {
+        Some(Value::String(n)) => n.clone(),
+        _ => return Err(Failure::BadRequest("\"node\" must be the id of the step to pin".into())),
+    };
+    let remove = switch(&body, "remove", false)?;
+    let from_run = match body.get("from_run") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(RunId::parse(id).map_err(Failure::BadRequest)?),
+        Some(_) => return Err(Failure::BadRequest("\"from_run\" must be a run id".into())),
+    };
+    let output = body.get("output").filter(|v| !v.is_null()).cloned();
+    if usize::from(remove) + usize::from(from_run.is_some()) + usize::from(output.is_some()) != 1 {
+        return Err(Failure::BadRequest("give exactly one of \"output\", \"from_run\" or \"remove\": true".into()));
+    }
+    let pin = from_run.map(PinSource::Run).or(output.map(PinSource::Output));
+    blocking(&s, move |service| Ok(service.pin(&name, &node, pin)?.body())).await
+}
+
+pub(super) async fn delete_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
+    blocking(&s, move |service| Ok(service.delete(&name)?.body())).await
+}
+
+/// The validator's report; with `scope=1` also what each node's templates and condition may name
+/// (`scopes`, the rule the report applies), for a canvas that offers only what is in scope.
+pub(super) async fn validate_design(
+    State(s): State<AppState>,
+    Valid(name): Valid<DesignName>,
+    Query(params): Params,
+    JsonArgs(body): JsonArgs,
+) -> Answered {
+    let draft = match graph_arg(&body)? {
+        Some(graph) => Draft::Graph(graph),
+        None => Draft::Saved(name),
+    };
+    let with_scopes = flag(&params, "scope")?;
+    blocking(&s, move |service| {
+        let mut report = serde_json::to_value(service.validate(&draft)?).map_err(|e| Failure::Internal(e.to_string()))?;
+        if with_scopes {
+            let graph = match draft {
+                Draft::Graph(graph) => Some(graph),
+                Draft::Saved(name) => service.load(&name).ok(),
+            };
+            let scopes = graph.as_ref().and_then(vwf_core::validate::scopes).and_then(|s| serde_json::to_value(s).ok());
+            if let (Some(body), Some(scopes)) = (report.as_object_mut(), scopes) {
+                body.insert("scopes".into(), scopes);
+            }
+        }
+        Ok(report)
+    })
+    .await
+}
+
+/// Runs a design until it is done or parked; with `wait: false` answers as soon as the run is
+/// saved (status `running`) and drives it on in the background, so a page can follow it live.
+pub(super) async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    let wait = switch(&body, "wait", true)?;
+    let start = Start::from_args(&body)?;
+    if wait {
+        return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
+    }
+    let slot = s.gate.enter().await?;
+    let app = s.app.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, Failure>>();
+    tokio::task::spawn_blocking(move || {
+        // Held while the run is driven on after the answer.
+        let _slot: Slot = slot;
+        let mut tx = Some(tx);
+        let service = Service::new(&app);
+        let outcome = guarded(&format!("starting a run of {name}"), || {
+            let started = |run: &Run| {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(Ok(run.result()));
+                }
+            };
+            Ok(service.run_then(&name, start, started)?.body())
+        });
+        // Not started (a refusal, a failure before the run was saved): that is the answer.
+        if let Some(tx) = tx.take() {
+            let _ = tx.send(outcome);
+        }
+    });
+    rx.await.unwrap_or_else(|_| Err(Failure::Internal("internal error while starting the run".into()))).map(axum::Json)
+}
+
+pub(super) async fn list_schedules(State(s): State<AppState>) -> Answered {
+    blocking(&s, |service| Ok(crate::service::schedules_body(vwf_runtime::schedules::list(service.app)?))).await
+}
+
+pub(super) async fn schedule_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+    blocking(&s, move |service| {
+        let now = service.app.clock.now();
+        Ok(vwf_runtime::schedules::upsert(service.app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job}))?)
+    })
+    .await
+}
+
+/// The dry run of `POST /designs/{name}/schedule`: the same core functions, nothing written. A
+/// schedule problem is a 200 `{ok:false, error, field}` (it is the answer a form asks for).
+pub(super) async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> axum::Json<Value> {
+    use vwf_core::schedule;
+    let now = s.app.clock.now();
+    let preview = schedule::schedule_from_value(&Value::Object(body)).and_then(|spec| {
+        let r = vwf_runtime::schedules::resolve(&spec, now)?;
+        Ok(json!({"ok": true, "cron": r.cron, "human": r.human, "tz": r.tz, "next_run_at": r.next_run_at.map(|t| vwf_core::time::format(&t))}))
+    });
+    axum::Json(preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field})))
+}
+
+/// Pause, resume and remove answer at once; `run` starts a run, so it takes a run slot first.
+pub(super) async fn schedule_action(
+    State(s): State<AppState>,
+    Path((job_id, action)): Path<(String, String)>,
+    JsonArgs(_): JsonArgs,
+) -> Answered {
+    let starts_a_run = action_starts_a_run(&action);
+    let act = move |service: &Service<'_>| {
+        let now = service.app.clock.now();
+        Ok(vwf_runtime::schedules::action(service.app, &job_id, &action, now)?)
+    };
+    if starts_a_run {
+        return gated(&s, act).await;
+    }
+    blocking(&s, act).await
+}
+
+/// Whether a schedule job's action starts a run (`run`: the design runs now).
+pub(super) fn action_starts_a_run(action: &str) -> bool {
+    action == "run"
+}
+
+pub(super) async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Answered {
+    let limit = match params.get("limit") {
+        None => RUNS_DEFAULT,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
+            _ => return Err(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
+        },
+    };
+    let get = |key: &str| params.get(key).map(String::as_str);
+    let filter = RunFilter::parse(get("design"), get("status"), get("trigger"), get("id")).map_err(Failure::BadRequest)?;
+    let before = get("before").map(RunId::parse).transpose().map_err(Failure::BadRequest)?;
+    let follow = Follow::from_query(&params)?;
+    let read = move |s: AppState| {
+        let (filter, before) = (filter.clone(), before.clone());
+        async move {
+            blocking(&s, move |service| {
+                let page = service.runs(&filter, before.as_ref(), limit)?;
+                Ok(json!({"ok": true, "runs": page.runs, "next": page.next}))
+            })
+            .await
+        }
+    };
+    following(s, follow, Followed::Listing, read).await
+}
+
+/// One run; with `since=`/`wait=` a long-poll read (see `live`).
+pub(super) async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Query(params): Params) -> Answered {
+    let with_plan = flag(&params, "plan")?;
+    let follow = Follow::from_query(&params)?;
+    let read = |s: AppState| {
+        let id = id.clone();
+        async move {
+            blocking(&s, move |service| {
+                let run = service.open(&id)?;
+                let mut result = run.result();
+                if with_plan && let Some(obj) = result.as_object_mut() {
+                    obj.insert("plan".into(), serde_json::to_value(run.plan()).unwrap_or(Value::Null));
+                }
+                Ok(result)
+            })
+            .await
+        }
+    };
+    following(s, follow, Followed::Run(&id), read).await
+}
+
+/// `read` once (a plain read), or as the long-poll read `follow` asks.
+pub(super) async fn following<R, F>(s: AppState, follow: Option<Follow>, followed: Followed<'_>, read: R) -> Answered
+where
+    R: Fn(AppState) -> F,
+    F: Future<Output = Answered>,
+{
+    let Some(follow) = follow else { return read(s).await };
+    let live = s.live.clone();
+    live::answer(&live, follow, followed, || {
+        let answer = read(s.clone());
+        async move { answer.await.map(|axum::Json(body)| body) }
+    })
+    .await
+    .map(axum::Json)
+}
+
+pub(super) async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+    let (node, answer) = tools::respond_args(&body)?;
+    gated(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
+}
+
+/// `{"from": "failed"}` (the default) resumes at the failed step; `{"from": "start"}` starts a new
+/// run of the design's current version linked to this one.
+pub(super) async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
+    let from_start = match body.get("from") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(f)) if f == "failed" => false,
+        Some(Value::String(f)) if f == "start" => true,
+        Some(other) => return Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}"))),
+    };
+    if from_start {
+        return gated(&s, move |service| Ok(service.retry_from_start(&id)?.body())).await;
+    }
+    gated(&s, move |service| Ok(service.retry(&id)?.body())).await
+}
+
+/// Emits an event; the runs it starts (and the runs their emits start) take one run slot, one
+/// after another on its thread.
+pub(super) async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Answered {
+    let payload = body.get("payload").cloned().unwrap_or(Value::Null);
+    gated(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
+}
+
+/// Imports an agent.json `document`: each workflow is saved as a design, skipped (a design has
+/// the name and `overwrite` is not true) or refused with its errors (a 200 `ok:false`, as a
+/// design problem is everywhere); `notes` say what could not be mapped.
+pub(super) async fn import(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> Answered {
+    let document = object_arg(&body, "document", "the agent.json document")?
+        .ok_or_else(|| Failure::BadRequest("missing \"document\" (the agent.json document)".into()))?;
+    let overwrite = switch(&body, "overwrite", false)?;
+    blocking(&s, move |service| Ok(service.import(&document, overwrite).body("\"overwrite\": true"))).await
+}
+
+/// The metrics, in the Prometheus text format; the parked-runs gauge is counted from the store.
+pub(super) async fn metrics(State(s): State<AppState>) -> Response {
+    let app = s.app.clone();
+    let text = tokio::task::spawn_blocking(move || app.metrics.as_ref().map(|m| m.render(app.store.as_ref())).unwrap_or_default()).await;
+    match text {
+        Ok(text) => ([(header::CONTENT_TYPE, vwf_runtime::telemetry::CONTENT_TYPE)], text).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the metrics: {e}")),
+    }
+}
+
+pub(super) async fn schema() -> Response {
+    axum::Json(vwf_core::schema::schema()).into_response()
+}
+
+pub(super) async fn openapi_json(State(s): State<AppState>) -> Response {
+    axum::Json(openapi::document(s.secured)).into_response()
+}

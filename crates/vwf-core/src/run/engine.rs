@@ -1,0 +1,451 @@
+//! The engine's calls on a run (SPEC §7–9): starting one (or a retry from the start), `advance`,
+//! `complete`, `respond`, `retry`, deadlines and runs left unfinished, and the lookups of step
+//! records they share.
+//!
+//! These are the only public ways to change a run (its fields are private to the engine), so a run
+//! is only ever in a state the engine can reach; the caller persists it after every call that
+//! changed it.
+
+use super::*;
+
+impl Run {
+    pub fn start(plan: Plan, run_id: RunId, trigger: TriggerInfo, now: Ts) -> Run {
+        Run {
+            ok: true,
+            run_id,
+            design: plan.design.clone(),
+            version: plan.version,
+            status: Status::Running,
+            pending: None,
+            outputs: BTreeMap::new(),
+            skipped: Vec::new(),
+            deliveries: Vec::new(),
+            error: None,
+            failed_node: None,
+            steps: Vec::new(),
+            trigger,
+            retry_of: None,
+            test: plan.test.is_some(),
+            created_at: now,
+            updated_at: now,
+            tokens_used: 0,
+            parked: Vec::new(),
+            history: Vec::new(),
+            loops: BTreeMap::new(),
+            plan,
+            dirty: journal::Dirty::default(),
+            first_open: loops::FirstOpen::default(),
+        }
+    }
+
+    /// Starts a retry from the start of `old` with `plan` (the design as saved now): a new run
+    /// with `old`'s trigger and input, linked to it by `retry_of`. Only a finished run can be
+    /// retried this way; one still running or parked would race with its own retry.
+    pub fn start_retry_of(old: &Run, plan: Plan, run_id: RunId, now: Ts) -> Result<Run, EngineError> {
+        old.can_retry_from_start()?;
+        let mut run = Run::start(plan, run_id, old.trigger.clone(), now);
+        run.retry_of = Some(old.run_id.to_string());
+        Ok(run)
+    }
+
+    /// Whether this run can be retried from the start (see [`Run::start_retry_of`]), so a
+    /// caller can refuse before it allocates anything.
+    pub fn can_retry_from_start(&self) -> Result<(), EngineError> {
+        if self.status.is_finished() {
+            return Ok(());
+        }
+        Err(EngineError::Conflict(format!(
+            "run {} is {}; only a finished run can be retried from the start",
+            self.run_id,
+            self.status.as_str()
+        )))
+    }
+
+    /// The run result of SPEC §8 (the file without its additions).
+    pub fn result(&self) -> Value {
+        result_of_document(serde_json::to_value(self).unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()})))
+    }
+
+    /// The plan step behind a record name (`node`, or `node#pass` inside a loop).
+    pub fn plan_step(&self, node: &str) -> Option<&PlanStep> {
+        self.plan.step(split_instance(node).0)
+    }
+
+    pub fn record(&self, node: &str) -> Option<&StepRecord> {
+        self.record_index(node).map(|i| &self.steps[i])
+    }
+
+    /// Where the record `node` is in `steps`. Records are kept sorted by [`Run::order_key`], so
+    /// this is a binary search: a step of a long loop costs the same at pass 10,000 as at pass 1.
+    /// A name the plan does not know sorts last with every other such name, so it is looked for
+    /// one by one among those.
+    pub(super) fn record_index(&self, node: &str) -> Option<usize> {
+        let key = self.order_key(node);
+        let first = self.steps.partition_point(|r| self.order_key(&r.node) < key);
+        if key.0 == usize::MAX {
+            return self.steps[first..].iter().position(|r| r.node == node).map(|i| first + i);
+        }
+        self.steps.get(first).filter(|r| r.node == node).map(|_| first)
+    }
+
+    /// A step record to change; marks it changed.
+    pub(super) fn record_mut(&mut self, node: &str) -> Option<&mut StepRecord> {
+        let i = self.record_index(node)?;
+        self.mark(journal::Part::Step(node.to_string()));
+        self.steps.get_mut(i)
+    }
+
+    /// Adds an event to the history.
+    fn log(&mut self, event: HistoryEvent) {
+        self.history.push(event);
+        self.mark(journal::Part::History(self.history.len() - 1));
+    }
+
+    /// Settles what the core can settle, or hands out tasks. See `Advance`. A design that uses
+    /// `{{secrets.NAME}}` needs [`Run::advance_with`]; here every secret is unknown.
+    pub fn advance(&mut self, now: Ts) -> Advance {
+        self.advance_with(now, &Secrets::default())
+    }
+
+    /// [`Run::advance`], rendering `{{secrets.NAME}}` from `secrets` in the fields that send
+    /// them. A task's recorded inputs have every value of `secrets` redacted.
+    pub fn advance_with(&mut self, now: Ts, secrets: &Secrets) -> Advance {
+        if self.status.is_finished() {
+            return Advance::Idle;
+        }
+        if self.enforce_deadlines(now) {
+            return Advance::Settled(self.failed_node.clone().unwrap_or_default());
+        }
+        loop {
+            let mut progressed = false;
+            let mut tasks = Vec::new();
+            match self.advance_loops(now) {
+                LoopProgress::Finished(lp) => {
+                    self.touch(now);
+                    self.refresh_status();
+                    return Advance::Settled(lp);
+                }
+                LoopProgress::Changed => progressed = true,
+                LoopProgress::Same => {}
+            }
+            let ready: Vec<usize> = (0..self.plan.steps.len()).filter(|&i| self.is_ready(i)).collect();
+            let mut candidates: Vec<(PlanStep, Scope)> = ready.into_iter().map(|i| (self.plan.steps[i].clone(), Scope::top())).collect();
+            candidates.extend(self.ready_instances());
+            for (step, scope) in candidates {
+                if self.status.is_finished() {
+                    break;
+                }
+                if !self.any_active_parent(&step, &scope) {
+                    self.skip(&step.id, &scope);
+                    progressed = true;
+                    continue;
+                }
+                match self.begin(&step, &scope, now, secrets) {
+                    Begin::Settled => {
+                        self.touch(now);
+                        self.refresh_status();
+                        // Steps begun earlier in this pass are running: hand them out now, or
+                        // nobody would ever perform them.
+                        if !tasks.is_empty() {
+                            return Advance::Tasks(tasks);
+                        }
+                        return Advance::Settled(scope.instance(&step.id));
+                    }
+                    Begin::Task(t) => {
+                        let inputs = t.inputs(secrets);
+                        if let Some(r) = self.record_mut(&t.node) {
+                            r.inputs = Some(inputs);
+                        }
+                        tasks.push(t);
+                    }
+                }
+            }
+            if !tasks.is_empty() {
+                self.touch(now);
+                return Advance::Tasks(tasks);
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if let Some(node) = self.resume_due_wait(now) {
+            self.touch(now);
+            return Advance::Settled(node);
+        }
+        self.refresh_status();
+        Advance::Idle
+    }
+
+    /// A driver's report for a running step.
+    pub fn complete(&mut self, node: &str, outcome: Outcome, now: Ts) -> Result<(), EngineError> {
+        let (step, scope) =
+            self.locate(node).ok_or_else(|| EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)))?;
+        match self.record(node).map(|r| r.status) {
+            Some(StepStatus::Running) => {}
+            _ => return Err(EngineError::Conflict(format!("step {node:?} is not running"))),
+        }
+        match outcome {
+            Outcome::Done { text, extra, tokens } => {
+                if step.is(NodeKind::Agent) && tokens > 0 {
+                    self.tokens_used = self.tokens_used.saturating_add(tokens);
+                    if let Some(budget) = self.plan.budget_tokens.filter(|b| self.tokens_used > *b) {
+                        self.log(HistoryEvent {
+                            at: now,
+                            event: TOKEN_BUDGET_EXCEEDED.into(),
+                            node: Some(node.into()),
+                            detail: json!({"used": self.tokens_used, "budget": budget}),
+                        });
+                        self.fail_step(node, Failure::TokenBudgetExceeded, now);
+                        return Ok(());
+                    }
+                }
+                self.finish_step(node, &text, extra, now);
+            }
+            Outcome::Delivered(d) => {
+                let ok = d.ok;
+                let error = format!("delivery to {} failed: {}", d.target, d.detail);
+                self.deliveries.push(d.clone());
+                self.mark(journal::Part::Delivery(self.deliveries.len() - 1));
+                if ok {
+                    let message = self.collect_message(&step, &scope).unwrap_or_default();
+                    let mut extra = Map::new();
+                    extra.insert("collected".into(), Value::Object(self.collected(&step, &scope)));
+                    extra.insert("deliveries".into(), json!([d]));
+                    self.finish_step(node, &message, extra, now);
+                } else {
+                    self.fail_step(node, &error, now);
+                }
+            }
+            Outcome::Failed { error } => {
+                let retries = match step.spec() {
+                    Ok(Spec::Agent { retries, .. }) => retries,
+                    _ => 0,
+                };
+                let attempts = self.record(node).map_or(1, |r| r.attempts);
+                if attempts <= retries {
+                    if let Some(r) = self.record_mut(node) {
+                        r.await_next_try(&error, now);
+                    }
+                } else {
+                    self.fail_step(node, &error, now);
+                }
+            }
+            Outcome::ParkAgent => {
+                let prompt_src = step.node.get("prompt").and_then(Value::as_str).unwrap_or_default().to_string();
+                let pending = match (step.spec(), self.render(&prompt_src, &scope)) {
+                    (Ok(Spec::Agent { profile, model, .. }), Ok(prompt)) => Pending::Agent { node: node.into(), prompt, profile, model },
+                    (Err(e), _) | (_, Err(e)) => {
+                        self.fail_step(node, e, now);
+                        self.touch(now);
+                        return Ok(());
+                    }
+                    (Ok(_), Ok(_)) => {
+                        self.fail_step(node, "only agent steps can wait for an agent", now);
+                        self.touch(now);
+                        return Ok(());
+                    }
+                };
+                if let Some(r) = self.record_mut(node) {
+                    r.set_status(StepStatus::AwaitingAgent);
+                }
+                self.parked.push(pending);
+            }
+        }
+        self.touch(now);
+        self.refresh_status();
+        Ok(())
+    }
+
+    /// Answers a parked step. A late answer to a gate that timed out gets the failed run back
+    /// unchanged (`Ok`), so the caller returns that verdict.
+    pub fn respond(&mut self, node: &str, response: Response, now: Ts) -> Result<(), EngineError> {
+        self.enforce_deadlines(now);
+        if self.locate(node).is_none() {
+            return Err(EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)));
+        }
+        if self.status == Status::Failed
+            && self.failed_node.as_deref() == Some(node)
+            && self.error.as_ref().is_some_and(Failure::is_approval_timeout)
+            && matches!(response, Response::Answer(_))
+        {
+            return Ok(());
+        }
+        // A finished run waits on nothing, even if a gate was parked when it failed.
+        let waiting = if self.status.is_finished() { None } else { self.parked.iter().position(|p| p.node() == node) };
+        let Some(pos) = waiting else {
+            return Err(EngineError::Conflict(format!(
+                "run {} is not waiting on node {node:?} (status: {})",
+                self.run_id,
+                self.status.as_str()
+            )));
+        };
+        match (&self.parked[pos], response) {
+            (Pending::Approval { options, .. }, Response::Answer(answer)) => {
+                let Some(chosen) = options.iter().find(|o| o.eq_ignore_ascii_case(answer.trim())).cloned() else {
+                    return Err(EngineError::BadRequest(format!(
+                        "answer {answer:?} is not one of the options of {node:?}: {}",
+                        options.join(", ")
+                    )));
+                };
+                self.parked.remove(pos);
+                let mut extra = Map::new();
+                extra.insert("answer".into(), Value::String(chosen.clone()));
+                self.finish_step(node, &chosen, extra, now);
+            }
+            (Pending::Agent { model, .. }, Response::Output(text)) => {
+                let model = model.clone();
+                self.parked.remove(pos);
+                let mut extra = Map::new();
+                extra.insert("model".into(), model.map_or(Value::Null, Value::String));
+                extra.insert("tokens".into(), json!(0));
+                self.finish_step(node, &text, extra, now);
+            }
+            (Pending::Agent { .. }, Response::Generated { text, model, tokens }) => {
+                // Performed through the backend: it counts like a driver's answer.
+                self.parked.remove(pos);
+                if let Some(r) = self.record_mut(node) {
+                    r.set_status(StepStatus::Running);
+                }
+                let mut extra = Map::new();
+                extra.insert("model".into(), model.map_or(Value::Null, Value::String));
+                extra.insert("tokens".into(), json!(tokens));
+                return self.complete(node, Outcome::Done { text, extra, tokens }, now);
+            }
+            (Pending::Approval { .. }, Response::Output(_) | Response::Generated { .. }) => {
+                return Err(EngineError::BadRequest(format!("{node:?} is an approval gate: answer it with one of its options")));
+            }
+            (Pending::Agent { .. }, Response::Answer(_)) => {
+                return Err(EngineError::BadRequest(format!("{node:?} is an agent step: supply its output")));
+            }
+            (Pending::Wait { .. }, _) => {
+                return Err(EngineError::Conflict(format!("{node:?} is a timed wait; it resumes by itself")));
+            }
+        }
+        self.touch(now);
+        self.refresh_status();
+        Ok(())
+    }
+
+    /// Re-runs a failed run from its failed step; finished steps are kept. The steps it starts
+    /// again keep their records: the next attempt is added to their `tries`.
+    pub fn retry(&mut self, now: Ts) -> Result<(), EngineError> {
+        if self.status != Status::Failed {
+            return Err(EngineError::Conflict(format!(
+                "run {} is {}; only a failed run can be retried",
+                self.run_id,
+                self.status.as_str()
+            )));
+        }
+        let failed = self.failed_node.clone();
+        let reopen: Vec<StepRecord> = self
+            .steps
+            .iter()
+            .filter(|r| {
+                Some(&r.node) == failed.as_ref() || matches!(r.status, StepStatus::Running | StepStatus::Retrying | StepStatus::Failed)
+            })
+            .cloned()
+            .collect();
+        // Reopening touches many records: the next save is a whole one.
+        self.mark_whole();
+        self.log(HistoryEvent {
+            at: now,
+            event: "retry".into(),
+            node: failed.clone(),
+            detail: json!({"error": self.error, "steps": reopen}),
+        });
+        for r in self.steps.iter_mut().filter(|r| reopen.iter().any(|o| o.node == r.node)) {
+            if r.status != StepStatus::Retrying {
+                let error = r.error.clone().unwrap_or_else(|| UNFINISHED_WHEN_THE_RUN_FAILED.to_string());
+                r.await_next_try(&error, now);
+            }
+        }
+        self.parked.retain(|p| !reopen.iter().any(|o| o.node == p.node()));
+        self.status = Status::Running;
+        self.ok = true;
+        self.error = None;
+        self.failed_node = None;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Fails the run if a gate's deadline has passed. Returns whether anything changed.
+    pub fn enforce_deadlines(&mut self, now: Ts) -> bool {
+        if self.status.is_finished() {
+            return false;
+        }
+        let expired = self.parked.iter().find_map(|p| match p {
+            Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.clone(), *on_timeout)),
+            _ => None,
+        });
+        let Some((node, on_timeout)) = expired else { return false };
+        let error = if on_timeout == OnTimeout::Escalate {
+            self.log(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
+            Failure::ApprovalTimedOutEscalated
+        } else {
+            Failure::ApprovalTimedOut
+        };
+        self.parked.retain(|p| p.node() != node);
+        self.fail_step(&node, error, now);
+        self.touch(now);
+        true
+    }
+
+    /// A run left `running` by a process that died: fail it so it can be retried.
+    pub fn mark_interrupted(&mut self, now: Ts) {
+        self.stop_running(now, None);
+    }
+
+    /// A run whose owner could not save it (the machine refused the write: a full disk, a
+    /// read-only store, no file handles left): fail it with that `cause` instead of a bare
+    /// "interrupted", so it can be retried once the machine is fixed.
+    pub fn mark_unsaved(&mut self, now: Ts, cause: &str) {
+        self.stop_running(now, Some(cause));
+    }
+
+    fn stop_running(&mut self, now: Ts, cause: Option<&str>) {
+        if self.status != Status::Running {
+            return;
+        }
+        let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.is(NodeKind::Loop));
+        let node = self
+            .steps
+            .iter()
+            .find(|r| r.status == StepStatus::Running && !is_loop(r))
+            .or_else(|| self.steps.iter().find(|r| r.status == StepStatus::Running))
+            .map(|r| r.node.clone())
+            .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone()));
+        let error = match (&node, cause) {
+            (node, None) => Failure::interrupted(node.as_deref()),
+            (Some(n), Some(cause)) => Failure::from(format!("the run could not be saved during step {n}: {cause}")),
+            (None, Some(cause)) => Failure::from(format!("the run could not be saved: {cause}")),
+        };
+        if let Some(r) = node.as_deref().and_then(|n| self.record_mut(n)) {
+            r.end_try(StepStatus::Failed, Some(&error), None, now);
+        }
+        self.status = Status::Failed;
+        self.ok = false;
+        self.error = Some(error);
+        self.failed_node = node;
+        self.pending = None;
+        self.touch(now);
+    }
+
+    /// When the earliest timed wait is due, if the run waits on one.
+    pub fn next_wake(&self) -> Option<Ts> {
+        self.parked
+            .iter()
+            .filter_map(|p| match p {
+                Pending::Wait { resume_at, .. } => Some(*resume_at),
+                _ => None,
+            })
+            .min()
+    }
+
+    // ---- internals ----
+
+    fn touch(&mut self, now: Ts) {
+        if now > self.updated_at {
+            self.updated_at = now;
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The parts of a run's record: the run's and each step's status, a step's record and its
+//! attempts, what a parked run waits for, deliveries, the trigger and the history.
+//!
+//! Invariant: a [`StepRecord`] changes only through its methods here, so the record and its latest
+//! try always agree: every attempt adds one try (`tries.len() == attempts`, except in run files
+//! written before tries were kept), and nothing erases one.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::spec::OnTimeout;
+use crate::time::{self, Ts};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    Waiting,
+    AwaitingApproval,
+    AwaitingAgent,
+    Done,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Waiting => "waiting",
+            Status::AwaitingApproval => "awaiting_approval",
+            Status::AwaitingAgent => "awaiting_agent",
+            Status::Done => "done",
+            Status::Failed => "failed",
+        }
+    }
+    pub fn is_finished(&self) -> bool {
+        matches!(self, Status::Done | Status::Failed)
+    }
+    pub fn is_parked(&self) -> bool {
+        matches!(self, Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Running,
+    /// An agent attempt failed and another is due.
+    Retrying,
+    Done,
+    Failed,
+    AwaitingApproval,
+    AwaitingAgent,
+    Waiting,
+}
+
+/// A step's record in the run: its latest attempt (`status`, `started_at`, `finished_at`,
+/// `error`), how many attempts it took, and every attempt in `tries`. Agent retries and run
+/// retries both add attempts; nothing erases one. Changed only through the methods below, so the
+/// record and its last try always agree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub node: String,
+    pub status: StepStatus,
+    pub attempts: u32,
+    /// When the latest attempt started.
+    #[serde(with = "time")]
+    pub started_at: Ts,
+    #[serde(with = "time::opt")]
+    pub finished_at: Option<Ts>,
+    pub error: Option<String>,
+    /// Errors of earlier attempts of this step (agent retries and run retries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+    /// Every attempt, oldest first (`tries.len() == attempts`; empty only in run files written
+    /// before attempts were kept).
+    #[serde(default)]
+    pub tries: Vec<Try>,
+    /// What the latest attempt received: the rendered inputs of its task, secrets redacted
+    /// (see [`inputs`](super::inputs)); absent for steps the core settles alone (conditions,
+    /// gates, waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Value>,
+    /// The latest attempt settled with the step's pinned output (a test run): nothing ran.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
+}
+
+/// One attempt of a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Try {
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// The attempt's state: `done` or `failed` once it ended, else where it is now.
+    pub status: StepStatus,
+    #[serde(with = "time")]
+    pub started_at: Ts,
+    #[serde(with = "time::opt")]
+    pub finished_at: Option<Ts>,
+    pub error: Option<String>,
+    /// Bytes of the text the attempt produced (null until it is done).
+    pub output_bytes: Option<u64>,
+}
+
+impl StepRecord {
+    pub(super) fn open(node: &str, status: StepStatus, now: Ts) -> StepRecord {
+        let mut r = StepRecord {
+            node: node.into(),
+            status,
+            attempts: 0,
+            started_at: now,
+            finished_at: None,
+            error: None,
+            failures: Vec::new(),
+            tries: Vec::new(),
+            inputs: None,
+            pinned: false,
+        };
+        r.begin_try(status, now);
+        r
+    }
+
+    /// Starts the next attempt; returns its number.
+    pub(super) fn begin_try(&mut self, status: StepStatus, now: Ts) -> u32 {
+        self.attempts += 1;
+        self.status = status;
+        self.started_at = now;
+        self.finished_at = None;
+        self.error = None;
+        self.tries.push(Try { attempt: self.attempts, status, started_at: now, finished_at: None, error: None, output_bytes: None });
+        self.attempts
+    }
+
+    /// The attempt in progress moves on without ending (parked, resumed).
+    pub(super) fn set_status(&mut self, status: StepStatus) {
+        self.status = status;
+        if let Some(t) = self.open_try() {
+            t.status = status;
+        }
+    }
+
+    /// Ends the attempt in progress: done with `output_bytes`, or failed with `error`.
+    pub(super) fn end_try(&mut self, status: StepStatus, error: Option<&str>, output_bytes: Option<u64>, now: Ts) {
+        self.status = status;
+        self.finished_at = Some(now);
+        self.error = error.map(String::from);
+        if let Some(t) = self.open_try() {
+            t.status = status;
+            t.finished_at = Some(now);
+            t.error = error.map(String::from);
+            t.output_bytes = output_bytes;
+        }
+    }
+
+    /// A failed attempt is followed by another: its error moves to `failures` and the step
+    /// waits to be started again.
+    pub(super) fn await_next_try(&mut self, error: &str, now: Ts) {
+        if self.open_try().is_some() {
+            self.end_try(StepStatus::Failed, Some(error), None, now);
+        }
+        self.failures.push(error.to_string());
+        self.status = StepStatus::Retrying;
+        self.finished_at = None;
+        self.error = None;
+    }
+
+    fn open_try(&mut self) -> Option<&mut Try> {
+        self.tries.last_mut().filter(|t| t.finished_at.is_none())
+    }
+}
+
+/// What a parked run waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Pending {
+    Approval {
+        node: String,
+        question: String,
+        options: Vec<String>,
+        #[serde(with = "time::opt")]
+        deadline: Option<Ts>,
+        on_timeout: OnTimeout,
+        /// What is being approved: the text of each step (or of the run's input, `trigger`) the
+        /// question's template names, keyed by id.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        outputs: Map<String, Value>,
+    },
+    Agent {
+        node: String,
+        prompt: String,
+        profile: Option<String>,
+        model: Option<String>,
+    },
+    Wait {
+        node: String,
+        #[serde(with = "time")]
+        resume_at: Ts,
+    },
+}
+
+impl Pending {
+    pub fn node(&self) -> &str {
+        match self {
+            Pending::Approval { node, .. } | Pending::Agent { node, .. } | Pending::Wait { node, .. } => node,
+        }
+    }
+    pub(super) fn status(&self) -> Status {
+        match self {
+            Pending::Approval { .. } => Status::AwaitingApproval,
+            Pending::Agent { .. } => Status::AwaitingAgent,
+            Pending::Wait { .. } => Status::Waiting,
+        }
+    }
+}
+
+/// One delivery attempt with the platform's real answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub node: String,
+    pub target: String,
+    pub ok: bool,
+    pub detail: String,
+    #[serde(with = "time")]
+    pub at: Ts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriggerInfo {
+    pub mode: String,
+    pub input: Value,
+    /// How many emits led to this run (0 for a run not started by an event).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
+    /// Where the chain of emits that started this run began: the id of the run whose emit began
+    /// it, or of the event (`POST /events`, `vwf emit`) that did. Absent on runs no event started.
+    /// `[limits] runs_per_origin` caps the runs one origin starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+pub(super) fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl TriggerInfo {
+    pub fn new(mode: &str, input: Value) -> TriggerInfo {
+        TriggerInfo { mode: mode.to_string(), input, depth: 0, origin: None }
+    }
+}
+
+/// An entry of the run file's history: retries, escalations, budget use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEvent {
+    #[serde(with = "time")]
+    pub at: Ts,
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub detail: Value,
+}

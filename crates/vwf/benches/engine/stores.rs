@@ -1,0 +1,166 @@
+//! The stores the engine runs are timed on: a `FileStore` that counts its run writes, the ids it
+//! sees first and the time spent writing, and a store with no disk that still serialises every
+//! run write.
+//!
+//! The timed store hands every call to the file store it wraps, so the runs it times are the file
+//! store's; the store with no disk keeps nothing.
+
+use std::hint::black_box;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::Value;
+use vwf::store::{FileStore, RunEntry, RunLock, Store, StoreError};
+use vwf_core::names::{DesignName, RunId};
+use vwf_core::versions::DesignVersion;
+
+/// A `FileStore` that counts `write_run` calls, first writes of an id, and time spent writing.
+pub(super) struct TimedStore {
+    inner: FileStore,
+    writes: AtomicU64,
+    new_ids: AtomicU64,
+    nanos: AtomicU64,
+    seen: Mutex<std::collections::HashSet<String>>,
+}
+
+impl TimedStore {
+    pub(super) fn new(inner: FileStore) -> Self {
+        Self { inner, writes: AtomicU64::new(0), new_ids: AtomicU64::new(0), nanos: AtomicU64::new(0), seen: Mutex::default() }
+    }
+    pub(super) fn counters(&self) -> (u64, u64, u64) {
+        (self.writes.load(Ordering::Relaxed), self.new_ids.load(Ordering::Relaxed), self.nanos.load(Ordering::Relaxed))
+    }
+}
+
+impl Store for TimedStore {
+    fn list_designs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.list_designs()
+    }
+    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
+        self.inner.load_design(name)
+    }
+    fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        self.inner.save_design(name, graph)
+    }
+    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        self.inner.create_design(name, graph)
+    }
+    fn design_exists(&self, name: &DesignName) -> bool {
+        self.inner.design_exists(name)
+    }
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        self.inner.delete_design(name)
+    }
+    fn design_stamp(&self, name: &DesignName) -> Option<String> {
+        self.inner.design_stamp(name)
+    }
+    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        self.inner.list_versions(name)
+    }
+    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
+        self.inner.add_version(name, version)
+    }
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        self.inner.remove_version(name, version)
+    }
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.versioned_designs()
+    }
+    fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+        self.inner.allocate_run_id()
+    }
+    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
+        if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
+            self.new_ids.fetch_add(1, Ordering::Relaxed);
+        }
+        let t = Instant::now();
+        let result = self.inner.write_run_json(id, json);
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        result
+    }
+    fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        self.inner.read_run(id)
+    }
+    fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
+        self.inner.list_runs(limit)
+    }
+    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.inner.list_run_ids(before, limit)
+    }
+    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+        self.inner.lock_run(id)
+    }
+    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+        self.inner.try_lock_run(id)
+    }
+}
+
+/// A store that keeps nothing but serialises every run write like the file store does, so the
+/// runner's cost without a disk can be seen.
+#[derive(Default)]
+pub(super) struct MemoryStore {
+    next_id: AtomicU64,
+}
+
+impl Store for MemoryStore {
+    fn list_designs(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
+        Err(StoreError::design_not_found(name))
+    }
+    fn save_design(&self, name: &DesignName, _: &Value) -> Result<String, StoreError> {
+        Ok(name.as_str().to_string())
+    }
+    fn create_design(&self, name: &DesignName, _: &Value) -> Result<String, StoreError> {
+        Ok(name.as_str().to_string())
+    }
+    fn design_exists(&self, _: &DesignName) -> bool {
+        false
+    }
+    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        Err(StoreError::design_not_found(name))
+    }
+    fn design_stamp(&self, _: &DesignName) -> Option<String> {
+        None
+    }
+    fn list_versions(&self, _: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn add_version(&self, _: &DesignName, _: &DesignVersion) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        Err(vwf::store::version_not_found(name, version))
+    }
+    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        RunId::parse(&format!("{n:012x}")).map_err(|why| StoreError::other("cannot allocate a run id", why))
+    }
+    fn write_run_json(&self, _: &RunId, json: &[u8]) -> Result<(), StoreError> {
+        let mut bytes = json.to_vec();
+        bytes.push(b'\n');
+        black_box(bytes);
+        Ok(())
+    }
+    fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        Err(StoreError::run_not_found(id))
+    }
+    fn list_runs(&self, _: usize) -> Result<Vec<RunEntry>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn list_run_ids(&self, _: Option<&RunId>, _: usize) -> Result<Vec<RunId>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+        Ok(RunLock::new(id.clone(), ()))
+    }
+    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+        Ok(Some(RunLock::new(id.clone(), ())))
+    }
+}
