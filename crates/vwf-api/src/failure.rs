@@ -70,6 +70,15 @@ impl Failure {
         }
     }
 
+    /// [`Failure::body`] for the operator's own tools (the CLI's `--json`): a store failure's
+    /// whole error, with the file or database it is about, instead of the line a client gets.
+    pub fn body_with_detail(&self) -> Value {
+        match self {
+            Failure::Storage { detail, .. } => json!({"ok": false, "error": detail}),
+            other => other.body(),
+        }
+    }
+
     /// The contract's body: `{ok:false, error}`, with `errors` for a design problem.
     pub fn body(&self) -> Value {
         match self {

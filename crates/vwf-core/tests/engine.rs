@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
 use vwf_core::plan::Plan;
 use vwf_core::run::{
-    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Failure, Outcome, Pending,
-    Response, Run, Status, StepStatus, TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
+    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, Advance, Delivery, ESCALATION_REQUESTED, EngineError, Outcome, Pending, Response,
+    Run, RunFailure, Status, StepStatus, TOKEN_BUDGET_EXCEEDED, Task, TriggerInfo, Work,
 };
 use vwf_core::secrets::Secrets;
 use vwf_core::spec::{CommandStep, Deliver, Program};
@@ -1051,9 +1051,9 @@ proptest::proptest! {
 #[test]
 fn stored_failed_runs_load_with_their_typed_reason_and_behave_the_same() {
     let cases = [
-        (include_str!("fixtures/gate_timed_out.run.json"), Failure::ApprovalTimedOut, true),
-        (include_str!("fixtures/gate_timed_out_escalated.run.json"), Failure::ApprovalTimedOutEscalated, true),
-        (include_str!("fixtures/interrupted.run.json"), Failure::interrupted(Some("draft")), false),
+        (include_str!("fixtures/gate_timed_out.run.json"), RunFailure::ApprovalTimedOut, true),
+        (include_str!("fixtures/gate_timed_out_escalated.run.json"), RunFailure::ApprovalTimedOutEscalated, true),
+        (include_str!("fixtures/interrupted.run.json"), RunFailure::interrupted(Some("draft")), false),
     ];
     for (text, reason, gate) in cases {
         let mut run: Run = serde_json::from_str(text).unwrap();
@@ -1078,28 +1078,28 @@ proptest::proptest! {
     /// Any error text reads back as itself; only the engine's own texts read as typed reasons.
     #[test]
     fn every_failure_text_round_trips(text in ".*") {
-        let failure = Failure::from(text.clone());
+        let failure = RunFailure::from(text.clone());
         proptest::prop_assert_eq!(failure.to_string(), text.clone());
         proptest::prop_assert_eq!(&*failure, text.as_str());
         let json = serde_json::to_value(&failure).unwrap();
-        proptest::prop_assert_eq!(serde_json::from_value::<Failure>(json).unwrap(), failure);
+        proptest::prop_assert_eq!(serde_json::from_value::<RunFailure>(json).unwrap(), failure);
     }
 }
 
 #[test]
 fn the_engines_own_failure_texts_are_typed() {
     for (text, reason) in [
-        ("approval timed out", Failure::ApprovalTimedOut),
-        ("approval timed out; escalation requested", Failure::ApprovalTimedOutEscalated),
-        ("token budget exceeded", Failure::TokenBudgetExceeded),
-        ("interrupted", Failure::interrupted(None)),
-        ("interrupted during step draft", Failure::interrupted(Some("draft"))),
+        ("approval timed out", RunFailure::ApprovalTimedOut),
+        ("approval timed out; escalation requested", RunFailure::ApprovalTimedOutEscalated),
+        ("token budget exceeded", RunFailure::TokenBudgetExceeded),
+        ("interrupted", RunFailure::interrupted(None)),
+        ("interrupted during step draft", RunFailure::interrupted(Some("draft"))),
     ] {
-        assert_eq!(Failure::from(text), reason);
+        assert_eq!(RunFailure::from(text), reason);
         assert_eq!(reason.to_string(), text);
     }
     for other in ["Approval timed out", "approval timed out ", "interrupted during step ", "interrupted by a signal", "boom"] {
-        assert_eq!(Failure::from(other), Failure::Error(other.into()), "{other}");
+        assert_eq!(RunFailure::from(other), RunFailure::Error(other.into()), "{other}");
     }
 }
 

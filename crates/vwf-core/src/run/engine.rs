@@ -195,7 +195,7 @@ impl Run {
                             node: Some(node.into()),
                             detail: json!({"used": self.tokens_used, "budget": budget}),
                         });
-                        self.fail_step(node, Failure::TokenBudgetExceeded, now);
+                        self.fail_step(node, RunFailure::TokenBudgetExceeded, now);
                         return Ok(());
                     }
                 }
@@ -265,7 +265,7 @@ impl Run {
         }
         if self.status == Status::Failed
             && self.failed_node.as_deref() == Some(node)
-            && self.error.as_ref().is_some_and(Failure::is_approval_timeout)
+            && self.error.as_ref().is_some_and(RunFailure::is_approval_timeout)
             && matches!(response, Response::Answer(_))
         {
             return Ok(());
@@ -380,9 +380,9 @@ impl Run {
         let Some((node, on_timeout)) = expired else { return false };
         let error = if on_timeout == OnTimeout::Escalate {
             self.log(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
-            Failure::ApprovalTimedOutEscalated
+            RunFailure::ApprovalTimedOutEscalated
         } else {
-            Failure::ApprovalTimedOut
+            RunFailure::ApprovalTimedOut
         };
         self.parked.retain(|p| p.node() != node);
         self.fail_step(&node, error, now);
@@ -415,9 +415,9 @@ impl Run {
             .map(|r| r.node.clone())
             .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone()));
         let error = match (&node, cause) {
-            (node, None) => Failure::interrupted(node.as_deref()),
-            (Some(n), Some(cause)) => Failure::from(format!("the run could not be saved during step {n}: {cause}")),
-            (None, Some(cause)) => Failure::from(format!("the run could not be saved: {cause}")),
+            (node, None) => RunFailure::interrupted(node.as_deref()),
+            (Some(n), Some(cause)) => RunFailure::from(format!("the run could not be saved during step {n}: {cause}")),
+            (None, Some(cause)) => RunFailure::from(format!("the run could not be saved: {cause}")),
         };
         if let Some(r) = node.as_deref().and_then(|n| self.record_mut(n)) {
             r.end_try(StepStatus::Failed, Some(&error), None, now);

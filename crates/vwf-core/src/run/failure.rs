@@ -2,7 +2,7 @@
 //!
 //! The engine's own reasons (a gate's deadline passed, the token budget ran out, the process died)
 //! are variants the engine matches on; any other error (a driver's, a template's, a rule's) is its
-//! text. A `Failure` is stored as the text people read, exactly as when the run's error was a plain
+//! text. A `RunFailure` is stored as the text people read, exactly as when the run's error was a plain
 //! string, and read back into the same variant, so a run file written by any version loads and
 //! behaves the same. Every failure is made through the same reading (`From`), so a run in memory is
 //! always what a reload of its file gives.
@@ -27,7 +27,7 @@ const INTERRUPTED_DURING: &str = "interrupted during step ";
 
 /// Why a run failed. Reads as its text (`Deref<Target = str>`, `Display`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub enum RunFailure {
     /// A gate's deadline passed (`on_timeout: reject`).
     ApprovalTimedOut,
     /// A gate's deadline passed and escalation was requested (`on_timeout: escalate`).
@@ -41,83 +41,83 @@ pub enum Failure {
     Error(String),
 }
 
-impl Failure {
+impl RunFailure {
     /// The failure of a run whose process died during step `node` (or between steps).
-    pub fn interrupted(node: Option<&str>) -> Failure {
-        Failure::Interrupted(node.map_or_else(|| INTERRUPTED.to_string(), |n| format!("{INTERRUPTED_DURING}{n}")))
+    pub fn interrupted(node: Option<&str>) -> RunFailure {
+        RunFailure::Interrupted(node.map_or_else(|| INTERRUPTED.to_string(), |n| format!("{INTERRUPTED_DURING}{n}")))
     }
 
     /// Whether a gate's deadline failed the run (either `on_timeout`).
     pub fn is_approval_timeout(&self) -> bool {
-        matches!(self, Failure::ApprovalTimedOut | Failure::ApprovalTimedOutEscalated)
+        matches!(self, RunFailure::ApprovalTimedOut | RunFailure::ApprovalTimedOutEscalated)
     }
 
     /// The text people read.
     pub fn text(&self) -> &str {
         match self {
-            Failure::ApprovalTimedOut => APPROVAL_TIMED_OUT,
-            Failure::ApprovalTimedOutEscalated => APPROVAL_TIMED_OUT_ESCALATED,
-            Failure::TokenBudgetExceeded => TOKEN_BUDGET_EXCEEDED,
-            Failure::Interrupted(text) | Failure::Error(text) => text,
+            RunFailure::ApprovalTimedOut => APPROVAL_TIMED_OUT,
+            RunFailure::ApprovalTimedOutEscalated => APPROVAL_TIMED_OUT_ESCALATED,
+            RunFailure::TokenBudgetExceeded => TOKEN_BUDGET_EXCEEDED,
+            RunFailure::Interrupted(text) | RunFailure::Error(text) => text,
         }
     }
 }
 
-impl Default for Failure {
-    fn default() -> Failure {
-        Failure::Error(String::new())
+impl Default for RunFailure {
+    fn default() -> RunFailure {
+        RunFailure::Error(String::new())
     }
 }
 
 /// Reads a failure from its text: the engine's own texts give their variants, any other text is
-/// an `Error`. `Failure::from(text).text() == text` for every text.
-impl From<String> for Failure {
-    fn from(text: String) -> Failure {
+/// an `Error`. `RunFailure::from(text).text() == text` for every text.
+impl From<String> for RunFailure {
+    fn from(text: String) -> RunFailure {
         match text.as_str() {
-            APPROVAL_TIMED_OUT => Failure::ApprovalTimedOut,
-            APPROVAL_TIMED_OUT_ESCALATED => Failure::ApprovalTimedOutEscalated,
-            TOKEN_BUDGET_EXCEEDED => Failure::TokenBudgetExceeded,
-            INTERRUPTED => Failure::Interrupted(text),
-            t if t.strip_prefix(INTERRUPTED_DURING).is_some_and(|node| !node.is_empty()) => Failure::Interrupted(text),
-            _ => Failure::Error(text),
+            APPROVAL_TIMED_OUT => RunFailure::ApprovalTimedOut,
+            APPROVAL_TIMED_OUT_ESCALATED => RunFailure::ApprovalTimedOutEscalated,
+            TOKEN_BUDGET_EXCEEDED => RunFailure::TokenBudgetExceeded,
+            INTERRUPTED => RunFailure::Interrupted(text),
+            t if t.strip_prefix(INTERRUPTED_DURING).is_some_and(|node| !node.is_empty()) => RunFailure::Interrupted(text),
+            _ => RunFailure::Error(text),
         }
     }
 }
 
-impl From<&str> for Failure {
-    fn from(text: &str) -> Failure {
-        Failure::from(text.to_string())
+impl From<&str> for RunFailure {
+    fn from(text: &str) -> RunFailure {
+        RunFailure::from(text.to_string())
     }
 }
 
-impl From<&String> for Failure {
-    fn from(text: &String) -> Failure {
-        Failure::from(text.clone())
+impl From<&String> for RunFailure {
+    fn from(text: &String) -> RunFailure {
+        RunFailure::from(text.clone())
     }
 }
 
-impl Deref for Failure {
+impl Deref for RunFailure {
     type Target = str;
     fn deref(&self) -> &str {
         self.text()
     }
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for RunFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.text())
     }
 }
 
-impl Serialize for Failure {
+impl Serialize for RunFailure {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.text())
     }
 }
 
-impl<'de> Deserialize<'de> for Failure {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Failure, D::Error> {
-        String::deserialize(d).map(Failure::from)
+impl<'de> Deserialize<'de> for RunFailure {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RunFailure, D::Error> {
+        String::deserialize(d).map(RunFailure::from)
     }
 }
 
@@ -155,9 +155,9 @@ impl From<String> for StepError {
     }
 }
 
-impl From<StepError> for Failure {
-    fn from(e: StepError) -> Failure {
-        Failure::from(e.to_string())
+impl From<StepError> for RunFailure {
+    fn from(e: StepError) -> RunFailure {
+        RunFailure::from(e.to_string())
     }
 }
 
@@ -182,7 +182,7 @@ mod tests {
         ];
         for (error, text) in cases {
             assert_eq!(error.to_string(), text);
-            assert_eq!(Failure::from(error), Failure::Error(text.into()));
+            assert_eq!(RunFailure::from(error), RunFailure::Error(text.into()));
         }
     }
 }

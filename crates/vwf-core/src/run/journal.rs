@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Failure, LoopState, PassState, Pending, Run, Status, StepRecord};
+use super::{LoopState, PassState, Pending, Run, RunFailure, Status, StepRecord};
 use crate::time::{self, Ts};
 
 /// One part of a run document. The declaration order is the order a reader applies them in.
@@ -153,7 +153,7 @@ struct Head {
     status: Status,
     pending: Option<Pending>,
     skipped: Vec<String>,
-    error: Option<Failure>,
+    error: Option<RunFailure>,
     failed_node: Option<String>,
     #[serde(with = "time")]
     updated_at: Ts,

@@ -49,7 +49,7 @@ use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
 use record::is_false;
 use step::Begin;
 
-pub use failure::{APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, Failure, StepError, TOKEN_BUDGET_EXCEEDED};
+pub use failure::{APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, RunFailure, StepError, TOKEN_BUDGET_EXCEEDED};
 pub use record::{Delivery, HistoryEvent, Pending, Status, StepRecord, StepStatus, TriggerInfo, Try};
 /// Why an attempt still in progress when its run failed ended (a retry starts it again).
 pub const UNFINISHED_WHEN_THE_RUN_FAILED: &str = "not finished when the run failed";
@@ -72,7 +72,7 @@ pub struct Run {
     skipped: Vec<String>,
     deliveries: Vec<Delivery>,
     /// Why the run failed, stored as its text.
-    error: Option<Failure>,
+    error: Option<RunFailure>,
     failed_node: Option<String>,
     steps: Vec<StepRecord>,
     trigger: TriggerInfo,
@@ -143,7 +143,7 @@ impl Run {
         &self.deliveries
     }
     /// Why the run failed.
-    pub fn error(&self) -> Option<&Failure> {
+    pub fn error(&self) -> Option<&RunFailure> {
         self.error.as_ref()
     }
     pub fn failed_node(&self) -> Option<&str> {

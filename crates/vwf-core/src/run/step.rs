@@ -117,8 +117,8 @@ impl Run {
     }
 
     /// Fails a step instance and the run; a failure inside a pass fails its loop step too.
-    pub(super) fn fail_step(&mut self, id: &str, error: impl Into<Failure>, now: Ts) {
-        let error: Failure = error.into();
+    pub(super) fn fail_step(&mut self, id: &str, error: impl Into<RunFailure>, now: Ts) {
+        let error: RunFailure = error.into();
         if self.record(id).is_none() {
             self.open_record(id, StepStatus::Failed, now);
         }
@@ -133,7 +133,7 @@ impl Run {
                 if let Some(r) = self.record_mut(&lp).filter(|r| r.status != StepStatus::Failed) {
                     r.end_try(StepStatus::Failed, Some(&msg), None, now);
                 }
-                (lp, Failure::from(msg))
+                (lp, RunFailure::from(msg))
             }
             None => (id.to_string(), error),
         };

@@ -414,7 +414,7 @@ pub fn man(dir: Option<&std::path::Path>, json: bool) -> ExitCode {
 pub fn fail(f: &Failure, json: bool) -> ExitCode {
     match f {
         Failure::Refused(_) => return ExitCode::from(commands::refused(&f.body(), json)),
-        _ if json => say!("{}", pretty(&f.body())),
+        _ if json => say!("{}", pretty(&f.body_with_detail())),
         _ => eprintln!("error: {f}"),
     }
     ExitCode::from(failure_code(f))
