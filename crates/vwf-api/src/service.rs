@@ -548,7 +548,7 @@ impl<'a> Service<'a> {
             Some(scope) => self.runner.compile_test(name, scope)?,
         };
         let input = start.input.unwrap_or(past_input);
-        let trigger = TriggerInfo::new("manual", input);
+        let trigger = TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, input);
         Ok(match started {
             Some(started) => self.runner.start_then(plan, trigger, started)?,
             None => self.runner.start(plan, trigger)?,

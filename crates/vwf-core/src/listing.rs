@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::names::{DesignName, RunId};
 use crate::run::Status;
 use crate::run::settle::Summary;
+use crate::trigger::TriggerMode;
 
 /// The modes a run's `trigger.mode` can have (SPEC §10), in the contract's order.
 pub const TRIGGER_MODES: [&str; 6] = crate::trigger::MODES;
@@ -22,8 +23,7 @@ pub const STATUSES: [&str; 6] = ["running", "waiting", "awaiting_approval", "awa
 pub struct RunFilter {
     pub design: Option<DesignName>,
     pub status: Option<Status>,
-    /// One of [`TRIGGER_MODES`].
-    pub trigger: Option<&'static str>,
+    pub trigger: Option<TriggerMode>,
     /// 1 to 12 lowercase hex characters the run id starts with.
     pub id: Option<String>,
 }
@@ -41,10 +41,7 @@ impl RunFilter {
             .transpose()?;
         let trigger = trigger
             .map(|t| {
-                TRIGGER_MODES
-                    .into_iter()
-                    .find(|m| *m == t)
-                    .ok_or_else(|| format!("trigger {t:?} is not a trigger mode; use one of {}", TRIGGER_MODES.join(", ")))
+                TriggerMode::parse(t).ok_or_else(|| format!("trigger {t:?} is not a trigger mode; use one of {}", TRIGGER_MODES.join(", ")))
             })
             .transpose()?;
         let id = id

@@ -150,7 +150,7 @@ mod tests {
         Run::start(
             plan,
             crate::names::RunId::parse("000000000001").expect("an id"),
-            TriggerInfo::new("manual", Value::Null),
+            TriggerInfo::new(crate::trigger::TriggerMode::Manual, Value::Null),
             t("2026-01-01T00:00:00Z"),
         )
     }

@@ -24,6 +24,48 @@ use crate::schedule::{
 /// The trigger modes, as written in a node's `mode`.
 pub const MODES: [&str; 6] = ["manual", "schedule", "heartbeat", "event", "folder", "watch"];
 
+/// How a run was started (`trigger.mode` of a run): a trigger node's mode, read once where it
+/// enters (a stored run, a listing filter) and compared as this type everywhere after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TriggerMode {
+    Manual,
+    Schedule,
+    Heartbeat,
+    Event,
+    Folder,
+    Watch,
+}
+
+impl TriggerMode {
+    /// Every mode, in the order of [`MODES`].
+    pub const ALL: [TriggerMode; 6] =
+        [TriggerMode::Manual, TriggerMode::Schedule, TriggerMode::Heartbeat, TriggerMode::Event, TriggerMode::Folder, TriggerMode::Watch];
+
+    /// The mode as the contract writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TriggerMode::Manual => "manual",
+            TriggerMode::Schedule => "schedule",
+            TriggerMode::Heartbeat => "heartbeat",
+            TriggerMode::Event => "event",
+            TriggerMode::Folder => "folder",
+            TriggerMode::Watch => "watch",
+        }
+    }
+
+    /// The mode a word names, if any.
+    pub fn parse(word: &str) -> Option<TriggerMode> {
+        TriggerMode::ALL.into_iter().find(|m| m.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for TriggerMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A trigger node's mode and its fields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Trigger {
@@ -128,14 +170,14 @@ impl Trigger {
     }
 
     /// The mode's name, as written in the node.
-    pub fn mode(&self) -> &'static str {
+    pub fn mode(&self) -> TriggerMode {
         match self {
-            Trigger::Manual => "manual",
-            Trigger::Schedule { .. } => "schedule",
-            Trigger::Heartbeat(_) => "heartbeat",
-            Trigger::Event(_) => "event",
-            Trigger::Folder(_) => "folder",
-            Trigger::Watch(_) => "watch",
+            Trigger::Manual => TriggerMode::Manual,
+            Trigger::Schedule { .. } => TriggerMode::Schedule,
+            Trigger::Heartbeat(_) => TriggerMode::Heartbeat,
+            Trigger::Event(_) => TriggerMode::Event,
+            Trigger::Folder(_) => TriggerMode::Folder,
+            Trigger::Watch(_) => TriggerMode::Watch,
         }
     }
 
@@ -399,6 +441,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The typed modes are the contract's words, in its order, and read back as themselves from
+    /// JSON; a word that is no mode is no mode.
+    #[test]
+    fn trigger_modes_are_the_contract_s_words() {
+        assert_eq!(TriggerMode::ALL.map(TriggerMode::as_str), MODES);
+        for mode in TriggerMode::ALL {
+            assert_eq!(TriggerMode::parse(mode.as_str()), Some(mode));
+            let json = serde_json::to_value(mode).unwrap();
+            assert_eq!(json, json!(mode.as_str()));
+            assert_eq!(serde_json::from_value::<TriggerMode>(json).unwrap(), mode);
+        }
+        assert_eq!(TriggerMode::parse("Manual"), None);
+        assert!(serde_json::from_value::<TriggerMode>(json!("webhooks")).is_err());
+    }
+
     fn parse(v: Value) -> Result<Trigger, Vec<ScheduleError>> {
         Trigger::parse(v.as_object().expect("an object"))
     }
@@ -478,7 +535,7 @@ mod tests {
         for mode in ["manual", "schedule", "heartbeat", "event", "folder", "watch"] {
             let node =
                 json!({"mode": mode, "schedule": {"preset": "hourly"}, "every": "5m", "sources": ["a"], "path": "/x", "command": "x"});
-            assert_eq!(parse(node).map(|t| t.mode()), Ok(mode));
+            assert_eq!(parse(node).map(|t| t.mode().as_str()), Ok(mode));
         }
         assert_eq!(declared_mode(json!({"mode": "schedule"}).as_object().unwrap()), "schedule");
         assert_eq!(declared_mode(json!({"mode": null}).as_object().unwrap()), "manual");

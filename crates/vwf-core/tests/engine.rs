@@ -30,7 +30,12 @@ fn plan_of(design: &Value) -> Plan {
 }
 
 fn start_with(design: &Value, input: Value) -> Run {
-    Run::start(plan_of(design), vwf_core::names::RunId::parse(RUN_ID).expect("an id"), TriggerInfo::new("manual", input), t0())
+    Run::start(
+        plan_of(design),
+        vwf_core::names::RunId::parse(RUN_ID).expect("an id"),
+        TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, input),
+        t0(),
+    )
 }
 
 fn start(design: &Value) -> Run {
@@ -367,7 +372,7 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
         let mut run = Run::start(
             plan_of(&design),
             vwf_core::names::RunId::parse(RUN_ID).expect("an id"),
-            TriggerInfo::new("manual", Value::Null),
+            TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, Value::Null),
             late,
         );
         drive(&mut run, late, standard);
@@ -379,8 +384,12 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
     }
     // A wait that ends exactly at the last recordable instant still parks.
     let wait = json!({"nodes": [manual(), {"id": "w", "type": "wait", "seconds": 1800}], "edges": [edge("start", "w")]});
-    let mut run =
-        Run::start(plan_of(&wait), vwf_core::names::RunId::parse(RUN_ID).expect("an id"), TriggerInfo::new("manual", Value::Null), late);
+    let mut run = Run::start(
+        plan_of(&wait),
+        vwf_core::names::RunId::parse(RUN_ID).expect("an id"),
+        TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, Value::Null),
+        late,
+    );
     drive(&mut run, late, standard);
     assert_eq!(run.status(), Status::Waiting, "{:#}", run.result());
 }
@@ -833,8 +842,12 @@ fn a_run_keeps_the_plan_it_started_with() {
     });
     let mut design = Design::from_value(&value).unwrap();
     let plan = Plan::compile("test", &design).unwrap();
-    let mut run =
-        Run::start(plan.clone(), vwf_core::names::RunId::parse(RUN_ID).expect("an id"), TriggerInfo::new("manual", Value::Null), t0());
+    let mut run = Run::start(
+        plan.clone(),
+        vwf_core::names::RunId::parse(RUN_ID).expect("an id"),
+        TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, Value::Null),
+        t0(),
+    );
     // The design is edited (and recompiled) while the run is in flight.
     design.nodes[1].raw.insert("prompt".into(), json!("edited prompt"));
     design.nodes.push(Design::from_value(&json!({"nodes": [{"id": "z", "type": "output"}]})).unwrap().nodes.remove(0));

@@ -19,7 +19,12 @@ fn start(design: Value, input: Value) -> Run {
     let report = validate(&design);
     assert!(report.ok, "{:?}", report.errors);
     let plan = Plan::compile("loops", &Design::from_value(&design).unwrap()).unwrap();
-    Run::start(plan, vwf_core::names::RunId::parse("0123456789ab").expect("an id"), TriggerInfo::new("manual", input), t0())
+    Run::start(
+        plan,
+        vwf_core::names::RunId::parse("0123456789ab").expect("an id"),
+        TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, input),
+        t0(),
+    )
 }
 
 /// Drives the run; `answer` decides each task's outcome. Returns every batch of tasks handed out.

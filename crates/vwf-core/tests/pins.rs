@@ -90,7 +90,12 @@ fn drive(run: &mut Run) -> Vec<Task> {
 }
 
 fn start(plan: Plan) -> Run {
-    Run::start(plan, vwf_core::names::RunId::parse("d7b493cae249").expect("an id"), TriggerInfo::new("manual", Value::Null), t0())
+    Run::start(
+        plan,
+        vwf_core::names::RunId::parse("d7b493cae249").expect("an id"),
+        TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, Value::Null),
+        t0(),
+    )
 }
 
 fn task_nodes(tasks: &[Task]) -> Vec<String> {

@@ -1049,7 +1049,7 @@ proptest! {
             let parsed = Design::from_value(&design).expect("a valid design parses");
             let plan = Plan::compile("fuzz", &parsed).expect("a valid design compiles");
             let now = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
-            let mut run = Run::start(plan, vwf_core::names::RunId::parse("0123456789ab").expect("an id"), TriggerInfo::new("manual", json!({"x": 1})), now);
+            let mut run = Run::start(plan, vwf_core::names::RunId::parse("0123456789ab").expect("an id"), TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"x": 1})), now);
             drive_everything(&mut run, now, agents, texts, 7);
             // Retrying a failed run never panics either, and finishes too.
             if run.status() == vwf_core::run::Status::Failed {
@@ -1336,8 +1336,12 @@ fn allowed_value(allowed: Allowed, pick: u64) -> Value {
 fn exercise(design: &Value, now: Ts, agents: u8, tokens: u64) -> Result<(), TestCaseError> {
     let parsed = Design::from_value(design).expect("a valid design parses");
     let plan = Plan::compile("numbers", &parsed).expect("a valid design compiles");
-    let mut run =
-        Run::start(plan, vwf_core::names::RunId::parse("0123456789ab").expect("an id"), TriggerInfo::new("manual", json!({"x": 1})), now);
+    let mut run = Run::start(
+        plan,
+        vwf_core::names::RunId::parse("0123456789ab").expect("an id"),
+        TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"x": 1})),
+        now,
+    );
     drive_everything(&mut run, now, agents, 1, tokens);
     let _ = run.enforce_deadlines(time::latest());
     let file = serde_json::to_value(&run).expect("a run serializes");

@@ -156,7 +156,9 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, R
             drop(lock);
             let input = fire_input(&job.input, json!({"job_id": job_id, "fired_at": time::format(&now)}));
             let clock = Shifted::to(app.clock.as_ref(), now);
-            Ok(scheduled_runner(app, &clock).start_design(&design, TriggerInfo::new("schedule", input))?.result())
+            Ok(scheduled_runner(app, &clock)
+                .start_design(&design, TriggerInfo::new(vwf_core::trigger::TriggerMode::Schedule, input))?
+                .result())
         }
     }
 }
@@ -218,7 +220,7 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, RunError> {
         let _slot = app.slots.as_ref().map(|gate| gate.wait());
         let started = DesignName::parse(&f.design)
             .map_err(RunError::Rejected)
-            .and_then(|name| runner.start_design(&name, TriggerInfo::new("schedule", input)));
+            .and_then(|name| runner.start_design(&name, TriggerInfo::new(vwf_core::trigger::TriggerMode::Schedule, input)));
         match started {
             Ok(run) => {
                 f.run_id = Some(run.run_id().to_string());

@@ -246,7 +246,8 @@ pub fn saved_runs_read_back(store: &dyn Store) {
     let plan = vwf_core::plan::Plan::compile("parts", &design).expect("a valid design");
     let id = store.allocate_run_id().expect("allocate");
     let now = at("2026-03-01T09:00:00Z");
-    let mut run = Run::start(plan, id.clone(), TriggerInfo::new("manual", json!({"items": [1, 2, 3, 4, 5]})), now);
+    let mut run =
+        Run::start(plan, id.clone(), TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"items": [1, 2, 3, 4, 5]})), now);
     let (mut saves, mut whole) = (0, 0);
     // Saved under the run's lock, as the runner saves; the first save as a runner makes it
     // (`save_run_soon`): it reads back at once, durable or not yet.

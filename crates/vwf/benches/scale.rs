@@ -340,7 +340,9 @@ fn long_loop(setup: Setup, passes: usize) -> Result<LoopFigures, String> {
     };
     let items: Vec<usize> = (0..passes).collect();
     let started = Instant::now();
-    let run = runner.start(plan, vwf_core::run::TriggerInfo::new("manual", json!({"items": items}))).map_err(|e| e.to_string())?;
+    let run = runner
+        .start(plan, vwf_core::run::TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"items": items})))
+        .map_err(|e| e.to_string())?;
     let total = started.elapsed();
     if run.status() != vwf_core::run::Status::Done {
         return Err(format!("the {passes}-pass loop ended {}: {:?}", run.status().as_str(), run.error()));

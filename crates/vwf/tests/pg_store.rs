@@ -294,7 +294,12 @@ fn two_commands_run(store: &PgStore) -> (vwf_core::names::RunId, vwf_core::run::
     let plan = vwf_core::plan::Plan::compile("two", &design).expect("valid");
     let id = store.allocate_run_id().expect("allocate");
     let now = vwf_core::time::parse("2026-03-01T09:00:00Z").expect("time");
-    let run = vwf_core::run::Run::start(plan, id.clone(), vwf_core::run::TriggerInfo::new("manual", json!(null)), now);
+    let run = vwf_core::run::Run::start(
+        plan,
+        id.clone(),
+        vwf_core::run::TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!(null)),
+        now,
+    );
     (id, run, now)
 }
 

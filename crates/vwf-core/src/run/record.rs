@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::spec::OnTimeout;
 use crate::time::{self, Ts};
+use crate::trigger::TriggerMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -226,7 +227,7 @@ pub struct Delivery {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TriggerInfo {
-    pub mode: String,
+    pub mode: TriggerMode,
     pub input: Value,
     /// How many emits led to this run (0 for a run not started by an event).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -247,8 +248,8 @@ pub(super) fn is_false(b: &bool) -> bool {
 }
 
 impl TriggerInfo {
-    pub fn new(mode: &str, input: Value) -> TriggerInfo {
-        TriggerInfo { mode: mode.to_string(), input, depth: 0, origin: None }
+    pub fn new(mode: TriggerMode, input: Value) -> TriggerInfo {
+        TriggerInfo { mode, input, depth: 0, origin: None }
     }
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Pending, Run, Status};
 use crate::time::{self, Ts};
+use crate::trigger::TriggerMode;
 
 /// Why a stored run needs settling now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,7 +31,7 @@ pub struct Summary {
     pub run_id: String,
     pub design: String,
     pub status: Status,
-    pub trigger: TriggerMode,
+    pub trigger: TriggerSummary,
     #[serde(with = "time")]
     pub created_at: Ts,
     #[serde(default)]
@@ -39,8 +40,8 @@ pub struct Summary {
 
 /// The trigger's mode and origin (see [`super::TriggerInfo`]), as a [`Summary`] keeps them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct TriggerMode {
-    pub mode: String,
+pub struct TriggerSummary {
+    pub mode: TriggerMode,
     #[serde(default)]
     pub origin: Option<String>,
 }
@@ -149,7 +150,7 @@ mod tests {
             "parked": [{"type": "wait", "node": "pause", "resume_at": "2026-03-01T09:05:00Z"}], "plan": {"anything": []}
         });
         let s: Summary = serde_json::from_value(stored).expect("summary");
-        assert_eq!((s.status, s.trigger.mode.as_str()), (Status::Waiting, "schedule"));
+        assert_eq!((s.status, s.trigger.mode), (Status::Waiting, TriggerMode::Schedule));
         assert_eq!(s.next_due(), Some(at("2026-03-01T09:05:00Z")));
         assert_eq!(s.due(at("2026-03-01T09:05:00Z"), true), Some(Settle::WaitDue));
     }

@@ -179,7 +179,7 @@ fn every_trigger_mode_field_is_what_trigger_parse_accepts() {
         let mut base = minimal("trigger", &m.fields, &[]);
         base.insert("mode".into(), json!(m.mode));
         let parsed = spec(&base);
-        assert!(matches!(&parsed, Ok(Spec::Trigger(t)) if t.mode() == m.mode), "{}: {parsed:?}", m.mode);
+        assert!(matches!(&parsed, Ok(Spec::Trigger(t)) if t.mode().as_str() == m.mode), "{}: {parsed:?}", m.mode);
         cases += check(m.mode, &m.fields, &base, &spec);
     }
     eprintln!("{cases} trigger mode cases");

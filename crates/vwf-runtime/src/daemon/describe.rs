@@ -1,7 +1,7 @@
 //! How the daemon describes a design's trigger in its log and in `vwf daemon`'s table.
 
 use vwf_core::schedule::Heartbeat;
-use vwf_core::trigger::FolderEvent;
+use vwf_core::trigger::{FolderEvent, TriggerMode};
 
 use super::{Live, Trigger};
 
@@ -20,9 +20,9 @@ pub(super) fn event_names(events: &[FolderEvent], separator: &str) -> String {
     events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(separator)
 }
 
-pub(super) fn other_detail(mode: &str) -> &'static str {
+pub(super) fn other_detail(mode: TriggerMode) -> &'static str {
     match mode {
-        "event" => "started by emitted events (vwf emit, emit nodes), not by the daemon",
+        TriggerMode::Event => "started by emitted events (vwf emit, emit nodes), not by the daemon",
         _ => "started by hand only",
     }
 }

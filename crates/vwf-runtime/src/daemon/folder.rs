@@ -12,7 +12,7 @@ use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
 use serde_json::json;
 use vwf_core::time::Ts;
-use vwf_core::trigger::FolderTrigger;
+use vwf_core::trigger::{FolderTrigger, TriggerMode};
 
 use super::{Daemon, Live, Signal, TickReport, Trigger};
 use crate::runner::Runner;
@@ -92,7 +92,7 @@ impl Daemon<'_> {
             }
         }
         for input in inputs {
-            report.fired.push(self.fire(runner, now, design, "folder", input));
+            report.fired.push(self.fire(runner, now, design, TriggerMode::Folder, input));
         }
     }
 }

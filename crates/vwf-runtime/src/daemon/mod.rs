@@ -43,7 +43,7 @@ use vwf_core::run::{Status, TriggerInfo};
 use vwf_core::schedule::Heartbeat;
 use vwf_core::time::{self, Ts};
 use vwf_core::trigger::Trigger as core;
-use vwf_core::trigger::{FolderTrigger, WatchTrigger};
+use vwf_core::trigger::{FolderTrigger, TriggerMode, WatchTrigger};
 
 use crate::app::{self, App};
 use crate::clock::Shifted;
@@ -95,7 +95,7 @@ pub struct TickReport {
 #[derive(Debug, Clone)]
 pub struct Fired {
     pub design: String,
-    pub mode: String,
+    pub mode: TriggerMode,
     pub input: Value,
     pub run_id: Option<String>,
     pub status: Option<Status>,
@@ -156,7 +156,7 @@ struct Tracked {
 #[derive(Debug, Clone, PartialEq)]
 enum Trigger {
     /// A mode the daemon does not fire (manual, schedule, event).
-    Other(&'static str),
+    Other(TriggerMode),
     Heartbeat(Heartbeat),
     Folder(FolderTrigger),
     Watch(WatchTrigger),
@@ -301,11 +301,11 @@ impl<'a> Daemon<'a> {
             .filter_map(|(name, t)| {
                 let job = schedules::get(self.app, &schedules::job_id(&DesignName::parse(name).ok()?)).ok();
                 let (mode, mut detail) = match &t.trigger {
-                    Trigger::Other(mode) if *mode == "schedule" && job.is_none() => {
+                    Trigger::Other(mode) if *mode == TriggerMode::Schedule && job.is_none() => {
                         (mode.to_string(), "no schedule job yet (create it with `vwf schedule`)".to_string())
                     }
-                    Trigger::Other(mode) if *mode == "schedule" => (mode.to_string(), String::new()),
-                    Trigger::Other(mode) => (mode.to_string(), other_detail(mode).to_string()),
+                    Trigger::Other(mode) if *mode == TriggerMode::Schedule => (mode.to_string(), String::new()),
+                    Trigger::Other(mode) => (mode.to_string(), other_detail(*mode).to_string()),
                     Trigger::Invalid(why) => ("invalid".to_string(), format!("not watched: {why}")),
                     Trigger::Disabled(mode) => (mode.clone(), format!("disabled: nothing fires until `vwf enable {name}`")),
                     Trigger::Heartbeat(h) => ("heartbeat".to_string(), heartbeat_detail(h)),
@@ -488,7 +488,7 @@ impl<'a> Daemon<'a> {
                 }
             };
             let input = json!({"fired_at": time::format(&now)});
-            report.fired.push(self.fire(runner, now, &name, "heartbeat", input));
+            report.fired.push(self.fire(runner, now, &name, TriggerMode::Heartbeat, input));
         }
     }
 
@@ -525,9 +525,8 @@ impl<'a> Daemon<'a> {
     }
 
     /// Starts `design` through the runner and logs one line about it.
-    fn fire(&mut self, runner: &Runner<'_>, now: Ts, design: &str, mode: &str, input: Value) -> Fired {
-        let mut fired =
-            Fired { design: design.to_string(), mode: mode.to_string(), input: input.clone(), run_id: None, status: None, error: None };
+    fn fire(&mut self, runner: &Runner<'_>, now: Ts, design: &str, mode: TriggerMode, input: Value) -> Fired {
+        let mut fired = Fired { design: design.to_string(), mode, input: input.clone(), run_id: None, status: None, error: None };
         // Inside `vwf serve` the run takes a run slot like every request, waiting for one as long
         // as it takes (a trigger has nobody to refuse).
         let _slot = self.app.slots.as_ref().map(|gate| gate.wait());
@@ -661,7 +660,7 @@ fn read_trigger(runner: &Runner<'_>, name: &DesignName) -> Trigger {
     if let Err(report) = Plan::compile(name.as_str(), &design) {
         return Trigger::Invalid(report.refusal());
     }
-    let Some(node) = design.trigger() else { return Trigger::Other("manual") };
+    let Some(node) = design.trigger() else { return Trigger::Other(TriggerMode::Manual) };
     if !design.enabled() && vwf_core::trigger::is_automatic(&node.raw) {
         return Trigger::Disabled(vwf_core::trigger::declared_mode(&node.raw).to_string());
     }
@@ -741,7 +740,7 @@ mod tests {
                 dedupe_minutes: 10
             })
         );
-        assert_eq!(trigger_from_node(&node(json!({"mode": "event", "sources": ["a"]}))), Trigger::Other("event"));
+        assert_eq!(trigger_from_node(&node(json!({"mode": "event", "sources": ["a"]}))), Trigger::Other(TriggerMode::Event));
         assert!(matches!(trigger_from_node(&node(json!({"mode": "heartbeat", "every": "5s"}))), Trigger::Invalid(_)));
     }
 }

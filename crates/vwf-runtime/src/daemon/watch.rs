@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use vwf_core::time::{self, Ts};
-use vwf_core::trigger::WatchTrigger;
+use vwf_core::trigger::{TriggerMode, WatchTrigger};
 
 use super::{Daemon, Live, STOP_POLL, Signal, TickReport, Trigger, clip, log, time_now};
 use crate::runner::Runner;
@@ -89,7 +89,7 @@ impl Daemon<'_> {
             }
             watch.fired.insert(key, now);
         }
-        report.fired.push(self.fire(runner, now, design, "watch", input));
+        report.fired.push(self.fire(runner, now, design, TriggerMode::Watch, input));
     }
 }
 

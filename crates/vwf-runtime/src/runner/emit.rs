@@ -9,7 +9,7 @@ use vwf_core::limits;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::settle::Summary;
 use vwf_core::run::{Run, TriggerInfo};
-use vwf_core::trigger::{self, Trigger};
+use vwf_core::trigger::{self, Trigger, TriggerMode};
 
 use super::Runner;
 use crate::error::RunError;
@@ -108,7 +108,7 @@ impl Runner<'_> {
                 continue;
             }
             let input = serde_json::json!({"event": event, "payload": payload});
-            let trigger = TriggerInfo { mode: "event".into(), input, depth: depth + 1, origin };
+            let trigger = TriggerInfo { mode: TriggerMode::Event, input, depth: depth + 1, origin };
             match self.start_design(&name, trigger) {
                 Ok(run) => emission.runs.push(run),
                 Err(RunError::Refused(report)) => emission.skipped.push((name.to_string(), report.refusal())),
@@ -147,6 +147,6 @@ impl Runner<'_> {
             .list_summaries(COOLDOWN_SCAN)?
             .into_iter()
             .filter_map(|e| e.summary.ok())
-            .any(|s| s.design == design.as_str() && s.trigger.mode == "event" && s.created_at > since))
+            .any(|s| s.design == design.as_str() && s.trigger.mode == TriggerMode::Event && s.created_at > since))
     }
 }

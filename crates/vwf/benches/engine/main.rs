@@ -320,5 +320,5 @@ fn chain_design() -> Value {
 }
 
 fn manual() -> TriggerInfo {
-    TriggerInfo::new("manual", Value::Null)
+    TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, Value::Null)
 }
