@@ -65,7 +65,7 @@ impl Failure {
     pub fn retry_after(&self) -> Option<u64> {
         match self {
             Failure::Busy(_) => Some(limits::BUSY_RETRY_AFTER_SECONDS),
-            Failure::Storage { .. } => Some(STORE_RETRY_AFTER_SECONDS),
+            Failure::Storage { status: 503 | 507, .. } => Some(STORE_RETRY_AFTER_SECONDS),
             _ => None,
         }
     }

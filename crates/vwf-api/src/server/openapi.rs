@@ -37,9 +37,9 @@ pub(crate) fn document(secured: bool) -> Value {
             "description": "Design, validate and durably run agent workflows. Every error answer is {ok:false, error}: \
                             400 malformed request, 401 missing or wrong token, 403 foreign Host or Origin, 404 missing \
                             design or run, 409 run not waiting or not retryable, 413 body over 1 MiB, 415 body not sent \
-                            as JSON, 500 the store failed, 502 agent backend failed, 503 no agent backend, or every \
-                            run slot stayed taken (run, respond, retry; with Retry-After). A design problem is a 200 \
-                            whose body describes it."
+                            as JSON, 500 the store failed, 502 agent backend failed, 503 no agent backend, the store \
+                            out of reach, or every run slot stayed taken (run, respond, retry; with Retry-After), 507 \
+                            the store is full (with Retry-After). A design problem is a 200 whose body describes it."
         },
         "servers": [{"url": API_PREFIX}],
         "paths": paths,
@@ -84,7 +84,12 @@ fn operation(route: &Route, secured: bool) -> Value {
         errors.push(401);
     }
     errors.extend_from_slice(route.errors);
+    // A route that reaches the store (it may answer 500) may also find it out of reach or full.
+    if route.errors.contains(&500) {
+        errors.extend([503, 507]);
+    }
     errors.sort_unstable();
+    errors.dedup();
     for status in errors {
         responses.insert(status.to_string(), json!({"$ref": format!("#/components/responses/{status}")}));
     }
@@ -712,20 +717,22 @@ fn error_responses() -> Value {
         (409, "The run is not waiting on that node, or not retryable."),
         (413, "Body over 1 MiB."),
         (415, "Body not sent as JSON."),
-        (500, "The store failed (disk full, permissions)."),
+        (500, "The store failed (permissions, damage); the body names no file of the server's, its log says more."),
         (502, "The agent backend failed."),
         (
             503,
-            "No agent backend is configured, or the server is busy: every run slot stayed taken while the request \
-             waited (run, respond, retry, events, a schedule job's run; then with Retry-After).",
+            "No agent backend is configured, the store cannot be reached now (with Retry-After), or the server is \
+             busy: every run slot stayed taken while the request waited (run, respond, retry, events, a schedule \
+             job's run; then with Retry-After).",
         ),
+        (507, "The store is full: nothing was saved (with Retry-After)."),
     ];
     let mut out = Map::new();
     for (status, description) in what {
         let mut response = json!({"description": description, "content": {"application/json": {"schema": reference("Error")}}});
-        if status == 503 {
+        if status == 503 || status == 507 {
             response["headers"] = json!({"Retry-After": {
-                "description": "Seconds to wait before sending the request again; sent when the server is busy.",
+                "description": "Seconds to wait before sending the request again; sent when the server is busy or the store cannot take the request now.",
                 "schema": {"type": "integer", "minimum": 1}
             }});
         }
