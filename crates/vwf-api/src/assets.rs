@@ -19,8 +19,9 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
+use crate::contract::answers::{Template, Templates, done};
 use rust_embed::RustEmbed;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 #[derive(RustEmbed)]
@@ -148,28 +149,32 @@ fn template_name(file: &str) -> Option<String> {
 /// directory is an empty list; a file that is not a JSON object is skipped with a line on
 /// standard error.
 pub fn templates() -> Value {
+    done(Templates { templates: template_list() })
+}
+
+/// The templates, sorted by name (see [`templates`]).
+fn template_list() -> Vec<Template> {
     let mut templates = Vec::new();
     for (name, source, bytes) in template_files() {
         match bytes.and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string())) {
             Ok(graph) if graph.is_object() => {
                 let description = graph.get("description").and_then(Value::as_str).unwrap_or("").to_string();
-                templates.push(json!({"name": name, "description": description, "graph": graph}));
+                templates.push(Template { name, description, graph });
             }
             Ok(_) => tracing::warn!("vwf: template {source} is not a JSON object; skipped"),
             Err(e) => tracing::warn!("vwf: template {source} cannot be read: {e}; skipped"),
         }
     }
-    json!({"ok": true, "templates": templates})
+    templates
 }
 
 /// The graph of the template `name`, or the names there are.
 pub fn template(name: &str) -> Result<Value, Vec<String>> {
-    let list = templates();
-    let all = list["templates"].as_array().cloned().unwrap_or_default();
-    all.iter()
-        .find(|t| t["name"] == name)
-        .map(|t| t["graph"].clone())
-        .ok_or_else(|| all.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
+    let all = template_list();
+    match all.iter().find(|t| t.name == name) {
+        Some(t) => Ok(t.graph.clone()),
+        None => Err(all.into_iter().map(|t| t.name).collect()),
+    }
 }
 
 #[cfg(test)]

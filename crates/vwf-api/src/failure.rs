@@ -4,8 +4,10 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 use vwf_core::limits;
+
+use crate::contract::answers::{Error, No, Refusal, to_body};
 use vwf_core::run::EngineError;
 use vwf_core::validate::Report;
 
@@ -74,7 +76,7 @@ impl Failure {
     /// whole error, with the file or database it is about, instead of the line a client gets.
     pub fn body_with_detail(&self) -> Value {
         match self {
-            Failure::Storage { detail, .. } => json!({"ok": false, "error": detail}),
+            Failure::Storage { detail, .. } => to_body(&Error { ok: No, error: detail.clone() }),
             other => other.body(),
         }
     }
@@ -82,9 +84,9 @@ impl Failure {
     /// The contract's body: `{ok:false, error}`, with `errors` for a design problem.
     pub fn body(&self) -> Value {
         match self {
-            Failure::Refused(report) => json!({"ok": false, "error": report.refusal(), "errors": report.errors}),
-            Failure::Storage { public, .. } => json!({"ok": false, "error": public}),
-            other => json!({"ok": false, "error": other.to_string()}),
+            Failure::Refused(report) => to_body(&Refusal::of(report)),
+            Failure::Storage { public, .. } => to_body(&Error { ok: No, error: public.clone() }),
+            other => to_body(&Error { ok: No, error: other.to_string() }),
         }
     }
 }
@@ -176,6 +178,7 @@ impl From<RunError> for Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// Every variant answers its status with `{ok:false, error}` as a JSON response.
     #[test]

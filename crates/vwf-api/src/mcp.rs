@@ -35,6 +35,8 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::contract;
+use crate::contract::requests::{ListArgs, LoadTool, NoArgs, RUNS_DEFAULT, RespondTool, RunTool, SaveTool, ValidateArgs};
 use crate::failure::{Failure, guarded};
 use crate::service::Service;
 use crate::tools::{self, Reply};
@@ -43,10 +45,6 @@ use vwf_runtime::gate::{Slot, Ticket};
 
 /// Where `vwf serve` mounts the streamable-HTTP endpoint.
 pub const HTTP_PATH: &str = "/mcp";
-
-/// `workflow_runs_list` without `limit`, and the most it may ask for (as `GET /runs`).
-const RUNS_DEFAULT: usize = 20;
-const RUNS_MAX: usize = 1000;
 
 /// Every tool this server offers, in the order clients list them.
 pub const MCP_TOOL_NAMES: [&str; 7] = [
@@ -75,93 +73,82 @@ pub(crate) fn call(app: &App, name: &str, args: &Value) -> Reply {
 }
 
 fn listing(service: &Service<'_>, name: &str, args: &Value) -> Result<Value, Failure> {
-    let Some(args) = args.as_object() else {
+    if !args.is_object() {
         return Err(Failure::BadRequest("arguments must be a JSON object".into()));
-    };
+    }
     if name == "workflow_design_list" {
+        contract::parse::<NoArgs>(args.clone())?;
         return Ok(json!({"ok": true, "designs": service.designs()?}));
     }
-    let limit = match args.get("limit") {
-        None | Some(Value::Null) => RUNS_DEFAULT,
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=RUNS_MAX as u64).contains(&n) => n as usize,
-            _ => return Err(Failure::BadRequest(format!("\"limit\" must be a whole number from 1 to {RUNS_MAX}, not {v}"))),
-        },
-    };
+    let ListArgs { limit } = contract::parse(args.clone())?;
     // `{ok:true, runs}`, newest first: the entries of `GET /runs` (an unreadable run file is an
     // `{ok:false, run_id, error}` entry, never a failed listing).
-    Ok(json!({"ok": true, "runs": service.runner().list_results(limit)?}))
+    Ok(json!({"ok": true, "runs": service.runner().list_results(limit.map_or(RUNS_DEFAULT, |l| l.0))?}))
 }
 
 // ---- the tool list ----
 
-fn schema(value: Value) -> Arc<JsonObject> {
-    match value {
-        Value::Object(map) => Arc::new(map),
+/// The argument schema of a tool taking `T` (`contract::requests`), shared definitions inlined:
+/// a tool's schema stands alone.
+fn schema<T: schemars::JsonSchema>() -> Arc<JsonObject> {
+    let mut generator = contract::generator();
+    let mut schema = contract::schema_of::<T>(&mut generator);
+    contract::inline_definitions(&mut schema, &mut generator);
+    // An example is for people reading the API's document, and the tool has its own
+    // description. Model APIs take no combinator at the root of a tool's arguments: the rules
+    // they state (exactly one answer; only or until) are in the tool's description and its
+    // parser.
+    match schema {
+        Value::Object(mut map) => {
+            for key in ["examples", "description", "oneOf", "anyOf", "allOf", "not"] {
+                map.remove(key);
+            }
+            map.entry("properties").or_insert_with(|| json!({}));
+            map.insert("type".into(), json!("object"));
+            Arc::new(map)
+        }
         _ => Arc::new(Map::new()),
     }
 }
 
-const NAME_RULE: &str = "Design name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters.";
-
-/// The tools with their argument schemas. Names and ids are checked by the tools themselves
-/// (one rule, one place); the schemas describe shapes.
+/// The tools with their argument schemas, generated from the types their arguments are read as.
 pub fn tool_list() -> Vec<Tool> {
-    let name = json!({"type": "string", "description": NAME_RULE});
-    let graph = json!({"type": "object", "description": "The design document: {description?, budget?, nodes: [...], edges: [...]}."});
-    let run_id = json!({"type": "string", "description": "The run id: 12 lowercase hex characters."});
     let read_only = |tool: Tool| tool.with_annotations(ToolAnnotations::new().read_only(true));
     vec![
         Tool::new(
             "workflow_design_save",
             "Validate a design and save it under a name. Answers {ok:true, name, path, nodes}, or {ok:false, error, errors} listing the validation errors (nothing is saved then).",
-            schema(json!({"type": "object", "properties": {"name": name, "graph": graph}, "required": ["name", "graph"]})),
+            schema::<SaveTool>(),
         ),
         read_only(Tool::new(
             "workflow_design_load",
             "Load a saved design, or one of its recorded versions (give version). Answers {ok:true, graph} or {ok:false, error}.",
-            schema(
-                json!({"type": "object", "properties": {"name": name, "version": {"type": "integer", "minimum": 1, "description": "A recorded version (vwf versions NAME); the saved design when absent."}}, "required": ["name"]}),
-            ),
+            schema::<LoadTool>(),
         )),
         read_only(Tool::new(
             "workflow_design_validate",
             "Check a saved design (give name) or a draft (give graph). Answers {ok, errors, warnings}; each issue is {node?, edge?, field?, message}.",
-            schema(json!({"type": "object", "properties": {"name": name, "graph": graph}})),
+            schema::<ValidateArgs>(),
         )),
         Tool::new(
             "workflow_design_run",
             "Run a saved design now, until it is done, failed or parked. Answers the run result {ok, run_id, design, status, pending, outputs, skipped, deliveries, error, failed_node, steps, ...}. status awaiting_agent: perform pending.prompt and answer with workflow_design_respond {output}; awaiting_approval: a person answers pending.question with one of pending.options.",
-            schema(json!({"type": "object", "properties": {
-                "name": name,
-                "input": {"description": "The run's input (any JSON), read by {{trigger}} templates."},
-                "test": {"type": "boolean", "description": "A test run: steps pinned on the design give their pinned output instead of running (no command, call, model or delivery)."},
-                "only": {"type": "string", "description": "A test run of this step alone, from the outputs of pins and past runs."},
-                "until": {"type": "string", "description": "A test run of this step and every step leading to it."}
-            }, "required": ["name"]})),
+            schema::<RunTool>(),
         ),
         Tool::new(
             "workflow_design_respond",
             "Answer a parked run: give exactly one of answer (an approval gate's option), output (an agent step's text) or agent_generate: true (perform the agent step with the configured backend). Answers the run result, or {ok:false, error} when the run is not waiting on that node.",
-            schema(json!({"type": "object", "properties": {
-                "run_id": run_id,
-                "node": {"type": "string", "description": "The parked node's id (pending.node)."},
-                "answer": {"type": "string", "description": "For an approval gate: one of its options."},
-                "output": {"type": "string", "description": "For an agent step: the step's text."},
-                "agent_generate": {"type": "boolean", "description": "For an agent step: let the configured agent backend perform it."}
-            }, "required": ["run_id", "node"]})),
+            schema::<RespondTool>(),
         ),
         read_only(Tool::new(
             "workflow_design_list",
             "List the saved designs. Answers {ok:true, designs: [name, ...]}.",
-            schema(json!({"type": "object", "properties": {}})),
+            schema::<NoArgs>(),
         )),
         read_only(Tool::new(
             "workflow_runs_list",
             "List recent runs, newest first. Answers {ok:true, runs: [run result, ...]}; an unreadable run file is an {ok:false, run_id, error} entry.",
-            schema(json!({"type": "object", "properties": {
-                "limit": {"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "description": format!("How many runs (default {RUNS_DEFAULT}).")}
-            }})),
+            schema::<ListArgs>(),
         )),
     ]
 }

@@ -13,6 +13,8 @@
 //! - A refused request writes nothing: names, graphs and arguments are checked before the store
 //!   is touched.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Value, json};
 use vwf_core::design::{Design, ENABLED, is_enabled};
 use vwf_core::json;
@@ -23,6 +25,8 @@ use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::validate::{self, Issue, Report};
 use vwf_core::versions::{self, DesignDiff, DesignVersion};
 
+use crate::contract::answers::{self, Fate, Imported, JobEntry, Jobs, No, RunResult, Skipped, VersionGraph, Versions, Yes, done, to_body};
+use crate::contract::requests::Name;
 use crate::failure::Failure;
 use vwf_runtime::app::{App, quiet};
 use vwf_runtime::runner::{Answer, Emission, Progress, RunPage, Runner};
@@ -60,23 +64,6 @@ impl Start {
     pub fn with_input(input: Value) -> Start {
         Start { input: Some(input), test: None }
     }
-
-    /// Reads `input`, `test`, `only` and `until` from a request's arguments (the API's body, a
-    /// tool's arguments).
-    pub fn from_args(args: &serde_json::Map<String, Value>) -> Result<Start, Failure> {
-        let text = |key: &str| match args.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(Failure::BadRequest(format!("\"{key}\" must be a step id (a string)"))),
-        };
-        let test = match args.get("test") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(Failure::BadRequest("\"test\" must be true or false".into())),
-        };
-        let test = pins::scope_of(test, text("only")?, text("until")?).map_err(Failure::BadRequest)?;
-        Ok(Start { input: args.get("input").filter(|v| !v.is_null()).cloned(), test })
-    }
 }
 
 /// Whether a save may replace a design that has the name already.
@@ -88,8 +75,9 @@ pub enum SaveMode {
 }
 
 /// A design saved: `{ok:true, name, path, nodes}`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Saved {
+    #[schemars(with = "Name")]
     pub name: DesignName,
     pub path: String,
     pub nodes: usize,
@@ -97,67 +85,65 @@ pub struct Saved {
 
 impl ContractBody for Saved {
     fn body(&self) -> Value {
-        json!({"ok": true, "name": self.name.as_str(), "path": self.path, "nodes": self.nodes})
+        done(self)
     }
 }
 
 /// Two versions of a design compared: `{ok:true, name, a, b, nodes, edges, design}`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct VersionDiff {
+    #[schemars(with = "Name")]
     pub name: DesignName,
     pub a: u64,
     pub b: u64,
+    #[serde(flatten)]
     pub diff: DesignDiff,
 }
 
 impl ContractBody for VersionDiff {
     fn body(&self) -> Value {
-        let mut body = json!({"ok": true, "name": self.name.as_str(), "a": self.a, "b": self.b});
-        if let (Some(obj), Ok(Value::Object(diff))) = (body.as_object_mut(), serde_json::to_value(&self.diff)) {
-            obj.extend(diff);
-        }
-        body
+        done(self)
     }
 }
 
-/// A version restored: `{ok:true, name, restored, version, path}` (`version`: the newest
-/// version, which now has the restored content).
-#[derive(Debug, Clone, PartialEq)]
+/// A version restored: `{ok:true, name, restored, version, path}`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Restored {
+    #[schemars(with = "Name")]
     pub name: DesignName,
     pub restored: u64,
+    /// The newest version, which has the restored content.
     pub version: Option<u64>,
     pub path: String,
 }
 
 impl ContractBody for Restored {
     fn body(&self) -> Value {
-        json!({"ok": true, "name": self.name.as_str(), "restored": self.restored, "version": self.version, "path": self.path})
+        done(self)
     }
 }
 
-/// A design's versions: `{ok:true, name, versions: [{version, hash, saved_at, nodes, edges}]}`.
 /// The schedule jobs as `GET /schedules` and `vwf schedule list --json` answer them:
 /// `{ok:true, schedules:[job…]}`, a job that cannot be read as `{ok:false, job_id, error}`.
 pub fn schedules_body(entries: Vec<vwf_runtime::schedules::Entry>) -> Value {
-    let jobs: Vec<Value> = entries
+    let schedules = entries
         .into_iter()
         .map(|e| match e {
-            Ok(job) => json!(job),
-            Err((job_id, error)) => json!({"ok": false, "job_id": job_id, "error": error}),
+            Ok(job) => JobEntry::Job(Box::new(job)),
+            Err((job_id, error)) => JobEntry::Unreadable { ok: No, job_id, error },
         })
         .collect();
-    json!({"ok": true, "schedules": jobs})
+    done(Jobs { schedules })
 }
 
+/// A design's versions: `{ok:true, name, versions: [{version, hash, saved_at, nodes, edges}]}`.
 pub fn versions_body(name: &DesignName, versions: &[DesignVersion]) -> Value {
-    json!({"ok": true, "name": name.as_str(), "versions": versions.iter().map(DesignVersion::summary).collect::<Vec<_>>()})
+    done(Versions::of(name, versions))
 }
 
 /// One version: `{ok:true, name, version, hash, saved_at, graph}`.
-pub fn version_body(name: &DesignName, version: &DesignVersion) -> Value {
-    json!({"ok": true, "name": name.as_str(), "version": version.version, "hash": version.hash,
-           "saved_at": vwf_core::time::format(&version.saved_at), "graph": version.graph})
+pub fn version_body(name: &DesignName, version: DesignVersion) -> Value {
+    done(VersionGraph::of(name, version))
 }
 
 /// A design created by `new`: where it was written and its graph.
@@ -168,16 +154,18 @@ pub struct Created {
 }
 
 /// A design deleted: `{ok:true, name, deleted:true, schedule: job | null}`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Deleted {
+    #[schemars(with = "Name")]
     pub name: DesignName,
-    /// The design's schedule job, now paused and saying why, if it had one.
+    pub deleted: Yes,
+    /// The design's schedule job, now paused and saying why; null when it had none.
     pub schedule: Option<Job>,
 }
 
 impl ContractBody for Deleted {
     fn body(&self) -> Value {
-        json!({"ok": true, "name": self.name.as_str(), "deleted": true, "schedule": self.schedule})
+        done(self)
     }
 }
 
@@ -197,9 +185,9 @@ pub struct Emitted {
 
 impl ContractBody for Emitted {
     fn body(&self) -> Value {
-        let runs: Vec<Value> = self.emission.runs.iter().map(Run::result).collect();
-        let skipped: Vec<Value> = self.emission.skipped.iter().map(|(design, why)| json!({"design": design, "reason": why})).collect();
-        json!({"ok": true, "event": self.event, "runs": runs, "skipped": skipped})
+        let runs = self.emission.runs.iter().map(|run| RunResult(run.result())).collect();
+        let skipped = self.emission.skipped.iter().map(|(design, why)| Skipped { design: design.clone(), reason: why.clone() }).collect();
+        done(answers::Emitted { event: self.event.clone(), runs, skipped })
     }
 }
 
@@ -239,19 +227,19 @@ impl ImportReport {
     /// `{ok, designs: [{name, status, path | reason | error, errors}], notes}`; `how_to_overwrite`
     /// is the surface's way to replace what was skipped (`--overwrite`, `overwrite=1`).
     pub fn body(&self, how_to_overwrite: &str) -> Value {
-        let designs: Vec<Value> = self
+        let designs = self
             .designs
             .iter()
-            .map(|d| match &d.status {
-                ImportStatus::Saved { path, enabled } => json!({"name": d.name, "status": "saved", "path": path, "enabled": enabled}),
-                ImportStatus::Skipped => json!({
-                    "name": d.name, "status": "skipped",
-                    "reason": format!("a design with this name exists (use {how_to_overwrite})")
-                }),
-                ImportStatus::Refused { error, errors } => json!({"name": d.name, "status": "refused", "error": error, "errors": errors}),
+            .map(|d| {
+                let fate = match &d.status {
+                    ImportStatus::Saved { path, enabled } => Fate::Saved { path: path.clone(), enabled: *enabled },
+                    ImportStatus::Skipped => Fate::Skipped { reason: format!("a design with this name exists (use {how_to_overwrite})") },
+                    ImportStatus::Refused { error, errors } => Fate::Refused { error: error.clone(), errors: errors.clone() },
+                };
+                answers::ImportedDesign { name: d.name.clone(), fate }
             })
             .collect();
-        json!({"ok": self.ok(), "designs": designs, "notes": self.notes})
+        to_body(&Imported { ok: self.ok(), designs, notes: self.notes.clone() })
     }
 }
 
@@ -269,15 +257,16 @@ fn arrives_disabled(graph: &Value) -> Value {
 }
 
 /// A design's automatic trigger turned on or off: `{ok:true, name, enabled}`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Enabled {
+    #[schemars(with = "Name")]
     pub name: DesignName,
     pub enabled: bool,
 }
 
 impl ContractBody for Enabled {
     fn body(&self) -> Value {
-        json!({"ok": true, "name": self.name.as_str(), "enabled": self.enabled})
+        done(self)
     }
 }
 
@@ -516,7 +505,7 @@ impl<'a> Service<'a> {
     /// (nothing is written then).
     pub fn delete(&self, name: &DesignName) -> Result<Deleted, Failure> {
         let schedule = vwf_runtime::schedules::delete_design(self.app, name, || Ok(self.app.store.delete_design(name)?))?;
-        Ok(Deleted { name: name.clone(), schedule })
+        Ok(Deleted { name: name.clone(), deleted: Yes, schedule })
     }
 
     /// The validator's report on a saved design or a draft.

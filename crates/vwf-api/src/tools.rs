@@ -6,16 +6,17 @@
 //! persistence failure becomes a `{ok:false, error}` body, with an HTTP-like status for surfaces
 //! that use one.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use vwf_core::json;
 use vwf_core::limits::REQUEST_BODY_BYTES;
-use vwf_core::names::{DesignName, RunId};
-use vwf_core::run::Response;
 
+use crate::contract::requests::{
+    GraphArg, LoadTool, Name, NameArg, RespondTool, RunIdArg, RunTool, SaveTool, ValidateArgs, VersionArg, VersionNumber,
+};
+use crate::contract::{Both, parse};
 use crate::failure::{Failure, guarded};
-use crate::service::{ContractBody, Draft, SaveMode, Service, Start};
+use crate::service::{ContractBody, Draft, SaveMode, Service};
 use vwf_runtime::app::App;
-use vwf_runtime::runner::Answer;
 
 pub const TOOL_NAMES: [&str; 5] =
     ["workflow_design_save", "workflow_design_load", "workflow_design_validate", "workflow_design_run", "workflow_design_respond"];
@@ -65,83 +66,41 @@ fn dispatch(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
         Some(key) => Failure::BadRequest(e.about(&format!("\"{key}\" is"))),
         None => Failure::BadRequest(e.about("arguments are")),
     })?;
-    let Some(args) = args.as_object() else {
+    if !args.is_object() {
         return Err(Failure::BadRequest("arguments must be a JSON object".into()));
-    };
+    }
+    let args = args.clone();
     let service = Service::new(app);
     match name {
         "workflow_design_save" => {
-            let name = name_arg(args)?;
-            let graph = args.get("graph").ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
-            Ok(service.save(&name, graph, SaveMode::Replace)?.body())
+            let Both(NameArg { name: Name(name) }, GraphArg { graph }) = parse::<SaveTool>(args)?;
+            Ok(service.save(&name, &graph.0, SaveMode::Replace)?.body())
         }
         "workflow_design_load" => {
-            let name = name_arg(args)?;
-            let graph = match args.get("version") {
-                None | Some(Value::Null) => service.load(&name)?,
-                Some(v) => {
-                    let n = v
-                        .as_u64()
-                        .filter(|n| *n >= 1)
-                        .ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
-                    service.version(&name, n)?.graph
-                }
+            let Both(NameArg { name: Name(name) }, VersionArg { version }) = parse::<LoadTool>(args)?;
+            let graph = match version {
+                None => service.load(&name)?,
+                Some(VersionNumber(n)) => service.version(&name, n)?.graph,
             };
             Ok(json!({"ok": true, "graph": graph}))
         }
         "workflow_design_validate" => {
-            let draft = match (args.get("graph"), args.get("name")) {
-                (Some(g), _) => Draft::Graph(g.clone()),
-                (None, Some(_)) => Draft::Saved(name_arg(args)?),
-                (None, None) => return Err(Failure::BadRequest("give \"name\" (a saved design) or \"graph\"".into())),
+            let draft = match parse::<ValidateArgs>(args)? {
+                ValidateArgs { graph: Some(graph), .. } => Draft::Graph(graph.0),
+                ValidateArgs { name: Some(Name(name)), graph: None } => Draft::Saved(name),
+                _ => return Err(Failure::BadRequest("give \"name\" (a saved design) or \"graph\"".into())),
             };
             serde_json::to_value(service.validate(&draft)?).map_err(|e| Failure::Internal(e.to_string()))
         }
         "workflow_design_run" => {
-            let name = name_arg(args)?;
-            Ok(service.run(&name, Start::from_args(args)?)?.body())
+            let Both(NameArg { name: Name(name) }, start) = parse::<RunTool>(args)?;
+            Ok(service.run(&name, start.start()?)?.body())
         }
         "workflow_design_respond" => {
-            let run_id = string_arg(args, "run_id")?;
-            let (node, answer) = respond_args(args)?;
-            let id = RunId::parse(run_id).map_err(Failure::BadRequest)?;
-            Ok(service.respond(&id, &node, answer)?.body())
+            let Both(RunIdArg { run_id }, respond) = parse::<RespondTool>(args)?;
+            let (node, answer) = respond.answer()?;
+            Ok(service.respond(&run_id, &node, answer)?.body())
         }
         other => Err(Failure::BadRequest(format!("unknown tool {other:?}; tools: {}", TOOL_NAMES.join(", ")))),
     }
-}
-
-fn string_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, Failure> {
-    match args.get(key) {
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(Failure::BadRequest(format!("\"{key}\" must be a string"))),
-        None => Err(Failure::BadRequest(format!("missing \"{key}\""))),
-    }
-}
-
-fn name_arg(args: &Map<String, Value>) -> Result<DesignName, Failure> {
-    DesignName::parse(string_arg(args, "name")?).map_err(Failure::BadRequest)
-}
-
-/// The node and the answer of a respond request (the tool's arguments, `POST /runs/{id}/respond`'s
-/// body): `node`, and exactly one of `answer`, `output` or `agent_generate: true`.
-pub fn respond_args(args: &Map<String, Value>) -> Result<(String, Answer), Failure> {
-    let node = string_arg(args, "node")?;
-    let generate = match args.get("agent_generate") {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-        Some(Value::Bool(true)) => true,
-        Some(_) => return Err(Failure::BadRequest("\"agent_generate\" must be true or false".into())),
-    };
-    let given = ["answer", "output"].iter().filter(|k| args.get(**k).is_some_and(|v| !v.is_null())).count() + usize::from(generate);
-    if given != 1 {
-        return Err(Failure::BadRequest("give exactly one of \"answer\", \"output\" or \"agent_generate\": true".into()));
-    }
-    let answer = if generate {
-        Answer::Generate
-    } else if args.get("answer").is_some_and(|v| !v.is_null()) {
-        Answer::Respond(Response::Answer(string_arg(args, "answer")?.to_string()))
-    } else {
-        Answer::Respond(Response::Output(string_arg(args, "output")?.to_string()))
-    };
-    Ok((node.to_string(), answer))
 }

@@ -65,8 +65,8 @@ impl RunFilter {
 
     /// Whether a run matches every given filter.
     pub fn matches(&self, run: &Summary) -> bool {
-        self.matches_id(&run.run_id)
-            && self.design.as_ref().is_none_or(|d| d.as_str() == run.design)
+        self.matches_id(run.run_id.as_str())
+            && self.design.as_ref().is_none_or(|d| *d == run.design)
             && self.status.is_none_or(|s| s == run.status)
             && self.trigger.is_none_or(|t| t == run.trigger.mode)
     }

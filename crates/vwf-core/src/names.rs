@@ -5,9 +5,24 @@ use std::fmt;
 
 use crate::limits::MAX_ID_LEN;
 
-/// A design name: `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A design name: `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`. Read from JSON through
+/// [`DesignName::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct DesignName(String);
+
+impl TryFrom<String> for DesignName {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        DesignName::parse(&s)
+    }
+}
+
+impl PartialEq<str> for DesignName {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
 
 impl DesignName {
     /// What `parse` accepts, as a regular expression (for API documents; `parse` is the rule).

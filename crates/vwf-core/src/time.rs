@@ -51,6 +51,18 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Ts, D::Error> {
 }
 
 /// The same for `Option<Ts>` (`null` when absent).
+/// The JSON Schema of a stamp (`schemars(schema_with = "time::schema")`).
+#[cfg(feature = "schema")]
+pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "format": "date-time"})
+}
+
+/// The JSON Schema of a stamp or `null`.
+#[cfg(feature = "schema")]
+pub fn nullable_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "null"], "format": "date-time"})
+}
+
 pub mod opt {
     use super::*;
 

@@ -23,6 +23,7 @@ use crate::vocab::Route;
 use crate::{expr, limits, refs, template};
 
 /// One problem: where it is and what is wrong.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Issue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,6 +54,7 @@ impl Issue {
 }
 
 /// `{ok, errors, warnings}`; `ok` is `errors.is_empty()`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub ok: bool,

@@ -108,6 +108,7 @@ pub fn prune(numbers: &[u64], keep: Option<u64>, referenced: &BTreeSet<u64>) -> 
 }
 
 /// A node or edge present on both sides whose content differs, with the fields that differ.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Changed {
     pub id: String,
@@ -115,6 +116,7 @@ pub struct Changed {
 }
 
 /// How one kind of item (nodes, edges) differs between two versions.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ItemDiff {
     pub added: Vec<String>,
@@ -132,6 +134,7 @@ impl ItemDiff {
 /// The structural diff of two designs: node by node (by id), edge by edge (by `from->to`, the
 /// n-th edge between the same two nodes being `from->to#n`), and the design's own fields (all but
 /// `nodes` and `edges`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DesignDiff {
     pub nodes: ItemDiff,

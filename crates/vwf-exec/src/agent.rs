@@ -31,7 +31,7 @@ use vwf_core::limits;
 use vwf_core::run::Outcome;
 
 use super::process;
-use crate::config::Config;
+use crate::config::{BackendKind as Kind, Config};
 
 /// Characters of a backend's answer quoted in an error.
 const EXCERPT_CHARS: usize = 300;
@@ -95,7 +95,7 @@ pub fn generate(config: &Config, request: &Request<'_>) -> Result<Outcome, Backe
 /// The model catalog. `openai`: the server's `GET /models` ids, cached per process until
 /// `refresh`; `command`: the configured models (default first, then the profiles'), no network.
 pub fn models(config: &Config, refresh: bool) -> Result<Vec<String>, BackendError> {
-    match Kind::parse(&config.agent.backend).map_err(|e| BackendError::Failed(e.to_string()))? {
+    match config.agent.backend {
         Kind::None => Err(BackendError::NotConfigured(NO_BACKEND.into())),
         Kind::Command => {
             let mut ids: Vec<String> = Vec::new();
@@ -131,10 +131,9 @@ static CATALOG: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
 /// person (no backend, or an unknown name, which `models` reports): pages ask `GET /models` only
 /// when there is one to ask.
 pub fn backend(config: &Config) -> Option<&'static str> {
-    match Kind::parse(&config.agent.backend) {
-        Ok(Kind::OpenAi) => Some("openai"),
-        Ok(Kind::Command) => Some("command"),
-        Ok(Kind::None) | Err(_) => None,
+    match config.agent.backend {
+        Kind::None => None,
+        kind => Some(kind.as_str()),
     }
 }
 
@@ -154,7 +153,7 @@ pub fn profiles(config: &Config) -> Vec<Value> {
             if let Some(system) = &p.system {
                 entry.insert("system".into(), Value::from(system.as_str()));
             }
-            if let Some(backend) = &p.backend {
+            if let Some(backend) = p.backend {
                 entry.insert("backend".into(), Value::from(backend.as_str()));
             }
             Value::Object(entry)
@@ -188,24 +187,6 @@ impl AgentError {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    None,
-    OpenAi,
-    Command,
-}
-
-impl Kind {
-    fn parse(name: &str) -> Result<Kind, AgentError> {
-        match name.trim() {
-            "none" => Ok(Kind::None),
-            "openai" => Ok(Kind::OpenAi),
-            "command" => Ok(Kind::Command),
-            other => Err(AgentError::Config(format!("agent backend {other:?} is unknown: use \"openai\", \"command\" or \"none\""))),
-        }
-    }
-}
-
 /// A request resolved against the config: which backend, model and system prompt.
 struct Call<'c> {
     kind: Kind,
@@ -217,7 +198,7 @@ impl<'c> Call<'c> {
     /// `Ok(None)` when no backend serves the step (it parks); `Err` for a configuration gap
     /// (unknown profile or backend name, no model).
     fn resolve(config: &'c Config, request: &Request<'_>) -> Result<Option<Call<'c>>, AgentError> {
-        let global = Kind::parse(&config.agent.backend)?;
+        let global = config.agent.backend;
         let profile = match request.profile.filter(|p| !p.is_empty()) {
             None => None,
             Some(name) => match config.profiles.get(name) {
@@ -227,12 +208,7 @@ impl<'c> Call<'c> {
                 None => return Err(AgentError::Config(unknown_profile(config, name))),
             },
         };
-        let kind = match profile.and_then(|p| p.backend.as_deref()) {
-            Some(backend) => {
-                Kind::parse(backend).map_err(|e| AgentError::Config(format!("profile {:?}: {e}", request.profile.unwrap_or_default())))?
-            }
-            None => global,
-        };
+        let kind = profile.and_then(|p| p.backend).unwrap_or(global);
         if kind == Kind::None {
             return Ok(None);
         }
@@ -518,8 +494,8 @@ mod tests {
             let call = Call::resolve(&c, &request)?.expect("a backend");
             call.perform(&c, &request)
         };
-        let e = run("[agent]\nbackend = \"bogus\"\n").unwrap_err();
-        assert_eq!(e, AgentError::Config("agent backend \"bogus\" is unknown: use \"openai\", \"command\" or \"none\"".into()));
+        let bogus = toml::from_str::<Config>("[agent]\nbackend = \"bogus\"\n").unwrap_err().to_string();
+        assert!(bogus.contains("agent backend \"bogus\" is unknown: use \"openai\", \"command\" or \"none\""), "{bogus}");
         let e = run("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"m\"\n").unwrap_err();
         assert!(
             matches!(&e, AgentError::Backend(t) if t.starts_with("cannot reach the agent backend at http://127.0.0.1:9/v1/chat/completions")),

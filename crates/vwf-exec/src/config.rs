@@ -102,7 +102,7 @@ pub struct StoreConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct AgentConfig {
-    pub backend: String,
+    pub backend: BackendKind,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub default_model: Option<String>,
@@ -111,7 +111,7 @@ pub struct AgentConfig {
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        AgentConfig { backend: "none".into(), base_url: None, api_key_env: None, default_model: None, command: Vec::new() }
+        AgentConfig { backend: BackendKind::None, base_url: None, api_key_env: None, default_model: None, command: Vec::new() }
     }
 }
 
@@ -120,7 +120,46 @@ impl Default for AgentConfig {
 pub struct Profile {
     pub model: Option<String>,
     pub system: Option<String>,
-    pub backend: Option<String>,
+    pub backend: Option<BackendKind>,
+}
+
+/// Which agent backend performs agent steps (`[agent] backend`, a profile's `backend`): read
+/// once, when the config is loaded, so an unknown name stops the load instead of each step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Agent steps park for a person or a host agent.
+    #[default]
+    None,
+    /// An OpenAI-compatible chat completions server.
+    OpenAi,
+    /// A local command that reads the prompt on standard input.
+    Command,
+}
+
+impl BackendKind {
+    pub fn parse(name: &str) -> Result<BackendKind, String> {
+        match name.trim() {
+            "none" => Ok(BackendKind::None),
+            "openai" => Ok(BackendKind::OpenAi),
+            "command" => Ok(BackendKind::Command),
+            other => Err(format!("agent backend {other:?} is unknown: use \"openai\", \"command\" or \"none\"")),
+        }
+    }
+
+    /// The config's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::None => "none",
+            BackendKind::OpenAi => "openai",
+            BackendKind::Command => "command",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        BackendKind::parse(&String::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `[channels.*]` (SPEC §15, §16): where deliveries go. Only the names of environment variables
@@ -241,14 +280,11 @@ impl Config {
                 path.display()
             ));
         }
-        match config.agent.backend.as_str() {
-            "none" | "openai" | "command" => Ok(config),
-            other => Err(format!("{}: agent.backend is \"openai\", \"command\" or \"none\", got {other:?}", path.display())),
-        }
+        Ok(config)
     }
 
     pub fn has_agent_backend(&self) -> bool {
-        self.agent.backend != "none"
+        self.agent.backend != BackendKind::None
     }
 
     /// Every environment variable the config names as holding a secret: the agent's key, the
@@ -304,7 +340,11 @@ mod tests {
         let c = Config::load(dir.path()).unwrap();
         assert!(!c.commands.enabled);
         std::fs::write(Config::path(dir.path()), "[agent]\nbackend = \"magic\"\n").unwrap();
-        assert!(Config::load(dir.path()).unwrap_err().contains("agent.backend"));
+        let e = Config::load(dir.path()).unwrap_err();
+        assert!(e.contains("agent backend \"magic\" is unknown"), "{e}");
+        std::fs::write(Config::path(dir.path()), "[profiles.p]\nbackend = \"magic\"\n").unwrap();
+        let e = Config::load(dir.path()).unwrap_err();
+        assert!(e.contains("agent backend \"magic\" is unknown"), "{e}");
         std::fs::write(Config::path(dir.path()), "not toml [").unwrap();
         assert!(Config::load(dir.path()).is_err());
     }

@@ -35,8 +35,7 @@ use vwf_runtime::gate::{Gate, Slot};
 pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
 
 /// `GET /runs` without `limit`, and the most it may ask for.
-pub(super) const RUNS_DEFAULT: usize = 20;
-pub(crate) const RUNS_MAX: usize = 1000;
+pub(crate) use crate::contract::requests::{RUNS_DEFAULT, RUNS_MAX};
 
 #[derive(Clone)]
 pub(crate) struct AppState {

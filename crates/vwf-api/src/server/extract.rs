@@ -9,10 +9,12 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use vwf_core::limits::REQUEST_BODY_BYTES;
 use vwf_core::names::{DesignName, RunId};
 
+use crate::contract;
 use crate::failure::Failure;
 
 use super::api::error;
@@ -93,6 +95,19 @@ impl<S: Send + Sync> FromRequest<S> for JsonArgs {
     }
 }
 
+/// A POST's body read as the contract type `T` (`contract::requests`): the [`JsonArgs`] object,
+/// parsed; a body that does not fit is a 400 naming the field.
+pub(crate) struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let JsonArgs(args) = JsonArgs::from_request(request, state).await?;
+        contract::parse(Value::Object(args)).map(Body).map_err(IntoResponse::into_response)
+    }
+}
+
 pub(super) type Params = Query<HashMap<String, String>>;
 
 /// The spellings of a query flag, off then on; nothing else is one.
@@ -107,31 +122,4 @@ pub(super) fn flag(params: &HashMap<String, String>, key: &str) -> Result<bool, 
         .find(|(spelling, _)| spelling == given)
         .map(|(_, on)| *on)
         .ok_or_else(|| Failure::BadRequest(format!("{key}={given:?}: use {key}=1 or {key}=0")))
-}
-
-/// A body's `true`/`false` switch `key`; absent or null is `default`.
-pub(super) fn switch(body: &Map<String, Value>, key: &str, default: bool) -> Result<bool, Failure> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(on)) => Ok(*on),
-        Some(_) => Err(Failure::BadRequest(format!("\"{key}\" must be true or false"))),
-    }
-}
-
-/// The JSON object of a body's `key`: over HTTP a document is a JSON object (the CLI and the
-/// tools also take a graph as JSON text); anything else is a malformed request, not a design
-/// problem.
-pub(super) fn object_arg(body: &Map<String, Value>, key: &str, what: &str) -> Result<Option<Value>, Failure> {
-    match body.get(key) {
-        None => Ok(None),
-        Some(doc @ Value::Object(_)) => Ok(Some(doc.clone())),
-        Some(other) => {
-            Err(Failure::BadRequest(format!("\"{key}\" must be a JSON object ({what}), got {}", vwf_core::view::kind_name(other))))
-        }
-    }
-}
-
-/// The design document of a body's `graph`.
-pub(super) fn graph_arg(body: &Map<String, Value>) -> Result<Option<Value>, Failure> {
-    object_arg(body, "graph", "the design document")
 }

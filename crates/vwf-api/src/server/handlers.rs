@@ -5,15 +5,17 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 use vwf_core::listing::RunFilter;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 
 use crate::assets::{self};
+use crate::contract::Both;
+use crate::contract::answers::*;
+use crate::contract::requests::*;
 use crate::failure::{Failure, guarded};
-use crate::service::{ContractBody, Draft, PinSource, SaveMode, Service, Start};
-use crate::tools;
+use crate::service::{ContractBody, Draft, SaveMode, Service};
 
 use super::live::{self, Follow, Followed};
 use super::openapi;
@@ -26,26 +28,25 @@ use super::extract::*;
 
 pub(super) async fn models(State(s): State<AppState>, Query(params): Params) -> Answered {
     let refresh = flag(&params, "refresh")?;
-    blocking(&s, move |service| {
-        Ok(vwf_exec::agent::models(&service.app.drivers.config, refresh).map(|models| json!({"ok": true, "models": models}))?)
-    })
-    .await
+    blocking(&s, move |service| Ok(vwf_exec::agent::models(&service.app.drivers.config, refresh).map(|models| done(Models { models }))?))
+        .await
 }
 
 pub(super) async fn profiles(State(s): State<AppState>) -> axum::Json<Value> {
     let config = &s.app.drivers.config;
-    axum::Json(json!({"ok": true, "profiles": vwf_exec::agent::profiles(config), "backend": vwf_exec::agent::backend(config)}))
+    let profiles = vwf_exec::agent::profiles(config).into_iter().map(Profile).collect();
+    axum::Json(done(Profiles { profiles, backend: vwf_exec::agent::backend(config) }))
 }
 
 pub(super) async fn channels(State(s): State<AppState>) -> axum::Json<Value> {
-    let channels = vwf_exec::deliver::channels(&s.app.drivers.config.channels);
-    axum::Json(json!({"ok": true, "channels": channels}))
+    let channels = vwf_exec::deliver::channels(&s.app.drivers.config.channels).into_iter().map(Channel).collect();
+    axum::Json(done(Channels { channels }))
 }
 
 pub(super) async fn list_designs(State(s): State<AppState>) -> Answered {
     blocking(&s, |service| {
         let designs = service.designs()?;
-        Ok(json!({"ok": true, "disabled": service.disabled(&designs), "designs": designs}))
+        Ok(done(Designs { disabled: service.disabled(&designs), designs }))
     })
     .await
 }
@@ -71,16 +72,16 @@ const OLD_TEMPLATES_NAME: &str = "templates";
 pub(super) async fn load_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
     blocking(&s, move |service| match service.load(&name) {
         Err(Failure::NotFound(_)) if name.as_str() == OLD_TEMPLATES_NAME => Ok(assets::templates()),
-        loaded => Ok(json!({"ok": true, "graph": loaded?})),
+        loaded => Ok(done(Loaded { graph: loaded? })),
     })
     .await
 }
 
 /// `{graph}` saves; `{graph, create: true}` saves only under a name no design has (the
 /// dashboard's "new design" forms), so a new design never replaces one.
-pub(super) async fn save_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
-    let mode = if switch(&body, "create", false)? { SaveMode::Create } else { SaveMode::Replace };
-    let graph = graph_arg(&body)?.ok_or_else(|| Failure::BadRequest("missing \"graph\"".into()))?;
+pub(super) async fn save_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, Body(body): Body<SaveRequest>) -> Answered {
+    let mode = if body.create == Some(true) { SaveMode::Create } else { SaveMode::Replace };
+    let graph = body.graph.0;
     blocking(&s, move |service| Ok(service.save(&name, &graph, mode)?.body())).await
 }
 
@@ -99,7 +100,7 @@ pub(super) async fn list_versions(State(s): State<AppState>, Valid(name): Valid<
 pub(super) async fn load_version(State(s): State<AppState>, Path((name, version)): Path<(String, String)>) -> Answered {
     let name = DesignName::parse(&name).map_err(Failure::BadRequest)?;
     let version = version_number("version", &version)?;
-    blocking(&s, move |service| Ok(crate::service::version_body(&name, &service.version(&name, version)?))).await
+    blocking(&s, move |service| Ok(crate::service::version_body(&name, service.version(&name, version)?))).await
 }
 
 pub(super) async fn diff_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>, Query(params): Params) -> Answered {
@@ -108,37 +109,19 @@ pub(super) async fn diff_versions(State(s): State<AppState>, Valid(name): Valid<
     blocking(&s, move |service| Ok(service.diff(&name, a, b)?.body())).await
 }
 
-pub(super) async fn restore_version(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
-    // A whole number, also when written with a fraction of zero (`3.0` is an integer in JSON Schema).
-    let version = match body.get("version") {
-        Some(Value::Number(n)) => {
-            n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f < 9.0e15).map(|f| f as u64))
-        }
-        _ => None,
-    }
-    .filter(|n| *n >= 1)
-    .ok_or_else(|| Failure::BadRequest("\"version\" must be a version number (a whole number from 1)".into()))?;
+pub(super) async fn restore_version(
+    State(s): State<AppState>,
+    Valid(name): Valid<DesignName>,
+    Body(body): Body<RestoreRequest>,
+) -> Answered {
+    let version = body.version.0;
     blocking(&s, move |service| Ok(service.restore(&name, version)?.body())).await
 }
 
 /// Pins a step (`output`, or `from_run`: what the step gave in that run) or removes its pin
 /// (`remove: true`).
-pub(super) async fn pin_step(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
-    let node = match body.get("node") {
-        Some(Value::String(n)) => n.clone(),
-        _ => return Err(Failure::BadRequest("\"node\" must be the id of the step to pin".into())),
-    };
-    let remove = switch(&body, "remove", false)?;
-    let from_run = match body.get("from_run") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(RunId::parse(id).map_err(Failure::BadRequest)?),
-        Some(_) => return Err(Failure::BadRequest("\"from_run\" must be a run id".into())),
-    };
-    let output = body.get("output").filter(|v| !v.is_null()).cloned();
-    if usize::from(remove) + usize::from(from_run.is_some()) + usize::from(output.is_some()) != 1 {
-        return Err(Failure::BadRequest("give exactly one of \"output\", \"from_run\" or \"remove\": true".into()));
-    }
-    let pin = from_run.map(PinSource::Run).or(output.map(PinSource::Output));
+pub(super) async fn pin_step(State(s): State<AppState>, Valid(name): Valid<DesignName>, Body(body): Body<PinRequest>) -> Answered {
+    let (node, pin) = body.pin()?;
     blocking(&s, move |service| Ok(service.pin(&name, &node, pin)?.body())).await
 }
 
@@ -152,35 +135,38 @@ pub(super) async fn validate_design(
     State(s): State<AppState>,
     Valid(name): Valid<DesignName>,
     Query(params): Params,
-    JsonArgs(body): JsonArgs,
+    Body(body): Body<ValidateRequest>,
 ) -> Answered {
-    let draft = match graph_arg(&body)? {
-        Some(graph) => Draft::Graph(graph),
+    let draft = match body.graph {
+        Some(graph) => Draft::Graph(graph.0),
         None => Draft::Saved(name),
     };
     let with_scopes = flag(&params, "scope")?;
     blocking(&s, move |service| {
-        let mut report = serde_json::to_value(service.validate(&draft)?).map_err(|e| Failure::Internal(e.to_string()))?;
-        if with_scopes {
+        let report = service.validate(&draft)?;
+        let scopes = if with_scopes {
             let graph = match draft {
                 Draft::Graph(graph) => Some(graph),
                 Draft::Saved(name) => service.load(&name).ok(),
             };
-            let scopes = graph.as_ref().and_then(vwf_core::validate::scopes).and_then(|s| serde_json::to_value(s).ok());
-            if let (Some(body), Some(scopes)) = (report.as_object_mut(), scopes) {
-                body.insert("scopes".into(), scopes);
-            }
-        }
-        Ok(report)
+            graph.as_ref().and_then(vwf_core::validate::scopes)
+        } else {
+            None
+        };
+        Ok(to_body(&Checked { report, scopes }))
     })
     .await
 }
 
 /// Runs a design until it is done or parked; with `wait: false` answers as soon as the run is
 /// saved (status `running`) and drives it on in the background, so a page can follow it live.
-pub(super) async fn run_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
-    let wait = switch(&body, "wait", true)?;
-    let start = Start::from_args(&body)?;
+pub(super) async fn run_design(
+    State(s): State<AppState>,
+    Valid(name): Valid<DesignName>,
+    Body(Both(start, wait)): Body<RunRequest>,
+) -> Answered {
+    let wait = wait.wait.unwrap_or(true);
+    let start = start.start()?;
     if wait {
         return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
     }
@@ -212,24 +198,30 @@ pub(super) async fn list_schedules(State(s): State<AppState>) -> Answered {
     blocking(&s, |service| Ok(crate::service::schedules_body(vwf_runtime::schedules::list(service.app)?))).await
 }
 
-pub(super) async fn schedule_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(body): JsonArgs) -> Answered {
+pub(super) async fn schedule_design(
+    State(s): State<AppState>,
+    Valid(name): Valid<DesignName>,
+    Body(ScheduleRequest(body)): Body<ScheduleRequest>,
+) -> Answered {
     blocking(&s, move |service| {
         let now = service.app.clock.now();
-        Ok(vwf_runtime::schedules::upsert(service.app, &name, &Value::Object(body), now).map(|job| json!({"ok": true, "job": job}))?)
+        Ok(vwf_runtime::schedules::upsert(service.app, &name, &body, now).map(|job| done(JobAnswer { job }))?)
     })
     .await
 }
 
 /// The dry run of `POST /designs/{name}/schedule`: the same core functions, nothing written. A
 /// schedule problem is a 200 `{ok:false, error, field}` (it is the answer a form asks for).
-pub(super) async fn schedule_preview(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> axum::Json<Value> {
+pub(super) async fn schedule_preview(State(s): State<AppState>, Body(PreviewRequest(body)): Body<PreviewRequest>) -> axum::Json<Value> {
     use vwf_core::schedule;
     let now = s.app.clock.now();
-    let preview = schedule::schedule_from_value(&Value::Object(body)).and_then(|spec| {
+    let preview = schedule::schedule_from_value(&body).and_then(|spec| {
         let r = vwf_runtime::schedules::resolve(&spec, now)?;
-        Ok(json!({"ok": true, "cron": r.cron, "human": r.human, "tz": r.tz, "next_run_at": r.next_run_at.map(|t| vwf_core::time::format(&t))}))
+        let next_run_at = r.next_run_at.map(|t| vwf_core::time::format(&t));
+        Ok(Preview::Next(Done { ok: Yes, answer: Resolved { cron: r.cron, human: r.human, tz: r.tz, next_run_at } }))
     });
-    axum::Json(preview.unwrap_or_else(|e| json!({"ok": false, "error": e.message, "field": e.field})))
+    let preview = preview.unwrap_or_else(|e| Preview::Problem { ok: No, error: e.message, field: e.field });
+    axum::Json(to_body(&preview))
 }
 
 /// Pause, resume and remove answer at once; `run` starts a run, so it takes a run slot first.
@@ -271,7 +263,7 @@ pub(super) async fn list_runs(State(s): State<AppState>, Query(params): Params) 
         async move {
             blocking(&s, move |service| {
                 let page = service.runs(&filter, before.as_ref(), limit)?;
-                Ok(json!({"ok": true, "runs": page.runs, "next": page.next}))
+                Ok(done(Runs { runs: page.runs.into_iter().map(Listed).collect(), next: page.next, stamp: None }))
             })
             .await
         }
@@ -316,21 +308,15 @@ where
     .map(axum::Json)
 }
 
-pub(super) async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
-    let (node, answer) = tools::respond_args(&body)?;
+pub(super) async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, Body(body): Body<RespondRequest>) -> Answered {
+    let (node, answer) = body.answer()?;
     gated(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
 }
 
 /// `{"from": "failed"}` (the default) resumes at the failed step; `{"from": "start"}` starts a new
 /// run of the design's current version linked to this one.
-pub(super) async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, JsonArgs(body): JsonArgs) -> Answered {
-    let from_start = match body.get("from") {
-        None | Some(Value::Null) => false,
-        Some(Value::String(f)) if f == "failed" => false,
-        Some(Value::String(f)) if f == "start" => true,
-        Some(other) => return Err(Failure::BadRequest(format!("\"from\" is \"failed\" or \"start\", not {other}"))),
-    };
-    if from_start {
+pub(super) async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, Body(body): Body<RetryRequest>) -> Answered {
+    if body.from == Some(RetryFrom::Start) {
         return gated(&s, move |service| Ok(service.retry_from_start(&id)?.body())).await;
     }
     gated(&s, move |service| Ok(service.retry(&id)?.body())).await
@@ -338,18 +324,16 @@ pub(super) async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, Js
 
 /// Emits an event; the runs it starts (and the runs their emits start) take one run slot, one
 /// after another on its thread.
-pub(super) async fn emit(State(s): State<AppState>, Path(event): Path<String>, JsonArgs(body): JsonArgs) -> Answered {
-    let payload = body.get("payload").cloned().unwrap_or(Value::Null);
+pub(super) async fn emit(State(s): State<AppState>, Path(event): Path<String>, Body(body): Body<EmitRequest>) -> Answered {
+    let payload = body.payload.unwrap_or(Value::Null);
     gated(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
 }
 
 /// Imports an agent.json `document`: each workflow is saved as a design, skipped (a design has
 /// the name and `overwrite` is not true) or refused with its errors (a 200 `ok:false`, as a
 /// design problem is everywhere); `notes` say what could not be mapped.
-pub(super) async fn import(State(s): State<AppState>, JsonArgs(body): JsonArgs) -> Answered {
-    let document = object_arg(&body, "document", "the agent.json document")?
-        .ok_or_else(|| Failure::BadRequest("missing \"document\" (the agent.json document)".into()))?;
-    let overwrite = switch(&body, "overwrite", false)?;
+pub(super) async fn import(State(s): State<AppState>, Body(body): Body<ImportRequest>) -> Answered {
+    let (document, overwrite) = (body.document.0, body.overwrite == Some(true));
     blocking(&s, move |service| Ok(service.import(&document, overwrite).body("\"overwrite\": true"))).await
 }
 

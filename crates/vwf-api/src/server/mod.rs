@@ -19,6 +19,8 @@ mod api;
 mod extract;
 mod handlers;
 mod live;
+
+pub(crate) use live::STAMP_PATTERN;
 mod openapi;
 mod security;
 

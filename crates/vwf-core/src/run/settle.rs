@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Pending, Run, Status};
+use crate::names::{DesignName, RunId};
 use crate::time::{self, Ts};
 use crate::trigger::TriggerMode;
 
@@ -28,8 +29,8 @@ pub enum Settle {
 /// The fields of a stored run that say whether it needs settling, and what listings filter on.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Summary {
-    pub run_id: String,
-    pub design: String,
+    pub run_id: RunId,
+    pub design: DesignName,
     pub status: Status,
     pub trigger: TriggerSummary,
     #[serde(with = "time")]

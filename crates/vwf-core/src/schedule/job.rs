@@ -33,6 +33,7 @@ pub const JOB_PREFIX: &str = "wf-";
 
 /// A schedule job: the `job` shape of SPEC §13, plus the schedule object it was made from and the
 /// fires it missed.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub job_id: String,
@@ -44,8 +45,10 @@ pub struct Job {
     pub tz: String,
     pub paused: bool,
     #[serde(default, with = "time::opt")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::nullable_schema"))]
     pub next_run_at: Option<Ts>,
     #[serde(default, with = "time::opt")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::nullable_schema"))]
     pub last_run_at: Option<Ts>,
     /// What a Hermes cron job asks its agent to do (see [`prompt`]).
     pub prompt: String,
@@ -54,6 +57,7 @@ pub struct Job {
     #[serde(default)]
     pub deliver: Option<String>,
     /// The schedule object (`{preset, time?, minute?, dow?, cron?, tz?}`), to edit it again.
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Map<String, Value>"))]
     pub schedule: Schedule,
     /// Fires that passed while nothing was ticking, oldest first; not run.
     #[serde(default)]
@@ -68,9 +72,11 @@ pub struct Job {
     pub input: Value,
 }
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Missed {
     #[serde(with = "time")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     pub at: Ts,
 }
 

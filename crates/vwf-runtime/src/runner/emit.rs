@@ -147,6 +147,6 @@ impl Runner<'_> {
             .list_summaries(COOLDOWN_SCAN)?
             .into_iter()
             .filter_map(|e| e.summary.ok())
-            .any(|s| s.design == design.as_str() && s.trigger.mode == TriggerMode::Event && s.created_at > since))
+            .any(|s| s.design == *design && s.trigger.mode == TriggerMode::Event && s.created_at > since))
     }
 }
