@@ -18,6 +18,7 @@
 //!   type's schema, and the parser enforces the same rule.
 
 pub mod answers;
+pub mod queries;
 pub mod requests;
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};

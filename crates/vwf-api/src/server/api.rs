@@ -35,7 +35,7 @@ use vwf_runtime::gate::{Gate, Slot};
 pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
 
 /// `GET /runs` without `limit`, and the most it may ask for.
-pub(crate) use crate::contract::requests::{RUNS_DEFAULT, RUNS_MAX};
+pub(crate) use crate::contract::requests::RUNS_DEFAULT;
 
 #[derive(Clone)]
 pub(crate) struct AppState {
@@ -58,8 +58,8 @@ pub(crate) struct Route {
     pub summary: &'static str,
     /// What each `{param}` of the path holds, in order.
     pub path_params: &'static [Param],
-    /// Query parameters: (name, description, kind); all optional.
-    pub query: &'static [(&'static str, &'static str, Param)],
+    /// What its query string holds (`contract::queries`); all of it optional.
+    pub query: Option<QueryKind>,
     /// What the JSON request body holds; `None` for routes that read no body.
     pub body: Option<RequestBody>,
     /// What a 200 answer holds.
@@ -70,7 +70,7 @@ pub(crate) struct Route {
     pub(crate) handler: fn() -> MethodRouter<AppState>,
 }
 
-/// The kinds of path and query parameters.
+/// The kinds of path parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Param {
     DesignName,
@@ -78,22 +78,18 @@ pub(crate) enum Param {
     JobId,
     ScheduleAction,
     EventName,
-    /// `limit` of `GET /runs`: 1 to [`RUNS_MAX`].
-    Limit,
-    /// A run status (`GET /runs?status=`).
-    Status,
-    /// A trigger mode (`GET /runs?trigger=`).
-    Trigger,
-    /// A run id or its start (`GET /runs?id=`).
-    RunIdPrefix,
-    /// A `0/1` switch (see [`flag`]).
-    Flag,
-    /// `since` of a long-poll read: the `stamp` of an earlier answer.
-    Stamp,
     /// A design version's number (1, 2, …).
     Version,
-    /// `wait` of a long-poll read: whole seconds.
-    Wait,
+}
+
+/// The kinds of query strings (each a type in `contract::queries`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum QueryKind {
+    Models,
+    Diff,
+    Validate,
+    Runs,
+    Run,
 }
 
 /// The kinds of request bodies.
@@ -168,10 +164,6 @@ pub(crate) enum Answer {
 use Answer as A;
 use Param as P;
 
-/// The long-poll parameters of the run and the runs listing (see `live`).
-const SINCE: &str = "the stamp of an earlier answer: hold the request while the answer would have this stamp";
-const WAIT: &str = "seconds to hold the request while nothing changes (default 0; a longer wait than the limit is cut to it); with since= or wait= the answer has a stamp";
-
 /// Every route of the API, in the order of SPEC §13 (then the metrics and the OpenAPI document).
 pub(crate) const ROUTES: &[Route] = &[
     Route {
@@ -179,7 +171,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/models",
         summary: "Model catalog from the agent backend",
         path_params: &[],
-        query: &[("refresh", "1 drops the cached catalog", P::Flag)],
+        query: Some(QueryKind::Models),
         body: None,
         answer: A::Models,
         errors: &[502, 503],
@@ -190,7 +182,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/profiles",
         summary: "Configured profiles (bots), and the agent backend (null: agent steps park for a person)",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Profiles,
         errors: &[],
@@ -201,7 +193,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/channels",
         summary: "Delivery targets from the configured channels",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Channels,
         errors: &[],
@@ -212,7 +204,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs",
         summary: "Saved design names",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Designs,
         errors: &[500],
@@ -223,7 +215,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/templates",
         summary: "Built-in designs from examples/",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Templates,
         errors: &[],
@@ -234,7 +226,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}",
         summary: "One saved graph (the old /designs/templates answers the template list while no design has that name)",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Design,
         errors: &[404, 500],
@@ -245,7 +237,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}",
         summary: "Validate and save a design; with create:true only under a new name (409 if taken)",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Save),
         answer: A::Saved,
         errors: &[409, 413, 415, 500],
@@ -256,7 +248,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}",
         summary: "Delete a design: its runs stay readable, its schedule job is paused and says why",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Deleted,
         errors: &[404, 500],
@@ -267,7 +259,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/enable",
         summary: "Turn the design's automatic trigger (schedule, heartbeat, event, folder, watch) on; imported designs with one arrive disabled",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Enabled,
         errors: &[404, 413, 415, 500],
@@ -278,7 +270,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/disable",
         summary: "Turn the design's automatic trigger off until it is enabled (a run started by hand still runs)",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Enabled,
         errors: &[404, 413, 415, 500],
@@ -289,7 +281,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/versions",
         summary: "The design's recorded versions, oldest first (404 once the design is deleted; kept and shown again when the name is saved again)",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Versions,
         errors: &[404, 500],
@@ -300,7 +292,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/versions/{version}",
         summary: "One recorded version of the design, with its graph",
         path_params: &[P::DesignName, P::Version],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Version,
         errors: &[404, 500],
@@ -311,10 +303,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/diff",
         summary: "How version b differs from version a, node by node and edge by edge",
         path_params: &[P::DesignName],
-        query: &[
-            ("a", "The older version (default: the one before b)", P::Version),
-            ("b", "The newer version (default: the newest)", P::Version),
-        ],
+        query: Some(QueryKind::Diff),
         body: None,
         answer: A::Diff,
         errors: &[404, 500],
@@ -325,7 +314,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/pin",
         summary: "Pin a step's output for test runs (typed, or from a past run), or remove the pin; saves the design",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Pin),
         answer: A::Saved,
         errors: &[404, 409, 413, 415, 500],
@@ -336,7 +325,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/restore",
         summary: "Save an old version's content as the design's newest version",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Restore),
         answer: A::Restored,
         errors: &[404, 409, 413, 415, 500],
@@ -347,7 +336,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/validate",
         summary: "Validate the saved design, or {graph} if given",
         path_params: &[P::DesignName],
-        query: &[("scope", "1 adds scopes: what each node's templates and condition may name", P::Flag)],
+        query: Some(QueryKind::Validate),
         body: Some(RequestBody::Validate),
         answer: A::Report,
         errors: &[404, 413, 415, 500],
@@ -358,7 +347,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/run",
         summary: "Run a design now, until done or parked (wait:false: answer once started)",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Run),
         answer: A::RunStarted,
         errors: &[404, 413, 415, 500, 503],
@@ -369,7 +358,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/schedules",
         summary: "Schedule jobs",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Jobs,
         errors: &[500],
@@ -380,7 +369,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/designs/{name}/schedule",
         summary: "Create or update the design's schedule job",
         path_params: &[P::DesignName],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Schedule),
         answer: A::Job,
         errors: &[404, 413, 415, 500],
@@ -391,7 +380,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/schedules/preview",
         summary: "What a schedule object would be, without saving anything",
         path_params: &[],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Preview),
         answer: A::Preview,
         errors: &[413, 415],
@@ -402,7 +391,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/schedules/{job_id}/{action}",
         summary: "Pause, resume, run or remove a schedule job (run takes a run slot: 503 when every slot stays taken)",
         path_params: &[P::JobId, P::ScheduleAction],
-        query: &[],
+        query: None,
         body: None,
         answer: A::ScheduleAction,
         errors: &[404, 413, 415, 500, 503],
@@ -413,16 +402,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/runs",
         summary: "Runs, newest first, filtered, a page at a time",
         path_params: &[],
-        query: &[
-            ("limit", "how many runs (default 20, at most 1000)", P::Limit),
-            ("design", "only runs of this design", P::DesignName),
-            ("status", "only runs with this status", P::Status),
-            ("trigger", "only runs started by this trigger mode", P::Trigger),
-            ("id", "only runs whose id starts with this", P::RunIdPrefix),
-            ("before", "only runs older than this one (the next cursor of the previous page)", P::RunId),
-            ("since", SINCE, P::Stamp),
-            ("wait", WAIT, P::Wait),
-        ],
+        query: Some(QueryKind::Runs),
         body: None,
         answer: A::Runs,
         errors: &[404, 500],
@@ -433,7 +413,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/runs/{run_id}",
         summary: "One run in result shape",
         path_params: &[P::RunId],
-        query: &[("plan", "1 adds the plan the run started with", P::Flag), ("since", SINCE, P::Stamp), ("wait", WAIT, P::Wait)],
+        query: Some(QueryKind::Run),
         body: None,
         answer: A::Run,
         errors: &[404, 500],
@@ -444,7 +424,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/runs/{run_id}/respond",
         summary: "Answer a gate, supply or generate an agent step's output",
         path_params: &[P::RunId],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Respond),
         answer: A::Run,
         errors: &[404, 409, 413, 415, 500, 502, 503],
@@ -455,7 +435,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/runs/{run_id}/retry",
         summary: "Retry a failed run from its failed step, or a finished run from the start",
         path_params: &[P::RunId],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Retry),
         answer: A::Run,
         errors: &[404, 409, 413, 415, 500, 503],
@@ -466,7 +446,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/events/{name}",
         summary: "Emit an event (fires event triggers; takes a run slot: 503 when every slot stays taken)",
         path_params: &[P::EventName],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Emit),
         answer: A::Emitted,
         errors: &[413, 415, 500, 503],
@@ -477,7 +457,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/import",
         summary: "Save an agent.json document's workflows as designs (existing names skipped unless overwrite:true)",
         path_params: &[],
-        query: &[],
+        query: None,
         body: Some(RequestBody::Import),
         answer: A::Imported,
         errors: &[413, 415],
@@ -488,7 +468,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/metrics",
         summary: "Metrics in the Prometheus text format (version 0.0.4)",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Metrics,
         errors: &[],
@@ -499,7 +479,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/schema",
         summary: "The design model: node types and their fields (kinds, defaults, ranges), trigger modes, schedule presets, limits",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::Schema,
         errors: &[],
@@ -510,7 +490,7 @@ pub(crate) const ROUTES: &[Route] = &[
         path: "/openapi.json",
         summary: "This document",
         path_params: &[],
-        query: &[],
+        query: None,
         body: None,
         answer: A::OpenApi,
         errors: &[],

@@ -108,18 +108,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
-pub(super) type Params = Query<HashMap<String, String>>;
+/// A route's query read as the contract type `T` (`contract::queries`); a value that does not fit
+/// is a 400 quoting it.
+pub(crate) struct Queried<T>(pub T);
 
-/// The spellings of a query flag, off then on; nothing else is one.
-pub(crate) const FLAG_VALUES: [(&str, bool); 6] =
-    [("0", false), ("false", false), ("no", false), ("1", true), ("true", true), ("yes", true)];
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Queried<T> {
+    type Rejection = Response;
 
-/// A `0/1` (or `false/true`, `no/yes`) query flag; absent is off.
-pub(super) fn flag(params: &HashMap<String, String>, key: &str) -> Result<bool, Failure> {
-    let Some(given) = params.get(key) else { return Ok(false) };
-    FLAG_VALUES
-        .iter()
-        .find(|(spelling, _)| spelling == given)
-        .map(|(_, on)| *on)
-        .ok_or_else(|| Failure::BadRequest(format!("{key}={given:?}: use {key}=1 or {key}=0")))
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Query(pairs) = Query::<HashMap<String, String>>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        contract::queries::parse_query(&pairs).map(Queried).map_err(IntoResponse::into_response)
+    }
 }

@@ -2,7 +2,7 @@
 //! (or the schedules, the drivers) on a blocking thread and answers the contract body of its typed
 //! answer, or the failure's status.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -13,6 +13,7 @@ use vwf_core::run::Run;
 use crate::assets::{self};
 use crate::contract::Both;
 use crate::contract::answers::*;
+use crate::contract::queries::{DiffQuery, ModelsQuery, RunQuery, RunsQuery, ValidateQuery, Version};
 use crate::contract::requests::*;
 use crate::failure::{Failure, guarded};
 use crate::service::{ContractBody, Draft, SaveMode, Service};
@@ -21,13 +22,13 @@ use super::live::{self, Follow, Followed};
 use super::openapi;
 use vwf_runtime::gate::Slot;
 
-use super::api::{Answered, AppState, RUNS_DEFAULT, RUNS_MAX, blocking, error, gated};
+use super::api::{Answered, AppState, RUNS_DEFAULT, blocking, error, gated};
 use super::extract::*;
 
 // ---- routes ----
 
-pub(super) async fn models(State(s): State<AppState>, Query(params): Params) -> Answered {
-    let refresh = flag(&params, "refresh")?;
+pub(super) async fn models(State(s): State<AppState>, Queried(query): Queried<ModelsQuery>) -> Answered {
+    let refresh = query.refresh.is_some_and(|f| f.0);
     blocking(&s, move |service| Ok(vwf_exec::agent::models(&service.app.drivers.config, refresh).map(|models| done(Models { models }))?))
         .await
 }
@@ -85,12 +86,9 @@ pub(super) async fn save_design(State(s): State<AppState>, Valid(name): Valid<De
     blocking(&s, move |service| Ok(service.save(&name, &graph, mode)?.body())).await
 }
 
-/// A version number given as text (path or query): a whole number from 1.
-pub(super) fn version_number(what: &str, text: &str) -> Result<u64, Failure> {
-    match text.parse::<u64>() {
-        Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
-        _ => Err(Failure::BadRequest(format!("{what}={text:?}: a version is a whole number from 1"))),
-    }
+/// A version number given in the path: a whole number from 1.
+fn version_number(text: &str) -> Result<u64, Failure> {
+    Version::read(text).map(|v| v.0).map_err(|e| Failure::BadRequest(format!("version={text:?}: {e}")))
 }
 
 pub(super) async fn list_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
@@ -99,13 +97,16 @@ pub(super) async fn list_versions(State(s): State<AppState>, Valid(name): Valid<
 
 pub(super) async fn load_version(State(s): State<AppState>, Path((name, version)): Path<(String, String)>) -> Answered {
     let name = DesignName::parse(&name).map_err(Failure::BadRequest)?;
-    let version = version_number("version", &version)?;
+    let version = version_number(&version)?;
     blocking(&s, move |service| Ok(crate::service::version_body(&name, service.version(&name, version)?))).await
 }
 
-pub(super) async fn diff_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>, Query(params): Params) -> Answered {
-    let number = |key: &str| params.get(key).map(|text| version_number(key, text)).transpose();
-    let (a, b) = (number("a")?, number("b")?);
+pub(super) async fn diff_versions(
+    State(s): State<AppState>,
+    Valid(name): Valid<DesignName>,
+    Queried(query): Queried<DiffQuery>,
+) -> Answered {
+    let (a, b) = (query.a.map(|v| v.0), query.b.map(|v| v.0));
     blocking(&s, move |service| Ok(service.diff(&name, a, b)?.body())).await
 }
 
@@ -134,14 +135,14 @@ pub(super) async fn delete_design(State(s): State<AppState>, Valid(name): Valid<
 pub(super) async fn validate_design(
     State(s): State<AppState>,
     Valid(name): Valid<DesignName>,
-    Query(params): Params,
+    Queried(query): Queried<ValidateQuery>,
     Body(body): Body<ValidateRequest>,
 ) -> Answered {
     let draft = match body.graph {
         Some(graph) => Draft::Graph(graph.0),
         None => Draft::Saved(name),
     };
-    let with_scopes = flag(&params, "scope")?;
+    let with_scopes = query.scope.is_some_and(|f| f.0);
     blocking(&s, move |service| {
         let report = service.validate(&draft)?;
         let scopes = if with_scopes {
@@ -246,18 +247,17 @@ pub(super) fn action_starts_a_run(action: &str) -> bool {
     action == "run"
 }
 
-pub(super) async fn list_runs(State(s): State<AppState>, Query(params): Params) -> Answered {
-    let limit = match params.get("limit") {
-        None => RUNS_DEFAULT,
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) && (1..=RUNS_MAX).contains(&n) => n,
-            _ => return Err(Failure::BadRequest(format!("limit={v:?}: use a whole number from 1 to {RUNS_MAX}"))),
-        },
-    };
-    let get = |key: &str| params.get(key).map(String::as_str);
-    let filter = RunFilter::parse(get("design"), get("status"), get("trigger"), get("id")).map_err(Failure::BadRequest)?;
-    let before = get("before").map(RunId::parse).transpose().map_err(Failure::BadRequest)?;
-    let follow = Follow::from_query(&params)?;
+pub(super) async fn list_runs(State(s): State<AppState>, Queried(query): Queried<RunsQuery>) -> Answered {
+    let limit = query.limit.map_or(RUNS_DEFAULT, |l| l.0);
+    let filter = RunFilter::parse(
+        query.design.as_ref().map(|d| d.0.as_str()),
+        query.status.as_ref().map(|s| s.0.as_str()),
+        query.trigger.as_ref().map(|t| t.0.as_str()),
+        query.id.as_ref().map(|i| i.0.as_str()),
+    )
+    .map_err(Failure::BadRequest)?;
+    let before = query.before.map(|b| b.0);
+    let follow = Follow::of(query.since, query.wait);
     let read = move |s: AppState| {
         let (filter, before) = (filter.clone(), before.clone());
         async move {
@@ -272,9 +272,9 @@ pub(super) async fn list_runs(State(s): State<AppState>, Query(params): Params) 
 }
 
 /// One run; with `since=`/`wait=` a long-poll read (see `live`).
-pub(super) async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Query(params): Params) -> Answered {
-    let with_plan = flag(&params, "plan")?;
-    let follow = Follow::from_query(&params)?;
+pub(super) async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>, Queried(query): Queried<RunQuery>) -> Answered {
+    let with_plan = query.plan.is_some_and(|f| f.0);
+    let follow = Follow::of(query.since, query.wait);
     let read = |s: AppState| {
         let id = id.clone();
         async move {

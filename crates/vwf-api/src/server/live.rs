@@ -23,7 +23,6 @@
 //! - A request reads at most once per [`READ_GAP`], however many notices arrive (a busy store
 //!   sends one per step of every run, and the listing follows them all).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,9 +31,14 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::{Semaphore, broadcast, watch};
 use tokio::time::Instant;
-use vwf_core::limits::{LIVE_WAIT_SECONDS, LIVE_WAITERS};
+#[cfg(test)]
+use vwf_core::limits::LIVE_WAIT_SECONDS;
+use vwf_core::limits::LIVE_WAITERS;
 use vwf_core::names::RunId;
 
+#[cfg(test)]
+use crate::contract::queries::RunQuery;
+use crate::contract::queries::{Since, Wait};
 use crate::failure::Failure;
 use vwf_runtime::app::App;
 use vwf_store::changes::Change;
@@ -44,7 +48,7 @@ const REREAD_WITHOUT_NOTICES: Duration = Duration::from_secs(1);
 /// The least time between two reads of one waiting request.
 const READ_GAP: Duration = Duration::from_millis(250);
 /// Hex digits of a stamp (128 bits of the digest).
-const STAMP_DIGITS: usize = 32;
+pub(crate) const STAMP_DIGITS: usize = 32;
 /// What a stamp looks like (the OpenAPI document states it).
 pub(crate) const STAMP_PATTERN: &str = "^[0-9a-f]{32}$";
 
@@ -83,14 +87,6 @@ impl Stamp {
         let digest = Sha256::digest(serde_json::to_vec(body).unwrap_or_default());
         Stamp(hex::encode(&digest[..STAMP_DIGITS / 2]))
     }
-
-    fn parse(text: &str) -> Result<Stamp, Failure> {
-        if text.len() == STAMP_DIGITS && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            Ok(Stamp(text.to_string()))
-        } else {
-            Err(Failure::BadRequest(format!("since={text:?}: use the stamp of an earlier answer ({STAMP_DIGITS} lowercase hex digits)")))
-        }
-    }
 }
 
 /// What a long-poll request asks: answer when the body's stamp is not `since`, or after `wait`.
@@ -101,24 +97,14 @@ pub(crate) struct Follow {
 }
 
 impl Follow {
-    /// The `since` and `wait` of a query; `None` when it has neither (a plain read, today's body
-    /// without a stamp). `wait` is whole seconds, cut to [`LIVE_WAIT_SECONDS`]; absent, it is 0.
-    pub(crate) fn from_query(params: &HashMap<String, String>) -> Result<Option<Follow>, Failure> {
-        let since = params.get("since").map(|s| Stamp::parse(s)).transpose()?;
-        let wait = params.get("wait").map(|w| wait_seconds(w)).transpose()?;
+    /// The `since` and `wait` of a query (read and bounded by `contract::queries`); `None` when
+    /// it has neither (a plain read, today's body without a stamp). Absent, `wait` is 0.
+    pub(crate) fn of(since: Option<Since>, wait: Option<Wait>) -> Option<Follow> {
         if since.is_none() && wait.is_none() {
-            return Ok(None);
+            return None;
         }
-        Ok(Some(Follow { since, wait: Duration::from_secs(wait.unwrap_or(0)) }))
+        Some(Follow { since: since.map(|s| Stamp(s.0)), wait: Duration::from_secs(wait.map_or(0, |w| w.0)) })
     }
-}
-
-/// `wait=`: any whole number of seconds (a number too large to read is over the limit too).
-fn wait_seconds(text: &str) -> Result<u64, Failure> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(Failure::BadRequest(format!("wait={text:?}: use a whole number of seconds (at most {LIVE_WAIT_SECONDS} are waited)")));
-    }
-    Ok(text.parse::<u64>().unwrap_or(u64::MAX).min(LIVE_WAIT_SECONDS))
 }
 
 /// What a request follows: the changes that make it read again.
@@ -228,14 +214,16 @@ impl Drop for Counted<'_> {
 mod tests {
     use super::*;
 
-    fn query(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    fn query(pairs: &[(&str, &str)]) -> Result<Option<Follow>, Failure> {
+        let pairs = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let RunQuery { since, wait, .. } = crate::contract::queries::parse_query(&pairs)?;
+        Ok(Follow::of(since, wait))
     }
 
     #[test]
     fn waits_are_whole_seconds_cut_to_the_limit() {
-        assert_eq!(Follow::from_query(&query(&[])).unwrap(), None);
-        let wait = |w: &str| Follow::from_query(&query(&[("wait", w)])).map(|f| f.map(|f| f.wait.as_secs()));
+        assert_eq!(query(&[]).unwrap(), None);
+        let wait = |w: &str| query(&[("wait", w)]).map(|f| f.map(|f| f.wait.as_secs()));
         assert_eq!(wait("0").unwrap(), Some(0));
         assert_eq!(wait("7").unwrap(), Some(7));
         assert_eq!(wait("3600").unwrap(), Some(LIVE_WAIT_SECONDS));
@@ -250,11 +238,12 @@ mod tests {
         let a = Stamp::of(&serde_json::json!({"status": "waiting"}));
         assert_eq!(a.0.len(), STAMP_DIGITS);
         assert_eq!(STAMP_PATTERN, format!("^[0-9a-f]{{{STAMP_DIGITS}}}$"));
-        assert_eq!(Stamp::parse(&a.0).unwrap(), a);
+        assert_eq!(query(&[("since", &a.0)]).unwrap().unwrap().since, Some(a.clone()));
         assert_eq!(Stamp::of(&serde_json::json!({"status": "waiting"})), a);
         assert_ne!(Stamp::of(&serde_json::json!({"status": "done"})), a);
         for bad in ["", "abc", &a.0.to_uppercase(), &format!("{}0", a.0), &"g".repeat(STAMP_DIGITS)] {
-            assert!(Stamp::parse(bad).is_err(), "{bad:?}");
+            let e = query(&[("since", bad)]).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("since={bad:?}: must be the stamp")), "{e}");
         }
     }
 

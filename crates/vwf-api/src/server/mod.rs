@@ -20,7 +20,7 @@ mod extract;
 mod handlers;
 mod live;
 
-pub(crate) use live::STAMP_PATTERN;
+pub(crate) use live::{STAMP_DIGITS, STAMP_PATTERN};
 mod openapi;
 mod security;
 

@@ -12,19 +12,15 @@
 
 use schemars::generate::SchemaGenerator;
 use serde_json::{Map, Value, json};
-use vwf_core::limits::LIVE_WAIT_SECONDS;
-use vwf_core::listing::{STATUSES, TRIGGER_MODES};
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::trigger::EVENT_NAME_PATTERN;
 
 use crate::contract::answers::*;
 use crate::contract::requests::*;
-use crate::contract::{self, schema_of};
+use crate::contract::{self, queries, schema_of};
 use crate::service::{Deleted, Enabled, Restored, Saved, VersionDiff};
 
-use super::api::{API_PREFIX, Answer, Param, ROUTES, RUNS_MAX, RequestBody, Route};
-use super::extract::FLAG_VALUES;
-use super::live::STAMP_PATTERN;
+use super::api::{API_PREFIX, Answer, Param, QueryKind, ROUTES, RequestBody, Route};
 use vwf_runtime::schedules::{ACTION_NAMES, JOB_PREFIX};
 
 /// The document; `secured` when the server has an API token, which every call must then carry.
@@ -78,11 +74,9 @@ fn operation(route: &Route, secured: bool, generators: &mut Generators) -> Value
     let names = params(route.path);
     let mut parameters: Vec<Value> = names
         .zip(route.path_params)
-        .map(|(name, kind)| json!({"name": name, "in": "path", "required": true, "schema": param_schema(*kind)}))
+        .map(|(name, kind)| json!({"name": name, "in": "path", "required": true, "schema": param_schema(*kind, &mut generators.requests)}))
         .collect();
-    parameters.extend(route.query.iter().map(
-        |(name, what, kind)| json!({"name": name, "in": "query", "required": false, "description": what, "schema": param_schema(*kind)}),
-    ));
+    parameters.extend(route.query.map(|query| query.parameters(&mut generators.requests)).unwrap_or_default());
     let mut responses = Map::new();
     let content = match route.answer {
         // `text/plain; version=0.0.4; charset=utf-8`: the media type is what a client matches.
@@ -142,7 +136,7 @@ fn reference(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
 
-fn param_schema(kind: Param) -> Value {
+fn param_schema(kind: Param, generator: &mut SchemaGenerator) -> Value {
     match kind {
         Param::DesignName => json!({"type": "string", "pattern": DesignName::PATTERN}),
         Param::RunId => json!({"type": "string", "pattern": RunId::PATTERN}),
@@ -151,17 +145,19 @@ fn param_schema(kind: Param) -> Value {
         }
         Param::ScheduleAction => json!({"type": "string", "enum": ACTION_NAMES}),
         Param::EventName => json!({"type": "string", "pattern": EVENT_NAME_PATTERN}),
-        Param::Status => json!({"type": "string", "enum": STATUSES}),
-        Param::Trigger => json!({"type": "string", "enum": TRIGGER_MODES}),
-        Param::RunIdPrefix => json!({"type": "string", "pattern": "^[0-9a-f]{1,12}$"}),
-        Param::Limit => json!({"type": "integer", "minimum": 1, "maximum": RUNS_MAX, "default": 20}),
-        Param::Flag => json!({"type": "string", "enum": FLAG_VALUES.map(|(spelling, _)| spelling), "default": "0"}),
-        Param::Stamp => stamp(),
-        // A version is a u64: a larger number is refused by the parser, so the schema says so too.
-        Param::Version => json!({"type": "integer", "minimum": 1, "maximum": u64::MAX}),
-        // Any whole number: a wait over the limit is cut to it.
-        Param::Wait => {
-            json!({"type": "integer", "minimum": 0, "default": 0, "description": format!("At most {LIVE_WAIT_SECONDS} seconds are waited.")})
+        Param::Version => schema_of::<queries::Version>(generator),
+    }
+}
+
+impl QueryKind {
+    /// The query's parameters, from the type it is read as.
+    fn parameters(self, generator: &mut SchemaGenerator) -> Vec<Value> {
+        match self {
+            QueryKind::Models => queries::parameters::<queries::ModelsQuery>(generator),
+            QueryKind::Diff => queries::parameters::<queries::DiffQuery>(generator),
+            QueryKind::Validate => queries::parameters::<queries::ValidateQuery>(generator),
+            QueryKind::Runs => queries::parameters::<queries::RunsQuery>(generator),
+            QueryKind::Run => queries::parameters::<queries::RunQuery>(generator),
         }
     }
 }
@@ -249,11 +245,6 @@ impl Answer {
 
 fn any_of<const N: usize>(schemas: [Value; N]) -> Value {
     json!({"anyOf": schemas.to_vec()})
-}
-
-/// The `stamp` of a long-poll answer, and the `since` that gives it back.
-fn stamp() -> Value {
-    json!({"type": "string", "pattern": STAMP_PATTERN})
 }
 
 /// Links from an operation's 200 answer to the operations that continue from it.
