@@ -78,6 +78,19 @@ impl PartialEq<str> for RunId {
     }
 }
 
+/// The JSON Schema of a design name.
+#[cfg(feature = "schema")]
+pub fn design_name_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "pattern": DesignName::PATTERN})
+}
+
+/// The JSON Schema of a run id (`schemars(schema_with = "names::run_id_schema")`); it may
+/// also be absent or `null` where the field is optional.
+#[cfg(feature = "schema")]
+pub fn run_id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "pattern": RunId::PATTERN})
+}
+
 impl RunId {
     pub const LEN: usize = 12;
     /// What `parse` accepts, as a regular expression (for API documents; `parse` is the rule).

@@ -26,6 +26,7 @@ pub const MODES: [&str; 6] = ["manual", "schedule", "heartbeat", "event", "folde
 
 /// How a run was started (`trigger.mode` of a run): a trigger node's mode, read once where it
 /// enters (a stored run, a listing filter) and compared as this type everywhere after.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TriggerMode {

@@ -5,11 +5,11 @@
 //! An answer that did what was asked is `{ok: true, …}`: [`Done`] puts `ok` beside the answer's
 //! own fields. A design problem is a [`Refusal`], any other failure an [`Error`].
 //!
-//! Stated by hand, with the reason: the run result ([`RunResult`], SPEC §8) is the core's run
-//! record as stored, less its file-only parts; the core serialises it (`Run::result`) and its
-//! schema is written here until the record's types derive it. The same holds for the agent
-//! profiles and delivery channels (`vwf-exec` answers them as JSON) and the design model
-//! (`GET /schema`).
+//! The run result ([`RunResult`], SPEC §8) is the core's run record less its file-only parts:
+//! the core serialises it (`Run::result`) and derives its schema (feature `schema`). Stated by
+//! hand, with the reason: the agent profiles and delivery channels (`vwf-exec` answers them as
+//! JSON), the design model (`GET /schema`), and a step's recorded inputs (built as JSON by the
+//! core, whose schema sits beside that code).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -19,6 +19,7 @@ use schemars::{JsonSchema, Schema, json_schema};
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Run;
 use vwf_core::schedule::job::Job;
 use vwf_core::validate::{Issue, Report, Scope};
 use vwf_core::versions::DesignVersion;
@@ -494,120 +495,28 @@ document!(
     |_| json!({"type": "object", "required": ["openapi", "info", "paths"]})
 );
 
-document!(
-    /// The run result of SPEC §8.
-    RunResult,
-    run_result
-);
+/// The run result of SPEC §8: the core's run record as `Run::result` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct RunResult(pub Value);
 
-/// The run result's schema, its parts (`Step`, `Pending`, `Delivery`) as shared definitions.
-fn run_result(generator: &mut SchemaGenerator) -> Value {
-    let parts = run_parts();
-    for name in ["Pending", "Step", "Delivery"] {
-        generator.definitions_mut().insert(name.into(), parts[name].clone());
+impl JsonSchema for RunResult {
+    fn schema_name() -> Cow<'static, str> {
+        "RunResult".into()
     }
-    parts["RunResult"].clone()
-}
 
-fn reference(name: &str) -> Value {
-    json!({"$ref": format!("#{}/{name}", super::COMPONENTS)})
-}
-
-fn with_only_when_following(mut schema: Value) -> Value {
-    schema["description"] = json!("Only with since= or wait= (GET /runs, GET /runs/{run_id}): pass it as since= to wait for a change.");
-    schema
-}
-
-/// The run result and its parts, as the core writes them.
-fn run_parts() -> Value {
-    let step_status = ["running", "retrying", "done", "failed", "awaiting_approval", "awaiting_agent", "waiting"];
-    let time = json!({"type": "string", "format": "date-time"});
-    let nullable_time = json!({"type": ["string", "null"], "format": "date-time"});
-    let nullable_string = json!({"type": ["string", "null"]});
-    let stamp = json!({"type": "string", "pattern": crate::server::STAMP_PATTERN});
-    json!({
-        "Pending": {
-            "oneOf": [
-                {"type": "object", "required": ["type", "node", "question", "options", "deadline", "on_timeout"],
-                 "properties": {"type": {"const": "approval"}, "node": {"type": "string"}, "question": {"type": "string"},
-                                "options": {"type": "array", "items": {"type": "string"}}, "deadline": nullable_time, "on_timeout": {"type": "string"},
-                                "outputs": {"type": "object", "description": "The texts of the steps (and of the input, trigger) the question names, by id.",
-                                            "additionalProperties": {"type": "string"}}}},
-                {"type": "object", "required": ["type", "node", "prompt", "profile", "model"],
-                 "properties": {"type": {"const": "agent"}, "node": {"type": "string"}, "prompt": {"type": "string"},
-                                "profile": nullable_string, "model": nullable_string}},
-                {"type": "object", "required": ["type", "node", "resume_at"],
-                 "properties": {"type": {"const": "wait"}, "node": {"type": "string"}, "resume_at": time}}
-            ]
-        },
-        "Step": {
-            "type": "object", "required": ["node", "status", "attempts", "started_at", "finished_at", "error"],
-            "properties": {
-                "node": {"type": "string"}, "status": {"enum": step_status}, "attempts": {"type": "integer", "minimum": 0},
-                "started_at": time, "finished_at": nullable_time, "error": nullable_string,
-                "failures": {"type": "array", "items": {"type": "string"}},
-                "tries": {"type": "array", "items": {
-                    "type": "object", "required": ["attempt", "status", "started_at", "finished_at", "error", "output_bytes"],
-                    "properties": {
-                        "attempt": {"type": "integer", "minimum": 1}, "status": {"enum": step_status},
-                        "started_at": time, "finished_at": nullable_time, "error": nullable_string,
-                        "output_bytes": {"type": ["integer", "null"], "minimum": 0}
-                    }
-                }},
-                "pinned": {"type": "boolean", "description": "Present (true) when a test run settled the step with its pinned output: nothing ran."},
-                "inputs": {
-                    "description": "What the latest attempt received, rendered; values of env entries and of credential headers, URL user info and secret query parameters are \"***\". Absent for steps the engine settles alone (condition, approval, wait, loop).",
-                    "oneOf": [
-                        {"type": "object", "description": "command", "required": ["cwd", "env"], "properties": {
-                            "run": {"type": "string", "description": "The script as sh runs it: template values are read from the VWF_VALUE_<n> variables in values."},
-                            "argv": {"type": "array", "items": {"type": "string"}},
-                            "cwd": nullable_string, "env": {"type": "object", "additionalProperties": {"const": "***"}},
-                            "values": {"type": "object", "additionalProperties": {"type": "string"}}}},
-                        {"type": "object", "description": "http", "required": ["method", "url", "headers", "body"], "properties": {
-                            "method": {"type": "string"}, "url": {"type": "string"}, "headers": {"type": "object", "additionalProperties": {"type": "string"}}, "body": {}}},
-                        {"type": "object", "description": "agent", "required": ["prompt", "profile", "model"], "properties": {
-                            "prompt": {"type": "string"}, "profile": nullable_string, "model": nullable_string}},
-                        {"type": "object", "description": "output with deliver", "required": ["deliver", "target", "text"], "properties": {
-                            "deliver": {"enum": ["notification", "channel"]}, "target": {"type": "string"}, "text": {"type": "string"}}},
-                        {"type": "object", "description": "emit", "required": ["event", "payload"], "properties": {"event": {"type": "string"}, "payload": {}}}
-                    ]
-                }
-            }
-        },
-        "Delivery": {
-            "type": "object", "required": ["node", "target", "ok", "detail", "at"],
-            "properties": {"node": {"type": "string"}, "target": {"type": "string"}, "ok": {"type": "boolean"}, "detail": {"type": "string"}, "at": time}
-        },
-        "RunResult": {
-            "description": "The run result (SPEC §8).",
-            "type": "object",
-            "required": ["ok", "run_id", "design", "version", "status", "pending", "outputs", "skipped", "deliveries", "error", "failed_node", "steps", "trigger", "test", "created_at", "updated_at"],
-            "properties": {
-                "ok": {"type": "boolean"},
-                "run_id": {"type": "string", "pattern": RunId::PATTERN},
-                "design": {"type": "string", "pattern": DesignName::PATTERN},
-                "version": {"type": ["integer", "null"], "description": "The design version the run ran; null for a run from before versions."},
-                "status": {"enum": ["running", "waiting", "awaiting_approval", "awaiting_agent", "done", "failed"]},
-                "pending": {"anyOf": [{"type": "null"}, reference("Pending")]},
-                "outputs": {"type": "object"},
-                "skipped": {"type": "array", "items": {"type": "string"}},
-                "deliveries": {"type": "array", "items": reference("Delivery")},
-                "error": nullable_string,
-                "failed_node": nullable_string,
-                "steps": {"type": "array", "items": reference("Step")},
-                "trigger": {"type": "object", "required": ["mode", "input"], "properties": {"mode": {"type": "string"}, "input": {}, "depth": {"type": "integer", "minimum": 0}}},
-                "retry_of": {"type": "string", "pattern": RunId::PATTERN, "description": "Present on a retry from the start: the run it retries."},
-                "test": {"type": "boolean", "description": "A test run: pinned steps gave their pins, and it may have run only part of the design."},
-                "created_at": time,
-                "updated_at": time,
-                "plan": {"type": "object", "description": "Only with plan=1: the plan the run started with."},
-                "stamp": with_only_when_following(stamp)
-            }
-        },
-        "UnreadableRun": {
-            "description": "A run file in the listing that cannot be read as a run.",
-            "type": "object", "required": ["ok", "run_id", "error"], "additionalProperties": false,
-            "properties": {"ok": {"const": false}, "run_id": {"type": "string"}, "error": {"type": "string"}}
+    /// The run record's schema (derived in the core, its file-only parts left out), with the two
+    /// fields a read may add.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = Run::json_schema(generator);
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            properties.insert("plan".into(), json!({"type": "object", "description": "Only with plan=1: the plan the run started with."}));
+            properties.insert(
+                "stamp".into(),
+                json!({"type": "string", "pattern": crate::server::STAMP_PATTERN,
+                       "description": "Only with since= or wait= (GET /runs, GET /runs/{run_id}): pass it as since= to wait for a change."}),
+            );
         }
-    })
+        schema
+    }
 }

@@ -18,6 +18,30 @@
 use serde_json::{Map, Value, json};
 
 use super::{Task, Work};
+
+/// The JSON Schema of a step's recorded inputs: one shape per kind of task, as
+/// `Task::inputs` writes them (stated here, beside the code that builds them, because they are built as JSON).
+#[cfg(feature = "schema")]
+pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let nullable_string = json!({"type": ["string", "null"]});
+    schemars::json_schema!({
+        "description": "What the latest attempt received, rendered; values of env entries and of credential headers, URL user info and secret query parameters are \"***\". Absent for steps the engine settles alone (condition, approval, wait, loop).",
+        "oneOf": [
+            {"type": "object", "description": "command", "required": ["cwd", "env"], "properties": {
+                "run": {"type": "string", "description": "The script as sh runs it: template values are read from the VWF_VALUE_<n> variables in values."},
+                "argv": {"type": "array", "items": {"type": "string"}},
+                "cwd": nullable_string, "env": {"type": "object", "additionalProperties": {"const": REDACTED}},
+                "values": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            {"type": "object", "description": "http", "required": ["method", "url", "headers", "body"], "properties": {
+                "method": {"type": "string"}, "url": {"type": "string"}, "headers": {"type": "object", "additionalProperties": {"type": "string"}}, "body": {}}},
+            {"type": "object", "description": "agent", "required": ["prompt", "profile", "model"], "properties": {
+                "prompt": {"type": "string"}, "profile": nullable_string, "model": nullable_string}},
+            {"type": "object", "description": "output with deliver", "required": ["deliver", "target", "text"], "properties": {
+                "deliver": {"enum": ["notification", "channel"]}, "target": {"type": "string"}, "text": {"type": "string"}}},
+            {"type": "object", "description": "emit", "required": ["event", "payload"], "properties": {"event": {"type": "string"}, "payload": {}}}
+        ]
+    })
+}
 use crate::secrets::Secrets;
 use crate::shell::VALUE_VAR_PREFIX;
 use crate::spec::{CommandStep, HttpStep, Program};

@@ -56,10 +56,14 @@ pub const UNFINISHED_WHEN_THE_RUN_FAILED: &str = "not finished when the run fail
 
 /// The run file. Its first fields are the run result of SPEC §8; `tokens_used`, `parked`,
 /// `history` and `plan` are the file's additions.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(description = "The run result (SPEC §8)."))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     ok: bool,
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
     run_id: RunId,
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::design_name_schema"))]
     design: String,
     /// The design version the run ran (`null` for a run of unrecorded content, or an old file).
     /// Absent from the file when unknown, so files from before versions read back unchanged;
@@ -72,6 +76,7 @@ pub struct Run {
     skipped: Vec<String>,
     deliveries: Vec<Delivery>,
     /// Why the run failed, stored as its text.
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     error: Option<RunFailure>,
     failed_node: Option<String>,
     steps: Vec<StepRecord>,
@@ -79,24 +84,33 @@ pub struct Run {
     /// The run this one retries from the start (with the design as saved when it started);
     /// absent on other runs, so files written before it existed read back byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
     retry_of: Option<String>,
     /// A test run (see [`crate::pins`]): pinned steps gave their pins, and it may run only part
     /// of the design. Absent from other runs' files; the run result always has it.
     #[serde(default, skip_serializing_if = "is_false")]
     test: bool,
     #[serde(with = "time")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     created_at: Ts,
     #[serde(with = "time")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     updated_at: Ts,
+    // The file's additions (`FILE_ONLY_FIELDS`): not part of the run result, nor of its schema.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     tokens_used: u64,
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     parked: Vec<Pending>,
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     history: Vec<HistoryEvent>,
     /// Loops in progress or finished: their items and the state of each pass.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     loops: BTreeMap<String, LoopState>,
+    #[cfg_attr(feature = "schema", schemars(skip))]
     plan: Plan,
     /// Parts changed since the last save (see [`journal`]); not part of the document.
     #[serde(skip)]

@@ -12,6 +12,7 @@ use crate::spec::OnTimeout;
 use crate::time::{self, Ts};
 use crate::trigger::TriggerMode;
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -42,6 +43,7 @@ impl Status {
     }
 }
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
@@ -59,6 +61,7 @@ pub enum StepStatus {
 /// `error`), how many attempts it took, and every attempt in `tries`. Agent retries and run
 /// retries both add attempts; nothing erases one. Changed only through the methods below, so the
 /// record and its last try always agree.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
     pub node: String,
@@ -66,8 +69,10 @@ pub struct StepRecord {
     pub attempts: u32,
     /// When the latest attempt started.
     #[serde(with = "time")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     pub started_at: Ts,
     #[serde(with = "time::opt")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::nullable_schema"))]
     pub finished_at: Option<Ts>,
     pub error: Option<String>,
     /// Errors of earlier attempts of this step (agent retries and run retries).
@@ -81,6 +86,7 @@ pub struct StepRecord {
     /// (see [`inputs`](super::inputs)); absent for steps the core settles alone (conditions,
     /// gates, waits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "super::inputs::schema"))]
     pub inputs: Option<Value>,
     /// The latest attempt settled with the step's pinned output (a test run): nothing ran.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -88,6 +94,7 @@ pub struct StepRecord {
 }
 
 /// One attempt of a step.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Try {
     /// 1 for the first attempt.
@@ -95,8 +102,10 @@ pub struct Try {
     /// The attempt's state: `done` or `failed` once it ended, else where it is now.
     pub status: StepStatus,
     #[serde(with = "time")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     pub started_at: Ts,
     #[serde(with = "time::opt")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::nullable_schema"))]
     pub finished_at: Option<Ts>,
     pub error: Option<String>,
     /// Bytes of the text the attempt produced (null until it is done).
@@ -171,6 +180,7 @@ impl StepRecord {
 }
 
 /// What a parked run waits for.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Pending {
@@ -179,7 +189,9 @@ pub enum Pending {
         question: String,
         options: Vec<String>,
         #[serde(with = "time::opt")]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time::nullable_schema"))]
         deadline: Option<Ts>,
+        #[cfg_attr(feature = "schema", schemars(with = "String"))]
         on_timeout: OnTimeout,
         /// What is being approved: the text of each step (or of the run's input, `trigger`) the
         /// question's template names, keyed by id.
@@ -195,6 +207,7 @@ pub enum Pending {
     Wait {
         node: String,
         #[serde(with = "time")]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
         resume_at: Ts,
     },
 }
@@ -215,6 +228,7 @@ impl Pending {
 }
 
 /// One delivery attempt with the platform's real answer.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delivery {
     pub node: String,
@@ -222,9 +236,11 @@ pub struct Delivery {
     pub ok: bool,
     pub detail: String,
     #[serde(with = "time")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     pub at: Ts,
 }
 
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TriggerInfo {
     pub mode: TriggerMode,
@@ -254,9 +270,11 @@ impl TriggerInfo {
 }
 
 /// An entry of the run file's history: retries, escalations, budget use.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEvent {
     #[serde(with = "time")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     pub at: Ts,
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
