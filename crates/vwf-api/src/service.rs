@@ -136,6 +136,20 @@ pub fn schedules_body(entries: Vec<vwf_runtime::schedules::Entry>) -> Value {
     done(Jobs { schedules })
 }
 
+/// What a schedule job's action did, as `POST /schedules/{job_id}/{action}` and `vwf schedule`
+/// answer it: `{ok:true, job}` (pause, resume), `{ok:true, job_id, removed:true}` (remove), or
+/// the run result (run).
+impl ContractBody for vwf_runtime::schedules::Acted {
+    fn body(&self) -> Value {
+        use vwf_runtime::schedules::Acted;
+        match self {
+            Acted::Job(job) => done(answers::JobAnswer { job: (**job).clone() }),
+            Acted::Removed { job_id } => done(answers::Removed { job_id: job_id.clone(), removed: Yes }),
+            Acted::Ran(run) => run.result(),
+        }
+    }
+}
+
 /// A design's versions: `{ok:true, name, versions: [{version, hash, saved_at, nodes, edges}]}`.
 pub fn versions_body(name: &DesignName, versions: &[DesignVersion]) -> Value {
     done(Versions::of(name, versions))

@@ -11,13 +11,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::design::{Design, NodeKind};
+use crate::names::DesignName;
 use crate::run::StepError;
 use crate::spec::Spec;
-use crate::validate::{Graph, Report, validate_design};
+use crate::validate::{Graph, Issue, Report, validate_design};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
-    pub design: String,
+    pub design: DesignName,
     /// The trigger node as written, if the design has one.
     #[serde(default)]
     pub trigger: Option<Map<String, Value>>,
@@ -74,8 +75,10 @@ impl PlanStep {
 }
 
 impl Plan {
-    /// Validates and compiles. Errors come back as the validator's report.
+    /// Validates and compiles. Errors come back as the validator's report (a name that is no
+    /// design name among them).
     pub fn compile(design_name: &str, design: &Design) -> Result<Plan, Report> {
+        let design_name = DesignName::parse(design_name).map_err(|e| Report::new(vec![Issue::design(e)], Vec::new()))?;
         let report = validate_design(design);
         if !report.ok {
             return Err(report);
@@ -106,7 +109,7 @@ impl Plan {
             steps.push(PlanStep { id: node.id.clone(), node: node.raw.clone(), parents, in_loop });
         }
         Ok(Plan {
-            design: design_name.to_string(),
+            design: design_name,
             trigger: design.trigger().map(|t| t.raw.clone()),
             steps,
             budget_tokens: design.budget_tokens().and_then(Value::as_u64),

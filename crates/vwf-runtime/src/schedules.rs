@@ -32,9 +32,49 @@ use crate::error::RunError;
 use crate::runner::Runner;
 pub use vwf_store::JobEntry as Entry;
 
-const ACTIONS: &str = "pause, resume, run or remove";
-/// The actions of [`action`], for the API document.
-pub const ACTION_NAMES: [&str; 4] = ["pause", "resume", "run", "remove"];
+/// What a person can do to a schedule job ([`action`]); read once from the request's word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobAction {
+    Pause,
+    Resume,
+    /// The design runs now (the job's next fire is unchanged).
+    Run,
+    Remove,
+}
+
+impl JobAction {
+    pub const ALL: [JobAction; 4] = [JobAction::Pause, JobAction::Resume, JobAction::Run, JobAction::Remove];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobAction::Pause => "pause",
+            JobAction::Resume => "resume",
+            JobAction::Run => "run",
+            JobAction::Remove => "remove",
+        }
+    }
+
+    /// The action a request names; an unknown one is refused with the four there are.
+    pub fn parse(name: &str) -> Result<JobAction, RunError> {
+        JobAction::ALL
+            .into_iter()
+            .find(|a| a.as_str() == name)
+            .ok_or_else(|| RunError::Rejected(format!("unknown action {name:?}; use pause, resume, run or remove")))
+    }
+
+    /// Whether it starts a run (and so takes a run slot on a server).
+    pub fn starts_a_run(self) -> bool {
+        self == JobAction::Run
+    }
+}
+
+/// What [`action`] did: the job as it is now (pause, resume), its removal, or the run it started.
+#[derive(Debug, Clone)]
+pub enum Acted {
+    Job(Box<Job>),
+    Removed { job_id: String },
+    Ran(Box<vwf_core::run::Run>),
+}
 
 /// What one tick did about one due job: started a run, recorded missed fires, or both.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,28 +166,24 @@ pub fn get(app: &App, job_id: &str) -> Result<Job, RunError> {
     app.jobs.read_job(&design)?.ok_or_else(|| not_found(job_id))
 }
 
-/// `pause`, `resume`, `run` or `remove` a job. Answers `{ok:true, job}` (pause, resume),
-/// `{ok:true, job_id, removed:true}` (remove) or the run result (run: the design starts now; a
-/// design with errors is `RunError::Refused`).
-pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, RunError> {
-    if !ACTION_NAMES.contains(&action) {
-        return Err(RunError::Rejected(format!("unknown action {action:?}; use {ACTIONS}")));
-    }
+/// Pauses, resumes, runs or removes a job (run: the design starts now; a design with errors is
+/// `RunError::Refused`).
+pub fn action(app: &App, job_id: &str, action: JobAction, now: Ts) -> Result<Acted, RunError> {
     let design = design_of(job_id)?;
     get(app, job_id)?; // 404 before anything is created or changed
     let lock = app.jobs.lock_jobs()?;
     let mut job = app.jobs.read_job(&design)?.ok_or_else(|| not_found(job_id))?;
     match action {
-        "remove" => {
+        JobAction::Remove => {
             app.jobs.remove_job(&design)?;
-            Ok(json!({"ok": true, "job_id": job_id, "removed": true}))
+            Ok(Acted::Removed { job_id: job_id.to_string() })
         }
-        "pause" | "resume" => {
-            job.set_paused(action == "pause", now);
+        JobAction::Pause | JobAction::Resume => {
+            job.set_paused(action == JobAction::Pause, now);
             app.jobs.write_job(&job)?;
-            Ok(json!({"ok": true, "job": job}))
+            Ok(Acted::Job(Box::new(job)))
         }
-        _ => {
+        JobAction::Run => {
             if !app.store.design_exists(&design) {
                 return Err(RunError::NotFound(format!("design {:?} not found", design.as_str())));
             }
@@ -156,9 +192,9 @@ pub fn action(app: &App, job_id: &str, action: &str, now: Ts) -> Result<Value, R
             drop(lock);
             let input = fire_input(&job.input, json!({"job_id": job_id, "fired_at": time::format(&now)}));
             let clock = Shifted::to(app.clock.as_ref(), now);
-            Ok(scheduled_runner(app, &clock)
-                .start_design(&design, TriggerInfo::new(vwf_core::trigger::TriggerMode::Schedule, input))?
-                .result())
+            let run =
+                scheduled_runner(app, &clock).start_design(&design, TriggerInfo::new(vwf_core::trigger::TriggerMode::Schedule, input))?;
+            Ok(Acted::Ran(Box::new(run)))
         }
     }
 }

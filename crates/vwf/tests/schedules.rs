@@ -16,6 +16,7 @@ use vwf::app::App;
 use vwf::clock::FixedClock;
 use vwf::failure::Failure;
 use vwf::schedules::{self, Job};
+use vwf::service::ContractBody;
 use vwf_core::names::DesignName;
 
 fn at(s: &str) -> DateTime<Utc> {
@@ -272,6 +273,11 @@ fn a_fire_missed_while_down_is_recorded_not_run_late() {
     assert_eq!(job.missed.last().map(|m| m.at), Some(at("2026-06-04T12:00:00Z")));
 }
 
+/// A job's action named as a request names it, answered as the API answers it.
+fn act(app: &App, job_id: &str, action: &str, now: DateTime<Utc>) -> Result<Value, vwf::run_error::RunError> {
+    Ok(schedules::action(app, job_id, schedules::JobAction::parse(action)?, now)?.body())
+}
+
 #[test]
 fn pause_resume_run_and_remove() {
     let home = tempfile::tempdir().unwrap();
@@ -279,18 +285,18 @@ fn pause_resume_run_and_remove() {
     save(&app, "brief", hello());
     upsert(&app, "brief", json!({"preset": "daily", "time": "09:00"})).unwrap();
 
-    let paused = schedules::action(&app, "wf-brief", "pause", at("2026-06-01T08:10:00Z")).unwrap();
+    let paused = act(&app, "wf-brief", "pause", at("2026-06-01T08:10:00Z")).unwrap();
     assert_eq!((&paused["ok"], &paused["job"]["paused"], &paused["job"]["next_run_at"]), (&json!(true), &json!(true), &Value::Null));
     assert!(schedules::tick(&app, at("2026-06-01T09:00:00Z")).unwrap().is_empty(), "a paused job never fires");
     // Editing the schedule leaves a paused job paused.
     let job = upsert(&app, "brief", json!({"preset": "daily", "time": "10:00"})).unwrap();
     assert_eq!((job.paused, job.next_run_at), (true, None));
 
-    let resumed = schedules::action(&app, "wf-brief", "resume", at("2026-06-01T10:30:00Z")).unwrap();
+    let resumed = act(&app, "wf-brief", "resume", at("2026-06-01T10:30:00Z")).unwrap();
     assert_eq!(resumed["job"]["paused"], false);
     assert_eq!(resumed["job"]["next_run_at"], "2026-06-02T10:00:00.000Z", "computed from the resume, not the pause");
 
-    let result = schedules::action(&app, "wf-brief", "run", at("2026-06-01T11:00:00Z")).unwrap();
+    let result = act(&app, "wf-brief", "run", at("2026-06-01T11:00:00Z")).unwrap();
     assert_eq!((&result["ok"], &result["status"], &result["design"]), (&json!(true), &json!("done"), &json!("brief")));
     assert_eq!(result["trigger"], json!({"mode": "schedule", "input": {"job_id": "wf-brief", "fired_at": "2026-06-01T11:00:00.000Z"}}));
     let job = schedules::get(&app, "wf-brief").unwrap();
@@ -299,7 +305,7 @@ fn pause_resume_run_and_remove() {
     let job = upsert(&app, "brief", json!({"preset": "daily", "time": "10:00", "paused": false})).unwrap();
     assert_eq!(job.last_run_at, Some(at("2026-06-01T11:00:00Z")));
 
-    let removed = schedules::action(&app, "wf-brief", "remove", at("2026-06-01T12:00:00Z")).unwrap();
+    let removed = act(&app, "wf-brief", "remove", at("2026-06-01T12:00:00Z")).unwrap();
     assert_eq!(removed, json!({"ok": true, "job_id": "wf-brief", "removed": true}));
     assert!(!schedules_dir(home.path()).join("wf-brief.json").exists());
     assert_eq!(failed(schedules::get(&app, "wf-brief")).status(), 404);
@@ -312,7 +318,7 @@ fn pause_resume_run_and_remove() {
         ("brief", "pause", 400),
         ("wf-../x", "remove", 400),
     ] {
-        let err = failed(schedules::action(&app, job_id, action, now));
+        let err = failed(act(&app, job_id, action, now));
         assert_eq!(err.status(), status, "{job_id} {action}: {err}");
     }
 }
@@ -326,7 +332,7 @@ fn running_a_job_whose_design_is_gone_or_broken() {
     // A design edited into an invalid one: the run is refused with the design's errors.
     let broken = json!({"nodes": [{"id": "a", "type": "agent"}], "edges": []});
     app.store.save_design(&name("brief"), &broken).unwrap();
-    let refused = failed(schedules::action(&app, "wf-brief", "run", at("2026-06-01T08:30:00Z")));
+    let refused = failed(act(&app, "wf-brief", "run", at("2026-06-01T08:30:00Z")));
     assert_eq!(refused.status(), 200, "a design problem is answered 200 (SPEC §13): {refused}");
     let result = refused.body();
     assert_eq!(result["ok"], false, "{result}");
@@ -336,7 +342,7 @@ fn running_a_job_whose_design_is_gone_or_broken() {
     assert_eq!(schedules::get(&app, "wf-brief").unwrap().next_run_at, Some(at("2026-06-02T09:00:00Z")));
     // The design deleted: run-now is not found; the tick reports it and moves on.
     std::fs::remove_file(home.path().join("workflow-designs/brief.json")).unwrap();
-    assert_eq!(failed(schedules::action(&app, "wf-brief", "run", at("2026-06-01T10:00:00Z"))).status(), 404);
+    assert_eq!(failed(act(&app, "wf-brief", "run", at("2026-06-01T10:00:00Z"))).status(), 404);
     let fired = schedules::tick(&app, at("2026-06-02T09:00:00Z")).unwrap();
     assert!(fired[0].error.as_deref().is_some_and(|e| e.contains("not found")), "{fired:?}");
     assert!(runs(&app).is_empty());

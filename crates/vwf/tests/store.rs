@@ -286,7 +286,12 @@ fn an_index_or_lock_that_is_a_directory_hides_no_run_and_stops_no_run() {
 
 /// `vwf --home <home> --json <args>` as a plain process (to spawn, kill or limit).
 fn vwf_process(home: &Home, args: &[&str]) -> std::process::Command {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("vwf"));
+    vwf_command(assert_cmd::cargo::cargo_bin("vwf"), home, args)
+}
+
+/// `binary` run on `home` with `args`, as [`vwf_process`] runs the build's own.
+fn vwf_command(binary: std::path::PathBuf, home: &Home, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(binary);
     cmd.arg("--home").arg(home.path()).arg("--json").args(args);
     for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW"] {
         cmd.env_remove(var);
@@ -321,7 +326,9 @@ fn vwf_limited(home: &Home, max_bytes: u64, args: &[&str]) -> std::process::Comm
 fn vwf_read_only(home: &Home, args: &[&str]) -> std::process::Command {
     use std::os::unix::process::CommandExt;
     set_modes(home.path(), 0o555, 0o444);
-    let mut cmd = vwf_process(home, args);
+    // `nobody` may not reach the build's own binary (a checkout under a directory only its owner
+    // can enter): it runs a copy that everyone can.
+    let mut cmd = vwf_command(binary_for_everyone(), home, args);
     // SAFETY: getuid, setgid and setuid are async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
@@ -332,6 +339,22 @@ fn vwf_read_only(home: &Home, args: &[&str]) -> std::process::Command {
         });
     }
     cmd
+}
+
+/// A copy of the `vwf` binary in a directory every user may enter, made once per test process
+/// (it lives as long as the process).
+fn binary_for_everyone() -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    static COPY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> = std::sync::OnceLock::new();
+    let (_, path) = COPY.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("vwf-bin-").tempdir().expect("a directory for the binary");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod the directory");
+        let path = dir.path().join("vwf");
+        std::fs::copy(assert_cmd::cargo::cargo_bin("vwf"), &path).expect("copy the binary");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod the binary");
+        (dir, path)
+    });
+    path.clone()
 }
 
 /// Gives every directory under (and including) `dir` the mode `dirs`, every file `files`.

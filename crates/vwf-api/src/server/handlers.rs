@@ -17,6 +17,7 @@ use crate::contract::queries::{DiffQuery, ModelsQuery, RunQuery, RunsQuery, Vali
 use crate::contract::requests::*;
 use crate::failure::{Failure, guarded};
 use crate::service::{ContractBody, Draft, SaveMode, Service};
+use vwf_runtime::schedules::JobAction;
 
 use super::live::{self, Follow, Followed};
 use super::openapi;
@@ -231,20 +232,15 @@ pub(super) async fn schedule_action(
     Path((job_id, action)): Path<(String, String)>,
     JsonArgs(_): JsonArgs,
 ) -> Answered {
-    let starts_a_run = action_starts_a_run(&action);
+    let action = JobAction::parse(&action)?;
     let act = move |service: &Service<'_>| {
         let now = service.app.clock.now();
-        Ok(vwf_runtime::schedules::action(service.app, &job_id, &action, now)?)
+        Ok(vwf_runtime::schedules::action(service.app, &job_id, action, now)?.body())
     };
-    if starts_a_run {
+    if action.starts_a_run() {
         return gated(&s, act).await;
     }
     blocking(&s, act).await
-}
-
-/// Whether a schedule job's action starts a run (`run`: the design runs now).
-pub(super) fn action_starts_a_run(action: &str) -> bool {
-    action == "run"
 }
 
 pub(super) async fn list_runs(State(s): State<AppState>, Queried(query): Queried<RunsQuery>) -> Answered {

@@ -21,10 +21,16 @@ use crate::contract::{self, queries, schema_of};
 use crate::service::{Deleted, Enabled, Restored, Saved, VersionDiff};
 
 use super::api::{API_PREFIX, Answer, Param, QueryKind, ROUTES, RequestBody, Route};
-use vwf_runtime::schedules::{ACTION_NAMES, JOB_PREFIX};
+use vwf_runtime::schedules::{JOB_PREFIX, JobAction};
 
 /// The document; `secured` when the server has an API token, which every call must then carry.
 pub(crate) fn document(secured: bool) -> Value {
+    generate(secured).0
+}
+
+/// The document, and the names of shared schemas the requests and the answers both define
+/// differently (none: a test holds it; were there one, the answers' would stand).
+fn generate(secured: bool) -> (Value, Vec<String>) {
     let mut generators = Generators { requests: contract::generator(), answers: contract::answer_generator() };
     let mut paths = Map::new();
     for route in ROUTES {
@@ -34,7 +40,13 @@ pub(crate) fn document(secured: bool) -> Value {
     // Every error answer's body (see `error_responses`).
     schema_of::<Error>(&mut generators.answers);
     let mut components = contract::definitions(&mut generators.requests);
-    components.extend(contract::definitions(&mut generators.answers));
+    let mut clashes = Vec::new();
+    for (name, schema) in contract::definitions(&mut generators.answers) {
+        if components.get(&name).is_some_and(|known| *known != schema) {
+            clashes.push(name.clone());
+        }
+        components.insert(name, schema);
+    }
     let mut doc = json!({
         "openapi": "3.1.0",
         "info": {
@@ -60,7 +72,7 @@ pub(crate) fn document(secured: bool) -> Value {
     if secured {
         doc["security"] = json!([{"bearer": []}]);
     }
-    doc
+    (doc, clashes)
 }
 
 /// Where the schemas of requests and of answers are generated (each type once; a request is
@@ -143,7 +155,7 @@ fn param_schema(kind: Param, generator: &mut SchemaGenerator) -> Value {
         Param::JobId => {
             json!({"type": "string", "pattern": format!("^{JOB_PREFIX}{}", DesignName::PATTERN.trim_start_matches('^'))})
         }
-        Param::ScheduleAction => json!({"type": "string", "enum": ACTION_NAMES}),
+        Param::ScheduleAction => json!({"type": "string", "enum": JobAction::ALL.map(JobAction::as_str)}),
         Param::EventName => json!({"type": "string", "pattern": EVENT_NAME_PATTERN}),
         Param::Version => schema_of::<queries::Version>(generator),
     }
@@ -359,6 +371,13 @@ mod tests {
             assert_eq!(count, ROUTES.len());
             assert_eq!(doc.get("security").is_some(), secured);
         }
+    }
+
+    /// A shared schema's name means one schema: the requests' and the answers' definitions agree
+    /// wherever they share a name.
+    #[test]
+    fn requests_and_answers_share_no_name_with_two_schemas() {
+        assert_eq!(generate(false).1, Vec::<String>::new());
     }
 
     /// Every request body's examples, as the document states them, are read by the handler's

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use crate::design::NodeKind;
 use crate::expr;
 use crate::limits;
-use crate::names::RunId;
+use crate::names::{DesignName, RunId};
 use crate::plan::{Plan, PlanStep};
 use crate::refs;
 use crate::secrets::Secrets;
@@ -64,7 +64,7 @@ pub struct Run {
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
     run_id: RunId,
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::design_name_schema"))]
-    design: String,
+    design: DesignName,
     /// The design version the run ran (`null` for a run of unrecorded content, or an old file).
     /// Absent from the file when unknown, so files from before versions read back unchanged;
     /// the run result always has it.
@@ -135,7 +135,7 @@ impl Run {
     pub fn run_id(&self) -> &RunId {
         &self.run_id
     }
-    pub fn design(&self) -> &str {
+    pub fn design(&self) -> &DesignName {
         &self.design
     }
     pub fn status(&self) -> Status {

@@ -198,7 +198,7 @@ impl Run {
             item,
             loop_index,
             run_id: self.run_id.as_str(),
-            design: &self.design,
+            design: self.design.as_str(),
             secrets: None,
         }
     }

@@ -9,8 +9,9 @@ use vwf_core::time::Ts;
 
 use vwf_api::failure::Failure;
 use vwf_api::render;
+use vwf_api::service::ContractBody;
 use vwf_runtime::app::App;
-use vwf_runtime::schedules::{self, Entry, Fired, Job};
+use vwf_runtime::schedules::{self, Acted, Entry, Fired, JobAction};
 
 #[derive(Subcommand, Debug)]
 pub enum ScheduleCmd {
@@ -105,20 +106,20 @@ pub fn execute(app: &App, cmd: &ScheduleCmd) -> Result<Output, Failure> {
         }
         ScheduleCmd::Pause { job_id } | ScheduleCmd::Resume { job_id } | ScheduleCmd::Remove { job_id } => {
             let action = match cmd {
-                ScheduleCmd::Pause { .. } => "pause",
-                ScheduleCmd::Resume { .. } => "resume",
-                _ => "remove",
+                ScheduleCmd::Pause { .. } => JobAction::Pause,
+                ScheduleCmd::Resume { .. } => JobAction::Resume,
+                _ => JobAction::Remove,
             };
-            let body = schedules::action(app, job_id, action, now)?;
-            let text = match serde_json::from_value::<Job>(body["job"].clone()) {
-                Ok(job) if job.paused => format!("Paused {}.", job.job_id),
-                Ok(job) => format!("Resumed {}: {}, next run {}.", job.job_id, job.human, at(job.next_run_at, &job.tz)),
-                Err(_) => format!("Removed {job_id}."),
+            let acted = schedules::action(app, job_id, action, now)?;
+            let text = match &acted {
+                Acted::Job(job) if job.paused => format!("Paused {}.", job.job_id),
+                Acted::Job(job) => format!("Resumed {}: {}, next run {}.", job.job_id, job.human, at(job.next_run_at, &job.tz)),
+                _ => format!("Removed {job_id}."),
             };
-            Ok(Output { body, text, status: None })
+            Ok(Output { body: acted.body(), text, status: None })
         }
         ScheduleCmd::Run { job_id } => {
-            let body = schedules::action(app, job_id, "run", now)?;
+            let body = schedules::action(app, job_id, JobAction::Run, now)?.body();
             let status = body.get("status").and_then(|s| serde_json::from_value::<Status>(s.clone()).ok());
             let text = match status {
                 Some(_) => render::summary(&body, true, render::Reader::Cli),
