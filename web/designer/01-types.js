@@ -74,7 +74,7 @@ const SHOWN = {
   'design.budget.tokens': { label: 'Token budget', hint: 'for the whole run' },
 };
 /** The panel widget of each kind of value the model names. */
-const WIDGET = { integer: 'number', number: 'number', enum: 'select', string_list: 'list', enum_list: 'list', string_map: 'object', json: 'json', status_set: 'json', command: 'area' };
+const WIDGET = { integer: 'number', number: 'number', enum: 'select', boolean: 'select', string_list: 'list', enum_list: 'list', string_map: 'object', json: 'json', status_set: 'json', command: 'area' };
 
 const F = (key, kind, label, extra = {}) => ({ key, kind, label, ...extra });
 const COMMON_FIELDS = [F('label', 'text', 'Label', { hint: 'shown on the canvas' })];
@@ -105,7 +105,9 @@ function panelFields(list, at, prefix = '') {
     const ranged = m.min !== undefined && m.max !== undefined && m.max <= 100000;
     const range = m.kind === 'enum_list' ? `one per line: ${m.values.join(', ')}`
       : !ranged ? undefined : m.kind === 'integer' && !m.labels ? `${m.min}–${m.max}` : m.kind === 'duration' ? `${durationOf(m.min)} to ${durationOf(m.max)}` : undefined;
-    const def = F(prefix + m.name, widget, shown.label || labelOf(m.name), {
+    // A retry policy's fields read as one group: `Retry max attempts`, `Retry on`…
+    const label = shown.label || (prefix === 'retry.' ? `Retry ${labelOf(m.name).toLowerCase()}` : labelOf(m.name));
+    const def = F(prefix + m.name, widget, label, {
       hint: shown.hint ?? range,
       placeholder: shown.placeholder ?? placeholderOf(m.default ?? m.example),
       rows: shown.rows, list: shown.list, when: shown.when, rerender: shown.rerender,
@@ -118,6 +120,10 @@ function panelFields(list, at, prefix = '') {
         ? m.labels.map((l, i) => [String(m.min + i), l])
         : (m.values || []).map((v) => [v, (shown.names && shown.names[v]) || v]))];
       def.number = m.kind === 'integer';
+      if (m.kind === 'boolean') {
+        def.options = [['', `(default: ${m.default ? 'yes' : 'no'})`], ['true', 'yes'], ['false', 'no']];
+        def.boolean = true;
+      }
     }
     out.push(def);
   }

@@ -21,6 +21,7 @@ function readValue(def, text) {
     }
     case 'select':
       if (text === '') return undefined;
+      if (def.boolean) return text === 'true';
       return def.number && /^-?\d+$/.test(text) ? Number(text) : text;
     case 'list': {
       const items = text.split('\n').map((s) => s.trim()).filter(Boolean);

@@ -42,16 +42,36 @@ pub fn step_line(step: &Value) -> String {
     if let Some(e) = step.get("error").and_then(Value::as_str) {
         line.push_str(&format!("\n      {e}"));
     }
-    // Earlier attempts (agent retries, run retries): how each one ended.
-    let earlier = step.get("tries").and_then(Value::as_array).map(|t| &t[..t.len().saturating_sub(1)]).unwrap_or_default();
+    // Earlier attempts (retries, run retries): how each one ended and how long the run waited
+    // after it. A step waiting before its next attempt shows every attempt so far.
+    let all = step.get("tries").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let earlier = if status == "waiting" && all.last().is_some_and(|t| t.get("delay_ms").is_some()) {
+        all
+    } else {
+        &all[..all.len().saturating_sub(1)]
+    };
     for t in earlier {
         let took =
             t.get("finished_at").and_then(Value::as_str).map(|f| format!(" after {}", elapsed(s(t, "started_at"), f))).unwrap_or_default();
         let error = t.get("error").and_then(Value::as_str).map(|e| format!(": {e}")).unwrap_or_default();
         let n = t.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-        line.push_str(&format!("\n      attempt {n} {}{took} (started {}){error}", s(t, "status").replace('_', " "), s(t, "started_at")));
+        let wait = t.get("delay_ms").and_then(Value::as_u64).map(|ms| format!("; next attempt {} later", millis(ms))).unwrap_or_default();
+        line.push_str(&format!(
+            "\n      attempt {n} {}{took} (started {}){error}{wait}",
+            s(t, "status").replace('_', " "),
+            s(t, "started_at")
+        ));
     }
     line.trim_end().to_string()
+}
+
+/// A wait in milliseconds as people say it: `2s`, `1.5s`, `4m 10s`.
+fn millis(ms: u64) -> String {
+    match ms {
+        ms if ms < 60_000 && ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms if ms < 60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        ms => format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000),
+    }
 }
 
 /// The summary printed when a run stops: steps, then what it waits for or why it failed.
@@ -74,7 +94,13 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
     };
     let mut out = Vec::new();
     let id = s(run, "run_id");
-    out.push(format!("Run {id} of {}: {}", s(run, "design"), s(run, "status").replace('_', " ")));
+    let handled = run.get("handled").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let with_handled = match handled.len() {
+        0 => String::new(),
+        1 => " with 1 handled error".into(),
+        n => format!(" with {n} handled errors"),
+    };
+    out.push(format!("Run {id} of {}: {}{with_handled}", s(run, "design"), s(run, "status").replace('_', " ")));
     if let Some(old) = run.get("retry_of").and_then(Value::as_str) {
         out.push(format!("  retry from the start of run {old}"));
     }
@@ -87,6 +113,9 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
     if let Some(skipped) = run.get("skipped").and_then(Value::as_array).filter(|a| !a.is_empty()) {
         let names: Vec<&str> = skipped.iter().filter_map(Value::as_str).collect();
         out.push(format!("  skipped: {}", names.join(", ")));
+    }
+    for h in handled {
+        out.push(format!("  handled: {} failed: {}", s(h, "node"), s(h, "error")));
     }
     for d in run.get("deliveries").and_then(Value::as_array).into_iter().flatten() {
         let ok = d.get("ok").and_then(Value::as_bool).unwrap_or(false);
@@ -117,7 +146,10 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
                     ),
                 });
             }
-            "wait" => out.push(format!("Waiting at {node} until {}", s(p, "resume_at"))),
+            "wait" => match p.get("next_attempt").and_then(Value::as_u64) {
+                Some(n) => out.push(format!("Waiting to retry {node}: attempt {n} starts at {}", s(p, "resume_at"))),
+                None => out.push(format!("Waiting at {node} until {}", s(p, "resume_at"))),
+            },
             _ => {}
         }
     }

@@ -40,7 +40,9 @@ impl Node {
 /// An edge label as stored (§3): edges leaving a condition or a loop are matched without regard to
 /// case and stored lowercase; other labels are kept as written.
 pub fn stored_label(from_kind: Option<NodeKind>, label: &str) -> String {
-    if from_kind.is_some_and(NodeKind::has_word_labels) { label.to_ascii_lowercase() } else { label.to_string() }
+    let worded =
+        from_kind.is_some_and(NodeKind::has_word_labels) || crate::vocab::Route::of(from_kind, Some(label)) == crate::vocab::Route::Error;
+    if worded { label.to_ascii_lowercase() } else { label.to_string() }
 }
 
 /// One edge `{from, to, label?}`; `label` is stored lowercase for conditions (§3).

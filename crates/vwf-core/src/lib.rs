@@ -10,6 +10,7 @@ pub mod listing;
 pub mod names;
 pub mod pins;
 pub mod plan;
+pub mod recovery;
 pub mod refs;
 pub mod run;
 pub mod schedule;

@@ -67,6 +67,12 @@ impl PlanStep {
 
     /// The step's typed fields. A plan is made only from a valid design, so this fails only
     /// for a hand-edited run file; the engine turns that into a step error.
+    /// How the step recovers from failing (its `retry` and `on_error`; see [`crate::recovery`]).
+    /// A compiled plan's steps were validated, so this reads without problems.
+    pub fn recovery(&self) -> crate::recovery::Recovery {
+        crate::recovery::parse(&crate::design::Node::new(self.id.clone(), self.node.clone())).0
+    }
+
     pub fn spec(&self) -> Result<Spec, StepError> {
         let node = crate::design::Node::new(self.id.clone(), self.node.clone());
         Spec::parse(&node)
@@ -135,6 +141,11 @@ impl Plan {
             ids.push(t.to_string());
         }
         ids
+    }
+
+    /// Whether step `id` has an outgoing `error` edge (taken when it fails for good).
+    pub fn has_error_edges(&self, id: &str) -> bool {
+        self.steps.iter().any(|s| s.parents.iter().any(|p| p.from == id && p.label.as_deref() == Some(crate::vocab::ERROR_LABEL)))
     }
 
     pub fn step(&self, id: &str) -> Option<&PlanStep> {

@@ -18,7 +18,8 @@
 //! `values`), `string_list`, `enum_list` (a list of `values`), `string_map` (an object of
 //! strings), `json` (any JSON), `duration` (`"30s"`, `"5m"`, `"1h30m"`; `min`/`max` in seconds),
 //! `expression` (a condition), `status_set` (`200`, `"2xx"`, `"200-299"` or a list of those),
-//! `command` (a string run by `sh -c`, or a list: program first) and `object` (with `fields`).
+//! `command` (a string run by `sh -c`, or a list: program first), `boolean` and `object` (with
+//! `fields`).
 //! `template: true` marks a field whose strings are templates (SPEC §4); `labels` name an
 //! integer's values in order from `min`.
 
@@ -113,6 +114,7 @@ pub enum Kind {
     StatusSet,
     Command,
     Object,
+    Boolean,
 }
 
 /// The limits of SPEC §18 that a form or client may want to know before it asks.
@@ -235,12 +237,40 @@ fn node_type(kind: NodeKind) -> NodeType {
         ],
         NodeKind::Emit => vec![field("event", Kind::String).required().example("report.ready"), field("payload", Kind::Json).template()],
     };
+    let mut fields = fields;
+    if kind.acts() {
+        fields.extend(recovery_fields(kind));
+    }
     let exactly_one_of = match kind {
         NodeKind::Command => vec!["run", "argv"],
         NodeKind::Wait => vec!["seconds", "duration"],
         _ => Vec::new(),
     };
     NodeType { kind, fields, exactly_one_of }
+}
+
+/// The fields of a step that acts: its retry policy and what a failure for good does
+/// ([`crate::recovery`]).
+fn recovery_fields(kind: NodeKind) -> Vec<Field> {
+    use crate::recovery::{self, Backoff, Numbers, OnError, RetryOn};
+    let (words, numbers) = RetryOn::vocabulary(kind);
+    let on_example = match numbers {
+        Numbers::Statuses => json!(["5xx", "429", 408]),
+        Numbers::ExitCodes => json!([75, "timeout"]),
+        Numbers::None => json!([words[0].0]),
+    };
+    let delay = |name, default| field(name, Kind::Duration).range((1, recovery::LONGEST_DELAY_SECONDS)).unit("seconds").default(default);
+    let mut retry = field("retry", Kind::Object).example(json!({"max_attempts": 3, "delay": "1s"}));
+    retry.fields = vec![
+        integer("max_attempts", recovery::MAX_ATTEMPTS, "", Some(1)),
+        delay("delay", "1s"),
+        field("backoff", Kind::Enum).values(Backoff::ALL.iter().map(Backoff::as_str)).default(Backoff::Exponential.as_str()),
+        integer("factor", recovery::FACTOR, "", Some(u64::from(recovery::FACTOR_DEFAULT))),
+        delay("max_delay", "5m"),
+        field("jitter", Kind::Boolean).default(true),
+        field("on", Kind::EnumList).values(words.iter().map(|(w, _)| *w)).example(on_example),
+    ];
+    vec![retry, field("on_error", Kind::Enum).values(OnError::ALL.iter().map(OnError::as_str)).default(OnError::Fail.as_str())]
 }
 
 fn mode(mode: &'static str) -> Mode {

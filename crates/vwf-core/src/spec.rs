@@ -168,9 +168,8 @@ impl Spec {
         let mut f = Fields { node, issues: Vec::new() };
         f.coordinate("x");
         f.coordinate("y");
-        if f.get("retries").is_some() && !node.is(NodeKind::Agent) {
-            f.issue("retries", format!("only agent steps retry; a {} node takes no \"retries\"", node.type_name()));
-        }
+        let (_, issues) = crate::recovery::parse(node);
+        f.issues.extend(issues);
         let spec = match node.kind {
             Some(NodeKind::Trigger) => parse_trigger(&mut f),
             Some(NodeKind::Agent) => parse_agent(&mut f),
@@ -185,6 +184,15 @@ impl Spec {
             Some(NodeKind::Emit) => parse_emit(&mut f),
             None => parse_unknown(&mut f),
         };
+        if let Spec::Output { deliver: None, .. } = spec {
+            let given: Vec<&str> = ["retry", "on_error"].into_iter().filter(|k| f.get(k).is_some()).collect();
+            for field in given {
+                f.issue(
+                    field,
+                    format!("an output without \"deliver\" sends nothing, so it has nothing to retry and cannot fail; drop \"{field}\""),
+                );
+            }
+        }
         (spec, f.issues)
     }
 
@@ -596,9 +604,9 @@ mod tests {
         let e = Spec::parse(&node(json!({"id": "a", "type": "agent", "prompt": "p", "retries": 4}))).unwrap_err();
         assert_eq!(e[0].field.as_deref(), Some("retries"));
         let e = Spec::parse(&node(json!({"id": "c", "type": "condition", "expr": "out.a.x > 1", "retries": 1}))).unwrap_err();
-        assert!(e[0].message.contains("only agent steps retry"), "{e:?}");
+        assert!(e[0].message.contains("only agent steps take \"retries\""), "{e:?}");
         let e = Spec::parse(&node(json!({"id": "g", "type": "approval", "question": "q", "retries": 1}))).unwrap_err();
-        assert!(e[0].message.contains("only agent steps retry"));
+        assert!(e[0].message.contains("only agent steps take \"retries\""));
     }
 
     #[test]

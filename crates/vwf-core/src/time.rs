@@ -23,6 +23,12 @@ pub fn add_seconds(t: Ts, seconds: u64) -> Option<Ts> {
     t.checked_add_signed(delta).filter(|end| *end <= latest())
 }
 
+/// `t` plus `millis`, or `None` when that lies past [`latest`].
+pub fn add_millis(t: Ts, millis: u64) -> Option<Ts> {
+    let delta = TimeDelta::try_milliseconds(i64::try_from(millis).ok()?)?;
+    t.checked_add_signed(delta).filter(|end| *end <= latest())
+}
+
 /// `t` minus `seconds`, or the earliest instant there is when that lies before it: the start of
 /// a look-back window such as an event cooldown, which never fails.
 pub fn sub_seconds_saturating(t: Ts, seconds: u64) -> Ts {

@@ -223,7 +223,7 @@ mod tests {
             json!([{"from": "start", "to": "boom"}]),
         );
         let mut saved = None;
-        let fail = |_: &str| Outcome::Failed { error: "exit 1".into() };
+        let fail = |_: &str| Outcome::failed("exit 1");
         let events = flat(drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", fail));
         assert_eq!(events, ["started", "step_started", "step_failed", "failed"]);
         r.retry(t("2026-01-01T00:05:00Z")).unwrap();
@@ -264,7 +264,7 @@ mod tests {
             let outcome = |_: &str| {
                 let ok = outcomes[next.get() % outcomes.len()];
                 next.set(next.get() + 1);
-                if ok { Outcome::Done { text: "x".into(), extra: Default::default(), tokens: 0 } } else { Outcome::Failed { error: "no".into() } }
+                if ok { Outcome::Done { text: "x".into(), extra: Default::default(), tokens: 0 } } else { Outcome::failed("no") }
             };
             let mut saved = None;
             let mut reported: std::collections::HashMap<String, usize> = Default::default();
@@ -325,7 +325,7 @@ mod tests {
             json!([{"from": "start", "to": "boom"}]),
         );
         let mut saved = None;
-        drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", |_| Outcome::Failed { error: "x".into() });
+        drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", |_| Outcome::failed("x"));
         let file = serde_json::to_value(&r).unwrap();
         assert_eq!(Saved::from_value(&file), Some(Saved::of(&r)));
         assert_eq!(Saved::from_value(&json!([])), None);

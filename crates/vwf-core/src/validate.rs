@@ -262,6 +262,7 @@ pub fn validate_design(design: &Design) -> Report {
     let bodies = graph.loop_bodies(design);
     let parts = Parts { design, graph, specs, bodies, trigger };
     edges(&parts, &mut found);
+    error_paths(&parts, &mut found);
     cycles(&parts, &mut found);
     loop_bodies(&parts, &mut found);
     nested_loops(&parts, &mut found);
@@ -395,6 +396,64 @@ fn edges(p: &Parts, found: &mut Found) {
                 found.errors.push(Issue::edge(i, format!("edge {} -> {}: a loop's edges are labelled each or done", e.from, e.to)));
             }
             _ => {}
+        }
+    }
+}
+
+/// Error paths (SPEC §3): an `error` edge leaves a step that can fail (an output only when it
+/// delivers) and whose `on_error` is not `continue`, into a branch its normal edges do not reach.
+/// An `error` label on a step that cannot fail is only a name, which is worth a warning.
+fn error_paths(p: &Parts, found: &mut Found) {
+    let (design, graph) = (p.design, &p.graph);
+    for (n, node) in graph.nodes.iter().enumerate() {
+        let (errors, normal): (Vec<_>, Vec<_>) =
+            graph.children(n).partition(|(e, _)| Route::of(node.kind, design.edges[*e].label.as_deref()) == Route::Error);
+        let edge = |e: usize| format!("edge {} -> {}", design.edges[e].from, design.edges[e].to);
+        if errors.is_empty() {
+            let named = |e: &usize| design.edges[*e].label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(crate::vocab::ERROR_LABEL));
+            if matches!(node.kind, Some(NodeKind::Wait | NodeKind::Trigger)) {
+                for (e, _) in normal.iter().filter(|(e, _)| named(e)) {
+                    found.warnings.push(Issue::edge(
+                        *e,
+                        format!(
+                            "{}: a {} step cannot fail, so this \"error\" label is only a name and the edge is always taken",
+                            edge(*e),
+                            node.type_name()
+                        ),
+                    ));
+                }
+            }
+            continue;
+        }
+        if let Some(Spec::Output { deliver: None, .. }) = p.specs.get(node.id.as_str()) {
+            for (e, _) in &errors {
+                found.errors.push(Issue::edge(
+                    *e,
+                    format!("{}: an output without \"deliver\" sends nothing and cannot fail, so it has no error path", edge(*e)),
+                ));
+            }
+            continue;
+        }
+        if crate::recovery::parse(node).0.on_error == crate::recovery::OnError::Continue {
+            found.errors.push(Issue::node_field(
+                &node.id,
+                "on_error",
+                "a step with an \"error\" edge takes it when it fails; \"on_error\": \"continue\" would take its normal edges instead: use one",
+            ));
+        }
+        let starts: Vec<usize> = normal.iter().map(|(_, to)| *to).collect();
+        let mut after_success = graph.descendants(&starts);
+        after_success.extend(starts);
+        for (e, to) in errors.iter().filter(|(_, to)| after_success.contains(to)) {
+            found.errors.push(Issue::edge(
+                *e,
+                format!(
+                    "{}: {} also runs after {} succeeds; an error edge leads into a branch of its own",
+                    edge(*e),
+                    graph.nodes[*to].id,
+                    node.id
+                ),
+            ));
         }
     }
 }

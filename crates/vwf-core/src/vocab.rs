@@ -82,7 +82,17 @@ impl NodeKind {
     pub fn has_word_labels(self) -> bool {
         matches!(self, NodeKind::Condition | NodeKind::Loop)
     }
+
+    /// Kinds whose steps act on the world (a driver performs them), so they can fail for reasons
+    /// outside the design: these take a retry policy, `on_error` and `error` edges. An output
+    /// acts only when it delivers; the spec decides that.
+    pub fn acts(self) -> bool {
+        matches!(self, NodeKind::Agent | NodeKind::Command | NodeKind::Http | NodeKind::Output | NodeKind::Emit)
+    }
 }
+
+/// The label of an acting step's edge taken when the step fails for good.
+pub const ERROR_LABEL: &str = "error";
 
 words! {
     /// What an approval gate does when its deadline passes (`on_timeout`).
@@ -95,6 +105,23 @@ words! {
 impl OnTimeout {
     /// What an approval without `on_timeout` does.
     pub const DEFAULT: OnTimeout = OnTimeout::Reject;
+}
+
+words! {
+    /// How a retry policy spaces its attempts (`retry.backoff`).
+    Backoff, "backoff" {
+        Fixed = "fixed",
+        Exponential = "exponential",
+    }
+}
+
+words! {
+    /// What a step's failure does once its attempts are used up (`on_error`): fail the run (the
+    /// default), or record the failure and go on along the step's normal edges.
+    OnError, "on_error" {
+        Fail = "fail",
+        Continue = "continue",
+    }
 }
 
 words! {
@@ -149,6 +176,8 @@ pub enum Route<'a> {
     Done,
     /// An approval gate's edge: taken when the answer is this option.
     Answer(&'a str),
+    /// An acting step's `error` edge: taken only when the step failed for good.
+    Error,
     /// A label a condition or a loop cannot have (the validator refuses it; never taken).
     Invalid(&'a str),
 }
@@ -166,6 +195,7 @@ impl<'a> Route<'a> {
             Some(NodeKind::Loop) if word("done") => Route::Done,
             Some(NodeKind::Condition | NodeKind::Loop) => Route::Invalid(label),
             Some(NodeKind::Approval) => Route::Answer(label),
+            Some(kind) if kind.acts() && word(ERROR_LABEL) => Route::Error,
             _ => Route::Always,
         }
     }
@@ -229,6 +259,10 @@ mod tests {
         refuses::<OnTimeout>(&["reject", "escalate"]);
         round_trips(Deliver::ALL);
         refuses::<Deliver>(&["notification", "channel"]);
+        round_trips(Backoff::ALL);
+        refuses::<Backoff>(&["fixed", "exponential"]);
+        round_trips(OnError::ALL);
+        refuses::<OnError>(&["fail", "continue"]);
         round_trips(Platform::ALL);
         refuses::<Platform>(&["telegram", "slack", "discord", "webhook"]);
         assert_eq!(Platform::list(|_| true), "telegram, slack, discord, webhook");
@@ -250,6 +284,11 @@ mod tests {
             (Approval, Some("Ship it"), Route::Answer("Ship it")),
             (Approval, None, Route::Always),
             (Agent, Some("true"), Route::Always),
+            (Agent, Some("error"), Route::Error),
+            (Http, Some("Error"), Route::Error),
+            (Condition, Some("error"), Route::Invalid("error")),
+            (Approval, Some("error"), Route::Answer("error")),
+            (Wait, Some("error"), Route::Always),
             (Output, Some("each"), Route::Always),
         ];
         for &(kind, label, want) in cases {

@@ -53,7 +53,7 @@ fn done(text: &str) -> Outcome {
 }
 
 fn failed(error: &str) -> Outcome {
-    Outcome::Failed { error: error.into() }
+    Outcome::failed(error)
 }
 
 /// Agents answer "draft text", deliveries find no channel, everything else prints "ok".

@@ -105,7 +105,7 @@ fn concurrency_hands_out_passes_together_and_keeps_results_in_order() {
 #[test]
 fn a_failed_pass_fails_the_loop_with_the_pass_index() {
     let mut run = start(chunk_design(1), files(4));
-    drive(&mut run, |t| if t.node == "read#2" { Outcome::Failed { error: "disk on fire".into() } } else { agent_text(t) });
+    drive(&mut run, |t| if t.node == "read#2" { Outcome::failed("disk on fire") } else { agent_text(t) });
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.failed_node(), Some("each-chunk"));
     let error = run.error().cloned().unwrap();
@@ -117,7 +117,7 @@ fn a_failed_pass_fails_the_loop_with_the_pass_index() {
 #[test]
 fn retry_keeps_the_passes_that_finished() {
     let mut run = start(chunk_design(1), files(4));
-    drive(&mut run, |t| if t.node == "read#2" { Outcome::Failed { error: "flaky".into() } } else { agent_text(t) });
+    drive(&mut run, |t| if t.node == "read#2" { Outcome::failed("flaky") } else { agent_text(t) });
     let before: Vec<_> = ["read#0", "read#1"].iter().map(|n| run.record(n).cloned().unwrap()).collect();
     run.retry(t0() + Duration::minutes(1)).unwrap();
     let batches = drive(&mut run, agent_text);

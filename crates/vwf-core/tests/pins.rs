@@ -252,7 +252,7 @@ fn a_retried_test_run_keeps_its_pins() {
     for _ in 0..10 {
         match run.advance(t0()) {
             Advance::Tasks(tasks) => {
-                run.complete(&tasks[0].node, Outcome::Failed { error: "refused".into() }, t0()).unwrap();
+                run.complete(&tasks[0].node, Outcome::failed("refused"), t0()).unwrap();
                 break;
             }
             Advance::Settled(_) => {}

@@ -7,4 +7,5 @@ mod engine;
 mod import;
 mod loops;
 mod pins;
+mod recovery;
 mod validate;

@@ -998,7 +998,7 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                 for t in tasks {
                     let outcome = match &t.work {
                         Work::Agent { .. } if agents == 0 && t.attempt == 1 => Outcome::ParkAgent,
-                        Work::Agent { .. } if agents == 1 && t.attempt == 1 => Outcome::Failed { error: "flaky".into() },
+                        Work::Agent { .. } if agents == 1 && t.attempt == 1 => Outcome::failed("flaky"),
                         Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
                             node: t.node.clone(),
                             target: target.clone(),

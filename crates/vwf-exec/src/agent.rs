@@ -28,6 +28,7 @@ use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde_json::{Map, Value, json};
 use vwf_core::limits;
+use vwf_core::recovery::Cause;
 use vwf_core::run::Outcome;
 
 use super::process;
@@ -77,8 +78,8 @@ pub enum BackendError {
 pub fn perform(config: &Config, request: &Request<'_>) -> Outcome {
     match Call::resolve(config, request) {
         Ok(None) => Outcome::ParkAgent,
-        Ok(Some(call)) => call.perform(config, request).unwrap_or_else(|e| Outcome::Failed { error: e.to_string() }),
-        Err(e) => Outcome::Failed { error: e.to_string() },
+        Ok(Some(call)) => call.perform(config, request).unwrap_or_else(|e| Outcome::Failed { error: e.to_string(), cause: e.cause() }),
+        Err(e) => Outcome::failed(e.to_string()),
     }
 }
 
@@ -174,6 +175,10 @@ pub enum AgentError {
     /// The agent command gave no reply.
     #[error("{0}")]
     Command(String),
+    /// The backend did not answer in time, or answered with a status that is not a success:
+    /// `cause` says which, for the step's retry policy (`"timeout"`, `"429"`).
+    #[error("{text}")]
+    Unanswered { text: String, cause: Cause },
 }
 
 impl AgentError {
@@ -183,6 +188,15 @@ impl AgentError {
             AgentError::Config(t) => AgentError::Config(f(t)),
             AgentError::Backend(t) => AgentError::Backend(f(t)),
             AgentError::Command(t) => AgentError::Command(f(t)),
+            AgentError::Unanswered { text, cause } => AgentError::Unanswered { text: f(text), cause },
+        }
+    }
+
+    /// How the step failed, for its retry policy.
+    pub fn cause(&self) -> Cause {
+        match self {
+            AgentError::Unanswered { cause, .. } => *cause,
+            _ => Cause::Error,
         }
     }
 }
@@ -362,44 +376,56 @@ fn api_key(config: &Config) -> Option<String> {
 /// Sends a request (with the key, if any) and returns its JSON answer; a transport error, a
 /// non-2xx status or a body that is not JSON is an error quoting the status and the body.
 fn exchange(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &Url, timeout: Duration) -> Result<Value, AgentError> {
-    exchange_text(config, builder, url, timeout).map_err(AgentError::Backend)
+    exchange_text(config, builder, url, timeout).map_err(|(text, cause)| match cause {
+        Cause::Error => AgentError::Backend(text),
+        cause => AgentError::Unanswered { text, cause },
+    })
 }
 
-fn exchange_text(config: &Config, builder: reqwest::blocking::RequestBuilder, url: &Url, timeout: Duration) -> Result<Value, String> {
+/// [`exchange`], its failure as a text and a cause.
+fn exchange_text(
+    config: &Config,
+    builder: reqwest::blocking::RequestBuilder,
+    url: &Url,
+    timeout: Duration,
+) -> Result<Value, (String, Cause)> {
+    let plain = |text: String| (text, Cause::Error);
     let mut builder = builder;
     if let Some(key) = api_key(config) {
         let mut value = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
-            .map_err(|_| "the API key holds characters an HTTP header cannot carry".to_string())?;
+            .map_err(|_| plain("the API key holds characters an HTTP header cannot carry".to_string()))?;
         value.set_sensitive(true);
         builder = builder.header(AUTHORIZATION, value);
     }
     let started = Instant::now();
     let shown = shown(url);
+    let late = || (format!("the agent backend did not answer {shown} within {} s", timeout.as_secs()), Cause::Timeout);
     let response = builder.send().map_err(|e| {
         if e.is_timeout() || started.elapsed() >= timeout {
-            format!("the agent backend did not answer {shown} within {} s", timeout.as_secs())
+            late()
         } else {
-            format!("cannot reach the agent backend at {shown}: {}", super::error_chain(&e.without_url()))
+            (format!("cannot reach the agent backend at {shown}: {}", super::error_chain(&e.without_url())), Cause::Connect)
         }
     })?;
+    let retry_after = super::http::retry_after(response.headers(), chrono::Utc::now());
     let status = response.status();
     let mut bytes = Vec::new();
     response.take(BODY_BYTES + 1).read_to_end(&mut bytes).map_err(|e| {
-        if started.elapsed() >= timeout {
-            format!("the agent backend did not answer {shown} within {} s", timeout.as_secs())
-        } else {
-            format!("reading the agent backend's answer from {shown} failed: {e}")
-        }
+        if started.elapsed() >= timeout { late() } else { plain(format!("reading the agent backend's answer from {shown} failed: {e}")) }
     })?;
     let text = String::from_utf8_lossy(&bytes);
     if !status.is_success() {
-        return Err(format!("the agent backend answered HTTP {} at {shown}: {}", status.as_u16(), excerpt(&text)));
+        let code = status.as_u16();
+        return Err((
+            format!("the agent backend answered HTTP {code} at {shown}: {}", excerpt(&text)),
+            Cause::Status { code, retry_after },
+        ));
     }
     if bytes.len() as u64 > BODY_BYTES {
-        return Err(format!("the agent backend's answer at {shown} is over {BODY_BYTES} bytes"));
+        return Err(plain(format!("the agent backend's answer at {shown} is over {BODY_BYTES} bytes")));
     }
     serde_json::from_slice(&bytes).map_err(|_| {
-        format!("the agent backend answered HTTP {} at {shown} with a body that is not JSON: {}", status.as_u16(), excerpt(&text))
+        plain(format!("the agent backend answered HTTP {} at {shown} with a body that is not JSON: {}", status.as_u16(), excerpt(&text)))
     })
 }
 
@@ -505,7 +531,7 @@ mod tests {
         assert_eq!(e, AgentError::Command("the agent command exited with code 1".into()));
         assert_eq!(
             perform(&config("[agent]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"exit 1\"]\n"), &Request::new("hi", None, None)),
-            Outcome::Failed { error: e.to_string() }
+            Outcome::failed(e.to_string())
         );
     }
 
@@ -522,7 +548,7 @@ mod tests {
     #[test]
     fn openai_without_a_model_is_a_clear_failure() {
         let c = config("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n");
-        let Outcome::Failed { error } = perform(&c, &Request::new("hi", None, None)) else { panic!("should fail") };
+        let Outcome::Failed { error, .. } = perform(&c, &Request::new("hi", None, None)) else { panic!("should fail") };
         assert!(error.contains("no model"), "{error}");
     }
 

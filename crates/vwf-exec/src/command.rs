@@ -15,6 +15,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 use vwf_core::limits::STEP_OUTPUT_BYTES;
+use vwf_core::recovery::Cause;
 use vwf_core::run::Outcome;
 use vwf_core::spec::{CommandStep, Program};
 
@@ -22,7 +23,18 @@ use super::process::{self, Finished};
 use crate::config::Config;
 
 pub fn perform(step: &CommandStep, config: &Config) -> Outcome {
-    run(step, config).unwrap_or_else(|e| Outcome::Failed { error: e.to_string() })
+    run(step, config).unwrap_or_else(|e| Outcome::Failed { error: e.to_string(), cause: e.cause() })
+}
+
+impl CommandError {
+    /// How the step failed, for its retry policy (`retry.on`: exit codes, `"timeout"`).
+    pub fn cause(&self) -> Cause {
+        match self {
+            CommandError::Ended { ended: Ended::Exit(code), .. } => Cause::Exit(*code),
+            CommandError::Ended { ended: Ended::TimedOut(_) | Ended::OutputHeld(_), .. } => Cause::Timeout,
+            _ => Cause::Error,
+        }
+    }
 }
 
 /// Why a command step failed; its text is the step's error.
@@ -176,7 +188,7 @@ mod tests {
             let got = run(&step, config).unwrap_err();
             assert_eq!(got, want);
             assert_eq!(got.to_string(), text);
-            assert_eq!(perform(&step, config), Outcome::Failed { error: text.into() });
+            assert_eq!(perform(&step, config), Outcome::failed(text));
         }
         let missing = run(&step(Program::Argv(vec!["/nonexistent/program".into()]), None), &on).unwrap_err();
         assert!(matches!(&missing, CommandError::Start { program, .. } if program == "/nonexistent/program"), "{missing:?}");

@@ -31,6 +31,7 @@ use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 use vwf_core::limits;
+use vwf_core::recovery::Cause;
 use vwf_core::run::Outcome;
 use vwf_core::run::inputs::is_secret_name;
 use vwf_core::spec::HttpStep;
@@ -51,7 +52,7 @@ pub fn perform(step: &HttpStep, policy: Policy<'_>) -> Outcome {
     let request = Request { url, method, headers, body: body.as_ref(), timeout: Duration::from_secs((*timeout_seconds).max(1)), accept };
     match request.perform(policy) {
         Ok(outcome) => outcome,
-        Err(error) => Outcome::Failed { error: error.to_string() },
+        Err(error) => Outcome::Failed { error: error.to_string(), cause: error.cause() },
     }
 }
 
@@ -87,7 +88,7 @@ pub enum HttpError {
     Read(String),
     /// An answer whose status the step does not accept; `body` is the start of its body.
     #[error("HTTP {status} is not an accepted status (accept: {accept}){body}")]
-    Status { status: u16, accept: String, body: String },
+    Status { status: u16, accept: String, body: String, retry_after: Option<u64> },
     #[error("response body{} is over the {}-byte limit for output kept inline", .declared.map(|n| format!(" ({n} bytes)")).unwrap_or_default(), limits::STEP_OUTPUT_BYTES)]
     OverLimit { declared: Option<u64> },
     #[error(
@@ -95,6 +96,19 @@ pub enum HttpError {
         limits::STEP_OUTPUT_BYTES
     )]
     BinaryOverLimit { raw: usize, encoded: usize },
+}
+
+impl HttpError {
+    /// How the step failed, for its retry policy (`retry.on`: `"5xx"`, `"429"`, a status,
+    /// `"timeout"`, `"connect"`).
+    pub fn cause(&self) -> Cause {
+        match self {
+            HttpError::TimedOut(_) => Cause::Timeout,
+            HttpError::Transport { .. } => Cause::Connect,
+            HttpError::Status { status, retry_after, .. } => Cause::Status { code: *status, retry_after: *retry_after },
+            _ => Cause::Error,
+        }
+    }
 }
 
 /// One http step's rendered fields.
@@ -167,6 +181,7 @@ impl Request<'_> {
     /// Reads the answer of the last hop into the step's outcome.
     fn finish(&self, response: reqwest::blocking::Response, started: Instant) -> Result<Outcome, HttpError> {
         let status = response.status().as_u16();
+        let wait = retry_after(response.headers(), chrono::Utc::now());
         let headers = header_object(response.headers());
         let declared = response.content_length();
         // A declared length over the limit fails at once, without reading (a status error,
@@ -179,7 +194,7 @@ impl Request<'_> {
         let over = bytes.len() > limits::STEP_OUTPUT_BYTES;
 
         if !accepted(status, self.accept) {
-            return Err(status_error(status, self.accept, &bytes));
+            return Err(status_error(status, self.accept, &bytes, wait));
         }
         if over {
             return Err(HttpError::OverLimit { declared: None });
@@ -307,7 +322,7 @@ fn describe_accept(accept: &[(u16, u16)]) -> String {
         .join(", ")
 }
 
-fn status_error(status: u16, accept: &[(u16, u16)], body: &[u8]) -> HttpError {
+fn status_error(status: u16, accept: &[(u16, u16)], body: &[u8], retry_after: Option<u64>) -> HttpError {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     let body = if text.is_empty() {
@@ -317,7 +332,18 @@ fn status_error(status: u16, accept: &[(u16, u16)], body: &[u8]) -> HttpError {
         let more = if text.chars().count() > ERROR_BODY_CHARS { "…" } else { "" };
         format!("; response body: {snippet}{more}")
     };
-    HttpError::Status { status, accept: describe_accept(accept), body }
+    HttpError::Status { status, accept: describe_accept(accept), body, retry_after }
+}
+
+/// The seconds an answer's `Retry-After` asks for (RFC 9110 §10.2.3: whole seconds, or an HTTP
+/// date, read against `now`); `None` when it has none that reads.
+pub(crate) fn retry_after(headers: &HeaderMap, now: chrono::DateTime<chrono::Utc>) -> Option<u64> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(seconds);
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    Some((at.with_timezone(&chrono::Utc) - now).num_seconds().max(0) as u64)
 }
 
 /// The finished step: `text` is the body, `extra` holds `status`, `headers` and `body`.
@@ -368,7 +394,7 @@ mod tests {
 
     fn error(o: Outcome) -> String {
         match o {
-            Outcome::Failed { error } => error,
+            Outcome::Failed { error, .. } => error,
             other => panic!("expected a failure, got {other:?}"),
         }
     }
@@ -379,10 +405,13 @@ mod tests {
         assert_eq!(bad, HttpError::Scheme { scheme: "ftp".into(), shown: "ftp://example.com/x".into() });
         assert_eq!(bad.to_string(), "only http:// and https:// URLs can be fetched, not ftp: (ftp://example.com/x)");
         assert!(matches!(parse_url("http://"), Err(HttpError::BadUrl { .. })));
-        let status = status_error(404, &[(200, 299), (304, 304)], b" missing ");
-        assert_eq!(status, HttpError::Status { status: 404, accept: "2xx, 304".into(), body: "; response body: missing".into() });
+        let status = status_error(404, &[(200, 299), (304, 304)], b" missing ", None);
+        assert_eq!(
+            status,
+            HttpError::Status { status: 404, accept: "2xx, 304".into(), body: "; response body: missing".into(), retry_after: None }
+        );
         assert_eq!(status.to_string(), "HTTP 404 is not an accepted status (accept: 2xx, 304); response body: missing");
-        assert_eq!(status_error(500, &[(200, 299)], b"").to_string(), "HTTP 500 is not an accepted status (accept: 2xx)");
+        assert_eq!(status_error(500, &[(200, 299)], b"", None).to_string(), "HTTP 500 is not an accepted status (accept: 2xx)");
         assert_eq!(
             HttpError::OverLimit { declared: Some(7) }.to_string(),
             format!("response body (7 bytes) is over the {}-byte limit for output kept inline", limits::STEP_OUTPUT_BYTES)
@@ -396,6 +425,30 @@ mod tests {
             assert!(error(fetch(&work(url))).contains("only http:// and https://"), "{url}");
         }
         assert!(error(fetch(&work("not a url"))).contains("bad URL"));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = chrono::DateTime::parse_from_rfc3339("2015-10-21T07:28:00Z").unwrap().with_timezone(&chrono::Utc);
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(reqwest::header::RETRY_AFTER, HeaderValue::from_str(v).unwrap());
+            retry_after(&h, now)
+        };
+        assert_eq!(with("2"), Some(2));
+        assert_eq!(with(" 120 "), Some(120));
+        assert_eq!(with("Wed, 21 Oct 2015 07:28:30 GMT"), Some(30));
+        assert_eq!(with("Wed, 21 Oct 2015 07:27:00 GMT"), Some(0), "a date gone by asks for no wait");
+        assert_eq!(with("soon"), None);
+        assert_eq!(with("-3"), None);
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
+        assert_eq!(
+            HttpError::Status { status: 503, accept: "2xx".into(), body: String::new(), retry_after: Some(2) }.cause(),
+            Cause::Status { code: 503, retry_after: Some(2) }
+        );
+        assert_eq!(HttpError::TimedOut(3).cause(), Cause::Timeout);
+        assert_eq!(HttpError::Transport { url: "u".into(), cause: "refused".into() }.cause(), Cause::Connect);
+        assert_eq!(HttpError::Redirects.cause(), Cause::Error);
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Drivers {
             }
             Work::Command(step) => command::perform(step, &self.config),
             Work::Http(step) => http::perform(step, self.config.http.policy()),
-            Work::Emit { .. } => Outcome::Failed { error: "emit steps are performed by the runner".into() },
+            Work::Emit { .. } => Outcome::failed("emit steps are performed by the runner"),
         }
     }
 

@@ -276,7 +276,7 @@ pub fn saved_runs_read_back(store: &dyn Store) {
                 for task in tasks {
                     let outcome = if task.node == "work#3" && !failed_once {
                         failed_once = true;
-                        Outcome::Failed { error: "exit 1".into() }
+                        Outcome::failed("exit 1")
                     } else {
                         let mut extra = serde_json::Map::new();
                         extra.insert("exit_code".into(), json!(0));

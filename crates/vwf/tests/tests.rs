@@ -37,6 +37,7 @@ mod multi_instance;
 mod nesting;
 mod ops;
 mod pg_store;
+mod recovery;
 mod release;
 mod run_bytes;
 mod runs;

@@ -22,6 +22,7 @@ impl Run {
             deliveries: Vec::new(),
             error: None,
             failed_node: None,
+            handled: Vec::new(),
             steps: Vec::new(),
             trigger,
             retry_of: None,
@@ -213,23 +214,10 @@ impl Run {
                     extra.insert("deliveries".into(), json!([d]));
                     self.finish_step(node, &message, extra, now);
                 } else {
-                    self.fail_step(node, &error, now);
+                    self.attempt_failed(node, &error, Cause::Error, now);
                 }
             }
-            Outcome::Failed { error } => {
-                let retries = match step.spec() {
-                    Ok(Spec::Agent { retries, .. }) => retries,
-                    _ => 0,
-                };
-                let attempts = self.record(node).map_or(1, |r| r.attempts);
-                if attempts <= retries {
-                    if let Some(r) = self.record_mut(node) {
-                        r.await_next_try(&error, now);
-                    }
-                } else {
-                    self.fail_step(node, &error, now);
-                }
-            }
+            Outcome::Failed { error, cause } => self.attempt_failed(node, &error, cause, now),
             Outcome::ParkAgent => {
                 let prompt_src = step.node.get("prompt").and_then(Value::as_str).unwrap_or_default().to_string();
                 let pending = match (step.spec(), self.render(&prompt_src, &scope)) {
@@ -341,7 +329,9 @@ impl Run {
             .steps
             .iter()
             .filter(|r| {
-                Some(&r.node) == failed.as_ref() || matches!(r.status, StepStatus::Running | StepStatus::Retrying | StepStatus::Failed)
+                let handled = self.handled.iter().any(|h| h.node == r.node);
+                Some(&r.node) == failed.as_ref()
+                    || (!handled && matches!(r.status, StepStatus::Running | StepStatus::Retrying | StepStatus::Failed))
             })
             .cloned()
             .collect();

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{LoopState, PassState, Pending, Run, RunFailure, Status, StepRecord};
+use super::{Handled, LoopState, PassState, Pending, Run, RunFailure, Status, StepRecord};
 use crate::time::{self, Ts};
 
 /// One part of a run document. The declaration order is the order a reader applies them in.
@@ -155,6 +155,8 @@ struct Head {
     skipped: Vec<String>,
     error: Option<RunFailure>,
     failed_node: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    handled: Vec<Handled>,
     #[serde(with = "time")]
     updated_at: Ts,
     tokens_used: u64,
@@ -205,6 +207,7 @@ impl Run {
                 skipped: self.skipped.clone(),
                 error: self.error.clone(),
                 failed_node: self.failed_node.clone(),
+                handled: self.handled.clone(),
                 updated_at: self.updated_at,
                 tokens_used: self.tokens_used,
                 parked: self.parked.clone(),
@@ -247,6 +250,7 @@ impl Run {
                 self.skipped = h.skipped;
                 self.error = h.error;
                 self.failed_node = h.failed_node;
+                self.handled = h.handled;
                 self.updated_at = h.updated_at;
                 self.tokens_used = h.tokens_used;
                 self.parked = h.parked;

@@ -116,6 +116,7 @@ impl Run {
         Some(id) == self.plan.trigger_id()
             || self.skipped.iter().any(|s| s == id)
             || self.record(id).is_some_and(|r| r.status == StepStatus::Done)
+            || (self.outputs.contains_key(id) && self.record(id).is_some_and(|r| r.status == StepStatus::Failed))
     }
 
     pub(super) fn settled_in(&self, id: &str, scope: &Scope) -> bool {

@@ -27,6 +27,7 @@ use crate::expr;
 use crate::limits;
 use crate::names::{DesignName, RunId};
 use crate::plan::{Plan, PlanStep};
+use crate::recovery::Cause;
 use crate::refs;
 use crate::secrets::Secrets;
 use crate::shell;
@@ -42,6 +43,7 @@ pub mod inputs;
 pub mod journal;
 mod loops;
 mod record;
+mod recover;
 pub mod settle;
 mod step;
 
@@ -50,7 +52,7 @@ use record::is_false;
 use step::Begin;
 
 pub use failure::{APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, RunFailure, StepError, TOKEN_BUDGET_EXCEEDED};
-pub use record::{Delivery, HistoryEvent, Pending, Status, StepRecord, StepStatus, TriggerInfo, Try};
+pub use record::{Delivery, Handled, HistoryEvent, Pending, Status, StepRecord, StepStatus, TriggerInfo, Try};
 /// Why an attempt still in progress when its run failed ended (a retry starts it again).
 pub const UNFINISHED_WHEN_THE_RUN_FAILED: &str = "not finished when the run failed";
 
@@ -79,6 +81,11 @@ pub struct Run {
     #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     error: Option<RunFailure>,
     failed_node: Option<String>,
+    /// Steps that failed for good and whose failure the design handled (an `error` edge, or
+    /// `on_error: "continue"`), in the order they failed. Absent from files of runs that handled
+    /// none; the run result always has it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    handled: Vec<Handled>,
     steps: Vec<StepRecord>,
     trigger: TriggerInfo,
     /// The run this one retries from the start (with the design as saved when it started);
@@ -163,6 +170,10 @@ impl Run {
     pub fn failed_node(&self) -> Option<&str> {
         self.failed_node.as_deref()
     }
+    /// Steps whose failure the design handled, in the order they failed.
+    pub fn handled(&self) -> &[Handled] {
+        &self.handled
+    }
     /// Step records, in plan order.
     pub fn steps(&self) -> &[StepRecord] {
         &self.steps
@@ -204,7 +215,7 @@ impl Run {
 pub const FILE_ONLY_FIELDS: [&str; 5] = ["tokens_used", "parked", "history", "loops", "plan"];
 
 /// The run result of a run file's document: its additions removed, and the fields a file leaves
-/// out when they hold their default (`version`, `test`) put in.
+/// out when they hold their default (`version`, `test`, `handled`) put in.
 pub fn result_of_document(mut doc: Value) -> Value {
     if let Some(obj) = doc.as_object_mut() {
         for k in FILE_ONLY_FIELDS {
@@ -212,6 +223,7 @@ pub fn result_of_document(mut doc: Value) -> Value {
         }
         obj.entry("version").or_insert(Value::Null);
         obj.entry("test").or_insert(Value::Bool(false));
+        obj.entry("handled").or_insert(Value::Array(Vec::new()));
     }
     doc
 }
@@ -275,18 +287,20 @@ pub enum Work {
 pub enum Outcome {
     /// The step produced `text`; `extra` holds its type-specific view fields; `tokens` counts
     /// against the budget (agents).
-    Done {
-        text: String,
-        extra: Map<String, Value>,
-        tokens: u64,
-    },
+    Done { text: String, extra: Map<String, Value>, tokens: u64 },
     /// A delivery attempt, successful or not.
     Delivered(Delivery),
-    Failed {
-        error: String,
-    },
+    /// The attempt failed; `cause` says how, for the step's retry policy and its error view.
+    Failed { error: String, cause: Cause },
     /// No agent backend: park the step for a person or a host agent.
     ParkAgent,
+}
+
+impl Outcome {
+    /// A failure with no more to say about its cause.
+    pub fn failed(error: impl Into<String>) -> Outcome {
+        Outcome::Failed { error: error.into(), cause: Cause::Error }
+    }
 }
 
 /// What `advance` did.

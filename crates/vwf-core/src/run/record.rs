@@ -110,6 +110,10 @@ pub struct Try {
     pub error: Option<String>,
     /// Bytes of the text the attempt produced (null until it is done).
     pub output_bytes: Option<u64>,
+    /// For a failed attempt its retry policy follows with another: how long the run waited
+    /// before that one, in milliseconds. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 impl StepRecord {
@@ -137,7 +141,15 @@ impl StepRecord {
         self.started_at = now;
         self.finished_at = None;
         self.error = None;
-        self.tries.push(Try { attempt: self.attempts, status, started_at: now, finished_at: None, error: None, output_bytes: None });
+        self.tries.push(Try {
+            attempt: self.attempts,
+            status,
+            started_at: now,
+            finished_at: None,
+            error: None,
+            output_bytes: None,
+            delay_ms: None,
+        });
         self.attempts
     }
 
@@ -174,6 +186,19 @@ impl StepRecord {
         self.error = None;
     }
 
+    /// The failed attempt's policy waits `delay_ms` before the next one: the step waits.
+    pub(super) fn wait_before_next_try(&mut self, delay_ms: u64) {
+        if let Some(t) = self.tries.last_mut() {
+            t.delay_ms = Some(delay_ms);
+        }
+        self.status = StepStatus::Waiting;
+    }
+
+    /// The wait before the next attempt is over: the step is ready to start it.
+    pub(super) fn next_try_due(&mut self) {
+        self.status = StepStatus::Retrying;
+    }
+
     fn open_try(&mut self) -> Option<&mut Try> {
         self.tries.last_mut().filter(|t| t.finished_at.is_none())
     }
@@ -204,11 +229,15 @@ pub enum Pending {
         profile: Option<String>,
         model: Option<String>,
     },
+    /// A timed wait: a wait step, or the pause a retry policy makes before a step's next
+    /// attempt (`next_attempt` is that attempt's number; absent for a wait step).
     Wait {
         node: String,
         #[serde(with = "time")]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
         resume_at: Ts,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_attempt: Option<u32>,
     },
 }
 
@@ -225,6 +254,15 @@ impl Pending {
             Pending::Wait { .. } => Status::Waiting,
         }
     }
+}
+
+/// A step that failed for good whose failure the design handled.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Handled {
+    /// The step's record name (`node`, or `node#pass` inside a loop).
+    pub node: String,
+    pub error: String,
 }
 
 /// One delivery attempt with the platform's real answer.

@@ -120,7 +120,7 @@ mod tests {
     }
 
     fn wait(resume_at: &str) -> Pending {
-        Pending::Wait { node: "pause".into(), resume_at: at(resume_at) }
+        Pending::Wait { node: "pause".into(), resume_at: at(resume_at), next_attempt: None }
     }
 
     #[test]

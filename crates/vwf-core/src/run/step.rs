@@ -22,11 +22,15 @@ impl Run {
                 }
                 let Some(view) = self.view_in(&p.from, scope) else { return false };
                 let kind = self.plan.step(&p.from).and_then(PlanStep::kind);
-                match Route::of(kind, p.label.as_deref()) {
+                let route = Route::of(kind, p.label.as_deref());
+                if self.failed_handled(&p.from, scope) {
+                    return self.taken_after_failure(&p.from, route);
+                }
+                match route {
                     Route::Always | Route::Done => true,
                     Route::When(b) => view.get("value").and_then(Value::as_bool) == Some(b),
                     Route::Answer(option) => view.get("answer").and_then(Value::as_str) == Some(option),
-                    Route::Each | Route::Invalid(_) => false,
+                    Route::Error | Route::Each | Route::Invalid(_) => false,
                 }
             })
     }
@@ -78,7 +82,7 @@ impl Run {
     }
 
     /// Puts a step instance's output view where its scope keeps outputs.
-    fn keep_output(&mut self, id: &str, view: Value) {
+    pub(super) fn keep_output(&mut self, id: &str, view: Value) {
         let base = split_instance(id).0.to_string();
         match self.locate(id) {
             Some((_, scope)) if scope.pass.is_some() => {
@@ -324,7 +328,7 @@ impl Run {
                 let Some(resume_at) = time::add_seconds(now, seconds) else {
                     return fail(self, beyond_time("the wait's end").into());
                 };
-                self.parked.push(Pending::Wait { node: id.into(), resume_at });
+                self.parked.push(Pending::Wait { node: id.into(), resume_at, next_attempt: None });
                 self.refresh_status();
                 Begin::Settled
             }
@@ -463,15 +467,23 @@ impl Run {
         e.evaluate(left.as_ref()).map_err(|error| StepError::Condition { src: src.to_string(), error })
     }
 
+    /// Ends the first timed wait that has come: a wait step is done; a step that waited before
+    /// its next attempt is ready to start it.
     pub(super) fn resume_due_wait(&mut self, now: Ts) -> Option<String> {
-        let node = self.parked.iter().find_map(|p| match p {
-            Pending::Wait { node, resume_at } if *resume_at <= now => Some(node.clone()),
+        let (node, retry) = self.parked.iter().find_map(|p| match p {
+            Pending::Wait { node, resume_at, next_attempt } if *resume_at <= now => Some((node.clone(), next_attempt.is_some())),
             _ => None,
         })?;
         self.parked.retain(|p| p.node() != node);
-        let mut extra = Map::new();
-        extra.insert("resumed_at".into(), Value::String(time::format(&now)));
-        self.finish_step(&node, "", extra, now);
+        if retry {
+            if let Some(r) = self.record_mut(&node) {
+                r.next_try_due();
+            }
+        } else {
+            let mut extra = Map::new();
+            extra.insert("resumed_at".into(), Value::String(time::format(&now)));
+            self.finish_step(&node, "", extra, now);
+        }
         self.refresh_status();
         Some(node)
     }

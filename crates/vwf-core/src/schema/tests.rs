@@ -17,16 +17,15 @@ type Parse<'a, T> = &'a dyn Fn(&Map<String, Value>) -> Result<T, Vec<Option<Stri
 
 fn spec(raw: &Map<String, Value>) -> Result<Spec, Vec<Option<String>>> {
     let mut raw = raw.clone();
-    // An output's delivery and target go together, and the target's form follows the delivery.
+    // An output's fields are checked on one that delivers (only it can fail, so only it takes
+    // a retry policy or `on_error`); its target's form follows the delivery.
     if crate::spec::kind_of(&raw) == "output" {
-        let target = match (raw.get("deliver").and_then(Value::as_str), raw.contains_key("target")) {
-            (Some("notification"), false) => Some(("target", "telegram")),
-            (Some("channel"), false) => Some(("target", "telegram:123456")),
-            (None, true) => Some(("deliver", "channel")),
-            _ => None,
-        };
-        if let Some((name, value)) = target {
-            raw.insert(name.into(), json!(value));
+        if !raw.contains_key("deliver") {
+            raw.insert("deliver".into(), json!("channel"));
+        }
+        if !raw.contains_key("target") {
+            let target = if raw.get("deliver") == Some(&json!("notification")) { "telegram" } else { "telegram:123456" };
+            raw.insert("target".into(), json!(target));
         }
     }
     let node = Node::new("n", raw);
@@ -208,6 +207,42 @@ fn every_schedule_preset_and_field_is_what_to_cron_accepts() {
 }
 
 #[test]
+fn every_retry_field_is_what_the_policy_reader_accepts() {
+    let schema = schema();
+    let mut cases = 0;
+    for t in schema.node_types.iter().filter(|t| t.kind.acts()) {
+        let retry = t.fields.iter().find(|f| f.name == "retry").unwrap_or_else(|| panic!("{} has retry", t.kind));
+        let kind = t.kind;
+        let policy = move |raw: &Map<String, Value>| -> Result<crate::recovery::RetryPolicy, Vec<Option<String>>> {
+            let mut node = minimal(kind.as_str(), &[], &[]);
+            node.insert("retry".into(), Value::Object(raw.clone()));
+            if kind == NodeKind::Output {
+                node.insert("deliver".into(), json!("channel"));
+            }
+            let (recovery, issues) = crate::recovery::parse(&Node::new("n", node));
+            let fields: Vec<Option<String>> =
+                issues.into_iter().map(|i| i.field.map(|f| f.strip_prefix("retry.").map(String::from).unwrap_or(f))).collect();
+            if fields.is_empty() { Ok(recovery.retry) } else { Err(fields) }
+        };
+        cases += check(&format!("{kind}.retry"), &retry.fields, &Map::new(), &policy);
+        // The numbers `on` takes besides its words.
+        let on = retry.fields.iter().find(|f| f.name == "on").expect("on");
+        let numbers = on.example.as_ref().and_then(Value::as_array).map_or(0, |e| e.iter().filter(|v| v.is_number()).count());
+        assert_eq!(numbers > 0, matches!(kind, NodeKind::Http | NodeKind::Command), "{kind}: {:?}", on.example);
+        let listed = |v: Value| policy(&with(&Map::new(), "on", json!([v])));
+        if kind == NodeKind::Http {
+            assert!(listed(json!(503)).is_ok() && listed(json!(99)).is_err() && listed(json!(600)).is_err());
+        } else if kind == NodeKind::Command {
+            assert!(listed(json!(1)).is_ok() && listed(json!(255)).is_ok() && listed(json!(0)).is_err() && listed(json!(256)).is_err());
+        } else {
+            assert!(listed(json!(500)).is_err(), "{kind} takes no numbers");
+        }
+        cases += 1;
+    }
+    eprintln!("{cases} retry cases");
+}
+
+#[test]
 fn no_parser_reads_a_field_the_document_does_not_list() {
     let schema = schema();
     let everywhere: BTreeSet<&str> = schema
@@ -221,8 +256,9 @@ fn no_parser_reads_a_field_the_document_does_not_list() {
     let mut cases = 0;
     let mut look = |kind: &str, base: Map<String, Value>, own: &[Field]| {
         for name in &everywhere {
-            // Only agent steps retry: another node naming `retries` is refused for it, by design.
-            if own.iter().any(|f| f.name == *name) || *name == "retries" || *name == "mode" {
+            // Only agent steps take `retries`, and only steps that act `retry` and `on_error`:
+            // another node naming them is refused for it, by design.
+            if own.iter().any(|f| f.name == *name) || ["retries", "retry", "on_error", "mode"].contains(name) {
                 continue;
             }
             let fields = spec(&with(&base, name, odd.clone())).err().unwrap_or_default();

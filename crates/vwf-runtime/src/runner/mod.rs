@@ -412,7 +412,7 @@ impl Runner<'_> {
         for task in emits {
             let Work::Emit { event, payload } = &task.work else { continue };
             let outcome = match self.emit(event, payload.clone(), &EmitSource::of(run)) {
-                Ok(Emission { capped: Some(error), .. }) => Outcome::Failed { error },
+                Ok(Emission { capped: Some(error), .. }) => Outcome::failed(error),
                 Ok(emission) => {
                     let mut extra = Map::new();
                     extra.insert("event".into(), Value::String(event.clone()));
@@ -421,7 +421,7 @@ impl Runner<'_> {
                     let text = if payload.is_null() { String::new() } else { payload.to_string() };
                     Outcome::Done { text, extra, tokens: 0 }
                 }
-                Err(e) => Outcome::Failed { error: e.to_string() },
+                Err(e) => Outcome::failed(e.to_string()),
             };
             record(run, task, outcome)?;
         }
@@ -578,7 +578,7 @@ fn scrubbed(mut outcome: Outcome, secrets: &Secrets) -> Outcome {
             secrets.scrub_string(text);
             extra.values_mut().for_each(|v| secrets.scrub(v));
         }
-        Outcome::Failed { error } => secrets.scrub_string(error),
+        Outcome::Failed { error, .. } => secrets.scrub_string(error),
         Outcome::Delivered(_) | Outcome::ParkAgent => {}
     }
     outcome

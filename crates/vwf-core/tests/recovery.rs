@@ -1,0 +1,370 @@
+//! Steps that fail well (SPEC §3 `retry`, `on_error`, `error` edges): retry policies whose waits
+//! park the run durably, error paths, `on_error: "continue"`, and the default that stays: a
+//! broken step with none of these fails the run.
+//!
+//! Time moves only when a test moves it: a retry's wait is a `Pending::Wait` with its
+//! `resume_at`, and the test advances to exactly that instant (or just before it).
+
+use chrono::{Duration, TimeZone, Utc};
+use serde_json::{Map, Value, json};
+use vwf_core::design::Design;
+use vwf_core::plan::Plan;
+use vwf_core::recovery::Cause;
+use vwf_core::run::{Outcome, Pending, Run, Status, StepStatus, Task, TriggerInfo};
+use vwf_core::time::Ts;
+use vwf_core::validate::validate;
+
+use crate::common;
+
+fn t0() -> Ts {
+    Utc.with_ymd_and_hms(2026, 12, 2, 9, 0, 0).unwrap()
+}
+
+fn design(nodes: Value, edges: Value) -> Value {
+    json!({"nodes": nodes, "edges": edges})
+}
+
+fn start(design: &Value) -> Run {
+    let d = Design::from_value(design).unwrap_or_else(|e| panic!("design does not parse: {e:?}"));
+    let plan = Plan::compile("test", &d).unwrap_or_else(|r| panic!("design is not valid: {r:?}"));
+    Run::start(
+        plan,
+        vwf_core::names::RunId::parse("d7b493cae249").unwrap(),
+        TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, Value::Null),
+        t0(),
+    )
+}
+
+fn drive(run: &mut Run, now: Ts, answer: impl FnMut(&Task) -> Outcome) -> Vec<Task> {
+    common::drive_batches(run, now, answer).into_iter().flatten().collect()
+}
+
+fn done(text: &str) -> Outcome {
+    Outcome::Done { text: text.into(), extra: Map::new(), tokens: 0 }
+}
+
+fn status(code: u16, retry_after: Option<u64>) -> Outcome {
+    Outcome::Failed { error: format!("HTTP {code} is not an accepted status (accept: 2xx)"), cause: Cause::Status { code, retry_after } }
+}
+
+fn http(retry: Value) -> Value {
+    design(
+        json!([
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "fetch", "type": "http", "url": "http://127.0.0.1:9/feed", "retry": retry},
+            {"id": "after", "type": "command", "run": "true"},
+        ]),
+        json!([{"from": "start", "to": "fetch"}, {"from": "fetch", "to": "after"}]),
+    )
+}
+
+/// The wait the run is parked on: (node, resume_at, next_attempt).
+fn retry_wait(run: &Run) -> (String, Ts, Option<u32>) {
+    match run.pending() {
+        Some(Pending::Wait { node, resume_at, next_attempt }) => (node.clone(), *resume_at, *next_attempt),
+        other => panic!("not parked on a wait: {other:?} ({:?})", run.status()),
+    }
+}
+
+/// Drives the run through every retry wait, each at exactly its `resume_at`, answering each
+/// attempt of `fetch` from `answers` in order. Returns the instants the attempts started.
+fn through_waits(run: &mut Run, answers: &mut Vec<Outcome>) -> Vec<Ts> {
+    let mut started = Vec::new();
+    let mut now = t0();
+    loop {
+        drive(run, now, |task| {
+            if task.node == "fetch" {
+                started.push(now);
+                answers.remove(0)
+            } else {
+                done("ok")
+            }
+        });
+        if run.status() != Status::Waiting {
+            return started;
+        }
+        let (node, resume_at, next) = retry_wait(run);
+        assert_eq!(node, "fetch");
+        // Just before its time the run stays parked: nothing is handed out.
+        let before = resume_at - Duration::milliseconds(1);
+        assert!(drive(run, before, |_| panic!("an attempt started before its wait ended")).is_empty());
+        assert_eq!(run.status(), Status::Waiting);
+        assert_eq!(next, Some(run.record("fetch").unwrap().attempts + 1));
+        now = resume_at;
+    }
+}
+
+#[test]
+fn a_503_503_200_succeeds_on_the_third_attempt_after_the_policys_waits() {
+    let mut run = start(&http(json!({"max_attempts": 5, "delay": "1s", "factor": 3, "jitter": false, "on": ["5xx"]})));
+    let mut answers = vec![status(503, None), status(503, None), done("fresh")];
+    let started = through_waits(&mut run, &mut answers);
+    assert_eq!(run.status(), Status::Done, "{:?}", run.error());
+    assert_eq!(started, [t0(), t0() + Duration::seconds(1), t0() + Duration::seconds(4)]);
+    let r = run.record("fetch").unwrap();
+    assert_eq!((r.attempts, r.status), (3, StepStatus::Done));
+    let delays: Vec<Option<u64>> = r.tries.iter().map(|t| t.delay_ms).collect();
+    assert_eq!(delays, [Some(1000), Some(3000), None], "each failed attempt keeps the wait chosen after it");
+    let statuses: Vec<StepStatus> = r.tries.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [StepStatus::Failed, StepStatus::Failed, StepStatus::Done]);
+    assert!(r.tries[0].error.as_deref().unwrap().contains("HTTP 503"));
+    assert_eq!(r.failures.len(), 2);
+    assert!(run.handled().is_empty());
+    assert_eq!(run.outputs()["after"]["text"], "ok");
+}
+
+#[test]
+fn retry_after_is_waited_for_at_least_and_capped_by_max_delay() {
+    let mut run = start(&http(json!({"max_attempts": 3, "delay": "1s", "jitter": false, "max_delay": "5s"})));
+    let mut answers = vec![status(429, Some(2)), status(503, Some(3600)), done("ok")];
+    let started = through_waits(&mut run, &mut answers);
+    assert_eq!(run.status(), Status::Done);
+    // 429 with Retry-After: 2 → 2 s (the policy's own 1 s is shorter); then 3600 s capped at 5 s.
+    assert_eq!(started, [t0(), t0() + Duration::seconds(2), t0() + Duration::seconds(7)]);
+}
+
+#[test]
+fn on_narrows_the_failures_that_retry() {
+    let mut run = start(&http(json!({"max_attempts": 3, "on": ["5xx"]})));
+    let tasks = drive(&mut run, t0(), |t| if t.node == "fetch" { status(404, None) } else { done("") });
+    assert_eq!(tasks.len(), 1, "a 404 is not retried on [\"5xx\"]");
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("fetch"));
+    assert_eq!(run.record("fetch").unwrap().attempts, 1);
+}
+
+#[test]
+fn attempts_used_up_fail_the_run_as_before() {
+    let mut run = start(&http(json!({"max_attempts": 2, "delay": "1s", "jitter": false})));
+    let mut answers = vec![status(500, None), status(500, None)];
+    through_waits(&mut run, &mut answers);
+    assert_eq!(run.status(), Status::Failed);
+    assert!(run.error().unwrap().contains("HTTP 500"));
+    assert_eq!(run.record("fetch").unwrap().attempts, 2);
+    assert!(run.skipped().is_empty() && run.record("after").is_none());
+}
+
+#[test]
+fn jittered_waits_lie_in_the_upper_half_and_are_recorded() {
+    let mut run = start(&http(json!({"max_attempts": 4, "delay": "10s", "factor": 2})));
+    let mut answers = vec![status(502, None), status(502, None), status(502, None), done("ok")];
+    let started = through_waits(&mut run, &mut answers);
+    let r = run.record("fetch").unwrap();
+    for (i, full) in [10_000u64, 20_000, 40_000].into_iter().enumerate() {
+        let d = r.tries[i].delay_ms.unwrap();
+        assert!(d >= full / 2 && d <= full, "attempt {}: {d} ms outside [{}, {full}]", i + 1, full / 2);
+        assert_eq!(started[i + 1] - started[i], Duration::milliseconds(d as i64));
+    }
+}
+
+#[test]
+fn a_retry_wait_survives_a_save_and_a_reload() {
+    let mut run = start(&http(json!({"max_attempts": 2, "delay": "30s", "jitter": false})));
+    drive(&mut run, t0(), |_| status(503, None));
+    assert_eq!(run.status(), Status::Waiting);
+    assert_eq!(run.due(t0(), true), None);
+    let (_, resume_at, _) = retry_wait(&run);
+    // What a store holds is what a new process reads: the wait is there, due at its time.
+    let mut back: Run = serde_json::from_value(serde_json::to_value(&run).unwrap()).unwrap();
+    assert_eq!(back.next_due(), Some(resume_at));
+    assert_eq!(back.due(resume_at, true), Some(vwf_core::run::settle::Settle::WaitDue));
+    let tasks = drive(&mut back, resume_at, |t| if t.node == "fetch" { done("late") } else { done("") });
+    assert_eq!(tasks.iter().filter(|t| t.node == "fetch").map(|t| t.attempt).collect::<Vec<_>>(), [2], "the next attempt runs once");
+    assert_eq!(back.status(), Status::Done);
+}
+
+#[test]
+fn the_older_agent_retries_still_retry_at_once() {
+    let d = design(
+        json!([{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "draft", "type": "agent", "prompt": "p", "retries": 2}]),
+        json!([{"from": "start", "to": "draft"}]),
+    );
+    let mut run = start(&d);
+    let mut n = 0;
+    let tasks = drive(&mut run, t0(), |_| {
+        n += 1;
+        if n < 3 { Outcome::failed("backend down") } else { done("drafted") }
+    });
+    assert_eq!(tasks.len(), 3, "three attempts, no wait between");
+    assert_eq!(run.status(), Status::Done);
+    assert!(run.record("draft").unwrap().tries.iter().all(|t| t.delay_ms.is_none()));
+}
+
+fn with_error_path(extra: Value) -> Value {
+    let mut step = json!({"id": "build", "type": "command", "run": "exit 3"});
+    step.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+    design(
+        json!([
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            step,
+            {"id": "ship", "type": "command", "run": "true"},
+            {"id": "alert", "type": "command", "run": "echo {{nodes.build.error.message}} {{nodes.build.error.exit_code}} {{nodes.build.error.attempts}}"},
+            {"id": "report", "type": "output"},
+        ]),
+        json!([
+            {"from": "start", "to": "build"},
+            {"from": "build", "to": "ship"},
+            {"from": "build", "to": "alert", "label": "error"},
+            {"from": "ship", "to": "report"},
+            {"from": "alert", "to": "report"},
+        ]),
+    )
+}
+
+fn exit3() -> Outcome {
+    Outcome::Failed { error: "command exited with code 3".into(), cause: Cause::Exit(3) }
+}
+
+#[test]
+fn an_error_edge_runs_the_handler_with_the_error_and_the_run_is_done_with_it_handled() {
+    let mut run = start(&with_error_path(json!({})));
+    let mut seen = Vec::new();
+    drive(&mut run, t0(), |t| {
+        seen.push((t.node.clone(), t.work.clone()));
+        if t.node == "build" { exit3() } else { done("handled") }
+    });
+    assert_eq!(run.status(), Status::Done, "{:?}", run.error());
+    assert!(run.ok() && run.error().is_none());
+    assert_eq!(run.record("build").unwrap().status, StepStatus::Failed, "the failure stays visible on the step");
+    assert_eq!(
+        run.outputs()["build"]["error"],
+        json!({"message": "command exited with code 3", "kind": "exit", "attempts": 1, "exit_code": 3})
+    );
+    assert_eq!(run.outputs()["build"]["text"], Value::Null);
+    assert_eq!(run.handled().len(), 1);
+    assert_eq!((run.handled()[0].node.as_str(), run.handled()[0].error.as_str()), ("build", "command exited with code 3"));
+    assert_eq!(run.skipped(), ["ship"], "the normal branch is not taken");
+    let alert = seen.iter().find(|(n, _)| n == "alert").expect("the handler ran");
+    let vwf_core::run::Work::Command(c) = &alert.1 else { panic!("a command") };
+    let values: Vec<&String> = c.env.values().collect();
+    assert!(values.iter().any(|v| v.as_str() == "command exited with code 3"), "{values:?}");
+    assert!(values.iter().any(|v| v.as_str() == "3") && values.iter().any(|v| v.as_str() == "1"), "{values:?}");
+    assert_eq!(run.result()["handled"], json!([{"node": "build", "error": "command exited with code 3"}]));
+}
+
+#[test]
+fn a_handler_that_fails_fails_the_run() {
+    let mut run = start(&with_error_path(json!({})));
+    drive(&mut run, t0(), |t| if t.node == "build" { exit3() } else { Outcome::failed("slack is down") });
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("alert"));
+}
+
+#[test]
+fn without_an_error_edge_the_run_fails_exactly_as_before() {
+    let d = design(
+        json!([{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "build", "type": "command", "run": "exit 3"}, {"id": "ship", "type": "command", "run": "true"}]),
+        json!([{"from": "start", "to": "build"}, {"from": "build", "to": "ship"}]),
+    );
+    let mut run = start(&d);
+    drive(&mut run, t0(), |_| exit3());
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.failed_node(), Some("build"));
+    assert_eq!(run.error().map(|e| e.to_string()), Some("command exited with code 3".into()));
+    assert!(run.handled().is_empty() && !run.outputs().contains_key("build"));
+    assert_eq!(run.result()["handled"], json!([]));
+}
+
+#[test]
+fn retries_come_first_and_the_error_path_after_they_are_used_up() {
+    let mut run = start(&with_error_path(json!({"retry": {"max_attempts": 2, "delay": "5s", "jitter": false, "on": [3]}})));
+    drive(&mut run, t0(), |t| if t.node == "build" { exit3() } else { done("") });
+    assert_eq!(run.status(), Status::Waiting);
+    drive(&mut run, t0() + Duration::seconds(5), |t| if t.node == "build" { exit3() } else { done("") });
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["build"]["error"]["attempts"], 2);
+}
+
+#[test]
+fn on_error_continue_takes_the_normal_edges_with_a_null_output_and_the_error() {
+    let d = design(
+        json!([
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "enrich", "type": "http", "url": "http://127.0.0.1:9/x", "on_error": "continue"},
+            {"id": "next", "type": "command", "run": "true"},
+        ]),
+        json!([{"from": "start", "to": "enrich"}, {"from": "enrich", "to": "next"}]),
+    );
+    let mut run = start(&d);
+    drive(&mut run, t0(), |t| if t.node == "enrich" { status(500, None) } else { done("went on") });
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.outputs()["enrich"]["text"], Value::Null);
+    assert_eq!(run.outputs()["enrich"]["error"]["status"], 500);
+    assert_eq!(run.outputs()["next"]["text"], "went on");
+    assert_eq!(run.handled().len(), 1);
+}
+
+#[test]
+fn a_run_retry_leaves_a_handled_failure_alone() {
+    let mut run = start(&with_error_path(json!({})));
+    drive(&mut run, t0(), |t| if t.node == "build" { exit3() } else { Outcome::failed("slack is down") });
+    assert_eq!(run.failed_node(), Some("alert"));
+    run.retry(t0() + Duration::minutes(1)).unwrap();
+    let tasks = drive(&mut run, t0() + Duration::minutes(1), |_| done("sent"));
+    assert_eq!(tasks.iter().map(|t| t.node.as_str()).collect::<Vec<_>>(), ["alert"], "build is not run again");
+    assert_eq!(run.status(), Status::Done);
+    assert_eq!(run.record("build").unwrap().attempts, 1);
+}
+
+#[test]
+fn an_error_path_inside_a_loop_pass_is_handled_in_that_pass() {
+    let d = design(
+        json!([
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "each", "type": "loop", "over": "[1, 2, 3]"},
+            {"id": "get", "type": "http", "url": "http://127.0.0.1:9/{{item}}"},
+            {"id": "note", "type": "command", "run": "true"},
+            {"id": "end", "type": "output"},
+        ]),
+        json!([
+            {"from": "start", "to": "each"},
+            {"from": "each", "to": "get", "label": "each"},
+            {"from": "get", "to": "note", "label": "error"},
+            {"from": "each", "to": "end", "label": "done"},
+        ]),
+    );
+    let mut run = start(&d);
+    drive(&mut run, t0(), |t| if t.node == "get#1" { status(500, None) } else { done("ok") });
+    assert_eq!(run.status(), Status::Done, "{:?}", run.error());
+    assert_eq!(run.handled().iter().map(|h| h.node.as_str()).collect::<Vec<_>>(), ["get#1"]);
+    assert_eq!(run.record("note#1").map(|r| r.status), Some(StepStatus::Done));
+    assert!(run.record("note#0").is_none() && run.record("note#2").is_none());
+}
+
+#[test]
+fn the_validator_holds_error_paths_to_their_rules() {
+    let check = |nodes: Value, edges: Value| validate(&design(nodes, edges));
+    let t = json!({"id": "start", "type": "trigger", "mode": "manual"});
+    // From a step that cannot fail: a warning that the label is only a name.
+    let r = check(
+        json!([t, {"id": "w", "type": "wait", "seconds": 5}, {"id": "x", "type": "command", "run": "true"}]),
+        json!([{"from": "start", "to": "w"}, {"from": "w", "to": "x", "label": "error"}]),
+    );
+    assert!(r.ok && r.warnings.iter().any(|w| w.message.contains("cannot fail")), "{r:?}");
+    // From an output without deliver: refused.
+    let r = check(
+        json!([t, {"id": "o", "type": "output"}, {"id": "x", "type": "command", "run": "true"}]),
+        json!([{"from": "start", "to": "o"}, {"from": "o", "to": "x", "label": "error"}]),
+    );
+    assert!(!r.ok && r.errors.iter().any(|e| e.message.contains("cannot fail")), "{r:?}");
+    // Into a node the normal branch reaches too: refused.
+    let r = check(
+        json!([t, {"id": "a", "type": "command", "run": "x"}, {"id": "b", "type": "command", "run": "x"}, {"id": "c", "type": "command", "run": "x"}]),
+        json!([{"from": "start", "to": "a"}, {"from": "a", "to": "b"}, {"from": "b", "to": "c"}, {"from": "a", "to": "c", "label": "error"}]),
+    );
+    assert!(!r.ok && r.errors.iter().any(|e| e.message.contains("also runs after a succeeds")), "{r:?}");
+    // With on_error: continue too: refused.
+    let r = check(
+        json!([t, {"id": "a", "type": "command", "run": "x", "on_error": "continue"}, {"id": "b", "type": "command", "run": "x"}]),
+        json!([{"from": "start", "to": "a"}, {"from": "a", "to": "b", "label": "error"}]),
+    );
+    assert!(!r.ok && r.errors.iter().any(|e| e.field.as_deref() == Some("on_error")), "{r:?}");
+    // A join both branches reach after their own first step is fine; the label is stored lowercase.
+    let d = design(
+        json!([t, {"id": "a", "type": "command", "run": "x"}, {"id": "ok", "type": "command", "run": "x"}, {"id": "bad", "type": "command", "run": "x"}, {"id": "end", "type": "output"}]),
+        json!([{"from": "start", "to": "a"}, {"from": "a", "to": "ok"}, {"from": "a", "to": "bad", "label": "Error"}, {"from": "ok", "to": "end"}, {"from": "bad", "to": "end"}]),
+    );
+    assert!(validate(&d).ok, "{:?}", validate(&d));
+    let plan = Plan::compile("test", &Design::from_value(&d).unwrap()).unwrap();
+    assert!(plan.has_error_edges("a") && !plan.has_error_edges("ok"));
+}

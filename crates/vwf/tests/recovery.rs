@@ -1,0 +1,215 @@
+//! Steps that fail well, as a user meets them: `vwf run` in a child process against a real local
+//! HTTP server that fails before it answers, and commands that exit non-zero.
+//!
+//! The clock is pinned (`VWF_NOW`), so a foreground run "sleeps" through a retry's wait by moving
+//! its clock to the wait's end: the delays recorded are the policy's, and nothing here sleeps.
+
+use crate::common;
+
+use common::Home;
+use common::peer::Peer;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+const NOW: &str = "2026-12-02T09:00:00Z";
+
+fn with_fetch(fetch: Value, rest: &[Value], edges: &[Value]) -> Value {
+    let mut nodes = vec![json!({"id": "start", "type": "trigger", "mode": "manual"}), fetch];
+    nodes.extend_from_slice(rest);
+    let mut all = vec![json!({"from": "start", "to": "fetch"})];
+    all.extend_from_slice(edges);
+    json!({"nodes": nodes, "edges": all})
+}
+
+/// The attempts of step `node`: (status, started_at, delay_ms) of each.
+fn tries(run: &Value, node: &str) -> Vec<(String, String, Option<u64>)> {
+    let record = run["steps"].as_array().unwrap().iter().find(|s| s["node"] == node).unwrap_or_else(|| panic!("no {node} in {run}"));
+    record["tries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["status"].as_str().unwrap().to_string(), t["started_at"].as_str().unwrap().to_string(), t["delay_ms"].as_u64()))
+        .collect()
+}
+
+#[test]
+fn an_http_step_answered_503_503_200_succeeds_on_its_third_attempt() {
+    let peer = Peer::start();
+    peer.mount(
+        Mock::given(method("GET")).and(path("/feed")).respond_with(ResponseTemplate::new(503)).up_to_n_times(2).with_priority(1).expect(2),
+    );
+    peer.mount(
+        Mock::given(method("GET"))
+            .and(path("/feed"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("fresh"))
+            .with_priority(2)
+            .expect(1),
+    );
+    let home = Home::local_http();
+    let retry = json!({"max_attempts": 4, "delay": "2s", "factor": 2, "jitter": false, "on": ["5xx"]});
+    home.save("feed", &with_fetch(json!({"id": "fetch", "type": "http", "url": peer.url("/feed"), "retry": retry}), &[], &[]));
+    let (code, run) = home.json_at(NOW, &["run", "feed"]);
+    assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+    assert_eq!(run["outputs"]["fetch"]["text"], "fresh");
+    assert_eq!(
+        tries(&run, "fetch"),
+        [
+            ("failed".into(), "2026-12-02T09:00:00.000Z".into(), Some(2000)),
+            ("failed".into(), "2026-12-02T09:00:02.000Z".into(), Some(4000)),
+            ("done".into(), "2026-12-02T09:00:06.000Z".into(), None),
+        ]
+    );
+    assert_eq!(run["handled"], json!([]));
+    peer.verify();
+}
+
+#[test]
+fn a_429_with_retry_after_is_waited_for() {
+    let peer = Peer::start();
+    peer.mount(
+        Mock::given(method("GET"))
+            .and(path("/limited"))
+            .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "2"))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .expect(1),
+    );
+    peer.mount(
+        Mock::given(method("GET"))
+            .and(path("/limited"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+            .with_priority(2)
+            .expect(1),
+    );
+    let home = Home::local_http();
+    let retry = json!({"max_attempts": 2, "delay": "1s", "jitter": false, "on": ["429"]});
+    home.save("limited", &with_fetch(json!({"id": "fetch", "type": "http", "url": peer.url("/limited"), "retry": retry}), &[], &[]));
+    let (code, run) = home.json_at(NOW, &["run", "limited"]);
+    assert_eq!(code, 0, "{run}");
+    let t = tries(&run, "fetch");
+    assert_eq!(t[0].2, Some(2000), "Retry-After: 2 outweighs the policy's 1 s");
+    assert_eq!(t[1].1, "2026-12-02T09:00:02.000Z");
+    peer.verify();
+}
+
+#[test]
+fn on_5xx_does_not_retry_a_404() {
+    let peer = Peer::start();
+    peer.mount(Mock::given(method("GET")).and(path("/gone")).respond_with(ResponseTemplate::new(404)).expect(1));
+    let home = Home::local_http();
+    let retry = json!({"max_attempts": 5, "on": ["5xx"]});
+    home.save("gone", &with_fetch(json!({"id": "fetch", "type": "http", "url": peer.url("/gone"), "retry": retry}), &[], &[]));
+    let (code, run) = home.json_at(NOW, &["run", "gone"]);
+    assert_eq!((code, run["status"].as_str(), run["failed_node"].as_str()), (1, Some("failed"), Some("fetch")), "{run}");
+    assert_eq!(tries(&run, "fetch").len(), 1);
+    peer.verify();
+}
+
+fn build_with(error_edge: bool) -> Value {
+    let mut edges = vec![json!({"from": "start", "to": "build"}), json!({"from": "build", "to": "ship"})];
+    if error_edge {
+        edges.push(json!({"from": "build", "to": "alert", "label": "error"}));
+    }
+    let mut nodes = vec![
+        json!({"id": "start", "type": "trigger", "mode": "manual"}),
+        json!({"id": "build", "type": "command", "run": "echo compiling; exit 3"}),
+        json!({"id": "ship", "type": "command", "run": "echo shipped"}),
+    ];
+    if error_edge {
+        nodes.push(json!({"id": "alert", "type": "command", "run": "printf '%s|%s|%s' {{nodes.build.error.kind}} {{nodes.build.error.exit_code}} {{nodes.build.error.attempts}}"}));
+    }
+    json!({"nodes": nodes, "edges": edges})
+}
+
+#[test]
+fn a_command_exiting_3_takes_its_error_edge_and_the_run_is_done_with_it_handled() {
+    let home = Home::local_http();
+    home.save("build", &build_with(true));
+    let (code, run) = home.json_at(NOW, &["run", "build"]);
+    assert_eq!((code, run["status"].as_str(), run["ok"].as_bool()), (0, Some("done"), Some(true)), "{run}");
+    assert_eq!(run["outputs"]["alert"]["text"], "exit|3|1");
+    assert_eq!(run["outputs"]["build"]["error"]["kind"], "exit");
+    assert_eq!(run["handled"].as_array().map(Vec::len), Some(1), "{run}");
+    assert_eq!(run["handled"][0]["node"], "build");
+    assert!(run["handled"][0]["error"].as_str().unwrap().contains("exited with code 3"), "{run}");
+    assert_eq!(run["skipped"], json!(["ship"]));
+    let build = run["steps"].as_array().unwrap().iter().find(|s| s["node"] == "build").unwrap();
+    assert_eq!(build["status"], "failed", "the failure stays on the step's record");
+    // What was written reads back the same.
+    let (_, shown) = home.json(&["show", run["run_id"].as_str().unwrap()]);
+    assert_eq!(shown["handled"], run["handled"]);
+}
+
+#[test]
+fn without_the_error_edge_the_same_command_fails_the_run_as_before() {
+    let home = Home::local_http();
+    home.save("build", &build_with(false));
+    let (code, run) = home.json_at(NOW, &["run", "build"]);
+    assert_eq!((code, run["status"].as_str(), run["failed_node"].as_str()), (1, Some("failed"), Some("build")), "{run}");
+    assert!(run["error"].as_str().unwrap().contains("exited with code 3"), "{run}");
+    assert_eq!(run["handled"], json!([]));
+    assert!(run["outputs"].get("build").is_none());
+}
+
+#[test]
+fn a_command_retried_on_its_exit_code_and_then_handled() {
+    let home = Home::local_http();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let script = format!(
+        "n=$(cat {0} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {0}; [ $n -ge 3 ] && echo ok && exit 0; exit 7",
+        count.display()
+    );
+    let graph = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "fetch", "type": "command", "run": script, "retry": {"max_attempts": 3, "delay": "1m", "backoff": "fixed", "jitter": false, "on": [7]}},
+        ],
+        "edges": [{"from": "start", "to": "fetch"}],
+    });
+    home.save("flaky", &graph);
+    let (code, run) = home.json_at(NOW, &["run", "flaky"]);
+    assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+    let t = tries(&run, "fetch");
+    assert_eq!(
+        t.iter().map(|x| x.1.as_str()).collect::<Vec<_>>(),
+        ["2026-12-02T09:00:00.000Z", "2026-12-02T09:01:00.000Z", "2026-12-02T09:02:00.000Z"]
+    );
+    assert_eq!(std::fs::read_to_string(&count).unwrap().trim(), "3", "each attempt ran once");
+}
+
+#[test]
+fn a_bad_policy_is_refused_with_the_field_named_and_nothing_saved() {
+    let home = Home::new();
+    let graph = with_fetch(json!({"id": "fetch", "type": "http", "url": "http://127.0.0.1:9/", "retry": {"max_attempts": 11}}), &[], &[]);
+    let before = home.files();
+    let (code, out) = home.json(&["save", "bad", &graph.to_string()]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.to_string().contains("retry.max_attempts"), "{out}");
+    assert_eq!(home.files(), before, "a refused save writes nothing");
+}
+
+#[test]
+fn the_cli_summary_names_handled_errors_and_the_waits_between_attempts() {
+    let home = Home::local_http();
+    home.save("build", &build_with(true));
+    let out = home.vwf().env("VWF_NOW", NOW).args(["run", "build"]).output().expect("run vwf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("done with 1 handled error"), "{text}");
+    assert!(text.contains("handled: build failed: command exited with code 3"), "{text}");
+
+    let peer = Peer::start();
+    peer.mount(Mock::given(method("GET")).and(path("/feed")).respond_with(ResponseTemplate::new(502)).up_to_n_times(1).with_priority(1));
+    peer.mount(
+        Mock::given(method("GET")).and(path("/feed")).respond_with(ResponseTemplate::new(200).set_body_string("ok")).with_priority(2),
+    );
+    let retry = json!({"max_attempts": 2, "delay": "90s", "jitter": false});
+    home.save("feed", &with_fetch(json!({"id": "fetch", "type": "http", "url": peer.url("/feed"), "retry": retry}), &[], &[]));
+    let out = home.vwf().env("VWF_NOW", NOW).args(["run", "feed"]).output().expect("run vwf");
+    // The live step lines go to standard error; `vwf show` prints the whole record.
+    let run_id = String::from_utf8_lossy(&out.stdout).split_whitespace().nth(1).unwrap_or_default().to_string();
+    let shown = home.vwf().args(["show", &run_id]).output().expect("show");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("attempt 1 failed") && text.contains("next attempt 1m 30s later"), "{text}");
+}
