@@ -368,3 +368,77 @@ fn the_validator_holds_error_paths_to_their_rules() {
     let plan = Plan::compile("test", &Design::from_value(&d).unwrap()).unwrap();
     assert!(plan.has_error_edges("a") && !plan.has_error_edges("ok"));
 }
+
+/// The run a process left behind when it died while performing `fetch`: read back as a new
+/// process reads it.
+fn left_running(retry: Value) -> Run {
+    let mut run = start(&http(retry));
+    let tasks = match run.advance(t0()) {
+        vwf_core::run::Advance::Tasks(t) => t,
+        other => panic!("expected the fetch task, got {other:?}"),
+    };
+    assert_eq!(tasks[0].node, "fetch");
+    common::save_and_read_back(&mut run);
+    serde_json::from_value(serde_json::to_value(&run).unwrap()).unwrap()
+}
+
+#[test]
+fn an_attempt_a_dead_process_left_unfinished_is_a_failed_attempt_its_policy_retries() {
+    let mut run = left_running(json!({"max_attempts": 3, "delay": "10s", "jitter": false}));
+    let later = t0() + Duration::minutes(1);
+    run.mark_interrupted(later);
+    common::save_and_read_back(&mut run);
+    assert_eq!(run.status(), Status::Waiting, "{:?}", run.error());
+    let r = run.record("fetch").unwrap();
+    assert_eq!(
+        (r.attempts, r.tries[0].status, r.tries[0].error.as_deref()),
+        (1, StepStatus::Failed, Some("interrupted during step fetch"))
+    );
+    let (_, resume_at, next) = retry_wait(&run);
+    assert_eq!((resume_at, next), (later + Duration::seconds(10), Some(2)));
+    let tasks = drive(&mut run, resume_at, |t| if t.node == "fetch" { done("ok") } else { done("") });
+    assert_eq!(tasks.iter().filter(|t| t.node == "fetch").map(|t| t.attempt).collect::<Vec<_>>(), [2], "attempt 2 runs once");
+    assert_eq!(run.status(), Status::Done);
+}
+
+#[test]
+fn a_run_settled_but_not_driven_is_settled_the_same_way_by_the_next_reader() {
+    // An immediate retry: the interrupted attempt leaves the step ready for attempt 2.
+    let mut run = left_running(json!({"max_attempts": 3, "delay": 0}));
+    run.mark_interrupted(t0());
+    assert_eq!((run.status(), run.record("fetch").unwrap().status), (Status::Running, StepStatus::Retrying));
+    // Nobody drove it (a listing read it); the next reader finds it running, with no owner.
+    let mut again: Run = serde_json::from_value(serde_json::to_value(&run).unwrap()).unwrap();
+    again.mark_interrupted(t0());
+    assert_eq!(again.status(), Status::Running, "{:?}", again.error());
+    assert_eq!(again.record("fetch").unwrap().attempts, 1, "no attempt was lost or made up");
+    drive(&mut again, t0(), |_| done("ok"));
+    assert_eq!(again.status(), Status::Done);
+    assert_eq!(again.record("fetch").unwrap().attempts, 2);
+}
+
+#[test]
+fn without_a_policy_an_interrupted_attempt_fails_the_run_as_before() {
+    let mut run = left_running(json!({"max_attempts": 1}));
+    run.mark_interrupted(t0());
+    assert_eq!(run.status(), Status::Failed);
+    assert_eq!(run.error().map(|e| e.to_string()), Some("interrupted during step fetch".into()));
+    // A policy that does not retry this kind of failure does not either.
+    let mut run = left_running(json!({"max_attempts": 3, "on": ["429"]}));
+    run.mark_interrupted(t0());
+    assert_eq!(run.status(), Status::Failed);
+}
+
+#[test]
+fn a_run_killed_before_a_retrying_step_began_goes_on_with_it() {
+    let mut run = start(&http(json!({"max_attempts": 2})));
+    common::save_and_read_back(&mut run);
+    run.mark_interrupted(t0());
+    assert_eq!(run.status(), Status::Running, "{:?}", run.error());
+    drive(&mut run, t0(), |_| done("ok"));
+    assert_eq!((run.status(), run.record("fetch").unwrap().attempts), (Status::Done, 1));
+    // Without a policy the same run fails as interrupted before that step, as it always did.
+    let mut run = start(&http(json!({"max_attempts": 1})));
+    run.mark_interrupted(t0());
+    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("fetch")));
+}

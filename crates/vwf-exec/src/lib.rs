@@ -19,6 +19,9 @@ use vwf_core::time::Ts;
 
 use crate::config::Config;
 
+/// The environment variable a command step's process finds its attempt's number in (1 first).
+pub const ATTEMPT_VAR: &str = "VWF_ATTEMPT";
+
 pub struct Drivers {
     pub config: Config,
 }
@@ -42,7 +45,13 @@ impl Drivers {
             Work::Deliver { message, deliver: kind, target, .. } => {
                 Outcome::Delivered(deliver::deliver(&self.config.channels, *kind, target, message, &task.node, now))
             }
-            Work::Command(step) => command::perform(step, &self.config),
+            Work::Command(step) => {
+                // The attempt's number, so a command can tell a retry from a first try (and make
+                // what it does idempotent per attempt).
+                let mut step = step.clone();
+                step.env.insert(ATTEMPT_VAR.into(), task.attempt.to_string());
+                command::perform(&step, &self.config)
+            }
             Work::Http(step) => http::perform(step, self.config.http.policy()),
             Work::Emit { .. } => Outcome::failed("emit steps are performed by the runner"),
         }

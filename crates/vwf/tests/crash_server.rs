@@ -225,7 +225,7 @@ impl SideEffects {
 
 /// Commands are started in process groups of their own, so a killed server's commands live on
 /// for a moment: waits (polling, bounded) until none of them is left, so the log is final.
-fn wait_for_orphans(log: &Path) {
+pub(crate) fn wait_for_orphans(log: &Path) {
     let marker = log.as_os_str().as_encoded_bytes().to_vec();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

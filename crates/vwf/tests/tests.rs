@@ -15,6 +15,7 @@ mod command;
 mod concurrency;
 mod contract;
 mod crash;
+mod crash_retry;
 mod crash_server;
 mod daemon;
 mod deliver;

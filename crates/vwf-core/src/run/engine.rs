@@ -396,6 +396,9 @@ impl Run {
         if self.status != Status::Running {
             return;
         }
+        if cause.is_none() && self.recover_interrupted(now) {
+            return;
+        }
         let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.is(NodeKind::Loop));
         let node = self
             .steps
@@ -433,7 +436,7 @@ impl Run {
 
     // ---- internals ----
 
-    fn touch(&mut self, now: Ts) {
+    pub(super) fn touch(&mut self, now: Ts) {
         if now > self.updated_at {
             self.updated_at = now;
         }

@@ -66,4 +66,50 @@ impl Run {
             _ => false,
         }
     }
+
+    /// A run left `running` by a process that died: when every step it was performing recovers
+    /// from failing (another attempt is due, or the design handles the failure), each unfinished
+    /// attempt counts as a failed one (`interrupted during step …`) and the run goes on as its
+    /// recovery says; a step whose next attempt was due but not begun (or, between steps, the
+    /// next step when it would retry) just waits for a driver.
+    /// Answers whether it did; otherwise nothing changed and the run fails as interrupted, as it
+    /// always did. A reader that settles a run this way and does not drive it (a listing) leaves
+    /// it in a state the next reader settles the same way.
+    pub(super) fn recover_interrupted(&mut self, now: Ts) -> bool {
+        let open: Vec<(String, StepStatus)> = self
+            .steps
+            .iter()
+            .filter(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying))
+            .filter(|r| !self.locate(&r.node).is_some_and(|(s, _)| s.is(NodeKind::Loop)))
+            .map(|r| (r.node.clone(), r.status))
+            .collect();
+        let recovers = |run: &Run, node: &str| {
+            let Some((step, _)) = run.locate(node) else { return false };
+            let recovery = step.recovery();
+            let attempt = run.record(node).map_or(1, |r| r.attempts);
+            recovery.retry.retries(attempt, &Cause::Error) || run.plan.has_error_edges(&step.id) || recovery.on_error == OnError::Continue
+        };
+        if open.is_empty() {
+            // Killed between steps: nothing was in flight. A run whose next step would retry a
+            // failure goes on with it; another fails as interrupted before that step, as before.
+            let next = (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone());
+            if !next.is_some_and(|n| recovers(self, &n)) {
+                return false;
+            }
+            self.touch(now);
+            self.refresh_status();
+            return true;
+        }
+        let running: Vec<&String> = open.iter().filter(|(_, s)| *s == StepStatus::Running).map(|(n, _)| n).collect();
+        if !running.iter().all(|n| recovers(self, n)) {
+            return false;
+        }
+        for node in running {
+            let error = RunFailure::interrupted(Some(node));
+            self.attempt_failed(node, &error, Cause::Error, now);
+        }
+        self.touch(now);
+        self.refresh_status();
+        true
+    }
 }

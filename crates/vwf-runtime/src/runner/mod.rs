@@ -234,7 +234,9 @@ impl Runner<'_> {
         if self.settle_orphan(&mut run) && self.write(&mut run, false).is_err() {
             return Ok((run, due));
         }
-        if due == Some(Settle::WaitDue) {
+        // A wait that came drives its run on; so does a run left by a dead process whose unfinished
+        // attempts its steps' retry policies take up again.
+        if due == Some(Settle::WaitDue) || (resume_waits && due == Some(Settle::Orphaned) && run.status() == Status::Running) {
             Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
         }
         Ok((run, due))
