@@ -442,3 +442,18 @@ fn a_run_killed_before_a_retrying_step_began_goes_on_with_it() {
     run.mark_interrupted(t0());
     assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("fetch")));
 }
+
+#[test]
+fn a_persons_retry_killed_before_its_attempt_began_still_reads_as_interrupted() {
+    let d = design(
+        json!([{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "build", "type": "command", "run": "make"}]),
+        json!([{"from": "start", "to": "build"}]),
+    );
+    let mut run = start(&d);
+    drive(&mut run, t0(), |_| exit3());
+    run.retry(t0()).unwrap();
+    assert_eq!(run.record("build").unwrap().status, StepStatus::Retrying);
+    // The process that took the retry died before starting the attempt.
+    run.mark_interrupted(t0());
+    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("build")));
+}

@@ -394,13 +394,17 @@ fn children_see_no_secret_of_vwf_s_environment() {
         .expect("run");
     let run = common::parse(&out);
     assert_eq!(run["status"], "done", "{run}");
+    assert!(run["outputs"]["env"]["text"].as_str().unwrap_or_default().lines().any(|l| l == "VWF_ATTEMPT=1"), "{run}");
     for node in ["env", "agent"] {
         let seen = run["outputs"][node]["text"].as_str().unwrap_or_else(|| panic!("no {node} output: {run}"));
         let names: Vec<&str> = seen.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
         for value in secret_values {
             assert!(!seen.contains(value), "{node} saw a secret of vwf's environment: {seen}");
         }
-        assert!(!names.iter().any(|n| n.starts_with("VWF_") && !n.starts_with("VWF_AGENT_")), "{node} saw a VWF_ variable: {names:?}");
+        // Only the variables vwf sets for the child itself: an agent command's VWF_AGENT_*, a
+        // command step's VWF_ATTEMPT.
+        let own = |n: &&str| n.starts_with("VWF_AGENT_") || (node == "env" && *n == "VWF_ATTEMPT");
+        assert!(!names.iter().any(|n| n.starts_with("VWF_") && !own(n)), "{node} saw a VWF_ variable: {names:?}");
         for name in ["PATH", "HOME", "T_PLAIN", "LC_TIME"] {
             assert!(names.contains(&name), "{node} lacks {name}: {names:?}");
         }

@@ -100,10 +100,12 @@ impl Run {
             self.refresh_status();
             return true;
         }
-        let running: Vec<&String> = open.iter().filter(|(_, s)| *s == StepStatus::Running).map(|(n, _)| n).collect();
-        if !running.iter().all(|n| recovers(self, n)) {
+        // A step waiting to be started again by a person's retry of the run, with no policy of
+        // its own, does not recover: such a run reads as interrupted, as it always did.
+        if !open.iter().all(|(n, _)| recovers(self, n)) {
             return false;
         }
+        let running: Vec<&String> = open.iter().filter(|(_, s)| *s == StepStatus::Running).map(|(n, _)| n).collect();
         for node in running {
             let error = RunFailure::interrupted(Some(node));
             self.attempt_failed(node, &error, Cause::Error, now);
