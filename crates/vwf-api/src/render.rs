@@ -104,6 +104,9 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
     if let Some(old) = run.get("retry_of").and_then(Value::as_str) {
         out.push(format!("  retry from the start of run {old}"));
     }
+    if let Some(failed) = run.get("failure_of").and_then(Value::as_str) {
+        out.push(format!("  started by the failure of run {failed}"));
+    }
     if run.get("test") == Some(&Value::Bool(true)) {
         out.push("  test run: pinned steps gave their pinned output; nothing was sent from them".into());
     }
@@ -156,6 +159,9 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
     if let Some(e) = run.get("error").and_then(Value::as_str) {
         out.push(format!("Failed at {}: {e}", s(run, "failed_node")));
         out.push(format!("  retry from that step: {retry} {id}"));
+    }
+    if let Some(started) = run.get("failure_run").and_then(Value::as_str) {
+        out.push(format!("  its failure started run {started}"));
     }
     if s(run, "status") == "done"
         && let Some(last) = last_output(run)

@@ -145,11 +145,20 @@ impl Design {
         self.raw.get("budget").and_then(|b| b.get("tokens"))
     }
 
+    /// `on_failure`: the design whose run a failed run of this one starts.
+    pub fn on_failure(&self) -> Option<&Value> {
+        self.raw.get(ON_FAILURE).filter(|v| !v.is_null())
+    }
+
     /// Whether the design's automatic trigger fires (see [`is_enabled`]).
     pub fn enabled(&self) -> bool {
         self.raw.get(ENABLED) != Some(&Value::Bool(false))
     }
 }
+
+/// The top-level field of a design naming the design a failed run starts (SPEC §7, error
+/// workflows): `"on_failure": "open-ticket"`.
+pub const ON_FAILURE: &str = "on_failure";
 
 /// The top-level field of a design that turns its automatic trigger (schedule, heartbeat, event,
 /// folder, watch) off: `"enabled": false`. Absent means enabled. Kept in the document, so every

@@ -41,7 +41,8 @@ impl RunFilter {
             .transpose()?;
         let trigger = trigger
             .map(|t| {
-                TriggerMode::parse(t).ok_or_else(|| format!("trigger {t:?} is not a trigger mode; use one of {}", TRIGGER_MODES.join(", ")))
+                TriggerMode::parse(t)
+                    .ok_or_else(|| format!("trigger {t:?} is not a trigger mode; use one of {}", TRIGGER_MODES.join(", ") + ", failure"))
             })
             .transpose()?;
         let id = id

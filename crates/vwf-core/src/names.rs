@@ -103,6 +103,13 @@ impl RunId {
         }
     }
     /// Builds an id from 6 random bytes supplied by the caller (the core has no randomness).
+    /// The id of the run this one's `purpose` starts (its failure run): the same for every
+    /// process that asks, so a run started for it can be found, and started only once.
+    pub fn derived(&self, purpose: &str) -> RunId {
+        let h = crate::recovery::seed(self.as_str(), purpose, 0).to_be_bytes();
+        RunId::from_bytes([h[2], h[3], h[4], h[5], h[6], h[7]])
+    }
+
     pub fn from_bytes(bytes: [u8; 6]) -> Self {
         Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
     }

@@ -34,6 +34,9 @@ pub struct Plan {
     /// The output views pinned steps settle with, by step id: only a test plan has any.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pins: BTreeMap<String, Value>,
+    /// The design a failed run starts (the design's `on_failure`), if it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<DesignName>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,6 +125,7 @@ impl Plan {
             version: None,
             test: None,
             pins: BTreeMap::new(),
+            on_failure: design.on_failure().and_then(Value::as_str).and_then(|n| DesignName::parse(n).ok()),
         })
     }
 

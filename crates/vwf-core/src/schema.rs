@@ -344,7 +344,7 @@ pub fn schema() -> Schema {
         node_types: NodeKind::ALL.iter().map(|k| node_type(*k)).collect(),
         trigger_modes: MODES.iter().map(|m| mode(m)).collect(),
         schedule_presets: PRESETS.to_vec(),
-        design_fields: vec![field("description", Kind::String), budget],
+        design_fields: vec![field("description", Kind::String), budget, field("on_failure", Kind::String).example("open-ticket")],
         http_methods: HTTP_METHODS.to_vec(),
         limits: Limits {
             max_nodes: limits::MAX_NODES,

@@ -277,6 +277,15 @@ pub fn validate_design(design: &Design) -> Report {
             .errors
             .push(Issue::field_only(crate::design::ENABLED, "\"enabled\" is true or false (false: the automatic trigger does not fire)"));
     }
+    if let Some(v) = design.on_failure() {
+        match v.as_str().map(crate::names::DesignName::parse) {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => found.errors.push(Issue::field_only(crate::design::ON_FAILURE, format!("\"on_failure\" names no design: {e}"))),
+            None => found
+                .errors
+                .push(Issue::field_only(crate::design::ON_FAILURE, "\"on_failure\" is the name of the design a failed run starts")),
+        }
+    }
     found.errors.extend(crate::pins::read(design).1);
     Report::new(found.errors, found.warnings)
 }

@@ -22,6 +22,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// `[http]`: where http steps may connect (see `exec::egress`).
     pub http: HttpConfig,
+    /// `[runs]`: what every design's runs do that the design does not say itself.
+    pub runs: RunsConfig,
     /// `[secrets] NAME = "ENV_VAR"`: what `{{secrets.NAME}}` stands for, read from the
     /// environment when a step is sent, never stored.
     pub secrets: BTreeMap<String, String>,
@@ -42,6 +44,15 @@ impl HttpConfig {
     pub fn policy(&self) -> crate::egress::Policy<'_> {
         crate::egress::Policy { allow: &self.allow, deny: &self.deny }
     }
+}
+
+/// `[runs]`: defaults for every design's runs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunsConfig {
+    /// The design a failed run starts when its own design names none (`on_failure`); a name
+    /// that is not a design name stops the config's load.
+    pub on_failure: Option<vwf_core::names::DesignName>,
 }
 
 /// `[limits]`: bounds on what runs may grow to (ranges in `vwf_core::limits`, checked at load).

@@ -190,6 +190,15 @@ pub fn store_round_trip(store: &dyn Store) {
 /// dropped; `lock_run` waits for it. `threads` threads each make `rounds` locked read-modify-writes
 /// of one run, and none is lost.
 pub fn run_locks(store: Arc<dyn Store>, threads: usize, rounds: usize) {
+    // An id the caller chose is reserved once, then locked and saved like an allocated one.
+    let chosen = store.allocate_run_id().expect("allocate").derived("conformance");
+    assert!(store.reserve_run_id(&chosen).expect("reserve"), "a fresh id is reserved");
+    assert!(!store.reserve_run_id(&chosen).expect("reserve"), "an id is reserved once");
+    assert!(matches!(store.read_run(&chosen), Err(StoreError::NotFound(_))), "a reserved id is no run yet");
+    let held = store.lock_run(&chosen).expect("lock a reserved id");
+    store.write_run(&chosen, &json!({"count": 0})).expect("save under a reserved id");
+    drop(held);
+    assert_eq!(store.read_run(&chosen).expect("read")["count"], 0);
     let id = store.allocate_run_id().expect("allocate");
     store.write_run(&id, &json!({"count": 0})).expect("write");
     let held = store.lock_run(&id).expect("lock");

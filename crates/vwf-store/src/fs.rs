@@ -303,6 +303,17 @@ impl Store for FileStore {
         Some(format!("{}.{:09}:{}", modified.as_secs(), modified.subsec_nanos(), meta.len()))
     }
 
+    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
+        let locks = self.locks_dir();
+        create_dir(&locks)?;
+        let path = self.lock_path(id);
+        match private_file().write(true).create_new(true).open(&path) {
+            Ok(_) => Ok(!self.run_path(id).exists()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(io_error("create", &path, e)),
+        }
+    }
+
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         let locks = self.locks_dir();
         create_dir(&locks)?;

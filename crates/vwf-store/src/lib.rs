@@ -106,6 +106,11 @@ pub trait Store: Send + Sync {
     /// A fresh run id from a CSPRNG, reserved in the store so no other caller
     /// (in this process or another) gets the same one.
     fn allocate_run_id(&self) -> Result<RunId, StoreError>;
+    /// Reserves `id`, chosen by the caller (a run id derived from another, see
+    /// `RunId::derived`), so it can be locked and saved like an allocated one. Answers whether
+    /// this call reserved it: `false` when it was reserved (or saved) before. Atomic: of callers
+    /// racing for one id, one gets `true`.
+    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError>;
     /// Saves the whole run state (atomically). The first write of an id makes it the newest
     /// entry of [`Store::list_runs`].
     fn write_run(&self, id: &RunId, run: &Value) -> Result<(), StoreError> {

@@ -256,6 +256,76 @@ fn an_instance_killed_mid_step_loses_no_run_and_reruns_no_finished_step() {
     eprintln!("{ROUNDS} kills, {started} runs, {interrupted} found interrupted and retried");
 }
 
+/// 200 runs that fail, started round-robin over three instances without waiting, one instance
+/// killed and started again after every 40 while runs are in flight: every failed run starts
+/// exactly one run of its `on_failure` design, whichever instance fails it (the one running it,
+/// or one that finds it interrupted), the two runs name each other, and no other run of that
+/// design exists.
+#[test]
+fn every_failed_run_starts_exactly_one_failure_run_across_instances() {
+    const RUNS: usize = 200;
+    const BATCH: usize = 40;
+    let mut cluster = Cluster::start();
+    let manual = json!({"id": "start", "type": "trigger", "mode": "manual"});
+    cluster.servers[0].save(
+        "ticket",
+        json!({"nodes": [manual, {"id": "open", "type": "output", "template": "{{trigger.run_id}}"}], "edges": [{"from": "start", "to": "open"}]}),
+    );
+    cluster.servers[0].save(
+        "fails",
+        json!({"on_failure": "ticket", "nodes": [manual, {"id": "s", "type": "command", "run": "sleep 0.05; exit 3"}], "edges": [{"from": "start", "to": "s"}]}),
+    );
+    let mut ids = Vec::new();
+    for batch in 0..RUNS / BATCH {
+        for j in 0..BATCH {
+            let (status, body) = cluster.servers[j % INSTANCES].post("/designs/fails/run", json!({"wait": false}));
+            assert_eq!(status, 200, "{body}");
+            ids.push(body["run_id"].as_str().expect("run id").to_string());
+        }
+        cluster.kill_and_restart(batch % INSTANCES, batch);
+    }
+    let mut interrupted = 0;
+    for (n, id) in ids.iter().enumerate() {
+        let reader = &cluster.servers[n % INSTANCES];
+        let run = eventually("the run to fail and name its failure run", 60, || {
+            let (status, run) = reader.get(&format!("/runs/{id}"));
+            assert_eq!(status, 200, "{id} is lost: {run}");
+            (run["status"] == "failed" && run["failure_run"].is_string()).then_some(run)
+        });
+        interrupted += usize::from(run["error"].as_str().is_some_and(|e| e.starts_with("interrupted")));
+    }
+    let failed: BTreeMap<String, String> = ids.iter().map(|id| (id.clone(), String::new())).collect();
+    let docs: Vec<Value> = eventually("every failure run to end", 60, || {
+        let docs: Vec<Value> = query(&cluster.url, "SELECT id, doc FROM vwf_runs WHERE doc IS NOT NULL")
+            .into_iter()
+            .map(|(_, doc)| serde_json::from_str(&doc).expect("a row is JSON"))
+            .collect();
+        let ended = |d: &&Value| d["status"] == "done" || d["status"] == "failed";
+        docs.iter().filter(|d| d["design"] == "ticket").all(|d| ended(&d)).then_some(docs)
+    });
+    let failures: Vec<&Value> = docs.iter().filter(|d| d["design"] == "ticket").collect();
+    assert_eq!(failures.len(), RUNS, "one failure run per failed run");
+    let mut of: BTreeMap<String, String> = BTreeMap::new();
+    for f in &failures {
+        assert_eq!(f["trigger"]["mode"], "failure", "{f}");
+        let parent = f["failure_of"].as_str().expect("failure_of").to_string();
+        if f["status"] == "done" {
+            assert_eq!(f["outputs"]["open"]["text"], parent.as_str(), "{f}");
+        } else {
+            // A failure run a kill caught in flight: interrupted, and starts nothing itself.
+            assert!(f["error"].as_str().is_some_and(|e| e.starts_with("interrupted")), "{f}");
+            assert!(f.get("failure_run").is_none(), "{f}");
+        }
+        assert!(of.insert(parent.clone(), f["run_id"].as_str().expect("id").to_string()).is_none(), "{parent} started two");
+    }
+    assert_eq!(of.keys().collect::<Vec<_>>(), failed.keys().collect::<Vec<_>>(), "the failure runs are of the failed runs");
+    for d in docs.iter().filter(|d| d["design"] == "fails") {
+        let id = d["run_id"].as_str().expect("id");
+        assert_eq!(d["failure_run"].as_str(), of.get(id).map(String::as_str), "{id} names its failure run");
+    }
+    eprintln!("{RUNS} failed runs over {INSTANCES} instances, {} kills, {interrupted} failed as interrupted", RUNS / BATCH);
+}
+
 /// A schedule firing every minute, over pinned clocks: for each of six minutes, three instances
 /// start with `VWF_NOW` just past the fire (one keeps the timers and fires it), and in every
 /// other minute three `vwf schedule tick` processes race them at the same time. Exactly one run

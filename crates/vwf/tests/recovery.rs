@@ -213,3 +213,118 @@ fn the_cli_summary_names_handled_errors_and_the_waits_between_attempts() {
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(text.contains("attempt 1 failed") && text.contains("next attempt 1m 30s later"), "{text}");
 }
+
+/// A design whose one step fails (a command exiting 3), naming `on_failure` if given.
+fn failing(on_failure: Option<&str>) -> Value {
+    let mut d = json!({
+        "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "build", "type": "command", "run": "exit 3"}],
+        "edges": [{"from": "start", "to": "build"}],
+    });
+    if let Some(name) = on_failure {
+        d["on_failure"] = json!(name);
+    }
+    d
+}
+
+/// The error workflow: a ticket that quotes what failed.
+fn ticket(step: Value) -> Value {
+    json!({
+        "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, step],
+        "edges": [{"from": "start", "to": step["id"]}],
+    })
+}
+
+/// The run as `vwf show` prints it (its exit code says whether it failed).
+fn show(home: &Home, id: &str) -> Value {
+    let (_, run) = home.json(&["show", id]);
+    assert_eq!(run["run_id"], id, "{run}");
+    run
+}
+
+#[test]
+fn a_failed_run_starts_its_on_failure_design_once_and_the_runs_name_each_other() {
+    let home = Home::new();
+    home.save("ticket", &ticket(json!({"id": "open", "type": "output", "template": "{{trigger.design}} failed at {{trigger.failed_node}} ({{trigger.run_id}}): {{trigger.error}}"})));
+    home.save("build", &failing(Some("ticket")));
+    let (code, run) = home.json_at(NOW, &["run", "build"]);
+    assert_eq!((code, run["status"].as_str()), (1, Some("failed")), "{run}");
+    let id = run["run_id"].as_str().unwrap();
+    let failure_id = run["failure_run"].as_str().unwrap_or_else(|| panic!("no failure_run: {run}"));
+    let failure = show(&home, failure_id);
+    assert_eq!((failure["status"].as_str(), failure["failure_of"].as_str()), (Some("done"), Some(id)), "{failure}");
+    assert_eq!(failure["trigger"]["mode"], "failure");
+    assert_eq!(failure["trigger"]["input"]["failed_node"], "build");
+    assert_eq!(failure["trigger"]["input"]["failed_at"], "2026-12-02T09:00:00.000Z");
+    assert_eq!(failure["outputs"]["open"]["text"], format!("build failed at build ({id}): command exited with code 3"));
+    // What was written reads back: the failed run names its failure run.
+    assert_eq!(show(&home, id)["failure_run"], failure_id);
+    let (_, runs) = home.json(&["runs"]);
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2), "{runs}");
+    let out = home.vwf().args(["show", id]).output().expect("show");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("its failure started run {failure_id}")));
+    let out = home.vwf().args(["show", failure_id]).output().expect("show");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("started by the failure of run {id}")));
+}
+
+#[test]
+fn a_failing_failure_design_starts_nothing_more_and_a_handled_run_starts_nothing() {
+    let home = Home::new();
+    home.save("ticket", &ticket(json!({"id": "open", "type": "command", "run": "exit 9", "retry": {"max_attempts": 1}})));
+    // The failure design names itself: its own failure still starts nothing.
+    let mut looping = ticket(json!({"id": "open", "type": "command", "run": "exit 9"}));
+    looping["on_failure"] = json!("looping");
+    home.save("looping", &looping);
+    home.save("build", &failing(Some("ticket")));
+    let (_, run) = home.json_at(NOW, &["run", "build"]);
+    let failure = show(&home, run["failure_run"].as_str().unwrap());
+    assert_eq!(failure["status"], "failed");
+    assert!(failure.get("failure_run").is_none(), "a failure run's failure starts nothing: {failure}");
+    let (_, run) = home.json_at(NOW, &["run", "looping"]);
+    let failure = show(&home, run["failure_run"].as_str().unwrap());
+    assert_eq!((failure["status"].as_str(), failure.get("failure_run")), (Some("failed"), None));
+    let (_, runs) = home.json(&["runs"]);
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(4), "two failed runs and their failure runs: {runs}");
+    // A failure its design handles is no run failure.
+    home.save("handled", &build_with(true));
+    let mut handled = build_with(true);
+    handled["on_failure"] = json!("ticket");
+    home.save("handled", &handled);
+    let (_, run) = home.json_at(NOW, &["run", "handled"]);
+    assert_eq!((run["status"].as_str(), run.get("failure_run")), (Some("done"), None), "{run}");
+}
+
+#[test]
+fn the_config_names_a_failure_design_for_every_design_without_one() {
+    let home = Home::new();
+    std::fs::write(home.path().join("visual-workflow.toml"), "[runs]\non_failure = \"ticket\"\n").unwrap();
+    home.save("ticket", &ticket(json!({"id": "open", "type": "output", "template": "{{trigger.design}}"})));
+    home.save("other", &ticket(json!({"id": "open", "type": "output", "template": "other: {{trigger.design}}"})));
+    home.save("build", &failing(None));
+    home.save("own", &failing(Some("other")));
+    let (_, run) = home.json_at(NOW, &["run", "build"]);
+    assert_eq!(show(&home, run["failure_run"].as_str().unwrap())["outputs"]["open"]["text"], "build");
+    let (_, run) = home.json_at(NOW, &["run", "own"]);
+    assert_eq!(show(&home, run["failure_run"].as_str().unwrap())["outputs"]["open"]["text"], "other: own", "the design's own wins");
+    // A name that is no design name stops the config's load, with the key named.
+    std::fs::write(home.path().join("visual-workflow.toml"), "[runs]\non_failure = \"no such/name\"\n").unwrap();
+    let (code, out) = home.json(&["runs"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.to_string().contains("on_failure"), "{out}");
+}
+
+#[test]
+fn a_missing_failure_design_is_noted_and_the_run_fails_as_before() {
+    let home = Home::new();
+    home.save("build", &failing(Some("nowhere")));
+    let (code, run) = home.json_at(NOW, &["run", "build"]);
+    assert_eq!((code, run["status"].as_str(), run.get("failure_run")), (1, Some("failed"), None), "{run}");
+    assert_eq!(run["error"], "command exited with code 3");
+    // The note is in the run file's history.
+    let stored: Value = serde_json::from_slice(&home.stored_run_bytes(run["run_id"].as_str().unwrap()).unwrap()).unwrap();
+    let note = stored["history"].as_array().unwrap().iter().find(|e| e["event"] == "failure_run_refused").expect("noted");
+    assert_eq!(note["detail"]["design"], "nowhere");
+    // A name that is no design name is refused when the design is saved.
+    let (code, out) = home.json(&["save", "bad", &failing(Some("no such/name")).to_string()]);
+    assert_ne!(code, 0);
+    assert!(out.to_string().contains("on_failure"), "{out}");
+}

@@ -26,6 +26,8 @@ impl Run {
             steps: Vec::new(),
             trigger,
             retry_of: None,
+            failure_run: None,
+            failure_of: None,
             test: plan.test.is_some(),
             created_at: now,
             updated_at: now,
@@ -97,7 +99,7 @@ impl Run {
     }
 
     /// Adds an event to the history.
-    fn log(&mut self, event: HistoryEvent) {
+    pub(super) fn log(&mut self, event: HistoryEvent) {
         self.history.push(event);
         self.mark(journal::Part::History(self.history.len() - 1));
     }

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Handled, LoopState, PassState, Pending, Run, RunFailure, Status, StepRecord};
+use crate::names::RunId;
 use crate::time::{self, Ts};
 
 /// One part of a run document. The declaration order is the order a reader applies them in.
@@ -157,6 +158,8 @@ struct Head {
     failed_node: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     handled: Vec<Handled>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failure_run: Option<RunId>,
     #[serde(with = "time")]
     updated_at: Ts,
     tokens_used: u64,
@@ -208,6 +211,7 @@ impl Run {
                 error: self.error.clone(),
                 failed_node: self.failed_node.clone(),
                 handled: self.handled.clone(),
+                failure_run: self.failure_run.clone(),
                 updated_at: self.updated_at,
                 tokens_used: self.tokens_used,
                 parked: self.parked.clone(),
@@ -251,6 +255,7 @@ impl Run {
                 self.error = h.error;
                 self.failed_node = h.failed_node;
                 self.handled = h.handled;
+                self.failure_run = h.failure_run;
                 self.updated_at = h.updated_at;
                 self.tokens_used = h.tokens_used;
                 self.parked = h.parked;

@@ -44,6 +44,7 @@ pub mod journal;
 mod loops;
 mod record;
 mod recover;
+pub use recover::FAILURE_RUN_REFUSED;
 pub mod settle;
 mod step;
 
@@ -93,6 +94,14 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
     retry_of: Option<String>,
+    /// The run of the design's `on_failure` this run's failure started; absent until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
+    failure_run: Option<RunId>,
+    /// The failed run whose failure started this one (its trigger mode is `failure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
+    failure_of: Option<RunId>,
     /// A test run (see [`crate::pins`]): pinned steps gave their pins, and it may run only part
     /// of the design. Absent from other runs' files; the run result always has it.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -184,6 +193,14 @@ impl Run {
     /// The run this one retries from the start, if it is such a retry.
     pub fn retry_of(&self) -> Option<&str> {
         self.retry_of.as_deref()
+    }
+    /// The run this run's failure started (see [`Run::start_failure_of`]).
+    pub fn failure_run(&self) -> Option<&RunId> {
+        self.failure_run.as_ref()
+    }
+    /// The failed run that started this one.
+    pub fn failure_of(&self) -> Option<&RunId> {
+        self.failure_of.as_ref()
     }
     /// Whether this is a test run (pins used, perhaps part of the design).
     pub fn test(&self) -> bool {

@@ -7,7 +7,9 @@
 //! not of the world, and fails the run as before.
 
 use super::*;
+use crate::names::RunId;
 use crate::recovery::{self, OnError};
+use crate::trigger::TriggerMode;
 
 impl Run {
     /// The attempt of step instance `id` (a record name) failed with `error`, for `cause`.
@@ -114,4 +116,58 @@ impl Run {
         self.refresh_status();
         true
     }
+
+    /// Whether this run's failure is to start its design's failure run (an error workflow):
+    /// it failed, has started none yet, is no test run, and was not itself started by a failure
+    /// (a failure design's own failure never starts another).
+    pub fn awaits_failure_run(&self) -> bool {
+        self.status == Status::Failed && self.failure_run.is_none() && !self.test && self.trigger.mode != TriggerMode::Failure
+    }
+
+    /// What a failure run is given about this failed run: `{run_id, design, failed_node, error,
+    /// trigger, started_at, failed_at}`.
+    pub fn failure_input(&self) -> Value {
+        json!({
+            "run_id": self.run_id,
+            "design": self.design,
+            "failed_node": self.failed_node,
+            "error": self.error.as_ref().map(|e| e.text().to_string()),
+            "trigger": {"mode": self.trigger.mode, "input": self.trigger.input},
+            "started_at": time::format(&self.created_at),
+            "failed_at": time::format(&self.updated_at),
+        })
+    }
+
+    /// Starts the failure run of `failed` with `plan` (the design its `on_failure` names), under
+    /// the id `failed`'s id derives for it: trigger mode `failure`, [`Run::failure_input`] as its
+    /// input, `failed` as its origin.
+    pub fn start_failure_of(failed: &Run, plan: Plan, now: Ts) -> Run {
+        let trigger =
+            TriggerInfo { origin: Some(failed.run_id.to_string()), ..TriggerInfo::new(TriggerMode::Failure, failed.failure_input()) };
+        let mut run = Run::start(plan, failed.run_id.derived(FAILURE_RUN), trigger, now);
+        run.failure_of = Some(failed.run_id.clone());
+        run
+    }
+
+    /// Records the failure run this run's failure started.
+    pub fn link_failure_run(&mut self, id: RunId) {
+        self.failure_run = Some(id);
+        self.mark(journal::Part::Head);
+    }
+
+    /// The id this run's failure run has, whoever starts it (see [`RunId::derived`]).
+    pub fn failure_run_id(&self) -> RunId {
+        self.run_id.derived(FAILURE_RUN)
+    }
+
+    /// Records why this run's failure started no failure run (the design it names is missing or
+    /// has errors).
+    pub fn note_failure_run_refused(&mut self, design: &str, why: &str, now: Ts) {
+        self.log(HistoryEvent { at: now, event: FAILURE_RUN_REFUSED.into(), node: None, detail: json!({"design": design, "error": why}) });
+    }
 }
+
+/// What a failed run's id derives its failure run's id for.
+const FAILURE_RUN: &str = "failure";
+/// The history event of a failure run that could not start.
+pub const FAILURE_RUN_REFUSED: &str = "failure_run_refused";

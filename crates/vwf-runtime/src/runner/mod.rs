@@ -26,6 +26,7 @@ use crate::clock::Clock;
 use crate::error::RunError;
 
 mod emit;
+mod failure;
 mod listing;
 
 use crate::telemetry::{Metrics, Watch};
@@ -231,7 +232,7 @@ impl Runner<'_> {
         let due = run.due(self.clock.now(), resume_waits);
         // Reading never needs to write: a store that cannot take the settled run (full,
         // read-only) still gets it reported as it stands now; the next reader saves it.
-        if self.settle_orphan(&mut run) && self.write(&mut run, false).is_err() {
+        if self.settle_orphan(&mut run) && self.saving_failure(&mut run, |run| self.write(run, false)).is_err() {
             return Ok((run, due));
         }
         // A wait that came drives its run on; so does a run left by a dead process whose unfinished
@@ -496,6 +497,11 @@ impl Runner<'_> {
     /// becomes that, so the caller answers with the failed run. A new run that is too large is
     /// refused before anything is saved.
     fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), RunError> {
+        self.saving_failure(run, |run| self.persist_unhooked(run, new))
+    }
+
+    /// [`Runner::persist_as`] without starting a failure run.
+    fn persist_unhooked(&self, run: &mut Run, new: bool) -> Result<(), RunError> {
         let cause = match self.write(run, new) {
             Ok(()) => return Ok(()),
             Err(Unsaved::TooLarge(cause)) if !new => {

@@ -219,6 +219,10 @@ impl Store for PgStore {
         Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
     }
 
+    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
+        Ok(self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1)
+    }
+
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         self.write_run_text(id, json, true)
     }

@@ -70,6 +70,9 @@ impl Store for TimedStore {
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         self.inner.allocate_run_id()
     }
+    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
+        self.inner.reserve_run_id(id)
+    }
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
             self.new_ids.fetch_add(1, Ordering::Relaxed);
@@ -141,6 +144,9 @@ impl Store for MemoryStore {
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         RunId::parse(&format!("{n:012x}")).map_err(|why| StoreError::other("cannot allocate a run id", why))
+    }
+    fn reserve_run_id(&self, _: &RunId) -> Result<bool, StoreError> {
+        Ok(true)
     }
     fn write_run_json(&self, _: &RunId, json: &[u8]) -> Result<(), StoreError> {
         let mut bytes = json.to_vec();
