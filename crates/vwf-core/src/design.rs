@@ -145,6 +145,12 @@ impl Design {
         self.raw.get("budget").and_then(|b| b.get("tokens"))
     }
 
+    /// `timeout` in seconds, when it reads (a duration like `"2h"`, or whole seconds; see
+    /// [`read_timeout`]).
+    pub fn timeout_seconds(&self) -> Option<u64> {
+        self.raw.get(TIMEOUT).filter(|v| !v.is_null()).and_then(|v| read_timeout(v).ok())
+    }
+
     /// `on_failure`: the design whose run a failed run of this one starts.
     pub fn on_failure(&self) -> Option<&Value> {
         self.raw.get(ON_FAILURE).filter(|v| !v.is_null())
@@ -154,6 +160,27 @@ impl Design {
     pub fn enabled(&self) -> bool {
         self.raw.get(ENABLED) != Some(&Value::Bool(false))
     }
+}
+
+/// The top-level field of a design bounding how long its runs may take: `"timeout": "2h"`.
+pub const TIMEOUT: &str = "timeout";
+/// The longest `timeout` a design may give: 30 days.
+pub const TIMEOUT_MAX_SECONDS: u64 = 30 * 86_400;
+
+/// A design's `timeout`: a duration (`"90s"`, `"2h"`, `"1h30m"`) or whole seconds, from one second
+/// to 30 days.
+pub fn read_timeout(v: &Value) -> Result<u64, String> {
+    let seconds = match v {
+        Value::String(s) => crate::schedule::parse_duration(s).map_err(|e| e.message)?,
+        Value::Number(_) => {
+            v.as_u64().filter(|s| *s > 0).ok_or_else(|| format!("must be a duration like \"2h\" or whole seconds, got {v}"))?
+        }
+        _ => return Err(format!("must be a duration like \"2h\" or whole seconds, got {v}")),
+    };
+    if seconds > TIMEOUT_MAX_SECONDS {
+        return Err(format!("is longer than 30 days ({TIMEOUT_MAX_SECONDS} s)"));
+    }
+    Ok(seconds)
 }
 
 /// The top-level field of a design naming the design a failed run starts (SPEC §7, error

@@ -23,6 +23,11 @@ pub const COMMAND_TIMEOUT_DEFAULT: u64 = 300;
 /// HTTP timeout in seconds and its default.
 pub const HTTP_TIMEOUT_SECONDS: (u64, u64) = (1, 300);
 pub const HTTP_TIMEOUT_DEFAULT: u64 = 30;
+/// How long an output's delivery may take, and an emit the starting of its runs.
+pub const DELIVER_TIMEOUT_SECONDS: (u64, u64) = (1, 300);
+pub const DELIVER_TIMEOUT_DEFAULT: u64 = 15;
+pub const EMIT_TIMEOUT_SECONDS: (u64, u64) = (1, 3600);
+pub const EMIT_TIMEOUT_DEFAULT: u64 = 300;
 /// Loop item cap per pass list and its default; loop concurrency and its default.
 pub const LOOP_MAX_ITEMS: (u64, u64) = (1, 10_000);
 pub const LOOP_MAX_ITEMS_DEFAULT: u64 = 100;

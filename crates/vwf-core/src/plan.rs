@@ -34,6 +34,9 @@ pub struct Plan {
     /// The output views pinned steps settle with, by step id: only a test plan has any.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pins: BTreeMap<String, Value>,
+    /// How long a run may take before it fails (`run timed out`), from the design's `timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
     /// The design a failed run starts (the design's `on_failure`), if it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<DesignName>,
@@ -125,6 +128,7 @@ impl Plan {
             version: None,
             test: None,
             pins: BTreeMap::new(),
+            timeout_seconds: design.timeout_seconds(),
             on_failure: design.on_failure().and_then(Value::as_str).and_then(|n| DesignName::parse(n).ok()),
         })
     }

@@ -138,7 +138,8 @@ impl RetryOn {
         ];
         const COMMAND: &[(&str, RetryOn)] = &[("timeout", RetryOn::Timeout)];
         const AGENT: &[(&str, RetryOn)] = &[("error", RetryOn::Error), ("timeout", RetryOn::Timeout), ("429", RetryOn::TooManyRequests)];
-        const OUTPUT: &[(&str, RetryOn)] = &[("error", RetryOn::Error), ("timeout", RetryOn::Timeout)];
+        // A delivery's failure is one kind: the platform refused, or was not reached in time.
+        const OUTPUT: &[(&str, RetryOn)] = &[("error", RetryOn::Error)];
         const EMIT: &[(&str, RetryOn)] = &[("error", RetryOn::Error)];
         match kind {
             NodeKind::Http => (HTTP, Numbers::Statuses),

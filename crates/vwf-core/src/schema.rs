@@ -209,6 +209,7 @@ fn node_type(kind: NodeKind) -> NodeType {
             field("deliver", Kind::Enum).values(Deliver::ALL.iter().map(Deliver::as_str)),
             field("target", Kind::String).example("telegram:123456"),
             field("template", Kind::String).template(),
+            integer("timeout_seconds", limits::DELIVER_TIMEOUT_SECONDS, "seconds", Some(limits::DELIVER_TIMEOUT_DEFAULT)),
         ],
         NodeKind::Note => vec![field("text", Kind::String), field("color", Kind::String).example("yellow")],
         NodeKind::Command => vec![
@@ -235,7 +236,11 @@ fn node_type(kind: NodeKind) -> NodeType {
             integer("seconds", limits::WAIT_SECONDS, "seconds", None).example(30),
             field("duration", Kind::Duration).range(limits::WAIT_SECONDS).unit("seconds").example("5m"),
         ],
-        NodeKind::Emit => vec![field("event", Kind::String).required().example("report.ready"), field("payload", Kind::Json).template()],
+        NodeKind::Emit => vec![
+            field("event", Kind::String).required().example("report.ready"),
+            field("payload", Kind::Json).template(),
+            integer("timeout_seconds", limits::EMIT_TIMEOUT_SECONDS, "seconds", Some(limits::EMIT_TIMEOUT_DEFAULT)),
+        ],
     };
     let mut fields = fields;
     if kind.acts() {
@@ -344,7 +349,12 @@ pub fn schema() -> Schema {
         node_types: NodeKind::ALL.iter().map(|k| node_type(*k)).collect(),
         trigger_modes: MODES.iter().map(|m| mode(m)).collect(),
         schedule_presets: PRESETS.to_vec(),
-        design_fields: vec![field("description", Kind::String), budget, field("on_failure", Kind::String).example("open-ticket")],
+        design_fields: vec![
+            field("description", Kind::String),
+            budget,
+            field("on_failure", Kind::String).example("open-ticket"),
+            field("timeout", Kind::Duration).range((1, crate::design::TIMEOUT_MAX_SECONDS)).unit("seconds").example("2h"),
+        ],
         http_methods: HTTP_METHODS.to_vec(),
         limits: Limits {
             max_nodes: limits::MAX_NODES,

@@ -22,13 +22,13 @@ pub enum Spec {
     Agent { prompt: String, profile: Option<String>, model: Option<String>, retries: u32, timeout_seconds: u64, max_tokens: Option<u64> },
     Condition { expr: String },
     Approval { question: String, options: Vec<String>, timeout_minutes: Option<u64>, on_timeout: OnTimeout },
-    Output { deliver: Option<Deliver>, target: Option<String>, template: Option<String> },
+    Output { deliver: Option<Deliver>, target: Option<String>, template: Option<String>, timeout_seconds: u64 },
     Note,
     Command(CommandStep),
     Http(HttpStep),
     Loop { over: String, max_items: u64, concurrency: u64 },
     Wait { seconds: u64 },
-    Emit { event: String, payload: Option<Value> },
+    Emit { event: String, payload: Option<Value>, timeout_seconds: u64 },
 }
 
 /// The methods an http node may use, and the one it uses when it names none.
@@ -336,7 +336,9 @@ fn parse_output(f: &mut Fields) -> Spec {
         }
         (None, None) => {}
     }
-    Spec::Output { deliver, target, template }
+    let timeout_seconds =
+        f.ranged("timeout_seconds", limits::DELIVER_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::DELIVER_TIMEOUT_DEFAULT);
+    Spec::Output { deliver, target, template, timeout_seconds }
 }
 
 /// A command step: `run` (a shell string) or `argv`, with its directory, environment and timeout.
@@ -453,7 +455,8 @@ fn parse_emit(f: &mut Fields) -> Spec {
     if !event.is_empty() && !crate::trigger::is_event_name(&event) {
         f.issue("event", format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'"));
     }
-    Spec::Emit { event, payload: f.get("payload").cloned() }
+    let timeout_seconds = f.ranged("timeout_seconds", limits::EMIT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::EMIT_TIMEOUT_DEFAULT);
+    Spec::Emit { event, payload: f.get("payload").cloned(), timeout_seconds }
 }
 
 /// A type outside SPEC §3: reported, read on as a note.

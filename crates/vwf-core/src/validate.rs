@@ -277,6 +277,11 @@ pub fn validate_design(design: &Design) -> Report {
             .errors
             .push(Issue::field_only(crate::design::ENABLED, "\"enabled\" is true or false (false: the automatic trigger does not fire)"));
     }
+    if let Some(v) = design.raw.get(crate::design::TIMEOUT).filter(|v| !v.is_null())
+        && let Err(why) = crate::design::read_timeout(v)
+    {
+        found.errors.push(Issue::field_only(crate::design::TIMEOUT, format!("\"timeout\" {why}")));
+    }
     if let Some(v) = design.on_failure() {
         match v.as_str().map(crate::names::DesignName::parse) {
             Some(Ok(_)) => {}

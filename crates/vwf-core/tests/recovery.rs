@@ -457,3 +457,21 @@ fn a_persons_retry_killed_before_its_attempt_began_still_reads_as_interrupted() 
     run.mark_interrupted(t0());
     assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("build")));
 }
+
+#[test]
+fn the_runs_timeout_fails_it_during_a_wait_before_its_next_attempt() {
+    let mut d = http(json!({"max_attempts": 3, "delay": "5m", "jitter": false}));
+    d["timeout"] = json!("3m");
+    let mut run = start(&d);
+    drive(&mut run, t0(), |_| status(503, None));
+    assert_eq!(run.status(), Status::Waiting);
+    let timeout = t0() + Duration::minutes(3);
+    assert_eq!((run.timeout_at(), run.next_due(), run.next_wake()), (Some(timeout), Some(timeout), Some(timeout)));
+    assert_eq!(run.due(timeout - Duration::milliseconds(1), true), None);
+    assert_eq!(run.due(timeout, false), Some(vwf_core::run::settle::Settle::TimedOut), "even a listing sees it");
+    assert!(run.enforce_deadlines(timeout));
+    common::save_and_read_back(&mut run);
+    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("fetch")));
+    assert_eq!(run.error().map(|e| e.to_string()), Some(vwf_core::run::RUN_TIMED_OUT.into()));
+    assert!(run.parked().is_empty());
+}

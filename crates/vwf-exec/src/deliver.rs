@@ -15,7 +15,8 @@
 //! - a failure before anything left the machine says "nothing was sent"; a timeout says the
 //!   message may have arrived, because it may have;
 //! - redirects are not followed (a redirect would carry the token elsewhere), the whole exchange
-//!   is bounded by [`TIMEOUT`], at most [`MAX_ANSWER_BYTES`] of an answer are read;
+//!   is bounded by the output's `timeout_seconds` (15 s unless it says), at most
+//!   [`MAX_ANSWER_BYTES`] of an answer are read;
 //! - never panics.
 
 use std::io::Read;
@@ -31,8 +32,9 @@ use vwf_core::time::Ts;
 
 use crate::config::{ChannelsConfig, SlackChannel, TelegramChannel, WebhookChannel};
 
-/// Bounds one delivery exchange (connect, request and answer together).
-pub(crate) const TIMEOUT: Duration = Duration::from_secs(15);
+/// Bounds one delivery exchange (connect, request and answer together) in the tests here.
+#[cfg(test)]
+const TIMEOUT: Duration = Duration::from_secs(vwf_core::limits::DELIVER_TIMEOUT_DEFAULT);
 /// Bytes of a platform's answer read; the acknowledgements are far smaller.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 /// Characters of an unexpected answer quoted in a detail.
@@ -52,9 +54,9 @@ const SLACK_API: &str = "https://slack.com/api";
 /// Sends `message` for output node `node` and records the platform's answer. `deliver` is
 /// `notification` (target `telegram`/`slack`: that platform's home) or `channel` (target
 /// `platform:chat`). Never panics; a failure is a `Delivery` with `ok: false`.
-pub fn deliver(config: &ChannelsConfig, deliver: Deliver, target: &str, message: &str, node: &str, now: Ts) -> Delivery {
+pub fn deliver(config: &ChannelsConfig, deliver: Deliver, target: &str, message: &str, node: &str, now: Ts, timeout: Duration) -> Delivery {
     let send = Send { deliver, target, message, node, now };
-    let (ok, detail) = match send.perform(config, TIMEOUT) {
+    let (ok, detail) = match send.perform(config, timeout) {
         Ok(detail) => (true, detail),
         Err(e) => (false, e.to_string()),
     };
@@ -648,7 +650,7 @@ mod tests {
     #[test]
     fn a_closed_port_is_a_failed_delivery() {
         let c = config("[channels.webhook.down]\nurl = \"http://127.0.0.1:9/hook\"\n");
-        let d = deliver(&c, Deliver::Channel, "webhook:down", "hi", "send", chrono::Utc::now());
+        let d = deliver(&c, Deliver::Channel, "webhook:down", "hi", "send", chrono::Utc::now(), TIMEOUT);
         assert!(!d.ok);
         assert!(d.detail.starts_with("cannot reach webhook"), "{}", d.detail);
         // Nothing left the machine, and the error says so by its kind.

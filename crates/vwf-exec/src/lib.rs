@@ -42,8 +42,9 @@ impl Drivers {
                 };
                 agent::perform(&self.config, &request)
             }
-            Work::Deliver { message, deliver: kind, target, .. } => {
-                Outcome::Delivered(deliver::deliver(&self.config.channels, *kind, target, message, &task.node, now))
+            Work::Deliver { message, deliver: kind, target, timeout_seconds, .. } => {
+                let timeout = std::time::Duration::from_secs((*timeout_seconds).max(1));
+                Outcome::Delivered(deliver::deliver(&self.config.channels, *kind, target, message, &task.node, now, timeout))
             }
             Work::Command(step) => {
                 // The attempt's number, so a command can tell a retry from a first try (and make

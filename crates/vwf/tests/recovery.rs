@@ -328,3 +328,88 @@ fn a_missing_failure_design_is_noted_and_the_run_fails_as_before() {
     assert_ne!(code, 0);
     assert!(out.to_string().contains("on_failure"), "{out}");
 }
+
+#[test]
+fn a_design_timeout_fails_a_run_still_waiting_at_its_time_but_leaves_a_gate_its_own_deadline() {
+    let home = Home::new();
+    let graph = json!({
+        "timeout": "10m",
+        "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "pause", "type": "wait", "duration": "1h"}, {"id": "after", "type": "command", "run": "echo late"}],
+        "edges": [{"from": "start", "to": "pause"}, {"from": "pause", "to": "after"}],
+    });
+    home.save("slow", &graph);
+    // The foreground run sleeps (on the pinned clock) until the earlier of the wait and the timeout.
+    let (code, run) = home.json_at(NOW, &["run", "slow"]);
+    assert_eq!((code, run["status"].as_str(), run["error"].as_str()), (1, Some("failed"), Some("run timed out")), "{run}");
+    assert_eq!((run["failed_node"].as_str(), run["updated_at"].as_str()), (Some("pause"), Some("2026-12-02T09:10:00.000Z")));
+    assert!(run["outputs"].get("after").is_none());
+    // A gate keeps its own deadline: the run's timeout passes it by.
+    let gated = json!({
+        "timeout": 60,
+        "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "ok", "type": "approval", "question": "ship?"}],
+        "edges": [{"from": "start", "to": "ok"}],
+    });
+    home.save("gated", &gated);
+    let (_, run) = home.json_at(NOW, &["run", "gated"]);
+    assert_eq!(run["status"], "awaiting_approval");
+    let (_, later) = home.json_at("2026-12-02T12:00:00Z", &["show", run["run_id"].as_str().unwrap()]);
+    assert_eq!(later["status"], "awaiting_approval", "{later}");
+    // A timeout that does not read is refused with the field named.
+    let mut bad = graph.clone();
+    bad["timeout"] = json!("31d");
+    let (code, out) = home.json(&["save", "bad", &bad.to_string()]);
+    assert_ne!(code, 0);
+    assert!(out.to_string().contains("\\\"timeout\\\""), "{out}");
+}
+
+#[test]
+fn a_delivery_past_its_timeout_fails_and_is_retried_on_error() {
+    let peer = Peer::start();
+    peer.mount(
+        Mock::given(method("POST"))
+            .and(path("/hook"))
+            .respond_with(ResponseTemplate::new(200).set_delay(std::time::Duration::from_secs(3))),
+    );
+    let home = Home::new();
+    std::fs::write(home.path().join("visual-workflow.toml"), format!("[channels.webhook.slow]\nurl = \"{}\"\n", peer.url("/hook")))
+        .unwrap();
+    let graph = json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "send", "type": "output", "deliver": "channel", "target": "webhook:slow", "template": "hi", "timeout_seconds": 1,
+             "retry": {"max_attempts": 2, "delay": 0, "on": ["error"]}},
+        ],
+        "edges": [{"from": "start", "to": "send"}],
+    });
+    home.save("slow", &graph);
+    let began = std::time::Instant::now();
+    let (code, run) = home.json(&["run", "slow"]);
+    assert!(began.elapsed() < std::time::Duration::from_secs(6), "each attempt gave up after a second, not three");
+    assert_eq!((code, run["status"].as_str()), (1, Some("failed")), "{run}");
+    let deliveries = run["deliveries"].as_array().unwrap();
+    assert_eq!(deliveries.len(), 2, "both attempts are recorded: {run}");
+    assert!(deliveries.iter().all(|d| d["ok"] == false && d["detail"].as_str().unwrap().contains("may have been sent")), "{run}");
+}
+
+#[test]
+fn an_emit_past_its_timeout_starts_no_more_runs_and_fails_as_a_timeout() {
+    let home = Home::new();
+    let listener = |id: &str| {
+        json!({
+            "nodes": [{"id": "start", "type": "trigger", "mode": "event", "sources": ["ping"]}, {"id": id, "type": "command", "run": "sleep 1.2"}],
+            "edges": [{"from": "start", "to": id}],
+        })
+    };
+    home.save("b1", &listener("one"));
+    home.save("b2", &listener("two"));
+    let emitter = json!({
+        "nodes": [{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "ping", "type": "emit", "event": "ping", "timeout_seconds": 1}],
+        "edges": [{"from": "start", "to": "ping"}],
+    });
+    home.save("a", &emitter);
+    let (code, run) = home.json(&["run", "a"]);
+    assert_eq!((code, run["status"].as_str(), run["failed_node"].as_str()), (1, Some("failed"), Some("ping")), "{run}");
+    assert!(run["error"].as_str().unwrap().contains("timed out: 1 run(s) started"), "{run}");
+    let (_, runs) = home.json(&["runs"]);
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2), "the emitter and one listener: {runs}");
+}

@@ -28,6 +28,7 @@ impl Run {
             retry_of: None,
             failure_run: None,
             failure_of: None,
+            timeout_at: plan.timeout_seconds.and_then(|s| time::add_seconds(now, s)),
             test: plan.test.is_some(),
             created_at: now,
             updated_at: now,
@@ -360,10 +361,14 @@ impl Run {
         Ok(())
     }
 
-    /// Fails the run if a gate's deadline has passed. Returns whether anything changed.
+    /// Fails the run if a gate's deadline or the run's own `timeout` has passed. Returns whether
+    /// anything changed.
     pub fn enforce_deadlines(&mut self, now: Ts) -> bool {
         if self.status.is_finished() {
             return false;
+        }
+        if self.enforce_timeout(now) {
+            return true;
         }
         let expired = self.parked.iter().find_map(|p| match p {
             Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.clone(), *on_timeout)),
@@ -425,15 +430,18 @@ impl Run {
         self.touch(now);
     }
 
-    /// When the earliest timed wait is due, if the run waits on one.
+    /// When the earliest timed wait is due, if the run waits on one (or its own timeout, when
+    /// that comes first).
     pub fn next_wake(&self) -> Option<Ts> {
-        self.parked
+        let wake = self
+            .parked
             .iter()
             .filter_map(|p| match p {
                 Pending::Wait { resume_at, .. } => Some(*resume_at),
                 _ => None,
             })
-            .min()
+            .min()?;
+        Some(self.timeout_at.map_or(wake, |t| t.min(wake)))
     }
 
     // ---- internals ----

@@ -22,6 +22,8 @@ pub const ESCALATION_REQUESTED: &str = "escalation requested";
 /// where people read why a run failed.
 pub const APPROVAL_TIMED_OUT_ESCALATED: &str = "approval timed out; escalation requested";
 pub const TOKEN_BUDGET_EXCEEDED: &str = "token budget exceeded";
+/// The error of a run that had not ended by its design's `timeout`.
+pub const RUN_TIMED_OUT: &str = "run timed out";
 const INTERRUPTED: &str = "interrupted";
 const INTERRUPTED_DURING: &str = "interrupted during step ";
 
@@ -34,6 +36,8 @@ pub enum RunFailure {
     ApprovalTimedOutEscalated,
     /// An agent step's tokens took the run past its budget.
     TokenBudgetExceeded,
+    /// The run had not ended by its design's `timeout`.
+    RunTimedOut,
     /// The process driving the run died while it was `running`; the text names the step it was in
     /// (`interrupted during step draft`), or is `interrupted` when none was.
     Interrupted(String),
@@ -58,6 +62,7 @@ impl RunFailure {
             RunFailure::ApprovalTimedOut => APPROVAL_TIMED_OUT,
             RunFailure::ApprovalTimedOutEscalated => APPROVAL_TIMED_OUT_ESCALATED,
             RunFailure::TokenBudgetExceeded => TOKEN_BUDGET_EXCEEDED,
+            RunFailure::RunTimedOut => RUN_TIMED_OUT,
             RunFailure::Interrupted(text) | RunFailure::Error(text) => text,
         }
     }
@@ -77,6 +82,7 @@ impl From<String> for RunFailure {
             APPROVAL_TIMED_OUT => RunFailure::ApprovalTimedOut,
             APPROVAL_TIMED_OUT_ESCALATED => RunFailure::ApprovalTimedOutEscalated,
             TOKEN_BUDGET_EXCEEDED => RunFailure::TokenBudgetExceeded,
+            RUN_TIMED_OUT => RunFailure::RunTimedOut,
             INTERRUPTED => RunFailure::Interrupted(text),
             t if t.strip_prefix(INTERRUPTED_DURING).is_some_and(|node| !node.is_empty()) => RunFailure::Interrupted(text),
             _ => RunFailure::Error(text),

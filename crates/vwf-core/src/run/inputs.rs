@@ -138,7 +138,7 @@ impl Task {
             }
             Work::Agent { prompt, profile, model, .. } => json!({"prompt": prompt, "profile": profile, "model": model}),
             Work::Deliver { message, deliver, target, .. } => json!({"deliver": deliver.as_str(), "target": target, "text": message}),
-            Work::Emit { event, payload } => json!({"event": event, "payload": payload}),
+            Work::Emit { event, payload, .. } => json!({"event": event, "payload": payload}),
         }
     }
 }

@@ -52,7 +52,9 @@ use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
 use record::is_false;
 use step::Begin;
 
-pub use failure::{APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, RunFailure, StepError, TOKEN_BUDGET_EXCEEDED};
+pub use failure::{
+    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, RUN_TIMED_OUT, RunFailure, StepError, TOKEN_BUDGET_EXCEEDED,
+};
 pub use record::{Delivery, Handled, HistoryEvent, Pending, Status, StepRecord, StepStatus, TriggerInfo, Try};
 /// Why an attempt still in progress when its run failed ended (a retry starts it again).
 pub const UNFINISHED_WHEN_THE_RUN_FAILED: &str = "not finished when the run failed";
@@ -106,6 +108,11 @@ pub struct Run {
     /// of the design. Absent from other runs' files; the run result always has it.
     #[serde(default, skip_serializing_if = "is_false")]
     test: bool,
+    /// When the run fails if it has not ended (its design's `timeout` after its start); absent
+    /// for a design with none.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "time::opt")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "time::nullable_schema"))]
+    timeout_at: Option<Ts>,
     #[serde(with = "time")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
     created_at: Ts,
@@ -202,6 +209,10 @@ impl Run {
     pub fn failure_of(&self) -> Option<&RunId> {
         self.failure_of.as_ref()
     }
+    /// When the run fails if it has not ended (its design's `timeout`).
+    pub fn timeout_at(&self) -> Option<Ts> {
+        self.timeout_at
+    }
     /// Whether this is a test run (pins used, perhaps part of the design).
     pub fn test(&self) -> bool {
         self.test
@@ -288,14 +299,17 @@ pub enum Work {
         deliver: Deliver,
         target: String,
         collected: Map<String, Value>,
+        timeout_seconds: u64,
     },
     /// A shell program reads its template values from `env` (see `shell`); `argv` items are
     /// rendered plainly.
     Command(CommandStep),
     Http(HttpStep),
+    /// Starts the runs the event starts; `timeout_seconds` bounds how long starting them may take.
     Emit {
         event: String,
         payload: Value,
+        timeout_seconds: u64,
     },
 }
 

@@ -140,7 +140,7 @@ impl Run {
 
     /// Starts the failure run of `failed` with `plan` (the design its `on_failure` names), under
     /// the id `failed`'s id derives for it: trigger mode `failure`, [`Run::failure_input`] as its
-    /// input, `failed` as its origin.
+    /// input.
     pub fn start_failure_of(failed: &Run, plan: Plan, now: Ts) -> Run {
         let trigger =
             TriggerInfo { origin: Some(failed.run_id.to_string()), ..TriggerInfo::new(TriggerMode::Failure, failed.failure_input()) };
@@ -164,6 +164,35 @@ impl Run {
     /// has errors).
     pub fn note_failure_run_refused(&mut self, design: &str, why: &str, now: Ts) {
         self.log(HistoryEvent { at: now, event: FAILURE_RUN_REFUSED.into(), node: None, detail: json!({"design": design, "error": why}) });
+    }
+}
+
+impl Run {
+    /// Fails the run if its `timeout` has passed, unless it waits on an approval gate (which
+    /// keeps its own deadline). The step in progress, a wait or a parked agent step, is what
+    /// failed; a step still running when its outcome comes records it, but the run stays failed.
+    /// Returns whether it did.
+    pub(super) fn enforce_timeout(&mut self, now: Ts) -> bool {
+        if self.timeout_at.is_none_or(|t| t > now) || self.status.is_finished() || self.status == Status::AwaitingApproval {
+            return false;
+        }
+        let current = self
+            .steps
+            .iter()
+            .find(|r| matches!(r.status, StepStatus::Running | StepStatus::Waiting | StepStatus::AwaitingAgent | StepStatus::Retrying))
+            .map(|r| r.node.clone());
+        self.parked.retain(|p| matches!(p, Pending::Approval { .. }));
+        match current {
+            Some(node) => self.fail_step(&node, RunFailure::RunTimedOut, now),
+            None => {
+                self.status = Status::Failed;
+                self.ok = false;
+                self.error = Some(RunFailure::RunTimedOut);
+                self.pending = None;
+            }
+        }
+        self.touch(now);
+        true
     }
 }
 

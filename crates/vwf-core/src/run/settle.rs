@@ -24,6 +24,8 @@ pub enum Settle {
     DeadlinePassed,
     /// A timed wait has come: the run resumes.
     WaitDue,
+    /// The run's own `timeout` has passed while it waits (on anything but a gate): it fails.
+    TimedOut,
 }
 
 /// The fields of a stored run that say whether it needs settling, and what listings filter on.
@@ -37,6 +39,8 @@ pub struct Summary {
     pub created_at: Ts,
     #[serde(default)]
     pub parked: Vec<Pending>,
+    #[serde(default, with = "time::opt")]
+    pub timeout_at: Option<Ts>,
 }
 
 /// The trigger's mode and origin (see [`super::TriggerInfo`]), as a [`Summary`] keeps them.
@@ -50,30 +54,34 @@ pub struct TriggerSummary {
 impl Summary {
     /// See [`due`].
     pub fn due(&self, now: Ts, resume_waits: bool) -> Option<Settle> {
-        due(self.status, &self.parked, now, resume_waits)
+        due(self.status, &self.parked, self.timeout_at, now, resume_waits)
     }
     /// See [`next_due`].
     pub fn next_due(&self) -> Option<Ts> {
-        next_due(&self.parked)
+        next_due(self.status, &self.parked, self.timeout_at)
     }
 }
 
 impl Run {
     /// See [`due`].
     pub fn due(&self, now: Ts, resume_waits: bool) -> Option<Settle> {
-        due(self.status, &self.parked, now, resume_waits)
+        due(self.status, &self.parked, self.timeout_at, now, resume_waits)
     }
     /// See [`next_due`].
     pub fn next_due(&self) -> Option<Ts> {
-        next_due(&self.parked)
+        next_due(self.status, &self.parked, self.timeout_at)
     }
 }
 
 /// Whether a run stored with `status` and `parked` steps needs settling at `now`: a `running` run
-/// always might (only its lock says whether its owner lives), a gate whose deadline passed, and
-/// (when `resume_waits`) a wait that has come. A listing passes `resume_waits = false`: reading a
-/// list never resumes a wait.
-pub fn due(status: Status, parked: &[Pending], now: Ts, resume_waits: bool) -> Option<Settle> {
+/// always might (only its lock says whether its owner lives), a gate whose deadline passed, a
+/// parked run past its own `timeout_at` (unless it waits on a gate), and (when `resume_waits`) a
+/// wait that has come. A listing passes `resume_waits = false`: reading a list never resumes a
+/// wait.
+pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, resume_waits: bool) -> Option<Settle> {
+    if matches!(status, Status::Waiting | Status::AwaitingAgent) && timeout_at.is_some_and(|t| t <= now) {
+        return Some(Settle::TimedOut);
+    }
     match status {
         Status::Running => Some(Settle::Orphaned),
         Status::AwaitingApproval if parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now)) => {
@@ -86,8 +94,10 @@ pub fn due(status: Status, parked: &[Pending], now: Ts, resume_waits: bool) -> O
     }
 }
 
-/// The earliest wake-up or approval deadline among parked steps: when the run will next be due.
-pub fn next_due(parked: &[Pending]) -> Option<Ts> {
+/// The earliest wake-up or approval deadline among parked steps, or the run's own timeout (when
+/// it does not wait on a gate): when the run will next be due.
+pub fn next_due(status: Status, parked: &[Pending], timeout_at: Option<Ts>) -> Option<Ts> {
+    let timeout = timeout_at.filter(|_| matches!(status, Status::Waiting | Status::AwaitingAgent));
     parked
         .iter()
         .filter_map(|p| match p {
@@ -95,6 +105,7 @@ pub fn next_due(parked: &[Pending]) -> Option<Ts> {
             Pending::Approval { deadline, .. } => *deadline,
             Pending::Agent { .. } => None,
         })
+        .chain(timeout)
         .min()
 }
 
@@ -125,22 +136,32 @@ mod tests {
 
     #[test]
     fn each_status_is_due_exactly_when_its_time_has_come() {
+        let due_ = |status, parked: &[Pending], now, resume| due(status, parked, None, now, resume);
         let now = at("2026-03-01T12:00:00Z");
-        assert_eq!(due(Status::Running, &[], now, false), Some(Settle::Orphaned));
-        assert_eq!(due(Status::AwaitingApproval, &[gate(Some("2026-03-01T12:00:00Z"))], now, false), Some(Settle::DeadlinePassed));
-        assert_eq!(due(Status::AwaitingApproval, &[gate(Some("2026-03-01T12:00:01Z"))], now, true), None);
-        assert_eq!(due(Status::AwaitingApproval, &[gate(None)], now, true), None, "no deadline, never due");
-        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T11:59:59Z")], now, true), Some(Settle::WaitDue));
-        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T11:59:59Z")], now, false), None, "a listing resumes no wait");
-        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T12:00:01Z")], now, true), None);
+        assert_eq!(due_(Status::Running, &[], now, false), Some(Settle::Orphaned));
+        assert_eq!(due_(Status::AwaitingApproval, &[gate(Some("2026-03-01T12:00:00Z"))], now, false), Some(Settle::DeadlinePassed));
+        assert_eq!(due_(Status::AwaitingApproval, &[gate(Some("2026-03-01T12:00:01Z"))], now, true), None);
+        assert_eq!(due_(Status::AwaitingApproval, &[gate(None)], now, true), None, "no deadline, never due");
+        assert_eq!(due_(Status::Waiting, &[wait("2026-03-01T11:59:59Z")], now, true), Some(Settle::WaitDue));
+        assert_eq!(due_(Status::Waiting, &[wait("2026-03-01T11:59:59Z")], now, false), None, "a listing resumes no wait");
+        assert_eq!(due_(Status::Waiting, &[wait("2026-03-01T12:00:01Z")], now, true), None);
         for finished in [Status::Done, Status::Failed] {
-            assert_eq!(due(finished, &[gate(Some("2026-01-01T00:00:00Z"))], now, true), None);
+            assert_eq!(due_(finished, &[gate(Some("2026-01-01T00:00:00Z"))], now, true), None);
         }
         assert_eq!(
-            next_due(&[wait("2026-03-01T13:00:00Z"), gate(Some("2026-03-01T12:30:00Z")), gate(None)]),
+            next_due(Status::Waiting, &[wait("2026-03-01T13:00:00Z"), gate(Some("2026-03-01T12:30:00Z")), gate(None)], None),
             Some(at("2026-03-01T12:30:00Z"))
         );
-        assert_eq!(next_due(&[gate(None)]), None);
+        assert_eq!(next_due(Status::AwaitingApproval, &[gate(None)], None), None);
+        // A run's own timeout, unless it waits on a gate (which keeps its own deadline).
+        let timeout = Some(at("2026-03-01T12:10:00Z"));
+        assert_eq!(next_due(Status::Waiting, &[wait("2026-03-01T13:00:00Z")], timeout), timeout);
+        assert_eq!(next_due(Status::AwaitingApproval, &[gate(None)], timeout), None);
+        let late = at("2026-03-01T12:10:00Z");
+        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T13:00:00Z")], timeout, late, false), Some(Settle::TimedOut));
+        assert_eq!(due(Status::AwaitingAgent, &[], timeout, late, false), Some(Settle::TimedOut));
+        assert_eq!(due(Status::AwaitingApproval, &[gate(None)], timeout, late, true), None);
+        assert_eq!(due(Status::Waiting, &[wait("2026-03-01T13:00:00Z")], timeout, now, true), None);
     }
 
     #[test]

@@ -332,7 +332,7 @@ impl Run {
                 self.refresh_status();
                 Begin::Settled
             }
-            Spec::Output { deliver, target, .. } => {
+            Spec::Output { deliver, target, timeout_seconds, .. } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let message = match self.collect_message(step, scope) {
                     Ok(m) => m,
@@ -341,7 +341,8 @@ impl Run {
                 let collected = self.collected(step, scope);
                 match (deliver, target) {
                     (Some(d), Some(t)) => {
-                        Begin::Task(Task { node: id.into(), attempt, work: Work::Deliver { message, deliver: d, target: t, collected } })
+                        let work = Work::Deliver { message, deliver: d, target: t, collected, timeout_seconds };
+                        Begin::Task(Task { node: id.into(), attempt, work })
                     }
                     _ => {
                         let mut extra = Map::new();
@@ -407,14 +408,14 @@ impl Run {
                     Err(e) => fail(self, e),
                 }
             }
-            Spec::Emit { event, payload } => {
+            Spec::Emit { event, payload, timeout_seconds } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let payload = match payload {
                     None => Ok(Value::Null),
                     Some(p) => template::render_json(&p, &self.context(&ids, &trigger, scope)).map_err(StepError::from),
                 };
                 match payload {
-                    Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload } }),
+                    Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload, timeout_seconds } }),
                     Err(e) => fail(self, e),
                 }
             }

@@ -26,6 +26,9 @@ pub struct Emission {
     /// Set when a start was refused because its origin started as many runs as
     /// `[limits] runs_per_origin` allows: the error an emitting step fails with.
     pub capped: Option<String>,
+    /// Set when the emit step's `timeout_seconds` passed before every run was started: the
+    /// error it fails with (the runs not started are in `skipped`).
+    pub timed_out: Option<String>,
 }
 
 /// Where an emit comes from (see [`Runner::emit`]).
@@ -58,6 +61,19 @@ impl Runner<'_> {
     /// (counted from the store, so a restart does not reset the count); a start past it is
     /// skipped and the emission says so in `capped`.
     pub fn emit(&self, event: &str, payload: Value, from: &EmitSource) -> Result<Emission, RunError> {
+        self.emit_until(event, payload, from, None)
+    }
+
+    /// [`Runner::emit`] for an emit step: a run that would start after `deadline` is not
+    /// started (each run it starts is driven before the next starts, so the time they take
+    /// counts).
+    pub fn emit_until(
+        &self,
+        event: &str,
+        payload: Value,
+        from: &EmitSource,
+        deadline: Option<vwf_core::time::Ts>,
+    ) -> Result<Emission, RunError> {
         let depth = from.depth;
         if !trigger::is_event_name(event) {
             return Err(RunError::Rejected(format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'")));
@@ -105,6 +121,14 @@ impl Runner<'_> {
                 );
                 emission.skipped.push((name.to_string(), refused.clone()));
                 emission.capped.get_or_insert(refused);
+                continue;
+            }
+            if let Some(d) = deadline.filter(|d| self.clock.now() >= *d) {
+                let why = format!("the emit step's timeout passed at {} before this run started", vwf_core::time::format(&d));
+                emission
+                    .timed_out
+                    .get_or_insert_with(|| format!("emit of {event:?} timed out: {} run(s) started, then {why}", emission.runs.len()));
+                emission.skipped.push((name.to_string(), why));
                 continue;
             }
             let input = serde_json::json!({"event": event, "payload": payload});

@@ -413,9 +413,11 @@ impl Runner<'_> {
         // Emits start other runs through this runner, so they are performed here, one by one.
         let (emits, tasks): (Vec<&Task>, Vec<&Task>) = tasks.iter().partition(|t| matches!(t.work, Work::Emit { .. }));
         for task in emits {
-            let Work::Emit { event, payload } = &task.work else { continue };
-            let outcome = match self.emit(event, payload.clone(), &EmitSource::of(run)) {
+            let Work::Emit { event, payload, timeout_seconds } = &task.work else { continue };
+            let deadline = vwf_core::time::add_seconds(self.clock.now(), *timeout_seconds);
+            let outcome = match self.emit_until(event, payload.clone(), &EmitSource::of(run), deadline) {
                 Ok(Emission { capped: Some(error), .. }) => Outcome::failed(error),
+                Ok(Emission { timed_out: Some(error), .. }) => Outcome::Failed { error, cause: vwf_core::recovery::Cause::Timeout },
                 Ok(emission) => {
                     let mut extra = Map::new();
                     extra.insert("event".into(), Value::String(event.clone()));
