@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import { startServer, launch, newPage, saveFixture, api, freshHome, untilHeld, DOCS } from './helpers.mjs';
-import { openPage as openUrl, waitFor, canvasStates, canvasShowsEveryNode } from './canvas.mjs';
+import { openPage as openUrl, openDesigner, graphOf, waitFor, waitForCanvasStates, canvasStates, canvasShowsEveryNode } from './canvas.mjs';
 
 let server;
 let browser;
@@ -803,4 +803,46 @@ test('every page loads without a console error: no backend, a parked agent step,
       await page.close();
     }
   });
+});
+
+test('steps that fail well: an error path drawn from the error port in red, and a run done with its failure handled', async () => {
+  const manual = { id: 'start', type: 'trigger', mode: 'manual' };
+  await seed('fails-well', {
+    nodes: [manual, { id: 'build', type: 'command', run: 'exit 3' }, { id: 'ship', type: 'command', run: 'echo shipped' },
+      { id: 'alert', type: 'output', template: 'build failed' }],
+    edges: [{ from: 'start', to: 'build' }, { from: 'build', to: 'ship' }],
+  });
+  // The canvas: acting steps have an error port; a drag from it draws an `error` edge, in red.
+  const canvas = await openDesigner(browser, `${server.url}/designer.html?design=fails-well`, { width: 1440, height: 900 });
+  assert.equal(await canvas.getByTestId('port-error-build').count(), 1, 'a command can fail');
+  assert.equal(await canvas.getByTestId('port-error-alert').count(), 0, 'an output that delivers nothing cannot');
+  await canvas.getByTestId('port-error-build').dragTo(canvas.getByTestId('node-alert'));
+  const drawn = canvas.getByTestId('edge-build-alert');
+  await drawn.waitFor();
+  assert.equal(await drawn.getAttribute('data-label'), 'error');
+  assert.ok((await drawn.getAttribute('class')).split(' ').includes('edge-error'), 'an error path is drawn as one');
+  const red = await drawn.locator('.line').evaluate((l) => getComputedStyle(l).stroke);
+  const plain = await canvas.getByTestId('edge-build-ship').locator('.line').evaluate((l) => getComputedStyle(l).stroke);
+  assert.notEqual(red, plain, 'the error path stands out from the normal one');
+  assert.deepEqual((await graphOf(canvas)).edges.find((e) => e.to === 'alert'), { from: 'build', to: 'alert', label: 'error' });
+  assert.deepEqual(canvas.problems, []);
+  await canvas.close();
+
+  // Saved that way, a run takes the error path: done with its failure handled, on every page.
+  await seed('fails-well', {
+    nodes: [manual, { id: 'build', type: 'command', run: 'exit 3' }, { id: 'ship', type: 'command', run: 'echo shipped' },
+      { id: 'alert', type: 'output', template: 'build failed: {{nodes.build.error.message}}' }],
+    edges: [{ from: 'start', to: 'build' }, { from: 'build', to: 'ship' }, { from: 'build', to: 'alert', label: 'error' }],
+  });
+  const run = (await api(server, 'POST', '/designs/fails-well/run', {})).body;
+  assert.equal(run.status, 'done', JSON.stringify(run));
+  const page = await openPage(`#/runs/${run.run_id}`);
+  await waitFor(page, 'the run', () => document.querySelector('.title')?.dataset.status === 'done');
+  assert.match(await page.locator('#handled').textContent(), /1 handled error.*build: command exited with code 3/s);
+  await waitForCanvasStates(page, 'the handled step marked', { start: 'done', build: 'handled', ship: 'skipped', alert: 'done' });
+  const list = await openPage('#/runs?design=fails-well');
+  await list.locator(`tr[data-run="${run.run_id}"] [data-handled="1"]`).waitFor();
+  assert.deepEqual([...page.problems, ...list.problems], []);
+  await page.close();
+  await list.close();
 });

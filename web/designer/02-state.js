@@ -32,6 +32,15 @@ function isNum(v) { return typeof v === 'number' && Number.isFinite(v); }
 function nodeIndexById(id) { return nodes().findIndex((n) => isObj(n) && n.id === id); }
 function nodeById(id) { return nodes().find((n) => isObj(n) && n.id === id); }
 function hasPorts(node) { return node.type !== 'note'; }
+/** Whether a node can fail for reasons outside the design (it acts on the world), so it has an
+ * error port whose edges (labelled `error`) are taken when it fails for good. */
+function canFail(node) { return ['agent', 'command', 'http', 'emit'].includes(node.type) || (node.type === 'output' && Boolean(node.deliver)); }
+/** Whether edge `e` is an error path: labelled `error`, out of a node that can fail. */
+function isErrorEdge(e) {
+  if (!isObj(e) || typeof e.label !== 'string' || e.label.toLowerCase() !== 'error') return false;
+  const from = nodes().find((n) => isObj(n) && n.id === e.from);
+  return Boolean(from) && canFail(from);
+}
 function hasInput(node) { return node.type !== 'note' && node.type !== 'trigger'; }
 function sizeOf(node) { return node.type === 'note' ? { w: NOTE_W, h: noteHeight(node) } : { w: NODE_W, h: NODE_H }; }
 function pos(node) {

@@ -20,7 +20,8 @@ function addNode(type, at) {
   return node;
 }
 
-function connect(fromIndex, toIndex) {
+/** Connects two nodes; `label` (`error` from an error port) is set on the new edge. */
+function connect(fromIndex, toIndex, label) {
   const from = nodes()[fromIndex], to = nodes()[toIndex];
   if (!from || !to) return;
   if (fromIndex === toIndex) { say(`Not connected: ${from.id} cannot lead to itself`, 'bad'); return; }
@@ -33,10 +34,11 @@ function connect(fromIndex, toIndex) {
   change(() => {
     if (!Array.isArray(graph.edges)) graph.edges = [];
     settleAuto();
-    graph.edges.push({ from: from.id, to: to.id });
+    graph.edges.push(label ? { from: from.id, to: to.id, label } : { from: from.id, to: to.id });
     sel = { edge: graph.edges.length - 1 };
   }, { panel: true });
-  say(labelChoices(from).length ? `Connected ${from.id} → ${to.id}: choose its label in the panel` : `Connected ${from.id} → ${to.id}`);
+  if (label === 'error') say(`Connected ${from.id} → ${to.id} as its error path: taken when ${from.id} fails for good`);
+  else say(labelChoices(from).length ? `Connected ${from.id} → ${to.id}: choose its label in the panel` : `Connected ${from.id} → ${to.id}`);
 }
 
 function deleteSelection() {

@@ -173,6 +173,12 @@ function drawNode(n, index) {
       g.append(el('g', { class: 'port port-out', 'data-testid': 'port-out-' + n.id, transform: `translate(${size.w},${size.h / 2})`, 'aria-label': 'drag to connect' },
         el('circle', { class: 'hit', r: 10 }), el('circle', { class: 'dot', r: 5 })));
     }
+    if (canFail(n)) {
+      // The error port, under the right corner: its edges are taken when the step fails for good.
+      g.append(el('g', { class: 'port port-out port-error', 'data-testid': 'port-error-' + n.id, transform: `translate(${size.w - 14},${size.h})`, 'aria-label': 'drag to connect the error path' },
+        el('title', {}, document.createTextNode('On error: drag to the step that handles this one failing')),
+        el('circle', { class: 'hit', r: 9 }), el('circle', { class: 'dot', r: 4.5 })));
+    }
   }
   if (ni.errors.length || ni.warnings.length) {
     const kind = ni.errors.length ? 'error' : 'warning';
@@ -193,6 +199,7 @@ function curve(x1, y1, x2, y2) {
 function drawEdge(e, index, route) {
   const ei = edgeIssues(index);
   const cls = ['edge'];
+  if (isErrorEdge(e)) cls.push('edge-error');
   if (sel && sel.edge === index) cls.push('selected');
   if (ei.errors.length) cls.push('has-error'); else if (ei.warnings.length) cls.push('has-warning');
   const g = el('g', { class: cls.join(' '), 'data-testid': `edge-${e.from}-${e.to}`, 'data-edge-index': index, 'data-from': e.from, 'data-to': e.to, 'data-label': e.label ?? '' });

@@ -21,7 +21,7 @@ svg.addEventListener('pointerdown', (e) => {
   const portOut = e.target.closest('.port-out');
   const nodeEl = e.target.closest('.node');
   const edgeEl = e.target.closest('.edge');
-  if (nodeEl && portOut && !READ_ONLY) return startConnect(Number(nodeEl.dataset.nodeIndex), e);
+  if (nodeEl && portOut && !READ_ONLY) return startConnect(Number(nodeEl.dataset.nodeIndex), e, portOut.classList.contains('port-error'));
   if (nodeEl) {
     const index = Number(nodeEl.dataset.nodeIndex), picked = selectedNodes();
     // Shift-click adds a node to the selection or takes it out; a click on a selected node
@@ -64,11 +64,11 @@ function startNodeDrag(index, e) {
   });
 }
 
-function startConnect(index, e) {
+function startConnect(index, e, onError = false) {
   const from = nodes()[index];
   const wire = $('wire');
   const s = sizeOf(from), p = pos(from);
-  const x1 = p.x + s.w, y1 = p.y + s.h / 2;
+  const x1 = onError ? p.x + s.w - 14 : p.x + s.w, y1 = onError ? p.y + s.h : p.y + s.h / 2;
   wire.hidden = false;
   wire.setAttribute('d', curve(x1, y1, x1, y1));
   connecting = () => { wire.hidden = true; connecting = null; };
@@ -81,7 +81,7 @@ function startConnect(index, e) {
     connecting();
     const hit = document.elementFromPoint(ev.clientX, ev.clientY);
     const target = hit && hit.closest ? hit.closest('.node') : null;
-    if (target) connect(index, Number(target.dataset.nodeIndex));
+    if (target) connect(index, Number(target.dataset.nodeIndex), onError ? 'error' : undefined);
   });
 }
 let connecting = null;

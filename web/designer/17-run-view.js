@@ -26,6 +26,9 @@ function nodeState(n) {
   }
   const passes = recs.filter((r) => r.node !== n.id).length;
   if (best === 'done' && recs.every((r) => r.pinned)) return { state: best, text: 'pinned' };
+  // A failure the design handled (an error path, `on_error: continue`): failed, and handled.
+  const handled = Array.isArray(runState.handled) ? runState.handled.filter((h) => isObj(h) && recs.some((r) => r.node === h.node)).length : 0;
+  if (best === 'failed' && handled) return { state: 'handled', text: passes ? `handled ×${handled}` : 'failed · handled' };
   return { state: best, text: passes ? `${best} ×${passes}` : best };
 }
 

@@ -56,9 +56,16 @@ export async function render(root, page) {
       ...versionNote(run, newest),
       ` · ${run.trigger && run.trigger.mode ? `${run.trigger.mode} run` : 'run'} · started ${when(run.created_at)} (${ago(run.created_at)}) · updated ${when(run.updated_at)}`,
       ...(run.retry_of ? [' · retry of ', h('a', { id: 'retry-of', href: `#/runs/${enc(run.retry_of)}` }, run.retry_of)] : []),
+      ...(run.failure_of ? [' · started by the failure of ', h('a', { id: 'failure-of', href: `#/runs/${enc(run.failure_of)}` }, run.failure_of)] : []),
+      ...(run.failure_run ? [' · its failure started ', h('a', { id: 'failure-run', href: `#/runs/${enc(run.failure_run)}` }, run.failure_run)] : []),
       ...(run.test ? [h('span', { id: 'test-note' }, ' · a test run: steps marked pinned gave their pinned output and did nothing (no command, call, model or delivery)')] : []));
+    const handled = run.handled || [];
     problem.replaceChildren(run.error
       ? h('p', { class: 'notice error', id: 'run-error' }, run.failed_node ? [h('b', {}, run.failed_node), ': '] : null, run.error)
+      : '', handled.length
+      ? h('div', { class: 'notice warn', id: 'handled' },
+        h('p', {}, `Done with ${handled.length} handled error${handled.length === 1 ? '' : 's'}: the design took its error path${handled.length === 1 ? '' : 's'}.`),
+        h('ul', {}, handled.map((e) => h('li', { 'data-handled': e.node }, h('b', {}, e.node), ': ', e.error))))
       : '');
     actions.replaceChildren(...[
       run.status === 'failed' ? h('button', { id: 'retry', class: 'primary', title: 'Resume at the failed step with the design this run started with', onclick: (e) => act(e.target, 'retry', {}) }, 'Retry') : null,
@@ -156,6 +163,9 @@ export async function render(root, page) {
         text, h('div', { class: 'toolbar' }, submit, generate,
           models ? null : h('span', { class: 'muted small' }, 'No agent backend is configured: paste the output.'))];
     }
+    if (p.type === 'wait' && p.next_attempt) {
+      return [title, h('p', { id: 'retry-wait' }, `Attempt ${p.next_attempt} starts at ${when(p.resume_at)} (${ago(p.resume_at)}), as the step's retry policy says.`)];
+    }
     if (p.type === 'wait') return [title, h('p', {}, `Resumes at ${when(p.resume_at)} (${ago(p.resume_at)}).`)];
     return [title, h('pre', {}, JSON.stringify(p, null, 2))];
   }
@@ -176,16 +186,23 @@ function stepTable(run) {
     run.skipped.length ? h('caption', { class: 'muted small' }, `Skipped: ${run.skipped.join(', ')}`) : null);
 }
 
-/** Every attempt of a step that took more than one (agent retries, run retries), under its row. */
+/** Every attempt of a step that took more than one (retries, run retries), or that waits for
+ * its next, under its row. */
 function triesRow(step) {
   const tries = Array.isArray(step.tries) ? step.tries : [];
-  if (tries.length < 2) return null;
+  if (tries.length < 2 && !tries.some((t) => typeof t.delay_ms === 'number')) return null;
   return h('tr', { class: 'tries', 'data-tries-of': step.node },
     h('td', { colspan: 5 }, h('ol', { class: 'tries small' }, tries.map((t) => h('li', { 'data-attempt': t.attempt, 'data-status': t.status },
       `Attempt ${t.attempt} `, badge(t.status), ` started ${when(t.started_at)}`,
       t.finished_at ? ` · took ${elapsed(t.started_at, t.finished_at)}` : '',
       typeof t.output_bytes === 'number' ? ` · ${t.output_bytes} bytes of output` : '',
-      t.error ? [' · ', h('span', { class: 'error' }, t.error)] : null)))));
+      t.error ? [' · ', h('span', { class: 'error' }, t.error)] : null,
+      typeof t.delay_ms === 'number' ? h('span', { class: 'muted', 'data-delay': t.delay_ms }, ` · next attempt ${seconds(t.delay_ms)} later`) : null)))));
+}
+
+/** A wait in milliseconds as people say it. */
+function seconds(ms) {
+  return ms < 60000 ? `${Math.round(ms / 100) / 10} s` : `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
 }
 
 const VIEW_BASICS = ['text', 'data', 'deliveries'];

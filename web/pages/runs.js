@@ -98,11 +98,19 @@ export function runRow(run) {
   return h('tr', { 'data-run': run.run_id, 'data-status': run.status },
     h('td', {}, h('a', { href: `#/runs/${enc(run.run_id)}` }, h('code', {}, run.run_id))),
     h('td', {}, h('a', { href: `#/designer/${enc(run.design)}` }, run.design)),
-    h('td', {}, badge(run.status), run.test ? [' ', testMark()] : null),
+    h('td', {}, badge(run.status), run.test ? [' ', testMark()] : null, handledMark(run)),
     h('td', { class: 'trigger' }, run.trigger ? run.trigger.mode : ''),
     h('td', { title: run.created_at }, ago(run.created_at)),
     h('td', {}, pending),
     h('td', { class: 'error' }, run.error ? `${run.failed_node ? `${run.failed_node}: ` : ''}${run.error}` : ''));
+}
+
+/** The mark of a run done with failures its design handled (error paths, `on_error: continue`). */
+export function handledMark(run) {
+  const n = (run.handled || []).length;
+  if (!n) return null;
+  const what = `${n} handled error${n === 1 ? '' : 's'}`;
+  return [' ', h('span', { class: 'badge s-handled', 'data-handled': n, title: run.handled.map((e) => `${e.node}: ${e.error}`).join('\n') }, `with ${what}`)];
 }
 
 /** The mark of a test run: pinned steps gave their pinned output, and it may have run part of the design. */
