@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import { startServer, launch, newPage, saveFixture, api, freshHome, untilHeld, DOCS } from './helpers.mjs';
-import { openPage as openUrl, openDesigner, graphOf, waitFor, waitForCanvasStates, canvasStates, canvasShowsEveryNode } from './canvas.mjs';
+import { openPage as openUrl, openDesigner, graphOf, byId, waitFor, waitForCanvasStates, canvasStates, canvasShowsEveryNode } from './canvas.mjs';
 
 let server;
 let browser;
@@ -825,6 +825,16 @@ test('steps that fail well: an error path drawn from the error port in red, and 
   const plain = await canvas.getByTestId('edge-build-ship').locator('.line').evaluate((l) => getComputedStyle(l).stroke);
   assert.notEqual(red, plain, 'the error path stands out from the normal one');
   assert.deepEqual((await graphOf(canvas)).edges.find((e) => e.to === 'alert'), { from: 'build', to: 'alert', label: 'error' });
+  // The step's panel: a "Retry on failure" group whose fields write the policy, and an "On error" choice.
+  await canvas.getByTestId('node-build').click();
+  const group = canvas.locator('#panel details[data-group="retry"]');
+  assert.equal(await group.locator('summary').textContent(), 'Retry on failure');
+  await group.locator('summary').click();
+  await canvas.getByTestId('field-retry.max_attempts').fill('3');
+  await canvas.getByTestId('field-retry.on').fill('75\ntimeout');
+  await canvas.getByTestId('field-retry.jitter').selectOption('false');
+  assert.deepEqual(byId(await graphOf(canvas), 'build').retry, { max_attempts: 3, on: ['75', 'timeout'], jitter: false });
+  assert.deepEqual(await canvas.getByTestId('field-on_error').locator('option').evaluateAll((os) => os.map((o) => o.value)), ['', 'fail', 'continue']);
   assert.deepEqual(canvas.problems, []);
   await canvas.close();
 

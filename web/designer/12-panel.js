@@ -90,9 +90,15 @@ function renderNodePanel(box, index) {
     change(() => set(node, def.key, value), { key: `node:${index}:${def.key}`, panel: !!def.rerender });
     if (def.rerender) focusField(def.key);
   };
+  // A step's retry policy reads as one group, open when the step has one.
+  const retry = h('details', { class: 'group', 'data-group': 'retry', open: isObj(node.retry) },
+    h('summary', { text: 'Retry on failure' }));
   for (const def of [...COMMON_FIELDS, ...fieldsOf(node)]) {
     if (def.when && !def.when(node)) continue;
-    box.append(fieldRow(def, node, edit));
+    if (def.key.startsWith('retry.')) {
+      if (!retry.isConnected) box.append(retry);
+      retry.append(fieldRow(def, node, edit));
+    } else box.append(fieldRow(def, node, edit));
   }
   const known = new Set(['id', 'type', 'x', 'y', 'label', ...fieldsOf(node).map((d) => d.key.split('.')[0])]);
   if (node.type === 'trigger') for (const m of MODES) for (const d of TRIGGER_FIELDS[m]) known.add(d.key.split('.')[0]);

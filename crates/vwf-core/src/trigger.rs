@@ -39,7 +39,8 @@ pub enum TriggerMode {
     // Started by another run's failure: the failed design's `on_failure` (or `[runs]
     // on_failure`) names this one. Never a trigger node's mode. (A plain comment, so the
     // schema keeps one enum of words.)
-    Failure,
+    #[serde(rename = "failure")]
+    OnFailure,
 }
 
 impl TriggerMode {
@@ -56,13 +57,13 @@ impl TriggerMode {
             TriggerMode::Event => "event",
             TriggerMode::Folder => "folder",
             TriggerMode::Watch => "watch",
-            TriggerMode::Failure => "failure",
+            TriggerMode::OnFailure => "failure",
         }
     }
 
     /// The mode a run's trigger may have, if `word` names one: a trigger node's, or `failure`.
     pub fn parse(word: &str) -> Option<TriggerMode> {
-        TriggerMode::ALL.into_iter().chain([TriggerMode::Failure]).find(|m| m.as_str() == word)
+        TriggerMode::ALL.into_iter().chain([TriggerMode::OnFailure]).find(|m| m.as_str() == word)
     }
 }
 

@@ -524,7 +524,7 @@ mod tests {
         assert!(bogus.contains("agent backend \"bogus\" is unknown: use \"openai\", \"command\" or \"none\""), "{bogus}");
         let e = run("[agent]\nbackend = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"m\"\n").unwrap_err();
         assert!(
-            matches!(&e, AgentError::Backend(t) if t.starts_with("cannot reach the agent backend at http://127.0.0.1:9/v1/chat/completions")),
+            matches!(&e, AgentError::Unanswered { text, cause: Cause::Connect } if text.starts_with("cannot reach the agent backend at http://127.0.0.1:9/v1/chat/completions")),
             "{e:?}"
         );
         let e = run("[agent]\nbackend = \"command\"\ncommand = [\"sh\", \"-c\", \"exit 1\"]\n").unwrap_err();

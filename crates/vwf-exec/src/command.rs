@@ -188,8 +188,12 @@ mod tests {
             let got = run(&step, config).unwrap_err();
             assert_eq!(got, want);
             assert_eq!(got.to_string(), text);
-            assert_eq!(perform(&step, config), Outcome::failed(text));
+            // The outcome carries why, for the step's retry policy.
+            assert_eq!(perform(&step, config), Outcome::Failed { error: text.into(), cause: want.cause() });
         }
+        assert_eq!(CommandError::Ended { ended: Ended::Exit(3), stderr: String::new() }.cause(), Cause::Exit(3));
+        assert_eq!(CommandError::Ended { ended: Ended::TimedOut(1), stderr: String::new() }.cause(), Cause::Timeout);
+        assert_eq!(CommandError::Disabled.cause(), Cause::Error);
         let missing = run(&step(Program::Argv(vec!["/nonexistent/program".into()]), None), &on).unwrap_err();
         assert!(matches!(&missing, CommandError::Start { program, .. } if program == "/nonexistent/program"), "{missing:?}");
         assert!(matches!(run(&shell("printf hi"), &on), Ok(Outcome::Done { ref text, .. }) if text == "hi"));

@@ -121,7 +121,7 @@ impl Run {
     /// it failed, has started none yet, is no test run, and was not itself started by a failure
     /// (a failure design's own failure never starts another).
     pub fn awaits_failure_run(&self) -> bool {
-        self.status == Status::Failed && self.failure_run.is_none() && !self.test && self.trigger.mode != TriggerMode::Failure
+        self.status == Status::Failed && self.failure_run.is_none() && !self.test && self.trigger.mode != TriggerMode::OnFailure
     }
 
     /// What a failure run is given about this failed run: `{run_id, design, failed_node, error,
@@ -142,8 +142,8 @@ impl Run {
     /// the id `failed`'s id derives for it: trigger mode `failure`, [`Run::failure_input`] as its
     /// input.
     pub fn start_failure_of(failed: &Run, plan: Plan, now: Ts) -> Run {
-        let trigger =
-            TriggerInfo { origin: Some(failed.run_id.to_string()), ..TriggerInfo::new(TriggerMode::Failure, failed.failure_input()) };
+        // No `origin`: that names where a chain of emits began, and a failure run is none.
+        let trigger = TriggerInfo::new(TriggerMode::OnFailure, failed.failure_input());
         let mut run = Run::start(plan, failed.run_id.derived(FAILURE_RUN), trigger, now);
         run.failure_of = Some(failed.run_id.clone());
         run
