@@ -198,6 +198,8 @@ fn the_cli_summary_names_handled_errors_and_the_waits_between_attempts() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("done with 1 handled error"), "{text}");
     assert!(text.contains("handled: build failed: command exited with code 3"), "{text}");
+    let listed = home.vwf().args(["runs"]).output().expect("runs");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("with 1 handled error"), "the listing marks it");
 
     let peer = Peer::start();
     peer.mount(Mock::given(method("GET")).and(path("/feed")).respond_with(ResponseTemplate::new(502)).up_to_n_times(1).with_priority(1));
