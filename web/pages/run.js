@@ -64,7 +64,7 @@ export async function render(root, page) {
       ? h('p', { class: 'notice error', id: 'run-error' }, run.failed_node ? [h('b', {}, run.failed_node), ': '] : null, run.error)
       : '', handled.length
       ? h('div', { class: 'notice warn', id: 'handled' },
-        h('p', {}, `Done with ${handled.length} handled error${handled.length === 1 ? '' : 's'}: the design took its error path${handled.length === 1 ? '' : 's'}.`),
+        h('p', {}, `${run.status === 'done' ? 'Done with' : 'So far'} ${handled.length} handled error${handled.length === 1 ? '' : 's'}: the design took its error path${handled.length === 1 ? '' : 's'}.`),
         h('ul', {}, handled.map((e) => h('li', { 'data-handled': e.node }, h('b', {}, e.node), ': ', e.error))))
       : '');
     actions.replaceChildren(...[

@@ -110,6 +110,7 @@ export function handledMark(run) {
   const n = (run.handled || []).length;
   if (!n) return null;
   const what = `${n} handled error${n === 1 ? '' : 's'}`;
+  if (run.status !== 'done') return [' ', h('span', { class: 'muted small', 'data-handled': n }, `(${what})`)];
   return [' ', h('span', { class: 'badge s-handled', 'data-handled': n, title: run.handled.map((e) => `${e.node}: ${e.error}`).join('\n') }, `with ${what}`)];
 }
 

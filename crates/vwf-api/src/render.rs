@@ -241,7 +241,7 @@ pub fn run_row(run: &Value) -> Vec<String> {
     let handled = run.get("handled").and_then(Value::as_array).map_or(0, Vec::len);
     let note = match run.get("pending").filter(|p| p.is_object()) {
         Some(p) => format!("waits on {}", s(p, "node")),
-        None if handled > 0 => format!("with {handled} handled error{}", if handled == 1 { "" } else { "s" }),
+        None if handled > 0 && s(run, "status") == "done" => format!("with {handled} handled error{}", if handled == 1 { "" } else { "s" }),
         None => run.get("error").and_then(Value::as_str).unwrap_or("").chars().take(60).collect(),
     };
     let status = if run.get("status").is_none() && run.get("ok") == Some(&Value::Bool(false)) { "unreadable" } else { s(run, "status") };

@@ -140,7 +140,7 @@ impl RetryOn {
         const AGENT: &[(&str, RetryOn)] = &[("error", RetryOn::Error), ("timeout", RetryOn::Timeout), ("429", RetryOn::TooManyRequests)];
         // A delivery's failure is one kind: the platform refused, or was not reached in time.
         const OUTPUT: &[(&str, RetryOn)] = &[("error", RetryOn::Error)];
-        const EMIT: &[(&str, RetryOn)] = &[("error", RetryOn::Error)];
+        const EMIT: &[(&str, RetryOn)] = &[("error", RetryOn::Error), ("timeout", RetryOn::Timeout)];
         match kind {
             NodeKind::Http => (HTTP, Numbers::Statuses),
             NodeKind::Command => (COMMAND, Numbers::ExitCodes),
@@ -180,6 +180,14 @@ impl RetryPolicy {
     /// Whether attempt number `attempt`, which failed with `cause`, is followed by another.
     pub fn retries(&self, attempt: u32, cause: &Cause) -> bool {
         attempt < self.max_attempts && (self.on.is_empty() || self.on.iter().any(|w| w.matches(cause)))
+    }
+
+    /// Whether attempt number `attempt`, left unfinished by a process that died, is followed by
+    /// another: whenever the policy allows more attempts. Its cause is unknown (the attempt may
+    /// have been about to succeed), and an interruption is vwf's failure, not the world's, so
+    /// `on` (which sorts the world's failures) does not apply.
+    pub fn retries_interrupted(&self, attempt: u32) -> bool {
+        attempt < self.max_attempts
     }
 
     /// How long to wait, in milliseconds, after attempt number `attempt` failed with `cause`:
@@ -473,7 +481,7 @@ mod tests {
             (json!({"id": "c", "type": "command", "run": "x", "retry": {"on": ["5xx"]}}), "an exit code (1-255)"),
             (json!({"id": "c", "type": "command", "run": "x", "retry": {"on": [0]}}), "not 0"),
             (json!({"id": "a", "type": "agent", "prompt": "p", "retry": {"on": [500]}}), "\"error\", \"timeout\", \"429\""),
-            (json!({"id": "e", "type": "emit", "event": "x", "retry": {"on": ["timeout"]}}), "not \"timeout\""),
+            (json!({"id": "e", "type": "emit", "event": "x", "retry": {"on": ["5xx"]}}), "not \"5xx\""),
             (json!({"id": "e", "type": "emit", "event": "x", "on_error": "ignore"}), "\"fail\" or \"continue\""),
         ];
         for (raw, want) in cases {

@@ -423,10 +423,68 @@ fn without_a_policy_an_interrupted_attempt_fails_the_run_as_before() {
     run.mark_interrupted(t0());
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.to_string()), Some("interrupted during step fetch".into()));
-    // A policy that does not retry this kind of failure does not either.
-    let mut run = left_running(json!({"max_attempts": 3, "on": ["429"]}));
+    // Its cause unknown, an interrupted attempt is retried whatever `on` names, while attempts remain.
+    let mut run = left_running(json!({"max_attempts": 3, "on": ["429"], "delay": 0}));
+    run.mark_interrupted(t0());
+    assert_eq!(run.status(), Status::Running, "{:?}", run.error());
+    let mut run = left_running(json!({"max_attempts": 1, "on": ["429"]}));
     run.mark_interrupted(t0());
     assert_eq!(run.status(), Status::Failed);
+}
+
+#[test]
+fn a_retry_after_the_runs_timeout_gets_the_whole_timeout_again() {
+    let mut d = http(json!({"max_attempts": 1}));
+    d["timeout"] = json!("10m");
+    let mut run = start(&d);
+    drive(&mut run, t0(), |_| status(503, None));
+    assert_eq!(run.status(), Status::Failed);
+    let later = t0() + Duration::hours(2);
+    run.retry(later).unwrap();
+    common::save_and_read_back(&mut run);
+    assert_eq!(run.timeout_at(), Some(later + Duration::minutes(10)));
+    drive(&mut run, later, |_| done("ok"));
+    assert_eq!(run.status(), Status::Done, "{:?}", run.error());
+}
+
+#[test]
+fn a_retry_wait_comes_due_beside_a_gate_parked_earlier_in_the_plan() {
+    let d = design(
+        json!([
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "ask", "type": "approval", "question": "ok?"},
+            {"id": "fetch", "type": "http", "url": "http://127.0.0.1:9/", "retry": {"max_attempts": 2, "delay": "30s", "jitter": false}},
+        ]),
+        json!([{"from": "start", "to": "ask"}, {"from": "start", "to": "fetch"}]),
+    );
+    let mut run = start(&d);
+    drive(&mut run, t0(), |_| status(503, None));
+    assert_eq!(run.status(), Status::AwaitingApproval, "the gate is what the run shows");
+    let at = t0() + Duration::seconds(30);
+    assert_eq!(run.due(at - Duration::milliseconds(1), true), None);
+    assert_eq!(run.due(at, true), Some(vwf_core::run::settle::Settle::WaitDue), "the retry wait still comes due");
+    let tasks = drive(&mut run, at, |_| done("ok"));
+    assert_eq!(tasks.iter().map(|t| (t.node.as_str(), t.attempt)).collect::<Vec<_>>(), [("fetch", 2)]);
+    assert_eq!(run.status(), Status::AwaitingApproval);
+}
+
+#[test]
+fn a_failure_run_saved_before_it_began_goes_on_when_found_without_its_owner() {
+    let mut failed = start(&with_error_path(json!({})));
+    drive(&mut failed, t0(), |t| if t.node == "build" { exit3() } else { Outcome::failed("down") });
+    assert_eq!(failed.status(), Status::Failed);
+    let ticket = design(
+        json!([{"id": "start", "type": "trigger", "mode": "manual"}, {"id": "open", "type": "output", "template": "{{trigger.run_id}}"}]),
+        json!([{"from": "start", "to": "open"}]),
+    );
+    let plan = Plan::compile("ticket", &Design::from_value(&ticket).unwrap()).unwrap();
+    let mut failure = Run::start_failure_of(&failed, plan, t0());
+    assert_eq!((failure.failure_of(), failure.run_id()), (Some(failed.run_id()), &failed.failure_run_id()));
+    // Its process died before driving it: the reader takes it up instead of failing it.
+    failure.mark_interrupted(t0());
+    assert_eq!(failure.status(), Status::Running, "{:?}", failure.error());
+    drive(&mut failure, t0(), |_| done(""));
+    assert_eq!(failure.outputs()["open"]["text"], failed.run_id().as_str());
 }
 
 #[test]

@@ -404,7 +404,8 @@ fn exchange_text(
         if e.is_timeout() || started.elapsed() >= timeout {
             late()
         } else {
-            (format!("cannot reach the agent backend at {shown}: {}", super::error_chain(&e.without_url())), Cause::Connect)
+            let cause = if e.is_connect() { Cause::Connect } else { Cause::Error };
+            (format!("cannot reach the agent backend at {shown}: {}", super::error_chain(&e.without_url())), cause)
         }
     })?;
     let retry_after = super::http::retry_after(response.headers(), chrono::Utc::now());

@@ -76,7 +76,7 @@ pub enum HttpError {
     TimedOut(u64),
     /// The request did not get an answer; `url` is shown without credentials.
     #[error("HTTP request to {url} failed: {cause}")]
-    Transport { url: String, cause: String },
+    Transport { url: String, cause: String, connected: bool },
     /// The egress policy refused the connection of hop `hop` (0: the step's own URL).
     #[error("HTTP request to {url} refused{}: {refusal}", if *.hop == 0 { String::new() } else { format!(" (redirect {})", .hop) })]
     Egress { hop: usize, url: String, refusal: Refusal },
@@ -104,7 +104,9 @@ impl HttpError {
     pub fn cause(&self) -> Cause {
         match self {
             HttpError::TimedOut(_) => Cause::Timeout,
-            HttpError::Transport { .. } => Cause::Connect,
+            // After the request went out (a reset mid-answer) it is no `connect` failure: the
+            // peer may have acted on it.
+            HttpError::Transport { connected: false, .. } => Cause::Connect,
             HttpError::Status { status, retry_after, .. } => Cause::Status { code: *status, retry_after: *retry_after },
             _ => Cause::Error,
         }
@@ -219,7 +221,8 @@ impl Request<'_> {
         if e.is_timeout() || started.elapsed() >= self.timeout {
             return self.timed_out();
         }
-        HttpError::Transport { url: shown(url), cause: super::error_chain(&e.without_url()) }
+        let connected = !e.is_connect();
+        HttpError::Transport { url: shown(url), cause: super::error_chain(&e.without_url()), connected }
     }
 
     fn read_error(&self, e: &std::io::Error, started: Instant) -> HttpError {
@@ -447,7 +450,8 @@ mod tests {
             Cause::Status { code: 503, retry_after: Some(2) }
         );
         assert_eq!(HttpError::TimedOut(3).cause(), Cause::Timeout);
-        assert_eq!(HttpError::Transport { url: "u".into(), cause: "refused".into() }.cause(), Cause::Connect);
+        assert_eq!(HttpError::Transport { url: "u".into(), cause: "refused".into(), connected: false }.cause(), Cause::Connect);
+        assert_eq!(HttpError::Transport { url: "u".into(), cause: "reset".into(), connected: true }.cause(), Cause::Error);
         assert_eq!(HttpError::Redirects.cause(), Cause::Error);
     }
 

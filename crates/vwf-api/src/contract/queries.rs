@@ -161,7 +161,7 @@ query_value!(
     /// A trigger mode.
     OfTrigger(String),
     |given| Ok(given.to_string()),
-    json_schema!({"type": "string", "enum": TRIGGER_MODES})
+    json_schema!({"type": "string", "enum": TRIGGER_MODES.iter().copied().chain([vwf_core::trigger::TriggerMode::OnFailure.as_str()]).collect::<Vec<_>>()})
 );
 
 query_value!(

@@ -353,6 +353,10 @@ impl Run {
             }
         }
         self.parked.retain(|p| !reopen.iter().any(|o| o.node == p.node()));
+        // A person's retry gets the design's whole timeout again, counted from now.
+        if let Some(seconds) = self.plan.timeout_seconds {
+            self.timeout_at = time::add_seconds(now, seconds);
+        }
         self.status = Status::Running;
         self.ok = true;
         self.error = None;

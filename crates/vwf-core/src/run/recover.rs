@@ -14,13 +14,27 @@ use crate::trigger::TriggerMode;
 impl Run {
     /// The attempt of step instance `id` (a record name) failed with `error`, for `cause`.
     pub(super) fn attempt_failed(&mut self, id: &str, error: &str, cause: Cause, now: Ts) {
+        self.attempt_failed_as(id, error, cause, false, now);
+    }
+
+    /// [`Run::attempt_failed`]; `interrupted` for an attempt a dead process left unfinished.
+    fn attempt_failed_as(&mut self, id: &str, error: &str, cause: Cause, interrupted: bool, now: Ts) {
+        // An outcome that comes after the run ended (a parallel task finishing after a sibling
+        // failed it, or after its timeout) is recorded on its step and changes nothing else.
+        if self.status.is_finished() {
+            if let Some(r) = self.record_mut(id).filter(|r| r.status == StepStatus::Running) {
+                r.end_try(StepStatus::Failed, Some(error), None, now);
+            }
+            return;
+        }
         let Some((step, _)) = self.locate(id) else {
             self.fail_step(id, error.to_string(), now);
             return;
         };
         let recovery = step.recovery();
         let attempt = self.record(id).map_or(1, |r| r.attempts);
-        if recovery.retry.retries(attempt, &cause) {
+        let again = if interrupted { recovery.retry.retries_interrupted(attempt) } else { recovery.retry.retries(attempt, &cause) };
+        if again {
             let delay = recovery.retry.delay_ms(attempt, &cause, recovery::seed(self.run_id.as_str(), id, attempt));
             if let Some(r) = self.record_mut(id) {
                 r.await_next_try(error, now);
@@ -89,13 +103,16 @@ impl Run {
             let Some((step, _)) = run.locate(node) else { return false };
             let recovery = step.recovery();
             let attempt = run.record(node).map_or(1, |r| r.attempts);
-            recovery.retry.retries(attempt, &Cause::Error) || run.plan.has_error_edges(&step.id) || recovery.on_error == OnError::Continue
+            recovery.retry.retries_interrupted(attempt) || run.plan.has_error_edges(&step.id) || recovery.on_error == OnError::Continue
         };
         if open.is_empty() {
-            // Killed between steps: nothing was in flight. A run whose next step would retry a
-            // failure goes on with it; another fails as interrupted before that step, as before.
+            // Killed between steps: nothing was in flight. A failure run that never began goes on
+            // (it was saved before the failed run that started it, which relies on it running);
+            // so does a run whose next step would retry a failure; another fails as interrupted
+            // before that step, as before.
+            let fresh_failure_run = self.steps.is_empty() && self.trigger.mode == TriggerMode::OnFailure;
             let next = (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone());
-            if !next.is_some_and(|n| recovers(self, &n)) {
+            if !fresh_failure_run && !next.is_some_and(|n| recovers(self, &n)) {
                 return false;
             }
             self.touch(now);
@@ -110,7 +127,7 @@ impl Run {
         let running: Vec<&String> = open.iter().filter(|(_, s)| *s == StepStatus::Running).map(|(n, _)| n).collect();
         for node in running {
             let error = RunFailure::interrupted(Some(node));
-            self.attempt_failed(node, &error, Cause::Error, now);
+            self.attempt_failed_as(node, &error, Cause::Error, true, now);
         }
         self.touch(now);
         self.refresh_status();

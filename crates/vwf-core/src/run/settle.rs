@@ -87,7 +87,11 @@ pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, 
         Status::AwaitingApproval if parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now)) => {
             Some(Settle::DeadlinePassed)
         }
-        Status::Waiting if resume_waits && parked.iter().any(|p| matches!(p, Pending::Wait { resume_at, .. } if *resume_at <= now)) => {
+        // A wait may have come while a gate or an agent step parked earlier in the plan is what
+        // the run shows: it resumes all the same.
+        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent
+            if resume_waits && parked.iter().any(|p| matches!(p, Pending::Wait { resume_at, .. } if *resume_at <= now)) =>
+        {
             Some(Settle::WaitDue)
         }
         _ => None,

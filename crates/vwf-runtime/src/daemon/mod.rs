@@ -599,10 +599,11 @@ impl<'a> Daemon<'a> {
                 self.note_due(summary.next_due().filter(|d| *d > now));
                 return;
             };
-            // A due wait drives its run on, and so may a dead process's run whose steps retry:
-            // inside `vwf serve` that takes a run slot (waiting for one). Marking a run
-            // interrupted or a gate timed out is one write.
-            let slot = self.app.slots.as_ref().filter(|_| matches!(due, Settle::WaitDue | Settle::Orphaned)).map(|gate| gate.wait());
+            // A due wait drives its run on: inside `vwf serve` that takes a run slot (waiting for
+            // one). Marking a run interrupted or a gate timed out is one write (a dead process's
+            // run its steps' policies take up again is driven on without a slot: a slot is not
+            // waited for on behalf of a run whose owner may still be alive).
+            let slot = self.app.slots.as_ref().filter(|_| due == Settle::WaitDue).map(|gate| gate.wait());
             let opened = runner.open_settling(id);
             drop(slot);
             let (run, settled) = match opened {

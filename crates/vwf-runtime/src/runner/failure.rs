@@ -10,19 +10,22 @@
 //! it again, finds the failure run already there and links it instead of starting another. A
 //! run started by a failure never starts one itself, so failure designs cannot loop.
 
-use vwf_core::run::Run;
+use vwf_core::run::{FAILURE_RUN_REFUSED, Run, Status};
 use vwf_store::{RunLock, StoreError};
 
 use super::Runner;
 
 impl Runner<'_> {
     /// Saves `run` with `save`; when the save records its failure, first starts its failure
-    /// run (saved, not yet driven), and after the save drives it.
-    pub(super) fn saving_failure<T>(&self, run: &mut Run, save: impl FnOnce(&mut Run) -> T) -> T {
+    /// run (saved, not yet driven), and after the save drives it, unless `drive` is false (a
+    /// listing, which drives nothing: the failure run, saved with nothing begun, is taken up by
+    /// the next reader or the daemon, see `Run::mark_interrupted`).
+    pub(super) fn saving_failure<T>(&self, run: &mut Run, drive: bool, save: impl FnOnce(&mut Run) -> T) -> T {
         let follow = self.start_failure_run(run);
         let saved = save(run);
-        if let Some((mut failure, lock)) = follow {
-            let background = Runner { sleep_for_waits: false, ..*self };
+        if let Some((mut failure, lock)) = follow.filter(|_| drive) {
+            // In the background, and quietly: a foreground run's live lines are its own.
+            let background = Runner { sleep_for_waits: false, observer: &crate::app::quiet, ..*self };
             if let Err(e) = background.drive(&mut failure, &lock) {
                 tracing::warn!(run = %failure.run_id(), failure_of = %run.run_id(), "the failure run stopped: {e}");
             }
@@ -33,32 +36,12 @@ impl Runner<'_> {
     /// Starts the failure run of `run` if it awaits one and its design (or the config) names a
     /// design for it, and links it; answers the new run and its lock, for the caller to drive
     /// once `run` is saved. A failure run that cannot start (its design is missing or has
-    /// errors) is noted in `run`'s history instead.
+    /// errors) is noted in `run`'s history instead, once.
     fn start_failure_run(&self, run: &mut Run) -> Option<(Run, RunLock)> {
-        if !run.awaits_failure_run() {
+        if !run.awaits_failure_run() || run.history().iter().any(|e| e.event == FAILURE_RUN_REFUSED) {
             return None;
         }
         let name = run.plan().on_failure.clone().or_else(|| self.drivers.config.runs.on_failure.clone())?;
-        let id = run.failure_run_id();
-        let lock = match self.store.reserve_run_id(&id).and_then(|_| self.store.lock_run(&id)) {
-            Ok(lock) => lock,
-            Err(e) => {
-                tracing::warn!(run = %run.run_id(), "cannot start the failure run: {e}");
-                return None;
-            }
-        };
-        match self.store.read_run(&id) {
-            // Started by a process that died before it saved this run's failure.
-            Ok(_) => {
-                run.link_failure_run(id);
-                return None;
-            }
-            Err(StoreError::NotFound(_)) => {}
-            Err(e) => {
-                tracing::warn!(run = %run.run_id(), "cannot start the failure run: {e}");
-                return None;
-            }
-        }
         let now = self.clock.now();
         let plan = match self.compile(&name) {
             Ok(plan) => plan,
@@ -67,6 +50,27 @@ impl Runner<'_> {
                 return None;
             }
         };
+        let id = run.failure_run_id();
+        let lock = match self.store.reserve_run_id(&id).and_then(|_| self.store.lock_run(&id)) {
+            Ok(lock) => lock,
+            Err(e) => {
+                tracing::warn!(run = %run.run_id(), "cannot start the failure run: {e}");
+                return None;
+            }
+        };
+        match self.read(&id) {
+            // Started by a process that died before it saved this run's failure: linked, and
+            // driven on if it never began (it holds its own lock now, so nobody else drives it).
+            Ok(started) => {
+                run.link_failure_run(id);
+                return (started.status() == Status::Running && started.steps().is_empty()).then_some((started, lock));
+            }
+            Err(crate::error::RunError::Store(StoreError::NotFound(_))) => {}
+            Err(e) => {
+                tracing::warn!(run = %run.run_id(), "cannot start the failure run: {e}");
+                return None;
+            }
+        }
         let mut failure = Run::start_failure_of(run, plan, now);
         if let Err(e) = self.persist(&mut failure) {
             tracing::warn!(run = %run.run_id(), "cannot save the failure run: {e}");

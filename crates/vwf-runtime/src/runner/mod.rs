@@ -232,7 +232,7 @@ impl Runner<'_> {
         let due = run.due(self.clock.now(), resume_waits);
         // Reading never needs to write: a store that cannot take the settled run (full,
         // read-only) still gets it reported as it stands now; the next reader saves it.
-        if self.settle_orphan(&mut run) && self.saving_failure(&mut run, |run| self.write(run, false)).is_err() {
+        if self.settle_orphan(&mut run) && self.saving_failure(&mut run, resume_waits, |run| self.write(run, false)).is_err() {
             return Ok((run, due));
         }
         // A wait that came drives its run on; so does a run left by a dead process whose unfinished
@@ -312,6 +312,12 @@ impl Runner<'_> {
         let mut run = self.read(id)?;
         if self.settle_orphan(&mut run) {
             self.persist(&mut run)?;
+            // Left by a dead process, and taken up again by its steps' retry policies: driving
+            // it on is the retry asked for.
+            if run.status() == Status::Running {
+                self.drive(&mut run, &lock)?;
+                return Ok(run);
+            }
         }
         run.retry(self.clock.now())?;
         self.persist(&mut run)?;
@@ -499,7 +505,7 @@ impl Runner<'_> {
     /// becomes that, so the caller answers with the failed run. A new run that is too large is
     /// refused before anything is saved.
     fn persist_as(&self, run: &mut Run, new: bool) -> Result<(), RunError> {
-        self.saving_failure(run, |run| self.persist_unhooked(run, new))
+        self.saving_failure(run, true, |run| self.persist_unhooked(run, new))
     }
 
     /// [`Runner::persist_as`] without starting a failure run.
