@@ -108,7 +108,11 @@ def start_server(vwf: str, home: str, token: str) -> tuple[subprocess.Popen, str
     Path(home, "visual-workflow.toml").write_text('[server]\ntoken_env = "VWF_MCP_TEST_TOKEN"\n')
     env = {**os.environ, "VWF_MCP_TEST_TOKEN": token}
     env.pop("VWF_HOME", None)
-    proc = subprocess.Popen([vwf, "--home", home, "--json", "serve", "--bind", "127.0.0.1:0"], stdout=subprocess.PIPE, env=env, text=True)
+    # A session of its own: a signal meant for the test's process group (another test's child
+    # stopping its group) must not stop this server in the middle of the checks.
+    proc = subprocess.Popen(
+        [vwf, "--home", home, "--json", "serve", "--bind", "127.0.0.1:0"], stdout=subprocess.PIPE, env=env, text=True, start_new_session=True
+    )
     first = proc.stdout.readline()
     url = json.loads(first)["url"]
     return proc, url.rstrip("/") + "/mcp"
