@@ -170,17 +170,7 @@ pub const TIMEOUT_MAX_SECONDS: u64 = 30 * 86_400;
 /// A design's `timeout`: a duration (`"90s"`, `"2h"`, `"1h30m"`) or whole seconds, from one second
 /// to 30 days.
 pub fn read_timeout(v: &Value) -> Result<u64, String> {
-    let seconds = match v {
-        Value::String(s) => crate::schedule::parse_duration(s).map_err(|e| e.message)?,
-        Value::Number(_) => {
-            v.as_u64().filter(|s| *s > 0).ok_or_else(|| format!("must be a duration like \"2h\" or whole seconds, got {v}"))?
-        }
-        _ => return Err(format!("must be a duration like \"2h\" or whole seconds, got {v}")),
-    };
-    if seconds > TIMEOUT_MAX_SECONDS {
-        return Err(format!("is longer than 30 days ({TIMEOUT_MAX_SECONDS} s)"));
-    }
-    Ok(seconds)
+    crate::schedule::duration_or_seconds(v, 1, TIMEOUT_MAX_SECONDS, "30 days")
 }
 
 /// The top-level field of a design naming the design a failed run starts (SPEC §7, error

@@ -356,15 +356,7 @@ fn read_policy(kind: NodeKind, fields: &Map<String, Value>, issue: &mut impl FnM
 
 /// A delay: a duration like `"30s"` or `"1m30s"`, or whole seconds (0 for none), at most a day.
 fn duration_ms(v: &Value) -> Result<u64, String> {
-    let seconds = match v {
-        Value::String(s) => schedule::parse_duration(s).map_err(|e| format!("is not a duration: {}", e.message))?,
-        Value::Number(_) => v.as_u64().ok_or_else(|| format!("must be a duration like \"30s\" or whole seconds, got {v}"))?,
-        _ => return Err(format!("must be a duration like \"30s\" or whole seconds, got {v}")),
-    };
-    if seconds > LONGEST_DELAY_SECONDS {
-        return Err(format!("is longer than a day ({LONGEST_DELAY_SECONDS} s)"));
-    }
-    Ok(seconds * 1000)
+    Ok(schedule::duration_or_seconds(v, 0, LONGEST_DELAY_SECONDS, "a day")? * 1000)
 }
 
 /// `retry.on`: the words and numbers a step of `kind` may list.

@@ -45,6 +45,23 @@ pub fn parse_duration(s: &str) -> Result<u64, ScheduleError> {
     Ok(total)
 }
 
+/// Seconds in a design field that holds a duration (`"30s"`, `"1h30m"`) or whole seconds, from
+/// `min` to `max` (`longest` says `max` in words for the message). The error reads after the
+/// field's name: `"retry.delay" is longer than a day (86400 s)`.
+pub fn duration_or_seconds(v: &Value, min: u64, max: u64, longest: &str) -> Result<u64, String> {
+    let seconds = match v {
+        Value::String(s) => parse_duration(s).map_err(|e| format!("is not a duration: {}", e.message))?,
+        Value::Number(_) => {
+            v.as_u64().filter(|s| *s >= min).ok_or_else(|| format!("must be a duration like \"30s\" or whole seconds, got {v}"))?
+        }
+        _ => return Err(format!("must be a duration like \"30s\" or whole seconds, got {v}")),
+    };
+    if seconds > max {
+        return Err(format!("is longer than {longest} ({max} s)"));
+    }
+    Ok(seconds)
+}
+
 /// A daily window `"HH:MM-HH:MM"` as minutes since midnight `(start, end)`; the end is exclusive.
 /// `start > end` wraps midnight; `start == end` is an error. Field `"window"`.
 pub fn parse_window(s: &str) -> Result<(u32, u32), ScheduleError> {
