@@ -19,6 +19,7 @@ const TYPE_INFO = {
   loop: { title: 'Loop', colour: 'var(--vwf-type-loop, #7e22ce)', about: 'Runs a body for each item' },
   wait: { title: 'Wait', colour: 'var(--vwf-type-wait, #64748b)', about: 'Pauses the run' },
   emit: { title: 'Emit', colour: 'var(--vwf-type-emit, #15803d)', about: 'Announces an event' },
+  wait_event: { title: 'Wait for event', colour: 'var(--vwf-type-wait-event, #0f766e)', about: 'Pauses until an event arrives' },
 };
 /** How a type the page has no words for is drawn in the palette. */
 const typeInfo = (type) => TYPE_INFO[type] || { title: type, colour: 'var(--vwf-type-note, #a16207)', about: 'A node type' };
@@ -58,6 +59,10 @@ const SHOWN = {
   'loop.over': { label: 'Over', hint: 'template giving a JSON array' },
   'wait.duration': { label: 'Or duration', placeholder: '30s, 5m, 1h' },
   'emit.payload': { label: 'Payload', hint: 'template text or JSON' },
+  'wait_event.event': { label: 'Event', hint: 'e.g. pr.merged' },
+  'wait_event.match': { label: 'Match', hint: 'event.payload.<path> <op> <value>; the value may be a template' },
+  'wait_event.timeout': { label: 'Timeout', placeholder: '30m, 2h, 7d' },
+  'wait_event.on_timeout': { label: 'On timeout' },
   'schedule.schedule.time': { label: 'Time', hint: 'HH:MM, 24-hour' },
   'schedule.schedule.dow': { label: 'Day of week' },
   'schedule.schedule.cron': { label: 'Cron', hint: 'five fields' },

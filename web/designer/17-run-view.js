@@ -1,7 +1,7 @@
 // ---------------------------------------------------------------------------------------------
 // Read-only run view (?run=<id>)
 // ---------------------------------------------------------------------------------------------
-const STEP_STATE = { done: 'done', failed: 'failed', running: 'running', retrying: 'running', waiting: 'pending', awaiting_approval: 'pending', awaiting_agent: 'pending' };
+const STEP_STATE = { done: 'done', failed: 'failed', running: 'running', retrying: 'running', waiting: 'pending', awaiting_approval: 'pending', awaiting_agent: 'pending', awaiting_event: 'pending' };
 const STATE_RANK = { failed: 4, running: 3, pending: 2, done: 1 };
 
 function stepRecords(id) {
@@ -15,7 +15,7 @@ function nodeState(n) {
   // The trigger fired when the run began: "started" while it works, "done" once it has finished.
   if (n.type === 'trigger') return { state: 'done', text: ['done', 'failed'].includes(runState.status) ? 'done' : 'started' };
   const pend = runState.pending;
-  if (isObj(pend) && pend.node === n.id) return { state: 'pending', text: runState.status === 'awaiting_approval' ? 'awaiting answer' : runState.status === 'awaiting_agent' ? 'awaiting agent' : 'waiting' };
+  if (isObj(pend) && pend.node === n.id) return { state: 'pending', text: runState.status === 'awaiting_approval' ? 'awaiting answer' : runState.status === 'awaiting_agent' ? 'awaiting agent' : runState.status === 'awaiting_event' ? 'awaiting event' : 'waiting' };
   if (Array.isArray(runState.skipped) && runState.skipped.includes(n.id)) return { state: 'skipped', text: 'skipped' };
   const recs = stepRecords(n.id);
   if (!recs.length) return runState.failed_node === n.id ? { state: 'failed', text: 'failed' } : null;

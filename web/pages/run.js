@@ -167,6 +167,14 @@ export async function render(root, page) {
       return [title, h('p', { id: 'retry-wait' }, `Attempt ${p.next_attempt} starts at ${when(p.resume_at)} (${ago(p.resume_at)}), as the step's retry policy says.`)];
     }
     if (p.type === 'wait') return [title, h('p', {}, `Resumes at ${when(p.resume_at)} (${ago(p.resume_at)}).`)];
+    if (p.type === 'event') {
+      return [title,
+        h('p', { id: 'event-wait' }, 'Event ', h('code', {}, p.event), p.match ? [' where ', h('code', {}, p.match)] : ' (any payload)'),
+        h('p', { class: 'muted small' }, p.deadline
+          ? `Until ${when(p.deadline)} (${ago(p.deadline)}); then the run ${p.on_timeout === 'continue' ? 'goes on without it' : 'fails'}.`
+          : 'No deadline.'),
+        h('p', { class: 'muted small' }, 'Send it with ', h('code', {}, `POST /events/${p.event}`), ' or ', h('code', {}, `vwf emit ${p.event} --payload '…'`), '.')];
+    }
     return [title, h('pre', {}, JSON.stringify(p, null, 2))];
   }
 

@@ -153,6 +153,20 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
                 Some(n) => out.push(format!("Waiting to retry {node}: attempt {n} starts at {}", s(p, "resume_at"))),
                 None => out.push(format!("Waiting at {node} until {}", s(p, "resume_at"))),
             },
+            "event" => {
+                let event = s(p, "event");
+                match p.get("match").and_then(Value::as_str) {
+                    Some(m) => out.push(format!("Waiting at {node} for event {event} where {m}")),
+                    None => out.push(format!("Waiting at {node} for event {event}")),
+                }
+                if let Some(d) = p.get("deadline").and_then(Value::as_str) {
+                    out.push(format!("  deadline: {d} (then: {})", s(p, "on_timeout")));
+                }
+                out.push(match reader {
+                    Reader::Cli => format!("  send it: vwf emit {event} --payload '<json>'"),
+                    Reader::Chat => format!("  send it: POST /events/{event} with its payload"),
+                });
+            }
             _ => {}
         }
     }

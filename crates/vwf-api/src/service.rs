@@ -190,7 +190,7 @@ pub enum Draft {
     Graph(Value),
 }
 
-/// An event emitted: `{ok:true, event, runs, skipped: [{design, reason}]}`.
+/// An event emitted: `{ok:true, event, resumed, runs, skipped: [{design, reason}]}`.
 #[derive(Debug, Default)]
 pub struct Emitted {
     pub event: String,
@@ -201,7 +201,8 @@ impl ContractBody for Emitted {
     fn body(&self) -> Value {
         let runs = self.emission.runs.iter().map(|run| RunResult(run.result())).collect();
         let skipped = self.emission.skipped.iter().map(|(design, why)| Skipped { design: design.clone(), reason: why.clone() }).collect();
-        done(answers::Emitted { event: self.event.clone(), runs, skipped })
+        let resumed = self.emission.resumed.iter().map(ToString::to_string).collect();
+        done(answers::Emitted { event: self.event.clone(), resumed, runs, skipped })
     }
 }
 

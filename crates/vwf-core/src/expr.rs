@@ -130,21 +130,40 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
     let Some(after) = src.strip_prefix("out.") else {
         return err(format!("condition must start with \"out.\" followed by a node id, e.g. out.check.words > 20 (got \"{src}\")"));
     };
-
-    let (reference, rest) = split_run(after, |c| !c.is_whitespace() && !OPERATOR_CHARS.contains(&c));
-    if reference.is_empty() {
+    if after.split(|c: char| c.is_whitespace() || OPERATOR_CHARS.contains(&c)).next().is_none_or(str::is_empty) {
         return err("missing node after \"out.\": write out.<node> or out.<node>.<path>");
     }
+    parse_after("out", after, false)
+}
+
+/// Parses a match of a `wait_event` step (SPEC §3): `event.payload.<path> <op> <value>`, the
+/// grammar of a condition rooted at `event`. Where `lenient`, a value that is not a literal (what
+/// a template such as `{{trigger.branch}}` rendered to) is taken as text.
+pub fn parse_event_match(src: &str, lenient: bool) -> Result<Expr, ExprError> {
+    let src = src.trim();
+    let Some(after) = src.strip_prefix("event.") else {
+        return err(format!("a match must start with \"event.payload\", e.g. event.payload.pr == 42 (got \"{src}\")"));
+    };
+    let path = after.split(|c: char| c.is_whitespace() || OPERATOR_CHARS.contains(&c)).next().unwrap_or_default();
+    if path != "payload" && !path.starts_with("payload.") {
+        return err(format!("a match looks into the event's payload: write event.payload or event.payload.<path> (got \"event.{path}\")"));
+    }
+    parse_after("event", after, lenient)
+}
+
+/// The rest of a condition after `<root>.`: its reference, operator and literal.
+fn parse_after(root: &str, after: &str, lenient: bool) -> Result<Expr, ExprError> {
+    let (reference, rest) = split_run(after, |c| !c.is_whitespace() && !OPERATOR_CHARS.contains(&c));
     if reference.split('.').any(str::is_empty) {
-        return err(format!("bad reference \"out.{reference}\": empty path segment"));
+        return err(format!("bad reference \"{root}.{reference}\": empty path segment"));
     }
 
     let rest = rest.trim_start();
     let (op_token, rest) = split_run(rest, |c| OPERATOR_CHARS.contains(&c));
     if op_token.is_empty() {
         return match rest.split_whitespace().next() {
-            None => err(format!("missing operator after \"out.{reference}\": {OPERATORS_HINT}")),
-            Some(word) => err(format!("expected an operator after \"out.{reference}\", found \"{word}\": {OPERATORS_HINT}")),
+            None => err(format!("missing operator after \"{root}.{reference}\": {OPERATORS_HINT}")),
+            Some(word) => err(format!("expected an operator after \"{root}.{reference}\", found \"{word}\": {OPERATORS_HINT}")),
         };
     }
     let Some(op) = Op::from_token(op_token) else {
@@ -152,11 +171,12 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
     };
 
     let rest = rest.trim_start();
-    let (literal, rest) = parse_literal(rest, op)?;
-    let trailing = rest.trim();
-    if !trailing.is_empty() {
-        return err(format!("unexpected \"{trailing}\" after the literal"));
-    }
+    let literal = match parse_literal(rest, op) {
+        Ok((literal, trailing)) if trailing.trim().is_empty() => literal,
+        _ if lenient && !rest.trim().is_empty() => Literal::Text(rest.trim().to_string()),
+        Ok((_, trailing)) => return err(format!("unexpected \"{}\" after the literal", trailing.trim())),
+        Err(e) => return Err(e),
+    };
     if op.is_ordering() && !matches!(literal, Literal::Number(_)) {
         return err(format!("ordering needs a number literal: \"{op}\" cannot compare with {literal}"));
     }
@@ -254,6 +274,12 @@ fn compact(value: &Value) -> String {
 }
 
 impl Expr {
+    /// The expression written with `root` in place of `out` (an event match's canonical form,
+    /// which [`parse_event_match`] reads back to the same `Expr`).
+    pub fn text_in(&self, root: &str) -> String {
+        format!("{root}.{} {} {}", self.reference, self.op, self.literal)
+    }
+
     /// Evaluates the condition against the value found at `out.<reference>` (`None` when the
     /// path has no value, which is an error).
     pub fn evaluate(&self, left: Option<&Value>) -> Result<bool, ExprError> {

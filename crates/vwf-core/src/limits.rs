@@ -28,6 +28,8 @@ pub const DELIVER_TIMEOUT_SECONDS: (u64, u64) = (1, 300);
 pub const DELIVER_TIMEOUT_DEFAULT: u64 = 15;
 pub const EMIT_TIMEOUT_SECONDS: (u64, u64) = (1, 3600);
 pub const EMIT_TIMEOUT_DEFAULT: u64 = 300;
+/// How long a `wait_event` step may wait for its event: one second to a year.
+pub const EVENT_WAIT_SECONDS: (u64, u64) = (1, 366 * 86_400);
 /// Loop item cap per pass list and its default; loop concurrency and its default.
 pub const LOOP_MAX_ITEMS: (u64, u64) = (1, 10_000);
 pub const LOOP_MAX_ITEMS_DEFAULT: u64 = 100;

@@ -16,7 +16,7 @@ use crate::trigger::TriggerMode;
 pub const TRIGGER_MODES: [&str; 6] = crate::trigger::MODES;
 
 /// The run statuses (SPEC §8), in the contract's order.
-pub const STATUSES: [&str; 6] = ["running", "waiting", "awaiting_approval", "awaiting_agent", "done", "failed"];
+pub const STATUSES: [&str; 7] = ["running", "waiting", "awaiting_approval", "awaiting_agent", "awaiting_event", "done", "failed"];
 
 /// What a listing keeps: every given filter must match.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -461,7 +461,7 @@ mod tests {
             (json!({"id": "f", "type": "http", "url": "u", "retry": {"max_attempts": 0}}), "from 1 to 10"),
             (json!({"id": "f", "type": "http", "url": "u", "retry": {"factor": 11}}), "from 1 to 10"),
             (json!({"id": "f", "type": "http", "url": "u", "retry": {"delay": "soon"}}), "is not a duration"),
-            (json!({"id": "f", "type": "http", "url": "u", "retry": {"delay": "2d"}}), "is not a duration"),
+            (json!({"id": "f", "type": "http", "url": "u", "retry": {"delay": "2w"}}), "is not a duration"),
             (json!({"id": "f", "type": "http", "url": "u", "retry": {"max_delay": "25h"}}), "longer than a day"),
             (json!({"id": "f", "type": "http", "url": "u", "retry": {"backoff": "linear"}}), "\"fixed\" or \"exponential\""),
             (json!({"id": "f", "type": "http", "url": "u", "retry": {"jitter": "yes"}}), "true or false"),

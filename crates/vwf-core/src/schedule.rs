@@ -86,7 +86,7 @@ pub use object::*;
 /// Days of the week by cron number (0 = Sunday), as the human lines and the forms name them.
 pub const DAY_NAMES: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const DAY_ABBREVIATIONS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-const DURATION_HINT: &str = "use whole numbers with h, m or s, e.g. \"30s\", \"5m\", \"1h30m\"";
+const DURATION_HINT: &str = "use whole numbers with d, h, m or s, e.g. \"30s\", \"5m\", \"1h30m\", \"7d\"";
 
 // ---------------------------------------------------------------------------------------------
 // Wait nodes

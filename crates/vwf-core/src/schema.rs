@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::design::{NODE_TYPES, NodeKind};
 use crate::limits;
 use crate::schedule::{DAY_NAMES, DOW_DEFAULT, DOW_RANGE, MINUTE_DEFAULT, MINUTE_RANGE, PRESETS, Preset, TZ_DEFAULT};
-use crate::spec::{APPROVAL_OPTIONS_DEFAULT, Deliver, HTTP_METHOD_DEFAULT, HTTP_METHODS, OnTimeout};
+use crate::spec::{APPROVAL_OPTIONS_DEFAULT, Deliver, EventTimeout, HTTP_METHOD_DEFAULT, HTTP_METHODS, OnTimeout};
 use crate::trigger::{FolderEvent, MODES};
 
 /// The whole document.
@@ -240,6 +240,12 @@ fn node_type(kind: NodeKind) -> NodeType {
             field("event", Kind::String).required().example("report.ready"),
             field("payload", Kind::Json).template(),
             integer("timeout_seconds", limits::EMIT_TIMEOUT_SECONDS, "seconds", Some(limits::EMIT_TIMEOUT_DEFAULT)),
+        ],
+        NodeKind::WaitEvent => vec![
+            field("event", Kind::String).required().example("pr.merged"),
+            field("match", Kind::String).template().example("event.payload.pr == {{trigger.pr}}"),
+            field("timeout", Kind::Duration).range(limits::EVENT_WAIT_SECONDS).unit("seconds").example("7d"),
+            field("on_timeout", Kind::Enum).values(EventTimeout::ALL.iter().map(EventTimeout::as_str)).default(EventTimeout::Fail.as_str()),
         ],
     };
     let mut fields = fields;

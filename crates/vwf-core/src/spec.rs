@@ -13,22 +13,58 @@ use crate::trigger::Trigger;
 use crate::validate::Issue;
 use crate::{schedule, shell, template};
 
-pub use crate::vocab::{Deliver, OnTimeout, Platform};
+pub use crate::vocab::{Deliver, EventTimeout, OnTimeout, Platform};
 
 /// One node's typed fields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
     Trigger(Trigger),
-    Agent { prompt: String, profile: Option<String>, model: Option<String>, retries: u32, timeout_seconds: u64, max_tokens: Option<u64> },
-    Condition { expr: String },
-    Approval { question: String, options: Vec<String>, timeout_minutes: Option<u64>, on_timeout: OnTimeout },
-    Output { deliver: Option<Deliver>, target: Option<String>, template: Option<String>, timeout_seconds: u64 },
+    Agent {
+        prompt: String,
+        profile: Option<String>,
+        model: Option<String>,
+        retries: u32,
+        timeout_seconds: u64,
+        max_tokens: Option<u64>,
+    },
+    Condition {
+        expr: String,
+    },
+    Approval {
+        question: String,
+        options: Vec<String>,
+        timeout_minutes: Option<u64>,
+        on_timeout: OnTimeout,
+    },
+    Output {
+        deliver: Option<Deliver>,
+        target: Option<String>,
+        template: Option<String>,
+        timeout_seconds: u64,
+    },
     Note,
     Command(CommandStep),
     Http(HttpStep),
-    Loop { over: String, max_items: u64, concurrency: u64 },
-    Wait { seconds: u64 },
-    Emit { event: String, payload: Option<Value>, timeout_seconds: u64 },
+    Loop {
+        over: String,
+        max_items: u64,
+        concurrency: u64,
+    },
+    Wait {
+        seconds: u64,
+    },
+    Emit {
+        event: String,
+        payload: Option<Value>,
+        timeout_seconds: u64,
+    },
+    /// Parks the run until an event named `event` whose payload satisfies `matches` arrives.
+    WaitEvent {
+        event: String,
+        matches: Option<String>,
+        timeout_seconds: Option<u64>,
+        on_timeout: EventTimeout,
+    },
 }
 
 /// The methods an http node may use, and the one it uses when it names none.
@@ -182,6 +218,7 @@ impl Spec {
             Some(NodeKind::Loop) => parse_loop(&mut f),
             Some(NodeKind::Wait) => parse_wait(&mut f),
             Some(NodeKind::Emit) => parse_emit(&mut f),
+            Some(NodeKind::WaitEvent) => parse_wait_event(&mut f),
             None => parse_unknown(&mut f),
         };
         if let Spec::Output { deliver: None, .. } = spec {
@@ -226,6 +263,7 @@ impl Spec {
             }
             Spec::Loop { over, .. } => out.push(("over", over)),
             Spec::Emit { payload: Some(p), .. } => json_strings(p, "payload", &mut out),
+            Spec::WaitEvent { matches: Some(m), .. } => out.push(("match", m)),
             _ => {}
         }
         out
@@ -457,6 +495,44 @@ fn parse_emit(f: &mut Fields) -> Spec {
     }
     let timeout_seconds = f.ranged("timeout_seconds", limits::EMIT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::EMIT_TIMEOUT_DEFAULT);
     Spec::Emit { event, payload: f.get("payload").cloned(), timeout_seconds }
+}
+
+/// A wait for an event: its name, the match its payload must satisfy, and how long it waits.
+fn parse_wait_event(f: &mut Fields) -> Spec {
+    let event = f.required_string("event");
+    if !event.is_empty() && !crate::trigger::is_event_name(&event) {
+        f.issue("event", format!("bad event name {event:?}: use letters, digits, '_', '.', ':' and '-'"));
+    }
+    let matches = f.string("match").filter(|m| !m.trim().is_empty());
+    if let Some(m) = &matches
+        && let Err(e) = crate::expr::parse_event_match(m, true)
+    {
+        f.issue("match", e.0);
+    }
+    let (min, max) = limits::EVENT_WAIT_SECONDS;
+    let timeout_seconds = match f.get("timeout") {
+        None => None,
+        Some(v) => match schedule::duration_or_seconds(v, min, max, "a year") {
+            Ok(s) if s >= min => Some(s),
+            Ok(_) => {
+                f.issue("timeout", "\"timeout\" must be at least one second");
+                None
+            }
+            Err(e) => {
+                f.issue("timeout", format!("\"timeout\" {e}"));
+                None
+            }
+        },
+    };
+    let on_timeout = match f.string("on_timeout") {
+        None => EventTimeout::Fail,
+        Some(s) => s.parse::<EventTimeout>().unwrap_or_else(|_| {
+            let known = either(EventTimeout::ALL.iter().map(EventTimeout::as_str));
+            f.issue("on_timeout", format!("\"on_timeout\" is {known}, got {s:?}"));
+            EventTimeout::Fail
+        }),
+    };
+    Spec::WaitEvent { event, matches, timeout_seconds, on_timeout }
 }
 
 /// A type outside SPEC §3: reported, read on as a note.

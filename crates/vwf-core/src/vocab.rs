@@ -73,6 +73,7 @@ words! {
         Loop = "loop",
         Wait = "wait",
         Emit = "emit",
+        WaitEvent = "wait_event",
     }
 }
 
@@ -105,6 +106,15 @@ words! {
 impl OnTimeout {
     /// What an approval without `on_timeout` does.
     pub const DEFAULT: OnTimeout = OnTimeout::Reject;
+}
+
+words! {
+    /// What a `wait_event` step does when its `timeout` passes with no matching event
+    /// (`on_timeout`): fail the run (the default), or go on with no payload.
+    EventTimeout, "on_timeout" {
+        Fail = "fail",
+        Continue = "continue",
+    }
 }
 
 words! {
@@ -308,7 +318,10 @@ mod tests {
     #[test]
     fn node_kinds_round_trip_and_unknown_ones_are_refused() {
         round_trips(NodeKind::ALL);
-        assert_eq!(NODE_TYPES, ["trigger", "agent", "condition", "approval", "output", "note", "command", "http", "loop", "wait", "emit"]);
+        assert_eq!(
+            NODE_TYPES,
+            ["trigger", "agent", "condition", "approval", "output", "note", "command", "http", "loop", "wait", "emit", "wait_event"]
+        );
         refuses::<NodeKind>(&NODE_TYPES);
         assert_eq!("Agent".parse::<NodeKind>().unwrap_err().to_string(), "unknown node type \"Agent\"");
     }

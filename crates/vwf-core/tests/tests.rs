@@ -3,6 +3,7 @@
 //! back after each engine call.
 
 mod common;
+mod compose;
 mod engine;
 mod import;
 mod loops;

@@ -1026,6 +1026,9 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                     }
                     Pending::Agent { node, .. } => run.respond(&node, Response::Output("pasted".into()), now).expect("output accepted"),
                     Pending::Wait { resume_at, .. } => now = resume_at,
+                    Pending::Event { event, .. } => {
+                        run.receive_event(&event, &Value::Null, now);
+                    }
                 }
                 now = now.checked_add_signed(Duration::seconds(1)).unwrap_or(now).min(vwf_core::time::latest());
             }

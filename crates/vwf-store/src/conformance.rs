@@ -342,3 +342,27 @@ pub fn design_versions(store: &dyn Store) {
     store.add_version(&name("another"), &version(1, "x")).expect("add");
     assert_eq!(store.versioned_designs().expect("names"), vec!["another".to_string(), "versioned".to_string()]);
 }
+
+/// Runs noted waiting for an event: listed by event with their newest note, each once however
+/// often noted, until removed; other events' notes apart; removing what is not there is fine.
+pub fn event_waiters(store: &dyn Store) {
+    let (a, b) = (store.allocate_run_id().expect("allocate"), store.allocate_run_id().expect("allocate"));
+    assert!(store.waiters("pr.merged").expect("list").is_empty());
+    for event in ["pr.merged", "..", "ns:x-1"] {
+        store.add_waiter(event, &a, "first").expect("note");
+    }
+    store.add_waiter("pr.merged", &a, "second").expect("note again");
+    store.add_waiter("pr.merged", &b, "").expect("note");
+    let mut listed = store.waiters("pr.merged").expect("list");
+    listed.sort();
+    let mut both = vec![(a.clone(), "second".to_string()), (b.clone(), String::new())];
+    both.sort();
+    assert_eq!(listed, both);
+    assert_eq!(store.waiters("..").expect("list"), [(a.clone(), "first".to_string())]);
+    assert_eq!(store.waiters("ns:x-1").expect("list"), [(a.clone(), "first".to_string())]);
+    store.remove_waiter("pr.merged", &a).expect("remove");
+    store.remove_waiter("pr.merged", &a).expect("remove twice");
+    store.remove_waiter("never", &a).expect("remove from an event nobody waits for");
+    assert_eq!(store.waiters("pr.merged").expect("list"), [(b, String::new())]);
+    assert_eq!(store.waiters("..").expect("list"), [(a, "first".to_string())]);
+}

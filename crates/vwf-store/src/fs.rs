@@ -44,6 +44,8 @@ use super::{RunEntry, RunLock, Store, StoreError, index};
 pub(super) const DESIGNS_DIR: &str = "workflow-designs";
 pub(super) const RUNS_DIR: &str = "workflow-runs";
 pub(super) const LOCKS_DIR: &str = ".locks";
+/// Where runs waiting for an event are noted: `.waiting/<event name in hex>/<run id>`, empty files.
+pub(super) const WAITING_DIR: &str = ".waiting";
 /// Tries before giving up on finding an unused run id (2^48 ids: a second try is already rare).
 const ALLOCATE_ATTEMPTS: usize = 32;
 
@@ -165,6 +167,12 @@ impl FileStore {
     }
     pub(super) fn locks_dir(&self) -> PathBuf {
         self.runs_dir().join(LOCKS_DIR)
+    }
+    /// The directory noting the runs that wait for `event`: its name in hex, so no event name
+    /// (`.`, `..`) is a path of its own.
+    fn waiting_dir(&self, event: &str) -> PathBuf {
+        let hex: String = event.bytes().map(|b| format!("{b:02x}")).collect();
+        self.runs_dir().join(WAITING_DIR).join(hex)
     }
     fn design_path(&self, name: &DesignName) -> PathBuf {
         self.designs_dir().join(format!("{name}.json"))
@@ -437,6 +445,18 @@ impl Store for FileStore {
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(io_error("lock", &self.lock_path(id), e)),
         }
+    }
+
+    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
+        super::waiting::add(&self.waiting_dir(event), id, note)
+    }
+
+    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+        super::waiting::list(&self.waiting_dir(event))
+    }
+
+    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
+        super::waiting::remove(&self.waiting_dir(event), id)
     }
 }
 
@@ -748,7 +768,7 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Creates `dir` when it is not there. The look comes first: `mkdir` of a directory that exists
 /// still takes the parent directory's lock, which every run's writes contend for under load; a
 /// lookup does not.
-fn create_dir(dir: &Path) -> Result<(), StoreError> {
+pub(super) fn create_dir(dir: &Path) -> Result<(), StoreError> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -759,7 +779,7 @@ fn parse_json(bytes: &[u8], shown_path: &str) -> Result<Value, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt { path: shown_path.to_string(), message: e.to_string() })
 }
 
-fn io_error(action: &str, path: &Path, e: io::Error) -> StoreError {
+pub(super) fn io_error(action: &str, path: &Path, e: io::Error) -> StoreError {
     StoreError::io(format!("cannot {action} {}", path.display()), e)
 }
 

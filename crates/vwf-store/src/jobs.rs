@@ -213,6 +213,7 @@ mod tests {
         conformance::store_round_trip(&FileStore::new(dir.path().to_path_buf()));
         conformance::saved_runs_read_back(&FileStore::new(dir.path().to_path_buf()));
         conformance::run_locks(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
+        conformance::event_waiters(&FileStore::new(dir.path().to_path_buf()));
         let dir = tempfile::tempdir().expect("tempdir");
         conformance::jobs_lock_excludes(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
     }

@@ -27,6 +27,7 @@ mod journal;
 pub mod pg;
 mod tidy;
 mod versions;
+mod waiting;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -188,6 +189,15 @@ pub trait Store: Send + Sync {
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
     /// Like [`Store::lock_run`] but returns `None` at once when someone else holds the lock.
     fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError>;
+    /// Notes, durably, that run `id` waits for `event` (a `wait_event` step), with `note` (what
+    /// it waits for, as the runner words it), so an event finds the runs waiting for it however
+    /// many runs came after them, and which of them it matches without reading each. Noting again
+    /// replaces the note. A note is a hint: the run's record says whether it still waits.
+    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError>;
+    /// The runs noted waiting for `event`, with their notes, in no particular order.
+    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError>;
+    /// Drops the note that run `id` waits for `event` (none there is fine).
+    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError>;
 }
 
 /// What the time-driven side of a home keeps (SPEC §10): schedule jobs, the last fire of each

@@ -171,6 +171,73 @@ fn two_answers_on_two_instances_have_exactly_one_winner() {
     });
 }
 
+/// 500 runs waiting for an event that names them (`wait_event` matching their own `k`), started
+/// round-robin; then each one's event posted twice at once to two different instances, from four
+/// lanes in flight: every run is answered exactly once (named by one of the two answers, never
+/// both), and ends `done` with the payload it matched, its wait done in one attempt.
+#[test]
+fn every_run_waiting_for_an_event_is_answered_exactly_once_across_instances() {
+    const RUNS: usize = 500;
+    const LANES: usize = 4;
+    let cluster = Cluster::start();
+    cluster.servers[0].save(
+        "awaits",
+        json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"},
+                         {"id": "hear", "type": "wait_event", "event": "ping", "match": "event.payload.k == {{trigger.k}}"},
+                         {"id": "out", "type": "output", "template": "heard {{nodes.hear.payload.k}}"}],
+               "edges": [{"from": "start", "to": "hear"}, {"from": "hear", "to": "out"}]}),
+    );
+    let ids: Vec<String> = (0..RUNS).map(|k| cluster.servers[k % INSTANCES].run_id("awaits", json!({"k": k}))).collect();
+    let answered: Vec<(usize, Vec<String>)> = std::thread::scope(|scope| {
+        let lanes: Vec<_> = (0..LANES)
+            .map(|lane| {
+                let servers = &cluster.servers;
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    for k in (lane..RUNS).step_by(LANES) {
+                        let (a, b) = (k % INSTANCES, (k + 1) % INSTANCES);
+                        let start = Barrier::new(2);
+                        let named: Vec<String> = std::thread::scope(|pair| {
+                            let posts: Vec<_> = [a, b]
+                                .into_iter()
+                                .map(|at| {
+                                    let (server, start) = (&servers[at], &start);
+                                    pair.spawn(move || {
+                                        start.wait();
+                                        let (status, body) = server.post("/events/ping", json!({"payload": {"k": k}}));
+                                        assert_eq!(status, 200, "{body}");
+                                        body["resumed"]
+                                            .as_array()
+                                            .expect("resumed")
+                                            .iter()
+                                            .map(|v| v.as_str().expect("id").to_string())
+                                            .collect::<Vec<_>>()
+                                    })
+                                })
+                                .collect();
+                            posts.into_iter().flat_map(|p| p.join().expect("post")).collect()
+                        });
+                        out.push((k, named));
+                    }
+                    out
+                })
+            })
+            .collect();
+        lanes.into_iter().flat_map(|l| l.join().expect("lane")).collect()
+    });
+    for (k, named) in &answered {
+        assert_eq!(named, &vec![ids[*k].clone()], "event k={k} answered its run exactly once");
+    }
+    for (k, id) in ids.iter().enumerate() {
+        let (status, run) = cluster.servers[(k + 2) % INSTANCES].get(&format!("/runs/{id}"));
+        assert_eq!(status, 200, "{run}");
+        assert_eq!(run["status"], "done", "{run}");
+        assert_eq!(run["outputs"]["out"]["text"], format!("heard {k}"));
+        assert_eq!(run["steps"][0]["attempts"], 1, "{run}");
+    }
+    assert_eq!(query(&cluster.url, "SELECT event, run_id FROM vwf_event_waiters"), Vec::<(String, String)>::new(), "no note is left");
+}
+
 /// Three command steps, each appending `<k> <node>` to `log`; the middle one takes a moment, so
 /// runs are in flight when an instance is killed.
 fn counted(log: &Path) -> Value {

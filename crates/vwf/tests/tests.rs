@@ -12,6 +12,7 @@ mod busy;
 mod check_it;
 mod cli;
 mod command;
+mod compose;
 mod concurrency;
 mod contract;
 mod crash;

@@ -362,11 +362,15 @@ pub struct UnreadableRun {
     pub error: String,
 }
 
-/// `POST /events/{name}`: the runs the event started, and the designs it did not start.
+/// `POST /events/{name}`: the runs waiting for the event it answered, the runs it started, and
+/// the designs it did not start.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Emitted {
     #[schemars(regex(pattern = vwf_core::trigger::EVENT_NAME_PATTERN))]
     pub event: String,
+    /// The ids of the runs waiting for this event (`wait_event` steps) whose match its payload
+    /// satisfied: each went on, oldest wait first.
+    pub resumed: Vec<String>,
     pub runs: Vec<RunResult>,
     pub skipped: Vec<Skipped>,
 }

@@ -203,7 +203,18 @@ impl Run {
                         return Ok(());
                     }
                 }
+                // An emit is heard by the run that sent it too: a wait for its event in another
+                // branch goes on (no other process could answer it while this one holds the run).
+                let emitted = match step.spec() {
+                    Ok(Spec::Emit { event, .. }) => {
+                        Some((event, self.record(node).and_then(|r| r.inputs.as_ref()?.get("payload").cloned()).unwrap_or(Value::Null)))
+                    }
+                    _ => None,
+                };
                 self.finish_step(node, &text, extra, now);
+                if let Some((event, payload)) = emitted {
+                    self.receive_event(&event, &payload, now);
+                }
             }
             Outcome::Delivered(d) => {
                 let ok = d.ok;
@@ -311,6 +322,9 @@ impl Run {
             (Pending::Wait { .. }, _) => {
                 return Err(EngineError::Conflict(format!("{node:?} is a timed wait; it resumes by itself")));
             }
+            (Pending::Event { event, .. }, _) => {
+                return Err(EngineError::Conflict(format!("{node:?} waits for event {event:?}; send it (POST /events/{event}, vwf emit)")));
+            }
         }
         self.touch(now);
         self.refresh_status();
@@ -374,6 +388,9 @@ impl Run {
         if self.enforce_timeout(now) {
             return true;
         }
+        if self.enforce_event_deadline(now) {
+            return true;
+        }
         let expired = self.parked.iter().find_map(|p| match p {
             Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.clone(), *on_timeout)),
             _ => None,
@@ -389,6 +406,84 @@ impl Run {
         self.fail_step(&node, error, now);
         self.touch(now);
         true
+    }
+
+    /// Ends the first `wait_event` step whose deadline has passed: it fails the run, or (with
+    /// `on_timeout: continue`) is done with no payload and `timed_out: true`. Returns whether one
+    /// did.
+    fn enforce_event_deadline(&mut self, now: Ts) -> bool {
+        let expired = self.parked.iter().find_map(|p| match p {
+            Pending::Event { node, event, deadline: Some(d), on_timeout, .. } if *d <= now => {
+                Some((node.clone(), event.clone(), *on_timeout))
+            }
+            _ => None,
+        });
+        let Some((node, event, on_timeout)) = expired else { return false };
+        self.parked.retain(|p| p.node() != node);
+        match on_timeout {
+            EventTimeout::Fail => self.fail_step(&node, format!("timed out waiting for event {event:?}"), now),
+            EventTimeout::Continue => {
+                let mut extra = Map::new();
+                extra.insert("event".into(), Value::String(event));
+                extra.insert("payload".into(), Value::Null);
+                extra.insert("timed_out".into(), Value::Bool(true));
+                self.finish_step(&node, "", extra, now);
+                self.refresh_status();
+            }
+        }
+        self.touch(now);
+        true
+    }
+
+    /// Gives an event to the run: every `wait_event` step it waits in for an event of that name
+    /// whose match the payload satisfies is done, with the payload as its output. Answers the
+    /// steps it resumed (none when the run waits for no such event, or is finished), for the
+    /// caller to save and drive the run on (see [`Pending::hears`]).
+    pub fn receive_event(&mut self, event: &str, payload: &Value, now: Ts) -> Vec<String> {
+        self.enforce_deadlines(now);
+        if self.status.is_finished() {
+            return Vec::new();
+        }
+        let resumed: Vec<String> = self.parked.iter().filter(|p| p.hears(event, payload)).map(|p| p.node().to_string()).collect();
+        for node in &resumed {
+            self.parked.retain(|p| p.node() != node);
+            let mut extra = Map::new();
+            extra.insert("event".into(), Value::String(event.to_string()));
+            extra.insert("payload".into(), payload.clone());
+            extra.insert("timed_out".into(), Value::Bool(false));
+            self.finish_step(node, &payload_text(payload), extra, now);
+        }
+        if !resumed.is_empty() {
+            self.touch(now);
+            self.refresh_status();
+        }
+        resumed
+    }
+
+    /// The waits for `event` the run is parked in, as a note for the store (see
+    /// [`Run::waits_in_note`]); `None` when it waits for no such event.
+    pub fn waits_note(&self, event: &str) -> Option<String> {
+        let waits: Vec<&Pending> = self.parked.iter().filter(|p| matches!(p, Pending::Event { event: e, .. } if e == event)).collect();
+        (!waits.is_empty()).then(|| serde_json::to_string(&waits).unwrap_or_default())
+    }
+
+    /// The waits a note of [`Run::waits_note`] holds; `None` for a note that does not read (the
+    /// run is then read itself).
+    pub fn waits_in_note(note: &str) -> Option<Vec<Pending>> {
+        serde_json::from_str(note).ok()
+    }
+
+    /// The events the run waits for now (each name once, in plan order).
+    pub fn awaited_events(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for p in &self.parked {
+            if let Pending::Event { event, .. } = p
+                && !names.contains(&event.as_str())
+            {
+                names.push(event);
+            }
+        }
+        names
     }
 
     /// A run left `running` by a process that died: fail it so it can be retried.

@@ -31,7 +31,7 @@ use crate::recovery::Cause;
 use crate::refs;
 use crate::secrets::Secrets;
 use crate::shell;
-use crate::spec::{CommandStep, Deliver, HttpStep, OnTimeout, Program, Spec};
+use crate::spec::{CommandStep, Deliver, EventTimeout, HttpStep, OnTimeout, Program, Spec};
 use crate::template::{self, Context};
 use crate::time::{self, Ts};
 use crate::view;
@@ -354,6 +354,16 @@ pub enum Response {
     Output(String),
     /// An agent step performed through the backend on request, with its usage.
     Generated { text: String, model: Option<String>, tokens: u64 },
+}
+
+/// The text a `wait_event` step's event gives as the step's output: a text payload as it is,
+/// anything else as compact JSON, no payload as nothing.
+fn payload_text(payload: &Value) -> String {
+    match payload {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

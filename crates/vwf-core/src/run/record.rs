@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::spec::OnTimeout;
+use crate::spec::{EventTimeout, OnTimeout};
 use crate::time::{self, Ts};
 use crate::trigger::TriggerMode;
 
@@ -20,6 +20,8 @@ pub enum Status {
     Waiting,
     AwaitingApproval,
     AwaitingAgent,
+    // A `wait_event` step waits for its event.
+    AwaitingEvent,
     Done,
     Failed,
 }
@@ -31,6 +33,7 @@ impl Status {
             Status::Waiting => "waiting",
             Status::AwaitingApproval => "awaiting_approval",
             Status::AwaitingAgent => "awaiting_agent",
+            Status::AwaitingEvent => "awaiting_event",
             Status::Done => "done",
             Status::Failed => "failed",
         }
@@ -39,7 +42,7 @@ impl Status {
         matches!(self, Status::Done | Status::Failed)
     }
     pub fn is_parked(&self) -> bool {
-        matches!(self, Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent)
+        matches!(self, Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent)
     }
 }
 
@@ -55,6 +58,7 @@ pub enum StepStatus {
     AwaitingApproval,
     AwaitingAgent,
     Waiting,
+    AwaitingEvent,
 }
 
 /// A step's record in the run: its latest attempt (`status`, `started_at`, `finished_at`,
@@ -239,19 +243,63 @@ pub enum Pending {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next_attempt: Option<u32>,
     },
+    /// A `wait_event` step: the run goes on when an event named `event` whose payload satisfies
+    /// `match` arrives (any such event when there is no match), or fails (or goes on with no
+    /// payload) at `deadline`.
+    Event {
+        node: String,
+        event: String,
+        /// The match with its templates rendered when the step began
+        /// (`event.payload.pr == 42`); absent when any event of the name will do.
+        #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+        matches: Option<String>,
+        #[serde(with = "time::opt")]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time::nullable_schema"))]
+        deadline: Option<Ts>,
+        #[cfg_attr(feature = "schema", schemars(with = "String"))]
+        on_timeout: EventTimeout,
+        /// When the step began waiting: runs waiting on one event are answered in this order.
+        #[serde(with = "time")]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
+        since: Ts,
+    },
 }
 
 impl Pending {
     pub fn node(&self) -> &str {
         match self {
-            Pending::Approval { node, .. } | Pending::Agent { node, .. } | Pending::Wait { node, .. } => node,
+            Pending::Approval { node, .. } | Pending::Agent { node, .. } | Pending::Wait { node, .. } | Pending::Event { node, .. } => node,
         }
     }
+    /// Whether this is a wait for `event` whose match `payload` satisfies (any payload when it
+    /// has no match). A match that cannot be evaluated against the payload (a missing path, a
+    /// type that does not compare) is not satisfied.
+    pub fn hears(&self, event: &str, payload: &Value) -> bool {
+        let Pending::Event { event: name, matches, .. } = self else { return false };
+        if name != event {
+            return false;
+        }
+        let Some(m) = matches else { return true };
+        let root = serde_json::json!({ "payload": payload });
+        crate::expr::parse_event_match(m, false)
+            .and_then(|e| e.evaluate(crate::refs::lookup(&root, &crate::refs::split_path(&e.reference))))
+            .unwrap_or(false)
+    }
+
+    /// When a wait for an event began (`None` for anything else).
+    pub fn since(&self) -> Option<Ts> {
+        match self {
+            Pending::Event { since, .. } => Some(*since),
+            _ => None,
+        }
+    }
+
     pub(super) fn status(&self) -> Status {
         match self {
             Pending::Approval { .. } => Status::AwaitingApproval,
             Pending::Agent { .. } => Status::AwaitingAgent,
             Pending::Wait { .. } => Status::Waiting,
+            Pending::Event { .. } => Status::AwaitingEvent,
         }
     }
 }

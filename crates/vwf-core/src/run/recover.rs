@@ -196,7 +196,16 @@ impl Run {
         let current = self
             .steps
             .iter()
-            .find(|r| matches!(r.status, StepStatus::Running | StepStatus::Waiting | StepStatus::AwaitingAgent | StepStatus::Retrying))
+            .find(|r| {
+                matches!(
+                    r.status,
+                    StepStatus::Running
+                        | StepStatus::Waiting
+                        | StepStatus::AwaitingAgent
+                        | StepStatus::AwaitingEvent
+                        | StepStatus::Retrying
+                )
+            })
             .map(|r| r.node.clone());
         self.parked.retain(|p| matches!(p, Pending::Approval { .. }));
         match current {

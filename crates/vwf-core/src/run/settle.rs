@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Pending, Run, Status};
 use crate::names::{DesignName, RunId};
+use crate::spec::EventTimeout;
 use crate::time::{self, Ts};
 use crate::trigger::TriggerMode;
 
@@ -79,18 +80,31 @@ impl Run {
 /// wait that has come. A listing passes `resume_waits = false`: reading a list never resumes a
 /// wait.
 pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, resume_waits: bool) -> Option<Settle> {
-    if matches!(status, Status::Waiting | Status::AwaitingAgent) && timeout_at.is_some_and(|t| t <= now) {
+    if matches!(status, Status::Waiting | Status::AwaitingAgent | Status::AwaitingEvent) && timeout_at.is_some_and(|t| t <= now) {
         return Some(Settle::TimedOut);
     }
     match status {
         Status::Running => Some(Settle::Orphaned),
-        Status::AwaitingApproval if parked.iter().any(|p| matches!(p, Pending::Approval { deadline: Some(d), .. } if *d <= now)) => {
+        // A deadline that fails the run: a gate's, or a wait for an event that fails on timeout.
+        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent
+            if parked.iter().any(|p| match p {
+                Pending::Approval { deadline: Some(d), .. } => *d <= now,
+                Pending::Event { deadline: Some(d), on_timeout: EventTimeout::Fail, .. } => *d <= now,
+                _ => false,
+            }) =>
+        {
             Some(Settle::DeadlinePassed)
         }
         // A wait may have come while a gate or an agent step parked earlier in the plan is what
-        // the run shows: it resumes all the same.
-        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent
-            if resume_waits && parked.iter().any(|p| matches!(p, Pending::Wait { resume_at, .. } if *resume_at <= now)) =>
+        // the run shows: it resumes all the same. A wait for an event that goes on when it times
+        // out is such a wait once its deadline passes.
+        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent
+            if resume_waits
+                && parked.iter().any(|p| match p {
+                    Pending::Wait { resume_at, .. } => *resume_at <= now,
+                    Pending::Event { deadline: Some(d), on_timeout: EventTimeout::Continue, .. } => *d <= now,
+                    _ => false,
+                }) =>
         {
             Some(Settle::WaitDue)
         }
@@ -101,12 +115,12 @@ pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, 
 /// The earliest wake-up or approval deadline among parked steps, or the run's own timeout (when
 /// it does not wait on a gate): when the run will next be due.
 pub fn next_due(status: Status, parked: &[Pending], timeout_at: Option<Ts>) -> Option<Ts> {
-    let timeout = timeout_at.filter(|_| matches!(status, Status::Waiting | Status::AwaitingAgent));
+    let timeout = timeout_at.filter(|_| matches!(status, Status::Waiting | Status::AwaitingAgent | Status::AwaitingEvent));
     parked
         .iter()
         .filter_map(|p| match p {
             Pending::Wait { resume_at, .. } => Some(*resume_at),
-            Pending::Approval { deadline, .. } => *deadline,
+            Pending::Approval { deadline, .. } | Pending::Event { deadline, .. } => *deadline,
             Pending::Agent { .. } => None,
         })
         .chain(timeout)

@@ -332,6 +332,27 @@ impl Run {
                 self.refresh_status();
                 Begin::Settled
             }
+            Spec::WaitEvent { event, matches, timeout_seconds, on_timeout } => {
+                self.open_record(id, StepStatus::AwaitingEvent, now);
+                let deadline = match timeout_seconds.map(|s| time::add_seconds(now, s)) {
+                    None => None,
+                    Some(Some(d)) => Some(d),
+                    Some(None) => return fail(self, beyond_time("the wait's deadline").into()),
+                };
+                // The match's templates are rendered once, now: the run waits for the event its
+                // own input and outputs named when it began waiting.
+                let matches = match matches.map(|m| self.render(&m, scope)).transpose() {
+                    Ok(m) => m,
+                    Err(e) => return fail(self, e),
+                };
+                let matches = match matches.map(|m| expr::parse_event_match(&m, true)).transpose() {
+                    Ok(e) => e.map(|e| e.text_in("event")),
+                    Err(e) => return fail(self, StepError::Rule(format!("the match of {id} does not read after rendering: {e}"))),
+                };
+                self.parked.push(Pending::Event { node: id.into(), event, matches, deadline, on_timeout, since: now });
+                self.refresh_status();
+                Begin::Settled
+            }
             Spec::Output { deliver, target, timeout_seconds, .. } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let message = match self.collect_message(step, scope) {

@@ -24,15 +24,16 @@ pub fn parse_duration(s: &str) -> Result<u64, ScheduleError> {
             return Err(fail(format!("has no unit after {number} ({DURATION_HINT})")));
         };
         let (rank, scale) = match unit {
-            'h' => (0, 3600),
-            'm' => (1, 60),
-            's' => (2, 1),
+            'd' => (0, 86_400),
+            'h' => (1, 3600),
+            'm' => (2, 60),
+            's' => (3, 1),
             other => {
                 return Err(fail(format!("has unknown unit \"{other}\" ({DURATION_HINT})")));
             }
         };
         if last_rank.is_some_and(|r| r >= rank) {
-            return Err(fail("must give h, m, s in that order, each at most once".into()));
+            return Err(fail("must give d, h, m, s in that order, each at most once".into()));
         }
         last_rank = Some(rank);
         let amount = number.parse::<u64>().map_err(|_| fail("is too large".into()))?;

@@ -1,5 +1,6 @@
-//! Events started from inside and outside: which saved designs an event starts, and the bounds
-//! that keep emits from looping (depth) or flooding (runs per origin, cooldowns). Every start
+//! Events started from inside and outside: the runs waiting for an event it answers (see
+//! `waits`), which saved designs it starts, and the bounds that keep emits from looping (depth)
+//! or flooding (runs per origin, cooldowns). Every start
 //! goes through the runner like any other, so an emitted run is driven, saved and locked the same.
 
 use serde::Deserialize;
@@ -29,6 +30,8 @@ pub struct Emission {
     /// Set when the emit step's `timeout_seconds` passed before every run was started: the
     /// error it fails with (the runs not started are in `skipped`).
     pub timed_out: Option<String>,
+    /// The runs waiting for the event (`wait_event` steps) it answered, in the order it did.
+    pub resumed: Vec<RunId>,
 }
 
 /// Where an emit comes from (see [`Runner::emit`]).
@@ -39,6 +42,8 @@ pub struct EmitSource {
     /// The origin of the chain (see [`TriggerInfo::origin`]); `None` for an event from outside,
     /// whose first run becomes the origin of the others.
     pub origin: Option<String>,
+    /// The run whose emit step sends the event; `None` from outside.
+    pub run: Option<RunId>,
 }
 
 impl EmitSource {
@@ -46,7 +51,11 @@ impl EmitSource {
     /// itself when it has none.
     pub fn of(run: &Run) -> EmitSource {
         let trigger = run.trigger();
-        EmitSource { depth: trigger.depth, origin: Some(trigger.origin.clone().unwrap_or_else(|| run.run_id().to_string())) }
+        EmitSource {
+            depth: trigger.depth,
+            origin: Some(trigger.origin.clone().unwrap_or_else(|| run.run_id().to_string())),
+            run: Some(run.run_id().clone()),
+        }
     }
 }
 
@@ -86,8 +95,8 @@ impl Runner<'_> {
                 limits::EVENT_DEPTH
             )));
         }
+        let mut emission = Emission { resumed: self.answer_waiters(event, &payload, from.run.as_ref())?, ..Emission::default() };
         let now = self.clock.now();
-        let mut emission = Emission::default();
         for name in self.store.list_designs()? {
             let Ok(name) = DesignName::parse(&name) else { continue };
             let Ok(graph) = self.store.load_design(&name) else { continue };

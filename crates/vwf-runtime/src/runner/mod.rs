@@ -28,6 +28,7 @@ use crate::error::RunError;
 mod emit;
 mod failure;
 mod listing;
+mod waits;
 
 use crate::telemetry::{Metrics, Watch};
 pub use emit::{Emission, EmitSource};
@@ -429,6 +430,7 @@ impl Runner<'_> {
                     extra.insert("event".into(), Value::String(event.clone()));
                     extra
                         .insert("runs".into(), Value::Array(emission.runs.iter().map(|r| Value::String(r.run_id().to_string())).collect()));
+                    extra.insert("resumed".into(), Value::Array(emission.resumed.iter().map(|r| Value::String(r.to_string())).collect()));
                     let text = if payload.is_null() { String::new() } else { payload.to_string() };
                     Outcome::Done { text, extra, tokens: 0 }
                 }
@@ -551,6 +553,11 @@ impl Runner<'_> {
                 "the run's record would be {} bytes, more than the {limit} bytes one run may hold ([limits] run_bytes = {limit})",
                 size.bytes
             )));
+        }
+        // A run saved waiting for an event is noted first, so the event finds it.
+        if let Err(e) = self.note_waits(run) {
+            run.unsaved();
+            return Err(Unsaved::Store(e));
         }
         let watch = if new { Watch::new_run(self.metrics) } else { Watch::before(self.metrics, self.store, &id) };
         let started = std::time::Instant::now();

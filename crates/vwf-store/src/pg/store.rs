@@ -219,6 +219,31 @@ impl Store for PgStore {
         Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
     }
 
+    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO vwf_event_waiters (event, run_id, note) VALUES ($1, $2, $3) \
+             ON CONFLICT (event, run_id) DO UPDATE SET note = EXCLUDED.note WHERE vwf_event_waiters.note <> EXCLUDED.note",
+            vec![event.to_string(), id.to_string(), note.to_string()],
+        )
+        .map(|_| ())
+    }
+
+    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+        let (pool, event) = (self.pool(), event.to_string());
+        self.wait(async move {
+            let rows: Vec<(String, String)> = sqlx::query_as("SELECT run_id, note FROM vwf_event_waiters WHERE event = $1")
+                .bind(event)
+                .fetch_all(&pool)
+                .await
+                .map_err(db)?;
+            Ok(rows.into_iter().filter_map(|(id, note)| Some((RunId::parse(&id).ok()?, note))).collect())
+        })
+    }
+
+    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
+        self.execute("DELETE FROM vwf_event_waiters WHERE event = $1 AND run_id = $2", vec![event.to_string(), id.to_string()]).map(|_| ())
+    }
+
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
         Ok(self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1)
     }

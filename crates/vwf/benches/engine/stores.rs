@@ -73,6 +73,15 @@ impl Store for TimedStore {
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
         self.inner.reserve_run_id(id)
     }
+    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
+        self.inner.add_waiter(event, id, note)
+    }
+    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+        self.inner.waiters(event)
+    }
+    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
+        self.inner.remove_waiter(event, id)
+    }
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
             self.new_ids.fetch_add(1, Ordering::Relaxed);
@@ -147,6 +156,15 @@ impl Store for MemoryStore {
     }
     fn reserve_run_id(&self, _: &RunId) -> Result<bool, StoreError> {
         Ok(true)
+    }
+    fn add_waiter(&self, _: &str, _: &RunId, _: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn waiters(&self, _: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn remove_waiter(&self, _: &str, _: &RunId) -> Result<(), StoreError> {
+        Ok(())
     }
     fn write_run_json(&self, _: &RunId, json: &[u8]) -> Result<(), StoreError> {
         let mut bytes = json.to_vec();

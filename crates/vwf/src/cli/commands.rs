@@ -340,9 +340,12 @@ pub(super) fn emit(service: &Service<'_>, json: bool, event: &str, payload: Opti
     let emission = &emitted.emission;
     if json {
         say!("{}", pretty(&emitted.body()));
-    } else if emission.runs.is_empty() && emission.skipped.is_empty() {
-        say!("No design listens to {event}.");
+    } else if emission.runs.is_empty() && emission.skipped.is_empty() && emission.resumed.is_empty() {
+        say!("No design listens to {event}, and no run waits for it.");
     } else {
+        for id in &emission.resumed {
+            say!("run {id}: went on with {event}");
+        }
         for run in &emission.runs {
             say!("{}", render::summary(&run.result(), false, render::Reader::Cli));
         }

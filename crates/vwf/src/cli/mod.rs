@@ -200,7 +200,7 @@ pub enum Cmd {
         /// Only runs of this design.
         #[arg(long, value_name = "NAME")]
         design: Option<String>,
-        /// Only runs with this status: running, waiting, awaiting_approval, awaiting_agent, done or failed.
+        /// Only runs with this status: running, waiting, awaiting_approval, awaiting_agent, awaiting_event, done or failed.
         #[arg(long)]
         status: Option<String>,
         /// Only runs started by this trigger mode: manual, schedule, heartbeat, event, folder or watch.
@@ -438,7 +438,7 @@ fn run_code(status: Status) -> u8 {
     match status {
         Status::Done => 0,
         Status::Failed => 1,
-        Status::Running | Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent => 6,
+        Status::Running | Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent => 6,
     }
 }
 
