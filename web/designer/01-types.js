@@ -20,6 +20,7 @@ const TYPE_INFO = {
   wait: { title: 'Wait', colour: 'var(--vwf-type-wait, #64748b)', about: 'Pauses the run' },
   emit: { title: 'Emit', colour: 'var(--vwf-type-emit, #15803d)', about: 'Announces an event' },
   wait_event: { title: 'Wait for event', colour: 'var(--vwf-type-wait-event, #0f766e)', about: 'Pauses until an event arrives' },
+  design: { title: 'Design', colour: 'var(--vwf-type-design, #4338ca)', about: 'Runs another saved design' },
 };
 /** How a type the page has no words for is drawn in the palette. */
 const typeInfo = (type) => TYPE_INFO[type] || { title: type, colour: 'var(--vwf-type-note, #a16207)', about: 'A node type' };
@@ -59,6 +60,10 @@ const SHOWN = {
   'loop.over': { label: 'Over', hint: 'template giving a JSON array' },
   'wait.duration': { label: 'Or duration', placeholder: '30s, 5m, 1h' },
   'emit.payload': { label: 'Payload', hint: 'template text or JSON' },
+  'design.design': { label: 'Design', hint: 'a saved design to run', list: 'designs' },
+  'design.input': { label: 'Input', hint: 'JSON or text; strings may be templates, e.g. {"message": "{{nodes.summary}}"}' },
+  'design.wait': { label: 'Wait for it', hint: 'park until it ends and take its outputs' },
+  'design.version': { label: 'Version', hint: 'default: the version saved when the run starts' },
   'wait_event.event': { label: 'Event', hint: 'e.g. pr.merged' },
   'wait_event.match': { label: 'Match', hint: 'event.payload.<path> <op> <value>; the value may be a template' },
   'wait_event.timeout': { label: 'Timeout', placeholder: '30m, 2h, 7d' },

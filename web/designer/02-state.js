@@ -20,7 +20,7 @@ let view = { x: 0, y: 0, k: 1 };
 let autoPos = new Map();
 /** While a node is dragged: edges take their quick route until it is dropped. */
 let dragging = false;
-const lists = { profiles: [], models: [], targets: [] };
+const lists = { profiles: [], models: [], targets: [], designs: [] };
 
 const $ = (id) => document.getElementById(id);
 const svg = $('svg'), canvasEl = $('canvas'), viewportEl = $('viewport');
@@ -34,7 +34,7 @@ function nodeById(id) { return nodes().find((n) => isObj(n) && n.id === id); }
 function hasPorts(node) { return node.type !== 'note'; }
 /** Whether a node can fail for reasons outside the design (it acts on the world), so it has an
  * error port whose edges (labelled `error`) are taken when it fails for good. */
-function canFail(node) { return ['agent', 'command', 'http', 'emit'].includes(node.type) || (node.type === 'output' && Boolean(node.deliver)); }
+function canFail(node) { return ['agent', 'command', 'http', 'emit', 'design'].includes(node.type) || (node.type === 'output' && Boolean(node.deliver)); }
 /** Whether edge `e` is an error path: labelled `error`, out of a node that can fail. */
 function isErrorEdge(e) {
   if (!isObj(e) || typeof e.label !== 'string' || e.label.toLowerCase() !== 'error') return false;

@@ -61,6 +61,7 @@ function summary(n) {
     case 'loop': return `over ${s(n.over)}`;
     case 'wait': return n.seconds !== undefined ? `${s(n.seconds)} s` : s(n.duration);
     case 'emit': return s(n.event);
+    case 'design': return `${s(n.design)}${n.wait === false ? ' (no wait)' : ''}`;
     case 'wait_event': return n.match ? `${s(n.event)} where ${s(n.match)}` : `${s(n.event)}`;
     default: return '';
   }

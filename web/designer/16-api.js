@@ -191,7 +191,11 @@ async function loadSchema() {
 }
 
 async function loadLists() {
-  const [p, c] = await Promise.all([api('GET', '/profiles'), api('GET', '/channels')]);
+  const [p, c, d] = await Promise.all([api('GET', '/profiles'), api('GET', '/channels'), api('GET', '/designs')]);
+  // The designs a design step may call: every saved one but this.
+  if (isObj(d.body) && d.body.ok && Array.isArray(d.body.designs)) {
+    lists.designs = d.body.designs.map((x) => (isObj(x) ? x.name : x)).filter((x) => typeof x === 'string' && x !== designName);
+  }
   // The catalog only when a backend is configured (without one, /models answers 503).
   const m = p.body.backend ? await api('GET', '/models') : { body: {} };
   if (p.body.ok && Array.isArray(p.body.profiles)) lists.profiles = p.body.profiles.map((x) => (isObj(x) ? x.name : x)).filter((x) => typeof x === 'string');

@@ -58,6 +58,7 @@ export async function render(root, page) {
       ...(run.retry_of ? [' · retry of ', h('a', { id: 'retry-of', href: `#/runs/${enc(run.retry_of)}` }, run.retry_of)] : []),
       ...(run.failure_of ? [' · started by the failure of ', h('a', { id: 'failure-of', href: `#/runs/${enc(run.failure_of)}` }, run.failure_of)] : []),
       ...(run.failure_run ? [' · its failure started ', h('a', { id: 'failure-run', href: `#/runs/${enc(run.failure_run)}` }, run.failure_run)] : []),
+      ...(run.parent_run ? [' · started by a design step of ', h('a', { id: 'parent-run', href: `#/runs/${enc(run.parent_run)}` }, run.parent_run)] : []),
       ...(run.test ? [h('span', { id: 'test-note' }, ' · a test run: steps marked pinned gave their pinned output and did nothing (no command, call, model or delivery)')] : []));
     const handled = run.handled || [];
     problem.replaceChildren(run.error
@@ -140,7 +141,7 @@ export async function render(root, page) {
     if (p.type === 'approval') {
       // What the question is about: the text of each step (or of the input) it names.
       const about = Object.entries(p.outputs || {});
-      return [title,
+      return [title, p.run_id ? h('p', { class: 'muted small', id: 'asked-by' }, 'Asked by child run ', h('a', { href: `#/runs/${enc(p.run_id)}` }, p.run_id), '; the answer goes to it.') : null,
         h('p', { class: 'question' }, p.question),
         about.length ? h('div', { class: 'approving', 'data-testid': 'approving' }, h('h3', {}, 'What is being approved'),
           about.map(([node, text]) => h('details', { open: true, 'data-output': node },
@@ -167,6 +168,10 @@ export async function render(root, page) {
       return [title, h('p', { id: 'retry-wait' }, `Attempt ${p.next_attempt} starts at ${when(p.resume_at)} (${ago(p.resume_at)}), as the step's retry policy says.`)];
     }
     if (p.type === 'wait') return [title, h('p', {}, `Resumes at ${when(p.resume_at)} (${ago(p.resume_at)}).`)];
+    if (p.type === 'child') {
+      return [title, h('p', { id: 'child-wait' }, p.started ? 'Waits for its child run ' : 'Starting its child run ',
+        h('a', { href: `#/runs/${enc(p.run_id)}` }, p.run_id), ' of design ', h('code', {}, p.design), ' to end.')];
+    }
     if (p.type === 'event') {
       return [title,
         h('p', { id: 'event-wait' }, 'Event ', h('code', {}, p.event), p.match ? [' where ', h('code', {}, p.match)] : ' (any payload)'),
@@ -190,8 +195,23 @@ function stepTable(run) {
       h('td', {}, badge(s.status), s.pinned ? [' ', h('span', { class: 'badge s-pinned', 'data-pinned': '' }, 'pinned')] : null),
       h('td', {}, s.attempts),
       h('td', {}, s.started_at ? elapsed(s.started_at, s.finished_at || new Date().toISOString()) : ''),
-      h('td', { class: 'error' }, s.error || '')), triesRow(s)])),
+      h('td', { class: 'error' }, s.error || '')), triesRow(s), childRow(run, s)])),
     run.skipped.length ? h('caption', { class: 'muted small' }, `Skipped: ${run.skipped.join(', ')}`) : null);
+}
+
+/** Under a design step, the run it started, nested and clickable: the one it waits for, or
+ * the one whose outputs it took. */
+function childRow(run, step) {
+  const out = (run.outputs || {})[step.node.split('#')[0]];
+  const p = run.pending;
+  let child = null;
+  if (p && p.type === 'child' && p.node === step.node) child = { id: p.run_id, design: p.design, status: p.started ? 'running' : 'starting' };
+  else if (p && p.run_id && typeof p.node === 'string' && p.node.startsWith(`${step.node}/`)) child = { id: p.run_id, design: '', status: p.type === 'approval' ? 'awaiting_approval' : 'awaiting_agent' };
+  else if (out && typeof out.run_id === 'string' && typeof out.design === 'string') child = { id: out.run_id, design: out.design, status: out.status };
+  if (!child) return null;
+  return h('tr', { class: 'child-run', 'data-child-of': step.node },
+    h('td', { colspan: 5 }, '↳ child run ', h('a', { href: `#/runs/${enc(child.id)}`, 'data-child-run': child.id }, child.id),
+      child.design ? [' of ', h('code', {}, child.design)] : null, ' ', badge(child.status)));
 }
 
 /** Every attempt of a step that took more than one (retries, run retries), or that waits for

@@ -153,6 +153,13 @@ pub fn summary(run: &Value, with_steps: bool, reader: Reader) -> String {
                 Some(n) => out.push(format!("Waiting to retry {node}: attempt {n} starts at {}", s(p, "resume_at"))),
                 None => out.push(format!("Waiting at {node} until {}", s(p, "resume_at"))),
             },
+            "child" => {
+                let child = s(p, "run_id");
+                out.push(format!("Waiting at {node} for child run {child} of design {} to end", s(p, "design")));
+                if reader == Reader::Cli {
+                    out.push(format!("  see it: vwf show {child}"));
+                }
+            }
             "event" => {
                 let event = s(p, "event");
                 match p.get("match").and_then(Value::as_str) {

@@ -381,11 +381,16 @@ impl<'a> Service<'a> {
                 other.clone()
             }
         };
-        let report = validate::validate(&graph);
+        let mut report = validate::validate(&graph);
         if !report.ok {
             return Err(Failure::Refused(report));
         }
         let mut design = Design::from_value(&graph).map_err(|_| Failure::Internal("design changed while saving".into()))?;
+        if let Some(cycle) = self.runner.call_cycle(name, &design) {
+            report.errors.push(cycle);
+            report.ok = false;
+            return Err(Failure::Refused(report));
+        }
         design.normalize_labels();
         let normalized = design.to_value();
         let path = match mode {

@@ -66,6 +66,11 @@ pub const REQUEST_BODY_BYTES: usize = 1024 * 1024;
 pub const JSON_DEPTH: usize = 64;
 /// Depth of design-emits-event-starts-design chains before the chain is cut.
 pub const EVENT_DEPTH: u32 = 8;
+/// A design step's `version`: a recorded version's number.
+pub const DESIGN_VERSION: (u64, u64) = (1, i64::MAX as u64);
+/// How deep design steps may nest: a run of a design a design step started is one deeper than
+/// its parent; a design step that would start a run deeper fails.
+pub const DESIGN_DEPTH: u32 = 8;
 
 /// `true` when `v` lies in the inclusive range.
 pub fn within(v: u64, range: (u64, u64)) -> bool {

@@ -16,7 +16,8 @@ use crate::trigger::TriggerMode;
 pub const TRIGGER_MODES: [&str; 6] = crate::trigger::MODES;
 
 /// The run statuses (SPEC §8), in the contract's order.
-pub const STATUSES: [&str; 7] = ["running", "waiting", "awaiting_approval", "awaiting_agent", "awaiting_event", "done", "failed"];
+pub const STATUSES: [&str; 8] =
+    ["running", "waiting", "awaiting_approval", "awaiting_agent", "awaiting_event", "awaiting_child", "done", "failed"];
 
 /// What a listing keeps: every given filter must match.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,12 +27,20 @@ pub struct RunFilter {
     pub trigger: Option<TriggerMode>,
     /// 1 to 12 lowercase hex characters the run id starts with.
     pub id: Option<String>,
+    /// The run whose design steps started the runs listed.
+    pub parent: Option<RunId>,
 }
 
 impl RunFilter {
     /// Reads the filters as a user gives them (`None`: not given; an empty value is no value of
     /// any filter). The error names the filter and the values it takes.
-    pub fn parse(design: Option<&str>, status: Option<&str>, trigger: Option<&str>, id: Option<&str>) -> Result<RunFilter, String> {
+    pub fn parse(
+        design: Option<&str>,
+        status: Option<&str>,
+        trigger: Option<&str>,
+        id: Option<&str>,
+        parent: Option<&str>,
+    ) -> Result<RunFilter, String> {
         let design = design.map(|d| DesignName::parse(d).map_err(|e| format!("design: {e}"))).transpose()?;
         let status = status
             .map(|s| {
@@ -41,8 +50,9 @@ impl RunFilter {
             .transpose()?;
         let trigger = trigger
             .map(|t| {
-                TriggerMode::parse(t)
-                    .ok_or_else(|| format!("trigger {t:?} is not a trigger mode; use one of {}", TRIGGER_MODES.join(", ") + ", failure"))
+                TriggerMode::parse(t).ok_or_else(|| {
+                    format!("trigger {t:?} is not a trigger mode; use one of {}", TRIGGER_MODES.join(", ") + ", failure, parent")
+                })
             })
             .transpose()?;
         let id = id
@@ -51,12 +61,13 @@ impl RunFilter {
                 if ok { Ok(i.to_string()) } else { Err(format!("id {i:?}: a run id or its start is 1 to 12 lowercase hex characters")) }
             })
             .transpose()?;
-        Ok(RunFilter { design, status, trigger, id })
+        let parent = parent.map(|p| RunId::parse(p).map_err(|e| format!("parent: {e}"))).transpose()?;
+        Ok(RunFilter { design, status, trigger, id, parent })
     }
 
     /// Whether only the id is filtered (or nothing): no run needs reading to decide.
     pub fn reads_runs(&self) -> bool {
-        self.design.is_some() || self.status.is_some() || self.trigger.is_some()
+        self.design.is_some() || self.status.is_some() || self.trigger.is_some() || self.parent.is_some()
     }
 
     /// Whether a run with this id may match (the id filter only).
@@ -70,6 +81,7 @@ impl RunFilter {
             && self.design.as_ref().is_none_or(|d| *d == run.design)
             && self.status.is_none_or(|s| s == run.status)
             && self.trigger.is_none_or(|t| t == run.trigger.mode)
+            && self.parent.as_ref().is_none_or(|p| run.parent_run.as_ref() == Some(p))
     }
 }
 
@@ -91,18 +103,18 @@ mod tests {
 
     #[test]
     fn run_filter_matches_every_given_filter() {
-        let all = RunFilter::parse(None, None, None, None).unwrap();
+        let all = RunFilter::parse(None, None, None, None, None).unwrap();
         assert_eq!(all, RunFilter::default());
         assert!(!all.reads_runs());
         assert!(all.matches(&run("a", "done", "manual")));
-        let f = RunFilter::parse(Some("brief"), Some("failed"), Some("schedule"), Some("d7b4")).unwrap();
+        let f = RunFilter::parse(Some("brief"), Some("failed"), Some("schedule"), Some("d7b4"), None).unwrap();
         assert!(f.reads_runs());
         assert!(f.matches(&run("brief", "failed", "schedule")));
         for other in [run("brief2", "failed", "schedule"), run("brief", "done", "schedule"), run("brief", "failed", "manual")] {
             assert!(!f.matches(&other), "{other:?}");
         }
         assert!(f.matches_id("d7b493cae249") && !f.matches_id("e7b493cae249"));
-        assert!(!RunFilter::parse(None, None, None, Some("d7b493cae249")).unwrap().matches(&summary(
+        assert!(!RunFilter::parse(None, None, None, Some("d7b493cae249"), None).unwrap().matches(&summary(
             "d7b493cae248",
             "a",
             "done",
@@ -123,11 +135,11 @@ mod tests {
             (None, Some(" done"), None, None, "status"),
             (Some(""), None, None, None, "design"),
         ] {
-            let e = RunFilter::parse(d, s, t, i).unwrap_err();
+            let e = RunFilter::parse(d, s, t, i, None).unwrap_err();
             assert!(e.contains(needle), "{e}");
         }
         for status in STATUSES {
-            assert_eq!(RunFilter::parse(None, Some(status), None, None).unwrap().status.map(|s| s.as_str()), Some(status));
+            assert_eq!(RunFilter::parse(None, Some(status), None, None, None).unwrap().status.map(|s| s.as_str()), Some(status));
         }
     }
 }

@@ -40,6 +40,11 @@ pub struct Plan {
     /// The design a failed run starts (the design's `on_failure`), if it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<DesignName>,
+    /// The version of each design the design steps call, as recorded when the run started (the
+    /// caller fills it in, see [`Plan::called_designs`]): a child runs it unless its step names
+    /// one, so editing a called design never changes a run in flight.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub calls: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,7 +135,21 @@ impl Plan {
             pins: BTreeMap::new(),
             timeout_seconds: design.timeout_seconds(),
             on_failure: design.on_failure().and_then(Value::as_str).and_then(|n| DesignName::parse(n).ok()),
+            calls: BTreeMap::new(),
         })
+    }
+
+    /// The designs this plan's design steps call (each once, in plan order).
+    pub fn called_designs(&self) -> Vec<DesignName> {
+        let mut out: Vec<DesignName> = Vec::new();
+        for step in &self.steps {
+            if let Ok(Spec::Design { design, .. }) = step.spec()
+                && !out.contains(&design)
+            {
+                out.push(design);
+            }
+        }
+        out
     }
 
     pub fn trigger_id(&self) -> Option<&str> {

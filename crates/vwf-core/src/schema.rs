@@ -241,6 +241,12 @@ fn node_type(kind: NodeKind) -> NodeType {
             field("payload", Kind::Json).template(),
             integer("timeout_seconds", limits::EMIT_TIMEOUT_SECONDS, "seconds", Some(limits::EMIT_TIMEOUT_DEFAULT)),
         ],
+        NodeKind::Design => vec![
+            field("design", Kind::String).required().example("notify-oncall"),
+            field("input", Kind::Json).template().example(json!({"message": "{{nodes.summary}}"})),
+            field("wait", Kind::Boolean).default(true),
+            integer("version", limits::DESIGN_VERSION, "", None),
+        ],
         NodeKind::WaitEvent => vec![
             field("event", Kind::String).required().example("pr.merged"),
             field("match", Kind::String).template().example("event.payload.pr == {{trigger.pr}}"),

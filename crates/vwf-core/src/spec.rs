@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::design::{Design, NODE_TYPES, Node, NodeKind};
 use crate::limits::{self, within};
+use crate::names::DesignName;
 use crate::trigger::Trigger;
 use crate::validate::Issue;
 use crate::{schedule, shell, template};
@@ -64,6 +65,15 @@ pub enum Spec {
         matches: Option<String>,
         timeout_seconds: Option<u64>,
         on_timeout: EventTimeout,
+    },
+    /// Starts a run of the saved design `design` (a child run) with `input` rendered; `wait`:
+    /// park until it ends and take its outputs; `version`: the design version to run (else the
+    /// one the run's plan pinned when it started).
+    Design {
+        design: DesignName,
+        input: Option<Value>,
+        wait: bool,
+        version: Option<u64>,
     },
 }
 
@@ -219,6 +229,7 @@ impl Spec {
             Some(NodeKind::Wait) => parse_wait(&mut f),
             Some(NodeKind::Emit) => parse_emit(&mut f),
             Some(NodeKind::WaitEvent) => parse_wait_event(&mut f),
+            Some(NodeKind::Design) => parse_design(&mut f),
             None => parse_unknown(&mut f),
         };
         if let Spec::Output { deliver: None, .. } = spec {
@@ -264,6 +275,7 @@ impl Spec {
             Spec::Loop { over, .. } => out.push(("over", over)),
             Spec::Emit { payload: Some(p), .. } => json_strings(p, "payload", &mut out),
             Spec::WaitEvent { matches: Some(m), .. } => out.push(("match", m)),
+            Spec::Design { input: Some(i), .. } => json_strings(i, "input", &mut out),
             _ => {}
         }
         out
@@ -533,6 +545,32 @@ fn parse_wait_event(f: &mut Fields) -> Spec {
         }),
     };
     Spec::WaitEvent { event, matches, timeout_seconds, on_timeout }
+}
+
+/// A design step: the design it calls, the input it gives, whether it waits, which version.
+fn parse_design(f: &mut Fields) -> Spec {
+    let name = f.required_string("design");
+    let design = match DesignName::parse(name.trim()) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            if !name.trim().is_empty() {
+                f.issue("design", format!("\"design\" must name a saved design: {e}"));
+            }
+            None
+        }
+    };
+    let wait = match f.get("wait") {
+        None => true,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => {
+            f.issue("wait", format!("\"wait\" must be true or false, got {v}"));
+            true
+        }
+    };
+    let version = f.ranged("version", limits::DESIGN_VERSION, "");
+    // A lenient reader goes on with a name that reads, for the rest of the checks.
+    let design = design.unwrap_or_else(|| DesignName::parse("unnamed").unwrap_or_else(|_| unreachable!("a valid design name")));
+    Spec::Design { design, input: f.get("input").cloned(), wait, version }
 }
 
 /// A type outside SPEC §3: reported, read on as a note.

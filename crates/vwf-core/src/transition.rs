@@ -87,12 +87,18 @@ impl Transition<'_> {
                 StepStatus::Retrying => "step_retrying",
                 StepStatus::Done => "step_done",
                 StepStatus::Failed => "step_failed",
-                StepStatus::AwaitingApproval | StepStatus::AwaitingAgent | StepStatus::Waiting | StepStatus::AwaitingEvent => "step_parked",
+                StepStatus::AwaitingApproval
+                | StepStatus::AwaitingAgent
+                | StepStatus::Waiting
+                | StepStatus::AwaitingEvent
+                | StepStatus::AwaitingChild => "step_parked",
             },
             Transition::Status { from } => match run.status() {
                 Status::Done => "done",
                 Status::Failed => "failed",
-                Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent => "parked",
+                Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent | Status::AwaitingChild => {
+                    "parked"
+                }
                 Status::Running if *from == Status::Failed => "retried",
                 Status::Running => "resumed",
             },

@@ -41,6 +41,8 @@ pub enum TriggerMode {
     // schema keeps one enum of words.)
     #[serde(rename = "failure")]
     OnFailure,
+    // Started by a design step of another run (its `parent_run`). Never a trigger node's mode.
+    Parent,
 }
 
 impl TriggerMode {
@@ -58,13 +60,18 @@ impl TriggerMode {
             TriggerMode::Folder => "folder",
             TriggerMode::Watch => "watch",
             TriggerMode::OnFailure => "failure",
+            TriggerMode::Parent => "parent",
         }
     }
 
-    /// The mode a run's trigger may have, if `word` names one: a trigger node's, or `failure`.
+    /// The mode a run's trigger may have, if `word` names one: a trigger node's, `failure` or
+    /// `parent`.
     pub fn parse(word: &str) -> Option<TriggerMode> {
-        TriggerMode::ALL.into_iter().chain([TriggerMode::OnFailure]).find(|m| m.as_str() == word)
+        TriggerMode::ALL.into_iter().chain(TriggerMode::STARTED_BY_RUNS).find(|m| m.as_str() == word)
     }
+
+    /// The modes of runs another run started: its failure, or its design step.
+    pub const STARTED_BY_RUNS: [TriggerMode; 2] = [TriggerMode::OnFailure, TriggerMode::Parent];
 }
 
 impl std::fmt::Display for TriggerMode {

@@ -74,6 +74,7 @@ words! {
         Wait = "wait",
         Emit = "emit",
         WaitEvent = "wait_event",
+        Design = "design",
     }
 }
 
@@ -88,7 +89,7 @@ impl NodeKind {
     /// outside the design: these take a retry policy, `on_error` and `error` edges. An output
     /// acts only when it delivers; the spec decides that.
     pub fn acts(self) -> bool {
-        matches!(self, NodeKind::Agent | NodeKind::Command | NodeKind::Http | NodeKind::Output | NodeKind::Emit)
+        matches!(self, NodeKind::Agent | NodeKind::Command | NodeKind::Http | NodeKind::Output | NodeKind::Emit | NodeKind::Design)
     }
 }
 
@@ -320,7 +321,21 @@ mod tests {
         round_trips(NodeKind::ALL);
         assert_eq!(
             NODE_TYPES,
-            ["trigger", "agent", "condition", "approval", "output", "note", "command", "http", "loop", "wait", "emit", "wait_event"]
+            [
+                "trigger",
+                "agent",
+                "condition",
+                "approval",
+                "output",
+                "note",
+                "command",
+                "http",
+                "loop",
+                "wait",
+                "emit",
+                "wait_event",
+                "design"
+            ]
         );
         refuses::<NodeKind>(&NODE_TYPES);
         assert_eq!("Agent".parse::<NodeKind>().unwrap_err().to_string(), "unknown node type \"Agent\"");

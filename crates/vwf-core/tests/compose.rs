@@ -199,3 +199,234 @@ fn a_bad_wait_event_is_refused_with_its_field_named() {
     assert!(!validate(&missing).ok);
     assert!(validate(&waits_for(json!({"match": "event.payload == \"go\"", "timeout": "7d", "on_timeout": "continue"}))).ok);
 }
+
+// ---- design steps -------------------------------------------------------------------------
+
+fn plan_of(name: &str, design: &Value) -> Plan {
+    let d = Design::from_value(design).unwrap_or_else(|e| panic!("design does not parse: {e:?}"));
+    Plan::compile(name, &d).unwrap_or_else(|r| panic!("design is not valid: {r:?}"))
+}
+
+/// trigger → sub (a design step calling `child`) → after (a command using the child's output).
+fn parent_design(step: Value) -> Value {
+    let mut node = json!({"id": "sub", "type": "design", "design": "child", "input": {"name": "{{trigger.name}}"}});
+    node.as_object_mut().expect("node").extend(step.as_object().expect("fields").clone());
+    json!({
+        "budget": {"tokens": 100},
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "think", "type": "agent", "prompt": "think"},
+            node,
+            {"id": "after", "type": "command", "run": "echo {{nodes.sub.outputs.greet.text}}"},
+        ],
+        "edges": [{"from": "start", "to": "think"}, {"from": "think", "to": "sub"}, {"from": "sub", "to": "after"}],
+    })
+}
+
+/// trigger → greet (an agent step) → gate (an approval, when `gated`).
+fn child_design(gated: bool) -> Value {
+    let mut nodes = vec![
+        json!({"id": "t", "type": "trigger", "mode": "manual"}),
+        json!({"id": "greet", "type": "agent", "prompt": "greet {{trigger.name}}"}),
+    ];
+    let mut edges = vec![json!({"from": "t", "to": "greet"})];
+    if gated {
+        nodes.push(json!({"id": "gate", "type": "approval", "question": "send {{nodes.greet}}?"}));
+        edges.push(json!({"from": "greet", "to": "gate"}));
+    }
+    json!({"nodes": nodes, "edges": edges})
+}
+
+fn tokens(text: &str, tokens: u64) -> Outcome {
+    Outcome::Done { text: text.into(), extra: Map::new(), tokens }
+}
+
+/// The parent started (its agent step used `parent_tokens`), parked on its design step.
+fn parent_at_child(step: Value, parent_tokens: u64) -> Run {
+    let mut parent = start_with(&parent_design(step), json!({"name": "ada"}));
+    common::drive_batches(&mut parent, t0(), |_| tokens("thought", parent_tokens));
+    assert_eq!(parent.status(), Status::AwaitingChild, "{:#}", parent.result());
+    parent
+}
+
+/// Makes the child the parent asks for, as a runner would.
+fn make_child(parent: &mut Run, gated: bool) -> Run {
+    let start = parent.child_to_start(t0()).expect("a child to start");
+    let child = Run::start_child(parent, &start, plan_of("child", &child_design(gated)), t0());
+    parent.child_started(&start.node, t0());
+    common::save_and_read_back(parent);
+    child
+}
+
+#[test]
+fn a_parent_waits_for_its_child_and_takes_its_outputs() {
+    let mut parent = parent_at_child(json!({}), 0);
+    match parent.pending() {
+        Some(Pending::Child { node, design, input, wait, started, .. }) => {
+            assert_eq!((node.as_str(), design.as_str(), wait, started), ("sub", "child", &true, &false));
+            assert_eq!(input, &json!({"name": "ada"}), "the input is rendered when the step begins");
+        }
+        other => panic!("not waiting for a child: {other:?}"),
+    }
+    let start = parent.child_to_start(t0()).expect("a child to start");
+    assert_eq!(start.nesting, 1);
+    // Every process that takes the parent up means the same child.
+    let again = start_with(&parent_design(json!({})), json!({"name": "ada"}));
+    let mut again = again;
+    common::drive_batches(&mut again, t0(), |_| tokens("thought", 0));
+    assert_eq!(again.child_to_start(t0()).map(|s| s.run_id), Some(start.run_id.clone()));
+
+    let mut child = make_child(&mut parent, false);
+    assert_eq!(parent.child_runs(), [child.run_id().clone()]);
+    assert_eq!(child.parent_run(), Some(parent.run_id()));
+    assert_eq!(child.trigger().mode, vwf_core::trigger::TriggerMode::Parent);
+    assert_eq!((child.trigger().nesting, &child.trigger().input), (1, &json!({"name": "ada"})));
+    assert!(parent.child_to_start(t0()).is_none(), "started once");
+    assert_eq!(parent.waited_children(), [child.run_id()]);
+
+    // Still running: nothing to take.
+    assert!(!parent.child_moved(&child, t0()));
+    common::drive_batches(&mut child, t0(), |task| {
+        assert_eq!(task.node, "greet");
+        tokens("hello ada", 30)
+    });
+    assert_eq!(child.status(), Status::Done);
+    assert!(parent.child_moved(&child, t0()));
+    common::save_and_read_back(&mut parent);
+    let view = &parent.outputs()["sub"];
+    assert_eq!(view["text"], "hello ada");
+    assert_eq!(view["outputs"]["greet"]["text"], "hello ada");
+    assert_eq!((view["run_id"].as_str(), view["status"].as_str()), (Some(child.run_id().as_str()), Some("done")));
+    assert_eq!(parent.tokens_used(), 30, "the child's tokens count in the parent");
+    let mut commands = Vec::new();
+    common::drive_batches(&mut parent, t0(), |task| {
+        if let vwf_core::run::Work::Command(c) = &task.work {
+            commands.push(format!("{:?}", c.env));
+        }
+        done("ok")
+    });
+    assert_eq!(parent.status(), Status::Done);
+    assert!(commands.iter().any(|c| c.contains("hello ada")), "{commands:?}");
+}
+
+#[test]
+fn a_failed_child_fails_the_step_and_its_retry_policy_starts_a_new_child() {
+    let mut parent = parent_at_child(json!({"retry": {"max_attempts": 2, "delay": 0}}), 0);
+    let mut child = make_child(&mut parent, false);
+    common::drive_batches(&mut child, t0(), |_| Outcome::failed("the model is down"));
+    assert_eq!(child.status(), Status::Failed);
+    assert!(parent.child_moved(&child, t0()));
+    // Retried: a new attempt, a new child.
+    common::drive_batches(&mut parent, t0(), |_| done("unused"));
+    assert_eq!(parent.status(), Status::AwaitingChild);
+    let second = parent.child_to_start(t0()).expect("the retry's child");
+    assert_ne!(&second.run_id, child.run_id());
+    let mut child = make_child(&mut parent, false);
+    common::drive_batches(&mut child, t0(), |_| Outcome::failed("still down"));
+    assert!(parent.child_moved(&child, t0()));
+    common::save_and_read_back(&mut parent);
+    assert_eq!(parent.status(), Status::Failed);
+    assert_eq!(parent.failed_node(), Some("sub"));
+    let error = parent.error().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(error, format!("child run {} of design child failed at greet: still down", child.run_id()));
+    assert_eq!(parent.child_runs().len(), 2);
+}
+
+#[test]
+fn a_childs_gate_shows_in_the_parent_and_is_answered_through_it() {
+    let mut parent = parent_at_child(json!({}), 0);
+    let mut child = make_child(&mut parent, true);
+    common::drive_batches(&mut child, t0(), |_| tokens("hello ada", 0));
+    assert_eq!(child.status(), Status::AwaitingApproval);
+    assert!(parent.child_moved(&child, t0()));
+    assert!(!parent.child_moved(&child, t0()), "nothing new");
+    common::save_and_read_back(&mut parent);
+    assert_eq!(parent.status(), Status::AwaitingChild);
+    match parent.pending() {
+        Some(Pending::Approval { node, question, run_id, .. }) => {
+            assert_eq!((node.as_str(), question.as_str()), ("sub/gate", "send hello ada?"));
+            assert_eq!(run_id.as_ref(), Some(child.run_id()));
+        }
+        other => panic!("the parent does not show the child's gate: {other:?}"),
+    }
+    assert_eq!(parent.child_route("sub/gate"), Some((child.run_id().clone(), "gate".to_string())));
+    assert_eq!(parent.child_route("sub/other"), None);
+    assert_eq!(parent.child_route("gate"), None);
+    assert!(parent.respond("sub/gate", vwf_core::run::Response::Answer("approve".into()), t0()).is_err(), "the parent holds no gate");
+
+    // The answer goes to the child, which ends; the parent takes it up.
+    child.respond("gate", vwf_core::run::Response::Answer("approve".into()), t0()).expect("answer");
+    common::drive_batches(&mut child, t0(), |_| done("unused"));
+    assert_eq!(child.status(), Status::Done);
+    assert!(parent.child_moved(&child, t0()));
+    assert_eq!(parent.outputs()["sub"]["text"], "approve", "the child's last step's text");
+    common::drive_batches(&mut parent, t0(), |_| done("ok"));
+    assert_eq!(parent.status(), Status::Done);
+}
+
+#[test]
+fn a_childs_tokens_count_against_the_parents_budget() {
+    // The parent used 40 of its 100: the child may use 60.
+    let mut parent = parent_at_child(json!({}), 40);
+    assert_eq!(parent.child_to_start(t0()).and_then(|s| s.tokens_left), Some(60));
+    let mut child = make_child(&mut parent, false);
+    common::drive_batches(&mut child, t0(), |_| tokens("too long", 70));
+    assert_eq!(
+        child.error().map(|e| e.to_string()).as_deref(),
+        Some("token budget exceeded"),
+        "the child stops at what the parent has left"
+    );
+    assert!(parent.child_moved(&child, t0()));
+    assert_eq!(parent.tokens_used(), 110);
+    assert_eq!(parent.status(), Status::Failed);
+    assert_eq!(parent.error().map(|e| e.to_string()).as_deref(), Some("token budget exceeded"));
+    assert_eq!(parent.failed_node(), Some("sub"));
+}
+
+#[test]
+fn a_step_that_does_not_wait_records_its_child_and_goes_on() {
+    let mut parent = parent_at_child(json!({"wait": false}), 0);
+    let child = make_child(&mut parent, false);
+    let view = &parent.outputs()["sub"];
+    assert_eq!((view["run_id"].as_str(), view["status"].as_str()), (Some(child.run_id().as_str()), Some("started")));
+    assert!(parent.waited_children().is_empty());
+    assert!(!parent.child_moved(&child, t0()), "a child not waited for changes nothing");
+}
+
+#[test]
+fn design_steps_nest_at_most_the_depth_limit() {
+    let mut parent = parent_at_child(json!({}), 0);
+    let mut nested = parent.clone();
+    for _ in 0..vwf_core::limits::DESIGN_DEPTH {
+        let start = nested.child_to_start(t0()).expect("within the limit");
+        let mut child = Run::start_child(&nested, &start, plan_of("parent", &parent_design(json!({}))), t0());
+        common::drive_batches(&mut child, t0(), |_| tokens("thought", 0));
+        nested = child;
+    }
+    assert_eq!(nested.trigger().nesting, vwf_core::limits::DESIGN_DEPTH);
+    assert!(nested.child_to_start(t0()).is_none(), "one deeper is refused");
+    assert_eq!(nested.status(), Status::Failed);
+    assert!(nested.error().is_some_and(|e| e.contains("nest at most 8 deep")), "{:?}", nested.error());
+    assert!(parent.child_to_start(t0()).is_some());
+}
+
+#[test]
+fn a_static_cycle_of_calls_is_found_with_its_path() {
+    let designs: std::collections::BTreeMap<&str, Value> = [
+        ("a", parent_design(json!({"design": "b"}))),
+        ("b", parent_design(json!({"design": "c"}))),
+        ("c", parent_design(json!({"design": "a"}))),
+        ("d", parent_design(json!({"design": "child"}))),
+    ]
+    .into_iter()
+    .collect();
+    let calls = |name: &vwf_core::names::DesignName| -> Vec<vwf_core::names::DesignName> {
+        designs.get(name.as_str()).map_or_else(Vec::new, |g| {
+            vwf_core::calls::called(&Design::from_value(g).expect("design")).into_iter().map(|(_, n)| n).collect()
+        })
+    };
+    let name = |s: &str| vwf_core::names::DesignName::parse(s).expect("name");
+    let path = vwf_core::calls::cycle(&name("a"), &calls).expect("a cycle");
+    assert_eq!(path.iter().map(|n| n.as_str()).collect::<Vec<_>>(), ["a", "b", "c", "a"]);
+    assert_eq!(vwf_core::calls::cycle(&name("d"), &calls), None);
+}

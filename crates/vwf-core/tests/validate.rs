@@ -1029,6 +1029,8 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                     Pending::Event { event, .. } => {
                         run.receive_event(&event, &Value::Null, now);
                     }
+                    // No runner makes child runs here: a design step's child is refused.
+                    Pending::Child { node, .. } => run.child_refused(&node, "no child runs in this test", now),
                 }
                 now = now.checked_add_signed(Duration::seconds(1)).unwrap_or(now).min(vwf_core::time::latest());
             }

@@ -41,7 +41,8 @@ const STEP_BUCKETS: [f64; 16] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 /// Durable writes of a run (write, fsync, rename), in seconds.
 const WRITE_BUCKETS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
 /// Run statuses the parked gauge has a series for (0 when none).
-const PARKED: [Status; 4] = [Status::Waiting, Status::AwaitingApproval, Status::AwaitingAgent, Status::AwaitingEvent];
+const PARKED: [Status; 5] =
+    [Status::Waiting, Status::AwaitingApproval, Status::AwaitingAgent, Status::AwaitingEvent, Status::AwaitingChild];
 /// Methods kept as they are in the requests counter; any other is counted as `other`.
 const METHODS: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"];
 

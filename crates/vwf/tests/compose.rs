@@ -140,3 +140,163 @@ fn the_daemon_ends_a_wait_for_an_event_at_its_deadline() {
     assert_eq!(run["outputs"]["merged"]["timed_out"], true);
     assert_eq!(run["outputs"]["done"]["text"], "merged ");
 }
+
+// ---- design steps -------------------------------------------------------------------------
+
+/// `notify-oncall`: pages with its input's message (a command echoing it), when `gated` after a
+/// person approves.
+fn notify_oncall(gated: bool) -> Value {
+    let mut nodes = vec![
+        json!({"id": "t", "type": "trigger", "mode": "manual"}),
+        json!({"id": "page", "type": "command", "run": "echo paged: {{trigger.message}}"}),
+    ];
+    let mut edges = vec![json!({"from": "t", "to": "page"})];
+    if gated {
+        nodes.push(json!({"id": "gate", "type": "approval", "question": "Send {{nodes.page}}?"}));
+        edges.push(json!({"from": "page", "to": "gate"}));
+    }
+    json!({"nodes": nodes, "edges": edges})
+}
+
+/// A design calling `notify-oncall` with a message, then echoing what it did.
+fn calls_oncall(step: Value) -> Value {
+    let mut node = json!({"id": "sub", "type": "design", "design": "notify-oncall", "input": {"message": "{{trigger.what}} is down"}});
+    node.as_object_mut().expect("node").extend(step.as_object().expect("fields").clone());
+    json!({
+        "nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            node,
+            {"id": "after", "type": "command", "run": "echo told: {{nodes.sub.outputs.page.text}}"},
+        ],
+        "edges": [{"from": "start", "to": "sub"}, {"from": "sub", "to": "after"}],
+    })
+}
+
+fn run_design(home: &Home, name: &str, input: Value) -> (i32, Value) {
+    home.json(&["run", name, "--input", &input.to_string()])
+}
+
+#[test]
+fn a_design_step_runs_the_called_design_and_takes_its_outputs() {
+    let home = Home::new();
+    home.save("notify-oncall", &notify_oncall(false));
+    home.save("db-watch", &calls_oncall(json!({})));
+    home.save("api-watch", &calls_oncall(json!({"input": {"message": "api {{trigger.what}}"}})));
+    let (code, run) = run_design(&home, "db-watch", json!({"what": "the db"}));
+    assert_eq!(code, 0, "{run}");
+    let child = run["outputs"]["sub"]["run_id"].as_str().expect("the child's id").to_string();
+    assert_eq!(run["child_runs"], json!([child]));
+    assert_eq!(run["outputs"]["sub"]["status"], "done");
+    assert_eq!(run["outputs"]["sub"]["outputs"]["page"]["text"], "paged: the db is down");
+    assert_eq!(run["outputs"]["after"]["text"], "told: paged: the db is down");
+    let shown = run_of(&home, &child);
+    assert_eq!(shown["parent_run"], run["run_id"]);
+    assert_eq!((shown["trigger"]["mode"].as_str(), shown["status"].as_str()), (Some("parent"), Some("done")));
+    assert_eq!(shown["trigger"]["input"], json!({"message": "the db is down"}));
+
+    let (code, other) = run_design(&home, "api-watch", json!({"what": "down"}));
+    assert_eq!(code, 0, "{other}");
+    assert_eq!(other["outputs"]["sub"]["outputs"]["page"]["text"], "paged: api down");
+
+    // `vwf runs --parent` lists a parent's children and nothing else.
+    let (code, listed) = home.json(&["runs", "--parent", run["run_id"].as_str().expect("id")]);
+    assert_eq!(code, 0, "{listed}");
+    let ids: Vec<&str> = listed["runs"].as_array().expect("runs").iter().filter_map(|r| r["run_id"].as_str()).collect();
+    assert_eq!(ids, [child.as_str()]);
+    let (code, refused) = home.json(&["runs", "--parent", "nope"]);
+    assert_eq!(code, 2, "{refused}");
+}
+
+#[test]
+fn a_childs_gate_is_answered_through_its_parent() {
+    let home = Home::new();
+    home.save("notify-oncall", &notify_oncall(true));
+    home.save("db-watch", &calls_oncall(json!({})));
+    let (code, run) = run_design(&home, "db-watch", json!({"what": "the db"}));
+    assert_eq!((code, run["status"].as_str()), (6, Some("awaiting_child")), "{run}");
+    let child = run["child_runs"][0].as_str().expect("child").to_string();
+    assert_eq!(run["pending"]["type"], "approval", "{run}");
+    assert_eq!(run["pending"]["node"], "sub/gate");
+    assert_eq!(run["pending"]["run_id"], child.as_str());
+    assert_eq!(run["pending"]["question"], "Send paged: the db is down?");
+    let id = run["run_id"].as_str().expect("id").to_string();
+    let (code, answered) = home.json(&["approve", &id, "sub/gate", "approve"]);
+    assert_eq!(code, 0, "{answered}");
+    assert_eq!(answered["run_id"], id.as_str(), "the answer is the parent's run");
+    assert_eq!(answered["status"], "done", "{answered}");
+    assert_eq!(answered["outputs"]["sub"]["text"], "approve");
+    assert_eq!(run_of(&home, &child)["status"], "done");
+}
+
+#[test]
+fn a_design_calling_itself_is_refused_at_save_with_the_path() {
+    let home = Home::new();
+    home.save("a", &calls_oncall(json!({"design": "b"})));
+    home.save("b", &calls_oncall(json!({"design": "c"})));
+    let (code, refused) = home.json(&["save", "c", &calls_oncall(json!({"design": "a"})).to_string()]);
+    assert_eq!(code, 5, "{refused}");
+    let error = refused["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(error.contains("c → a → b → c"), "{refused}");
+    assert_eq!(refused["errors"][0]["node"], "sub");
+    assert!(home.stored_design("c").is_none(), "a refused save writes nothing");
+    let (code, refused) = home.json(&["save", "me", &calls_oncall(json!({"design": "me"})).to_string()]);
+    assert_eq!(code, 5, "{refused}");
+}
+
+#[test]
+fn a_child_runs_the_version_its_parent_pinned_at_its_start() {
+    let home = Home::new();
+    home.save("notify-oncall", &notify_oncall(false));
+    // The parent waits on a gate before its design step.
+    let mut parent = calls_oncall(json!({}));
+    parent["nodes"].as_array_mut().expect("nodes").push(json!({"id": "go", "type": "approval", "question": "go?"}));
+    parent["edges"] = json!([{"from": "start", "to": "go"}, {"from": "go", "to": "sub"}, {"from": "sub", "to": "after"}]);
+    home.save("db-watch", &parent);
+    let (code, run) = run_design(&home, "db-watch", json!({"what": "the db"}));
+    assert_eq!((code, run["status"].as_str()), (6, Some("awaiting_approval")), "{run}");
+    let mut edited = notify_oncall(false);
+    edited["nodes"][1]["run"] = json!("echo edited: {{trigger.message}}");
+    home.save("notify-oncall", &edited);
+    let (code, done) = home.json(&["approve", run["run_id"].as_str().expect("id"), "go", "approve"]);
+    assert_eq!(code, 0, "{done}");
+    assert_eq!(done["outputs"]["sub"]["outputs"]["page"]["text"], "paged: the db is down", "the run in flight keeps its version");
+    let (_, fresh) = run_design(&home, "db-watch", json!({"what": "the db"}));
+    let (_, fresh) = home.json(&["approve", fresh["run_id"].as_str().expect("id"), "go", "approve"]);
+    assert_eq!(fresh["outputs"]["sub"]["outputs"]["page"]["text"], "edited: the db is down", "a new run takes the new version");
+}
+
+#[test]
+fn retrying_a_parent_starts_a_new_child_only_for_the_failed_step() {
+    let home = Home::new();
+    let flag = tempfile::tempdir().expect("dir");
+    let marker = flag.path().join("fixed");
+    let mut child = notify_oncall(false);
+    child["nodes"][1]["run"] = json!(format!("test -e '{}' && echo paged: {{{{trigger.message}}}}", marker.display()));
+    home.save("notify-oncall", &child);
+    home.save("db-watch", &calls_oncall(json!({})));
+    let (code, run) = run_design(&home, "db-watch", json!({"what": "the db"}));
+    assert_eq!((code, run["status"].as_str()), (1, Some("failed")), "{run}");
+    let id = run["run_id"].as_str().expect("id").to_string();
+    assert_eq!(run["failed_node"], "sub");
+    assert!(run["error"].as_str().is_some_and(|e| e.contains("failed at page")), "{run}");
+    std::fs::write(&marker, "").expect("fix the child");
+    let (code, retried) = home.json(&["run", "retry", &id]);
+    assert_eq!(code, 0, "{retried}");
+    assert_eq!(retried["child_runs"].as_array().map(Vec::len), Some(2), "a new child for the new attempt: {retried}");
+    assert_eq!(retried["outputs"]["sub"]["run_id"], retried["child_runs"][1]);
+}
+
+#[test]
+fn a_step_that_does_not_wait_starts_its_child_and_goes_on() {
+    let home = Home::new();
+    home.save("notify-oncall", &notify_oncall(false));
+    home.save("db-watch", &calls_oncall(json!({"wait": false})));
+    let mut parent = calls_oncall(json!({"wait": false}));
+    parent["nodes"][2]["run"] = json!("echo started {{nodes.sub.run_id}}");
+    home.save("db-watch", &parent);
+    let (code, run) = run_design(&home, "db-watch", json!({"what": "the db"}));
+    assert_eq!(code, 0, "{run}");
+    let child = run["outputs"]["sub"]["run_id"].as_str().expect("child").to_string();
+    assert_eq!(run["outputs"]["after"]["text"], format!("started {child}"));
+    assert_eq!(run_of(&home, &child)["status"], "done", "the child was driven once the parent ended");
+}

@@ -161,7 +161,7 @@ query_value!(
     /// A trigger mode.
     OfTrigger(String),
     |given| Ok(given.to_string()),
-    json_schema!({"type": "string", "enum": TRIGGER_MODES.iter().copied().chain([vwf_core::trigger::TriggerMode::OnFailure.as_str()]).collect::<Vec<_>>()})
+    json_schema!({"type": "string", "enum": TRIGGER_MODES.iter().copied().chain(vwf_core::trigger::TriggerMode::STARTED_BY_RUNS.map(|m| m.as_str())).collect::<Vec<_>>()})
 );
 
 query_value!(
@@ -211,6 +211,8 @@ pub struct RunsQuery {
     pub trigger: Option<OfTrigger>,
     /// only runs whose id starts with this
     pub id: Option<IdPrefix>,
+    /// only runs the design steps of this run started
+    pub parent: Option<Before>,
     /// only runs older than this one (the next cursor of the previous page)
     pub before: Option<Before>,
     #[schemars(description = SINCE)]

@@ -250,6 +250,7 @@ pub(super) async fn list_runs(State(s): State<AppState>, Queried(query): Queried
         query.status.as_ref().map(|s| s.0.as_str()),
         query.trigger.as_ref().map(|t| t.0.as_str()),
         query.id.as_ref().map(|i| i.0.as_str()),
+        query.parent.as_ref().map(|p| p.0.as_str()),
     )
     .map_err(Failure::BadRequest)?;
     let before = query.before.map(|b| b.0);

@@ -28,6 +28,8 @@ impl Run {
             retry_of: None,
             failure_run: None,
             failure_of: None,
+            parent_run: None,
+            child_runs: Vec::new(),
             timeout_at: plan.timeout_seconds.and_then(|s| time::add_seconds(now, s)),
             test: plan.test.is_some(),
             created_at: now,
@@ -190,18 +192,8 @@ impl Run {
         }
         match outcome {
             Outcome::Done { text, extra, tokens } => {
-                if step.is(NodeKind::Agent) && tokens > 0 {
-                    self.tokens_used = self.tokens_used.saturating_add(tokens);
-                    if let Some(budget) = self.plan.budget_tokens.filter(|b| self.tokens_used > *b) {
-                        self.log(HistoryEvent {
-                            at: now,
-                            event: TOKEN_BUDGET_EXCEEDED.into(),
-                            node: Some(node.into()),
-                            detail: json!({"used": self.tokens_used, "budget": budget}),
-                        });
-                        self.fail_step(node, RunFailure::TokenBudgetExceeded, now);
-                        return Ok(());
-                    }
+                if step.is(NodeKind::Agent) && self.charge_tokens(node, tokens, now) {
+                    return Ok(());
                 }
                 // An emit is heard by the run that sent it too: a wait for its event in another
                 // branch goes on (no other process could answer it while this one holds the run).
@@ -235,7 +227,9 @@ impl Run {
             Outcome::ParkAgent => {
                 let prompt_src = step.node.get("prompt").and_then(Value::as_str).unwrap_or_default().to_string();
                 let pending = match (step.spec(), self.render(&prompt_src, &scope)) {
-                    (Ok(Spec::Agent { profile, model, .. }), Ok(prompt)) => Pending::Agent { node: node.into(), prompt, profile, model },
+                    (Ok(Spec::Agent { profile, model, .. }), Ok(prompt)) => {
+                        Pending::Agent { node: node.into(), prompt, profile, model, run_id: None }
+                    }
                     (Err(e), _) | (_, Err(e)) => {
                         self.fail_step(node, e, now);
                         self.touch(now);
@@ -321,6 +315,9 @@ impl Run {
             }
             (Pending::Wait { .. }, _) => {
                 return Err(EngineError::Conflict(format!("{node:?} is a timed wait; it resumes by itself")));
+            }
+            (Pending::Child { run_id, .. }, _) => {
+                return Err(EngineError::Conflict(format!("{node:?} waits for its child run {run_id}; answer what that run waits for")));
             }
             (Pending::Event { event, .. }, _) => {
                 return Err(EngineError::Conflict(format!("{node:?} waits for event {event:?}; send it (POST /events/{event}, vwf emit)")));

@@ -160,6 +160,8 @@ struct Head {
     handled: Vec<Handled>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     failure_run: Option<RunId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    child_runs: Vec<RunId>,
     #[serde(with = "time")]
     updated_at: Ts,
     tokens_used: u64,
@@ -212,6 +214,7 @@ impl Run {
                 failed_node: self.failed_node.clone(),
                 handled: self.handled.clone(),
                 failure_run: self.failure_run.clone(),
+                child_runs: self.child_runs.clone(),
                 updated_at: self.updated_at,
                 tokens_used: self.tokens_used,
                 parked: self.parked.clone(),
@@ -256,6 +259,7 @@ impl Run {
                 self.failed_node = h.failed_node;
                 self.handled = h.handled;
                 self.failure_run = h.failure_run;
+                self.child_runs = h.child_runs;
                 self.updated_at = h.updated_at;
                 self.tokens_used = h.tokens_used;
                 self.parked = h.parked;

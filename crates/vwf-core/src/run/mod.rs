@@ -34,9 +34,11 @@ use crate::shell;
 use crate::spec::{CommandStep, Deliver, EventTimeout, HttpStep, OnTimeout, Program, Spec};
 use crate::template::{self, Context};
 use crate::time::{self, Ts};
+use crate::trigger::TriggerMode;
 use crate::view;
 use crate::vocab::Route;
 
+mod children;
 mod engine;
 mod failure;
 pub mod inputs;
@@ -52,6 +54,7 @@ use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
 use record::is_false;
 use step::Begin;
 
+pub use children::ChildStart;
 pub use failure::{
     APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, RUN_TIMED_OUT, RunFailure, StepError, TOKEN_BUDGET_EXCEEDED,
 };
@@ -104,6 +107,15 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
     failure_of: Option<RunId>,
+    /// The run whose design step started this one (its trigger mode is `parent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
+    parent_run: Option<RunId>,
+    /// The runs this run's design steps started, oldest first. Absent from files of runs that
+    /// started none; the run result always has it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<String>"))]
+    child_runs: Vec<RunId>,
     /// A test run (see [`crate::pins`]): pinned steps gave their pins, and it may run only part
     /// of the design. Absent from other runs' files; the run result always has it.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -243,7 +255,7 @@ impl Run {
 pub const FILE_ONLY_FIELDS: [&str; 5] = ["tokens_used", "parked", "history", "loops", "plan"];
 
 /// The run result of a run file's document: its additions removed, and the fields a file leaves
-/// out when they hold their default (`version`, `test`, `handled`) put in.
+/// out when they hold their default (`version`, `test`, `handled`, `child_runs`) put in.
 pub fn result_of_document(mut doc: Value) -> Value {
     if let Some(obj) = doc.as_object_mut() {
         for k in FILE_ONLY_FIELDS {
@@ -252,6 +264,7 @@ pub fn result_of_document(mut doc: Value) -> Value {
         obj.entry("version").or_insert(Value::Null);
         obj.entry("test").or_insert(Value::Bool(false));
         obj.entry("handled").or_insert(Value::Array(Vec::new()));
+        obj.entry("child_runs").or_insert(Value::Array(Vec::new()));
     }
     doc
 }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::names::{DesignName, RunId};
 use crate::spec::{EventTimeout, OnTimeout};
 use crate::time::{self, Ts};
 use crate::trigger::TriggerMode;
@@ -22,6 +23,8 @@ pub enum Status {
     AwaitingAgent,
     // A `wait_event` step waits for its event.
     AwaitingEvent,
+    // A design step waits for the run it started to end.
+    AwaitingChild,
     Done,
     Failed,
 }
@@ -34,6 +37,7 @@ impl Status {
             Status::AwaitingApproval => "awaiting_approval",
             Status::AwaitingAgent => "awaiting_agent",
             Status::AwaitingEvent => "awaiting_event",
+            Status::AwaitingChild => "awaiting_child",
             Status::Done => "done",
             Status::Failed => "failed",
         }
@@ -42,7 +46,7 @@ impl Status {
         matches!(self, Status::Done | Status::Failed)
     }
     pub fn is_parked(&self) -> bool {
-        matches!(self, Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent)
+        matches!(self, Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent | Status::AwaitingChild)
     }
 }
 
@@ -59,6 +63,7 @@ pub enum StepStatus {
     AwaitingAgent,
     Waiting,
     AwaitingEvent,
+    AwaitingChild,
 }
 
 /// A step's record in the run: its latest attempt (`status`, `started_at`, `finished_at`,
@@ -226,12 +231,22 @@ pub enum Pending {
         /// question's template names, keyed by id.
         #[serde(default, skip_serializing_if = "Map::is_empty")]
         outputs: Map<String, Value>,
+        /// The run that asks, when it is a run a design step started (see [`Pending::Child`]):
+        /// `node` is then `<design step>/<its node>`, and answering it through this run answers
+        /// that run. Absent for a run's own gate.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
+        run_id: Option<RunId>,
     },
     Agent {
         node: String,
         prompt: String,
         profile: Option<String>,
         model: Option<String>,
+        /// As for an approval: the run that waits, when it is a run a design step started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
+        run_id: Option<RunId>,
     },
     /// A timed wait: a wait step, or the pause a retry policy makes before a step's next
     /// attempt (`next_attempt` is that attempt's number; absent for a wait step).
@@ -263,12 +278,36 @@ pub enum Pending {
         #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
         since: Ts,
     },
+    /// A design step: the run it starts (`run_id`, derived from this run's id, the step and the
+    /// attempt, so every process means the same run) of `design` with `input`. Until `started`,
+    /// the run is still to be made; once made, a step that does not `wait` is done, one that
+    /// waits waits here until the run ends. `waiting` is what the started run waits for (its
+    /// gates and agent steps, with `node` as `<this step>/<its node>`), answerable through this run.
+    Child {
+        node: String,
+        #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
+        run_id: RunId,
+        #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::design_name_schema"))]
+        design: DesignName,
+        /// The version it runs: the step's `version`, else the one this run's plan pinned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u64>,
+        input: Value,
+        wait: bool,
+        started: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        waiting: Vec<Pending>,
+    },
 }
 
 impl Pending {
     pub fn node(&self) -> &str {
         match self {
-            Pending::Approval { node, .. } | Pending::Agent { node, .. } | Pending::Wait { node, .. } | Pending::Event { node, .. } => node,
+            Pending::Approval { node, .. }
+            | Pending::Agent { node, .. }
+            | Pending::Wait { node, .. }
+            | Pending::Event { node, .. }
+            | Pending::Child { node, .. } => node,
         }
     }
     /// Whether this is a wait for `event` whose match `payload` satisfies (any payload when it
@@ -300,6 +339,7 @@ impl Pending {
             Pending::Agent { .. } => Status::AwaitingAgent,
             Pending::Wait { .. } => Status::Waiting,
             Pending::Event { .. } => Status::AwaitingEvent,
+            Pending::Child { .. } => Status::AwaitingChild,
         }
     }
 }
@@ -339,6 +379,10 @@ pub struct TriggerInfo {
     /// `[limits] runs_per_origin` caps the runs one origin starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// How many design steps led to this run (0 for a run no design step started); at most
+    /// [`crate::limits::DESIGN_DEPTH`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nesting: u32,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -351,7 +395,7 @@ pub(super) fn is_false(b: &bool) -> bool {
 
 impl TriggerInfo {
     pub fn new(mode: TriggerMode, input: Value) -> TriggerInfo {
-        TriggerInfo { mode, input, depth: 0, origin: None }
+        TriggerInfo { mode, input, depth: 0, origin: None, nesting: 0 }
     }
 }
 

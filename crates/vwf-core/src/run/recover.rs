@@ -110,7 +110,7 @@ impl Run {
             // (it was saved before the failed run that started it, which relies on it running);
             // so does a run whose next step would retry a failure; another fails as interrupted
             // before that step, as before.
-            let fresh_failure_run = self.steps.is_empty() && self.trigger.mode == TriggerMode::OnFailure;
+            let fresh_failure_run = self.steps.is_empty() && TriggerMode::STARTED_BY_RUNS.contains(&self.trigger.mode);
             let next = (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone());
             if !fresh_failure_run && !next.is_some_and(|n| recovers(self, &n)) {
                 return false;
@@ -203,6 +203,7 @@ impl Run {
                         | StepStatus::Waiting
                         | StepStatus::AwaitingAgent
                         | StepStatus::AwaitingEvent
+                        | StepStatus::AwaitingChild
                         | StepStatus::Retrying
                 )
             })

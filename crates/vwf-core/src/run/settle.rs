@@ -27,6 +27,9 @@ pub enum Settle {
     WaitDue,
     /// The run's own `timeout` has passed while it waits (on anything but a gate): it fails.
     TimedOut,
+    /// It waits on a run a design step starts: the run may be still to make, or may have moved
+    /// (parked, ended) since this one last looked.
+    Children,
 }
 
 /// The fields of a stored run that say whether it needs settling, and what listings filter on.
@@ -42,6 +45,9 @@ pub struct Summary {
     pub parked: Vec<Pending>,
     #[serde(default, with = "time::opt")]
     pub timeout_at: Option<Ts>,
+    /// The run whose design step started this one.
+    #[serde(default)]
+    pub parent_run: Option<RunId>,
 }
 
 /// The trigger's mode and origin (see [`super::TriggerInfo`]), as a [`Summary`] keeps them.
@@ -80,13 +86,15 @@ impl Run {
 /// wait that has come. A listing passes `resume_waits = false`: reading a list never resumes a
 /// wait.
 pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, resume_waits: bool) -> Option<Settle> {
-    if matches!(status, Status::Waiting | Status::AwaitingAgent | Status::AwaitingEvent) && timeout_at.is_some_and(|t| t <= now) {
+    if matches!(status, Status::Waiting | Status::AwaitingAgent | Status::AwaitingEvent | Status::AwaitingChild)
+        && timeout_at.is_some_and(|t| t <= now)
+    {
         return Some(Settle::TimedOut);
     }
     match status {
         Status::Running => Some(Settle::Orphaned),
         // A deadline that fails the run: a gate's, or a wait for an event that fails on timeout.
-        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent
+        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent | Status::AwaitingChild
             if parked.iter().any(|p| match p {
                 Pending::Approval { deadline: Some(d), .. } => *d <= now,
                 Pending::Event { deadline: Some(d), on_timeout: EventTimeout::Fail, .. } => *d <= now,
@@ -98,7 +106,7 @@ pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, 
         // A wait may have come while a gate or an agent step parked earlier in the plan is what
         // the run shows: it resumes all the same. A wait for an event that goes on when it times
         // out is such a wait once its deadline passes.
-        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent
+        Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent | Status::AwaitingChild
             if resume_waits
                 && parked.iter().any(|p| match p {
                     Pending::Wait { resume_at, .. } => *resume_at <= now,
@@ -108,6 +116,7 @@ pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, 
         {
             Some(Settle::WaitDue)
         }
+        _ if resume_waits && !status.is_finished() && parked.iter().any(|p| matches!(p, Pending::Child { .. })) => Some(Settle::Children),
         _ => None,
     }
 }
@@ -115,13 +124,14 @@ pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, 
 /// The earliest wake-up or approval deadline among parked steps, or the run's own timeout (when
 /// it does not wait on a gate): when the run will next be due.
 pub fn next_due(status: Status, parked: &[Pending], timeout_at: Option<Ts>) -> Option<Ts> {
-    let timeout = timeout_at.filter(|_| matches!(status, Status::Waiting | Status::AwaitingAgent | Status::AwaitingEvent));
+    let timeout =
+        timeout_at.filter(|_| matches!(status, Status::Waiting | Status::AwaitingAgent | Status::AwaitingEvent | Status::AwaitingChild));
     parked
         .iter()
         .filter_map(|p| match p {
             Pending::Wait { resume_at, .. } => Some(*resume_at),
             Pending::Approval { deadline, .. } | Pending::Event { deadline, .. } => *deadline,
-            Pending::Agent { .. } => None,
+            Pending::Agent { .. } | Pending::Child { .. } => None,
         })
         .chain(timeout)
         .min()
@@ -145,6 +155,7 @@ mod tests {
             deadline: deadline.map(at),
             on_timeout: crate::spec::OnTimeout::Reject,
             outputs: Default::default(),
+            run_id: None,
         }
     }
 

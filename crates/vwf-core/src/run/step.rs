@@ -173,12 +173,12 @@ impl Run {
         });
         let ready = (0..self.plan.steps.len()).any(|i| self.is_ready(i)) || !self.ready_instances().is_empty() || loop_can_move;
         let all_settled = self.plan.steps.iter().filter(|s| s.in_loop.is_none()).all(|s| self.is_settled(&s.id));
-        self.pending = self.parked.first().cloned();
+        self.pending = self.parked.first().map(Pending::shown);
         self.status = if all_settled {
             Status::Done
         } else if running || ready {
             Status::Running
-        } else if let Some(p) = &self.pending {
+        } else if let Some(p) = self.parked.first() {
             p.status()
         } else {
             Status::Running
@@ -319,7 +319,7 @@ impl Run {
                     Err(e) => return fail(self, e),
                 };
                 let outputs = self.referred(&question_src, scope);
-                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout, outputs });
+                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout, outputs, run_id: None });
                 self.refresh_status();
                 Begin::Settled
             }
@@ -332,6 +332,7 @@ impl Run {
                 self.refresh_status();
                 Begin::Settled
             }
+            spec @ Spec::Design { .. } => self.begin_child(id, spec, scope, now),
             Spec::WaitEvent { event, matches, timeout_seconds, on_timeout } => {
                 self.open_record(id, StepStatus::AwaitingEvent, now);
                 let deadline = match timeout_seconds.map(|s| time::add_seconds(now, s)) {

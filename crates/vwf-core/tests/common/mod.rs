@@ -9,9 +9,12 @@ use vwf_core::run::{Advance, Outcome, Run, Task};
 use vwf_core::secrets::Secrets;
 use vwf_core::time::Ts;
 
+/// What a store keeps of one run: the last whole document and the parts written since.
+type Kept = (Value, BTreeMap<Part, Value>);
+
 thread_local! {
-    /// A store as the runner feeds it: the last whole document and the parts written since.
-    static SAVED: RefCell<(Value, BTreeMap<Part, Value>)> = const { RefCell::new((Value::Null, BTreeMap::new())) };
+    /// A store as the runner feeds it, per run.
+    static SAVED: RefCell<BTreeMap<String, Kept>> = const { RefCell::new(BTreeMap::new()) };
 }
 
 /// Saves the run the way a store that keeps parts does (a whole document when the run asks for
@@ -33,6 +36,7 @@ pub fn save_and_read_back(run: &mut Run) {
     run.record_saved(size);
     SAVED.with(|saved| {
         let mut saved = saved.borrow_mut();
+        let saved = saved.entry(run.run_id().to_string()).or_insert((Value::Null, BTreeMap::new()));
         if changes.whole {
             *saved = (doc.clone(), BTreeMap::new());
         } else {

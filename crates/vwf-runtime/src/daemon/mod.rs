@@ -626,6 +626,7 @@ impl<'a> Daemon<'a> {
                 Some(Settle::WaitDue) => ("resumed after its wait", &mut report.resumed),
                 Some(Settle::DeadlinePassed) => ("gate deadline passed", &mut report.timed_out),
                 Some(Settle::TimedOut) => ("passed its design's timeout", &mut report.timed_out),
+                Some(Settle::Children) => ("went on with its child run", &mut report.resumed),
             };
             log(now, &format!("{design}: run {} {line} → {outcome}", run.run_id()));
             list.push(run.run_id().to_string());

@@ -141,7 +141,7 @@ impl Runner<'_> {
                 continue;
             }
             let input = serde_json::json!({"event": event, "payload": payload});
-            let trigger = TriggerInfo { mode: TriggerMode::Event, input, depth: depth + 1, origin };
+            let trigger = TriggerInfo { mode: TriggerMode::Event, input, depth: depth + 1, origin, nesting: 0 };
             match self.start_design(&name, trigger) {
                 Ok(run) => emission.runs.push(run),
                 Err(RunError::Refused(report)) => emission.skipped.push((name.to_string(), report.refusal())),

@@ -25,6 +25,7 @@ use vwf_core::validate::Report;
 use crate::clock::Clock;
 use crate::error::RunError;
 
+mod children;
 mod emit;
 mod failure;
 mod listing;
@@ -114,6 +115,7 @@ impl Runner<'_> {
             Ok(design) => match compile(&design) {
                 Ok(mut plan) => {
                     plan.version = crate::versions::of_content(self.store, name, &graph, self.clock.now());
+                    self.pin_calls(&mut plan);
                     return Ok(plan);
                 }
                 Err(report) => report,
@@ -241,11 +243,35 @@ impl Runner<'_> {
         if due == Some(Settle::WaitDue) || (resume_waits && due == Some(Settle::Orphaned) && run.status() == Status::Running) {
             Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
         }
+        // A run waiting on a child: driven, which makes a child still to make and takes the state
+        // of one that moved; settled only if that changed it.
+        if due == Some(Settle::Children) {
+            let before = run.clone();
+            Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
+            if run == before {
+                return Ok((run, None));
+            }
+        }
+        drop(lock);
+        if due.is_some() {
+            self.tell_parent(&run);
+        }
         Ok((run, due))
     }
 
-    /// Answers a parked step and drives the run on.
+    /// Answers a parked step and drives the run on. A question a child run shows through this
+    /// one (`<design step>/<its node>`) is answered in the child, which tells this run.
     pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, RunError> {
+        if let Some((child, rest)) = self.read(id)?.child_route(node) {
+            self.respond(&child, &rest, answer)?;
+            return self.open(id);
+        }
+        let run = self.respond_here(id, node, answer)?;
+        self.tell_parent(&run);
+        Ok(run)
+    }
+
+    fn respond_here(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, RunError> {
         let lock = self.store.lock_run(id)?;
         self.forget_saved(id);
         let mut run = self.read(id)?;
@@ -308,6 +334,12 @@ impl Runner<'_> {
 
     /// Retries a failed run from its failed step.
     pub fn retry(&self, id: &RunId) -> Result<Run, RunError> {
+        let run = self.retry_here(id)?;
+        self.tell_parent(&run);
+        Ok(run)
+    }
+
+    fn retry_here(&self, id: &RunId) -> Result<Run, RunError> {
         let lock = self.store.lock_run(id)?;
         self.forget_saved(id);
         let mut run = self.read(id)?;
@@ -341,11 +373,24 @@ impl Runner<'_> {
         self.launch(|id, now| Ok(Run::start_retry_of(&old, plan, id, now)?), None::<fn(&Run)>)
     }
 
-    /// Drives a run we hold the lock of until it is done, failed or parked.
-    fn drive(&self, run: &mut Run, _lock: &RunLock) -> Result<(), RunError> {
+    /// Drives a run we hold the lock of until it is done, failed or parked; then the children it
+    /// started without waiting for them.
+    fn drive(&self, run: &mut Run, lock: &RunLock) -> Result<(), RunError> {
+        let mut detached = Vec::new();
+        let driven = self.drive_parent(run, lock, &mut detached);
+        self.drive_detached(detached);
+        driven
+    }
+
+    fn drive_parent(&self, run: &mut Run, _lock: &RunLock, detached: &mut Vec<RunId>) -> Result<(), RunError> {
         // The status and pending the store last saw: an idle pass that changed either is saved.
         let mut persisted = (run.status(), run.pending().cloned());
         loop {
+            // Design steps parked on a child still to make: made (and a waited one driven) now.
+            if self.make_children(run, detached)? {
+                persisted = (run.status(), run.pending().cloned());
+                continue;
+            }
             // Read when the next steps are rendered, so a secret is what the environment holds
             // when its request is sent (SPEC §17).
             let secrets = self.drivers.config.secret_values();
@@ -373,6 +418,13 @@ impl Runner<'_> {
                     self.perform_all(run, &tasks, &secrets)?;
                 }
                 Advance::Idle => {
+                    // A child this run waits for may have moved since (a process died before it
+                    // told this run): taken now.
+                    if self.sync_children(run)? {
+                        self.persist(run)?;
+                        persisted = (run.status(), run.pending().cloned());
+                        continue;
+                    }
                     // Parked or ended: saved before a foreground run sleeps through a wait too, so
                     // the last task's outcome and the park are on disk while it sleeps.
                     if run.has_changes() || (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {

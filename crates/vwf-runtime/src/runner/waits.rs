@@ -62,7 +62,7 @@ impl Runner<'_> {
         waiting.sort();
         let mut answered = Vec::new();
         for (_, id) in waiting {
-            let lock = match self.lock_waiter(&id, from.is_some()) {
+            let lock = match self.lock_patiently(&id, from.is_some()) {
                 Ok(Some(lock)) => lock,
                 Ok(None) => {
                     tracing::warn!(run = %id, event, "the run waiting for the event stayed busy; it was not answered");
@@ -98,6 +98,8 @@ impl Runner<'_> {
             if let Err(e) = background.drive(&mut run, &lock) {
                 tracing::warn!(run = %run.run_id(), event, "the run an event answered stopped: {e}");
             }
+            drop(lock);
+            self.tell_parent_holding(&run, from);
         }
         Ok(answered)
     }
@@ -118,9 +120,9 @@ impl Runner<'_> {
         }
     }
 
-    /// The lock of a waiting run: waited for, except from inside an emitting run's step, which
-    /// tries for a while (see [`EMIT_LOCK_TRIES`]).
-    fn lock_waiter(&self, id: &RunId, from_a_run: bool) -> Result<Option<RunLock>, StoreError> {
+    /// The lock of run `id`: waited for, except by a caller that holds another run's lock (an
+    /// emit step's run), which tries for a while (see [`EMIT_LOCK_TRIES`]).
+    pub(super) fn lock_patiently(&self, id: &RunId, from_a_run: bool) -> Result<Option<RunLock>, StoreError> {
         if !from_a_run {
             return self.store.lock_run(id).map(Some);
         }

@@ -258,10 +258,11 @@ pub(super) struct RunsQuery<'q> {
     pub status: Option<&'q str>,
     pub trigger: Option<&'q str>,
     pub id: Option<&'q str>,
+    pub parent: Option<&'q str>,
 }
 
 pub(super) fn runs(service: &Service<'_>, json: bool, limit: u16, query: RunsQuery<'_>, before: Option<&str>) -> Result<u8, Failure> {
-    let filter = RunFilter::parse(query.design, query.status, query.trigger, query.id).map_err(Failure::BadRequest)?;
+    let filter = RunFilter::parse(query.design, query.status, query.trigger, query.id, query.parent).map_err(Failure::BadRequest)?;
     let before = before.map(run_id).transpose()?;
     let page = service.runs(&filter, before.as_ref(), usize::from(limit))?;
     if json {

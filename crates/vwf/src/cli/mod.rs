@@ -200,15 +200,18 @@ pub enum Cmd {
         /// Only runs of this design.
         #[arg(long, value_name = "NAME")]
         design: Option<String>,
-        /// Only runs with this status: running, waiting, awaiting_approval, awaiting_agent, awaiting_event, done or failed.
+        /// Only runs with this status: running, waiting, awaiting_approval, awaiting_agent, awaiting_event, awaiting_child, done or failed.
         #[arg(long)]
         status: Option<String>,
-        /// Only runs started by this trigger mode: manual, schedule, heartbeat, event, folder or watch.
+        /// Only runs started by this trigger mode: manual, schedule, heartbeat, event, folder, watch, failure or parent.
         #[arg(long, value_name = "MODE")]
         trigger: Option<String>,
         /// Only runs whose id starts with this.
         #[arg(long, value_name = "PREFIX")]
         id: Option<String>,
+        /// Only runs the design steps of this run started.
+        #[arg(long, value_name = "RUN_ID")]
+        parent: Option<String>,
         /// Only runs older than this run (the `next` of the previous page).
         #[arg(long, value_name = "RUN_ID")]
         before: Option<String>,
@@ -338,11 +341,17 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Respond { run_id, node, answer, output, generate } => {
             c::respond(s, json, run_id, node, answer.as_deref(), output.as_deref(), *generate)
         }
-        Cmd::Runs { limit, design, status, trigger, id, before } => c::runs(
+        Cmd::Runs { limit, design, status, trigger, id, parent, before } => c::runs(
             s,
             json,
             *limit,
-            c::RunsQuery { design: design.as_deref(), status: status.as_deref(), trigger: trigger.as_deref(), id: id.as_deref() },
+            c::RunsQuery {
+                design: design.as_deref(),
+                status: status.as_deref(),
+                trigger: trigger.as_deref(),
+                id: id.as_deref(),
+                parent: parent.as_deref(),
+            },
             before.as_deref(),
         ),
         Cmd::Show { run_id } => c::show(s, json, run_id),
@@ -438,7 +447,12 @@ fn run_code(status: Status) -> u8 {
     match status {
         Status::Done => 0,
         Status::Failed => 1,
-        Status::Running | Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent => 6,
+        Status::Running
+        | Status::Waiting
+        | Status::AwaitingApproval
+        | Status::AwaitingAgent
+        | Status::AwaitingEvent
+        | Status::AwaitingChild => 6,
     }
 }
 
