@@ -238,6 +238,67 @@ fn every_run_waiting_for_an_event_is_answered_exactly_once_across_instances() {
     assert_eq!(query(&cluster.url, "SELECT event, run_id FROM vwf_event_waiters"), Vec::<(String, String)>::new(), "no note is left");
 }
 
+/// 500 parents started round-robin, each with a design step whose child waits for the event that
+/// names its `k`; each event posted once, round-robin, from four lanes: every child is answered
+/// once and tells its parent, whichever instance holds it, which ends `done` with the child's
+/// output, exactly one child each.
+#[test]
+fn parents_whose_children_wait_for_events_each_end_once_across_instances() {
+    const PARENTS: usize = 500;
+    const LANES: usize = 4;
+    let cluster = Cluster::start();
+    cluster.servers[0].save(
+        "hears",
+        json!({"nodes": [{"id": "t", "type": "trigger", "mode": "manual"},
+                         {"id": "hear", "type": "wait_event", "event": "ping", "match": "event.payload.k == {{trigger.k}}"}],
+               "edges": [{"from": "t", "to": "hear"}]}),
+    );
+    cluster.servers[0].save(
+        "asks",
+        json!({"nodes": [{"id": "start", "type": "trigger", "mode": "manual"},
+                         {"id": "sub", "type": "design", "design": "hears", "input": {"k": "{{trigger.k}}"}},
+                         {"id": "out", "type": "output", "template": "parent heard {{nodes.sub.outputs.hear.payload.k}}"}],
+               "edges": [{"from": "start", "to": "sub"}, {"from": "sub", "to": "out"}]}),
+    );
+    let ids: Vec<String> = (0..PARENTS)
+        .map(|k| {
+            let (status, body) = cluster.servers[k % INSTANCES].post("/designs/asks/run", json!({"input": {"k": k}}));
+            assert_eq!((status, body["status"].as_str()), (200, Some("awaiting_child")), "{body}");
+            body["run_id"].as_str().expect("id").to_string()
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for lane in 0..LANES {
+            let servers = &cluster.servers;
+            scope.spawn(move || {
+                for k in (lane..PARENTS).step_by(LANES) {
+                    let (status, body) = servers[(k + 1) % INSTANCES].post("/events/ping", json!({"payload": {"k": k}}));
+                    assert_eq!(status, 200, "{body}");
+                    assert_eq!(body["resumed"].as_array().map(Vec::len), Some(1), "event k={k}: {body}");
+                }
+            });
+        }
+    });
+    let docs: Vec<Value> = query(&cluster.url, "SELECT id, doc FROM vwf_runs WHERE doc IS NOT NULL")
+        .into_iter()
+        .map(|(_, doc)| serde_json::from_str(&doc).expect("a row is JSON"))
+        .collect();
+    let children: Vec<&Value> = docs.iter().filter(|d| d["design"] == "hears").collect();
+    assert_eq!(children.len(), PARENTS, "one child per parent");
+    for (k, id) in ids.iter().enumerate() {
+        let run = eventually("the parent to end", 30, || {
+            let (status, run) = cluster.servers[(k + 2) % INSTANCES].get(&format!("/runs/{id}"));
+            assert_eq!(status, 200, "{id} is lost: {run}");
+            (run["status"] != "awaiting_child").then_some(run)
+        });
+        assert_eq!(run["status"], "done", "{run}");
+        assert_eq!(run["outputs"]["out"]["text"], format!("parent heard {k}"));
+        let child = run["child_runs"].as_array().expect("child_runs");
+        assert_eq!(child.len(), 1, "{run}");
+        assert!(children.iter().any(|c| c["run_id"] == child[0] && c["parent_run"] == id.as_str() && c["status"] == "done"), "{run}");
+    }
+}
+
 /// Three command steps, each appending `<k> <node>` to `log`; the middle one takes a moment, so
 /// runs are in flight when an instance is killed.
 fn counted(log: &Path) -> Value {

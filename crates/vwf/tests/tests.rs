@@ -16,6 +16,7 @@ mod compose;
 mod concurrency;
 mod contract;
 mod crash;
+mod crash_compose;
 mod crash_retry;
 mod crash_server;
 mod daemon;
