@@ -30,7 +30,7 @@ use common::{Backend, Home, XorShift};
 use serde_json::{Value, json};
 
 const KILLS: usize = 100;
-const SEED: u64 = 0x5eed_c41d_0f_fa11;
+const SEED: u64 = 0x005e_edc4_1d0f_fa11;
 /// Parents kept open at once: a new one starts whenever fewer are.
 const OPEN: usize = 3;
 
