@@ -1,7 +1,7 @@
 """visual-workflow for Hermes: a thin plugin over the ``vwf`` binary.
 
-``register(ctx)`` gives Hermes the five agent tools (``workflow_design_*``) and the ``/workflow``
-command. Every call runs ``vwf tool NAME -`` (the arguments as JSON on standard input) or
+``register(ctx)`` gives Hermes the five agent tools (``workflow_design_*``), a tool for every
+saved design marked ``"tool": true`` (``vwf tools`` lists them), and the ``/workflow`` command. Every call runs ``vwf tool NAME -`` (the arguments as JSON on standard input) or
 ``vwf slash TEXT`` and hands back what the binary printed; validation, names, runs and prompts
 are all decided there, never here. The binary is ``$VWF_BIN``, else the one the
 ``visual-workflow`` wheel installed into this Python environment, else ``vwf`` on ``PATH``; its
@@ -149,7 +149,9 @@ def call_tool(name: str, args: Any) -> str:
         payload = json.dumps(args if args is not None else {})
     except (TypeError, ValueError) as exc:
         return json.dumps(_failure(f"arguments are not JSON: {exc}"))
-    limit = RUN_TIMEOUT if name in RUN_TOOLS else CALL_TIMEOUT
+    # A saved design's own tool runs the design: it gets a run's time limit too.
+    static = {schema["name"] for schema in TOOL_SCHEMAS}
+    limit = RUN_TIMEOUT if name in RUN_TOOLS or name not in static else CALL_TIMEOUT
     return json.dumps(_run(["tool", name, "-"], stdin=payload, limit=limit))
 
 
@@ -222,11 +224,25 @@ def schedule(
     return {"ok": True, "job": job, "cron_job": created}
 
 
+def design_tools() -> list:
+    """The saved designs offered as tools (``"tool": true``), each ``{name, description,
+    parameters, design}`` as ``vwf tools`` answers them; none when ``vwf`` cannot say."""
+    body = _run(["--json", "tools"])
+    tools = body.get("tools") if body.get("ok") is True else None
+    return [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)] if isinstance(tools, list) else []
+
+
 def register(ctx) -> None:
-    """Hermes plugin entry point: the five tools and the ``/workflow`` command."""
+    """Hermes plugin entry point: the five tools, one tool per saved design marked ``"tool":
+    true`` (its ``inputs`` its parameters; calling it runs the design), and the ``/workflow``
+    command."""
     global _ctx
     _ctx = ctx
-    for schema in TOOL_SCHEMAS:
+    designs = [
+        {"name": t["name"], "description": t.get("description", ""), "parameters": t.get("parameters") or {"type": "object", "properties": {}}}
+        for t in design_tools()
+    ]
+    for schema in [*TOOL_SCHEMAS, *designs]:
         ctx.register_tool(
             name=schema["name"],
             toolset=TOOLSET,

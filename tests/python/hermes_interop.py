@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -96,6 +97,15 @@ def plugin_part(example: dict) -> dict:
     from tools.registry import registry
 
     out: dict = {}
+    # A design offered as a tool, saved before the plugin loads: the plugin registers it too.
+    greet = {
+        "tool": True,
+        "description": "Greets a person by name.",
+        "inputs": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        "nodes": [{"id": "t", "type": "trigger", "mode": "manual"}, {"id": "hello", "type": "command", "run": "echo hello {{trigger.name}}"}],
+        "edges": [{"from": "t", "to": "hello"}],
+    }
+    subprocess.run([VWF, "--home", str(HERMES_HOME), "save", "greet", json.dumps(greet)], check=True, capture_output=True)
     manager = plugins.get_plugin_manager()
     manager.discover_and_load(force=True)
     out["plugins"] = [p for p in manager.list_plugins() if p["key"] == "visual-workflow"]
@@ -106,6 +116,10 @@ def plugin_part(example: dict) -> dict:
     out["toolset"] = registry.get_toolset_for_tool("workflow_design_run")
     out["schema_name"] = (registry.get_schema("workflow_design_run") or {}).get("name")
     out["commands"] = sorted(plugins.get_plugin_commands())
+    out["design_tool_schema"] = registry.get_schema("greet")
+    out["design_tool_toolset"] = registry.get_toolset_for_tool("greet")
+    out["design_tool_call"] = parse(registry.dispatch("greet", {"name": "ada"}))
+    out["design_tool_missing"] = parse(registry.dispatch("greet", {}))
 
     out["save"] = parse(registry.dispatch("workflow_design_save", {"name": "draft-review", "graph": example}))
     out["save_odd"] = parse(registry.dispatch("workflow_design_save", {"name": ODD_NAME, "graph": example}))

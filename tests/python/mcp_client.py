@@ -45,6 +45,16 @@ def result_body(result) -> dict:
     return {"body": structured, "text_matches": from_text == structured, "is_error": bool(is_error)}
 
 
+# A design offered as a tool: it greets the person its input names.
+GREET = {
+    "tool": True,
+    "description": "Greets a person by name.",
+    "inputs": {"type": "object", "properties": {"name": {"type": "string", "description": "who to greet"}}, "required": ["name"]},
+    "nodes": [{"id": "t", "type": "trigger", "mode": "manual"}, {"id": "hello", "type": "command", "run": "echo hello {{trigger.name}}"}],
+    "edges": [{"from": "t", "to": "hello"}],
+}
+
+
 async def call(session: ClientSession, name: str, args) -> dict:
     try:
         result = await session.call_tool(name, args)
@@ -93,6 +103,15 @@ async def scenario(session: ClientSession, example: dict, design: str) -> dict:
         "unknown_tool": await call(session, "workflow_design_destroy", {}),
     }
     out["later_good_call"] = await call(session, "workflow_design_list", {})
+
+    # A design marked "tool": true is a tool of its own, its inputs its schema; calling it runs it.
+    greet = f"{design}-greet"
+    out["greet_tool"] = greet
+    out["greet_save"] = await call(session, "workflow_design_save", {"name": greet, "graph": GREET})
+    listed = await session.list_tools()
+    out["tools_after"] = {t.name: {"schema": snake_or_camel(t, "input_schema", "inputSchema"), "description": t.description} for t in listed.tools}
+    out["greet_call"] = await call(session, greet, {"name": "ada"})
+    out["greet_missing"] = await call(session, greet, {})
     return out
 
 
@@ -124,7 +143,7 @@ async def http_checks(url: str, token: str) -> dict:
     base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     auth = {"Authorization": f"Bearer {token}"}
     out = {}
-    async with httpx.AsyncClient(timeout=30) as client:
+    if True:
         cases = {
             "no_token": base,
             "wrong_token": {**base, "Authorization": "Bearer nope"},
@@ -133,7 +152,10 @@ async def http_checks(url: str, token: str) -> dict:
             "good": {**base, **auth},
         }
         for label, headers in cases.items():
-            response = await client.post(url, headers=headers, content=json.dumps(init))
+            # A client per case: no connection kept between cases, so none is reused as the
+            # server lets it go.
+            async with httpx.AsyncClient(timeout=30) as client:
+                response = await client.post(url, headers=headers, content=json.dumps(init))
             try:
                 body = response.json()
             except ValueError:

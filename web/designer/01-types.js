@@ -82,6 +82,8 @@ const SHOWN = {
   'watch.dedupe_minutes': { label: 'Dedupe (minutes)' },
   'design.description': { label: 'Description', widget: 'area', rows: 3 },
   'design.budget.tokens': { label: 'Token budget', hint: 'for the whole run' },
+  'design.tool': { label: 'Offer as a tool', hint: 'agents (MCP, Hermes) may call this design' },
+  'design.inputs': { label: 'Inputs', hint: 'JSON Schema of the input: {"type": "object", "properties": {…}, "required": […]}' },
 };
 /** The panel widget of each kind of value the model names. */
 const WIDGET = { integer: 'number', number: 'number', enum: 'select', boolean: 'select', string_list: 'list', enum_list: 'list', string_map: 'object', json: 'json', status_set: 'json', command: 'area' };

@@ -3,8 +3,9 @@
 //!
 //! MCP is one more agent surface (SPEC §11): the five contract tools go through `tools::call`,
 //! the JSON adapter, and two read-only listings (`workflow_design_list`, `workflow_runs_list`)
-//! call the service layer exactly as `GET /designs` and `GET /runs` do. Every call runs on a
-//! blocking thread.
+//! call the service layer exactly as `GET /designs` and `GET /runs` do. Every saved design marked
+//! `"tool": true` is listed as a tool of its own too (its `inputs` its schema), whose call runs
+//! it. Every call runs on a blocking thread.
 //!
 //! Invariants:
 //! - A tool call always answers with a tool result carrying the contract JSON, as text and as
@@ -57,7 +58,8 @@ pub const MCP_TOOL_NAMES: [&str; 7] = [
     "workflow_runs_list",
 ];
 
-/// The tools that start or drive a run: on `vwf serve` each call takes a run slot.
+/// The contract tools that start or drive a run: on `vwf serve` each call of one takes a run slot,
+/// as does each call of a design's tool (any name not in [`MCP_TOOL_NAMES`]).
 pub const RUN_TOOLS: [&str; 2] = ["workflow_design_run", "workflow_design_respond"];
 
 /// The JSON-RPC error code of a call refused because every run slot stayed taken (the range
@@ -68,8 +70,16 @@ pub const BUSY_CODE: i64 = -32000;
 pub(crate) fn call(app: &App, name: &str, args: &Value) -> Reply {
     match name {
         "workflow_design_list" | "workflow_runs_list" => guarded(name, || listing(&Service::new(app), name, args)).into(),
-        _ => tools::call(app, name, args),
+        _ if tools::TOOL_NAMES.contains(&name) || tools::design_tool(app, name).is_some() => tools::call(app, name, args),
+        _ => Reply::from(Err(Failure::BadRequest(format!("unknown tool {name:?}; tools: {}", MCP_TOOL_NAMES.join(", "))))),
     }
+}
+
+/// The contract's tools, then one per saved design offered as a tool (`"tool": true`).
+fn every_tool(app: &App) -> Vec<Tool> {
+    let mut listed = tool_list();
+    listed.extend(tools::design_tools(app).into_iter().map(|t| Tool::new(t.name, t.description, Arc::new(t.schema))));
+    listed
 }
 
 fn listing(service: &Service<'_>, name: &str, args: &Value) -> Result<Value, Failure> {
@@ -208,19 +218,18 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tool_list()))
+        let app = self.app.clone();
+        let listed = tokio::task::spawn_blocking(move || every_tool(&app)).await.unwrap_or_else(|_| tool_list());
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
         let name = request.name.to_string();
         let slot = context.extensions.get::<Parts>().and_then(|parts| parts.extensions.get::<Ticket>()).and_then(Ticket::take);
-        let body = if MCP_TOOL_NAMES.contains(&name.as_str()) {
-            self.call(name, args, slot).await
-        } else {
-            Failure::BadRequest(format!("unknown tool {name:?}; tools: {}", MCP_TOOL_NAMES.join(", "))).body()
-        };
-        Ok(tool_result(body).into())
+        // Unknown names are answered by `call` too: whether a saved design offers the tool is
+        // read from the store.
+        Ok(tool_result(self.call(name, args, slot).await).into())
     }
 }
 
@@ -281,7 +290,9 @@ async fn gated(app: &App, mcp: StreamableHttpService<McpServer, NeverSessionMana
 fn runs_a_tool(message: &Value) -> Option<Value> {
     let calls = |m: &Value| {
         m.get("method").and_then(Value::as_str) == Some("tools/call")
-            && m.pointer("/params/name").and_then(Value::as_str).is_some_and(|name| RUN_TOOLS.contains(&name))
+            && m.pointer("/params/name")
+                .and_then(Value::as_str)
+                .is_some_and(|name| RUN_TOOLS.contains(&name) || !MCP_TOOL_NAMES.contains(&name))
     };
     match message {
         Value::Array(batch) => batch.iter().find(|m| calls(m)).map(|m| m.get("id").cloned().unwrap_or(Value::Null)),

@@ -6,9 +6,12 @@
 //! persistence failure becomes a `{ok:false, error}` body, with an HTTP-like status for surfaces
 //! that use one.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use vwf_core::design::Design;
+use vwf_core::interface;
 use vwf_core::json;
 use vwf_core::limits::REQUEST_BODY_BYTES;
+use vwf_core::names::DesignName;
 
 use crate::contract::requests::{
     GraphArg, LoadTool, Name, NameArg, RespondTool, RunIdArg, RunTool, SaveTool, ValidateArgs, VersionArg, VersionNumber,
@@ -101,6 +104,70 @@ fn dispatch(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
             let (node, answer) = respond.answer()?;
             Ok(service.respond(&run_id, &node, answer)?.body())
         }
-        other => Err(Failure::BadRequest(format!("unknown tool {other:?}; tools: {}", TOOL_NAMES.join(", ")))),
+        other => match design_tool(app, other) {
+            Some(tool) => run_design_tool(&service, &tool, args),
+            None => Err(Failure::BadRequest(format!("unknown tool {other:?}; tools: {}", TOOL_NAMES.join(", ")))),
+        },
     }
+}
+
+/// A saved design offered to agents as a tool (`"tool": true`, see [`vwf_core::interface`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesignTool {
+    /// The tool's name: the design's, a `.` read as `_`.
+    pub name: String,
+    pub design: DesignName,
+    pub description: String,
+    /// Its arguments' JSON Schema: the design's `inputs`, or any object.
+    pub schema: Map<String, Value>,
+}
+
+impl DesignTool {
+    /// The tool in the form hosts register tools in: `{name, description, parameters, design}`.
+    pub fn host_form(&self) -> Value {
+        json!({"name": self.name, "description": self.description, "parameters": self.schema, "design": self.design})
+    }
+}
+
+/// The saved designs offered as tools, in name order. A design whose tool name a contract tool
+/// has, or an earlier design's tool took, is left out (and logged).
+pub fn design_tools(app: &App) -> Vec<DesignTool> {
+    let mut out: Vec<DesignTool> = Vec::new();
+    for name in app.store.list_designs().unwrap_or_default() {
+        let Ok(name) = DesignName::parse(&name) else { continue };
+        let Some(design) = app.store.load_design(&name).ok().and_then(|g| Design::from_value(&g).ok()) else { continue };
+        if !interface::is_tool(&design) {
+            continue;
+        }
+        let tool = interface::tool_name(name.as_str());
+        if TOOL_NAMES.contains(&tool.as_str()) || crate::mcp::MCP_TOOL_NAMES.contains(&tool.as_str()) || out.iter().any(|t| t.name == tool)
+        {
+            tracing::warn!(design = %name, tool, "a design's tool name is taken; it is not offered as a tool");
+            continue;
+        }
+        let description = match design.description() {
+            Some(d) if !d.trim().is_empty() => {
+                format!("{} (runs the saved design {name}; answers its run result: status, outputs, pending)", d.trim())
+            }
+            _ => format!("Runs the saved design {name}. Answers its run result {{ok, run_id, status, outputs, pending, ...}}."),
+        };
+        out.push(DesignTool { name: tool, design: name, description, schema: interface::tool_schema(&design) });
+    }
+    out
+}
+
+/// The design tool named `name`, if a saved design offers one.
+pub fn design_tool(app: &App, name: &str) -> Option<DesignTool> {
+    design_tools(app).into_iter().find(|t| t.name == name)
+}
+
+/// Runs a design tool: its arguments, checked against the design's `inputs`, are the run's input.
+fn run_design_tool(service: &Service<'_>, tool: &DesignTool, args: Value) -> Result<Value, Failure> {
+    let graph = service.load(&tool.design)?;
+    let design = Design::from_value(&graph)
+        .map_err(|e| Failure::Refused(vwf_core::validate::Report { ok: false, errors: e, warnings: Vec::new() }))?;
+    if let Some(inputs) = interface::Inputs::of(&design).0 {
+        inputs.check(&args).map_err(|why| Failure::BadRequest(format!("tool {}: {why}", tool.name)))?;
+    }
+    Ok(service.run(&tool.design, crate::service::Start::with_input(args))?.body())
 }

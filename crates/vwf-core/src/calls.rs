@@ -9,15 +9,20 @@ use crate::design::{Design, NodeKind};
 use crate::names::DesignName;
 use crate::spec::Spec;
 
-/// The designs `design`'s design steps call, each once, in node order, with the id of the first
-/// step calling each.
+/// The designs `design`'s design steps call (and its agent steps offer as tools), each once, in
+/// node order, with the id of the first step calling each.
 pub fn called(design: &Design) -> Vec<(String, DesignName)> {
     let mut out: Vec<(String, DesignName)> = Vec::new();
-    for node in design.nodes.iter().filter(|n| n.is(NodeKind::Design)) {
-        if let Ok(Spec::Design { design: name, .. }) = Spec::parse(node)
-            && !out.iter().any(|(_, n)| *n == name)
-        {
-            out.push((node.id.clone(), name));
+    for node in design.nodes.iter().filter(|n| n.is(NodeKind::Design) || n.is(NodeKind::Agent)) {
+        let names = match Spec::parse(node) {
+            Ok(Spec::Design { design: name, .. }) => vec![name],
+            Ok(Spec::Agent { tools, .. }) => tools,
+            _ => Vec::new(),
+        };
+        for name in names {
+            if !out.iter().any(|(_, n)| *n == name) {
+                out.push((node.id.clone(), name));
+            }
         }
     }
     out

@@ -5,6 +5,7 @@ pub mod design;
 pub mod events;
 pub mod expr;
 pub mod import;
+pub mod interface;
 pub mod json;
 pub mod limits;
 pub mod listing;

@@ -66,6 +66,10 @@ pub const REQUEST_BODY_BYTES: usize = 1024 * 1024;
 pub const JSON_DEPTH: usize = 64;
 /// Depth of design-emits-event-starts-design chains before the chain is cut.
 pub const EVENT_DEPTH: u32 = 8;
+/// How many designs an agent step may offer its model as tools, and how many rounds of tool
+/// calls it may take before the model must answer.
+pub const AGENT_TOOLS: usize = 16;
+pub const AGENT_TOOL_ROUNDS: usize = 8;
 /// A design step's `version`: a recorded version's number.
 pub const DESIGN_VERSION: (u64, u64) = (1, i64::MAX as u64);
 /// How deep design steps may nest: a run of a design a design step started is one deeper than

@@ -139,14 +139,20 @@ impl Plan {
         })
     }
 
-    /// The designs this plan's design steps call (each once, in plan order).
+    /// The designs this plan's design steps call and its agent steps offer as tools (each
+    /// once, in plan order).
     pub fn called_designs(&self) -> Vec<DesignName> {
         let mut out: Vec<DesignName> = Vec::new();
         for step in &self.steps {
-            if let Ok(Spec::Design { design, .. }) = step.spec()
-                && !out.contains(&design)
-            {
-                out.push(design);
+            let names = match step.spec() {
+                Ok(Spec::Design { design, .. }) => vec![design],
+                Ok(Spec::Agent { tools, .. }) => tools,
+                _ => Vec::new(),
+            };
+            for name in names {
+                if !out.contains(&name) {
+                    out.push(name);
+                }
             }
         }
         out

@@ -197,6 +197,7 @@ fn node_type(kind: NodeKind) -> NodeType {
             integer("retries", limits::AGENT_RETRIES, "", Some(0)),
             integer("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, "seconds", Some(limits::AGENT_TIMEOUT_DEFAULT)),
             integer("max_tokens", limits::AGENT_MAX_TOKENS, "tokens", None),
+            field("tools", Kind::StringList).example(json!(["notify-oncall"])),
         ],
         NodeKind::Condition => vec![field("expr", Kind::Expression).required().example("out.check.words > 20")],
         NodeKind::Approval => vec![
@@ -366,6 +367,12 @@ pub fn schema() -> Schema {
             budget,
             field("on_failure", Kind::String).example("open-ticket"),
             field("timeout", Kind::Duration).range((1, crate::design::TIMEOUT_MAX_SECONDS)).unit("seconds").example("2h"),
+            field(crate::interface::TOOL, Kind::Boolean).default(false),
+            field(crate::interface::INPUTS, Kind::Json).example(json!({
+                "type": "object",
+                "properties": {"message": {"type": "string", "description": "what to say"}},
+                "required": ["message"]
+            })),
         ],
         http_methods: HTTP_METHODS.to_vec(),
         limits: Limits {

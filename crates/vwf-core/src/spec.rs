@@ -27,6 +27,8 @@ pub enum Spec {
         retries: u32,
         timeout_seconds: u64,
         max_tokens: Option<u64>,
+        /// Saved designs the model may call as tools (each run as a child run).
+        tools: Vec<DesignName>,
     },
     Condition {
         expr: String,
@@ -310,7 +312,8 @@ fn parse_agent(f: &mut Fields) -> Spec {
     let retries = f.ranged("retries", limits::AGENT_RETRIES, "").unwrap_or(0) as u32;
     let timeout_seconds = f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
     let max_tokens = f.ranged("max_tokens", limits::AGENT_MAX_TOKENS, "");
-    Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens }
+    let tools = design_names(f, "tools", limits::AGENT_TOOLS);
+    Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens, tools }
 }
 
 /// A condition: its expression.
@@ -545,6 +548,28 @@ fn parse_wait_event(f: &mut Fields) -> Spec {
         }),
     };
     Spec::WaitEvent { event, matches, timeout_seconds, on_timeout }
+}
+
+/// A list of design names (an agent's `tools`): at most `max`, each once.
+fn design_names(f: &mut Fields, field: &str, max: usize) -> Vec<DesignName> {
+    let Some(v) = f.get(field) else { return Vec::new() };
+    let Some(items) = v.as_array() else {
+        f.issue(field, format!("\"{field}\" must be a list of saved design names"));
+        return Vec::new();
+    };
+    if items.len() > max {
+        f.issue(field, format!("\"{field}\" names {} designs; at most {max}", items.len()));
+    }
+    let mut out: Vec<DesignName> = Vec::new();
+    for item in items {
+        match item.as_str().map(DesignName::parse) {
+            Some(Ok(name)) if out.contains(&name) => f.issue(field, format!("design {name} is listed twice")),
+            Some(Ok(name)) => out.push(name),
+            Some(Err(e)) => f.issue(field, format!("\"{field}\" names no design: {e}")),
+            None => f.issue(field, format!("\"{field}\" must be a list of saved design names")),
+        }
+    }
+    out
 }
 
 /// A design step: the design it calls, the input it gives, whether it waits, which version.

@@ -83,6 +83,30 @@ pub fn perform(config: &Config, request: &Request<'_>) -> Outcome {
     }
 }
 
+/// A tool the model may call: a saved design, with its argument schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Map<String, Value>,
+}
+
+/// [`perform`] with `tools` offered to the model (the OpenAI-compatible backend's function
+/// tools): each call the model makes is answered by `call(name, arguments)` and its result given
+/// back, round after round (at most [`limits::AGENT_TOOL_ROUNDS`]), until the model answers with
+/// text. Another backend gets the prompt alone.
+pub fn perform_with_tools(config: &Config, request: &Request<'_>, tools: &[Tool], call: &mut dyn FnMut(&str, Value) -> Value) -> Outcome {
+    match Call::resolve(config, request) {
+        Ok(None) => Outcome::ParkAgent,
+        Ok(Some(c)) if c.kind == Kind::OpenAi && !tools.is_empty() => c
+            .converse(config, request, tools, call)
+            .map_err(|e| scrub(config, e))
+            .unwrap_or_else(|e| Outcome::Failed { error: e.to_string(), cause: e.cause() }),
+        Ok(Some(c)) => c.perform(config, request).unwrap_or_else(|e| Outcome::Failed { error: e.to_string(), cause: e.cause() }),
+        Err(e) => Outcome::failed(e.to_string()),
+    }
+}
+
 /// Performs a parked agent step on request (`agent_generate`): 503 when no backend serves the
 /// step, 502 when it could not be performed.
 pub fn generate(config: &Config, request: &Request<'_>) -> Result<Outcome, BackendError> {
@@ -252,6 +276,21 @@ impl<'c> Call<'c> {
 
     /// `POST {base_url}/chat/completions`.
     fn chat(&self, config: &Config, request: &Request<'_>) -> Result<Outcome, AgentError> {
+        self.converse(config, request, &[], &mut |_, _| Value::Null)
+    }
+
+    /// `POST {base_url}/chat/completions`, with `tools` offered as function tools when there are
+    /// any, round after round: an answer with
+    /// `tool_calls` is answered with a `tool` message per call (the call's result as JSON text),
+    /// until the model answers with text. The step's timeout bounds each request; tokens add up
+    /// over every round.
+    fn converse(
+        &self,
+        config: &Config,
+        request: &Request<'_>,
+        tools: &[Tool],
+        call: &mut dyn FnMut(&str, Value) -> Value,
+    ) -> Result<Outcome, AgentError> {
         let model = self.model.as_deref().unwrap_or_default();
         let url = endpoint(&base_url(config)?, "chat/completions");
         let mut messages = Vec::new();
@@ -259,23 +298,63 @@ impl<'c> Call<'c> {
             messages.push(json!({"role": "system", "content": system}));
         }
         messages.push(json!({"role": "user", "content": request.prompt}));
-        let mut body = json!({"model": model, "messages": messages});
-        if let Some(max) = request.max_tokens {
-            body["max_tokens"] = json!(max);
+        let offered: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+        let (mut tokens, mut calls) = (0u64, Vec::new());
+        for _ in 0..=limits::AGENT_TOOL_ROUNDS {
+            let mut body = json!({"model": model, "messages": messages});
+            if !offered.is_empty() {
+                body["tools"] = Value::Array(offered.clone());
+            }
+            if let Some(max) = request.max_tokens {
+                body["max_tokens"] = json!(max);
+            }
+            let answer = exchange(config, client(request.timeout)?.post(url.clone()).json(&body), &url, request.timeout)?;
+            let usage = &answer["usage"];
+            tokens += usage["total_tokens"]
+                .as_u64()
+                .unwrap_or_else(|| usage["prompt_tokens"].as_u64().unwrap_or(0) + usage["completion_tokens"].as_u64().unwrap_or(0));
+            let message = &answer["choices"][0]["message"];
+            let asked = message["tool_calls"].as_array().filter(|c| !c.is_empty());
+            let Some(asked) = asked else {
+                let text = reply_text(&answer).ok_or_else(|| {
+                    AgentError::Backend(format!(
+                        "the agent backend's answer has no choices[0].message.content: {}",
+                        excerpt(&answer.to_string())
+                    ))
+                })?;
+                let used = answer["model"].as_str().filter(|m| !m.is_empty()).unwrap_or(model);
+                let mut extra = Map::new();
+                extra.insert("model".into(), Value::from(used));
+                extra.insert("tokens".into(), Value::from(tokens));
+                if !tools.is_empty() {
+                    extra.insert("tool_calls".into(), Value::Array(calls));
+                }
+                return Ok(Outcome::Done { text, extra, tokens });
+            };
+            messages.push(message.clone());
+            for c in asked {
+                let id = c["id"].as_str().unwrap_or_default().to_string();
+                let name = c["function"]["name"].as_str().unwrap_or_default().to_string();
+                // Arguments come as JSON text; a model that sends an object is read as well.
+                let args = match &c["function"]["arguments"] {
+                    Value::String(text) if text.trim().is_empty() => Ok(json!({})),
+                    Value::String(text) => serde_json::from_str::<Value>(text).map_err(|e| format!("its arguments are not JSON: {e}")),
+                    Value::Null => Ok(json!({})),
+                    other => Ok(other.clone()),
+                };
+                let result = match args {
+                    Ok(args) if tools.iter().any(|t| t.name == name) => call(&name, args),
+                    Ok(_) => json!({"ok": false, "error": format!("no tool {name:?}")}),
+                    Err(why) => json!({"ok": false, "error": why}),
+                };
+                calls.push(json!({"name": name, "run_id": result.get("run_id"), "status": result.get("status")}));
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": result.to_string()}));
+            }
         }
-        let answer = exchange(config, client(request.timeout)?.post(url.clone()).json(&body), &url, request.timeout)?;
-        let text = reply_text(&answer).ok_or_else(|| {
-            AgentError::Backend(format!("the agent backend's answer has no choices[0].message.content: {}", excerpt(&answer.to_string())))
-        })?;
-        let usage = &answer["usage"];
-        let tokens = usage["total_tokens"]
-            .as_u64()
-            .unwrap_or_else(|| usage["prompt_tokens"].as_u64().unwrap_or(0) + usage["completion_tokens"].as_u64().unwrap_or(0));
-        let used = answer["model"].as_str().filter(|m| !m.is_empty()).unwrap_or(model);
-        let mut extra = Map::new();
-        extra.insert("model".into(), Value::from(used));
-        extra.insert("tokens".into(), Value::from(tokens));
-        Ok(Outcome::Done { text, extra, tokens })
+        Err(AgentError::Backend(format!("the model still called tools after {} rounds; it must answer by then", limits::AGENT_TOOL_ROUNDS)))
     }
 
     /// The configured argv, prompt on standard input, reply on standard output.

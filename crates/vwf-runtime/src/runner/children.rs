@@ -22,6 +22,28 @@ use vwf_store::{RunLock, StoreError};
 use super::Runner;
 use crate::error::RunError;
 
+/// What a model learns of a child run its tool call started: how it went, its text and each
+/// step's, what it waits for, or why it failed.
+fn tool_result(child: &Run) -> serde_json::Value {
+    let outputs: serde_json::Map<String, serde_json::Value> =
+        child.outputs().iter().filter_map(|(id, view)| Some((id.clone(), view.get("text")?.clone()))).collect();
+    let mut out = serde_json::json!({
+        "ok": child.status() != Status::Failed,
+        "run_id": child.run_id(),
+        "design": child.design(),
+        "status": child.status().as_str(),
+        "text": child.result_text(),
+        "outputs": outputs,
+    });
+    if let Some(pending) = child.pending() {
+        out["pending"] = serde_json::to_value(pending).unwrap_or_default();
+    }
+    if let Some(error) = child.error() {
+        out["error"] = serde_json::Value::String(error.to_string());
+    }
+    out
+}
+
 impl Runner<'_> {
     /// Refuses a design that would call itself, directly or through saved designs: the issue
     /// names the step and the path of calls. `name` is the design being saved as `design`.
@@ -181,6 +203,81 @@ impl Runner<'_> {
                 tracing::warn!(run = %id, "the child run stopped: {e}");
             }
         }
+    }
+
+    /// Performs an agent task whose step offers designs as tools: the model's every tool call
+    /// runs its design as a child of `run` (made and driven as a design step's is, and named in
+    /// `run`'s `child_runs`), and the child's result (its status, outputs and text, or what it
+    /// waits for) goes back to the model. The children's tokens count with the step's.
+    pub(super) fn perform_agent_tools(&self, run: &mut Run, task: &vwf_core::run::Task) -> vwf_core::run::Outcome {
+        use vwf_core::run::{Outcome, Work};
+        let Work::Agent { prompt, profile, model, max_tokens, timeout_seconds, tools } = &task.work else {
+            return self.drivers.perform(task, self.clock.now());
+        };
+        let request = vwf_exec::agent::Request {
+            max_tokens: *max_tokens,
+            timeout: std::time::Duration::from_secs((*timeout_seconds).max(1)),
+            ..vwf_exec::agent::Request::new(prompt, profile.as_deref(), model.as_deref())
+        };
+        let offered: Vec<(DesignName, vwf_exec::agent::Tool)> =
+            tools.iter().filter_map(|d| Some((d.clone(), self.agent_tool(d)?))).collect();
+        let specs: Vec<vwf_exec::agent::Tool> = offered.iter().map(|(_, t)| t.clone()).collect();
+        let (mut made, mut child_tokens) = (0usize, 0u64);
+        let mut call = |name: &str, args: serde_json::Value| -> serde_json::Value {
+            let Some((design, _)) = offered.iter().find(|(_, t)| t.name == name) else {
+                return serde_json::json!({"ok": false, "error": format!("no tool {name:?}")});
+            };
+            let checked = self
+                .store
+                .load_design(design)
+                .ok()
+                .and_then(|g| Design::from_value(&g).ok())
+                .and_then(|d| vwf_core::interface::Inputs::of(&d).0);
+            if let Some(Err(why)) = checked.map(|inputs| inputs.check(&args)) {
+                return serde_json::json!({"ok": false, "error": why});
+            }
+            let start = run.tool_child(&task.node, task.attempt, made, design, &args);
+            made += 1;
+            if start.nesting > vwf_core::limits::DESIGN_DEPTH {
+                let why = format!("design steps and tools nest at most {} deep", vwf_core::limits::DESIGN_DEPTH);
+                return serde_json::json!({"ok": false, "error": why});
+            }
+            if let Err(why) = self.make_child(run, &start) {
+                return serde_json::json!({"ok": false, "error": why});
+            }
+            run.note_child(&start.run_id);
+            if let Err(e) = self.persist(run) {
+                return serde_json::json!({"ok": false, "error": e.to_string()});
+            }
+            let child = self.store.lock_run(&start.run_id).map_err(RunError::from).and_then(|lock| self.take_up(&start.run_id, &lock));
+            match child {
+                Ok(child) => {
+                    child_tokens += child.tokens_used();
+                    tool_result(&child)
+                }
+                Err(e) => serde_json::json!({"ok": false, "run_id": start.run_id, "error": e.to_string()}),
+            }
+        };
+        let outcome = vwf_exec::agent::perform_with_tools(&self.drivers.config, &request, &specs, &mut call);
+        match outcome {
+            Outcome::Done { text, extra, tokens } => Outcome::Done { text, extra, tokens: tokens + child_tokens },
+            other => other,
+        }
+    }
+
+    /// A saved design as a tool an agent step's model may call: its tool name, description and
+    /// `inputs`; `None` for a design that is not saved or does not read.
+    fn agent_tool(&self, design: &DesignName) -> Option<vwf_exec::agent::Tool> {
+        let doc = Design::from_value(&self.store.load_design(design).ok()?).ok()?;
+        let description = doc.description().map(str::trim).filter(|d| !d.is_empty()).map_or_else(
+            || format!("Runs the saved design {design} and answers its status and outputs."),
+            |d| format!("{d} (runs the saved design {design})"),
+        );
+        Some(vwf_exec::agent::Tool {
+            name: vwf_core::interface::tool_name(design.as_str()),
+            description,
+            parameters: vwf_core::interface::tool_schema(&doc),
+        })
     }
 
     /// Tells the parent of `child` (a run that moved on its own, whose lock the caller no longer

@@ -469,8 +469,16 @@ impl Runner<'_> {
             (self.observer)(Progress::Settled { run, node: &task.node });
             Ok(())
         };
+        // Agent steps that offer designs as tools start child runs of this run: performed here,
+        // one by one, with the run at hand.
+        let (tooled, tasks): (Vec<&Task>, Vec<&Task>) =
+            tasks.iter().partition(|t| matches!(&t.work, Work::Agent { tools, .. } if !tools.is_empty()));
+        for task in tooled {
+            let outcome = self.perform_agent_tools(run, task);
+            record(run, task, outcome)?;
+        }
         // Emits start other runs through this runner, so they are performed here, one by one.
-        let (emits, tasks): (Vec<&Task>, Vec<&Task>) = tasks.iter().partition(|t| matches!(t.work, Work::Emit { .. }));
+        let (emits, tasks): (Vec<&Task>, Vec<&Task>) = tasks.into_iter().partition(|t| matches!(t.work, Work::Emit { .. }));
         for task in emits {
             let Work::Emit { event, payload, timeout_seconds } = &task.work else { continue };
             let deadline = vwf_core::time::add_seconds(self.clock.now(), *timeout_seconds);

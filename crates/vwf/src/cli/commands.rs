@@ -424,6 +424,20 @@ pub(super) fn mcp(app: &App) -> Result<u8, Failure> {
 
 /// `vwf tool NAME ARGS`: the agent tool's body, always as JSON; the exit code is the failure's,
 /// else the run's, else 5 for a design's errors.
+pub(super) fn design_tools(app: &App, json: bool) -> Result<u8, Failure> {
+    let listed = tools::design_tools(app);
+    if json {
+        say!("{}", pretty(&json!({"ok": true, "tools": listed.iter().map(tools::DesignTool::host_form).collect::<Vec<_>>()})));
+    } else if listed.is_empty() {
+        say!("No design is offered as a tool; mark one with \"tool\": true.");
+    } else {
+        for t in &listed {
+            say!("{}  {}", t.name, t.description);
+        }
+    }
+    Ok(0)
+}
+
 pub(super) fn tool(app: &App, name: &str, args: &str) -> Result<u8, Failure> {
     let (body, code) = match tools::answer_text(app, name, &read_arg(args)?) {
         Ok(body) => {

@@ -233,6 +233,9 @@ pub enum Cmd {
         /// The tool's arguments as a JSON object (text, @file or -).
         args: String,
     },
+    /// The saved designs offered to agents as tools (`"tool": true`): each tool's name, description
+    /// and argument schema (the design's `inputs`), as `vwf mcp` lists them.
+    Tools,
     /// Schedule jobs: run a design on a cron schedule (set, list, pause, resume, run, remove, tick).
     Schedule {
         #[command(subcommand)]
@@ -366,6 +369,7 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Serve { bind } => c::serve(app, json, bind.as_deref()),
         Cmd::Mcp => c::mcp(app),
         Cmd::Tool { name, args } => c::tool(app, name, args),
+        Cmd::Tools => c::design_tools(app, json),
         // Answered before a home's store is opened.
         Cmd::Store { cmd: StoreCmd::Migrate } => store::migrate(&app.home, json),
         Cmd::Completions { .. } | Cmd::Man { .. } | Cmd::Schema => Ok(0),

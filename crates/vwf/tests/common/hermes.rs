@@ -34,8 +34,9 @@ pub fn run_script(python: &Path, script: &str, args: &[&Path]) -> Value {
 }
 
 /// Hermes's plugin loader loaded the plugin from `source` (`user` for the folder, `entrypoint`
-/// for the wheel) and runs `binary`; the five tools and `/workflow` are registered, and calls
-/// through Hermes's registry (each of the five tools) and command lookup reach vwf in Hermes's home.
+/// for the wheel) and runs `binary`; the five tools, the tool of the design `greet` (marked
+/// `"tool": true`) and `/workflow` are registered, and calls through Hermes's registry (each of the
+/// tools) and command lookup reach vwf in Hermes's home.
 pub fn assert_plugin_registered(report: &Value, source: &str, binary: &Path) {
     let plugin = &report["plugin"];
     let loaded = &plugin["plugins"][0];
@@ -43,12 +44,18 @@ pub fn assert_plugin_registered(report: &Value, source: &str, binary: &Path) {
     assert_eq!(loaded["enabled"], true, "{loaded}");
     assert_eq!(loaded["error"], Value::Null, "{loaded}");
     assert_eq!(loaded["source"], source, "{loaded}");
-    assert_eq!((loaded["tools"].as_u64(), loaded["commands"].as_u64()), (Some(5), Some(1)), "{loaded}");
+    assert_eq!((loaded["tools"].as_u64(), loaded["commands"].as_u64()), (Some(6), Some(1)), "{loaded}");
     assert_eq!(plugin["binary"], json!(binary), "the binary the plugin runs");
     assert_eq!(plugin["registered_tools"], json!(FIVE));
     assert_eq!(plugin["toolset"], "visual-workflow");
     assert_eq!(plugin["schema_name"], "workflow_design_run");
     assert_eq!(plugin["commands"], json!(["workflow"]));
+    let schema = &plugin["design_tool_schema"];
+    assert_eq!((&schema["name"], &schema["parameters"]["required"]), (&json!("greet"), &json!(["name"])), "{schema}");
+    assert_eq!(plugin["design_tool_toolset"], "visual-workflow");
+    assert_eq!(plugin["design_tool_call"]["status"], "done", "{}", plugin["design_tool_call"]);
+    assert_eq!(plugin["design_tool_call"]["outputs"]["hello"]["text"], "hello ada");
+    assert_eq!(plugin["design_tool_missing"]["ok"], false, "{}", plugin["design_tool_missing"]);
 
     // Tool calls through Hermes's registry reach vwf in Hermes's home.
     assert_eq!(plugin["save"]["ok"], true, "{}", plugin["save"]);
@@ -96,13 +103,13 @@ pub fn assert_cron_jobs_deliver(report: &Value) {
 pub fn assert_mcp_reaches_vwf(report: &Value) {
     let mcp = &report["mcp"];
     let mut expected: Vec<String> =
-        FIVE.iter().chain(&["workflow_design_list", "workflow_runs_list"]).map(|t| format!("mcp__visual_workflow__{t}")).collect();
+        FIVE.iter().chain(&["workflow_design_list", "workflow_runs_list", "greet"]).map(|t| format!("mcp__visual_workflow__{t}")).collect();
     expected.sort();
     assert_eq!(mcp["tools"], json!(expected));
     let listed: Value = serde_json::from_str(mcp["list"]["result"].as_str().expect("a result")).expect("JSON text");
     assert_eq!(listed["ok"], true);
     let mut designs: Vec<&str> =
-        vec!["brief.v2_x-1", "draft-review", "to-discord-webhook", "to-slack-home-and-webhook", "to-telegram-topic"];
+        vec!["brief.v2_x-1", "draft-review", "greet", "to-discord-webhook", "to-slack-home-and-webhook", "to-telegram-topic"];
     designs.sort_unstable();
     assert_eq!(listed["designs"], json!(designs), "the same home as the plugin");
     let runs: Value = serde_json::from_str(mcp["runs"]["result"].as_str().expect("a result")).expect("JSON text");
