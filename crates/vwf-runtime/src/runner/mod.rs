@@ -253,7 +253,9 @@ impl Runner<'_> {
             }
         }
         drop(lock);
-        if due.is_some() {
+        // A child settled by a reader that drives runs tells its parent; a listing drives
+        // nothing (the parent learns of it when it is next read, see `Settle::Children`).
+        if due.is_some() && resume_waits {
             self.tell_parent(&run);
         }
         Ok((run, due))
