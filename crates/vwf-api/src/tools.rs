@@ -139,19 +139,13 @@ pub fn design_tools(app: &App) -> Vec<DesignTool> {
         if !interface::is_tool(&design) {
             continue;
         }
-        let tool = interface::tool_name(name.as_str());
-        if TOOL_NAMES.contains(&tool.as_str()) || crate::mcp::MCP_TOOL_NAMES.contains(&tool.as_str()) || out.iter().any(|t| t.name == tool)
-        {
+        let offer = interface::offer(&name, &design);
+        let tool = offer.name.as_str();
+        if TOOL_NAMES.contains(&tool) || crate::mcp::MCP_TOOL_NAMES.contains(&tool) || out.iter().any(|t| t.name == tool) {
             tracing::warn!(design = %name, tool, "a design's tool name is taken; it is not offered as a tool");
             continue;
         }
-        let description = match design.description() {
-            Some(d) if !d.trim().is_empty() => {
-                format!("{} (runs the saved design {name}; answers its run result: status, outputs, pending)", d.trim())
-            }
-            _ => format!("Runs the saved design {name}. Answers its run result {{ok, run_id, status, outputs, pending, ...}}."),
-        };
-        out.push(DesignTool { name: tool, design: name, description, schema: interface::tool_schema(&design) });
+        out.push(DesignTool { name: offer.name, design: name, description: offer.description, schema: offer.schema });
     }
     out
 }
@@ -166,8 +160,6 @@ fn run_design_tool(service: &Service<'_>, tool: &DesignTool, args: Value) -> Res
     let graph = service.load(&tool.design)?;
     let design = Design::from_value(&graph)
         .map_err(|e| Failure::Refused(vwf_core::validate::Report { ok: false, errors: e, warnings: Vec::new() }))?;
-    if let Some(inputs) = interface::Inputs::of(&design).0 {
-        inputs.check(&args).map_err(|why| Failure::BadRequest(format!("tool {}: {why}", tool.name)))?;
-    }
+    interface::check_call(&design, &args).map_err(|why| Failure::BadRequest(format!("tool {}: {why}", tool.name)))?;
     Ok(service.run(&tool.design, crate::service::Start::with_input(args))?.body())
 }

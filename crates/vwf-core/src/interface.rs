@@ -98,6 +98,29 @@ pub fn tool_schema(design: &Design) -> Map<String, Value> {
     }
 }
 
+/// How a design is offered as a tool, worded once for every surface (MCP, Hermes, an agent
+/// step's model): its tool name, description and argument schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Offer {
+    pub name: String,
+    pub description: String,
+    pub schema: Map<String, Value>,
+}
+
+/// The tool saved design `name` (read as `design`) is offered as.
+pub fn offer(name: &crate::names::DesignName, design: &Design) -> Offer {
+    let description = design.description().map(str::trim).filter(|d| !d.is_empty()).map_or_else(
+        || format!("Runs the saved design {name} and answers its status and outputs."),
+        |d| format!("{d} (runs the saved design {name})"),
+    );
+    Offer { name: tool_name(name.as_str()), description, schema: tool_schema(design) }
+}
+
+/// Why a tool call's `args` do not fit `design`'s declared input, if they do not.
+pub fn check_call(design: &Design, args: &Value) -> Result<(), String> {
+    Inputs::of(design).0.map_or(Ok(()), |inputs| inputs.check(args))
+}
+
 /// The name a design's tool is listed under: the design's name, a `.` read as `_` (tool names
 /// take letters, digits, `_` and `-`).
 pub fn tool_name(design: &str) -> String {

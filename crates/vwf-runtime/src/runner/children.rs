@@ -219,21 +219,20 @@ impl Runner<'_> {
             timeout: std::time::Duration::from_secs((*timeout_seconds).max(1)),
             ..vwf_exec::agent::Request::new(prompt, profile.as_deref(), model.as_deref())
         };
-        let offered: Vec<(DesignName, vwf_exec::agent::Tool)> =
-            tools.iter().filter_map(|d| Some((d.clone(), self.agent_tool(d)?))).collect();
-        let specs: Vec<vwf_exec::agent::Tool> = offered.iter().map(|(_, t)| t.clone()).collect();
+        let offered: Vec<(DesignName, Design, vwf_exec::agent::Tool)> = tools
+            .iter()
+            .filter_map(|d| {
+                let (doc, tool) = self.agent_tool(d)?;
+                Some((d.clone(), doc, tool))
+            })
+            .collect();
+        let specs: Vec<vwf_exec::agent::Tool> = offered.iter().map(|(_, _, t)| t.clone()).collect();
         let (mut made, mut child_tokens) = (0usize, 0u64);
         let mut call = |name: &str, args: serde_json::Value| -> serde_json::Value {
-            let Some((design, _)) = offered.iter().find(|(_, t)| t.name == name) else {
+            let Some((design, doc, _)) = offered.iter().find(|(_, _, t)| t.name == name) else {
                 return serde_json::json!({"ok": false, "error": format!("no tool {name:?}")});
             };
-            let checked = self
-                .store
-                .load_design(design)
-                .ok()
-                .and_then(|g| Design::from_value(&g).ok())
-                .and_then(|d| vwf_core::interface::Inputs::of(&d).0);
-            if let Some(Err(why)) = checked.map(|inputs| inputs.check(&args)) {
+            if let Err(why) = vwf_core::interface::check_call(doc, &args) {
                 return serde_json::json!({"ok": false, "error": why});
             }
             let start = run.tool_child(&task.node, task.attempt, made, design, &args);
@@ -265,19 +264,12 @@ impl Runner<'_> {
         }
     }
 
-    /// A saved design as a tool an agent step's model may call: its tool name, description and
-    /// `inputs`; `None` for a design that is not saved or does not read.
-    fn agent_tool(&self, design: &DesignName) -> Option<vwf_exec::agent::Tool> {
+    /// A saved design as a tool an agent step's model may call, with the design as read;
+    /// `None` for a design that is not saved or does not read.
+    fn agent_tool(&self, design: &DesignName) -> Option<(Design, vwf_exec::agent::Tool)> {
         let doc = Design::from_value(&self.store.load_design(design).ok()?).ok()?;
-        let description = doc.description().map(str::trim).filter(|d| !d.is_empty()).map_or_else(
-            || format!("Runs the saved design {design} and answers its status and outputs."),
-            |d| format!("{d} (runs the saved design {design})"),
-        );
-        Some(vwf_exec::agent::Tool {
-            name: vwf_core::interface::tool_name(design.as_str()),
-            description,
-            parameters: vwf_core::interface::tool_schema(&doc),
-        })
+        let offer = vwf_core::interface::offer(design, &doc);
+        Some((doc, vwf_exec::agent::Tool { name: offer.name, description: offer.description, parameters: offer.schema }))
     }
 
     /// Tells the parent of `child` (a run that moved on its own, whose lock the caller no longer
