@@ -90,7 +90,7 @@ function renderDesignPanel(box) {
   box.append(h('div', { class: 'heading' }, h('h3', { text: designName || 'Untitled design' }), h('span', { class: 'badge', text: 'Design' })));
   box.append(h('p', { class: 'muted', text: `${nodes().length} nodes, ${edges().length} edges. Select a node or an edge to edit it.` }));
   const edit = (value, def) => change(() => set(graph, def.key, value), { key: 'design:' + def.key });
-  for (const def of DESIGN_FIELDS) box.append(fieldRow(def, graph, edit, { idPrefix: 'd' }));
+  for (const def of DESIGN_FIELDS) box.append((def.key === 'inputs' && inputsEditor()) || fieldRow(def, graph, edit, { idPrefix: 'd' }));
   if (SERVED) {
     const input = h('textarea', { id: 'run-input', 'data-testid': 'run-input', rows: 2, placeholder: '{"topic": "…"} (optional)', spellcheck: 'false' });
     input.value = runInput;
