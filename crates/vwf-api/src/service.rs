@@ -28,6 +28,7 @@ use vwf_core::versions::{self, DesignDiff, DesignVersion};
 use crate::contract::answers::{self, Fate, Imported, JobEntry, Jobs, No, RunResult, Skipped, VersionGraph, Versions, Yes, done, to_body};
 use crate::contract::requests::Name;
 use crate::failure::Failure;
+use crate::keys::IdempotencyKey;
 use vwf_runtime::app::{App, quiet};
 use vwf_runtime::runner::{Answer, Emission, Progress, RunPage, Runner};
 use vwf_runtime::schedules::Job;
@@ -57,12 +58,14 @@ pub struct Start {
     /// The run's input; a test run limited to one step takes the newest run's when given none.
     pub input: Option<Value>,
     pub test: Option<TestScope>,
+    /// Makes the start idempotent (see [`crate::keys`]).
+    pub key: Option<IdempotencyKey>,
 }
 
 impl Start {
     /// A normal run with `input`.
     pub fn with_input(input: Value) -> Start {
-        Start { input: Some(input), test: None }
+        Start { input: Some(input), test: None, key: None }
     }
 }
 
@@ -558,6 +561,13 @@ impl<'a> Service<'a> {
         };
         let input = start.input.unwrap_or(past_input);
         let trigger = TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, input);
+        if let Some(key) = &start.key {
+            let input = trigger.input.clone();
+            return crate::keys::run(self.app, key, name.as_str(), &input, start.test.is_some(), |id| {
+                let told = |run: &Run| started.into_iter().for_each(|started| started(run));
+                Ok(self.runner.start_as(id, plan, trigger, told)?)
+            });
+        }
         Ok(match started {
             Some(started) => self.runner.start_then(plan, trigger, started)?,
             None => self.runner.start(plan, trigger)?,
@@ -594,6 +604,15 @@ impl<'a> Service<'a> {
     pub fn emit(&self, event: &str, payload: Value) -> Result<Emitted, Failure> {
         let emission = self.runner.emit(event, payload, &vwf_runtime::runner::EmitSource::default())?;
         Ok(Emitted { event: event.to_string(), emission })
+    }
+
+    /// [`Service::emit`] made idempotent by `key` (see [`crate::keys`]): the answer's body, the
+    /// first request's when the key was used before.
+    pub fn emit_keyed(&self, event: &str, payload: Value, key: Option<&IdempotencyKey>) -> Result<Value, Failure> {
+        match key {
+            None => Ok(self.emit(event, payload)?.body()),
+            Some(key) => crate::keys::emit(self.app, key, event, &payload.clone(), || Ok(self.emit(event, payload)?.body())),
+        }
     }
 
     /// Turns an agent.json document's workflows into saved designs. A design that exists is

@@ -107,6 +107,9 @@ pub const RUN_QUEUE_WAIT_DEFAULT_MS: u64 = 5_000;
 pub const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
 /// `[designs] keep_versions`: how many of a design's newest versions pruning keeps (default: all).
 pub const KEEP_VERSIONS: (u64, u64) = (1, 1_000_000);
+/// `[runs] idempotency_hours`: how long an idempotency key answers its first request's result.
+pub const IDEMPOTENCY_HOURS: (u64, u64) = (1, 24 * 30);
+pub const IDEMPOTENCY_HOURS_DEFAULT: u64 = 24;
 /// `[limits] runs_per_origin`: runs one origin (a `POST /events`, `vwf emit`, or a run that emits)
 /// may start directly or transitively through emits; the start past it fails the emitting step.
 /// At most the runs a store's recent listing covers ([`ORIGIN_SCAN`]), where the count is read.

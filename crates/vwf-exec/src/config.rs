@@ -47,12 +47,20 @@ impl HttpConfig {
 }
 
 /// `[runs]`: defaults for every design's runs.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunsConfig {
     /// The design a failed run starts when its own design names none (`on_failure`); a name
     /// that is not a design name stops the config's load.
     pub on_failure: Option<vwf_core::names::DesignName>,
+    /// How long an idempotency key answers its first request's result, in hours (default 24).
+    pub idempotency_hours: u64,
+}
+
+impl Default for RunsConfig {
+    fn default() -> Self {
+        RunsConfig { on_failure: None, idempotency_hours: vwf_core::limits::IDEMPOTENCY_HOURS_DEFAULT }
+    }
 }
 
 /// `[limits]`: bounds on what runs may grow to (ranges in `vwf_core::limits`, checked at load).
@@ -278,11 +286,12 @@ impl Config {
             return Err(format!("{}: designs.keep_versions must be from {low} to {high}, got {n}", path.display()));
         }
         for (key, n, (low, high)) in [
-            ("runs_per_origin", config.limits.runs_per_origin, vwf_core::limits::RUNS_PER_ORIGIN),
-            ("run_bytes", config.limits.run_bytes, vwf_core::limits::RUN_BYTES),
+            ("[limits] runs_per_origin", config.limits.runs_per_origin, vwf_core::limits::RUNS_PER_ORIGIN),
+            ("[limits] run_bytes", config.limits.run_bytes, vwf_core::limits::RUN_BYTES),
+            ("[runs] idempotency_hours", config.runs.idempotency_hours, vwf_core::limits::IDEMPOTENCY_HOURS),
         ] {
             if !vwf_core::limits::within(n, (low, high)) {
-                return Err(format!("{}: [limits] {key} must be from {low} to {high}, got {n}", path.display()));
+                return Err(format!("{}: {key} must be from {low} to {high}, got {n}", path.display()));
             }
         }
         if let Some((name, _)) = config.secrets.iter().find(|(name, var)| !vwf_core::secrets::is_name(name) || var.trim().is_empty()) {

@@ -366,3 +366,42 @@ pub fn event_waiters(store: &dyn Store) {
     assert_eq!(store.waiters("pr.merged").expect("list"), [(b, String::new())]);
     assert_eq!(store.waiters("..").expect("list"), [(a, "first".to_string())]);
 }
+
+/// Idempotency keys: the first claim of a key is kept and answered to every later one while it
+/// is fresh, whatever their fingerprint; a stale one is replaced; settling sets the answer of
+/// the claim it names only; of threads racing for one key, exactly one records its claim and
+/// all are answered it.
+pub fn idempotency_keys(store: Arc<dyn Store>) {
+    use super::KeyClaim;
+    let t0 = at("2026-12-02T10:00:00Z");
+    let later = at("2026-12-02T11:00:00Z");
+    let first = KeyClaim::new("order 1/ü", "sha256:a".into(), t0, json!("run-a"));
+    assert_eq!(store.claim_key(&first, at("2026-12-01T10:00:00Z")).expect("claim"), first);
+    let second = KeyClaim::new("order 1/ü", "sha256:b".into(), later, json!("run-b"));
+    assert_eq!(store.claim_key(&second, at("2026-12-01T11:00:00Z")).expect("claim again"), first, "a fresh claim is kept");
+    let other = KeyClaim::new("order 2", "sha256:a".into(), later, Value::Null);
+    assert_eq!(store.claim_key(&other, t0).expect("another key"), other, "keys are apart");
+    store.settle_key("order 2", later, Some(&json!({"started": 1}))).expect("settle");
+    store.settle_key("order 2", t0, Some(&json!("not this claim"))).expect("settle a claim that is not there");
+    store.settle_key("order 2", t0, None).expect("drop a claim that is not there");
+    let settled = store.claim_key(&KeyClaim::new("order 2", "sha256:c".into(), later, Value::Null), t0).expect("read");
+    assert_eq!(settled.answer, json!({"started": 1}));
+    assert_eq!(settled.fingerprint, "sha256:a");
+    // A dropped claim frees the key at once.
+    store.settle_key("order 2", later, None).expect("drop");
+    let again = KeyClaim::new("order 2", "sha256:d".into(), later, Value::Null);
+    assert_eq!(store.claim_key(&again, t0).expect("claim a dropped key"), again);
+    // Past the window the claim is replaced.
+    assert_eq!(store.claim_key(&second, at("2026-12-02T10:30:00Z")).expect("claim a stale key"), second);
+    // Racing threads: one claim recorded, every thread answered it.
+    let kept: Vec<KeyClaim> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let store = store.clone();
+                s.spawn(move || store.claim_key(&KeyClaim::new("race", format!("sha256:{i}"), later, json!(i)), t0).expect("race"))
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("thread")).collect()
+    });
+    assert!(kept.windows(2).all(|w| w[0] == w[1]), "every racer was answered the same claim: {kept:?}");
+}

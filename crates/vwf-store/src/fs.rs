@@ -46,6 +46,8 @@ pub(super) const RUNS_DIR: &str = "workflow-runs";
 pub(super) const LOCKS_DIR: &str = ".locks";
 /// Where runs waiting for an event are noted: `.waiting/<event name in hex>/<run id>`, empty files.
 pub(super) const WAITING_DIR: &str = ".waiting";
+/// Where idempotency keys are kept (see `keys.rs`).
+const KEYS_DIR: &str = ".keys";
 /// Tries before giving up on finding an unused run id (2^48 ids: a second try is already rare).
 const ALLOCATE_ATTEMPTS: usize = 32;
 
@@ -457,6 +459,14 @@ impl Store for FileStore {
 
     fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
         super::waiting::remove(&self.waiting_dir(event), id)
+    }
+
+    fn claim_key(&self, claim: &super::KeyClaim, fresh_since: vwf_core::time::Ts) -> Result<super::KeyClaim, StoreError> {
+        super::keys::claim(&self.runs_dir().join(KEYS_DIR), claim, fresh_since)
+    }
+
+    fn settle_key(&self, key: &str, at: vwf_core::time::Ts, answer: Option<&Value>) -> Result<(), StoreError> {
+        super::keys::settle(&self.runs_dir().join(KEYS_DIR), key, at, answer)
     }
 }
 

@@ -214,6 +214,7 @@ mod tests {
         conformance::saved_runs_read_back(&FileStore::new(dir.path().to_path_buf()));
         conformance::run_locks(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
         conformance::event_waiters(&FileStore::new(dir.path().to_path_buf()));
+        conformance::idempotency_keys(Arc::new(FileStore::new(dir.path().to_path_buf())));
         let dir = tempfile::tempdir().expect("tempdir");
         conformance::jobs_lock_excludes(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
     }

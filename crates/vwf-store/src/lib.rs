@@ -24,6 +24,7 @@ pub mod fs;
 mod index;
 mod jobs;
 mod journal;
+mod keys;
 pub mod pg;
 mod tidy;
 mod versions;
@@ -198,6 +199,39 @@ pub trait Store: Send + Sync {
     fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError>;
     /// Drops the note that run `id` waits for `event` (none there is fine).
     fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError>;
+    /// Records `claim` for its key unless a claim of the key made at or after `fresh_since` is
+    /// kept, durably, and answers the claim kept: `claim` itself when this call recorded it.
+    /// Atomic across processes and instances: of callers racing for one key, exactly one
+    /// records its claim and every one is answered that claim.
+    fn claim_key(&self, claim: &KeyClaim, fresh_since: Ts) -> Result<KeyClaim, StoreError>;
+    /// Sets the answer of the claim of `key` made at `at`, durably, or with `None` drops the
+    /// claim (its request was refused: the key is free again); a newer claim of the key is left
+    /// alone.
+    fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError>;
+}
+
+/// What an idempotency key stands for (see [`Store::claim_key`]): the first request that
+/// carried it, and what that request answers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct KeyClaim {
+    pub key: String,
+    /// What the request was: a hash of its target and body, so the same key with another body
+    /// is told apart.
+    pub fingerprint: String,
+    /// When the claim was made (to the millisecond, as it reads back).
+    #[serde(with = "vwf_core::time")]
+    pub at: Ts,
+    /// What the request answers, as its caller words it; `null` until the caller settles it.
+    pub answer: Value,
+}
+
+impl KeyClaim {
+    /// A claim of `key` made at `now` (kept to the millisecond, so what is stored reads back
+    /// equal).
+    pub fn new(key: &str, fingerprint: String, now: Ts, answer: Value) -> KeyClaim {
+        let at = vwf_core::time::parse(&vwf_core::time::format(&now)).unwrap_or(now);
+        KeyClaim { key: key.to_string(), fingerprint, at, answer }
+    }
 }
 
 /// What the time-driven side of a home keeps (SPEC §10): schedule jobs, the last fire of each

@@ -23,6 +23,7 @@ fn the_postgres_store_keeps_every_store_promise() {
     conformance::design_versions(&store());
     conformance::run_locks(Arc::new(store()), 4, 25);
     conformance::event_waiters(&store());
+    conformance::idempotency_keys(Arc::new(store()));
 }
 
 #[test]

@@ -27,6 +27,7 @@ mod examples;
 mod fuzz_tools;
 mod gui_fixtures;
 mod http;
+mod idempotency;
 mod import;
 mod inputs;
 mod install;

@@ -20,6 +20,7 @@ use vwf_runtime::runner::Answer;
 
 use super::{Both, object, object_schema};
 use crate::failure::Failure;
+use crate::keys::IdempotencyKey;
 use crate::service::{PinSource, Start};
 
 /// The rule of a design's name, as the tools describe it.
@@ -237,13 +238,16 @@ pub struct StartRequest {
     /// A test run of this step and every step leading to it.
     #[serde(default)]
     pub until: Option<String>,
+    /// A second start with this key (here or in the Idempotency-Key header) within the retention window answers this run and starts nothing.
+    #[serde(default)]
+    pub idempotency_key: Option<IdempotencyKey>,
 }
 
 impl StartRequest {
     /// The run's start; `only` and `until` together are refused.
     pub fn start(self) -> Result<Start, Failure> {
         let test = pins::scope_of(self.test.unwrap_or(false), self.only.as_deref(), self.until.as_deref()).map_err(Failure::BadRequest)?;
-        Ok(Start { input: self.input, test })
+        Ok(Start { input: self.input, test, key: self.idempotency_key })
     }
 }
 
@@ -316,6 +320,9 @@ pub struct EmitRequest {
     /// The event payload, any JSON.
     #[serde(default)]
     pub payload: Option<Value>,
+    /// A second event with this key (here or in the Idempotency-Key header) within the retention window answers this one's result and starts nothing.
+    #[serde(default)]
+    pub idempotency_key: Option<IdempotencyKey>,
 }
 
 /// Where a retry starts.

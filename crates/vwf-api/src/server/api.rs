@@ -350,7 +350,7 @@ pub(crate) const ROUTES: &[Route] = &[
         query: None,
         body: Some(RequestBody::Run),
         answer: A::RunStarted,
-        errors: &[404, 413, 415, 500, 503],
+        errors: &[404, 409, 413, 415, 500, 503],
         handler: || post(run_design),
     },
     Route {
@@ -449,7 +449,7 @@ pub(crate) const ROUTES: &[Route] = &[
         query: None,
         body: Some(RequestBody::Emit),
         answer: A::Emitted,
-        errors: &[413, 415, 500, 503],
+        errors: &[409, 413, 415, 500, 503],
         handler: || post(emit),
     },
     Route {

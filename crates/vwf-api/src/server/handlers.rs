@@ -3,7 +3,7 @@
 //! answer, or the failure's status.
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use vwf_core::listing::RunFilter;
@@ -16,6 +16,7 @@ use crate::contract::answers::*;
 use crate::contract::queries::{DiffQuery, ModelsQuery, RunQuery, RunsQuery, ValidateQuery, Version};
 use crate::contract::requests::*;
 use crate::failure::{Failure, guarded};
+use crate::keys::IdempotencyKey;
 use crate::service::{ContractBody, Draft, SaveMode, Service};
 use vwf_runtime::schedules::JobAction;
 
@@ -165,10 +166,12 @@ pub(super) async fn validate_design(
 pub(super) async fn run_design(
     State(s): State<AppState>,
     Valid(name): Valid<DesignName>,
+    headers: HeaderMap,
     Body(Both(start, wait)): Body<RunRequest>,
 ) -> Answered {
     let wait = wait.wait.unwrap_or(true);
-    let start = start.start()?;
+    let mut start = start.start()?;
+    start.key = IdempotencyKey::either(idempotency_header(&headers)?, start.key)?;
     if wait {
         return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
     }
@@ -321,9 +324,22 @@ pub(super) async fn retry(State(s): State<AppState>, Valid(id): Valid<RunId>, Bo
 
 /// Emits an event; the runs it starts (and the runs their emits start) take one run slot, one
 /// after another on its thread.
-pub(super) async fn emit(State(s): State<AppState>, Path(event): Path<String>, Body(body): Body<EmitRequest>) -> Answered {
+pub(super) async fn emit(
+    State(s): State<AppState>,
+    Path(event): Path<String>,
+    headers: HeaderMap,
+    Body(body): Body<EmitRequest>,
+) -> Answered {
     let payload = body.payload.unwrap_or(Value::Null);
-    gated(&s, move |service| Ok(service.emit(&event, payload)?.body())).await
+    let key = IdempotencyKey::either(idempotency_header(&headers)?, body.idempotency_key)?;
+    gated(&s, move |service| service.emit_keyed(&event, payload, key.as_ref())).await
+}
+
+/// The `Idempotency-Key` header, if the request has one.
+fn idempotency_header(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, Failure> {
+    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
+    let text = value.to_str().map_err(|_| Failure::BadRequest("bad Idempotency-Key header: use printable ASCII".into()))?;
+    IdempotencyKey::parse(text).map(Some).map_err(Failure::BadRequest)
 }
 
 /// Imports an agent.json `document`: each workflow is saved as a design, skipped (a design has

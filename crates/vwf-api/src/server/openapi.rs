@@ -54,7 +54,7 @@ fn generate(secured: bool) -> (Value, Vec<String>) {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Design, validate and durably run agent workflows. Every error answer is {ok:false, error}: \
                             400 malformed request, 401 missing or wrong token, 403 foreign Host or Origin, 404 missing \
-                            design or run, 409 run not waiting or not retryable, 413 body over 1 MiB, 415 body not sent \
+                            design or run, 409 run not waiting or not retryable, or an idempotency key used for another request, 413 body over 1 MiB, 415 body not sent \
                             as JSON, 500 the store failed, 502 agent backend failed, 503 no agent backend, the store \
                             out of reach, or every run slot stayed taken (run, respond, retry; with Retry-After), 507 \
                             the store is full (with Retry-After). A design problem is a 200 whose body describes it."
@@ -89,6 +89,12 @@ fn operation(route: &Route, secured: bool, generators: &mut Generators) -> Value
         .map(|(name, kind)| json!({"name": name, "in": "path", "required": true, "schema": param_schema(*kind, &mut generators.requests)}))
         .collect();
     parameters.extend(route.query.map(|query| query.parameters(&mut generators.requests)).unwrap_or_default());
+    // The requests that start something take an idempotency key in a header, too.
+    if matches!(route.body, Some(RequestBody::Run | RequestBody::Emit)) {
+        let schema = schema_of::<crate::keys::IdempotencyKey>(&mut generators.requests);
+        parameters.push(json!({"name": "Idempotency-Key", "in": "header", "required": false, "schema": schema,
+            "description": "As idempotency_key in the body (give one, or the same in both)."}));
+    }
     let mut responses = Map::new();
     let content = match route.answer {
         // `text/plain; version=0.0.4; charset=utf-8`: the media type is what a client matches.
@@ -310,7 +316,7 @@ fn error_responses() -> Value {
         (401, "Missing or wrong API token."),
         (403, "Foreign Host or Origin."),
         (404, "No such design, run, node or schedule job."),
-        (409, "The run is not waiting on that node, or not retryable."),
+        (409, "The run is not waiting on that node, or not retryable; or the idempotency key was used for another request."),
         (413, "Body over 1 MiB."),
         (415, "Body not sent as JSON."),
         (500, "The store failed (permissions, damage); the body names no file of the server's, its log says more."),

@@ -136,24 +136,43 @@ impl Runner<'_> {
         self.start_with(plan, trigger, Some(started))
     }
 
-    fn start_with(&self, plan: Plan, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, RunError> {
-        // Every run starts here: its input is kept in the run file, which must read back. Entries
-        // refuse deeper JSON; an event run's input wraps its payload one level deeper.
-        if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
-            return Err(RunError::Rejected(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
+    /// `start_then` under the id `id`, chosen by the caller (an idempotency key's run): when a
+    /// run of that id exists already, `started` is told of it and it is answered as it stands,
+    /// and nothing starts. Of callers racing with one id, one makes the run (under its lock).
+    pub fn start_as(&self, id: &RunId, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, RunError> {
+        check_input(&trigger)?;
+        self.store.reserve_run_id(id)?;
+        let lock = self.store.lock_run(id)?;
+        match self.read(id) {
+            Ok(run) => {
+                drop(lock);
+                started(&run);
+                return Ok(run);
+            }
+            Err(RunError::Store(StoreError::NotFound(_))) => {}
+            Err(e) => return Err(e),
         }
-        self.launch(
-            |id, now| {
-                let mut trigger = trigger;
-                // The first run of an event from outside (an emit with no origin yet) is the
-                // origin of every run the event starts.
-                if trigger.depth > 0 && trigger.origin.is_none() {
-                    trigger.origin = Some(id.to_string());
-                }
-                Ok(Run::start(plan, id, trigger, now))
-            },
-            started,
-        )
+        let mut run = self.make_start(plan, trigger, id.clone(), self.clock.now())?;
+        self.persist_as(&mut run, true)?;
+        self.store.sync()?;
+        started(&run);
+        self.drive(&mut run, &lock)?;
+        Ok(run)
+    }
+
+    fn start_with(&self, plan: Plan, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, RunError> {
+        check_input(&trigger)?;
+        self.launch(|id, now| self.make_start(plan, trigger, id, now), started)
+    }
+
+    /// The new run `id` of `plan` started by `trigger`.
+    fn make_start(&self, plan: Plan, mut trigger: TriggerInfo, id: RunId, now: vwf_core::time::Ts) -> Result<Run, RunError> {
+        // The first run of an event from outside (an emit with no origin yet) is the origin of
+        // every run the event starts.
+        if trigger.depth > 0 && trigger.origin.is_none() {
+            trigger.origin = Some(id.to_string());
+        }
+        Ok(Run::start(plan, id, trigger, now))
     }
 
     /// Saves the new run `make` builds under a fresh id, tells `started`, and drives it.
@@ -672,4 +691,13 @@ fn scrubbed(mut outcome: Outcome, secrets: &Secrets) -> Outcome {
 /// A stored run document as a run; anything else is as unreadable as a file that is not JSON.
 pub fn parse_run(id: &RunId, value: Value) -> Result<Run, StoreError> {
     serde_json::from_value(value).map_err(|e| StoreError::Unreadable { what: format!("run {id}"), message: e.to_string() })
+}
+
+/// Every run starts with its input kept in the run file, which must read back: entries refuse
+/// deeper JSON, and an event run's input wraps its payload one level deeper.
+fn check_input(trigger: &TriggerInfo) -> Result<(), RunError> {
+    if vwf_core::json::depth(&trigger.input) > limits::JSON_DEPTH + 1 {
+        return Err(RunError::Rejected(vwf_core::json::JsonError::TooDeep.about("the run's input is")));
+    }
+    Ok(())
 }

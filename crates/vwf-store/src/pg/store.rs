@@ -16,7 +16,8 @@ use vwf_core::versions::DesignVersion;
 
 use super::{PgStore, db, fence_cte, fenced, parse_doc, run_key, to_text};
 use crate::changes::Changes;
-use crate::{RunEntry, RunLock, Store, StoreError};
+use crate::{KeyClaim, RunEntry, RunLock, Store, StoreError};
+use vwf_core::time::Ts;
 
 /// How many fresh ids `allocate_run_id` tries before giving up.
 const ALLOCATE_ATTEMPTS: usize = 32;
@@ -242,6 +243,43 @@ impl Store for PgStore {
 
     fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
         self.execute("DELETE FROM vwf_event_waiters WHERE event = $1 AND run_id = $2", vec![event.to_string(), id.to_string()]).map(|_| ())
+    }
+
+    fn claim_key(&self, claim: &KeyClaim, fresh_since: Ts) -> Result<KeyClaim, StoreError> {
+        let text = serde_json::to_string(claim).map_err(|e| StoreError::encode("an idempotency key", e))?;
+        let at = claim.at.timestamp_millis().to_string();
+        let recorded = self.fetch_text(
+            "INSERT INTO vwf_idempotency_keys (key, at_ms, claim) VALUES ($1, $2::bigint, $3) \
+             ON CONFLICT (key) DO UPDATE SET at_ms = EXCLUDED.at_ms, claim = EXCLUDED.claim \
+             WHERE vwf_idempotency_keys.at_ms < $4::bigint RETURNING claim",
+            vec![claim.key.clone(), at, text, fresh_since.timestamp_millis().to_string()],
+        )?;
+        if recorded.is_some() {
+            return Ok(claim.clone());
+        }
+        let kept = self.fetch_text("SELECT claim FROM vwf_idempotency_keys WHERE key = $1", vec![claim.key.clone()])?;
+        let kept = kept.ok_or_else(|| StoreError::other("cannot claim an idempotency key", "its claim went while it was read"))?;
+        serde_json::from_str(&kept)
+            .map_err(|e| StoreError::Corrupt { path: format!("idempotency key {:?}", claim.key), message: e.to_string() })
+    }
+
+    fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError> {
+        let Some(answer) = answer else {
+            let sql = "DELETE FROM vwf_idempotency_keys WHERE key = $1 AND at_ms = $2::bigint";
+            return self.execute(sql, vec![key.to_string(), at.timestamp_millis().to_string()]).map(|_| ());
+        };
+        let claim = self.fetch_text("SELECT claim FROM vwf_idempotency_keys WHERE key = $1", vec![key.to_string()])?;
+        let Some(mut claim) = claim.and_then(|c| serde_json::from_str::<KeyClaim>(&c).ok()) else { return Ok(()) };
+        if claim.at != at {
+            return Ok(());
+        }
+        claim.answer = answer.clone();
+        let text = serde_json::to_string(&claim).map_err(|e| StoreError::encode("an idempotency key", e))?;
+        self.execute(
+            "UPDATE vwf_idempotency_keys SET claim = $3 WHERE key = $1 AND at_ms = $2::bigint",
+            vec![key.to_string(), at.timestamp_millis().to_string(), text],
+        )
+        .map(|_| ())
     }
 
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {

@@ -82,6 +82,12 @@ impl Store for TimedStore {
     fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
         self.inner.remove_waiter(event, id)
     }
+    fn claim_key(&self, claim: &vwf_store::KeyClaim, fresh_since: vwf_core::time::Ts) -> Result<vwf_store::KeyClaim, StoreError> {
+        self.inner.claim_key(claim, fresh_since)
+    }
+    fn settle_key(&self, key: &str, at: vwf_core::time::Ts, answer: Option<&Value>) -> Result<(), StoreError> {
+        self.inner.settle_key(key, at, answer)
+    }
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
             self.new_ids.fetch_add(1, Ordering::Relaxed);
@@ -164,6 +170,12 @@ impl Store for MemoryStore {
         Ok(Vec::new())
     }
     fn remove_waiter(&self, _: &str, _: &RunId) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn claim_key(&self, claim: &vwf_store::KeyClaim, _: vwf_core::time::Ts) -> Result<vwf_store::KeyClaim, StoreError> {
+        Ok(claim.clone())
+    }
+    fn settle_key(&self, _: &str, _: vwf_core::time::Ts, _: Option<&Value>) -> Result<(), StoreError> {
         Ok(())
     }
     fn write_run_json(&self, _: &RunId, json: &[u8]) -> Result<(), StoreError> {

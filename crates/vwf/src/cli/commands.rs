@@ -14,6 +14,7 @@ use super::{REFUSED, failure_code, pretty, run_code, show_run};
 use crate::cli::schedule::ScheduleCmd;
 use crate::{slash as chat, tools};
 use vwf_api::failure::Failure;
+use vwf_api::keys::IdempotencyKey;
 use vwf_api::render;
 use vwf_api::service::{ContractBody, Draft, ImportStatus, PinSource, SaveMode, Service, Start};
 use vwf_runtime::app::App;
@@ -205,6 +206,7 @@ pub(super) fn run(
     run_id: Option<&str>,
     input: Option<&str>,
     test: Option<TestScope>,
+    key: Option<IdempotencyKey>,
 ) -> Result<u8, Failure> {
     if let Some(extra) = run_id {
         return Err(Failure::BadRequest(format!("unexpected argument {extra:?}; use --input for the run's input")));
@@ -222,8 +224,8 @@ pub(super) fn run(
     }
     let input = input.map(|text| parse_json(&read_arg(text)?, "--input")).transpose()?;
     let start = match test {
-        None => Start::with_input(input.unwrap_or(Value::Null)),
-        Some(scope) => Start { input, test: Some(scope) },
+        None => Start { key, ..Start::with_input(input.unwrap_or(Value::Null)) },
+        Some(scope) => Start { input, test: Some(scope), key },
     };
     show_started(service.run(&name, start), json, name.as_str())
 }
@@ -332,11 +334,20 @@ pub(super) fn import(service: &Service<'_>, json: bool, file: &str, overwrite: b
     Ok(code)
 }
 
-pub(super) fn emit(service: &Service<'_>, json: bool, event: &str, payload: Option<&str>) -> Result<u8, Failure> {
+pub(super) fn emit(
+    service: &Service<'_>,
+    json: bool,
+    event: &str,
+    payload: Option<&str>,
+    key: Option<IdempotencyKey>,
+) -> Result<u8, Failure> {
     let payload = match payload {
         Some(text) => parse_json(&read_arg(text)?, "--payload")?,
         None => Value::Null,
     };
+    if let Some(key) = key {
+        return emit_keyed(service, json, event, payload, &key);
+    }
     let emitted = service.emit(event, payload)?;
     let emission = &emitted.emission;
     if json {
@@ -355,6 +366,27 @@ pub(super) fn emit(service: &Service<'_>, json: bool, event: &str, payload: Opti
         }
     }
     Ok(if emission.runs.iter().any(|r| r.status() == Status::Failed) { 1 } else { 0 })
+}
+
+/// `vwf emit --key`: the answer (the first emit's, when the key was used before) as the API
+/// gives it, or a line per run it names.
+fn emit_keyed(service: &Service<'_>, json: bool, event: &str, payload: Value, key: &IdempotencyKey) -> Result<u8, Failure> {
+    let body = service.emit_keyed(event, payload, Some(key))?;
+    if !json {
+        for id in body["resumed"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            say!("run {id}: went on with {event}");
+        }
+        for run in body["runs"].as_array().into_iter().flatten() {
+            say!("{}", render::summary(run, false, render::Reader::Cli));
+        }
+        for skipped in body["skipped"].as_array().into_iter().flatten() {
+            say!("{}: not started ({})", skipped["design"].as_str().unwrap_or("?"), skipped["reason"].as_str().unwrap_or("?"));
+        }
+    } else {
+        say!("{}", pretty(&body));
+    }
+    let failed = body["runs"].as_array().into_iter().flatten().any(|run| run["status"] == "failed");
+    Ok(u8::from(failed))
 }
 
 pub(super) fn doctor(app: &App, json: bool, fix: bool) -> Result<u8, Failure> {

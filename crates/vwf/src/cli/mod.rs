@@ -166,6 +166,10 @@ pub enum Cmd {
         /// A test run of this step and every step leading to it.
         #[arg(long, value_name = "NODE", conflicts_with = "from_start")]
         until: Option<String>,
+        /// An idempotency key: a second `vwf run` (or API start) with it within the retention
+        /// window answers the first run and starts nothing.
+        #[arg(long, value_name = "KEY", conflicts_with = "from_start")]
+        key: Option<String>,
     },
     /// Answer an approval gate.
     Approve {
@@ -256,6 +260,10 @@ pub enum Cmd {
         /// The event's payload as JSON (text, @file or -).
         #[arg(long)]
         payload: Option<String>,
+        /// An idempotency key: a second emit with it within the retention window answers the
+        /// first one's result and starts nothing.
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
     },
     /// The store as a whole: migrate its schema, export it to a file store, import one into it.
     Store {
@@ -336,9 +344,10 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
             c::retry(s, json, run_id.as_deref(), *from_start)
         }
         Cmd::Run { from_start: true, .. } => Err(Failure::BadRequest("--from-start goes with `vwf run retry <run_id>`".into())),
-        Cmd::Run { name, run_id, input, test, only, until, .. } => {
+        Cmd::Run { name, run_id, input, test, only, until, key, .. } => {
             let scope = vwf_core::pins::scope_of(*test, only.as_deref(), until.as_deref()).map_err(Failure::BadRequest)?;
-            c::run(s, json, name, run_id.as_deref(), input.as_deref(), scope)
+            let key = key.as_deref().map(vwf_api::keys::IdempotencyKey::parse).transpose().map_err(Failure::BadRequest)?;
+            c::run(s, json, name, run_id.as_deref(), input.as_deref(), scope, key)
         }
         Cmd::Approve { run_id, node, answer } => c::approve(s, json, run_id, node, answer),
         Cmd::Respond { run_id, node, answer, output, generate } => {
@@ -360,7 +369,10 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Show { run_id } => c::show(s, json, run_id),
         Cmd::Slash { text } => c::slash(app, json, text),
         Cmd::Import { file, overwrite } => c::import(s, json, file, *overwrite),
-        Cmd::Emit { event, payload } => c::emit(s, json, event, payload.as_deref()),
+        Cmd::Emit { event, payload, key } => {
+            let key = key.as_deref().map(vwf_api::keys::IdempotencyKey::parse).transpose().map_err(Failure::BadRequest)?;
+            c::emit(s, json, event, payload.as_deref(), key)
+        }
         Cmd::Doctor { fix } => c::doctor(app, json, *fix),
         Cmd::Daemon => c::daemon(app, json),
         Cmd::Schedule { cmd } => c::schedule(app, json, cmd),
