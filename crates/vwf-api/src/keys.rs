@@ -115,14 +115,40 @@ pub fn run<T>(
     start: impl FnOnce(&RunId) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     let what = json!({"run": design, "input": input, "test": test});
-    // The id is drawn from the key and the moment, so a claim lost to a racer reserves nothing.
-    let seed = Sha256::digest(format!("{}\0{}", key.as_str(), vwf_core::time::format(&app.clock.now())).as_bytes());
-    let fresh = RunId::from_bytes([seed[0], seed[1], seed[2], seed[3], seed[4], seed[5]]);
-    let kept = claim(app, key, &what, Value::String(fresh.to_string()))?;
+    let kept = claim(app, key, &what, Value::String(fresh_id(app, key).to_string()))?;
     let id = kept.answer.as_str().and_then(|id| RunId::parse(id).ok());
     let id =
         id.ok_or_else(|| Failure::Conflict(format!("idempotency key {:?} names no run: it was used for another request", key.as_str())))?;
     start(&id).inspect_err(|_| release(app, key, &kept))
+}
+
+/// A webhook delivery remembered by `key` (its replay id): the first makes its run by `start`;
+/// the same delivery again is refused (409, naming the run it started) and starts nothing.
+pub fn delivery<T>(
+    app: &App,
+    key: &IdempotencyKey,
+    design: &str,
+    input: &Value,
+    start: impl FnOnce(&RunId) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    let what = json!({"hook": design, "input": input});
+    let fresh = fresh_id(app, key);
+    let kept = claim(app, key, &what, Value::String(fresh.to_string()))?;
+    if kept.answer.as_str() != Some(fresh.as_str()) {
+        return Err(Failure::Conflict(format!(
+            "this delivery was received before (at {}) and started run {}: a replay starts nothing",
+            vwf_core::time::format(&kept.at),
+            kept.answer.as_str().unwrap_or("?")
+        )));
+    }
+    start(&fresh).inspect_err(|_| release(app, key, &kept))
+}
+
+/// The id a key's run gets when its request is the first: drawn from the key and the moment, so
+/// a claim lost to a racer reserves nothing.
+fn fresh_id(app: &App, key: &IdempotencyKey) -> RunId {
+    let seed = Sha256::digest(format!("{}\0{}", key.as_str(), vwf_core::time::format(&app.clock.now())).as_bytes());
+    RunId::from_bytes([seed[0], seed[1], seed[2], seed[3], seed[4], seed[5]])
 }
 
 /// Drops the claim `kept` of `key` after its request was refused (a store that cannot is

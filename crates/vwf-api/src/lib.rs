@@ -8,6 +8,7 @@
 pub mod assets;
 pub mod contract;
 pub mod failure;
+pub mod hooks;
 pub mod keys;
 pub mod mcp;
 pub mod render;

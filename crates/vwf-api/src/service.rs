@@ -389,8 +389,8 @@ impl<'a> Service<'a> {
             return Err(Failure::Refused(report));
         }
         let mut design = Design::from_value(&graph).map_err(|_| Failure::Internal("design changed while saving".into()))?;
-        if let Some(cycle) = self.runner.call_cycle(name, &design) {
-            report.errors.push(cycle);
+        if let Some(issue) = self.runner.call_cycle(name, &design).or_else(|| crate::hooks::path_taken(self.app, name, &design)) {
+            report.errors.push(issue);
             report.ok = false;
             return Err(Failure::Refused(report));
         }

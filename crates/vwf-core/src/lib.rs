@@ -28,3 +28,4 @@ pub mod validate;
 pub mod versions;
 pub mod view;
 pub mod vocab;
+pub mod webhook;

@@ -107,6 +107,9 @@ pub const RUN_QUEUE_WAIT_DEFAULT_MS: u64 = 5_000;
 pub const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
 /// `[designs] keep_versions`: how many of a design's newest versions pruning keeps (default: all).
 pub const KEEP_VERSIONS: (u64, u64) = (1, 1_000_000);
+/// A webhook trigger's `tolerance_seconds`: how far a signed timestamp may be from now.
+pub const WEBHOOK_TOLERANCE_SECONDS: (u64, u64) = (1, 3600);
+pub const WEBHOOK_TOLERANCE_DEFAULT_SECONDS: u64 = 300;
 /// `[runs] idempotency_hours`: how long an idempotency key answers its first request's result.
 pub const IDEMPOTENCY_HOURS: (u64, u64) = (1, 24 * 30);
 pub const IDEMPOTENCY_HOURS_DEFAULT: u64 = 24;

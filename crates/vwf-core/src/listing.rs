@@ -13,7 +13,7 @@ use crate::run::settle::Summary;
 use crate::trigger::TriggerMode;
 
 /// The modes a run's `trigger.mode` can have (SPEC §10), in the contract's order.
-pub const TRIGGER_MODES: [&str; 6] = crate::trigger::MODES;
+pub const TRIGGER_MODES: [&str; 7] = crate::trigger::MODES;
 
 /// The run statuses (SPEC §8), in the contract's order.
 pub const STATUSES: [&str; 8] =

@@ -334,6 +334,13 @@ fn mode(mode: &'static str) -> Mode {
             ),
             integer("dedupe_minutes", limits::WATCH_DEDUPE_MINUTES, "minutes", Some(limits::WATCH_DEDUPE_DEFAULT_MINUTES)),
         ],
+        "webhook" => vec![
+            field("path", Kind::String).required().example("github-prs"),
+            field("secret_env", Kind::String).required().example("GITHUB_WEBHOOK_SECRET"),
+            field("signature", Kind::Enum).values(crate::webhook::Scheme::ALL.map(crate::webhook::Scheme::as_str)).required(),
+            field("header", Kind::String).default(crate::webhook::HMAC_HEADER_DEFAULT),
+            integer("tolerance_seconds", limits::WEBHOOK_TOLERANCE_SECONDS, "seconds", Some(limits::WEBHOOK_TOLERANCE_DEFAULT_SECONDS)),
+        ],
         _ => Vec::new(),
     };
     Mode { mode, fields }

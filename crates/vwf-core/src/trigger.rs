@@ -22,7 +22,7 @@ use crate::schedule::{
 };
 
 /// The trigger modes, as written in a node's `mode`.
-pub const MODES: [&str; 6] = ["manual", "schedule", "heartbeat", "event", "folder", "watch"];
+pub const MODES: [&str; 7] = ["manual", "schedule", "heartbeat", "event", "folder", "watch", "webhook"];
 
 /// How a run was started (`trigger.mode` of a run): a trigger node's mode, read once where it
 /// enters (a stored run, a listing filter) and compared as this type everywhere after.
@@ -36,6 +36,7 @@ pub enum TriggerMode {
     Event,
     Folder,
     Watch,
+    Webhook,
     // Started by another run's failure: the failed design's `on_failure` (or `[runs]
     // on_failure`) names this one. Never a trigger node's mode. (A plain comment, so the
     // schema keeps one enum of words.)
@@ -47,8 +48,15 @@ pub enum TriggerMode {
 
 impl TriggerMode {
     /// Every mode, in the order of [`MODES`].
-    pub const ALL: [TriggerMode; 6] =
-        [TriggerMode::Manual, TriggerMode::Schedule, TriggerMode::Heartbeat, TriggerMode::Event, TriggerMode::Folder, TriggerMode::Watch];
+    pub const ALL: [TriggerMode; 7] = [
+        TriggerMode::Manual,
+        TriggerMode::Schedule,
+        TriggerMode::Heartbeat,
+        TriggerMode::Event,
+        TriggerMode::Folder,
+        TriggerMode::Watch,
+        TriggerMode::Webhook,
+    ];
 
     /// The mode as the contract writes it.
     pub fn as_str(self) -> &'static str {
@@ -59,6 +67,7 @@ impl TriggerMode {
             TriggerMode::Event => "event",
             TriggerMode::Folder => "folder",
             TriggerMode::Watch => "watch",
+            TriggerMode::Webhook => "webhook",
             TriggerMode::OnFailure => "failure",
             TriggerMode::Parent => "parent",
         }
@@ -95,6 +104,8 @@ pub enum Trigger {
     Event(EventTrigger),
     Folder(FolderTrigger),
     Watch(WatchTrigger),
+    /// Started by a signed POST to `/hooks/<path>` (see [`crate::webhook`]).
+    Webhook(crate::webhook::WebhookTrigger),
 }
 
 /// `mode: event`: started by emitted events whose name a source takes.
@@ -172,6 +183,7 @@ impl Trigger {
             "event" => event_mode(node, &mut issues).map(Trigger::Event),
             "folder" => folder_mode(node, &mut issues).map(Trigger::Folder),
             "watch" => watch_mode(node, &mut issues).map(Trigger::Watch),
+            "webhook" => crate::webhook::webhook_mode(node, &mut issues).map(Trigger::Webhook),
             other => {
                 issues.push(ScheduleError::new("mode", format!("unknown mode \"{other}\" (use {})", modes())));
                 None
@@ -192,6 +204,7 @@ impl Trigger {
             Trigger::Event(_) => TriggerMode::Event,
             Trigger::Folder(_) => TriggerMode::Folder,
             Trigger::Watch(_) => TriggerMode::Watch,
+            Trigger::Webhook(_) => TriggerMode::Webhook,
         }
     }
 
@@ -211,9 +224,9 @@ pub fn declared_mode(node: &Map<String, Value>) -> &str {
 }
 
 /// Whether a trigger node declares a mode that fires without anyone asking (schedule, heartbeat,
-/// event, folder, watch): what `"enabled": false` turns off.
+/// event, folder, watch, webhook): what `"enabled": false` turns off.
 pub fn is_automatic(node: &Map<String, Value>) -> bool {
-    matches!(declared_mode(node), "schedule" | "heartbeat" | "event" | "folder" | "watch")
+    matches!(declared_mode(node), "schedule" | "heartbeat" | "event" | "folder" | "watch" | "webhook")
 }
 
 /// Whether a trigger node declares `mode: event` with a source that takes `event`, whether or not

@@ -64,6 +64,11 @@ struct StatusLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     method: String,
     route: String,
@@ -86,6 +91,7 @@ pub struct Metrics {
     runs_in_flight: Gauge,
     runs_queued: Gauge,
     runs_refused_busy: Counter,
+    hooks_refused: Family<ReasonLabel, Counter>,
     /// The digest of each run this server saved `running` last, by run id: taken by the run's
     /// next save, so it holds only runs being driven now.
     driving: Mutex<HashMap<String, Saved>>,
@@ -131,6 +137,12 @@ impl Metrics {
             runs_in_flight.clone(),
         );
         registry.register("http_runs_queued", "Run requests waiting for a run slot now", runs_queued.clone());
+        let hooks_refused = Family::default();
+        registry.register(
+            "webhooks_refused",
+            "Webhook deliveries refused with 401 (missing, malformed, stale or mismatched signature; no secret), by reason",
+            hooks_refused.clone(),
+        );
         registry.register(
             "http_runs_refused_busy",
             "Run requests answered 503 because every run slot stayed taken (queue full or its wait over)",
@@ -149,6 +161,7 @@ impl Metrics {
             runs_in_flight,
             runs_queued,
             runs_refused_busy,
+            hooks_refused,
             driving: Mutex::default(),
         }
     }
@@ -205,6 +218,11 @@ impl Metrics {
     /// A run request was refused with 503: every run slot stayed taken.
     pub fn run_refused_busy(&self) {
         self.runs_refused_busy.inc();
+    }
+
+    /// A webhook delivery was refused with 401, for `reason`.
+    pub fn hook_refused(&self, reason: &str) {
+        self.hooks_refused.get_or_create(&ReasonLabel { reason: reason.to_string() }).inc();
     }
 
     /// The run slots' gauges and counter (in flight, queued, refused), for the server's bound

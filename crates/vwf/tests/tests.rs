@@ -52,4 +52,5 @@ mod store;
 mod store_copy;
 mod test_runs;
 mod versions;
+mod webhooks;
 mod wheel;

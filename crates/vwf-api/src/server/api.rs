@@ -512,6 +512,7 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, gate: Arc<Gate>, live: Li
         .route(security::LOGIN_PATH, get(security::login).with_state(guard.clone()))
         .route("/", get(|headers| page("index.html", "dashboard", headers)).layer(CompressionLayer::new()))
         .route("/designer.html", get(|headers| page("designer.html", "canvas", headers)).layer(CompressionLayer::new()))
+        .route("/hooks/{path}", post(super::handlers::hook))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(any(fallback).layer(CompressionLayer::new()))

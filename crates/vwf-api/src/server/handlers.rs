@@ -367,3 +367,45 @@ pub(super) async fn schema() -> Response {
 pub(super) async fn openapi_json(State(s): State<AppState>) -> Response {
     axum::Json(openapi::document(s.secured)).into_response()
 }
+
+/// `POST /hooks/{path}`: a signed webhook delivery (see [`crate::hooks`]), without the API token.
+/// Answers 202 with the run as soon as it is saved, and drives it on in the background; a refused
+/// signature is a 401 (counted by reason), and every refusal writes nothing.
+pub(super) async fn hook(State(s): State<AppState>, Path(path): Path<String>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let slot = match s.gate.enter().await {
+        Ok(slot) => slot,
+        Err(busy) => return Failure::from(busy).into_response(),
+    };
+    let app = s.app.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, crate::hooks::Refused>>();
+    tokio::task::spawn_blocking(move || {
+        // Held while the run is driven on after the answer.
+        let _slot: Slot = slot;
+        let mut tx = Some(tx);
+        let service = Service::new(&app);
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let started = |run: &Run| {
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(Ok(run.result()));
+            }
+        };
+        let outcome = guarded(&format!("a webhook delivery to /hooks/{path}"), || {
+            Ok(crate::hooks::deliver(&service, &path, &header, &body, started).map(|run| run.result()))
+        });
+        let outcome = outcome.unwrap_or_else(|f| Err(crate::hooks::Refused::Failed(f)));
+        if let Some(tx) = tx.take() {
+            let _ = tx.send(outcome);
+        }
+    });
+    match rx.await {
+        Ok(Ok(run)) => (StatusCode::ACCEPTED, axum::Json(run)).into_response(),
+        Ok(Err(crate::hooks::Refused::Unauthorized { reason, message })) => {
+            if let Some(metrics) = &s.app.metrics {
+                metrics.hook_refused(reason);
+            }
+            error(StatusCode::UNAUTHORIZED, message)
+        }
+        Ok(Err(crate::hooks::Refused::Failed(f))) => f.into_response(),
+        Err(_) => Failure::Internal("internal error while taking the webhook".into()).into_response(),
+    }
+}
