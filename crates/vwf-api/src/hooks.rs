@@ -7,8 +7,8 @@
 //! counted by reason in `/metrics`); a disabled design (409); a delivery received before within
 //! the idempotency window (409, naming the run it started: a replay starts nothing); else the
 //! run starts, and the answer (202) comes as soon as it is saved. Every refusal writes nothing.
-//! A delivery is remembered by its replay id (the sender's delivery id, or its signature) as an
-//! idempotency key of the store (see [`crate::keys`]), across processes and instances.
+//! A delivery is remembered by its replay id (its signature, see [`vwf_core::webhook::Verified`])
+//! as an idempotency key of the store (see [`crate::keys`]), across processes and instances.
 
 use serde_json::{Map, Value, json};
 use vwf_core::design::Design;
@@ -118,8 +118,7 @@ pub fn deliver(
         }
     }
     let input = json!({"hook": path, "payload": payload(header("content-type").as_deref(), body), "headers": headers});
-    let key = crate::keys::IdempotencyKey::parse(&format!("hook:{path}:{}", verified.replay_id))
-        .map_err(|_| Failure::BadRequest("the delivery's id is not printable ASCII".into()))?;
+    let key = crate::keys::IdempotencyKey::of_delivery(path, &verified.replay_id);
     let plan = service.runner().compile(&name).map_err(Failure::from)?;
     let trigger = TriggerInfo::new(TriggerMode::Webhook, input.clone());
     Ok(crate::keys::delivery(app, &key, name.as_str(), &input, |id| Ok(service.runner().start_as(id, plan, trigger, started)?))?)

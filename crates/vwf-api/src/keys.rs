@@ -49,6 +49,13 @@ impl IdempotencyKey {
         &self.0
     }
 
+    /// The key a webhook delivery to `path` is remembered by: apart from every key a request can
+    /// carry (those are printable ASCII; this one starts with a control character), so no caller
+    /// of the API can take a delivery's key, nor a delivery a caller's.
+    pub fn of_delivery(path: &str, replay_id: &str) -> IdempotencyKey {
+        IdempotencyKey(format!("\u{1}hook/{path}/{replay_id}"))
+    }
+
     /// The key of a request that may carry one in a header and one in its body: either, or both
     /// when they are the same (two keys for one request conflict: 409, as a key used twice).
     pub fn either(header: Option<IdempotencyKey>, body: Option<IdempotencyKey>) -> Result<Option<IdempotencyKey>, Failure> {

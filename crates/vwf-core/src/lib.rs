@@ -4,6 +4,7 @@ pub mod calls;
 pub mod design;
 pub mod events;
 pub mod expr;
+pub mod flow;
 pub mod import;
 pub mod interface;
 pub mod json;

@@ -2,8 +2,7 @@
 //! which takes no API token; the sender's signature, checked here, stands in for it.
 //!
 //! Each scheme is its sender's published one, over the exact body bytes received:
-//! - `github`: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>`; the delivery id
-//!   `X-GitHub-Delivery` names the delivery.
+//! - `github`: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>`.
 //! - `stripe`: `Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>` (any of
 //!   several `v1`), `t` within the tolerance of now.
 //! - `slack`: `X-Slack-Request-Timestamp: <unix>` and `X-Slack-Signature: v0=<hex
@@ -11,8 +10,9 @@
 //! - `hmac-sha256`: `<header>: [sha256=]<hex HMAC-SHA256(secret, body)>` (header
 //!   `X-Signature-256` unless the trigger names another).
 //!
-//! A verified delivery has a replay id (the delivery id, or the signature itself): the caller
-//! remembers it for the window and refuses the same delivery again. Comparisons are constant-time
+//! A verified delivery has a replay id, its signature (with its timestamp where the scheme signs
+//! one): the caller remembers it for the window and refuses the same delivery again. Not a
+//! sender's delivery id (`X-GitHub-Delivery`): no scheme signs it, so a replay could change it. Comparisons are constant-time
 //! (`hmac`'s `verify_slice`). Pure: the caller gives the secret, the headers and `now`.
 
 use hmac::{Hmac, Mac};
@@ -189,8 +189,8 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// A delivery whose signature holds: `replay_id` names it (the sender's delivery id, or its
-/// signature), for the caller to refuse the same delivery again.
+/// A delivery whose signature holds: `replay_id` names it (its signed parts), for the caller to
+/// refuse the same delivery again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
     pub replay_id: String,
@@ -211,7 +211,9 @@ pub fn verify(
             let given = need("X-Hub-Signature-256")?;
             let hex = given.strip_prefix("sha256=").ok_or_else(|| Refusal::Malformed("X-Hub-Signature-256 is not sha256=<hex>".into()))?;
             check(secret, &[body], hex)?;
-            Ok(Verified { replay_id: header("X-GitHub-Delivery").map(|d| format!("github:{d}")).unwrap_or_else(|| format!("sig:{hex}")) })
+            // Not the X-GitHub-Delivery id: GitHub does not sign it, so a captured body resent
+            // under a new id would pass for a new delivery. The signature names the body.
+            Ok(Verified { replay_id: format!("sig:{}", hex.to_ascii_lowercase()) })
         }
         Scheme::HmacSha256 => {
             let given = need(&hook.header)?;

@@ -155,6 +155,13 @@ fn signed_deliveries_start_runs_and_every_bad_one_is_refused_and_writes_nothing(
         ("a flipped slack byte", "slack-cmd", good[2].2.clone(), flipped.clone(), 401),
         ("an unset secret", "unset", good[0].2.clone(), body.to_vec(), 401),
         ("a github replay", "github-prs", good[0].2.clone(), body.to_vec(), 409),
+        (
+            "a github replay under a new delivery id",
+            "github-prs",
+            h(&[("X-Hub-Signature-256", format!("sha256={}", sign(&[body]))), ("X-GitHub-Delivery", "forged".into())]),
+            body.to_vec(),
+            409,
+        ),
         ("a stripe replay", "stripe-events", good[1].2.clone(), body.to_vec(), 409),
         ("a slack replay", "slack-cmd", good[2].2.clone(), body.to_vec(), 409),
         ("a plain replay", "plain", good[3].2.clone(), body.to_vec(), 409),

@@ -1,0 +1,195 @@
+//! Flow control at the door, as pure rules over arrival times: how a trigger's `throttle` and
+//! `debounce` decide which arrivals start a run. The caller keeps the state (per design and key)
+//! and passes `now`; nothing here reads a clock or a store.
+//!
+//! - **Throttle** (`{limit, period}`): an arrival starts a run when fewer than `limit` runs of
+//!   its key started within the `period` before it (the window `(now - period, now]`); the rest
+//!   are dropped (or queued, which the caller decides).
+//! - **Debounce** (`{period}`): arrivals fold into a burst; the burst starts one run once no
+//!   arrival came for `period`, with the last arrival's payload and how many it folded in.
+//!
+//! Not yet read from designs: the trigger fields and the daemon's timer that fires a quiet burst
+//! come with the flow-control work these rules were written for.
+
+use serde_json::Value;
+
+use crate::time::Ts;
+
+/// `throttle`: at most `limit` starts per `period_seconds`, per key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Throttle {
+    pub limit: u32,
+    pub period_seconds: u64,
+}
+
+impl Throttle {
+    /// Whether an arrival at `now` may start a run, given when the key's runs started (any
+    /// order; those before the window are ignored).
+    pub fn allows(&self, started: &[Ts], now: Ts) -> bool {
+        let since = crate::time::sub_seconds_saturating(now, self.period_seconds);
+        let within = started.iter().filter(|t| **t > since && **t <= now).count();
+        within < self.limit as usize
+    }
+}
+
+/// A burst of arrivals being debounced: the last arrival's payload and time, and how many
+/// arrivals it folds in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Burst {
+    pub first_at: Ts,
+    pub last_at: Ts,
+    pub count: u64,
+    pub payload: Value,
+}
+
+impl Burst {
+    /// A burst begun by an arrival at `at` with `payload`.
+    pub fn begin(at: Ts, payload: Value) -> Burst {
+        Burst { first_at: at, last_at: at, count: 1, payload }
+    }
+
+    /// Folds in an arrival at `at` (not before the last one) with `payload`.
+    pub fn arrive(&mut self, at: Ts, payload: Value) {
+        self.last_at = self.last_at.max(at);
+        self.count += 1;
+        self.payload = payload;
+    }
+
+    /// When the burst starts its run: `period_seconds` after its last arrival (`None` past the
+    /// last time the store can hold).
+    pub fn due(&self, period_seconds: u64) -> Option<Ts> {
+        crate::time::add_seconds(self.last_at, period_seconds)
+    }
+}
+
+/// A debounced key's state as arrivals and the clock move: what an arrival does, and what is due.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Debouncer {
+    pub period_seconds: u64,
+    pub burst: Option<Burst>,
+}
+
+impl Debouncer {
+    pub fn new(period_seconds: u64) -> Debouncer {
+        Debouncer { period_seconds, burst: None }
+    }
+
+    /// An arrival at `at`: the burst it ends first, if that one was quiet long enough already
+    /// (the caller starts its run), then it begins or joins the open burst.
+    pub fn arrive(&mut self, at: Ts, payload: Value) -> Option<Burst> {
+        let ended = self.take_due(at);
+        match &mut self.burst {
+            Some(burst) => burst.arrive(at, payload),
+            None => self.burst = Some(Burst::begin(at, payload)),
+        }
+        ended
+    }
+
+    /// The burst whose quiet period has passed at `now`, taken (its run starts now).
+    pub fn take_due(&mut self, now: Ts) -> Option<Burst> {
+        let due = self.burst.as_ref()?.due(self.period_seconds)?;
+        if due <= now { self.burst.take() } else { None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn at(s: i64) -> Ts {
+        chrono::DateTime::from_timestamp(1_800_000_000 + s, 0).expect("a time")
+    }
+
+    /// Arrival times (seconds from a start), sorted, with bursts and gaps.
+    fn arrivals() -> impl Strategy<Value = Vec<i64>> {
+        prop::collection::vec(prop_oneof![0i64..3, 0i64..30, 0i64..300], 0..120).prop_map(|gaps| {
+            let mut t = 0;
+            gaps.into_iter()
+                .map(|g| {
+                    t += g;
+                    t
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Throttling arrivals one by one on an injected clock: no window of `period` holds more
+        /// than `limit` starts, and an arrival is dropped only when its window is full.
+        #[test]
+        fn throttle_never_exceeds_its_limit_and_drops_only_when_full(times in arrivals(), limit in 1u32..6, period in 1u64..120) {
+            let rule = Throttle { limit, period_seconds: period };
+            let mut started: Vec<i64> = Vec::new();
+            for &t in &times {
+                let as_ts: Vec<Ts> = started.iter().map(|s| at(*s)).collect();
+                let full = started.iter().filter(|s| **s > t - period as i64 && **s <= t).count() >= limit as usize;
+                prop_assert_eq!(rule.allows(&as_ts, at(t)), !full);
+                if !full {
+                    started.push(t);
+                }
+            }
+            for &s in &started {
+                let in_window = started.iter().filter(|o| **o > s - period as i64 && **o <= s).count();
+                prop_assert!(in_window <= limit as usize, "{in_window} starts in the window ending {s}");
+            }
+        }
+
+        /// Debouncing arrivals on an injected clock gives one start per burst (arrivals closer
+        /// than `period` to the one before), at its last arrival plus `period`, with that
+        /// arrival's payload and the burst's count, whatever the clock reads between arrivals.
+        #[test]
+        fn debounce_starts_once_per_quiet_burst(times in arrivals(), period in 1u64..60, ticks in prop::collection::vec(0i64..400, 0..40)) {
+            // The bursts, worked out directly: split where a gap reaches the period.
+            let mut expected: Vec<(i64, u64, i64)> = Vec::new();
+            let mut i = 0;
+            while i < times.len() {
+                let mut j = i;
+                while j + 1 < times.len() && times[j + 1] - times[j] < period as i64 {
+                    j += 1;
+                }
+                expected.push((times[j] + period as i64, (j - i + 1) as u64, times[j]));
+                i = j + 1;
+            }
+            // The same arrivals through the state machine, with the clock read at arbitrary
+            // moments too (a timer that fires early, late, or between arrivals).
+            let mut d = Debouncer::new(period);
+            let mut got: Vec<(i64, u64, i64)> = Vec::new();
+            let mut events: Vec<(i64, Option<i64>)> = times.iter().map(|t| (*t, Some(*t))).collect();
+            events.extend(ticks.iter().map(|t| (*t, None)));
+            events.sort_by_key(|(t, arrival)| (*t, arrival.is_some()));
+            let take = |burst: Burst, now: i64, got: &mut Vec<(i64, u64, i64)>| {
+                let due = burst.due(period).expect("due").timestamp() - 1_800_000_000;
+                assert!(due <= now, "a burst was taken before it was due");
+                got.push((due, burst.count, burst.payload["t"].as_i64().expect("payload")));
+            };
+            for (t, arrival) in events {
+                let ended = match arrival {
+                    Some(a) => d.arrive(at(a), json!({"t": a})),
+                    None => d.take_due(at(t)),
+                };
+                if let Some(burst) = ended {
+                    take(burst, t, &mut got);
+                }
+            }
+            if let Some(burst) = d.take_due(at(i64::from(u32::MAX))) {
+                take(burst, i64::from(u32::MAX), &mut got);
+            }
+            prop_assert_eq!(got, expected);
+        }
+    }
+
+    #[test]
+    fn a_burst_folds_its_arrivals_and_is_due_a_period_after_the_last() {
+        let mut d = Debouncer::new(10);
+        assert_eq!(d.arrive(at(0), json!(1)), None);
+        assert_eq!(d.arrive(at(5), json!(2)), None);
+        assert_eq!(d.take_due(at(14)), None);
+        let burst = d.take_due(at(15)).expect("due at 15");
+        assert_eq!((burst.count, burst.payload, burst.first_at, burst.last_at), (2, json!(2), at(0), at(5)));
+        assert_eq!(d.take_due(at(100)), None);
+    }
+}
