@@ -621,11 +621,13 @@ test('runs page: filters by design, status and trigger, searches by id, pages wi
     const page = await watchedPage(srv, '#/runs');
     await waitFor(page, 'the first page', () => document.querySelectorAll('#runs tbody tr[data-run]').length === 50);
     assert.deepEqual(await shownRuns(page), made.slice(0, 50));
+    assert.equal((await page.locator('#runs-pager').innerText()).trim(), 'Older »', 'the pager shows its buttons and nothing else');
     await page.locator('#runs-pager button[data-page="older"]').click();
     await waitFor(page, 'the second page', () => document.querySelectorAll('#runs tbody tr[data-run]').length === 7);
     assert.deepEqual(await shownRuns(page), made.slice(50));
     assert.match(page.url(), /before=[0-9a-f]{12}/);
     assert.equal(await page.locator('#runs-pager button[data-page="older"]').count(), 0, 'no older page after the oldest');
+    assert.equal((await page.locator('#runs-pager').innerText()).trim(), '« Newest', 'no "null" where a button is not');
     await page.locator('#runs-pager button[data-page="newest"]').click();
     await waitFor(page, 'the newest page again', () => document.querySelectorAll('#runs tbody tr[data-run]').length === 50);
 

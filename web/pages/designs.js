@@ -5,6 +5,7 @@
 import { api, h, enc, navigate, say, issueList } from '../app.js';
 import { recentRuns } from './runs.js';
 import { versionsSection } from './versions.js';
+import { runDialog } from './run-dialog.js';
 
 const BLANK = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 120 }], edges: [] };
 
@@ -34,7 +35,8 @@ export async function renderList(root) {
 }
 
 function designRow(name, msg, disabled) {
-  const run = h('button', { onclick: () => runDesign(name, undefined, run, msg) }, 'Run');
+  // Run asks for the input first, prefilled with the design's example or its last run's.
+  const run = h('button', { 'data-action': 'run', onclick: () => runDialog(name, (input) => runDesign(name, input, run, msg)) }, 'Run…');
   const row = h('tr', { 'data-design': name },
     h('td', {}, h('a', { href: `#/designer/${enc(name)}` }, name)),
     h('td', { class: 'actions' },

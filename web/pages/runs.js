@@ -64,9 +64,12 @@ export async function render(root, page) {
         : 'No runs yet. Open a design and run it.';
       body.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, empty)));
     }
-    pager.replaceChildren(
-      q.get('before') ? h('button', { 'data-page': 'newest', onclick: () => apply() }, '« Newest') : null, ' ',
-      r.body.next ? h('button', { 'data-page': 'older', onclick: () => apply({ before: r.body.next }) }, 'Older »') : null);
+    // replaceChildren writes a null as the text "null": only the buttons there are.
+    const buttons = [
+      q.get('before') ? h('button', { 'data-page': 'newest', onclick: () => apply() }, '« Newest') : null,
+      r.body.next ? h('button', { 'data-page': 'older', onclick: () => apply({ before: r.body.next }) }, 'Older »') : null,
+    ].filter(Boolean);
+    pager.replaceChildren(...buttons.flatMap((b, i) => (i ? [' ', b] : [b])));
     const moving = r.body.runs.some((run) => run.status && !SETTLED.includes(run.status));
     note.className = 'muted small';
     note.textContent = moving ? 'Following the runs still in progress or waiting…'

@@ -21,6 +21,15 @@ use vwf_runtime::app::App;
 use crate::failure::Failure;
 use crate::service::Service;
 
+/// What a delivery that was taken did.
+pub enum Taken {
+    /// It started this run.
+    Run(Box<Run>),
+    /// Slack's check of a new Events API URL (`{"type": "url_verification", "challenge"}`,
+    /// signed like any delivery): answered with its challenge, and no run.
+    Challenge(String),
+}
+
 /// Why a delivery was not taken: a 401 (counted by its reason) or any other failure.
 pub enum Refused {
     Unauthorized { reason: &'static str, message: String },
@@ -95,7 +104,7 @@ pub fn deliver(
     header: &dyn Fn(&str) -> Option<String>,
     body: &[u8],
     started: impl FnOnce(&Run),
-) -> Result<Run, Refused> {
+) -> Result<Taken, Refused> {
     let app = service.app;
     if !webhook::is_path(path) {
         return Err(Failure::NotFound(format!("no design takes webhooks at /hooks/{path}")).into());
@@ -117,9 +126,17 @@ pub fn deliver(
             headers.insert(kept.to_string(), Value::String(v));
         }
     }
-    let input = json!({"hook": path, "payload": payload(header("content-type").as_deref(), body), "headers": headers});
+    let payload = payload(header("content-type").as_deref(), body);
+    if hook.scheme == webhook::Scheme::Slack
+        && payload["type"] == "url_verification"
+        && let Some(challenge) = payload["challenge"].as_str()
+    {
+        return Ok(Taken::Challenge(challenge.to_string()));
+    }
+    let input = json!({"hook": path, "payload": payload, "headers": headers});
     let key = crate::keys::IdempotencyKey::of_delivery(path, &verified.replay_id);
     let plan = service.runner().compile(&name).map_err(Failure::from)?;
     let trigger = TriggerInfo::new(TriggerMode::Webhook, input.clone());
-    Ok(crate::keys::delivery(app, &key, name.as_str(), &input, |id| Ok(service.runner().start_as(id, plan, trigger, started)?))?)
+    let run = crate::keys::delivery(app, &key, name.as_str(), &input, |id| Ok(service.runner().start_as(id, plan, trigger, started)?))?;
+    Ok(Taken::Run(Box::new(run)))
 }

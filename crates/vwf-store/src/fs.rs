@@ -47,7 +47,7 @@ pub(super) const LOCKS_DIR: &str = ".locks";
 /// Where runs waiting for an event are noted: `.waiting/<event name in hex>/<run id>`, empty files.
 pub(super) const WAITING_DIR: &str = ".waiting";
 /// Where idempotency keys are kept (see `keys.rs`).
-const KEYS_DIR: &str = ".keys";
+pub(super) const KEYS_DIR: &str = ".keys";
 /// Tries before giving up on finding an unused run id (2^48 ids: a second try is already rare).
 const ALLOCATE_ATTEMPTS: usize = 32;
 

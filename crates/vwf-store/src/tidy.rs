@@ -75,8 +75,14 @@ impl FileStore {
         self.strays_in(&self.designs_dir(), "design", design, &[], &mut found);
         // The index and its lock report their own damage (a directory among it); the commit
         // logs are recovered by every store handle.
-        let index_files =
-            [index::INDEX_FILE, index::INDEX_LOCK_FILE, super::fs::LOCKS_DIR, super::fs::WAITING_DIR, super::commit::COMMIT_DIR];
+        let index_files = [
+            index::INDEX_FILE,
+            index::INDEX_LOCK_FILE,
+            super::fs::LOCKS_DIR,
+            super::fs::WAITING_DIR,
+            super::fs::KEYS_DIR,
+            super::commit::COMMIT_DIR,
+        ];
         let run_file = |name: &str| index::run_id_of_file_name(name).is_some() || journal_of(name).is_some();
         self.strays_in(&self.runs_dir(), "run", run_file, &index_files, &mut found);
         let lock = |name: &str| name.strip_suffix(".lock").is_some_and(|n| RunId::parse(n).is_ok());

@@ -157,6 +157,9 @@ fn the_cli_takes_a_key_and_the_window_ends_on_the_clock() {
     assert_ne!(code, 0);
     let (code, bad) = home.json(&["run", "small", "--key", ""]);
     assert_ne!(code, 0, "{bad}");
+    // The keys are the store's own files: the doctor finds nothing astray.
+    let (code, doctor) = home.json(&["doctor"]);
+    assert_eq!((code, &doctor["problems"]), (0, &json!([])), "{doctor}");
 }
 
 /// Pairs of requests racing with one key, from many threads, over `servers` round-robin: each

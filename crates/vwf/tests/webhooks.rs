@@ -203,6 +203,17 @@ fn signed_deliveries_start_runs_and_every_bad_one_is_refused_and_writes_nothing(
         assert!(n >= at_least, "{line}");
     }
 
+    // Slack's check of a new Events API URL is answered with its challenge, and starts no run.
+    let check = br#"{"token": "x", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"}"#;
+    let ts = now().to_string();
+    let headers = h(&[
+        ("X-Slack-Request-Timestamp", ts.clone()),
+        ("X-Slack-Signature", format!("v0={}", sign(&[b"v0:", ts.as_bytes(), b":", check]))),
+    ]);
+    let (s, b) = deliver(&server, "slack-cmd", &headers, check);
+    assert_eq!((s, &b), (200, &json!({"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"})));
+    assert_eq!(runs_of(&server, "sl"), 1);
+
     // A path starts one design: another design saved with it is refused, naming the holder.
     let (s, b) = server.post("/designs/copycat", json!({"graph": hooked("github-prs", "github", json!({}))}));
     assert_eq!((s, &b["ok"]), (200, &json!(false)), "{b}");

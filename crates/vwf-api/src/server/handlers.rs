@@ -377,7 +377,7 @@ pub(super) async fn hook(State(s): State<AppState>, Path(path): Path<String>, he
         Err(busy) => return Failure::from(busy).into_response(),
     };
     let app = s.app.clone();
-    let (tx, rx) = tokio::sync::oneshot::channel::<Result<Value, crate::hooks::Refused>>();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<(StatusCode, Value), crate::hooks::Refused>>();
     tokio::task::spawn_blocking(move || {
         // Held while the run is driven on after the answer.
         let _slot: Slot = slot;
@@ -386,11 +386,14 @@ pub(super) async fn hook(State(s): State<AppState>, Path(path): Path<String>, he
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
         let started = |run: &Run| {
             if let Some(tx) = tx.take() {
-                let _ = tx.send(Ok(run.result()));
+                let _ = tx.send(Ok((StatusCode::ACCEPTED, run.result())));
             }
         };
         let outcome = guarded(&format!("a webhook delivery to /hooks/{path}"), || {
-            Ok(crate::hooks::deliver(&service, &path, &header, &body, started).map(|run| run.result()))
+            Ok(crate::hooks::deliver(&service, &path, &header, &body, started).map(|taken| match taken {
+                crate::hooks::Taken::Run(run) => (StatusCode::ACCEPTED, run.result()),
+                crate::hooks::Taken::Challenge(challenge) => (StatusCode::OK, serde_json::json!({ "challenge": challenge })),
+            }))
         });
         let outcome = outcome.unwrap_or_else(|f| Err(crate::hooks::Refused::Failed(f)));
         if let Some(tx) = tx.take() {
@@ -398,7 +401,7 @@ pub(super) async fn hook(State(s): State<AppState>, Path(path): Path<String>, he
         }
     });
     match rx.await {
-        Ok(Ok(run)) => (StatusCode::ACCEPTED, axum::Json(run)).into_response(),
+        Ok(Ok((status, body))) => (status, axum::Json(body)).into_response(),
         Ok(Err(crate::hooks::Refused::Unauthorized { reason, message })) => {
             if let Some(metrics) = &s.app.metrics {
                 metrics.hook_refused(reason);
