@@ -1173,3 +1173,25 @@ fn slash_replies_say_how_to_answer_in_the_chat() {
     let failed = reply.split_whitespace().nth(1).unwrap().to_string();
     assert!(reply.contains(&format!("/workflow run retry {failed}")), "{reply}");
 }
+
+#[test]
+fn vwf_templates_lists_every_built_in_template() {
+    let home = Home::new();
+    let mut expected: Vec<String> = std::fs::read_dir(common::repo().join("examples"))
+        .expect("examples")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".designer.json").map(str::to_string))
+        .collect();
+    expected.sort();
+    let (code, listed) = home.json(&["templates"]);
+    assert_eq!(code, 0, "{listed}");
+    let names: Vec<&str> = listed["templates"].as_array().expect("templates").iter().map(|t| t["name"].as_str().expect("name")).collect();
+    assert_eq!(names, expected);
+    assert!(listed["templates"].as_array().unwrap().iter().all(|t| t["graph"]["nodes"].is_array()));
+    let out = home.vwf().arg("templates").output().expect("run vwf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for name in &expected {
+        assert!(text.contains(name.as_str()), "{name} is not in:\n{text}");
+    }
+    assert!(text.contains("vwf new NAME --from TEMPLATE"), "{text}");
+}

@@ -60,6 +60,25 @@ pub(super) fn list(service: &Service<'_>, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// `vwf templates`: the built-in templates, as `GET /templates` lists them (`--json`: the same
+/// answer, graphs included).
+pub(super) fn templates(json: bool) -> Result<u8, Failure> {
+    let answer = vwf_api::assets::templates();
+    if json {
+        say!("{}", pretty(&answer));
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = answer["templates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| vec![t["name"].as_str().unwrap_or("?").to_string(), t["description"].as_str().unwrap_or("").to_string()])
+        .collect();
+    say!("{}", render::table(&["TEMPLATE", "DESCRIPTION"], &rows));
+    say!("Copy one with `vwf new NAME --from TEMPLATE`.");
+    Ok(0)
+}
+
 /// `vwf enable` and `vwf disable`: turns a design's automatic trigger on or off.
 pub(super) fn enable(service: &Service<'_>, json: bool, name: &str, on: bool) -> Result<u8, Failure> {
     let done = service.set_enabled(&design_name(name)?, on)?;

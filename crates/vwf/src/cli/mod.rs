@@ -57,6 +57,8 @@ pub struct Cli {
 pub enum Cmd {
     /// List saved designs.
     List,
+    /// List the built-in templates (`vwf new NAME --from TEMPLATE` copies one).
+    Templates,
     /// Create a blank design, or a copy of a built-in template (`vwf new NAME --from TEMPLATE`).
     New {
         /// Name of the new design (letters, digits, '.', '_', '-'; up to 64).
@@ -321,6 +323,7 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
     let s = &service;
     match &cli.cmd {
         Cmd::List => c::list(s, json),
+        Cmd::Templates => c::templates(json),
         Cmd::New { name, from } => c::new(s, json, name, from.as_deref()),
         Cmd::Delete { name } => c::delete(s, json, name),
         Cmd::Open { name } => c::open(s, json, name),
