@@ -68,6 +68,9 @@ test('run page: run from the designer, answer the gate, every node coloured', as
   await waitFor(page, 'the gate', () => document.querySelector('.title')?.dataset.status === 'awaiting_approval');
   assert.match(await page.locator('#pending').innerText(), /Ship the count\?/);
   assert.equal(await page.locator('#pending button[data-option]').count(), 2);
+  // The answer that says no is drawn apart from the one that goes on.
+  assert.equal(await page.locator('#pending button[data-option="ship"]').getAttribute('class'), 'primary');
+  assert.equal(await page.locator('#pending button[data-option="hold"]').getAttribute('class'), 'decline');
   assert.equal(await page.locator('#retry').count(), 0, 'no retry on a run that has not failed');
   await waitFor(page, 'the canvas to show the gate pending',
     `(${canvasStates})().gate === 'pending' && (${canvasStates})().count === 'done'`);

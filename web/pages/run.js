@@ -147,7 +147,7 @@ export async function render(root, page) {
           about.map(([node, text]) => h('details', { open: true, 'data-output': node },
             h('summary', {}, h('code', {}, node === 'trigger' ? 'run input' : node)), h('pre', {}, text)))) : null,
         h('div', { class: 'toolbar options' }, (p.options || []).map((o) =>
-          h('button', { class: 'primary', 'data-option': o, onclick: (e) => act(e.target, 'respond', { node: p.node, answer: o }) }, o))),
+          h('button', { class: declines(o) ? 'decline' : 'primary', 'data-option': o, onclick: (e) => act(e.target, 'respond', { node: p.node, answer: o }) }, o))),
         h('p', { class: 'muted small' }, p.deadline
           ? `Answer by ${when(p.deadline)} (${ago(p.deadline)}); then the run ${p.on_timeout === 'escalate' ? 'fails and asks for escalation' : 'fails'}.`
           : 'No deadline.')];
@@ -291,4 +291,9 @@ function versionNote(run, newest) {
     ? [' ', h('span', { id: 'design-changed', class: 'badge', title: `The design is at version ${newest} now.` }, 'design changed since this run')]
     : [];
   return [' (', link, ')', ...changed];
+}
+
+/** Whether a gate's option says no (reject, skip, hold…): drawn apart from the ones that go on. */
+function declines(option) {
+  return /^(reject|rejected|no|deny|denied|decline|skip|hold|cancel|stop|abort|block|veto|disapprove|refuse)\b/i.test(String(option).trim());
 }
