@@ -16,7 +16,7 @@ const ctx = serverAndBrowser();
 const small = () => ({
   nodes: [
     { id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 200 },
-    { id: 'a', type: 'command', run: 'echo a', x: 280, y: 200 },
+    { id: 'a', type: 'command', run: 'echo a', label: 'Fetch refunds', x: 280, y: 200 },
     { id: 'b', type: 'command', run: 'echo {{nodes.a}}', x: 520, y: 200 },
     { id: 'out', type: 'output', x: 760, y: 200 },
     { id: 'tip', type: 'note', text: 'kept', x: 40, y: 40 },
@@ -95,6 +95,8 @@ test('selection: shift-click, box, select all; move, copy as design JSON, paste,
   assert.deepEqual(g.nodes.slice(5).map((n) => n.id), ['a2', 'b2']);
   assert.deepEqual(g.edges.at(-1), { from: 'a2', to: 'b2' });
   assert.equal(byId(g, 'b2').run, 'echo {{nodes.a2}}', 'references among the pasted nodes follow them');
+  assert.equal(byId(g, 'a2').label, 'Fetch refunds (2)', 'a pasted title the design shows already gets a number');
+  assert.equal(byId(g, 'b2').label, undefined, 'a node without a title gets none');
   assert.deepEqual(await selected(page), ['a2', 'b2'], 'the pasted nodes are selected');
   assertNoOverlap(await page.evaluate(canvasGeometry), 'after paste');
   await page.keyboard.press('Control+z');
@@ -105,6 +107,7 @@ test('selection: shift-click, box, select all; move, copy as design JSON, paste,
   await page.keyboard.press('Control+d');
   await page.getByTestId('node-b2').waitFor();
   assert.deepEqual((await graphOf(page)).edges.at(-1), { from: 'a2', to: 'b2' });
+  assert.equal(byId(await graphOf(page), 'a2').label, 'Fetch refunds (2)');
   assertNoOverlap(await page.evaluate(canvasGeometry), 'after duplicate');
   await page.keyboard.press('Control+z');
   assert.deepEqual(await graphOf(page), original);

@@ -88,6 +88,17 @@ function pasteDesign(text, { near = null } = {}) {
     n.id = id;
     if (!(isNum(n.x) && isNum(n.y))) { n.x = (i % 5) * 230; n.y = Math.floor(i / 5) * 110; }
   });
+  // A pasted title the design shows already gets a number, so no two boxes read the same
+  // ("Fetch refunds" → "Fetch refunds (2)").
+  const titles = new Set(nodes().filter(isObj).map((n) => n.label).filter((l) => typeof l === 'string' && l));
+  for (const n of copies) {
+    if (typeof n.label !== 'string' || !n.label) continue;
+    if (titles.has(n.label)) {
+      const base = n.label.replace(/ \(\d+\)$/, '');
+      for (let k = 2; ; k++) if (!titles.has(`${base} (${k})`)) { n.label = `${base} (${k})`; break; }
+    }
+    titles.add(n.label);
+  }
   // References among the pasted nodes follow their new ids ({{nodes.a}} → {{nodes.a2}}).
   for (const [old, neu] of renamed) if (old !== neu) for (const n of copies) renameInNode(n, old, neu, refsKnown);
   const links = (isObj(data) && Array.isArray(data.edges) ? data.edges : [])
