@@ -1,6 +1,7 @@
 //! Pure core of visual-workflow. No I/O, no clock, no randomness: callers pass `now` and ids.
 
 pub mod calls;
+pub mod concurrency;
 pub mod design;
 pub mod events;
 pub mod expr;

@@ -45,6 +45,9 @@ pub struct Plan {
     /// one, so editing a called design never changes a run in flight.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub calls: BTreeMap<String, u64>,
+    /// How many runs of the design may be in flight at once, per key (the design's `concurrency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::concurrency::Concurrency>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,6 +137,7 @@ impl Plan {
             test: None,
             pins: BTreeMap::new(),
             timeout_seconds: design.timeout_seconds(),
+            concurrency: design.raw.get(crate::concurrency::FIELD).and_then(|v| crate::concurrency::read(v).ok()),
             on_failure: design.on_failure().and_then(Value::as_str).and_then(|n| DesignName::parse(n).ok()),
             calls: BTreeMap::new(),
         })

@@ -359,6 +359,13 @@ pub fn schema() -> Schema {
     };
     let mut budget = field("budget", Kind::Object);
     budget.fields = vec![integer("tokens", limits::BUDGET_TOKENS, "tokens", None)];
+    let mut concurrency = field(crate::concurrency::FIELD, Kind::Object);
+    concurrency.fields = vec![
+        integer("limit", (1, crate::concurrency::LIMIT_MAX.into()), "runs", None).required(),
+        field("key", Kind::String).example("{{trigger.chat_id}}"),
+        field("on_limit", Kind::Enum).values(crate::concurrency::OnLimit::ALL).default("queue"),
+        field("release_while_waiting", Kind::Boolean).default(false),
+    ];
     Schema {
         node_fields: vec![
             Field { max: Some(limits::MAX_ID_LEN.into()), unit: Some("characters"), ..field("id", Kind::String).required() },
@@ -373,6 +380,7 @@ pub fn schema() -> Schema {
             field("description", Kind::String),
             budget,
             field("on_failure", Kind::String).example("open-ticket"),
+            concurrency,
             field("timeout", Kind::Duration).range((1, crate::design::TIMEOUT_MAX_SECONDS)).unit("seconds").example("2h"),
             field(crate::interface::TOOL, Kind::Boolean).default(false),
             field(crate::interface::INPUTS, Kind::Json).example(json!({

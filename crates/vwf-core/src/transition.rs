@@ -78,7 +78,7 @@ pub enum Transition<'r> {
 
 impl Transition<'_> {
     /// The name of the transition in logs: `started`; `step_started`, `step_retrying`,
-    /// `step_done`, `step_failed`, `step_parked`; `parked`, `resumed`, `retried`, `done`, `failed`.
+    /// `step_done`, `step_failed`, `step_parked`; `queued`, `dequeued`, `parked`, `resumed`, `retried`, `done`, `failed`.
     pub fn event(&self, run: &Run) -> &'static str {
         match self {
             Transition::Started => "started",
@@ -99,6 +99,8 @@ impl Transition<'_> {
                 Status::Waiting | Status::AwaitingApproval | Status::AwaitingAgent | Status::AwaitingEvent | Status::AwaitingChild => {
                     "parked"
                 }
+                Status::Queued => "queued",
+                Status::Running if *from == Status::Queued => "dequeued",
                 Status::Running if *from == Status::Failed => "retried",
                 Status::Running => "resumed",
             },

@@ -291,6 +291,11 @@ pub fn validate_design(design: &Design) -> Report {
                 .push(Issue::field_only(crate::design::ON_FAILURE, "\"on_failure\" is the name of the design a failed run starts")),
         }
     }
+    if let Some(v) = design.raw.get(crate::concurrency::FIELD).filter(|v| !v.is_null())
+        && let Err(why) = crate::concurrency::read(v)
+    {
+        found.errors.push(Issue::field_only(crate::concurrency::FIELD, why));
+    }
     found.errors.extend(crate::pins::read(design).1);
     found.errors.extend(crate::interface::issues(design));
     Report::new(found.errors, found.warnings)

@@ -7,6 +7,7 @@ use crate::clock::{self, Clock};
 use crate::error::RunError;
 use crate::runner::{Progress, Runner};
 use crate::telemetry::Metrics;
+use vwf_core::names::RunId;
 use vwf_exec::Drivers;
 use vwf_exec::config::{Config, StoreConfig};
 use vwf_store::{FileStore, JobStore, PgSettings, PgStore, Store, StoreError};
@@ -25,6 +26,9 @@ pub struct App {
     /// The run slots of `vwf serve` (`[server] runs_in_flight`): its requests and its daemon take
     /// one before they start or drive a run. `None` elsewhere: nothing else is bounded.
     pub slots: Option<std::sync::Arc<crate::gate::Gate>>,
+    /// Who drives a run a concurrency queue lets go (see [`Runner::handoff`]): set once by
+    /// `vwf serve`; unset, the thread that freed the slot drives it.
+    pub handoff: std::sync::OnceLock<Box<dyn Fn(RunId) + Send + Sync>>,
 }
 
 /// The home directory: `--home`, else `$VWF_HOME`, else `$HERMES_HOME`, else `~/.hermes`.
@@ -63,7 +67,17 @@ impl App {
                 (Box::new(files.clone()), Box::new(files))
             }
         };
-        Ok(App { store, jobs, home, drivers: Drivers::new(config), clock, metrics: None, changes: Default::default(), slots: None })
+        Ok(App {
+            store,
+            jobs,
+            home,
+            drivers: Drivers::new(config),
+            clock,
+            metrics: None,
+            changes: Default::default(),
+            slots: None,
+            handoff: Default::default(),
+        })
     }
 
     /// Starts publishing the store's change notices on `self.changes` (for a long-running process:
@@ -80,6 +94,7 @@ impl App {
             observer,
             sleep_for_waits,
             metrics: self.metrics.as_ref(),
+            handoff: self.handoff.get().map(|h| &**h as &(dyn Fn(RunId) + Send + Sync)),
         }
     }
 }

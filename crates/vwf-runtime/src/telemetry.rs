@@ -85,6 +85,8 @@ pub struct Metrics {
     runs_failed: Family<DesignLabel, Counter>,
     step_seconds: HistogramFamily<StepLabels>,
     runs_parked: Family<StatusLabel, Gauge>,
+    /// Runs waiting for a slot of their design's `concurrency`, among the newest runs.
+    runs_waiting_for_slot: Gauge,
     write_seconds: Histogram,
     requests: Family<RequestLabels, Counter>,
     live_waiters: Gauge,
@@ -111,6 +113,7 @@ impl Metrics {
         let runs_failed = Family::default();
         let step_seconds: HistogramFamily<StepLabels> = Family::new_with_constructor(|| Histogram::new(STEP_BUCKETS));
         let runs_parked = Family::default();
+        let runs_waiting_for_slot = Gauge::default();
         let write_seconds = Histogram::new(WRITE_BUCKETS);
         let requests = Family::default();
         let live_waiters = Gauge::default();
@@ -127,6 +130,11 @@ impl Metrics {
             "runs_parked",
             "Runs parked now (waiting on a wait, a gate or an agent), by status, among the newest runs",
             runs_parked.clone(),
+        );
+        registry.register(
+            "runs_queued",
+            "Runs queued for a slot of their design's concurrency limit now, among the newest runs",
+            runs_waiting_for_slot.clone(),
         );
         registry.register("run_write_duration_seconds", "Durable writes of a run file (written, synced, renamed)", write_seconds.clone());
         registry.register("http_requests", "HTTP requests answered, by method, route template and status", requests.clone());
@@ -155,6 +163,7 @@ impl Metrics {
             runs_failed,
             step_seconds,
             runs_parked,
+            runs_waiting_for_slot,
             write_seconds,
             requests,
             live_waiters,
@@ -236,10 +245,11 @@ impl Metrics {
     /// in the log) rather than failing the scrape: metrics matter most when something is wrong.
     pub fn render(&self, store: &dyn Store) -> String {
         match parked_runs(store) {
-            Ok(counts) => {
+            Ok((counts, queued)) => {
                 for (status, n) in PARKED.iter().zip(counts) {
                     self.runs_parked.get_or_create(&StatusLabel { status: status.as_str().into() }).set(n);
                 }
+                self.runs_waiting_for_slot.set(queued);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot count parked runs for the metrics");
@@ -256,16 +266,20 @@ impl Metrics {
 /// The `Content-Type` of [`Metrics::render`].
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
-/// How many runs are parked, per status of [`PARKED`], among the newest runs the daemon watches.
-fn parked_runs(store: &dyn Store) -> Result<[i64; 3], StoreError> {
-    let mut counts = [0; 3];
+/// How many runs are parked, per status of [`PARKED`], and how many are queued, among the newest
+/// runs the daemon watches.
+fn parked_runs(store: &dyn Store) -> Result<([i64; PARKED.len()], i64), StoreError> {
+    let (mut counts, mut queued) = ([0; PARKED.len()], 0);
     for entry in store.list_summaries(crate::daemon::RUN_SCAN)? {
         let Ok(summary) = entry.summary else { continue };
         if let Some(i) = PARKED.iter().position(|p| *p == summary.status) {
             counts[i] += 1;
         }
+        if summary.status == Status::Queued {
+            queued += 1;
+        }
     }
-    Ok(counts)
+    Ok((counts, queued))
 }
 
 impl Metrics {

@@ -405,3 +405,51 @@ pub fn idempotency_keys(store: Arc<dyn Store>) {
     });
     assert!(kept.windows(2).all(|w| w[0] == w[1]), "every racer was answered the same claim: {kept:?}");
 }
+
+/// Concurrency slots: an edit sees what the last one kept; empty slots read as none; the scopes
+/// listed waiting are those with a queue; of threads racing to claim one slot, exactly one is
+/// granted and the rest queue, each once, in some order.
+pub fn concurrency_slots(store: Arc<dyn Store>) {
+    use vwf_core::concurrency::{Claim, OnLimit};
+    let scope = "reply\u{1}chat 7/ü";
+    assert_eq!(store.read_slots(scope).expect("read none"), Default::default());
+    let claim = |run: &str| {
+        let mut answer = None;
+        store.edit_slots(scope, &mut |s| answer = Some(s.claim(run, 1, OnLimit::Queue))).expect("claim");
+        answer.expect("edited")
+    };
+    assert_eq!(claim("a"), Claim::Granted);
+    assert_eq!(claim("b"), Claim::Queued { place: 1, behind: Some("a".into()) });
+    assert_eq!(store.read_slots(scope).expect("read").queue, ["b"]);
+    assert_eq!(store.read_slots("reply\u{1}chat 8").expect("another scope"), Default::default());
+    assert_eq!(store.waiting_scopes().expect("waiting"), [scope]);
+    let mut granted = Vec::new();
+    store
+        .edit_slots(scope, &mut |s| {
+            s.release("a");
+            granted = s.promote();
+        })
+        .expect("release");
+    assert_eq!(granted, ["b"]);
+    assert!(store.waiting_scopes().expect("waiting").is_empty());
+    store.edit_slots(scope, &mut |s| s.release("b")).expect("release the last");
+    assert_eq!(store.read_slots(scope).expect("read empty"), Default::default());
+    // Racing claims: one granted, the rest queued once each.
+    let race = "race\u{1}";
+    let answers: Vec<Claim> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..12)
+            .map(|i| {
+                let store = store.clone();
+                s.spawn(move || {
+                    let mut answer = None;
+                    store.edit_slots(race, &mut |s| answer = Some(s.claim(&format!("r{i}"), 1, OnLimit::Queue))).expect("race");
+                    answer.expect("edited")
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("thread")).collect()
+    });
+    assert_eq!(answers.iter().filter(|a| **a == Claim::Granted).count(), 1, "{answers:?}");
+    let kept = store.read_slots(race).expect("read the race");
+    assert_eq!((kept.held.len(), kept.queue.len()), (1, 11), "{kept:?}");
+}

@@ -19,13 +19,13 @@ use super::{KeyClaim, StoreError};
 
 const LOCK: &str = ".lock";
 
-fn path(dir: &Path, key: &str) -> PathBuf {
+pub(super) fn path(dir: &Path, key: &str) -> PathBuf {
     let digest = Sha256::digest(key.as_bytes());
     dir.join(digest.iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
-/// Runs `f` with the keys' lock held.
-fn locked<T>(dir: &Path, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+/// Runs `f` with the lock of `dir` (the keys', or the slots') held.
+pub(super) fn locked<T>(dir: &Path, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
     create_dir(dir)?;
     let lock_path = dir.join(LOCK);
     let file = private_file().write(true).create(true).truncate(false).open(&lock_path).map_err(|e| io_error("open", &lock_path, e))?;

@@ -15,6 +15,7 @@
 //!
 //! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
 
+mod atomic;
 pub mod changes;
 mod commit;
 #[cfg(any(test, feature = "conformance"))]
@@ -26,12 +27,14 @@ mod jobs;
 mod journal;
 mod keys;
 pub mod pg;
+mod slots;
 mod tidy;
 mod versions;
 mod waiting;
 
 use serde::Deserialize;
 use serde_json::Value;
+use vwf_core::concurrency::Slots;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal::{Changes, Part};
@@ -208,6 +211,14 @@ pub trait Store: Send + Sync {
     /// claim (its request was refused: the key is free again); a newer claim of the key is left
     /// alone.
     fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError>;
+    /// Edits the concurrency slots of `scope` (see [`vwf_core::concurrency`]) atomically across
+    /// processes and instances, durably: `edit` is given the slots as stored (empty when none)
+    /// and may be called again when another writer came in between; answers the slots as kept.
+    fn edit_slots(&self, scope: &str, edit: &mut dyn FnMut(&mut Slots)) -> Result<Slots, StoreError>;
+    /// The concurrency slots of `scope` as stored (empty when none).
+    fn read_slots(&self, scope: &str) -> Result<Slots, StoreError>;
+    /// The scopes with runs queued for a slot or holders asked to stop, in no set order.
+    fn waiting_scopes(&self) -> Result<Vec<String>, StoreError>;
 }
 
 /// What an idempotency key stands for (see [`Store::claim_key`]): the first request that

@@ -330,14 +330,7 @@ fn long_loop(setup: Setup, passes: usize) -> Result<LoopFigures, String> {
         }
     };
     let drivers = vwf::exec::Drivers::new(vwf::config::Config::default());
-    let runner = vwf::runner::Runner {
-        store: store.as_ref(),
-        drivers: &drivers,
-        clock: &vwf::clock::SystemClock,
-        observer: &observer,
-        sleep_for_waits: false,
-        metrics: None,
-    };
+    let runner = vwf::runner::Runner::new(store.as_ref(), &drivers, &vwf::clock::SystemClock, &observer);
     let items: Vec<usize> = (0..passes).collect();
     let started = Instant::now();
     let run = runner

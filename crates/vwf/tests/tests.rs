@@ -44,6 +44,7 @@ mod pg_store;
 mod recovery;
 mod release;
 mod run_bytes;
+mod run_limits;
 mod runs;
 mod schedules;
 mod schema;

@@ -515,6 +515,14 @@ impl JsonSchema for RunResult {
         let mut schema = Run::json_schema(generator);
         if let Some(Value::Object(properties)) = schema.get_mut("properties") {
             properties.insert("plan".into(), json!({"type": "object", "description": "Only with plan=1: the plan the run started with."}));
+            let mut queue = generator.subschema_for::<vwf_core::concurrency::QueuePlace>().to_value();
+            if let Some(obj) = queue.as_object_mut() {
+                obj.insert(
+                    "description".into(),
+                    json!("Only on a read of one queued run (GET /runs/{run_id}): its concurrency key, its place (1 is next) and the oldest run holding the slot."),
+                );
+            }
+            properties.insert("queue".into(), queue);
             properties.insert(
                 "stamp".into(),
                 json!({"type": "string", "pattern": crate::server::STAMP_PATTERN,

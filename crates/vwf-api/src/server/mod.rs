@@ -189,9 +189,27 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
     let gate = Arc::new(Gate::new(settings.runs, app.metrics.as_ref()));
     app.slots = Some(gate.clone());
     let server = Server { app: Arc::new(app), listener, addr, guard, token_file, gate, runtime, stop_signals, notices };
+    hand_off_queued_runs(&server);
     server.sweep();
     server.say_how_to_log_in(&token);
     Ok(server)
+}
+
+/// A run a concurrency queue lets go is driven on a blocking thread of its own, on one of the
+/// server's run slots (waiting for one), not by the request that freed its slot: that request's
+/// caller is answered when its own run ends.
+fn hand_off_queued_runs(server: &Server) {
+    let (app, handle, gate) = (Arc::downgrade(&server.app), server.runtime.handle().clone(), server.gate.clone());
+    let _ = server.app.handoff.set(Box::new(move |id: vwf_core::names::RunId| {
+        let (app, gate) = (app.clone(), gate.clone());
+        handle.spawn_blocking(move || {
+            let _slot = gate.wait();
+            let Some(app) = app.upgrade() else { return };
+            if let Err(e) = app.runner(&vwf_runtime::app::quiet, false).start_queued(&id) {
+                tracing::warn!(run = %id, error = %e, "the queued run did not start");
+            }
+        });
+    }));
 }
 
 /// `ADDR:PORT` (an IP or a host name) to one socket address.

@@ -31,6 +31,7 @@ impl Run {
             parent_run: None,
             child_runs: Vec::new(),
             timeout_at: plan.timeout_seconds.and_then(|s| time::add_seconds(now, s)),
+            concurrency_key: None,
             test: plan.test.is_some(),
             created_at: now,
             updated_at: now,
@@ -116,7 +117,7 @@ impl Run {
     /// [`Run::advance`], rendering `{{secrets.NAME}}` from `secrets` in the fields that send
     /// them. A task's recorded inputs have every value of `secrets` redacted.
     pub fn advance_with(&mut self, now: Ts, secrets: &Secrets) -> Advance {
-        if self.status.is_finished() {
+        if self.status.is_finished() || self.status == Status::Queued {
             return Advance::Idle;
         }
         if self.enforce_deadlines(now) {

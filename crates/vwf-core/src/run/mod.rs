@@ -120,6 +120,10 @@ pub struct Run {
     /// of the design. Absent from other runs' files; the run result always has it.
     #[serde(default, skip_serializing_if = "is_false")]
     test: bool,
+    /// The key value its design's `concurrency` gave the run (`""` for a design with no key);
+    /// absent for a design without `concurrency`, and from a test run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    concurrency_key: Option<String>,
     /// When the run fails if it has not ended (its design's `timeout` after its start); absent
     /// for a design with none.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "time::opt")]
@@ -222,6 +226,43 @@ impl Run {
         self.failure_of.as_ref()
     }
     /// When the run fails if it has not ended (its design's `timeout`).
+    /// See the field: the run's concurrency key value, when its design limits its runs.
+    pub fn concurrency_key(&self) -> Option<&str> {
+        self.concurrency_key.as_deref()
+    }
+
+    /// Records the key value the design's `concurrency` gave this new run.
+    pub fn set_concurrency_key(&mut self, key: String) {
+        self.concurrency_key = Some(key);
+    }
+
+    /// The scope of the run's concurrency slots (see [`crate::concurrency::scope`]).
+    pub fn concurrency_scope(&self) -> Option<String> {
+        self.concurrency_key.as_deref().map(|k| crate::concurrency::scope(self.design.as_str(), k))
+    }
+
+    /// A run whose design's slots are full waits, `queued`, for one: a new run before its first
+    /// step, a run that gave its slot back while parked (`release_while_waiting`) before it goes
+    /// on. Nothing advances it until [`Run::leave_queue`].
+    pub fn hold_queued(&mut self, now: Ts) {
+        if !self.status.is_finished() && self.status != Status::Queued {
+            self.status = Status::Queued;
+            self.touch(now);
+        }
+    }
+
+    /// A queued run was given its slot: it goes on (a run that had not started runs from now,
+    /// its `timeout` counting from now).
+    pub fn leave_queue(&mut self, now: Ts) {
+        if self.status == Status::Queued {
+            if self.steps.is_empty() {
+                self.timeout_at = self.plan.timeout_seconds.and_then(|s| time::add_seconds(now, s));
+            }
+            self.status = Status::Running;
+            self.touch(now);
+        }
+    }
+
     pub fn timeout_at(&self) -> Option<Ts> {
         self.timeout_at
     }

@@ -17,6 +17,8 @@ use crate::trigger::TriggerMode;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Waiting for a slot of its design's `concurrency`: no step has started.
+    Queued,
     Running,
     Waiting,
     AwaitingApproval,
@@ -32,6 +34,7 @@ pub enum Status {
 impl Status {
     pub fn as_str(&self) -> &'static str {
         match self {
+            Status::Queued => "queued",
             Status::Running => "running",
             Status::Waiting => "waiting",
             Status::AwaitingApproval => "awaiting_approval",

@@ -193,6 +193,24 @@ impl Run {
         if self.timeout_at.is_none_or(|t| t > now) || self.status.is_finished() || self.status == Status::AwaitingApproval {
             return false;
         }
+        self.stop_with(RunFailure::RunTimedOut, now, false);
+        true
+    }
+
+    /// Stops the run for a newer one of its concurrency key (`on_limit: "cancel_oldest"`): it
+    /// fails with `cancelled: …`, the step in progress (or parked) failing with it. Answers
+    /// whether it did (a finished run stays as it is).
+    pub fn cancel(&mut self, why: &str, now: Ts) -> bool {
+        if self.status.is_finished() {
+            return false;
+        }
+        self.stop_with(RunFailure::Error(format!("{CANCELLED}{why}")), now, true);
+        true
+    }
+
+    /// Fails the run with `failure`: the step in progress, a wait or a parked step, is what
+    /// failed; a gate too when `gates` (else it stays parked, keeping its own deadline).
+    fn stop_with(&mut self, failure: RunFailure, now: Ts, gates: bool) {
         let current = self
             .steps
             .iter()
@@ -205,23 +223,25 @@ impl Run {
                         | StepStatus::AwaitingEvent
                         | StepStatus::AwaitingChild
                         | StepStatus::Retrying
-                )
+                ) || (gates && r.status == StepStatus::AwaitingApproval)
             })
             .map(|r| r.node.clone());
-        self.parked.retain(|p| matches!(p, Pending::Approval { .. }));
+        self.parked.retain(|p| !gates && matches!(p, Pending::Approval { .. }));
         match current {
-            Some(node) => self.fail_step(&node, RunFailure::RunTimedOut, now),
+            Some(node) => self.fail_step(&node, failure, now),
             None => {
                 self.status = Status::Failed;
                 self.ok = false;
-                self.error = Some(RunFailure::RunTimedOut);
+                self.error = Some(failure);
                 self.pending = None;
             }
         }
         self.touch(now);
-        true
     }
 }
+
+/// How the error of a run stopped for a newer run of its concurrency key begins.
+pub const CANCELLED: &str = "cancelled: ";
 
 /// What a failed run's id derives its failure run's id for.
 const FAILURE_RUN: &str = "failure";

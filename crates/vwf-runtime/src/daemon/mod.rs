@@ -237,6 +237,7 @@ impl<'a> Daemon<'a> {
             self.fire_heartbeats(&runner, now, &mut report);
             self.fire_schedules(now, &mut report);
             self.settle_runs(&runner, now, &mut report);
+            self.nudge_queues(&runner, now);
         }
         report
     }
@@ -591,10 +592,33 @@ impl<'a> Daemon<'a> {
         }
     }
 
+    /// Looks at each concurrency scope with queued runs or holders asked to stop (see
+    /// [`Runner::nudge_scope`]): what a process that died left (a slot of a run that ended, a run
+    /// let go and never driven) moves on.
+    fn nudge_queues(&self, runner: &Runner<'_>, now: Ts) {
+        let scopes = match self.app.store.waiting_scopes() {
+            Ok(scopes) => scopes,
+            Err(e) => return log(now, &format!("cannot list the concurrency queues: {e}")),
+        };
+        for scope in scopes {
+            if let Err(e) = runner.nudge_scope(&scope) {
+                let (design, key) = vwf_core::concurrency::split_scope(&scope);
+                log(now, &format!("{design}: cannot move the queue of concurrency key {key:?}: {e}"));
+            }
+        }
+    }
+
     /// Settles one run if it is due (through the runner, under its lock), and remembers when it
     /// will be due next.
     fn settle_one(&mut self, runner: &Runner<'_>, now: Ts, id: &RunId, summary: &Summary, report: &mut TickReport) {
         {
+            // A queued run whose slot was given while nobody could drive it goes on now.
+            if summary.status == vwf_core::run::Status::Queued {
+                if let Err(e) = runner.start_queued(id) {
+                    log(now, &format!("run {id}: cannot start from its queue: {e}"));
+                }
+                return;
+            }
             let Some(due) = summary.due(now, true) else {
                 self.note_due(summary.next_due().filter(|d| *d > now));
                 return;

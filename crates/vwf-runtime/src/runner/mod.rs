@@ -29,6 +29,7 @@ mod children;
 mod emit;
 mod failure;
 mod listing;
+mod slots;
 mod waits;
 
 use crate::telemetry::{Metrics, Watch};
@@ -73,6 +74,16 @@ pub struct Runner<'a> {
     pub sleep_for_waits: bool,
     /// The server's metrics, which every save of a run updates (none outside `vwf serve`).
     pub metrics: Option<&'a Metrics>,
+    /// Who drives a run a concurrency queue lets go (`vwf serve`: a run slot of its own); none:
+    /// the thread that freed its slot, once its own run is done.
+    pub handoff: Option<&'a (dyn Fn(RunId) + Send + Sync)>,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner of its own (a benchmark, a tool): no metrics, no hand-off, waits left parked.
+    pub fn new(store: &'a dyn Store, drivers: &'a Drivers, clock: &'a dyn Clock, observer: &'a dyn Fn(Progress<'_>)) -> Runner<'a> {
+        Runner { store, drivers, clock, observer, sleep_for_waits: false, metrics: None, handoff: None }
+    }
 }
 
 impl Runner<'_> {
@@ -141,6 +152,7 @@ impl Runner<'_> {
     /// and nothing starts. Of callers racing with one id, one makes the run (under its lock).
     pub fn start_as(&self, id: &RunId, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, RunError> {
         check_input(&trigger)?;
+        self.refuse_early(&plan, &trigger.input)?;
         self.store.reserve_run_id(id)?;
         let lock = self.store.lock_run(id)?;
         match self.read(id) {
@@ -153,15 +165,43 @@ impl Runner<'_> {
             Err(e) => return Err(e),
         }
         let mut run = self.make_start(plan, trigger, id.clone(), self.clock.now())?;
+        let admit = self.admit(&mut run)?;
         self.persist_as(&mut run, true)?;
         self.store.sync()?;
         started(&run);
-        self.drive(&mut run, &lock)?;
+        self.go_if_admitted(&mut run, admit, &lock)?;
         Ok(run)
+    }
+
+    /// A new run's claim of its concurrency slot, before its first save: refused (`skip`, or a
+    /// key its input cannot give) before anything is saved; queued runs are saved `queued`.
+    fn admit(&self, run: &mut Run) -> Result<slots::Admit, RunError> {
+        let admit = self.claim_slot(run)?;
+        match &admit {
+            slots::Admit::Skipped(holder) => {
+                return Err(slots::skipped(run.design().as_str(), holder, run.concurrency_key().unwrap_or_default()));
+            }
+            slots::Admit::Queued => run.hold_queued(self.clock.now()),
+            slots::Admit::Go => {}
+        }
+        Ok(admit)
+    }
+
+    /// Drives a new run its claim let go; a queued one claims again once saved (its slot may
+    /// have freed while it was saved, and whoever freed it could not take it up before).
+    fn go_if_admitted(&self, run: &mut Run, admit: slots::Admit, lock: &RunLock) -> Result<(), RunError> {
+        if admit == slots::Admit::Queued {
+            if self.claim_slot(run)? != slots::Admit::Go {
+                return Ok(());
+            }
+            run.leave_queue(self.clock.now());
+        }
+        self.drive(run, lock)
     }
 
     fn start_with(&self, plan: Plan, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, RunError> {
         check_input(&trigger)?;
+        self.refuse_early(&plan, &trigger.input)?;
         self.launch(|id, now| self.make_start(plan, trigger, id, now), started)
     }
 
@@ -189,12 +229,13 @@ impl Runner<'_> {
         let id = self.store.allocate_run_id()?;
         let lock = self.store.lock_run(&id)?;
         let mut run = make(id, self.clock.now())?;
+        let admit = self.admit(&mut run)?;
         self.persist_as(&mut run, true)?;
         if let Some(started) = started {
             self.store.sync()?;
             started(&run);
         }
-        self.drive(&mut run, &lock)?;
+        self.go_if_admitted(&mut run, admit, &lock)?;
         Ok(run)
     }
 
@@ -277,6 +318,7 @@ impl Runner<'_> {
         if due.is_some() && resume_waits {
             self.tell_parent(&run);
         }
+        self.drive_let_go();
         Ok((run, due))
     }
 
@@ -398,8 +440,13 @@ impl Runner<'_> {
     /// started without waiting for them.
     fn drive(&self, run: &mut Run, lock: &RunLock) -> Result<(), RunError> {
         let mut detached = Vec::new();
-        let driven = self.drive_parent(run, lock, &mut detached);
+        let driven = match self.hold_slot(run) {
+            Ok(true) => self.drive_parent(run, lock, &mut detached),
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
         self.drive_detached(detached);
+        self.drive_let_go();
         driven
     }
 
@@ -430,6 +477,12 @@ impl Runner<'_> {
                     continue;
                 }
                 Advance::Tasks(tasks) => {
+                    // Asked to stop for a newer run of its concurrency key: it stops here.
+                    if self.cancelled(run) {
+                        run.cancel("a newer run of the same concurrency key took its place", self.clock.now());
+                        self.persist(run)?;
+                        return Ok(());
+                    }
                     self.persist(run)?;
                     // A run its save failed (its record would pass `[limits] run_bytes`) starts
                     // nothing more.
@@ -651,6 +704,7 @@ impl Runner<'_> {
         if let Some(watch) = watch {
             watch.saved(run, started.elapsed());
         }
+        self.release_slot(run);
         Ok(())
     }
 }

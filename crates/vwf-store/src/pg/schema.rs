@@ -14,13 +14,14 @@ use super::{PgSettings, PgStore, classified, connect_options};
 use crate::StoreError;
 
 /// The schema, oldest first; embedded so the binary needs no files beside it.
-const MIGRATIONS: [(i64, &str, &str); 6] = [
+const MIGRATIONS: [(i64, &str, &str); 7] = [
     (1, "store", include_str!("../../migrations/0001_store.sql")),
     (2, "notify", include_str!("../../migrations/0002_notify.sql")),
     (3, "run_parts", include_str!("../../migrations/0003_run_parts.sql")),
     (4, "design_versions", include_str!("../../migrations/0004_design_versions.sql")),
     (5, "event_waiters", include_str!("../../migrations/0005_event_waiters.sql")),
     (6, "idempotency_keys", include_str!("../../migrations/0006_idempotency_keys.sql")),
+    (7, "concurrency_slots", include_str!("../../migrations/0007_concurrency_slots.sql")),
 ];
 /// Where sqlx records which migrations ran.
 const MIGRATIONS_TABLE: &str = "vwf_schema_migrations";

@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 use sqlx::Row;
+use vwf_core::concurrency::Slots;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal;
@@ -31,6 +32,15 @@ fn lock_lost(id: &RunId) -> StoreError {
 }
 
 impl PgStore {
+    /// A scope's slots row: its version (`None` when there is none) and slots. A row that does
+    /// not read counts as empty, and the next edit replaces it.
+    fn slots_row(&self, scope: &str) -> Result<(Option<i64>, Slots), StoreError> {
+        let row = self.fetch_text("SELECT version::text || ' ' || slots FROM vwf_slots WHERE scope = $1", vec![scope.to_string()])?;
+        let Some((version, slots)) = row.as_deref().and_then(|r| r.split_once(' ')) else { return Ok((None, Slots::default())) };
+        let version = version.parse().ok();
+        Ok((version, serde_json::from_str(slots).unwrap_or_default()))
+    }
+
     /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk.
     fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool) -> Result<(), StoreError> {
         let text = std::str::from_utf8(json)
@@ -280,6 +290,50 @@ impl Store for PgStore {
             vec![key.to_string(), at.timestamp_millis().to_string(), text],
         )
         .map(|_| ())
+    }
+
+    /// A compare-and-swap on the row's version: read, edit, write only if nobody wrote between
+    /// (else read again). Rows are deleted when their slots are empty.
+    fn edit_slots(&self, scope: &str, edit: &mut dyn FnMut(&mut Slots)) -> Result<Slots, StoreError> {
+        loop {
+            let (version, mut slots) = self.slots_row(scope)?;
+            let before = slots.clone();
+            edit(&mut slots);
+            if slots == before {
+                return Ok(slots);
+            }
+            let empty = slots.held.is_empty() && slots.queue.is_empty() && slots.cancel.is_empty();
+            let text = serde_json::to_string(&slots).map_err(|e| StoreError::encode("concurrency slots", e))?;
+            let waiting = slots.has_waiters().to_string();
+            let written = match (version, empty) {
+                (None, true) => 1,
+                (None, false) => self.execute(
+                    "INSERT INTO vwf_slots (scope, version, slots, waiting) \
+                     VALUES ($1, nextval('vwf_slots_version'), $2, $3::boolean) ON CONFLICT (scope) DO NOTHING",
+                    vec![scope.to_string(), text, waiting],
+                )?,
+                (Some(v), true) => {
+                    self.execute("DELETE FROM vwf_slots WHERE scope = $1 AND version = $2::bigint", vec![scope.to_string(), v.to_string()])?
+                }
+                (Some(v), false) => self.execute(
+                    "UPDATE vwf_slots SET version = nextval('vwf_slots_version'), slots = $2, waiting = $3::boolean \
+                     WHERE scope = $1 AND version = $4::bigint",
+                    vec![scope.to_string(), text, waiting, v.to_string()],
+                )?,
+            };
+            if written == 1 {
+                return Ok(slots);
+            }
+        }
+    }
+
+    fn read_slots(&self, scope: &str) -> Result<Slots, StoreError> {
+        Ok(self.slots_row(scope)?.1)
+    }
+
+    fn waiting_scopes(&self) -> Result<Vec<String>, StoreError> {
+        let pool = self.pool();
+        self.wait(async move { sqlx::query_scalar("SELECT scope FROM vwf_slots WHERE waiting").fetch_all(&pool).await.map_err(db) })
     }
 
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {

@@ -52,8 +52,7 @@ pub(super) fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: 
     let store = TimedStore::new(FileStore::new(home.clone()));
     let drivers = Drivers::new(Config::default());
     let observer = |_: Progress<'_>| {};
-    let runner =
-        Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
+    let runner = Runner::new(&store, &drivers, &SystemClock, &observer);
 
     let mut figures = EngineFigures {
         totals: Vec::new(),
@@ -109,8 +108,7 @@ pub(super) fn engine_runs_in_memory(plan: &Plan, runs: usize) -> Vec<Duration> {
     let store = MemoryStore::default();
     let drivers = Drivers::new(Config::default());
     let observer = |_: Progress<'_>| {};
-    let runner =
-        Runner { store: &store, drivers: &drivers, clock: &SystemClock, observer: &observer, sleep_for_waits: false, metrics: None };
+    let runner = Runner::new(&store, &drivers, &SystemClock, &observer);
     let mut totals = Vec::new();
     for i in 0..WARMUP_RUNS + runs {
         let t = Instant::now();

@@ -466,7 +466,8 @@ fn run_code(status: Status) -> u8 {
     match status {
         Status::Done => 0,
         Status::Failed => 1,
-        Status::Running
+        Status::Queued
+        | Status::Running
         | Status::Waiting
         | Status::AwaitingApproval
         | Status::AwaitingAgent
