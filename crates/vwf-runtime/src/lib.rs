@@ -9,6 +9,7 @@ pub mod app;
 pub mod clock;
 pub mod daemon;
 pub mod error;
+pub mod flowdoc;
 pub mod gate;
 pub mod runner;
 pub mod schedules;

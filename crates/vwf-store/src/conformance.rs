@@ -406,43 +406,38 @@ pub fn idempotency_keys(store: Arc<dyn Store>) {
     assert!(kept.windows(2).all(|w| w[0] == w[1]), "every racer was answered the same claim: {kept:?}");
 }
 
-/// Concurrency slots: an edit sees what the last one kept; empty slots read as none; the scopes
-/// listed waiting are those with a queue; of threads racing to claim one slot, exactly one is
-/// granted and the rest queue, each once, in some order.
-pub fn concurrency_slots(store: Arc<dyn Store>) {
-    use vwf_core::concurrency::{Claim, OnLimit};
-    let scope = "reply\u{1}chat 7/ü";
-    assert_eq!(store.read_slots(scope).expect("read none"), Default::default());
-    let claim = |run: &str| {
-        let mut answer = None;
-        store.edit_slots(scope, &mut |s| answer = Some(s.claim(run, 1, OnLimit::Queue))).expect("claim");
-        answer.expect("edited")
-    };
-    assert_eq!(claim("a"), Claim::Granted);
-    assert_eq!(claim("b"), Claim::Queued { place: 1, behind: Some("a".into()) });
-    assert_eq!(store.read_slots(scope).expect("read").queue, ["b"]);
-    assert_eq!(store.read_slots("reply\u{1}chat 8").expect("another scope"), Default::default());
-    assert_eq!(store.waiting_scopes().expect("waiting"), [scope]);
-    let mut granted = Vec::new();
-    store
-        .edit_slots(scope, &mut |s| {
-            s.release("a");
-            granted = s.promote();
-        })
-        .expect("release");
-    assert_eq!(granted, ["b"]);
-    assert!(store.waiting_scopes().expect("waiting").is_empty());
-    store.edit_slots(scope, &mut |s| s.release("b")).expect("release the last");
-    assert_eq!(store.read_slots(scope).expect("read empty"), Default::default());
-    // Racing claims: one granted, the rest queued once each.
-    let race = "race\u{1}";
+/// Flow-control documents: an edit sees what the last one kept; `null` deletes; the scopes listed
+/// waiting are those whose document says so; of threads racing to claim one concurrency slot in
+/// a document, exactly one is granted and the rest queue, each once.
+pub fn flow_docs(store: Arc<dyn Store>) {
+    use vwf_core::concurrency::{Claim, OnLimit, Slots};
+    let scope = "slots\u{1}reply\u{1}chat 7/ü";
+    assert_eq!(store.read_doc(scope).expect("read none"), Value::Null);
+    store.edit_doc(scope, &mut |d| *d = json!({"n": 1, "waiting": true})).expect("create");
+    assert_eq!(store.read_doc(scope).expect("read"), json!({"n": 1, "waiting": true}));
+    assert_eq!(store.read_doc("slots\u{1}reply\u{1}chat 8").expect("another scope"), Value::Null);
+    assert_eq!(store.waiting_docs().expect("waiting"), [scope]);
+    let kept = store.edit_doc(scope, &mut |d| d["n"] = json!(d["n"].as_u64().unwrap_or(0) + 1)).expect("edit");
+    assert_eq!(kept["n"], 2);
+    store.edit_doc(scope, &mut |d| d["waiting"] = json!(false)).expect("stop waiting");
+    assert!(store.waiting_docs().expect("waiting").is_empty());
+    store.edit_doc(scope, &mut |d| *d = Value::Null).expect("delete");
+    assert_eq!(store.read_doc(scope).expect("read deleted"), Value::Null);
+    // Racing claims in one document: one granted, the rest queued once each.
+    let race = "slots\u{1}race\u{1}";
     let answers: Vec<Claim> = std::thread::scope(|s| {
         let threads: Vec<_> = (0..12)
             .map(|i| {
                 let store = store.clone();
                 s.spawn(move || {
                     let mut answer = None;
-                    store.edit_slots(race, &mut |s| answer = Some(s.claim(&format!("r{i}"), 1, OnLimit::Queue))).expect("race");
+                    store
+                        .edit_doc(race, &mut |d| {
+                            let mut slots: Slots = serde_json::from_value(d.clone()).unwrap_or_default();
+                            answer = Some(slots.claim(&format!("r{i}"), 1, OnLimit::Queue));
+                            *d = serde_json::to_value(&slots).expect("slots");
+                        })
+                        .expect("race");
                     answer.expect("edited")
                 })
             })
@@ -450,6 +445,6 @@ pub fn concurrency_slots(store: Arc<dyn Store>) {
         threads.into_iter().map(|t| t.join().expect("thread")).collect()
     });
     assert_eq!(answers.iter().filter(|a| **a == Claim::Granted).count(), 1, "{answers:?}");
-    let kept = store.read_slots(race).expect("read the race");
+    let kept: Slots = serde_json::from_value(store.read_doc(race).expect("read the race")).expect("slots");
     assert_eq!((kept.held.len(), kept.queue.len()), (1, 11), "{kept:?}");
 }

@@ -50,8 +50,8 @@ pub(super) const LOCKS_DIR: &str = ".locks";
 pub(super) const WAITING_DIR: &str = ".waiting";
 /// Where idempotency keys are kept (see `keys.rs`).
 pub(super) const KEYS_DIR: &str = ".keys";
-/// Where concurrency slots are kept (see `slots.rs`).
-pub(super) const SLOTS_DIR: &str = ".slots";
+/// Where flow-control documents are kept (see `flow.rs`).
+pub(super) const FLOW_DIR: &str = ".flow";
 /// Tries before giving up on finding an unused run id (2^48 ids: a second try is already rare).
 const ALLOCATE_ATTEMPTS: usize = 32;
 
@@ -473,20 +473,16 @@ impl Store for FileStore {
         super::keys::settle(&self.runs_dir().join(KEYS_DIR), key, at, answer)
     }
 
-    fn edit_slots(
-        &self,
-        scope: &str,
-        edit: &mut dyn FnMut(&mut vwf_core::concurrency::Slots),
-    ) -> Result<vwf_core::concurrency::Slots, StoreError> {
-        super::slots::edit(&self.runs_dir().join(SLOTS_DIR), scope, edit)
+    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
+        super::flow::edit(&self.runs_dir().join(FLOW_DIR), scope, edit)
     }
 
-    fn read_slots(&self, scope: &str) -> Result<vwf_core::concurrency::Slots, StoreError> {
-        super::slots::read(&self.runs_dir().join(SLOTS_DIR), scope)
+    fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
+        super::flow::read(&self.runs_dir().join(FLOW_DIR), scope)
     }
 
-    fn waiting_scopes(&self) -> Result<Vec<String>, StoreError> {
-        super::slots::waiting(&self.runs_dir().join(SLOTS_DIR))
+    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
+        super::flow::waiting(&self.runs_dir().join(FLOW_DIR))
     }
 }
 

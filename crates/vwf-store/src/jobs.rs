@@ -215,7 +215,7 @@ mod tests {
         conformance::run_locks(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
         conformance::event_waiters(&FileStore::new(dir.path().to_path_buf()));
         conformance::idempotency_keys(Arc::new(FileStore::new(dir.path().to_path_buf())));
-        conformance::concurrency_slots(Arc::new(FileStore::new(dir.path().to_path_buf())));
+        conformance::flow_docs(Arc::new(FileStore::new(dir.path().to_path_buf())));
         let dir = tempfile::tempdir().expect("tempdir");
         conformance::jobs_lock_excludes(Arc::new(FileStore::new(dir.path().to_path_buf())), 4, 25);
     }

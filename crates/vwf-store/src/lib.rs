@@ -21,20 +21,19 @@ mod commit;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod copy;
+mod flow;
 pub mod fs;
 mod index;
 mod jobs;
 mod journal;
 mod keys;
 pub mod pg;
-mod slots;
 mod tidy;
 mod versions;
 mod waiting;
 
 use serde::Deserialize;
 use serde_json::Value;
-use vwf_core::concurrency::Slots;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal::{Changes, Part};
@@ -211,14 +210,22 @@ pub trait Store: Send + Sync {
     /// claim (its request was refused: the key is free again); a newer claim of the key is left
     /// alone.
     fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError>;
-    /// Edits the concurrency slots of `scope` (see [`vwf_core::concurrency`]) atomically across
-    /// processes and instances, durably: `edit` is given the slots as stored (empty when none)
-    /// and may be called again when another writer came in between; answers the slots as kept.
-    fn edit_slots(&self, scope: &str, edit: &mut dyn FnMut(&mut Slots)) -> Result<Slots, StoreError>;
-    /// The concurrency slots of `scope` as stored (empty when none).
-    fn read_slots(&self, scope: &str) -> Result<Slots, StoreError>;
-    /// The scopes with runs queued for a slot or holders asked to stop, in no set order.
-    fn waiting_scopes(&self) -> Result<Vec<String>, StoreError>;
+    /// Edits the flow-control document of `scope` (the runtime's own JSON: a design's concurrency
+    /// slots, a trigger's burst or window, a rate limit's bucket) atomically across processes
+    /// and instances, durably: `edit` is given the document as stored (`null` when there is none)
+    /// and may be called again when another writer came in between; leaving `null` deletes it.
+    /// Answers the document as kept.
+    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError>;
+    /// The flow-control document of `scope` as stored (`null` when there is none).
+    fn read_doc(&self, scope: &str) -> Result<Value, StoreError>;
+    /// The scopes whose document waits for something to happen ([`is_waiting`]), in no set order.
+    fn waiting_docs(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// Whether a flow-control document waits for something (its `"waiting"` is `true`): the daemon
+/// looks at those scopes ([`Store::waiting_docs`]).
+pub fn is_waiting(doc: &Value) -> bool {
+    doc.get("waiting") == Some(&Value::Bool(true))
 }
 
 /// What an idempotency key stands for (see [`Store::claim_key`]): the first request that

@@ -81,7 +81,7 @@ impl FileStore {
             super::fs::LOCKS_DIR,
             super::fs::WAITING_DIR,
             super::fs::KEYS_DIR,
-            super::fs::SLOTS_DIR,
+            super::fs::FLOW_DIR,
             super::commit::COMMIT_DIR,
         ];
         let run_file = |name: &str| index::run_id_of_file_name(name).is_some() || journal_of(name).is_some();

@@ -24,7 +24,7 @@ fn the_postgres_store_keeps_every_store_promise() {
     conformance::run_locks(Arc::new(store()), 4, 25);
     conformance::event_waiters(&store());
     conformance::idempotency_keys(Arc::new(store()));
-    conformance::concurrency_slots(Arc::new(store()));
+    conformance::flow_docs(Arc::new(store()));
 }
 
 #[test]

@@ -596,7 +596,7 @@ impl<'a> Daemon<'a> {
     /// [`Runner::nudge_scope`]): what a process that died left (a slot of a run that ended, a run
     /// let go and never driven) moves on.
     fn nudge_queues(&self, runner: &Runner<'_>, now: Ts) {
-        let scopes = match self.app.store.waiting_scopes() {
+        let scopes = match crate::flowdoc::waiting::<vwf_core::concurrency::Slots>(self.app.store.as_ref()) {
             Ok(scopes) => scopes,
             Err(e) => return log(now, &format!("cannot list the concurrency queues: {e}")),
         };

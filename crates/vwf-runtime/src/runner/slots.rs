@@ -19,12 +19,23 @@ use vwf_store::StoreError;
 
 use super::Runner;
 use crate::error::RunError;
+use crate::flowdoc::{self, FlowDoc};
 
 thread_local! {
     /// Runs this thread let go from a queue, to drive once its own run is done (no hand-off).
     static LET_GO: RefCell<Vec<RunId>> = const { RefCell::new(Vec::new()) };
     /// Whether this thread is driving let-go runs now (the outermost caller drains them).
     static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+impl FlowDoc for Slots {
+    const KIND: &'static str = "slots";
+    fn is_empty(&self) -> bool {
+        self.held.is_empty() && self.queue.is_empty() && self.cancel.is_empty()
+    }
+    fn is_waiting(&self) -> bool {
+        self.has_waiters()
+    }
 }
 
 /// Why a start `on_limit: "skip"` refused did not start.
@@ -62,14 +73,14 @@ impl Runner<'_> {
             slots.claim(&me, limits.limit, limits.on_limit)
         };
         let mut answer = Claim::Granted;
-        let kept = self.store.edit_slots(&scope, &mut |s| answer = claim(s))?;
+        let kept = flowdoc::edit(self.store, &scope, |s: &mut Slots| answer = claim(s))?;
         if answer != Claim::Granted {
             // Holders that ended without giving their slot back (a process died in between, a
             // record removed) are dropped, which may let this run, or runs before it, go.
             let stale = self.stale_holders(&kept, &me);
             if !stale.is_empty() {
                 let mut let_go = Vec::new();
-                self.store.edit_slots(&scope, &mut |s| {
+                flowdoc::edit(self.store, &scope, |s: &mut Slots| {
                     stale.iter().for_each(|h| s.release(h));
                     let_go = s.promote();
                     answer = claim(s);
@@ -99,7 +110,7 @@ impl Runner<'_> {
             return Ok(());
         }
         let scope = vwf_core::concurrency::scope(plan.design.as_str(), &key);
-        let slots = self.store.read_slots(&scope)?;
+        let slots = flowdoc::read::<Slots>(self.store, &scope)?;
         let live = slots.held.len() - self.stale_holders(&slots, "").len();
         match slots.held.first() {
             Some(holder) if live >= limits.limit as usize || !slots.queue.is_empty() => Err(skipped(plan.design.as_str(), holder, &key)),
@@ -157,7 +168,7 @@ impl Runner<'_> {
         }
         let me = run.run_id().to_string();
         let mut let_go = Vec::new();
-        let edited = self.store.edit_slots(&scope, &mut |s| {
+        let edited = flowdoc::edit(self.store, &scope, |s: &mut Slots| {
             s.release(&me);
             let_go = s.promote();
         });
@@ -219,7 +230,7 @@ impl Runner<'_> {
     /// Stops the holders of `scope` asked to stop for a newer run (`cancel_oldest`) that nobody
     /// is driving now; one being driven stops at its next step ([`Runner::cancelled`]).
     pub(super) fn cancel_asked(&self, scope: &str, by: Option<&str>) {
-        let Ok(slots) = self.store.read_slots(scope) else { return };
+        let Ok(slots) = flowdoc::read::<Slots>(self.store, scope) else { return };
         for asked in &slots.cancel {
             let Ok(id) = RunId::parse(asked) else { continue };
             let Ok(Some(lock)) = self.store.try_lock_run(&id) else { continue };
@@ -244,7 +255,7 @@ impl Runner<'_> {
     pub(super) fn cancelled(&self, run: &Run) -> bool {
         let asks = run.plan().concurrency.as_ref().is_some_and(|c| c.on_limit == OnLimit::CancelOldest);
         match run.concurrency_scope().filter(|_| asks) {
-            Some(scope) => self.store.read_slots(&scope).is_ok_and(|s| s.cancelled(run.run_id().as_str())),
+            Some(scope) => flowdoc::read::<Slots>(self.store, &scope).is_ok_and(|s| s.cancelled(run.run_id().as_str())),
             None => false,
         }
     }
@@ -253,10 +264,10 @@ impl Runner<'_> {
     /// ended are dropped, the runs the queue lets go start, and the holders asked to stop that
     /// nobody drives are stopped.
     pub fn nudge_scope(&self, scope: &str) -> Result<(), RunError> {
-        let slots = self.store.read_slots(scope)?;
+        let slots = flowdoc::read::<Slots>(self.store, scope)?;
         let stale = self.stale_holders(&slots, "");
         let mut let_go = Vec::new();
-        self.store.edit_slots(scope, &mut |s| {
+        flowdoc::edit(self.store, scope, |s: &mut Slots| {
             stale.iter().for_each(|h| s.release(h));
             let_go = s.promote();
         })?;
@@ -274,7 +285,7 @@ impl Runner<'_> {
     /// Where a queued run waits now (`None` for a run not queued, or not found in its queue).
     pub fn queue_place(&self, run: &Run) -> Option<vwf_core::concurrency::QueuePlace> {
         let scope = run.concurrency_scope().filter(|_| run.status() == Status::Queued)?;
-        self.store.read_slots(&scope).ok()?.place_of(run.run_id().as_str(), run.concurrency_key()?)
+        flowdoc::read::<Slots>(self.store, &scope).ok()?.place_of(run.run_id().as_str(), run.concurrency_key()?)
     }
 
     fn is_queued(&self, id: &str) -> bool {

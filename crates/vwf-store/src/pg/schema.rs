@@ -21,7 +21,7 @@ const MIGRATIONS: [(i64, &str, &str); 7] = [
     (4, "design_versions", include_str!("../../migrations/0004_design_versions.sql")),
     (5, "event_waiters", include_str!("../../migrations/0005_event_waiters.sql")),
     (6, "idempotency_keys", include_str!("../../migrations/0006_idempotency_keys.sql")),
-    (7, "concurrency_slots", include_str!("../../migrations/0007_concurrency_slots.sql")),
+    (7, "flow_docs", include_str!("../../migrations/0007_flow_docs.sql")),
 ];
 /// Where sqlx records which migrations ran.
 const MIGRATIONS_TABLE: &str = "vwf_schema_migrations";

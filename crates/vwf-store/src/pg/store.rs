@@ -9,7 +9,6 @@
 
 use serde_json::Value;
 use sqlx::Row;
-use vwf_core::concurrency::Slots;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal;
@@ -32,13 +31,12 @@ fn lock_lost(id: &RunId) -> StoreError {
 }
 
 impl PgStore {
-    /// A scope's slots row: its version (`None` when there is none) and slots. A row that does
-    /// not read counts as empty, and the next edit replaces it.
-    fn slots_row(&self, scope: &str) -> Result<(Option<i64>, Slots), StoreError> {
-        let row = self.fetch_text("SELECT version::text || ' ' || slots FROM vwf_slots WHERE scope = $1", vec![scope.to_string()])?;
-        let Some((version, slots)) = row.as_deref().and_then(|r| r.split_once(' ')) else { return Ok((None, Slots::default())) };
-        let version = version.parse().ok();
-        Ok((version, serde_json::from_str(slots).unwrap_or_default()))
+    /// A scope's flow-control row: its version (`None` when there is none) and document. A row
+    /// that does not read counts as `null`, and the next edit replaces it.
+    fn flow_row(&self, scope: &str) -> Result<(Option<i64>, Value), StoreError> {
+        let row = self.fetch_text("SELECT version::text || ' ' || doc FROM vwf_flow WHERE scope = $1", vec![scope.to_string()])?;
+        let Some((version, doc)) = row.as_deref().and_then(|r| r.split_once(' ')) else { return Ok((None, Value::Null)) };
+        Ok((version.parse().ok(), serde_json::from_str(doc).unwrap_or(Value::Null)))
     }
 
     /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk.
@@ -293,47 +291,46 @@ impl Store for PgStore {
     }
 
     /// A compare-and-swap on the row's version: read, edit, write only if nobody wrote between
-    /// (else read again). Rows are deleted when their slots are empty.
-    fn edit_slots(&self, scope: &str, edit: &mut dyn FnMut(&mut Slots)) -> Result<Slots, StoreError> {
+    /// (else read again). A `null` document deletes the row.
+    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
         loop {
-            let (version, mut slots) = self.slots_row(scope)?;
-            let before = slots.clone();
-            edit(&mut slots);
-            if slots == before {
-                return Ok(slots);
+            let (version, mut doc) = self.flow_row(scope)?;
+            let before = doc.clone();
+            edit(&mut doc);
+            if doc == before {
+                return Ok(doc);
             }
-            let empty = slots.held.is_empty() && slots.queue.is_empty() && slots.cancel.is_empty();
-            let text = serde_json::to_string(&slots).map_err(|e| StoreError::encode("concurrency slots", e))?;
-            let waiting = slots.has_waiters().to_string();
-            let written = match (version, empty) {
+            let text = doc.to_string();
+            let waiting = crate::is_waiting(&doc).to_string();
+            let written = match (version, doc.is_null()) {
                 (None, true) => 1,
                 (None, false) => self.execute(
-                    "INSERT INTO vwf_slots (scope, version, slots, waiting) \
-                     VALUES ($1, nextval('vwf_slots_version'), $2, $3::boolean) ON CONFLICT (scope) DO NOTHING",
+                    "INSERT INTO vwf_flow (scope, version, doc, waiting) \
+                     VALUES ($1, nextval('vwf_flow_version'), $2, $3::boolean) ON CONFLICT (scope) DO NOTHING",
                     vec![scope.to_string(), text, waiting],
                 )?,
                 (Some(v), true) => {
-                    self.execute("DELETE FROM vwf_slots WHERE scope = $1 AND version = $2::bigint", vec![scope.to_string(), v.to_string()])?
+                    self.execute("DELETE FROM vwf_flow WHERE scope = $1 AND version = $2::bigint", vec![scope.to_string(), v.to_string()])?
                 }
                 (Some(v), false) => self.execute(
-                    "UPDATE vwf_slots SET version = nextval('vwf_slots_version'), slots = $2, waiting = $3::boolean \
+                    "UPDATE vwf_flow SET version = nextval('vwf_flow_version'), doc = $2, waiting = $3::boolean \
                      WHERE scope = $1 AND version = $4::bigint",
                     vec![scope.to_string(), text, waiting, v.to_string()],
                 )?,
             };
             if written == 1 {
-                return Ok(slots);
+                return Ok(doc);
             }
         }
     }
 
-    fn read_slots(&self, scope: &str) -> Result<Slots, StoreError> {
-        Ok(self.slots_row(scope)?.1)
+    fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
+        Ok(self.flow_row(scope)?.1)
     }
 
-    fn waiting_scopes(&self) -> Result<Vec<String>, StoreError> {
+    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
         let pool = self.pool();
-        self.wait(async move { sqlx::query_scalar("SELECT scope FROM vwf_slots WHERE waiting").fetch_all(&pool).await.map_err(db) })
+        self.wait(async move { sqlx::query_scalar("SELECT scope FROM vwf_flow WHERE waiting").fetch_all(&pool).await.map_err(db) })
     }
 
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {

@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use serde_json::Value;
 use vwf::store::{FileStore, RunEntry, RunLock, Store, StoreError};
-use vwf_core::concurrency::Slots;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::versions::DesignVersion;
 
@@ -89,14 +88,14 @@ impl Store for TimedStore {
     fn settle_key(&self, key: &str, at: vwf_core::time::Ts, answer: Option<&Value>) -> Result<(), StoreError> {
         self.inner.settle_key(key, at, answer)
     }
-    fn edit_slots(&self, scope: &str, edit: &mut dyn FnMut(&mut Slots)) -> Result<Slots, StoreError> {
-        self.inner.edit_slots(scope, edit)
+    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
+        self.inner.edit_doc(scope, edit)
     }
-    fn read_slots(&self, scope: &str) -> Result<Slots, StoreError> {
-        self.inner.read_slots(scope)
+    fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
+        self.inner.read_doc(scope)
     }
-    fn waiting_scopes(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.waiting_scopes()
+    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.waiting_docs()
     }
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
@@ -188,16 +187,16 @@ impl Store for MemoryStore {
     fn settle_key(&self, _: &str, _: vwf_core::time::Ts, _: Option<&Value>) -> Result<(), StoreError> {
         Ok(())
     }
-    /// The benchmarks' designs limit no runs: no slots are kept.
-    fn edit_slots(&self, _: &str, edit: &mut dyn FnMut(&mut Slots)) -> Result<Slots, StoreError> {
-        let mut slots = Slots::default();
-        edit(&mut slots);
-        Ok(slots)
+    /// The benchmarks' designs use no flow control: no documents are kept.
+    fn edit_doc(&self, _: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
+        let mut doc = Value::Null;
+        edit(&mut doc);
+        Ok(doc)
     }
-    fn read_slots(&self, _: &str) -> Result<Slots, StoreError> {
-        Ok(Slots::default())
+    fn read_doc(&self, _: &str) -> Result<Value, StoreError> {
+        Ok(Value::Null)
     }
-    fn waiting_scopes(&self) -> Result<Vec<String>, StoreError> {
+    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
         Ok(Vec::new())
     }
     fn write_run_json(&self, _: &RunId, json: &[u8]) -> Result<(), StoreError> {
