@@ -17,6 +17,7 @@ use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::trigger::{Trigger, TriggerMode};
 use vwf_core::webhook::{self, WebhookTrigger};
 use vwf_runtime::app::App;
+use vwf_runtime::runner::Arrival;
 
 use crate::failure::Failure;
 use crate::service::Service;
@@ -28,6 +29,38 @@ pub enum Taken {
     /// Slack's check of a new Events API URL (`{"type": "url_verification", "challenge"}`,
     /// signed like any delivery): answered with its challenge, and no run.
     Challenge(String),
+    /// The trigger's debounce or throttle held it (or dropped it): no run now.
+    Held(Held),
+}
+
+/// The answer to a delivery the trigger's flow rules held (202): `held` is `debounced`,
+/// `deferred` or `dropped`; `starts_at` when a run is to start, `count` the arrivals a burst
+/// folds in so far, `reason` why it was dropped.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Held {
+    pub ok: bool,
+    pub run_id: Option<String>,
+    pub held: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub starts_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Held {
+    fn of(arrival: Arrival) -> Result<Held, Box<Run>> {
+        let held = Held { ok: true, run_id: None, held: "", starts_at: None, count: None, reason: None };
+        Ok(match arrival {
+            Arrival::Started(run) => return Err(run),
+            Arrival::Debounced { at, count } => {
+                Held { held: "debounced", starts_at: Some(vwf_core::time::format(&at)), count: Some(count), ..held }
+            }
+            Arrival::Deferred { at } => Held { held: "deferred", starts_at: Some(vwf_core::time::format(&at)), ..held },
+            Arrival::Dropped(why) => Held { held: "dropped", reason: Some(why), ..held },
+        })
+    }
 }
 
 /// Why a delivery was not taken: a 401 (counted by its reason) or any other failure.
@@ -137,6 +170,19 @@ pub fn deliver(
     let key = crate::keys::IdempotencyKey::of_delivery(path, &verified.replay_id);
     let plan = service.runner().compile(&name).map_err(Failure::from)?;
     let trigger = TriggerInfo::new(TriggerMode::Webhook, input.clone());
+    // A trigger with a debounce or a throttle: its replay protection already refused a delivery
+    // seen before, and an arrival it holds has no run to answer a second time.
+    let rules = vwf_runtime::runner::rules_of(&plan);
+    if rules.debounce.is_some() || rules.throttle.is_some() {
+        let arrival = service
+            .runner()
+            .arrive_with(plan, trigger, |plan, trigger| service.runner().start_then(plan, trigger, started))
+            .map_err(Failure::from)?;
+        return Ok(match Held::of(arrival) {
+            Ok(held) => Taken::Held(held),
+            Err(run) => Taken::Run(run),
+        });
+    }
     let run = crate::keys::delivery(app, &key, name.as_str(), &input, |id| Ok(service.runner().start_as(id, plan, trigger, started)?))?;
     Ok(Taken::Run(Box::new(run)))
 }

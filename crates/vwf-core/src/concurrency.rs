@@ -79,7 +79,7 @@ pub fn read(v: &Value) -> Result<Concurrency, String> {
     let key = match obj.get("key") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if !s.trim().is_empty() => {
-            check_key(s)?;
+            check_key(s, "concurrency.key")?;
             Some(s.clone())
         }
         Some(_) => return Err("\"concurrency.key\" is a template over the trigger input, like \"{{trigger.chat_id}}\"".into()),
@@ -98,11 +98,12 @@ pub fn read(v: &Value) -> Result<Concurrency, String> {
     Ok(Concurrency { limit: limit as u32, key, on_limit, release_while_waiting })
 }
 
-/// A key reads only the trigger input and the design's name: it is known before any step runs.
-fn check_key(src: &str) -> Result<(), String> {
-    let parsed = template::parse(src).map_err(|e| format!("\"concurrency.key\": {e}"))?;
+/// A key (`field`, for messages) reads only the trigger input and the design's name: it is known
+/// before any step runs.
+pub(crate) fn check_key(src: &str, field: &str) -> Result<(), String> {
+    let parsed = template::parse(src).map_err(|e| format!("\"{field}\": {e}"))?;
     match parsed.refs().find(|r| !matches!(r, Ref::Trigger { .. } | Ref::RunDesign)) {
-        Some(_) => Err("\"concurrency.key\" may read only {{trigger...}} and {{run.design}}: it is known before any step runs".into()),
+        Some(_) => Err(format!("\"{field}\" may read only {{{{trigger...}}}} and {{{{run.design}}}}: it is known before any step runs")),
         None => Ok(()),
     }
 }
@@ -114,27 +115,34 @@ impl Concurrency {
     /// The key value of a run of `design` started with `input`: `""` without a key; an error
     /// when the input lacks what the key reads.
     pub fn key_value(&self, design: &str, input: &Value) -> Result<String, String> {
-        let Some(key) = &self.key else { return Ok(String::new()) };
-        let view = crate::view::input_view(input);
-        let ctx = Context {
-            ids: &[],
-            views: &Default::default(),
-            local_views: None,
-            trigger_id: None,
-            trigger: &view,
-            item: None,
-            loop_index: None,
-            run_id: "",
-            design,
-            secrets: None,
-        };
-        let mut value = template::render_str(key, &ctx).map_err(|e| format!("the concurrency key {key:?} cannot be read: {e}"))?;
-        if value.len() > KEY_MAX {
-            let cut = (0..=KEY_MAX).rev().find(|i| value.is_char_boundary(*i)).unwrap_or(0);
-            value.truncate(cut);
-        }
-        Ok(value)
+        key_value(self.key.as_deref(), design, input, "concurrency")
     }
+}
+
+/// The value of key template `key` (of `what`, for messages) for a run of `design` started with
+/// `input`: `""` without a key; cut to [`KEY_MAX`] bytes; an error when the input lacks what it
+/// reads.
+pub fn key_value(key: Option<&str>, design: &str, input: &Value, what: &str) -> Result<String, String> {
+    let Some(key) = key else { return Ok(String::new()) };
+    let view = crate::view::input_view(input);
+    let ctx = Context {
+        ids: &[],
+        views: &Default::default(),
+        local_views: None,
+        trigger_id: None,
+        trigger: &view,
+        item: None,
+        loop_index: None,
+        run_id: "",
+        design,
+        secrets: None,
+    };
+    let mut value = template::render_str(key, &ctx).map_err(|e| format!("the {what} key {key:?} cannot be read: {e}"))?;
+    if value.len() > KEY_MAX {
+        let cut = (0..=KEY_MAX).rev().find(|i| value.is_char_boundary(*i)).unwrap_or(0);
+        value.truncate(cut);
+    }
+    Ok(value)
 }
 
 /// The scope of `design`'s runs of key value `key`: the name its slots are kept under.

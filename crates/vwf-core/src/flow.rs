@@ -8,12 +8,121 @@
 //! - **Debounce** (`{period}`): arrivals fold into a burst; the burst starts one run once no
 //!   arrival came for `period`, with the last arrival's payload and how many it folded in.
 //!
-//! Not yet read from designs: the trigger fields and the daemon's timer that fires a quiet burst
-//! come with the flow-control work these rules were written for.
+//! A trigger node of mode event, folder, watch or webhook declares them ([`read_rules`]):
+//!
+//! ```json
+//! "debounce": {"period": "30s", "key": "{{trigger.payload.pr}}"}
+//! "throttle": {"limit": 5, "period": "1m", "key": "{{trigger.payload.repo}}", "on_limit": "drop"}
+//! ```
 
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
+use crate::schedule::{ScheduleError, present};
 use crate::time::Ts;
+
+/// The trigger modes whose arrivals may be debounced or throttled (the others start runs by
+/// hand, or on a clock of their own).
+pub const FLOW_MODES: [&str; 4] = ["event", "folder", "watch", "webhook"];
+/// The longest `period` of a debounce or a throttle: a day.
+pub const PERIOD_MAX_SECONDS: u64 = 86_400;
+/// The most starts a throttle may allow per period.
+pub const THROTTLE_LIMIT_MAX: u32 = 10_000;
+
+/// A trigger's `debounce`: start once a key's arrivals have been quiet for `period_seconds`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DebounceRule {
+    pub period_seconds: u64,
+    pub key: Option<String>,
+}
+
+/// A trigger's `throttle`: at most `limit` starts per period per key; the rest dropped, or
+/// deferred until the window has room (`on_limit: "queue"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThrottleRule {
+    pub throttle: Throttle,
+    pub key: Option<String>,
+    pub queue: bool,
+}
+
+/// What a trigger node says about its arrivals.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rules {
+    pub debounce: Option<DebounceRule>,
+    pub throttle: Option<ThrottleRule>,
+}
+
+/// Reads a trigger node's `debounce` and `throttle`, reporting every problem.
+pub fn read_rules(node: &Map<String, Value>) -> Result<Rules, Vec<ScheduleError>> {
+    let mut issues = Vec::new();
+    let mode = crate::trigger::declared_mode(node);
+    let mut rules = Rules::default();
+    for field in ["debounce", "throttle"] {
+        if present(node, field).is_some() && !FLOW_MODES.contains(&mode) {
+            issues.push(ScheduleError::new(field, format!("\"{field}\" applies to event, folder, watch and webhook triggers, not {mode}")));
+        }
+    }
+    if let Some(v) = present(node, "debounce") {
+        match object(v, "debounce", &["period", "key"])
+            .and_then(|o| Ok(DebounceRule { period_seconds: period(o, "debounce")?, key: key(o, "debounce")? }))
+        {
+            Ok(rule) => rules.debounce = Some(rule),
+            Err(e) => issues.push(e),
+        }
+    }
+    if let Some(v) = present(node, "throttle") {
+        let read = object(v, "throttle", &["limit", "period", "key", "on_limit"]).and_then(|o| {
+            let limit =
+                o.get("limit").and_then(Value::as_u64).filter(|n| (1..=u64::from(THROTTLE_LIMIT_MAX)).contains(n)).ok_or_else(|| {
+                    ScheduleError::new("throttle", format!("\"throttle.limit\" is a whole number from 1 to {THROTTLE_LIMIT_MAX}"))
+                })?;
+            let queue = match o.get("on_limit") {
+                None | Some(Value::Null) => false,
+                Some(Value::String(s)) if s == "drop" => false,
+                Some(Value::String(s)) if s == "queue" => true,
+                Some(_) => return Err(ScheduleError::new("throttle", "\"throttle.on_limit\" is drop or queue")),
+            };
+            let throttle = Throttle { limit: limit as u32, period_seconds: period(o, "throttle")? };
+            Ok(ThrottleRule { throttle, key: key(o, "throttle")?, queue })
+        });
+        match read {
+            Ok(rule) => rules.throttle = Some(rule),
+            Err(e) => issues.push(e),
+        }
+    }
+    if rules.debounce.is_some() && rules.throttle.is_some() {
+        issues.push(ScheduleError::new("throttle", "a trigger has a debounce or a throttle, not both"));
+    }
+    if issues.is_empty() { Ok(rules) } else { Err(issues) }
+}
+
+fn object<'v>(v: &'v Value, field: &str, known: &[&str]) -> Result<&'v Map<String, Value>, ScheduleError> {
+    let o = v.as_object().ok_or_else(|| ScheduleError::new(field, format!("\"{field}\" is an object: {{\"period\": \"30s\", …}}")))?;
+    match o.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(ScheduleError::new(field, format!("\"{field}\" has no field {k:?} ({})", known.join(", ")))),
+        None => Ok(o),
+    }
+}
+
+fn period(o: &Map<String, Value>, field: &str) -> Result<u64, ScheduleError> {
+    let v = o.get("period").ok_or_else(|| ScheduleError::new(field, format!("\"{field}\" needs a period, like \"30s\"")))?;
+    crate::schedule::duration_or_seconds(v, 1, PERIOD_MAX_SECONDS, "a day")
+        .map_err(|why| ScheduleError::new(field, format!("\"{field}.period\" {why}")))
+}
+
+fn key(o: &Map<String, Value>, field: &str) -> Result<Option<String>, ScheduleError> {
+    match o.get("key") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.trim().is_empty() => {
+            crate::concurrency::check_key(s, &format!("{field}.key")).map_err(|why| ScheduleError::new(field, why))?;
+            Ok(Some(s.clone()))
+        }
+        Some(_) => Err(ScheduleError::new(
+            field,
+            format!("\"{field}.key\" is a template over the trigger input, like \"{{{{trigger.payload.pr}}}}\""),
+        )),
+    }
+}
 
 /// `throttle`: at most `limit` starts per `period_seconds`, per key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +143,11 @@ impl Throttle {
 
 /// A burst of arrivals being debounced: the last arrival's payload and time, and how many
 /// arrivals it folds in.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Burst {
+    #[serde(with = "crate::time")]
     pub first_at: Ts,
+    #[serde(with = "crate::time")]
     pub last_at: Ts,
     pub count: u64,
     pub payload: Value,

@@ -343,6 +343,20 @@ fn mode(mode: &'static str) -> Mode {
         ],
         _ => Vec::new(),
     };
+    let mut fields = fields;
+    if crate::flow::FLOW_MODES.contains(&mode) {
+        let period = || field("period", Kind::Duration).range((1, crate::flow::PERIOD_MAX_SECONDS)).unit("seconds").required();
+        let mut debounce = field("debounce", Kind::Object).example(json!({"period": "30s", "key": "{{trigger.payload.pr}}"}));
+        debounce.fields = vec![period().example("30s"), field("key", Kind::String).example("{{trigger.payload.pr}}")];
+        let mut throttle = field("throttle", Kind::Object).example(json!({"limit": 5, "period": "1m"}));
+        throttle.fields = vec![
+            integer("limit", (1, crate::flow::THROTTLE_LIMIT_MAX.into()), "starts", None).required(),
+            period().example("1m"),
+            field("key", Kind::String).example("{{trigger.payload.repo}}"),
+            field("on_limit", Kind::Enum).values(["drop", "queue"]).default("drop"),
+        ];
+        fields.extend([debounce, throttle]);
+    }
     Mode { mode, fields }
 }
 

@@ -189,6 +189,9 @@ impl Trigger {
                 None
             }
         };
+        if let Err(flow) = crate::flow::read_rules(node) {
+            issues.extend(flow);
+        }
         match trigger {
             Some(t) if issues.is_empty() => Ok(t),
             _ => Err(issues),

@@ -87,6 +87,8 @@ pub struct Metrics {
     runs_parked: Family<StatusLabel, Gauge>,
     /// Runs waiting for a slot of their design's `concurrency`, among the newest runs.
     runs_waiting_for_slot: Gauge,
+    /// Arrivals a trigger's throttle dropped, by design.
+    arrivals_dropped: Family<DesignLabel, Counter>,
     write_seconds: Histogram,
     requests: Family<RequestLabels, Counter>,
     live_waiters: Gauge,
@@ -114,6 +116,7 @@ impl Metrics {
         let step_seconds: HistogramFamily<StepLabels> = Family::new_with_constructor(|| Histogram::new(STEP_BUCKETS));
         let runs_parked = Family::default();
         let runs_waiting_for_slot = Gauge::default();
+        let arrivals_dropped = Family::default();
         let write_seconds = Histogram::new(WRITE_BUCKETS);
         let requests = Family::default();
         let live_waiters = Gauge::default();
@@ -130,6 +133,11 @@ impl Metrics {
             "runs_parked",
             "Runs parked now (waiting on a wait, a gate or an agent), by status, among the newest runs",
             runs_parked.clone(),
+        );
+        registry.register(
+            "trigger_arrivals_dropped",
+            "Arrivals (events, folder changes, lines, webhook deliveries) a trigger's throttle dropped, by design",
+            arrivals_dropped.clone(),
         );
         registry.register(
             "runs_queued",
@@ -164,6 +172,7 @@ impl Metrics {
             step_seconds,
             runs_parked,
             runs_waiting_for_slot,
+            arrivals_dropped,
             write_seconds,
             requests,
             live_waiters,
@@ -200,6 +209,11 @@ impl Metrics {
                 }
             }
         }
+    }
+
+    /// Counts an arrival a trigger's throttle dropped.
+    pub fn arrival_dropped(&self, design: &str) {
+        self.arrivals_dropped.get_or_create(&DesignLabel { design: design.to_string() }).inc();
     }
 
     /// Counts one answered HTTP request; `route` is the matched route template (`-` for none).

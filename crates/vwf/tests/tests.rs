@@ -7,6 +7,7 @@ mod common;
 
 mod agent;
 mod api;
+mod arrivals;
 mod auth;
 mod busy;
 mod check_it;

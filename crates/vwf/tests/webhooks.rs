@@ -261,3 +261,38 @@ fn the_senders_own_libraries_agree_with_vwf_on_stripe_and_slack_signatures() {
         assert_eq!(s, 202, "{scheme}: vwf accepts what the library signed: {b}");
     }
 }
+
+/// A webhook whose trigger debounces per PR, and one that throttles: a held delivery answers 202
+/// with what became of it and starts nothing now; a dropped one is counted.
+#[test]
+fn a_debounced_or_throttled_webhook_answers_what_became_of_the_delivery() {
+    let home = Home::new();
+    let server = Server::start_with(&home, Options { env: vec![("HOOK_SECRET", SECRET.to_string())], ..Options::default() });
+    server.save("per-pr", hooked("prs", "github", json!({"debounce": {"period": "1h", "key": "{{trigger.payload.pr}}"}})));
+    server.save("gentle", hooked("gentle", "github", json!({"throttle": {"limit": 1, "period": "1h"}})));
+    let github = |path: &str, body: &str| {
+        let headers = h(&[("X-Hub-Signature-256", format!("sha256={}", sign(&[body.as_bytes()])))]);
+        deliver(&server, path, &headers, body.as_bytes())
+    };
+    let counts: Vec<(u16, Value, Value)> = [r#"{"pr": 5, "n": 1}"#, r#"{"pr": 5, "n": 2}"#, r#"{"pr": 6, "n": 3}"#]
+        .iter()
+        .map(|body| {
+            let (s, held) = github("prs", body);
+            (s, held["held"].clone(), held["count"].clone())
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [(202, json!("debounced"), json!(1)), (202, json!("debounced"), json!(2)), (202, json!("debounced"), json!(1))],
+        "each delivery folds into its PR's burst"
+    );
+    assert_eq!(runs_of(&server, "per-pr"), 0, "a burst starts nothing until it is quiet for its period");
+
+    let (s, first) = github("gentle", r#"{"n": 1}"#);
+    assert!(s == 202 && first["run_id"].is_string(), "{first}");
+    let (s, second) = github("gentle", r#"{"n": 2}"#);
+    assert_eq!((s, second["held"].as_str(), second["run_id"].clone()), (202, Some("dropped"), Value::Null), "{second}");
+    assert!(second["reason"].as_str().is_some_and(|r| r.starts_with("throttled")), "{second}");
+    assert_eq!(runs_of(&server, "gentle"), 1);
+    assert_eq!(server.metric("vwf_trigger_arrivals_dropped_total{design=\"gentle\"}"), 1.0);
+}

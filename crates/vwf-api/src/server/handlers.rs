@@ -398,6 +398,7 @@ pub(super) async fn hook(State(s): State<AppState>, Path(path): Path<String>, he
             Ok(crate::hooks::deliver(&service, &path, &header, &body, started).map(|taken| match taken {
                 crate::hooks::Taken::Run(run) => (StatusCode::ACCEPTED, run.result()),
                 crate::hooks::Taken::Challenge(challenge) => (StatusCode::OK, serde_json::json!({ "challenge": challenge })),
+                crate::hooks::Taken::Held(held) => (StatusCode::ACCEPTED, serde_json::to_value(held).unwrap_or(Value::Null)),
             }))
         });
         let outcome = outcome.unwrap_or_else(|f| Err(crate::hooks::Refused::Failed(f)));

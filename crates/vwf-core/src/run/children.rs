@@ -145,8 +145,14 @@ impl Run {
             plan.budget_tokens = Some(plan.budget_tokens.map_or(left, |own| own.min(left)));
         }
         let origin = parent.trigger.origin.clone().unwrap_or_else(|| parent.run_id.to_string());
-        let trigger =
-            TriggerInfo { mode: TriggerMode::Parent, input: start.input.clone(), depth: 0, origin: Some(origin), nesting: start.nesting };
+        let trigger = TriggerInfo {
+            mode: TriggerMode::Parent,
+            input: start.input.clone(),
+            depth: 0,
+            origin: Some(origin),
+            nesting: start.nesting,
+            folded: 0,
+        };
         let mut run = Run::start(plan, start.run_id.clone(), trigger, now);
         run.parent_run = Some(parent.run_id.clone());
         run

@@ -386,6 +386,14 @@ pub struct TriggerInfo {
     /// [`crate::limits::DESIGN_DEPTH`].
     #[serde(default, skip_serializing_if = "is_zero")]
     pub nesting: u32,
+    /// How many arrivals a trigger's `debounce` folded into this run (it starts with the last
+    /// one's input); absent when none did.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub folded: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -398,7 +406,7 @@ pub(super) fn is_false(b: &bool) -> bool {
 
 impl TriggerInfo {
     pub fn new(mode: TriggerMode, input: Value) -> TriggerInfo {
-        TriggerInfo { mode, input, depth: 0, origin: None, nesting: 0 }
+        TriggerInfo { mode, input, depth: 0, origin: None, nesting: 0, folded: 0 }
     }
 }
 

@@ -256,9 +256,10 @@ fn no_parser_reads_a_field_the_document_does_not_list() {
     let mut cases = 0;
     let mut look = |kind: &str, base: Map<String, Value>, own: &[Field]| {
         for name in &everywhere {
-            // Only agent steps take `retries`, and only steps that act `retry` and `on_error`:
-            // another node naming them is refused for it, by design.
-            if own.iter().any(|f| f.name == *name) || ["retries", "retry", "on_error", "mode"].contains(name) {
+            // Only agent steps take `retries`, only steps that act `retry` and `on_error`, and only
+            // triggers of arrivals `debounce` and `throttle`: another node naming them is refused
+            // for it, by design.
+            if own.iter().any(|f| f.name == *name) || ["retries", "retry", "on_error", "mode", "debounce", "throttle"].contains(name) {
                 continue;
             }
             let fields = spec(&with(&base, name, odd.clone())).err().unwrap_or_default();

@@ -48,7 +48,7 @@ use vwf_core::trigger::{FolderTrigger, TriggerMode, WatchTrigger};
 use crate::app::{self, App};
 use crate::clock::Shifted;
 use crate::error::RunError;
-use crate::runner::Runner;
+use crate::runner::{Arrival, Runner};
 use crate::schedules;
 use vwf_store::StoreLock;
 use vwf_store::changes::Change;
@@ -238,6 +238,7 @@ impl<'a> Daemon<'a> {
             self.fire_schedules(now, &mut report);
             self.settle_runs(&runner, now, &mut report);
             self.nudge_queues(&runner, now);
+            self.start_due_arrivals(&runner, now, &mut report);
         }
         report
     }
@@ -533,9 +534,13 @@ impl<'a> Daemon<'a> {
         let _slot = self.app.slots.as_ref().map(|gate| gate.wait());
         let started = DesignName::parse(design)
             .map_err(RunError::Rejected)
-            .and_then(|name| runner.start_design(&name, TriggerInfo::new(mode, input.clone())));
+            .and_then(|name| runner.arrive(&name, TriggerInfo::new(mode, input.clone())));
         match started {
-            Ok(run) => {
+            // Held by the trigger's debounce or throttle.
+            Ok(held @ (Arrival::Debounced { .. } | Arrival::Deferred { .. } | Arrival::Dropped(_))) => {
+                log(now, &format!("{design}: {mode} fired → {}", held.describe()));
+            }
+            Ok(Arrival::Started(run)) => {
                 let mut line = format!("{design}: {mode} fired → run {} {}", run.run_id(), run.status().as_str());
                 if let Some(e) = run.error() {
                     line.push_str(&format!(" ({e})"));
@@ -589,6 +594,24 @@ impl<'a> Daemon<'a> {
             if let Ok(summary) = &entry.summary {
                 self.settle_one(runner, now, &entry.id, summary, report);
             }
+        }
+    }
+
+    /// Starts the runs the triggers' debounce and throttle held that are due now (inside `vwf
+    /// serve` on a run slot, waited for).
+    fn start_due_arrivals(&mut self, runner: &Runner<'_>, now: Ts, report: &mut TickReport) {
+        let _slot = self.app.slots.as_ref().map(|gate| gate.wait());
+        for run in runner.start_due_arrivals() {
+            log(now, &format!("{}: held arrival started → run {} {}", run.design(), run.run_id(), run.status().as_str()));
+            self.note_due(run.next_due());
+            report.fired.push(Fired {
+                design: run.design().to_string(),
+                mode: run.trigger().mode,
+                input: run.trigger().input.clone(),
+                run_id: Some(run.run_id().to_string()),
+                status: Some(run.status()),
+                error: None,
+            });
         }
     }
 

@@ -141,9 +141,11 @@ impl Runner<'_> {
                 continue;
             }
             let input = serde_json::json!({"event": event, "payload": payload});
-            let trigger = TriggerInfo { mode: TriggerMode::Event, input, depth: depth + 1, origin, nesting: 0 };
-            match self.start_design(&name, trigger) {
-                Ok(run) => emission.runs.push(run),
+            let trigger = TriggerInfo { mode: TriggerMode::Event, input, depth: depth + 1, origin, nesting: 0, folded: 0 };
+            match self.arrive(&name, trigger) {
+                Ok(super::Arrival::Started(run)) => emission.runs.push(*run),
+                // Held by the trigger's debounce or throttle: said why, like a start not made.
+                Ok(held) => emission.skipped.push((name.to_string(), held.describe())),
                 Err(RunError::Refused(report)) => emission.skipped.push((name.to_string(), report.refusal())),
                 Err(e) => return Err(e),
             }

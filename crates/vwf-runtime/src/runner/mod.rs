@@ -25,6 +25,7 @@ use vwf_core::validate::Report;
 use crate::clock::Clock;
 use crate::error::RunError;
 
+mod arrivals;
 mod children;
 mod emit;
 mod failure;
@@ -33,6 +34,7 @@ mod slots;
 mod waits;
 
 use crate::telemetry::{Metrics, Watch};
+pub use arrivals::{Arrival, rules_of};
 pub use emit::{Emission, EmitSource};
 pub use listing::RunPage;
 use vwf_exec::Drivers;
