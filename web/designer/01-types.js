@@ -89,6 +89,24 @@ const SHOWN = {
   'design.budget.tokens': { label: 'Token budget', hint: 'for the whole run' },
   'design.tool': { label: 'Offer as a tool', hint: 'agents (MCP, Hermes) may call this design' },
   'design.inputs': { label: 'Inputs', hint: 'JSON Schema of the input: {"type": "object", "properties": {…}, "required": […]}' },
+  'design.concurrency.limit': { label: 'Runs at once', hint: '1–1000; empty: no limit' },
+  'design.concurrency.key': { label: 'Per key', hint: 'template over the input, e.g. {{trigger.chat}}: each value has its own limit' },
+  'design.concurrency.on_limit': { label: 'When full', names: { queue: 'queue the new run', skip: 'skip the new run', cancel_oldest: 'cancel the oldest run' } },
+  'design.concurrency.release_while_waiting': { label: 'Free the slot while waiting', hint: 'a run parked at an approval, a wait or an event lets the next one start' },
+  // `*.` applies to every type or mode that has the field (the arrival modes' debounce, throttle).
+  '*.debounce.period': { label: 'Quiet for', hint: 'start once no arrival came for this long, e.g. 30s' },
+  '*.debounce.key': { label: 'Per key', hint: 'template, e.g. {{trigger.payload.pr}}: each value waits apart' },
+  '*.throttle.limit': { label: 'Starts', hint: 'at most this many runs a period, 1–10000' },
+  '*.throttle.period': { label: 'Per', hint: 'the period, e.g. 1m' },
+  '*.throttle.key': { label: 'Per key', hint: 'template, e.g. {{trigger.payload.repo}}: each value counts apart' },
+  '*.throttle.on_limit': { label: 'Over the limit', names: { drop: 'drop the arrival', queue: 'queue it for the next period' } },
+};
+/** Fields read as one block of the panel: `<group>.…` fields, in a box open once the group is set. */
+const GROUPS = {
+  retry: { title: 'Retry on failure' },
+  debounce: { title: 'Debounce', about: 'Waits for arrivals to pause, then starts one run with the last of them. A trigger has a debounce or a throttle, not both.' },
+  throttle: { title: 'Throttle', about: 'Starts at most so many runs a period; the arrivals over the limit are dropped or wait for the next period.' },
+  concurrency: { title: 'Runs at once', about: 'How many runs of this design may be active together, however they start. Saved with the design, not this node.' },
 };
 /** The panel widget of each kind of value the model names. */
 const WIDGET = { integer: 'number', number: 'number', enum: 'select', boolean: 'select', string_list: 'list', enum_list: 'list', string_map: 'object', json: 'json', status_set: 'json', command: 'area' };
@@ -116,7 +134,8 @@ function panelFields(list, at, prefix = '') {
       out.push(...panelFields(m.fields, `${at}.${m.name}`, `${prefix}${m.name}.`));
       continue;
     }
-    const shown = SHOWN[`${at}.${m.name}`] || {};
+    const anyOwner = at.includes('.') ? SHOWN[`*${at.slice(at.indexOf('.'))}.${m.name}`] : undefined;
+    const shown = SHOWN[`${at}.${m.name}`] || anyOwner || {};
     const widget = shown.widget || (m.kind === 'integer' && m.labels ? 'select' : WIDGET[m.kind] || 'text');
     // A range the model gives is the hint, unless it is too wide to help.
     const ranged = m.min !== undefined && m.max !== undefined && m.max <= 100000;
@@ -128,11 +147,11 @@ function panelFields(list, at, prefix = '') {
       hint: shown.hint ?? range,
       placeholder: shown.placeholder ?? placeholderOf(m.default ?? m.example),
       rows: shown.rows, list: shown.list, when: shown.when, rerender: shown.rerender,
-      tpl: !!m.template, expr: m.kind === 'expression',
+      tpl: !!m.template, expr: m.kind === 'expression', required: !!m.required,
     });
     if (widget === 'select') {
       const named = m.labels && m.default !== undefined ? m.labels[m.default - m.min] : m.default;
-      const unset = shown.empty || (named !== undefined ? `(default: ${named})` : '(choose)');
+      const unset = shown.empty || (named !== undefined ? `(default: ${(shown.names && shown.names[named]) || named})` : '(choose)');
       def.options = shown.options || [['', unset], ...(m.labels
         ? m.labels.map((l, i) => [String(m.min + i), l])
         : (m.values || []).map((v) => [v, (shown.names && shown.names[v]) || v]))];

@@ -64,6 +64,38 @@ function fieldRow(def, target, onEdit, { idPrefix = 'f' } = {}) {
     def.tpl || def.expr ? assistField(input, def) : null);
 }
 
+/** Appends the rows of `defs` bound to `target`; a group's fields (`retry.…`, `concurrency.…`,
+ * see GROUPS) go in the group's box, open when `target` has the group. `own(def)` may give a
+ * row of its own; `scope: 'design'` marks rows of the design shown in a node's panel. */
+function appendRows(box, defs, target, onEdit, { idPrefix = 'f', scope, own } = {}) {
+  const boxes = {};
+  for (const def of defs) {
+    if (def.when && !def.when(target)) continue;
+    const name = def.key.includes('.') && GROUPS[def.key.split('.')[0]] ? def.key.split('.')[0] : null;
+    if (!name) { box.append((own && own(def)) || fieldRow(def, target, onEdit, { idPrefix })); continue; }
+    if (!boxes[name]) {
+      const g = GROUPS[name];
+      boxes[name] = h('details', { class: 'group', 'data-group': name, 'data-scope': scope, open: isObj(target[name]) },
+        h('summary', { text: g.title }), g.about ? h('p', { class: 'muted', text: g.about }) : null);
+      box.append(boxes[name]);
+    }
+    const row = fieldRow(def, target, onEdit, { idPrefix });
+    if (def.required) dropWhenCleared(row, target, name, defs.filter((d) => d.required && d.key.startsWith(name + '.')));
+    boxes[name].append(row);
+  }
+}
+
+/** A group left without any of its required fields (`concurrency` without a limit) is removed
+ * whole once the field is left, so no half-set object stays behind; one undo step with the edit
+ * that cleared it. */
+function dropWhenCleared(row, target, name, needs) {
+  row.querySelector('input, select, textarea').addEventListener('change', () => {
+    if (!isObj(target[name]) || needs.some((d) => get(target, d.key) !== undefined)) return;
+    change(() => { delete target[name]; }, { key: lastKey, panel: true });
+    say(`Removed ${name}: no ${needs.map((d) => d.key.slice(name.length + 1)).join(' nor ')} set`);
+  });
+}
+
 function renderPanel() {
   const box = $('panel');
   box.replaceChildren();
@@ -90,15 +122,11 @@ function renderNodePanel(box, index) {
     change(() => set(node, def.key, value), { key: `node:${index}:${def.key}`, panel: !!def.rerender });
     if (def.rerender) focusField(def.key);
   };
-  // A step's retry policy reads as one group, open when the step has one.
-  const retry = h('details', { class: 'group', 'data-group': 'retry', open: isObj(node.retry) },
-    h('summary', { text: 'Retry on failure' }));
-  for (const def of [...COMMON_FIELDS, ...fieldsOf(node)]) {
-    if (def.when && !def.when(node)) continue;
-    if (def.key.startsWith('retry.')) {
-      if (!retry.isConnected) box.append(retry);
-      retry.append(fieldRow(def, node, edit));
-    } else box.append(fieldRow(def, node, edit));
+  appendRows(box, [...COMMON_FIELDS, ...fieldsOf(node)], node, edit);
+  // Where runs start, the design's limit on how many run at once: written to the design.
+  if (node.type === 'trigger') {
+    const editDesign = (value, def) => change(() => set(graph, def.key, value), { key: 'design:' + def.key });
+    appendRows(box, DESIGN_FIELDS.filter((d) => d.key.startsWith('concurrency.')), graph, editDesign, { idPrefix: 'd', scope: 'design' });
   }
   const known = new Set(['id', 'type', 'x', 'y', 'label', ...fieldsOf(node).map((d) => d.key.split('.')[0])]);
   if (node.type === 'trigger') for (const m of MODES) for (const d of TRIGGER_FIELDS[m]) known.add(d.key.split('.')[0]);

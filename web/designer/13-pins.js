@@ -90,7 +90,7 @@ function renderDesignPanel(box) {
   box.append(h('div', { class: 'heading' }, h('h3', { text: designName || 'Untitled design' }), h('span', { class: 'badge', text: 'Design' })));
   box.append(h('p', { class: 'muted', text: `${nodes().length} nodes, ${edges().length} edges. Select a node or an edge to edit it.` }));
   const edit = (value, def) => change(() => set(graph, def.key, value), { key: 'design:' + def.key });
-  for (const def of DESIGN_FIELDS) box.append((def.key === 'inputs' && inputsEditor()) || fieldRow(def, graph, edit, { idPrefix: 'd' }));
+  appendRows(box, DESIGN_FIELDS, graph, edit, { idPrefix: 'd', own: (def) => def.key === 'inputs' && inputsEditor() });
   if (SERVED) {
     const input = h('textarea', { id: 'run-input', 'data-testid': 'run-input', rows: 2, placeholder: '{"topic": "…"} (optional)', spellcheck: 'false' });
     input.value = runInput;
@@ -115,25 +115,29 @@ function focusField(key) {
 function markPanel() {
   if (READ_ONLY) return;
   const cur = currentIssues();
-  let list = [];
+  const all = [...cur.errors.map((i) => ({ ...i, kind: 'error' })), ...cur.warnings.map((i) => ({ ...i, kind: 'warning' }))];
+  // The design's own fields: in its panel, and in a trigger's (the runs-at-once group).
+  const design = all.filter((i) => i.field && i.node === undefined && i.edge === undefined);
+  let list = design;
   if (sel && sel.node !== undefined) {
     const node = nodes()[sel.node];
-    if (node) list = [...cur.errors.map((i) => ({ ...i, kind: 'error' })), ...cur.warnings.map((i) => ({ ...i, kind: 'warning' }))].filter((i) => i.node === node.id && i.field);
+    list = node ? all.filter((i) => i.node === node.id && i.field) : [];
   } else if (sel && sel.edge !== undefined) {
-    list = [...cur.errors.map((i) => ({ ...i, kind: 'error', field: 'label' })), ...cur.warnings.map((i) => ({ ...i, kind: 'warning', field: 'label' }))].filter((i) => i.edge === sel.edge);
-  } else {
-    list = [...cur.errors.map((i) => ({ ...i, kind: 'error' })), ...cur.warnings.map((i) => ({ ...i, kind: 'warning' }))].filter((i) => i.field && i.node === undefined && i.edge === undefined);
+    list = all.filter((i) => i.edge === sel.edge).map((i) => ({ ...i, field: 'label' }));
   }
+  // An issue about a whole object (`concurrency`) outlines each of its rows, said under the first.
+  const said = new Set();
   for (const row of document.querySelectorAll('#panel .field[data-field]')) {
     const key = row.dataset.field;
-    const mine = list.filter((i) => i.field === key || key.startsWith(i.field + '.'));
+    const mine = (row.closest('[data-scope="design"]') ? design : list).filter((i) => i.field === key || key.startsWith(i.field + '.'));
     const err = mine.some((i) => i.kind === 'error');
     row.classList.toggle('error', err);
     row.classList.toggle('warning', !err && mine.length > 0);
     const input = row.querySelector('input, select, textarea');
     if (input) { if (err) input.setAttribute('aria-invalid', 'true'); else input.removeAttribute('aria-invalid'); }
     const msg = row.querySelector('.msg');
-    if (msg) msg.textContent = mine.map((i) => i.message).join(' · ');
+    if (msg) msg.textContent = mine.filter((i) => !said.has(i)).map((i) => i.message).join(' · ');
+    for (const i of mine) said.add(i);
   }
 }
 

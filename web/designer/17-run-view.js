@@ -12,7 +12,9 @@ function stepRecords(id) {
 /** A node's state in the run: done, failed, skipped, running or pending (loop passes aggregated). */
 function nodeState(n) {
   if (!runState || n.type === 'note') return null;
-  // The trigger fired when the run began: "started" while it works, "done" once it has finished.
+  // The trigger fired when the run began: "started" while it works, "done" once it has finished;
+  // a run waiting for a slot (the design's runs-at-once limit) has not started.
+  if (n.type === 'trigger' && runState.status === 'queued') return { state: 'pending', text: 'queued' };
   if (n.type === 'trigger') return { state: 'done', text: ['done', 'failed'].includes(runState.status) ? 'done' : 'started' };
   const pend = runState.pending;
   if (isObj(pend) && pend.node === n.id) return { state: 'pending', text: runState.status === 'awaiting_approval' ? 'awaiting answer' : runState.status === 'awaiting_agent' ? 'awaiting agent' : runState.status === 'awaiting_event' ? 'awaiting event' : 'waiting' };

@@ -4,7 +4,7 @@
 // reads, so a change shows as soon as it is made, on any instance (a gate answered elsewhere);
 // stops when it settles. Every control calls the API and shows the run the server answers.
 import { api, h, enc, badge, ago, when, elapsed, follow, say } from '../app.js';
-import { testMark } from './runs.js';
+import { testMark, keyMark } from './runs.js';
 
 // A run in any other status may still change: it runs, waits, or is parked at a gate or an agent
 // step that someone may answer (here or on another instance).
@@ -15,6 +15,7 @@ export async function render(root, page) {
   const [id] = page.params;
   const head = h('div', { class: 'title' });
   const meta = h('p', { class: 'muted' });
+  const queue = h('p', { id: 'queue', class: 'notice info', hidden: true });
   const msg = h('div', { id: 'notice', class: 'notice', hidden: true });
   const problem = h('div');
   const actions = h('div', { class: 'toolbar' });
@@ -24,7 +25,7 @@ export async function render(root, page) {
   const outputs = h('section', { id: 'outputs' });
   const deliveries = h('section', { id: 'deliveries' });
   root.classList.add('wide');
-  root.append(head, meta, problem, actions, msg, pending, frame, steps, outputs, deliveries);
+  root.append(head, meta, queue, problem, actions, msg, pending, frame, steps, outputs, deliveries);
 
   const open = new Set(); // output panels the user opened, kept open across refreshes
   let shown = { updated: null, status: null, pendingKey: null };
@@ -59,7 +60,10 @@ export async function render(root, page) {
       ...(run.failure_of ? [' · started by the failure of ', h('a', { id: 'failure-of', href: `#/runs/${enc(run.failure_of)}` }, run.failure_of)] : []),
       ...(run.failure_run ? [' · its failure started ', h('a', { id: 'failure-run', href: `#/runs/${enc(run.failure_run)}` }, run.failure_run)] : []),
       ...(run.parent_run ? [' · started by a design step of ', h('a', { id: 'parent-run', href: `#/runs/${enc(run.parent_run)}` }, run.parent_run)] : []),
+      ...(keyMark(run) ? [' · ', keyMark(run)] : []),
       ...(run.test ? [h('span', { id: 'test-note' }, ' · a test run: steps marked pinned gave their pinned output and did nothing (no command, call, model or delivery)')] : []));
+    queue.replaceChildren(...queueLine(run).flat());
+    queue.hidden = run.status !== 'queued';
     const handled = run.handled || [];
     problem.replaceChildren(run.error
       ? h('p', { class: 'notice error', id: 'run-error' }, run.failed_node ? [h('b', {}, run.failed_node), ': '] : null, run.error)
@@ -184,6 +188,17 @@ export async function render(root, page) {
   }
 
   await refresh();
+}
+
+/** What a queued run waits for: a slot of its design's runs-at-once limit, behind the oldest run
+ * holding one, at its place in the line (1 is next). */
+function queueLine(run) {
+  if (run.status !== 'queued') return [];
+  const q = run.queue;
+  if (!q) return ['Queued: waiting for a slot (the design limits its runs at once).'];
+  return ['Queued', q.behind ? [' behind run ', h('a', { id: 'queue-behind', href: `#/runs/${enc(q.behind)}` }, q.behind)] : '',
+    ' · ', h('span', { id: 'queue-place', 'data-place': q.place }, `place ${q.place}`),
+    q.key ? [' · key ', h('code', { id: 'queue-key' }, q.key)] : ''];
 }
 
 function stepTable(run) {

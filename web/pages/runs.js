@@ -15,7 +15,10 @@ async function filterValues() {
   const doc = (await api('GET', '/openapi.json')).body;
   const params = doc?.paths?.['/runs']?.get?.parameters || [];
   const values = (name) => params.find((p) => p.name === name)?.schema?.enum || [];
-  return { status: values('status'), trigger: values('trigger') };
+  // A run waiting for a slot of its design's runs-at-once limit is `queued`: offered even by a
+  // document that does not list it yet.
+  const status = values('status');
+  return { status: status.length && !status.includes('queued') ? ['queued', ...status] : status, trigger: values('trigger') };
 }
 
 export async function render(root, page) {
@@ -102,10 +105,16 @@ export function runRow(run) {
     h('td', {}, h('a', { href: `#/runs/${enc(run.run_id)}` }, h('code', {}, run.run_id))),
     h('td', {}, h('a', { href: `#/designer/${enc(run.design)}` }, run.design)),
     h('td', {}, badge(run.status), run.test ? [' ', testMark()] : null, handledMark(run)),
-    h('td', { class: 'trigger' }, run.trigger ? run.trigger.mode : ''),
+    h('td', { class: 'trigger' }, run.trigger ? run.trigger.mode : '', keyMark(run) ? [' · ', keyMark(run)] : null),
     h('td', { title: run.created_at }, ago(run.created_at)),
     h('td', {}, pending),
     h('td', { class: 'error' }, run.error ? `${run.failed_node ? `${run.failed_node}: ` : ''}${run.error}` : ''));
+}
+
+/** The key a run counts under for its design's runs-at-once limit, when the design has one. */
+export function keyMark(run) {
+  if (typeof run.concurrency_key !== 'string' || !run.concurrency_key) return null;
+  return h('span', { class: 'muted small', 'data-concurrency-key': run.concurrency_key, title: 'Its design limits the runs at once per key' }, `key ${run.concurrency_key}`);
 }
 
 /** The mark of a run done with failures its design handled (error paths, `on_error: continue`). */

@@ -14,6 +14,7 @@ pub mod listing;
 pub mod names;
 pub mod pins;
 pub mod plan;
+pub mod rate;
 pub mod recovery;
 pub mod refs;
 pub mod run;

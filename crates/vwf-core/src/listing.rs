@@ -16,8 +16,8 @@ use crate::trigger::TriggerMode;
 pub const TRIGGER_MODES: [&str; 7] = crate::trigger::MODES;
 
 /// The run statuses (SPEC §8), in the contract's order.
-pub const STATUSES: [&str; 8] =
-    ["running", "waiting", "awaiting_approval", "awaiting_agent", "awaiting_event", "awaiting_child", "done", "failed"];
+pub const STATUSES: [&str; 9] =
+    ["queued", "running", "waiting", "awaiting_approval", "awaiting_agent", "awaiting_event", "awaiting_child", "done", "failed"];
 
 /// What a listing keeps: every given filter must match.
 #[derive(Debug, Clone, Default, PartialEq)]

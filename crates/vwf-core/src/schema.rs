@@ -198,6 +198,7 @@ fn node_type(kind: NodeKind) -> NodeType {
             integer("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, "seconds", Some(limits::AGENT_TIMEOUT_DEFAULT)),
             integer("max_tokens", limits::AGENT_MAX_TOKENS, "tokens", None),
             field("tools", Kind::StringList).example(json!(["notify-oncall"])),
+            field(crate::rate::FIELD, Kind::String).example("openai"),
         ],
         NodeKind::Condition => vec![field("expr", Kind::Expression).required().example("out.check.words > 20")],
         NodeKind::Approval => vec![
@@ -227,6 +228,7 @@ fn node_type(kind: NodeKind) -> NodeType {
             field("body", Kind::Json).template(),
             field("accept", Kind::StatusSet).default("2xx").example(json!([200, 404])),
             integer("timeout_seconds", limits::HTTP_TIMEOUT_SECONDS, "seconds", Some(limits::HTTP_TIMEOUT_DEFAULT)),
+            field(crate::rate::FIELD, Kind::String).example("openai"),
         ],
         NodeKind::Loop => vec![
             field("over", Kind::String).required().template().example("{{nodes.split}}"),

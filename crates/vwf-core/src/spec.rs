@@ -313,6 +313,7 @@ fn parse_agent(f: &mut Fields) -> Spec {
     let timeout_seconds = f.ranged("timeout_seconds", limits::AGENT_TIMEOUT_SECONDS, " seconds").unwrap_or(limits::AGENT_TIMEOUT_DEFAULT);
     let max_tokens = f.ranged("max_tokens", limits::AGENT_MAX_TOKENS, "");
     let tools = design_names(f, "tools", limits::AGENT_TOOLS);
+    rate_limit(f);
     Spec::Agent { prompt, profile, model, retries, timeout_seconds, max_tokens, tools }
 }
 
@@ -478,7 +479,20 @@ fn parse_http(f: &mut Fields) -> Spec {
             }
         },
     };
+    rate_limit(f);
     Spec::Http(HttpStep { url, method, headers, body, timeout_seconds, accept })
+}
+
+/// `rate_limit`: the name of a `[limits."<name>"]` the step shares (read by the runner, which
+/// knows the config; checked here for its shape).
+fn rate_limit(f: &mut Fields) {
+    match f.get(crate::rate::FIELD) {
+        None => {}
+        Some(Value::String(name)) if crate::rate::is_name(name) => {}
+        Some(_) => {
+            f.issue(crate::rate::FIELD, "\"rate_limit\" names a [limits.<name>] of the config: 1 to 64 letters, digits, '_', '-' or '.'")
+        }
+    }
 }
 
 /// A loop: what it runs over, how many items at most, how many at once.

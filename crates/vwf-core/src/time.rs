@@ -86,3 +86,20 @@ pub mod opt {
         }
     }
 }
+
+/// A list of timestamps, each as [`format`] writes it.
+pub mod list {
+    use super::*;
+    use serde::Serialize;
+
+    pub fn serialize<S: Serializer>(v: &[Ts], s: S) -> Result<S::Ok, S::Error> {
+        v.iter().map(format).collect::<Vec<_>>().as_slice().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Ts>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|s| parse(s).ok_or_else(|| serde::de::Error::custom(format!("bad timestamp {s:?}"))))
+            .collect()
+    }
+}

@@ -61,7 +61,7 @@ fn http(retry: Value) -> Value {
 /// The wait the run is parked on: (node, resume_at, next_attempt).
 fn retry_wait(run: &Run) -> (String, Ts, Option<u32>) {
     match run.pending() {
-        Some(Pending::Wait { node, resume_at, next_attempt }) => (node.clone(), *resume_at, *next_attempt),
+        Some(Pending::Wait { node, resume_at, next_attempt, .. }) => (node.clone(), *resume_at, *next_attempt),
         other => panic!("not parked on a wait: {other:?} ({:?})", run.status()),
     }
 }

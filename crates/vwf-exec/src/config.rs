@@ -63,19 +63,44 @@ impl Default for RunsConfig {
     }
 }
 
-/// `[limits]`: bounds on what runs may grow to (ranges in `vwf_core::limits`, checked at load).
+/// `[limits]`: bounds on what runs may grow to (ranges in `vwf_core::limits`, checked at load),
+/// and the rate limits steps share (`[limits.<name>]`, see [`vwf_core::rate`]).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct LimitsConfig {
     /// Runs one event or run may start, directly or through emits (default 100).
     pub runs_per_origin: u64,
     /// The most bytes one run record may hold (default 16 MiB).
     pub run_bytes: u64,
+    /// `[limits.<name>]`: the rate limits steps name with `rate_limit`. (Any other key of
+    /// `[limits]` is read as one and refused, so a misspelt bound is still an error.)
+    #[serde(flatten)]
+    pub rates: std::collections::BTreeMap<String, RateLimitConfig>,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { runs_per_origin: vwf_core::limits::RUNS_PER_ORIGIN_DEFAULT, run_bytes: vwf_core::limits::RUN_BYTES_DEFAULT }
+        LimitsConfig {
+            runs_per_origin: vwf_core::limits::RUNS_PER_ORIGIN_DEFAULT,
+            run_bytes: vwf_core::limits::RUN_BYTES_DEFAULT,
+            rates: Default::default(),
+        }
+    }
+}
+
+/// `[limits.<name>]`: `per_second` or `per_minute` starts, plus `burst`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    pub per_second: Option<u32>,
+    pub per_minute: Option<u32>,
+    #[serde(default)]
+    pub burst: u32,
+}
+
+impl RateLimitConfig {
+    pub fn rule(&self) -> Result<vwf_core::rate::Rule, String> {
+        vwf_core::rate::Rule::new(self.per_second, self.per_minute, self.burst)
     }
 }
 
@@ -294,6 +319,12 @@ impl Config {
                 return Err(format!("{}: {key} must be from {low} to {high}, got {n}", path.display()));
             }
         }
+        for (name, rate) in &config.limits.rates {
+            if !vwf_core::rate::is_name(name) {
+                return Err(format!("{}: [limits.{name:?}]: a limit's name is 1 to 64 letters, digits, '_', '-' or '.'", path.display()));
+            }
+            rate.rule().map_err(|why| format!("{}: [limits.{name}]: {why}", path.display()))?;
+        }
         if let Some((name, _)) = config.secrets.iter().find(|(name, var)| !vwf_core::secrets::is_name(name) || var.trim().is_empty()) {
             return Err(format!(
                 "{}: [secrets] {name:?}: a secret's name is letters, digits and '_' (not starting with a digit) and its value names an environment variable",
@@ -391,5 +422,14 @@ mod tests {
         assert!(Config::load(dir.path()).is_err(), "a misspelt key is refused");
         std::fs::write(Config::path(dir.path()), "[limits]\nrun_bytes = \"16M\"\n").unwrap();
         assert!(Config::load(dir.path()).is_err(), "a number is a number");
+        // Rate limits: one rate each, in range.
+        std::fs::write(Config::path(dir.path()), "[limits]\nrun_bytes = 1048576\n[limits.openai]\nper_second = 20\nburst = 5\n").unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!(c.limits.rates["openai"].rule(), Ok(vwf_core::rate::Rule { limit: 25, period_ms: 1000 }));
+        assert_eq!(c.limits.run_bytes, 1024 * 1024);
+        for bad in ["per_second = 0", "per_second = 1\nper_minute = 1", "burst = 3", "per_minute = 20\nspeed = 1", "per_second = 20000"] {
+            std::fs::write(Config::path(dir.path()), format!("[limits.x]\n{bad}\n")).unwrap();
+            assert!(Config::load(dir.path()).is_err(), "{bad}");
+        }
     }
 }

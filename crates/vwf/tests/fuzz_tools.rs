@@ -27,8 +27,7 @@ const CALL_TEXT_CASES: u32 = 1000;
 const SLASH_CASES: u32 = 1000;
 
 const STATUSES: [u16; 6] = [200, 400, 404, 409, 502, 503];
-const RUN_STATUSES: [&str; 8] =
-    ["done", "running", "waiting", "awaiting_approval", "awaiting_agent", "awaiting_event", "awaiting_child", "failed"];
+const RUN_STATUSES: [&str; 9] = vwf_core::listing::STATUSES;
 const SLASH_INTERNAL: &str = "Sorry: /workflow hit an internal error";
 
 fn config(cases: u32) -> Config {

@@ -42,6 +42,7 @@ mod multi_instance;
 mod nesting;
 mod ops;
 mod pg_store;
+mod rate_limits;
 mod recovery;
 mod release;
 mod run_bytes;

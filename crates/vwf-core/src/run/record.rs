@@ -206,6 +206,16 @@ impl StepRecord {
         self.status = StepStatus::Waiting;
     }
 
+    /// The attempt just begun is taken back before anything was saved of it (its rate limit had
+    /// no room): the step waits to begin it again.
+    pub(super) fn take_back_try(&mut self) {
+        if self.tries.last().is_some_and(|t| t.finished_at.is_none()) {
+            self.tries.pop();
+            self.attempts = self.attempts.saturating_sub(1);
+        }
+        self.status = StepStatus::Waiting;
+    }
+
     /// The wait before the next attempt is over: the step is ready to start it.
     pub(super) fn next_try_due(&mut self) {
         self.status = StepStatus::Retrying;
@@ -260,6 +270,9 @@ pub enum Pending {
         resume_at: Ts,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next_attempt: Option<u32>,
+        /// The rate limit the step waits for room in (`[limits."<name>"]`); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate_limit: Option<String>,
     },
     /// A `wait_event` step: the run goes on when an event named `event` whose payload satisfies
     /// `match` arrives (any such event when there is no match), or fails (or goes on with no

@@ -49,7 +49,7 @@ impl Run {
             if let Some(r) = self.record_mut(id) {
                 r.wait_before_next_try(delay);
             }
-            self.parked.push(Pending::Wait { node: id.into(), resume_at, next_attempt: Some(attempt + 1) });
+            self.parked.push(Pending::Wait { node: id.into(), resume_at, next_attempt: Some(attempt + 1), rate_limit: None });
             return;
         }
         if !self.plan.has_error_edges(&step.id) && recovery.on_error != OnError::Continue {
@@ -195,6 +195,20 @@ impl Run {
         }
         self.stop_with(RunFailure::RunTimedOut, now, false);
         true
+    }
+
+    /// The runner holds back the task of step instance `id` it was just handed, before saving
+    /// anything of it: the step's rate limit (`name`) has no room. The attempt is taken back (it
+    /// never began), and the step waits, the run `waiting` when nothing else moves, until
+    /// `until`, when it is handed out again (and its limit asked again).
+    pub fn hold_back(&mut self, id: &str, name: &str, until: Ts, now: Ts) {
+        let Some(attempt) = self.record(id).map(|r| r.attempts) else { return };
+        if let Some(r) = self.record_mut(id) {
+            r.take_back_try();
+        }
+        self.parked.push(Pending::Wait { node: id.into(), resume_at: until, next_attempt: Some(attempt), rate_limit: Some(name.into()) });
+        self.touch(now);
+        self.refresh_status();
     }
 
     /// Stops the run for a newer one of its concurrency key (`on_limit: "cancel_oldest"`): it

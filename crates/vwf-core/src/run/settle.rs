@@ -160,7 +160,7 @@ mod tests {
     }
 
     fn wait(resume_at: &str) -> Pending {
-        Pending::Wait { node: "pause".into(), resume_at: at(resume_at), next_attempt: None }
+        Pending::Wait { node: "pause".into(), resume_at: at(resume_at), next_attempt: None, rate_limit: None }
     }
 
     #[test]

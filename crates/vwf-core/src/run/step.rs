@@ -328,7 +328,7 @@ impl Run {
                 let Some(resume_at) = time::add_seconds(now, seconds) else {
                     return fail(self, beyond_time("the wait's end").into());
                 };
-                self.parked.push(Pending::Wait { node: id.into(), resume_at, next_attempt: None });
+                self.parked.push(Pending::Wait { node: id.into(), resume_at, next_attempt: None, rate_limit: None });
                 self.refresh_status();
                 Begin::Settled
             }
@@ -494,7 +494,7 @@ impl Run {
     /// its next attempt is ready to start it.
     pub(super) fn resume_due_wait(&mut self, now: Ts) -> Option<String> {
         let (node, retry) = self.parked.iter().find_map(|p| match p {
-            Pending::Wait { node, resume_at, next_attempt } if *resume_at <= now => Some((node.clone(), next_attempt.is_some())),
+            Pending::Wait { node, resume_at, next_attempt, .. } if *resume_at <= now => Some((node.clone(), next_attempt.is_some())),
             _ => None,
         })?;
         self.parked.retain(|p| p.node() != node);

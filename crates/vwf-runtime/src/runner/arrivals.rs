@@ -66,7 +66,7 @@ impl FlowDoc for DebounceDoc {
 struct ThrottleDoc {
     limit: u32,
     period_seconds: u64,
-    #[serde(default, with = "time_list")]
+    #[serde(default, with = "time::list")]
     started: Vec<Ts>,
     #[serde(default)]
     deferred: Vec<serde_json::Value>,
@@ -96,19 +96,6 @@ impl ThrottleDoc {
     /// When the window next has room: a period after the oldest start in it.
     fn next_room(&self, now: Ts) -> Ts {
         self.started.iter().min().and_then(|t| time::add_seconds(*t, self.period_seconds)).unwrap_or(now).max(now)
-    }
-}
-
-mod time_list {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-    use vwf_core::time::{self, Ts};
-
-    pub fn serialize<S: Serializer>(v: &[Ts], s: S) -> Result<S::Ok, S::Error> {
-        v.iter().map(time::format).collect::<Vec<_>>().serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Ts>, D::Error> {
-        Ok(Vec::<String>::deserialize(d)?.iter().filter_map(|t| time::parse(t)).collect())
     }
 }
 

@@ -30,6 +30,7 @@ mod children;
 mod emit;
 mod failure;
 mod listing;
+mod rates;
 mod slots;
 mod waits;
 
@@ -485,10 +486,12 @@ impl Runner<'_> {
                         self.persist(run)?;
                         return Ok(());
                     }
+                    // Steps over their rate limit wait (taken back before they are saved).
+                    let tasks = self.within_rates(run, tasks)?;
                     self.persist(run)?;
                     // A run its save failed (its record would pass `[limits] run_bytes`) starts
                     // nothing more.
-                    if run.status().is_finished() {
+                    if run.status().is_finished() || tasks.is_empty() {
                         continue;
                     }
                     self.perform_all(run, &tasks, &secrets)?;
