@@ -213,3 +213,68 @@ fn a_killed_holder_frees_its_slot_after_takeover() {
         assert!(holder["error"].as_str().is_some_and(|e| e.contains("interrupted")), "{holder}");
     }
 }
+
+/// `release_while_waiting`: a run parked at its gate gives its slot back, so another starts; when
+/// it is answered it claims a slot again and, finding it taken, waits `queued` mid-run until the
+/// holder ends.
+#[test]
+fn a_run_that_releases_while_waiting_queues_again_to_go_on() {
+    let home = Home::new();
+    let go = home.path().join("go");
+    let server = Server::start(&home);
+    server.save(
+        "polite",
+        json!({
+            "concurrency": {"limit": 1, "release_while_waiting": true},
+            "nodes": [
+                {"id": "start", "type": "trigger", "mode": "manual"},
+                {"id": "gate", "type": "approval", "question": "Go?", "options": ["go"]},
+                {"id": "hold", "type": "command", "argv": ["sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.02; done; printf released", "sh", go.to_str().unwrap()]}
+            ],
+            "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "hold", "label": "go"}]
+        }),
+    );
+    let (_, a) = run(&server, "polite", json!({}));
+    let (_, b) = run(&server, "polite", json!({}));
+    assert_eq!(
+        (a["status"].as_str(), b["status"].as_str()),
+        (Some("awaiting_approval"), Some("awaiting_approval")),
+        "a parked run frees its slot"
+    );
+    let (a, b) = (a["run_id"].as_str().unwrap().to_string(), b["run_id"].as_str().unwrap().to_string());
+    // B goes on and holds the slot while its command runs.
+    let answering = {
+        let (url, client) = (server.url(&format!("/runs/{b}/respond")), server.client.clone());
+        std::thread::spawn(move || client.post(url).json(&json!({"node": "gate", "answer": "go"})).send().map(|r| r.status().as_u16()))
+    };
+    eventually("B to run its command", 20, || (status_of(&server, &b)["status"] == "running").then_some(()));
+    let (s, queued) = server.post(&format!("/runs/{a}/respond"), json!({"node": "gate", "answer": "go"}));
+    assert_eq!((s, queued["status"].as_str()), (200, Some("queued")), "A waits for B's slot: {queued}");
+    assert_eq!(status_of(&server, &a)["queue"]["behind"], b.as_str());
+    std::fs::write(&go, "").expect("let the commands end");
+    assert_eq!(answering.join().expect("thread").expect("answer B"), 200);
+    eventually("A to finish", 30, || (status_of(&server, &a)["status"] == "done").then_some(()));
+    let (a_run, b_run) = (status_of(&server, &a), status_of(&server, &b));
+    let step = |run: &Value, field: &str| {
+        run["steps"].as_array().unwrap().iter().find(|s| s["node"] == "hold").unwrap()[field].as_str().unwrap().to_string()
+    };
+    assert!(step(&b_run, "finished_at") <= step(&a_run, "started_at"), "A's command started after B's ended");
+}
+
+/// `/metrics` counts parked runs of every status, queued ones apart.
+#[test]
+fn metrics_count_runs_waiting_for_an_event_and_queued_runs() {
+    let home = Home::new();
+    let server = Server::start(&home);
+    server.save(
+        "listen",
+        json!({"nodes": [
+            {"id": "start", "type": "trigger", "mode": "manual"},
+            {"id": "hear", "type": "wait_event", "event": "pr.merged", "timeout": "1h"}
+        ], "edges": [{"from": "start", "to": "hear"}], "concurrency": {"limit": 1}}),
+    );
+    assert_eq!(run(&server, "listen", json!({})).1["status"], "awaiting_event");
+    assert_eq!(run(&server, "listen", json!({})).1["status"], "queued");
+    assert_eq!(server.metric("vwf_runs_parked{status=\"awaiting_event\"}"), 1.0);
+    assert_eq!(server.metric("vwf_runs_queued"), 1.0);
+}
