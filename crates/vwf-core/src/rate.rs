@@ -4,16 +4,22 @@
 //!
 //! A sliding window of the starts granted, checked when a step is about to start: a step over
 //! the limit is not started but waits until the oldest start leaves the window, and is checked
-//! again then (a wait that ran late never turns into a burst). The window is kept [`MARGIN_MS`]
-//! longer than its second or minute: a provider counts requests when they reach it, and one
-//! delayed on its way by up to that much still finds the window it was granted in.
+//! again then (a wait that ran late never turns into a burst). A grant that aged while the step's
+//! start was saved is taken again just before the request leaves ([`Window::retake`]). The
+//! window is kept [`MARGIN_MS`] longer than its second or minute: a provider counts requests when
+//! they reach it, and one delayed on its way by up to that much still finds the window it was
+//! granted in.
 
 use serde::{Deserialize, Serialize};
 
 use crate::time::{self, Ts};
 
 /// How much longer than its period a window is kept (see the module doc).
-pub const MARGIN_MS: u64 = 50;
+pub const MARGIN_MS: u64 = 100;
+/// A grant older than this when its request is about to leave is taken again at that moment
+/// (the save between the grant and the request was slow), so the window counts requests when
+/// they leave.
+pub const STALE_MS: i64 = 10;
 /// The most starts a limit may allow per period, its burst included.
 pub const PER_PERIOD_MAX: u32 = 10_000;
 
@@ -74,6 +80,17 @@ impl Window {
         }
         let oldest = self.granted.iter().min().copied().unwrap_or(now);
         Err(time::add_millis(oldest, window).unwrap_or(now).max(now))
+    }
+}
+
+impl Window {
+    /// The grant made at `granted` is given back and a start asked for at `now` instead (see
+    /// [`Window::take`]): a step whose request is about to leave later than it was granted.
+    pub fn retake(&mut self, rule: &Rule, granted: Ts, now: Ts) -> Result<(), Ts> {
+        if let Some(i) = self.granted.iter().position(|t| *t == granted) {
+            self.granted.remove(i);
+        }
+        self.take(rule, now)
     }
 }
 

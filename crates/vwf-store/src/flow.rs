@@ -5,6 +5,11 @@
 //! (`keys.rs`); a scope whose document is `null` has no file. A file that cannot be read counts
 //! as no document and is replaced by the next edit (what it held is state the runtime rebuilds:
 //! a run queued in it is found by its record, which says it is queued).
+//!
+//! A document that waits ([`crate::is_waiting`]) has an empty marker beside it (`<name>.waiting`),
+//! so the daemon's look each second reads only the waiting documents, not every one. The marker
+//! is made before a document starts waiting and removed after it stops: a crash in between
+//! leaves at most a marker too many, which the listing checks against the document.
 
 use std::fs;
 use std::io;
@@ -48,17 +53,45 @@ pub(super) fn edit(dir: &Path, scope: &str, edit: &mut dyn FnMut(&mut Value)) ->
         if doc == before {
             return Ok(doc);
         }
-        if doc.is_null() {
-            return match fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error("remove", &path, e)),
-                _ => Ok(doc),
-            };
+        let waits = super::is_waiting(&doc);
+        if waits {
+            mark(&path, true)?;
         }
-        let file = Doc { scope: scope.to_string(), doc };
-        let bytes = serde_json::to_vec(&file).map_err(|e| StoreError::encode("a flow-control document", e))?;
-        atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))?;
-        Ok(file.doc)
+        if doc.is_null() {
+            remove(&path)?;
+        } else {
+            let file = Doc { scope: scope.to_string(), doc: doc.clone() };
+            let bytes = serde_json::to_vec(&file).map_err(|e| StoreError::encode("a flow-control document", e))?;
+            atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))?;
+        }
+        if !waits {
+            mark(&path, false)?;
+        }
+        Ok(doc)
     })
+}
+
+fn marker(path: &Path) -> std::path::PathBuf {
+    path.with_extension(MARK)
+}
+
+const MARK: &str = "waiting";
+
+/// Makes or removes the marker of the document at `path`.
+fn mark(path: &Path, waits: bool) -> Result<(), StoreError> {
+    let marker = marker(path);
+    match (waits, marker.exists()) {
+        (true, false) => fs::write(&marker, b"").map_err(|e| io_error("write", &marker, e)),
+        (false, true) => remove(&marker),
+        _ => Ok(()),
+    }
+}
+
+fn remove(path: &Path) -> Result<(), StoreError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error("remove", path, e)),
+        _ => Ok(()),
+    }
 }
 
 pub(super) fn waiting(dir: &Path) -> Result<Vec<String>, StoreError> {
@@ -69,9 +102,9 @@ pub(super) fn waiting(dir: &Path) -> Result<Vec<String>, StoreError> {
     };
     let mut scopes: Vec<String> = entries
         .flatten()
-        .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
+        .filter(|entry| entry.path().extension().is_some_and(|e| e == MARK))
         // A damaged file is replaced by the next edit of its scope; the listing goes on.
-        .filter_map(|entry| read_file(&entry.path()).ok().flatten())
+        .filter_map(|entry| read_file(&entry.path().with_extension("")).ok().flatten())
         .filter(|file| super::is_waiting(&file.doc))
         .map(|file| file.scope)
         .collect();

@@ -103,7 +103,7 @@ fn three_hundred_steps_under_a_shared_limit_never_pass_it_and_none_fail() {
             (pending["type"] == "wait" && pending["rate_limit"] == "local").then_some(run)
         })
     });
-    assert_eq!(waiting["status"], "waiting", "{waiting}");
+    assert!(waiting["status"] == "waiting" || waiting["status"] == "running", "the run goes on with its other steps: {waiting}");
     let runs = eventually("every run to end", 240, || {
         let runs: Vec<Value> = ids.iter().map(|id| server.get(&format!("/runs/{id}")).1).collect();
         runs.iter().all(|r| r["status"] == "done" || r["status"] == "failed").then_some(runs)

@@ -487,13 +487,14 @@ impl Runner<'_> {
                         return Ok(());
                     }
                     // Steps over their rate limit wait (taken back before they are saved).
-                    let tasks = self.within_rates(run, tasks)?;
+                    let (tasks, grants) = self.within_rates(run, tasks)?;
                     self.persist(run)?;
                     // A run its save failed (its record would pass `[limits] run_bytes`) starts
                     // nothing more.
                     if run.status().is_finished() || tasks.is_empty() {
                         continue;
                     }
+                    self.refresh_grants(&grants)?;
                     self.perform_all(run, &tasks, &secrets)?;
                 }
                 Advance::Idle => {
