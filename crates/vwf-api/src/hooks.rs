@@ -170,19 +170,13 @@ pub fn deliver(
     let key = crate::keys::IdempotencyKey::of_delivery(path, &verified.replay_id);
     let plan = service.runner().compile(&name).map_err(Failure::from)?;
     let trigger = TriggerInfo::new(TriggerMode::Webhook, input.clone());
-    // A trigger with a debounce or a throttle: its replay protection already refused a delivery
-    // seen before, and an arrival it holds has no run to answer a second time.
-    let rules = vwf_runtime::runner::rules_of(&plan);
-    if rules.debounce.is_some() || rules.throttle.is_some() {
-        let arrival = service
-            .runner()
-            .arrive_with(plan, trigger, |plan, trigger| service.runner().start_then(plan, trigger, started))
-            .map_err(Failure::from)?;
-        return Ok(match Held::of(arrival) {
-            Ok(held) => Taken::Held(held),
-            Err(run) => Taken::Run(run),
-        });
-    }
-    let run = crate::keys::delivery(app, &key, name.as_str(), &input, |id| Ok(service.runner().start_as(id, plan, trigger, started)?))?;
-    Ok(Taken::Run(Box::new(run)))
+    // Every delivery is an arrival: it starts its run now (under the id the delivery reserved),
+    // or the trigger's debounce or throttle holds it; a replay is refused either way.
+    let arrival = crate::keys::delivery(app, &key, name.as_str(), &input, |id| {
+        Ok(service.runner().arrive_with(plan, trigger, |plan, trigger| service.runner().start_as(id, plan, trigger, started))?)
+    })?;
+    Ok(match Held::of(arrival) {
+        Ok(held) => Taken::Held(held),
+        Err(run) => Taken::Run(run),
+    })
 }

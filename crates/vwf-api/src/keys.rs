@@ -142,10 +142,14 @@ pub fn delivery<T>(
     let fresh = fresh_id(app, key);
     let kept = claim(app, key, &what, Value::String(fresh.to_string()))?;
     if kept.answer.as_str() != Some(fresh.as_str()) {
+        let first = kept.answer.as_str().and_then(|id| RunId::parse(id).ok());
+        let took = match first.filter(|id| app.store.read_run_summary(id).is_ok()) {
+            Some(id) => format!("started run {id}"),
+            None => "was held by the trigger's debounce or throttle".to_string(),
+        };
         return Err(Failure::Conflict(format!(
-            "this delivery was received before (at {}) and started run {}: a replay starts nothing",
-            vwf_core::time::format(&kept.at),
-            kept.answer.as_str().unwrap_or("?")
+            "this delivery was received before (at {}) and {took}: a replay starts nothing",
+            vwf_core::time::format(&kept.at)
         )));
     }
     start(&fresh).inspect_err(|_| release(app, key, &kept))

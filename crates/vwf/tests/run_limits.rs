@@ -14,7 +14,40 @@ use common::server::{Options, Server, eventually};
 use common::{Backend, Home};
 use serde_json::{Value, json};
 
-on_both_backends!(a_run_over_the_limit_queues_and_starts_when_the_slot_frees, skip_starts_nothing_and_cancel_oldest_stops_the_oldest,);
+on_both_backends!(
+    a_run_over_the_limit_queues_and_starts_when_the_slot_frees,
+    skip_starts_nothing_and_cancel_oldest_stops_the_oldest,
+    an_event_a_full_design_skips_still_starts_the_others,
+);
+
+/// An event two designs take: the one whose slot is taken (`skip`) says why in `skipped`, the
+/// other starts its run all the same.
+fn an_event_a_full_design_skips_still_starts_the_others(backend: Backend) {
+    let home = Home::with_backend(backend);
+    let server = Server::start(&home);
+    let listener = |limits: Value| {
+        let mut d = json!({"nodes": [
+            {"id": "on", "type": "trigger", "mode": "event", "sources": ["ping"]},
+            {"id": "gate", "type": "approval", "question": "Ok?", "options": ["ok"]}
+        ], "edges": [{"from": "on", "to": "gate"}]});
+        if !limits.is_null() {
+            d["concurrency"] = limits;
+        }
+        d
+    };
+    server.save("one-at-a-time", listener(json!({"limit": 1, "on_limit": "skip"})));
+    server.save("any", listener(Value::Null));
+    let (s, first) = server.post("/events/ping", json!({"payload": {}}));
+    assert_eq!((s, first["runs"].as_array().map(Vec::len)), (200, Some(2)), "{first}");
+    let (s, second) = server.post("/events/ping", json!({"payload": {}}));
+    assert_eq!(s, 200, "{second}");
+    assert_eq!(second["runs"].as_array().map(Vec::len), Some(1), "{second}");
+    let skipped = second["skipped"].as_array().expect("skipped");
+    assert!(
+        skipped.iter().any(|s| s["design"] == "one-at-a-time" && s["reason"].as_str().is_some_and(|r| r.contains("on_limit: skip"))),
+        "{second}"
+    );
+}
 
 /// trigger → gate → output, one run per `chat` at a time.
 fn per_chat(on_limit: &str) -> Value {

@@ -287,6 +287,10 @@ fn a_debounced_or_throttled_webhook_answers_what_became_of_the_delivery() {
         "each delivery folds into its PR's burst"
     );
     assert_eq!(runs_of(&server, "per-pr"), 0, "a burst starts nothing until it is quiet for its period");
+    // The same delivery again is a replay: refused, not one more arrival.
+    let (s, replay) = github("prs", r#"{"pr": 5, "n": 1}"#);
+    assert_eq!(s, 409, "{replay}");
+    assert!(replay["error"].as_str().is_some_and(|e| e.contains("held by the trigger's debounce or throttle")), "{replay}");
 
     let (s, first) = github("gentle", r#"{"n": 1}"#);
     assert!(s == 202 && first["run_id"].is_string(), "{first}");

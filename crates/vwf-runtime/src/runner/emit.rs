@@ -147,6 +147,9 @@ impl Runner<'_> {
                 // Held by the trigger's debounce or throttle: said why, like a start not made.
                 Ok(held) => emission.skipped.push((name.to_string(), held.describe())),
                 Err(RunError::Refused(report)) => emission.skipped.push((name.to_string(), report.refusal())),
+                // Refused for this design alone (its concurrency skips, or its key cannot be read
+                // from this payload): the other designs still take the event.
+                Err(e @ (RunError::Conflict(_) | RunError::Rejected(_))) => emission.skipped.push((name.to_string(), e.to_string())),
                 Err(e) => return Err(e),
             }
         }
