@@ -135,6 +135,7 @@ pub fn key_value(key: Option<&str>, design: &str, input: &Value, what: &str) -> 
         loop_index: None,
         run_id: "",
         design,
+        run_totals: None,
         secrets: None,
     };
     let mut value = template::render_str(key, &ctx).map_err(|e| format!("the {what} key {key:?} cannot be read: {e}"))?;

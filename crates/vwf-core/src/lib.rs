@@ -27,6 +27,7 @@ pub mod template;
 pub mod time;
 pub mod transition;
 pub mod trigger;
+pub mod usage;
 pub mod validate;
 pub mod versions;
 pub mod view;

@@ -25,6 +25,10 @@ pub struct Plan {
     pub steps: Vec<PlanStep>,
     #[serde(default)]
     pub budget_tokens: Option<u64>,
+    /// The most the run's model calls may cost (the design's `budget.cost`, in the `[prices]`
+    /// currency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_cost: Option<f64>,
     /// The design version compiled (see `versions`), when the caller knows it; a run records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
@@ -133,6 +137,7 @@ impl Plan {
             trigger: design.trigger().map(|t| t.raw.clone()),
             steps,
             budget_tokens: design.budget_tokens().and_then(Value::as_u64),
+            budget_cost: design.raw.get("budget").and_then(|b| b.get("cost")).and_then(Value::as_f64),
             version: None,
             test: None,
             pins: BTreeMap::new(),

@@ -374,7 +374,10 @@ pub fn schema() -> Schema {
         ..field(name, Kind::Number)
     };
     let mut budget = field("budget", Kind::Object);
-    budget.fields = vec![integer("tokens", limits::BUDGET_TOKENS, "tokens", None)];
+    budget.fields = vec![
+        integer("tokens", limits::BUDGET_TOKENS, "tokens", None),
+        Field { min: Some(json!(0)), ..field("cost", Kind::Number).example(0.5) },
+    ];
     let mut concurrency = field(crate::concurrency::FIELD, Kind::Object);
     concurrency.fields = vec![
         integer("limit", (1, crate::concurrency::LIMIT_MAX.into()), "runs", None).required(),

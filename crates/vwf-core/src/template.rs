@@ -32,6 +32,11 @@ pub enum Ref {
     LoopIndex,
     RunId,
     RunDesign,
+    /// `{{run.cost}}`, `{{run.currency}}`, `{{run.usage}}` or `{{run.usage.<field>}}`: what the
+    /// run's model calls used and cost so far (see [`crate::usage`]); `path` is after `run.`.
+    RunTotals {
+        path: String,
+    },
     /// `{{secrets.<NAME>}}`: a value the caller resolves when the step is sent (see
     /// [`crate::secrets`]); rendered only where a [`Context`] carries secrets.
     Secret {
@@ -79,6 +84,9 @@ pub struct Context<'a> {
     pub loop_index: Option<u64>,
     pub run_id: &'a str,
     pub design: &'a str,
+    /// What the run's model calls used and cost so far (`{cost, currency, usage}`), for
+    /// `{{run.cost}}` and the like; `None` where no run is rendering.
+    pub run_totals: Option<&'a Value>,
     /// The secrets a field that sends them may render (`None` elsewhere: a secret there is an
     /// error, which the validator reports first).
     pub secrets: Option<&'a Secrets>,
@@ -130,6 +138,7 @@ fn parse_ref(body: &str) -> Result<Ref, TemplateError> {
         "loop.index" => Ref::LoopIndex,
         "run.id" => Ref::RunId,
         "run.design" => Ref::RunDesign,
+        "run.cost" | "run.currency" | "run.usage" => Ref::RunTotals { path: body["run.".len()..].to_string() },
         "trigger" => Ref::Trigger { path: String::new() },
         "item" => Ref::Item { path: String::new() },
         "nodes" => return err("bad reference \"{{nodes}}\": name a node, e.g. {{nodes.<id>}}"),
@@ -140,6 +149,8 @@ fn parse_ref(body: &str) -> Result<Ref, TemplateError> {
                 Ref::Trigger { path: path_of(rest)? }
             } else if let Some(rest) = body.strip_prefix("item.") {
                 Ref::Item { path: path_of(rest)? }
+            } else if let Some(rest) = body.strip_prefix("run.usage.") {
+                Ref::RunTotals { path: format!("usage.{}", path_of(rest)?) }
             } else if let Some(name) = body.strip_prefix("secrets.") {
                 if !secrets::is_name(name) {
                     return err(format!(
@@ -149,7 +160,7 @@ fn parse_ref(body: &str) -> Result<Ref, TemplateError> {
                 Ref::Secret { name: name.to_string() }
             } else {
                 return err(format!(
-                    "unknown reference \"{{{{{body}}}}}\": use nodes.<id>, trigger, item, loop.index, run.id, run.design or secrets.<NAME>"
+                    "unknown reference \"{{{{{body}}}}}\": use nodes.<id>, trigger, item, loop.index, run.id, run.design, run.cost, run.usage or secrets.<NAME>"
                 ));
             }
         }
@@ -190,6 +201,12 @@ pub fn resolve(r: &Ref, ctx: &Context) -> Result<Value, TemplateError> {
         },
         Ref::RunId => Ok(Value::String(ctx.run_id.to_string())),
         Ref::RunDesign => Ok(Value::String(ctx.design.to_string())),
+        Ref::RunTotals { path } => {
+            let Some(totals) = ctx.run_totals else { return err(format!("run.{path} is only available while a run renders its steps")) };
+            refs::lookup(totals, &refs::split_path(path))
+                .cloned()
+                .ok_or_else(|| TemplateError(format!("run.{path}: no value at \"{path}\"")))
+        }
         Ref::Secret { name } => match ctx.secrets {
             Some(secrets) => secrets.get(name).map(|v| Value::String(v.to_string())).map_err(TemplateError),
             None => err(format!("{{{{secrets.{name}}}}}: {SECRET_FIELDS}")),
@@ -285,6 +302,7 @@ mod tests {
                 loop_index: Some(2),
                 run_id: "r-1",
                 design: "demo",
+                run_totals: None,
                 secrets: None,
             }
         }
@@ -346,7 +364,7 @@ mod tests {
         assert!(parse_err("{{}}").starts_with("empty placeholder"));
         assert_eq!(
             parse_err("{{foo}}"),
-            "unknown reference \"{{foo}}\": use nodes.<id>, trigger, item, loop.index, run.id, run.design or secrets.<NAME>"
+            "unknown reference \"{{foo}}\": use nodes.<id>, trigger, item, loop.index, run.id, run.design, run.cost, run.usage or secrets.<NAME>"
         );
         assert!(parse_err("{{secrets.1x}}").contains("a secret's name is letters"));
         assert!(parse_err("{{secrets.a-b}}").contains("a secret's name is letters"));

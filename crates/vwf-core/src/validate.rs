@@ -656,7 +656,16 @@ fn sends_secrets(spec: &Spec, field: &str) -> bool {
 fn budget(p: &Parts, found: &mut Found) {
     let (design, specs) = (p.design, &p.specs);
     if let Some(b) = design.raw.get("budget") {
+        let cost = b.as_object().and_then(|m| m.get("cost"));
+        if let Some(c) = cost
+            && !c.as_f64().is_some_and(|c| c.is_finite() && c > 0.0)
+        {
+            found.errors.push(Issue::field_only("budget", "budget.cost is an amount above 0, in the currency of the config's [prices]"));
+        }
         let tokens = b.as_object().and_then(|m| m.get("tokens"));
+        if tokens.is_none() && cost.is_some() {
+            return;
+        }
         match tokens.and_then(Value::as_u64) {
             Some(t) if limits::within(t, limits::BUDGET_TOKENS) => {
                 let sum: u64 = specs

@@ -303,6 +303,7 @@ impl<'c> Call<'c> {
             .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
             .collect();
         let (mut tokens, mut calls) = (0u64, Vec::new());
+        let mut usage = vwf_core::usage::Usage::default();
         for _ in 0..=limits::AGENT_TOOL_ROUNDS {
             let mut body = json!({"model": model, "messages": messages});
             if !offered.is_empty() {
@@ -312,10 +313,11 @@ impl<'c> Call<'c> {
                 body["max_tokens"] = json!(max);
             }
             let answer = exchange(config, client(request.timeout)?.post(url.clone()).json(&body), &url, request.timeout)?;
-            let usage = &answer["usage"];
-            tokens += usage["total_tokens"]
+            let reported = &answer["usage"];
+            tokens += reported["total_tokens"]
                 .as_u64()
-                .unwrap_or_else(|| usage["prompt_tokens"].as_u64().unwrap_or(0) + usage["completion_tokens"].as_u64().unwrap_or(0));
+                .unwrap_or_else(|| reported["prompt_tokens"].as_u64().unwrap_or(0) + reported["completion_tokens"].as_u64().unwrap_or(0));
+            usage.add(&vwf_core::usage::Usage::of_openai(reported));
             let message = &answer["choices"][0]["message"];
             let asked = message["tool_calls"].as_array().filter(|c| !c.is_empty());
             let Some(asked) = asked else {
@@ -329,6 +331,7 @@ impl<'c> Call<'c> {
                 let mut extra = Map::new();
                 extra.insert("model".into(), Value::from(used));
                 extra.insert("tokens".into(), Value::from(tokens));
+                priced(&mut extra, config, used, &usage);
                 if !tools.is_empty() {
                     extra.insert("tool_calls".into(), Value::Array(calls));
                 }
@@ -426,6 +429,19 @@ fn base_url(config: &Config) -> Result<Url, AgentError> {
     match url.scheme() {
         "http" | "https" => Ok(url),
         other => Err(AgentError::Config(format!("[agent] base_url must be http:// or https://, not {other}:"))),
+    }
+}
+
+/// Adds what the step's model calls used (`usage`, with the model that answered) and cost to its
+/// view: `cost` from the `[prices]` table, `null` for a model it does not price.
+fn priced(extra: &mut Map<String, Value>, config: &Config, model: &str, usage: &vwf_core::usage::Usage) {
+    let mut used = json!(usage);
+    used["model"] = Value::from(model);
+    extra.insert("usage".into(), used);
+    let price = config.prices.models.get(model);
+    extra.insert("cost".into(), price.map_or(Value::Null, |p| Value::from(p.cost(usage))));
+    if let (Some(_), Some(currency)) = (price, &config.prices.currency) {
+        extra.insert("currency".into(), Value::from(currency.clone()));
     }
 }
 

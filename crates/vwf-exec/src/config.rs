@@ -27,6 +27,19 @@ pub struct Config {
     /// `[secrets] NAME = "ENV_VAR"`: what `{{secrets.NAME}}` stands for, read from the
     /// environment when a step is sent, never stored.
     pub secrets: BTreeMap<String, String>,
+    /// `[prices]`: what models cost, for the `cost` of agent steps and runs.
+    pub prices: PricesConfig,
+}
+
+/// `[prices]`: `currency` (a label, e.g. `"USD"`) and `[prices."<model>"]` with
+/// `input_per_mtok`, `output_per_mtok` and `cached_per_mtok` (per million tokens; cached input at
+/// the input price when not given). A model without a table costs `null`, never a guess.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct PricesConfig {
+    pub currency: Option<String>,
+    #[serde(flatten)]
+    pub models: BTreeMap<String, vwf_core::usage::Price>,
 }
 
 /// `[http]`: the egress policy of http steps. The defaults deny loopback, link-local, private,
@@ -318,6 +331,9 @@ impl Config {
             if !vwf_core::limits::within(n, (low, high)) {
                 return Err(format!("{}: {key} must be from {low} to {high}, got {n}", path.display()));
             }
+        }
+        if let Some((model, _)) = config.prices.models.iter().find(|(_, p)| !p.is_valid()) {
+            return Err(format!("{}: [prices.{model:?}]: prices are amounts of at least 0", path.display()));
         }
         for (name, rate) in &config.limits.rates {
             if !vwf_core::rate::is_name(name) {

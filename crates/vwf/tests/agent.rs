@@ -517,3 +517,76 @@ fn an_agent_step_calls_a_design_as_a_tool_and_gives_the_model_its_result() {
         assert_eq!(result["run_id"], children[0]);
     });
 }
+
+/// A chat-completions answer from `model` with a full `usage` (cached input tokens included).
+fn completion_used(text: &str, model: &str, prompt: u64, completion: u64, cached: u64) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "chatcmpl-2",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                  "prompt_tokens_details": {"cached_tokens": cached}}
+    }))
+}
+
+const PRICES: &str =
+    "[prices]\ncurrency = \"USD\"\n\n[prices.\"writer-model\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\ncached_per_mtok = 0.5\n";
+
+/// Usage from the backend's own answers and the cost the price table gives, per step and for the
+/// run (templates read the run's so far); an unpriced model costs `null`; a money budget stops the
+/// run with a clear error; on both stores.
+fn usage_and_cost_add_up_and_a_money_budget_stops_the_run(backend: common::Backend) {
+    // Made before the runtime: a PostgreSQL home makes its database on a runtime of its own.
+    let home = Arc::new(Home::with_backend(backend));
+    runtime().block_on(async {
+        let server = MockServer::start().await;
+        chat()
+            .and(body_string_contains("mystery"))
+            .respond_with(completion_used("?", "mystery", 10, 10, 0))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        // 1000 in (200 of them cached), 500 out: 800 × 1 + 200 × 0.5 + 500 × 2 = 1900 per million.
+        chat().respond_with(completion_used("words", "writer-model", 1000, 500, 200)).mount(&server).await;
+        use_server(&home, &server, PRICES);
+        let polish = json!({"id": "polish", "type": "agent", "prompt": "Polish: {{nodes.draft}}", "profile": "writer"});
+        let say = json!({"id": "say", "type": "output", "template": "{{run.cost}} {{run.currency}} for {{run.usage.input_tokens}} in"});
+        home.save("priced", &chain(vec![draft(json!({"profile": "writer"})), polish.clone(), say], json!({})));
+
+        let (code, run) = vwf(&home, &["run", "priced", "--input", TOPIC]).await;
+        assert_eq!(code, 0, "{run}");
+        assert_eq!(
+            run["outputs"]["draft"]["usage"],
+            json!({"input_tokens": 1000, "output_tokens": 500, "cached_tokens": 200, "model": "writer-model"}),
+            "{run}"
+        );
+        assert_eq!((run["outputs"]["draft"]["cost"].as_f64(), run["outputs"]["draft"]["currency"].as_str()), (Some(0.0019), Some("USD")));
+        assert_eq!(run["usage"], json!({"input_tokens": 2000, "output_tokens": 1000, "cached_tokens": 400}), "{run}");
+        assert_eq!((run["cost"].as_f64(), run["currency"].as_str()), (Some(0.0038), Some("USD")), "{run}");
+        assert_eq!(run["outputs"]["say"]["text"], "0.0038 USD for 2000 in", "{run}");
+        // The listing answers the same totals.
+        let (_, listed) = vwf(&home, &["runs", "--design", "priced"]).await;
+        assert_eq!(listed["runs"][0]["cost"].as_f64(), Some(0.0038), "{listed}");
+
+        // A model the table does not price costs null, and so does its run.
+        home.save("unpriced", &chain(vec![draft(json!({"model": "mystery"}))], json!({})));
+        let (code, run) = vwf(&home, &["run", "unpriced", "--input", TOPIC]).await;
+        assert_eq!(code, 0, "{run}");
+        assert_eq!((run["outputs"]["draft"]["cost"].clone(), run["cost"].clone()), (Value::Null, Value::Null), "{run}");
+        assert_eq!(run["usage"]["input_tokens"], 10);
+
+        // A money budget: the second step passes it, and the run fails there.
+        home.save("thrifty", &chain(vec![draft(json!({"profile": "writer"})), polish], json!({"budget": {"cost": 0.003}})));
+        let (code, run) = vwf(&home, &["run", "thrifty", "--input", TOPIC]).await;
+        assert_eq!(code, 1, "{run}");
+        assert_eq!((run["error"].as_str(), run["failed_node"].as_str()), (Some("cost budget exceeded"), Some("polish")), "{run}");
+        // A budget in money cannot be kept with a model that has no price: it says so.
+        home.save("blind", &chain(vec![draft(json!({"model": "mystery"}))], json!({"budget": {"cost": 1}})));
+        let (code, run) = vwf(&home, &["run", "blind", "--input", TOPIC]).await;
+        assert_eq!(code, 1, "{run}");
+        assert!(run["error"].as_str().is_some_and(|e| e.contains("model \"mystery\" has no price")), "{run}");
+    });
+}
+
+crate::on_both_backends!(usage_and_cost_add_up_and_a_money_budget_stops_the_run);

@@ -523,6 +523,19 @@ impl JsonSchema for RunResult {
                 );
             }
             properties.insert("queue".into(), queue);
+            let mut usage = generator.subschema_for::<vwf_core::usage::Usage>().to_value();
+            if let Some(obj) = usage.as_object_mut() {
+                obj.insert("description".into(), json!("The tokens the run's model calls used, as the backends reported them (its steps' and loop passes' `usage` added up)."));
+            }
+            properties.insert("usage".into(), usage);
+            properties.insert(
+                "cost".into(),
+                json!({"type": ["number", "null"], "description": "What the run's model calls cost by the [prices] table; null when a step's model has no price."}),
+            );
+            properties.insert(
+                "currency".into(),
+                json!({"type": ["string", "null"], "description": "The [prices] currency of `cost`, when a step was priced."}),
+            );
             properties.insert(
                 "stamp".into(),
                 json!({"type": "string", "pattern": crate::server::STAMP_PATTERN,

@@ -52,8 +52,8 @@ impl Run {
         };
         let attempt = self.open_record(id, StepStatus::AwaitingChild, now);
         let ids = self.plan.ids();
-        let trigger = view::input_view(&self.trigger.input);
-        let ctx = self.context(&ids, &trigger, scope);
+        let (trigger, totals) = (view::input_view(&self.trigger.input), self.totals_view());
+        let ctx = self.context(&ids, &trigger, &totals, scope);
         let input = match input {
             None => Ok(Value::Null),
             Some(Value::String(t)) => template::render_str(&t, &ctx).map(Value::String),
@@ -292,6 +292,49 @@ impl Run {
 
     /// Adds `tokens` a step used to the run's count; past the budget, the step fails with the
     /// budget error. Answers whether it did.
+    /// Charges the cost an agent step reported (`extra`'s `cost`) against the design's
+    /// `budget.cost`: past it, or with a model that has no price (so the cost cannot be kept
+    /// under it), the step fails the run. Answers whether it did.
+    pub(super) fn charge_cost(&mut self, node: &str, extra: &Map<String, Value>, now: Ts) -> bool {
+        let Some(budget) = self.plan.budget_cost else { return false };
+        if !extra.get("usage").is_some_and(Value::is_object) {
+            return false;
+        }
+        let spent = self.cost_so_far();
+        let failure = match extra.get("cost").and_then(Value::as_f64) {
+            Some(cost) if crate::usage::round(spent + cost) > budget => {
+                let used = crate::usage::round(spent + cost);
+                self.log(HistoryEvent {
+                    at: now,
+                    event: COST_BUDGET_EXCEEDED.into(),
+                    node: Some(node.into()),
+                    detail: json!({"used": used, "budget": budget}),
+                });
+                RunFailure::from(COST_BUDGET_EXCEEDED)
+            }
+            Some(_) => return false,
+            None => {
+                let model = extra.get("usage").and_then(|u| u.get("model")).and_then(Value::as_str).unwrap_or("?");
+                RunFailure::from(format!(
+                    "the run has a cost budget, but model {model:?} has no price: add [prices.{model:?}] to the config"
+                ))
+            }
+        };
+        self.fail_step(node, failure, now);
+        true
+    }
+
+    /// What the run's steps cost so far (their views' `cost`; one with no price counts 0 here,
+    /// since a cost budget fails such a step before it is kept).
+    fn cost_so_far(&self) -> f64 {
+        let mut totals = crate::usage::Totals { cost: Some(0.0), ..Default::default() };
+        let passes = self.loops.values().flat_map(|l| l.passes.iter()).flat_map(|p| p.outputs.values());
+        for view in self.outputs.values().chain(passes) {
+            totals.add_view(view);
+        }
+        totals.cost.unwrap_or(0.0)
+    }
+
     pub(super) fn charge_tokens(&mut self, node: &str, tokens: u64, now: Ts) -> bool {
         if tokens == 0 {
             return false;

@@ -193,7 +193,7 @@ impl Run {
         }
         match outcome {
             Outcome::Done { text, extra, tokens } => {
-                if step.is(NodeKind::Agent) && self.charge_tokens(node, tokens, now) {
+                if step.is(NodeKind::Agent) && (self.charge_tokens(node, tokens, now) || self.charge_cost(node, &extra, now)) {
                     return Ok(());
                 }
                 // An emit is heard by the run that sent it too: a wait for its event in another
@@ -297,14 +297,13 @@ impl Run {
                 extra.insert("tokens".into(), json!(0));
                 self.finish_step(node, &text, extra, now);
             }
-            (Pending::Agent { .. }, Response::Generated { text, model, tokens }) => {
+            (Pending::Agent { .. }, Response::Generated { text, mut extra, tokens }) => {
                 // Performed through the backend: it counts like a driver's answer.
                 self.parked.remove(pos);
                 if let Some(r) = self.record_mut(node) {
                     r.set_status(StepStatus::Running);
                 }
-                let mut extra = Map::new();
-                extra.insert("model".into(), model.map_or(Value::Null, Value::String));
+                extra.entry("model").or_insert(Value::Null);
                 extra.insert("tokens".into(), json!(tokens));
                 return self.complete(node, Outcome::Done { text, extra, tokens }, now);
             }

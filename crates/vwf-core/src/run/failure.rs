@@ -22,6 +22,8 @@ pub const ESCALATION_REQUESTED: &str = "escalation requested";
 /// where people read why a run failed.
 pub const APPROVAL_TIMED_OUT_ESCALATED: &str = "approval timed out; escalation requested";
 pub const TOKEN_BUDGET_EXCEEDED: &str = "token budget exceeded";
+/// The error of a run whose model calls cost more than its design's `budget.cost`.
+pub const COST_BUDGET_EXCEEDED: &str = "cost budget exceeded";
 /// The error of a run that had not ended by its design's `timeout`.
 pub const RUN_TIMED_OUT: &str = "run timed out";
 const INTERRUPTED: &str = "interrupted";

@@ -56,7 +56,8 @@ use step::Begin;
 
 pub use children::ChildStart;
 pub use failure::{
-    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, ESCALATION_REQUESTED, RUN_TIMED_OUT, RunFailure, StepError, TOKEN_BUDGET_EXCEEDED,
+    APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, COST_BUDGET_EXCEEDED, ESCALATION_REQUESTED, RUN_TIMED_OUT, RunFailure, StepError,
+    TOKEN_BUDGET_EXCEEDED,
 };
 pub use record::{Delivery, Handled, HistoryEvent, Pending, Status, StepRecord, StepStatus, TriggerInfo, Try};
 /// Why an attempt still in progress when its run failed ended (a retry starts it again).
@@ -295,10 +296,16 @@ impl Run {
 /// Fields of the run file that are not part of the run result.
 pub const FILE_ONLY_FIELDS: [&str; 5] = ["tokens_used", "parked", "history", "loops", "plan"];
 
-/// The run result of a run file's document: its additions removed, and the fields a file leaves
-/// out when they hold their default (`version`, `test`, `handled`, `child_runs`) put in.
+/// The run result of a run file's document: its additions removed, the fields a file leaves out
+/// when they hold their default (`version`, `test`, `handled`, `child_runs`) put in, and the
+/// totals of what its model calls used and cost (`usage`, `cost`, `currency`).
 pub fn result_of_document(mut doc: Value) -> Value {
+    let totals = crate::usage::Totals::of_document(&doc);
     if let Some(obj) = doc.as_object_mut() {
+        // What its model calls used and cost (see `crate::usage`), from its steps' views.
+        for (k, v) in totals.fields() {
+            obj.insert(k.into(), v);
+        }
         for k in FILE_ONLY_FIELDS {
             obj.remove(k);
         }
@@ -408,8 +415,9 @@ pub enum Response {
     Answer(String),
     /// An agent step's text.
     Output(String),
-    /// An agent step performed through the backend on request, with its usage.
-    Generated { text: String, model: Option<String>, tokens: u64 },
+    /// An agent step performed through the backend on request: its text, the view fields the
+    /// backend gave (the model, its usage and cost), and its tokens.
+    Generated { text: String, extra: Map<String, Value>, tokens: u64 },
 }
 
 /// The text a `wait_event` step's event gives as the step's output: a text payload as it is,

@@ -186,7 +186,30 @@ impl Run {
         self.ok = true;
     }
 
-    pub(super) fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value, scope: &Scope) -> Context<'a> {
+    /// What `{{run.cost}}` and the like read: the run's totals so far (see [`crate::usage`]);
+    /// `null` for a plan none of whose steps reads them (adding up every view for each step of
+    /// a long loop would cost more than the loop).
+    pub(super) fn totals_view(&self) -> Value {
+        fn reads_totals(v: &Value) -> bool {
+            match v {
+                Value::String(s) => ["run.cost", "run.usage", "run.currency"].iter().any(|r| s.contains(r)),
+                Value::Array(items) => items.iter().any(reads_totals),
+                Value::Object(map) => map.values().any(reads_totals),
+                _ => false,
+            }
+        }
+        if !self.plan.steps.iter().any(|s| s.node.values().any(reads_totals)) {
+            return Value::Null;
+        }
+        let mut totals = crate::usage::Totals { cost: Some(0.0), ..Default::default() };
+        let passes = self.loops.values().flat_map(|l| l.passes.iter()).flat_map(|p| p.outputs.values());
+        for view in self.outputs.values().chain(passes) {
+            totals.add_view(view);
+        }
+        Value::Object(totals.fields().into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    pub(super) fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value, totals: &'a Value, scope: &Scope) -> Context<'a> {
         let (local_views, item, loop_index) = match &scope.pass {
             Some((lp, i)) => {
                 (self.pass_state(scope).map(|p| &p.outputs), self.loops.get(lp).and_then(|l| l.items.get(*i)), Some(*i as u64))
@@ -203,14 +226,15 @@ impl Run {
             loop_index,
             run_id: self.run_id.as_str(),
             design: self.design.as_str(),
+            run_totals: Some(totals),
             secrets: None,
         }
     }
 
     pub(super) fn render(&self, src: &str, scope: &Scope) -> Result<String, StepError> {
         let ids = self.plan.ids();
-        let trigger = view::input_view(&self.trigger.input);
-        Ok(template::render_str(src, &self.context(&ids, &trigger, scope))?)
+        let (trigger, totals) = (view::input_view(&self.trigger.input), self.totals_view());
+        Ok(template::render_str(src, &self.context(&ids, &trigger, &totals, scope))?)
     }
 
     /// The texts a template names: each referenced step's `text` keyed by its id (the run's
@@ -292,7 +316,7 @@ impl Run {
             Begin::Settled
         };
         let ids = self.plan.ids();
-        let trigger = view::input_view(&self.trigger.input);
+        let (trigger, totals) = (view::input_view(&self.trigger.input), self.totals_view());
         match spec {
             Spec::Condition { expr: src } => {
                 self.open_record(id, StepStatus::Running, now);
@@ -388,7 +412,7 @@ impl Run {
             }
             Spec::Command(CommandStep { program, cwd, env, timeout_seconds }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
-                let ctx = self.context(&ids, &trigger, scope);
+                let ctx = self.context(&ids, &trigger, &totals, scope);
                 let sending = Context { secrets: Some(secrets), ..ctx };
                 let rendered = (|| -> Result<Work, StepError> {
                     let mut values = Vec::new();
@@ -415,7 +439,7 @@ impl Run {
             }
             Spec::Http(HttpStep { url, method, headers, body, timeout_seconds, accept }) => {
                 let attempt = self.open_record(id, StepStatus::Running, now);
-                let ctx = Context { secrets: Some(secrets), ..self.context(&ids, &trigger, scope) };
+                let ctx = Context { secrets: Some(secrets), ..self.context(&ids, &trigger, &totals, scope) };
                 let rendered = (|| -> Result<Work, StepError> {
                     let url = template::render_str(&url, &ctx)?;
                     let headers = headers
@@ -434,7 +458,7 @@ impl Run {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 let payload = match payload {
                     None => Ok(Value::Null),
-                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger, scope)).map_err(StepError::from),
+                    Some(p) => template::render_json(&p, &self.context(&ids, &trigger, &totals, scope)).map_err(StepError::from),
                 };
                 match payload {
                     Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload, timeout_seconds } }),

@@ -202,6 +202,7 @@ fn shown(r: &Ref) -> String {
         Ref::LoopIndex => "loop.index".into(),
         Ref::RunId => "run.id".into(),
         Ref::RunDesign => "run.design".into(),
+        Ref::RunTotals { path } => format!("run.{path}"),
         Ref::Secret { name } => format!("secrets.{name}"),
     };
     format!("{{{{{body}}}}}")

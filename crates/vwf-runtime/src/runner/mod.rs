@@ -367,10 +367,7 @@ impl Runner<'_> {
                     ..agent::Request::new(&prompt, profile.as_deref(), model.as_deref())
                 };
                 match self.drivers.generate(&request) {
-                    Ok(Outcome::Done { text, extra, tokens }) => {
-                        let model = extra.get("model").and_then(Value::as_str).map(String::from);
-                        Response::Generated { text, model, tokens }
-                    }
+                    Ok(Outcome::Done { text, extra, tokens }) => Response::Generated { text, extra, tokens },
                     Ok(_) => return Err(BackendError::Failed("the agent backend gave no text".into()).into()),
                     Err(e) => {
                         if changed {
