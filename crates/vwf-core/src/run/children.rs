@@ -327,12 +327,17 @@ impl Run {
     /// What the run's steps cost so far (their views' `cost`; one with no price counts 0 here,
     /// since a cost budget fails such a step before it is kept).
     fn cost_so_far(&self) -> f64 {
+        self.totals().cost.unwrap_or(0.0)
+    }
+
+    /// What the run's model calls used and cost so far: its steps' views, loop passes included.
+    pub(super) fn totals(&self) -> crate::usage::Totals {
         let mut totals = crate::usage::Totals { cost: Some(0.0), ..Default::default() };
         let passes = self.loops.values().flat_map(|l| l.passes.iter()).flat_map(|p| p.outputs.values());
         for view in self.outputs.values().chain(passes) {
             totals.add_view(view);
         }
-        totals.cost.unwrap_or(0.0)
+        totals
     }
 
     pub(super) fn charge_tokens(&mut self, node: &str, tokens: u64, now: Ts) -> bool {

@@ -201,12 +201,7 @@ impl Run {
         if !self.plan.steps.iter().any(|s| s.node.values().any(reads_totals)) {
             return Value::Null;
         }
-        let mut totals = crate::usage::Totals { cost: Some(0.0), ..Default::default() };
-        let passes = self.loops.values().flat_map(|l| l.passes.iter()).flat_map(|p| p.outputs.values());
-        for view in self.outputs.values().chain(passes) {
-            totals.add_view(view);
-        }
-        Value::Object(totals.fields().into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        Value::Object(self.totals().fields().into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 
     pub(super) fn context<'a>(&'a self, ids: &'a [String], trigger: &'a Value, totals: &'a Value, scope: &Scope) -> Context<'a> {
