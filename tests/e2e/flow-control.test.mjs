@@ -131,6 +131,7 @@ test('a run waiting for a slot is queued on the runs list and its page, behind t
   assert.notEqual(await row.locator('.badge.s-queued').evaluate((b) => getComputedStyle(b).borderStyle), 'solid');
   assert.equal(await list.locator(`tr[data-run="${chatQueued.run_id}"] [data-concurrency-key]`).textContent(), 'key c7');
   assert.equal(await row.locator('[data-concurrency-key]').count(), 0, 'no key, none shown');
+  assert.equal(await row.locator('[data-place]').textContent(), 'place 1 in line');
   await list.locator('select[name="status"]').selectOption('queued');
   await waitFor(list, 'the queued runs alone',
     () => location.hash === '#/runs?status=queued' && [...document.querySelectorAll('#runs tbody tr[data-run]')].every((r) => r.dataset.status === 'queued')

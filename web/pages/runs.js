@@ -100,7 +100,9 @@ export function runRow(run) {
     // An entry the store could not read: listed with its error, never hidden.
     return h('tr', { 'data-run': run.run_id }, h('td', {}, h('code', {}, run.run_id)), h('td', { colspan: 6, class: 'error' }, run.error));
   }
-  const pending = run.pending ? `${run.pending.node} (${run.pending.type})` : '';
+  // A queued run waits for a slot of its design's runs-at-once limit: its place in the line.
+  const pending = run.pending ? `${run.pending.node} (${run.pending.type})`
+    : run.queue ? h('span', { 'data-place': run.queue.place }, `place ${run.queue.place} in line`) : '';
   return h('tr', { 'data-run': run.run_id, 'data-status': run.status },
     h('td', {}, h('a', { href: `#/runs/${enc(run.run_id)}` }, h('code', {}, run.run_id))),
     h('td', {}, h('a', { href: `#/designer/${enc(run.design)}` }, run.design)),

@@ -76,7 +76,10 @@ fn fetcher(port: u16, limit: &str) -> Value {
     ], "edges": [{"from": "start", "to": "each"}, {"from": "each", "to": "fetch", "label": "each"}]})
 }
 
+/// Timed against the wall clock at the endpoint, so it runs alone: `scripts/test` runs it after
+/// the suite, when no other test competes for the machine's cores.
 #[test]
+#[ignore = "timing: run alone by scripts/test after the suite"]
 fn three_hundred_steps_under_a_shared_limit_never_pass_it_and_none_fail() {
     let endpoint = Endpoint::start();
     let home = Home::new();

@@ -90,6 +90,11 @@ fn a_run_over_the_limit_queues_and_starts_when_the_slot_frees(backend: Backend) 
     let third_id = third["run_id"].as_str().unwrap();
     let queued = status_of(&server, third_id);
     assert_eq!(queued["queue"], json!({"key": "7", "place": 2, "behind": first["run_id"]}), "{queued}");
+    // The listing says where each queued run waits too.
+    let (_, listed) = server.get("/runs?status=queued");
+    let places: Vec<(Value, Value)> =
+        listed["runs"].as_array().expect("runs").iter().map(|r| (r["run_id"].clone(), r["queue"]["place"].clone())).collect();
+    assert_eq!(places, [(json!(third_id), json!(2)), (json!(second_id), json!(1))], "{listed}");
 
     // The first run ends: the second (not the third) takes the slot and parks at its gate.
     let (s, done) = server.post(&format!("/runs/{}/respond", first["run_id"].as_str().unwrap()), json!({"node": "gate", "answer": "send"}));

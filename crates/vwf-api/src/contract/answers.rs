@@ -519,7 +519,7 @@ impl JsonSchema for RunResult {
             if let Some(obj) = queue.as_object_mut() {
                 obj.insert(
                     "description".into(),
-                    json!("Only on a read of one queued run (GET /runs/{run_id}): its concurrency key, its place (1 is next) and the oldest run holding the slot."),
+                    json!("Only on a queued run (GET /runs/{run_id}, GET /runs): its concurrency key, its place (1 is next) and the oldest run holding the slot."),
                 );
             }
             properties.insert("queue".into(), queue);

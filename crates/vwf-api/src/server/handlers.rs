@@ -284,11 +284,7 @@ pub(super) async fn open_run(State(s): State<AppState>, Valid(id): Valid<RunId>,
                 if with_plan && let Some(obj) = result.as_object_mut() {
                     obj.insert("plan".into(), serde_json::to_value(run.plan()).unwrap_or(Value::Null));
                 }
-                if let Some(place) = service.runner().queue_place(&run)
-                    && let Some(obj) = result.as_object_mut()
-                {
-                    obj.insert("queue".into(), serde_json::to_value(place).unwrap_or(Value::Null));
-                }
+                service.runner().add_queue_place(&mut result);
                 Ok(result)
             })
             .await

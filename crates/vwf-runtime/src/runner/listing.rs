@@ -73,7 +73,11 @@ impl Runner<'_> {
             Ok(run) => Summary::deserialize(run).is_ok_and(|summary| filter.matches(&summary)),
             Err(_) => !filter.reads_runs(),
         };
-        keep.then(|| result_of(entry))
+        keep.then(|| {
+            let mut result = result_of(entry);
+            self.add_queue_place(&mut result);
+            result
+        })
     }
 
     /// The newest runs as every surface lists them: each a run result, or

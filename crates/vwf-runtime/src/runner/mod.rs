@@ -491,8 +491,29 @@ impl Runner<'_> {
                     if run.status().is_finished() || tasks.is_empty() {
                         continue;
                     }
-                    self.refresh_grants(&grants)?;
-                    self.perform_all(run, &tasks, &secrets)?;
+                    if grants.is_empty() {
+                        self.perform_all(run, &tasks, &secrets)?;
+                    } else {
+                        // Steps under a rate limit leave one at a time, each asking its limit
+                        // again just before it goes (the window counts requests as they leave).
+                        let (limited, free): (Vec<Task>, Vec<Task>) =
+                            tasks.into_iter().partition(|t| grants.iter().any(|g| g.node == t.node));
+                        // Each outcome is saved before the next step acts (a batch's last
+                        // waits for the caller's next write, as always).
+                        let mut first = true;
+                        if !free.is_empty() {
+                            self.perform_all(run, &free, &secrets)?;
+                            first = false;
+                        }
+                        for (task, grant) in limited.iter().filter_map(|t| Some((t, grants.iter().find(|g| g.node == t.node)?))) {
+                            if !first {
+                                self.persist(run)?;
+                            }
+                            first = false;
+                            self.refresh_grant(grant)?;
+                            self.perform_all(run, std::slice::from_ref(task), &secrets)?;
+                        }
+                    }
                 }
                 Advance::Idle => {
                     // A child this run waits for may have moved since (a process died before it

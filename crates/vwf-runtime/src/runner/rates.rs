@@ -25,6 +25,8 @@ impl FlowDoc for Window {
 /// A start a limit granted a task: taken again just before the task is performed if it aged
 /// ([`Runner::refresh_grants`]).
 pub(super) struct Grant {
+    /// The task's step instance.
+    pub(super) node: String,
     name: String,
     rule: Rule,
     at: Ts,
@@ -59,8 +61,8 @@ impl Runner<'_> {
             flowdoc::edit(self.store, &name, |window: &mut Window| verdict = window.take(&rule, now))?;
             match verdict {
                 Ok(()) => {
+                    grants.push(Grant { node: task.node.clone(), name, rule, at: now });
                     go.push(task);
-                    grants.push(Grant { name, rule, at: now });
                 }
                 Err(until) => run.hold_back(&task.node, &name, until, now),
             }
@@ -68,11 +70,11 @@ impl Runner<'_> {
         Ok((go, grants))
     }
 
-    /// Just before the granted tasks are performed (their start saved since): a grant that aged
-    /// past [`vwf_core::rate::STALE_MS`] is taken again now, waiting here for room if the window
+    /// Just before a granted task is performed (its start saved since): a grant that aged past
+    /// [`vwf_core::rate::STALE_MS`] is taken again now, waiting here for room if the window
     /// filled meanwhile, so the window counts the requests when they leave.
-    pub(super) fn refresh_grants(&self, grants: &[Grant]) -> Result<(), RunError> {
-        for grant in grants {
+    pub(super) fn refresh_grant(&self, grant: &Grant) -> Result<(), RunError> {
+        {
             // The grant the task holds: `None` once given back for want of room.
             let mut held = Some(grant.at);
             loop {

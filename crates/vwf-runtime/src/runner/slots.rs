@@ -282,10 +282,22 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Where a queued run waits now (`None` for a run not queued, or not found in its queue).
-    pub fn queue_place(&self, run: &Run) -> Option<vwf_core::concurrency::QueuePlace> {
-        let scope = run.concurrency_scope().filter(|_| run.status() == Status::Queued)?;
-        flowdoc::read::<Slots>(self.store, &scope).ok()?.place_of(run.run_id().as_str(), run.concurrency_key()?)
+    /// Adds where a queued run waits now (`queue: {key, place, behind}`) to its run result (a
+    /// single read, or a listing's entry); a run not queued, or not found in its queue, gets none.
+    pub fn add_queue_place(&self, result: &mut serde_json::Value) {
+        if result["status"] != "queued" {
+            return;
+        }
+        let (Some(design), Some(key), Some(id)) =
+            (result["design"].as_str(), result["concurrency_key"].as_str(), result["run_id"].as_str())
+        else {
+            return;
+        };
+        let scope = vwf_core::concurrency::scope(design, key);
+        let place = flowdoc::read::<Slots>(self.store, &scope).ok().and_then(|s| s.place_of(id, key));
+        if let (Some(place), Some(obj)) = (place, result.as_object_mut()) {
+            obj.insert("queue".into(), serde_json::to_value(place).unwrap_or_default());
+        }
     }
 
     fn is_queued(&self, id: &str) -> bool {
