@@ -139,6 +139,18 @@ impl Throttle {
         let within = started.iter().filter(|t| **t > since && **t <= now).count();
         within < self.limit as usize
     }
+
+    /// Forgets the starts that left the window at `now` (what a kept window needs no more).
+    pub fn prune(&self, started: &mut Vec<Ts>, now: Ts) {
+        let since = crate::time::sub_seconds_saturating(now, self.period_seconds);
+        started.retain(|t| *t > since);
+    }
+
+    /// When the window next has room for an arrival held at `now`: a period after the oldest
+    /// start in it (`now` when there is none).
+    pub fn next_room(&self, started: &[Ts], now: Ts) -> Ts {
+        started.iter().min().and_then(|t| crate::time::add_seconds(*t, self.period_seconds)).unwrap_or(now).max(now)
+    }
 }
 
 /// A burst of arrivals being debounced: the last arrival's payload and time, and how many
@@ -291,6 +303,18 @@ mod tests {
             }
             prop_assert_eq!(got, expected);
         }
+    }
+
+    #[test]
+    fn a_full_window_has_room_a_period_after_its_oldest_start() {
+        let rule = Throttle { limit: 2, period_seconds: 60 };
+        let mut started = vec![at(0), at(30), at(-100)];
+        rule.prune(&mut started, at(40));
+        assert_eq!(started, [at(0), at(30)]);
+        assert!(!rule.allows(&started, at(40)));
+        assert_eq!(rule.next_room(&started, at(40)), at(60));
+        assert!(rule.allows(&started, at(60)));
+        assert_eq!(rule.next_room(&[], at(40)), at(40));
     }
 
     #[test]

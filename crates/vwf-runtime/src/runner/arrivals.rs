@@ -87,15 +87,8 @@ impl ThrottleDoc {
         vwf_core::flow::Throttle { limit: self.limit.max(1), period_seconds: self.period_seconds }
     }
 
-    /// Forgets starts that left the window at `now`.
     fn prune(&mut self, now: Ts) {
-        let since = time::sub_seconds_saturating(now, self.period_seconds);
-        self.started.retain(|t| *t > since);
-    }
-
-    /// When the window next has room: a period after the oldest start in it.
-    fn next_room(&self, now: Ts) -> Ts {
-        self.started.iter().min().and_then(|t| time::add_seconds(*t, self.period_seconds)).unwrap_or(now).max(now)
+        self.rule().prune(&mut self.started, now);
     }
 }
 
@@ -164,7 +157,7 @@ impl Runner<'_> {
                     None
                 } else if rule.queue {
                     doc.deferred.push(payload.clone());
-                    Some(Arrival::Deferred { at: doc.next_room(now) })
+                    Some(Arrival::Deferred { at: doc.rule().next_room(&doc.started, now) })
                 } else {
                     let (limit, period) = (rule.throttle.limit, rule.throttle.period_seconds);
                     Some(Arrival::Dropped(format!(
