@@ -600,6 +600,10 @@ impl<'a> Daemon<'a> {
     /// Starts the runs the triggers' debounce and throttle held that are due now (inside `vwf
     /// serve` on a run slot, waited for).
     fn start_due_arrivals(&mut self, runner: &Runner<'_>, now: Ts, report: &mut TickReport) {
+        // A slot is waited for only when something is held: a busy server's ticks go on.
+        if !runner.holds_arrivals() {
+            return;
+        }
         let _slot = self.app.slots.as_ref().map(|gate| gate.wait());
         for run in runner.start_due_arrivals() {
             log(now, &format!("{}: held arrival started → run {} {}", run.design(), run.run_id(), run.status().as_str()));

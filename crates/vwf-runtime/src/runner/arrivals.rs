@@ -194,6 +194,12 @@ impl Runner<'_> {
         }
     }
 
+    /// Whether any trigger holds arrivals (a burst, a deferred arrival) to start some time.
+    pub fn holds_arrivals(&self) -> bool {
+        !flowdoc::waiting::<DebounceDoc>(self.store).unwrap_or_default().is_empty()
+            || !flowdoc::waiting::<ThrottleDoc>(self.store).unwrap_or_default().is_empty()
+    }
+
     /// Starts what the flow rules held that is due at now: bursts quiet for their period, and
     /// deferred arrivals whose window has room. Each is taken by exactly one caller (the edit
     /// that takes it is atomic), so several daemons may call this. Answers the runs started.
