@@ -600,6 +600,12 @@ impl<'a> Service<'a> {
         Ok(self.runner.list_page(filter, before, limit)?)
     }
 
+    /// What the runs that ended in `query`'s period did (see [`vwf_core::stats`]).
+    pub fn stats(&self, query: &vwf_core::stats::Query) -> Result<vwf_core::stats::Report, Failure> {
+        let records = self.app.store.run_stats(query.from, query.to, query.design.as_ref())?;
+        Ok(vwf_core::stats::report(query, records, self.app.drivers.config.prices.currency.clone()))
+    }
+
     /// Emits `event`: every design whose event trigger takes it starts a run.
     pub fn emit(&self, event: &str, payload: Value) -> Result<Emitted, Failure> {
         let emission = self.runner.emit(event, payload, &vwf_runtime::runner::EmitSource::default())?;

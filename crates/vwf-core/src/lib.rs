@@ -23,6 +23,7 @@ pub mod schema;
 pub mod secrets;
 pub mod shell;
 pub mod spec;
+pub mod stats;
 pub mod template;
 pub mod time;
 pub mod transition;

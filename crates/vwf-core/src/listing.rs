@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::names::{DesignName, RunId};
 use crate::run::Status;
 use crate::run::settle::Summary;
+use crate::time::{self, Ts};
 use crate::trigger::TriggerMode;
 
 /// The modes a run's `trigger.mode` can have (SPEC §10), in the contract's order.
@@ -29,6 +30,12 @@ pub struct RunFilter {
     pub id: Option<String>,
     /// The run whose design steps started the runs listed.
     pub parent: Option<RunId>,
+    /// Runs started at or after this instant.
+    pub from: Option<Ts>,
+    /// Runs started before this instant.
+    pub to: Option<Ts>,
+    /// Runs that took at least this many seconds (from their start to their last change).
+    pub min_seconds: Option<u64>,
 }
 
 impl RunFilter {
@@ -62,12 +69,31 @@ impl RunFilter {
             })
             .transpose()?;
         let parent = parent.map(|p| RunId::parse(p).map_err(|e| format!("parent: {e}"))).transpose()?;
-        Ok(RunFilter { design, status, trigger, id, parent })
+        Ok(RunFilter { design, status, trigger, id, parent, ..RunFilter::default() })
+    }
+
+    /// The period filters: started in `[from, to)` (RFC 3339 times or `YYYY-MM-DD` dates, UTC)
+    /// and taking at least `min_duration` (`"30s"`, `"5m"`, `"1h"`). The error names the filter.
+    pub fn with_period(mut self, from: Option<&str>, to: Option<&str>, min_duration: Option<&str>) -> Result<RunFilter, String> {
+        let day_or_time = |name: &str, v: &str| {
+            time::parse_day_or_time(v).ok_or_else(|| format!("{name} {v:?} is not an RFC 3339 time nor a YYYY-MM-DD date"))
+        };
+        self.from = from.map(|f| day_or_time("from", f)).transpose()?;
+        self.to = to.map(|t| day_or_time("to", t)).transpose()?;
+        self.min_seconds =
+            min_duration.map(|d| crate::schedule::parse_duration(d).map_err(|e| format!("min_duration: {}", e.message))).transpose()?;
+        Ok(self)
     }
 
     /// Whether only the id is filtered (or nothing): no run needs reading to decide.
     pub fn reads_runs(&self) -> bool {
-        self.design.is_some() || self.status.is_some() || self.trigger.is_some() || self.parent.is_some()
+        self.design.is_some()
+            || self.status.is_some()
+            || self.trigger.is_some()
+            || self.parent.is_some()
+            || self.from.is_some()
+            || self.to.is_some()
+            || self.min_seconds.is_some()
     }
 
     /// Whether a run with this id may match (the id filter only).
@@ -82,6 +108,12 @@ impl RunFilter {
             && self.status.is_none_or(|s| s == run.status)
             && self.trigger.is_none_or(|t| t == run.trigger.mode)
             && self.parent.as_ref().is_none_or(|p| run.parent_run.as_ref() == Some(p))
+            && self.from.is_none_or(|f| run.created_at >= f)
+            && self.to.is_none_or(|t| run.created_at < t)
+            && self.min_seconds.is_none_or(|min| {
+                let took = run.updated_at.map_or(0, |u| (u - run.created_at).num_milliseconds());
+                took >= i64::try_from(min.saturating_mul(1000)).unwrap_or(i64::MAX)
+            })
     }
 }
 
@@ -99,6 +131,23 @@ mod tests {
 
     fn run(design: &str, status: &str, mode: &str) -> Summary {
         summary("d7b493cae249", design, status, mode)
+    }
+
+    #[test]
+    fn period_filters_read_dates_times_and_durations() {
+        let mut s = run("a", "done", "manual");
+        s.updated_at = time::parse("2026-03-01T09:05:00Z");
+        let f = |from: Option<&str>, to: Option<&str>, min: Option<&str>| RunFilter::default().with_period(from, to, min);
+        assert!(f(Some("2026-03-01"), Some("2026-03-02"), Some("5m")).unwrap().matches(&s));
+        assert!(!f(Some("2026-03-01T09:00:01Z"), None, None).unwrap().matches(&s), "started before from");
+        assert!(!f(None, Some("2026-03-01T09:00:00Z"), None).unwrap().matches(&s), "to is exclusive");
+        assert!(!f(None, None, Some("5m1s")).unwrap().matches(&s), "took 5 minutes");
+        assert!(f(None, None, None).unwrap() == RunFilter::default() && f(None, None, Some("1s")).unwrap().reads_runs());
+        for (from, to, min, names) in
+            [(Some("yesterday"), None, None, "from"), (None, Some("2026-02-3"), None, "to"), (None, None, Some("5 min"), "min_duration")]
+        {
+            assert!(f(from, to, min).unwrap_err().starts_with(names));
+        }
     }
 
     #[test]

@@ -131,6 +131,10 @@ pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
         match from.store.read_run(id) {
             Ok(run) => {
                 to.store.write_run(id, &run).map_err(CopyError::Interrupted)?;
+                // An ended run's stats record goes along (a run the engine cannot read has none).
+                if let Some(stats) = serde_json::from_value::<vwf_core::run::Run>(run).ok().and_then(|r| r.stats()) {
+                    to.store.add_run_stats(&stats).map_err(CopyError::Interrupted)?;
+                }
                 copied.runs += 1;
             }
             Err(StoreError::NotFound(_)) => {} // deleted meanwhile

@@ -34,6 +34,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::stats::RunStats;
+use vwf_core::time::Ts;
 use vwf_core::versions::DesignVersion;
 
 use vwf_core::run::Run;
@@ -318,6 +320,7 @@ impl Store for FileStore {
     }
 
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
+        self.start_runs_dir()?;
         let locks = self.locks_dir();
         create_dir(&locks)?;
         let path = self.lock_path(id);
@@ -329,6 +332,7 @@ impl Store for FileStore {
     }
 
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+        self.start_runs_dir()?;
         let locks = self.locks_dir();
         create_dir(&locks)?;
         for _ in 0..ALLOCATE_ATTEMPTS {
@@ -483,6 +487,14 @@ impl Store for FileStore {
 
     fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
         super::flow::waiting(&self.runs_dir().join(FLOW_DIR))
+    }
+
+    fn add_run_stats(&self, stats: &RunStats) -> Result<(), StoreError> {
+        self.append_stats(stats)
+    }
+
+    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError> {
+        self.read_stats(from, to, design)
     }
 }
 

@@ -28,6 +28,7 @@ mod jobs;
 mod journal;
 mod keys;
 pub mod pg;
+mod stats;
 mod tidy;
 mod versions;
 mod waiting;
@@ -39,6 +40,7 @@ use vwf_core::run::Run;
 use vwf_core::run::journal::{Changes, Part};
 use vwf_core::run::settle::Summary;
 use vwf_core::schedule::job::Job;
+use vwf_core::stats::RunStats;
 use vwf_core::time::Ts;
 use vwf_core::versions::DesignVersion;
 
@@ -181,6 +183,12 @@ pub trait Store: Send + Sync {
         let run = self.read_run(id)?;
         Summary::deserialize(&run).map_err(|e| StoreError::Corrupt { path: format!("run {id}"), message: e.to_string() })
     }
+    /// Keeps the stats record of a run that ended (see [`vwf_core::stats`]); a later record of
+    /// the same run replaces it.
+    fn add_run_stats(&self, stats: &RunStats) -> Result<(), StoreError>;
+    /// The stats records of the runs whose latest end lies in `[from, to)`, of `design` when
+    /// given, each run once, in no particular order.
+    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError>;
     /// Publishes on `to` a notice for every change any process makes to this store's runs, designs
     /// and jobs, from now on; `false` for a store that cannot (its waiters read again on a timer).
     fn notify_changes(&self, to: &crate::changes::Changes) -> bool {

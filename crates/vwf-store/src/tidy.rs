@@ -83,6 +83,8 @@ impl FileStore {
             super::fs::KEYS_DIR,
             super::fs::FLOW_DIR,
             super::commit::COMMIT_DIR,
+            super::stats::STATS_FILE,
+            super::stats::STATS_LOCK,
         ];
         let run_file = |name: &str| index::run_id_of_file_name(name).is_some() || journal_of(name).is_some();
         self.strays_in(&self.runs_dir(), "run", run_file, &index_files, &mut found);

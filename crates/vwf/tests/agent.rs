@@ -586,6 +586,37 @@ fn usage_and_cost_add_up_and_a_money_budget_stops_the_run(backend: common::Backe
         let (code, run) = vwf(&home, &["run", "blind", "--input", TOPIC]).await;
         assert_eq!(code, 1, "{run}");
         assert!(run["error"].as_str().is_some_and(|e| e.contains("model \"mystery\" has no price")), "{run}");
+
+        // A design step's child: its usage and cost add up in the parent's totals.
+        let brief = json!({"id": "brief", "type": "design", "design": "priced", "input": {"topic": "{{trigger.topic}}"}});
+        home.save("briefing", &chain(vec![brief], json!({})));
+        let (code, run) = vwf(&home, &["run", "briefing", "--input", TOPIC]).await;
+        assert_eq!(code, 0, "{run}");
+        assert_eq!((run["cost"].as_f64(), run["usage"]["input_tokens"].as_u64()), (Some(0.0038), Some(2000)), "{run}");
+        assert_eq!(run["outputs"]["brief"]["cost"].as_f64(), Some(0.0038), "{run}");
+
+        // The stats count every run once: their totals equal a recount of the runs themselves
+        // (each top-level run's totals hold its children's), by design too.
+        let (code, stats) = vwf(&home, &["stats"]).await;
+        assert_eq!(code, 0, "{stats}");
+        let (_, listed) = vwf(&home, &["runs", "--limit", "1000"]).await;
+        let runs = listed["runs"].as_array().cloned().unwrap_or_default();
+        assert_eq!(stats["totals"]["runs"].as_u64(), Some(runs.len() as u64), "{stats}");
+        let top: Vec<&Value> = runs.iter().filter(|r| r["parent_run"].is_null()).collect();
+        let sum = |field: &str| top.iter().map(|r| r["usage"][field].as_u64().unwrap_or(0)).sum::<u64>();
+        assert_eq!(stats["totals"]["usage"]["input_tokens"].as_u64(), Some(sum("input_tokens")), "{stats}");
+        assert_eq!(stats["totals"]["usage"]["cached_tokens"].as_u64(), Some(sum("cached_tokens")), "{stats}");
+        let cost: f64 = top.iter().filter_map(|r| r["cost"].as_f64()).sum();
+        assert!((stats["totals"]["cost"].as_f64().unwrap_or(-1.0) - cost).abs() < 1e-9, "{cost} {stats}");
+        let unpriced = runs.iter().filter(|r| r["cost"].is_null()).count() as u64;
+        assert_eq!(stats["totals"]["unpriced_runs"].as_u64(), Some(unpriced), "{stats}");
+        let failed = runs.iter().filter(|r| r["status"] == "failed").count() as u64;
+        assert_eq!(stats["totals"]["by_status"]["failed"].as_u64(), Some(failed), "{stats}");
+        assert_eq!(stats["currency"], "USD");
+        assert_eq!(stats["costliest_steps"][0]["node"], "draft", "{stats}");
+        let (_, of_priced) = vwf(&home, &["stats", "--design", "priced"]).await;
+        assert_eq!(of_priced["totals"]["runs"], 2, "a run of its own and the briefing's child: {of_priced}");
+        assert_eq!(of_priced["totals"]["cost"].as_f64(), Some(0.0076), "{of_priced}");
     });
 }
 

@@ -137,6 +137,8 @@ const SECTION_13: &[(&str, &str)] = &[
     // Beyond §13: turning a design's automatic trigger on and off (imports arrive disabled).
     ("POST", "/designs/{name}/enable"),
     ("POST", "/designs/{name}/disable"),
+    // Beyond §13: what the runs of a period did (runs, failures, durations, tokens, cost).
+    ("GET", "/stats"),
 ];
 
 #[test]

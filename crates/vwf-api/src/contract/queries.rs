@@ -171,6 +171,39 @@ query_value!(
     json_schema!({"type": "string", "pattern": "^[0-9a-f]{1,12}$"})
 );
 
+query_value!(
+    /// A stats period's end: an RFC 3339 time, or a `YYYY-MM-DD` date (UTC midnight). Read by
+    /// `vwf_core::stats::Query::parse`, which says what is wrong with one.
+    Instant(String),
+    |given| match vwf_core::time::parse_day_or_time(given) {
+        Some(_) => Ok(given.to_string()),
+        None => Err("must be an RFC 3339 time (2026-12-01T08:00:00Z) or a YYYY-MM-DD date".into()),
+    },
+    json_schema!({"type": "string", "pattern": vwf_core::time::DAY_OR_TIME_PATTERN, "examples": ["2026-12-01", "2026-12-01T08:00:00Z"]})
+);
+
+query_value!(
+    /// How long a run took at least: a duration like `30s`, `5m`, `1h30m` (positive amounts of
+    /// d, h, m, s in that order, each at most once), read by `vwf_core::listing`.
+    MinDuration(String),
+    |given| {
+        let whole = !given.is_empty() && !given.contains(char::is_whitespace);
+        let amounts_fit = given.split(|c: char| !c.is_ascii_digit()).all(|n| n.len() <= 6 && !n.starts_with('0'));
+        match vwf_core::schedule::parse_duration(given) {
+            Ok(_) if whole && amounts_fit => Ok(given.to_string()),
+            _ => Err("must be a duration like 30s, 5m or 1h30m".into()),
+        }
+    },
+    json_schema!({"type": "string", "pattern": "^(?=[0-9])([1-9][0-9]{0,5}d)?([1-9][0-9]{0,5}h)?([1-9][0-9]{0,5}m)?([1-9][0-9]{0,5}s)?$"})
+);
+
+query_value!(
+    /// A stats bucket: `hour` or `day`.
+    OfBucket(vwf_core::stats::Bucket),
+    |given| vwf_core::stats::Bucket::parse(given).ok_or_else(|| "must be hour or day".to_string()),
+    json_schema!({"type": "string", "enum": ["hour", "day"], "default": "day"})
+);
+
 /// The long-poll parameters of the run and the runs listing.
 const SINCE: &str = "the stamp of an earlier answer: hold the request while the answer would have this stamp";
 const WAIT: &str = "seconds to hold the request while nothing changes (default 0; a longer wait than the limit is cut to it); with since= or wait= the answer has a stamp";
@@ -215,10 +248,29 @@ pub struct RunsQuery {
     pub parent: Option<Before>,
     /// only runs older than this one (the next cursor of the previous page)
     pub before: Option<Before>,
+    /// only runs started at or after this time (RFC 3339, or a YYYY-MM-DD date: UTC midnight)
+    pub from: Option<Instant>,
+    /// only runs started before this time
+    pub to: Option<Instant>,
+    /// only runs that took at least this long, from their start to their last change (30s, 5m, 1h30m)
+    pub min_duration: Option<MinDuration>,
     #[schemars(description = SINCE)]
     pub since: Option<Since>,
     #[schemars(description = WAIT)]
     pub wait: Option<Wait>,
+}
+
+/// `GET /stats`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct StatsQuery {
+    /// only runs of this design
+    pub design: Option<OfDesign>,
+    /// the period's start, moved back to the start of its bucket (default: 7 days before `to`, 1 day in hours)
+    pub from: Option<Instant>,
+    /// the period's end, exclusive (default: now)
+    pub to: Option<Instant>,
+    /// the width of a bucket (default day; at most 2000 buckets)
+    pub bucket: Option<OfBucket>,
 }
 
 /// `GET /runs/{run_id}`.

@@ -90,6 +90,7 @@ pub(crate) enum QueryKind {
     Validate,
     Runs,
     Run,
+    Stats,
 }
 
 /// The kinds of request bodies.
@@ -151,6 +152,8 @@ pub(crate) enum Answer {
     ScheduleAction,
     Runs,
     Run,
+    /// `{ok:true, …}` of `vwf_core::stats::Report`.
+    Stats,
     Emitted,
     /// The design model (`vwf_core::schema`).
     Schema,
@@ -407,6 +410,17 @@ pub(crate) const ROUTES: &[Route] = &[
         answer: A::Runs,
         errors: &[404, 500],
         handler: || get(list_runs),
+    },
+    Route {
+        method: "GET",
+        path: "/stats",
+        summary: "What the runs that ended in a period did, by hour or day: runs by status, failure rate, p50/p95 duration, tokens and cost, the slowest and costliest steps",
+        path_params: &[],
+        query: Some(QueryKind::Stats),
+        body: None,
+        answer: A::Stats,
+        errors: &[500, 503],
+        handler: || get(stats),
     },
     Route {
         method: "GET",

@@ -13,7 +13,7 @@ use vwf_core::run::Run;
 use crate::assets::{self};
 use crate::contract::Both;
 use crate::contract::answers::*;
-use crate::contract::queries::{DiffQuery, ModelsQuery, RunQuery, RunsQuery, ValidateQuery, Version};
+use crate::contract::queries::{DiffQuery, ModelsQuery, RunQuery, RunsQuery, StatsQuery, ValidateQuery, Version};
 use crate::contract::requests::*;
 use crate::failure::{Failure, guarded};
 use crate::keys::IdempotencyKey;
@@ -246,6 +246,20 @@ pub(super) async fn schedule_action(
     blocking(&s, act).await
 }
 
+/// `GET /stats`: the report of the runs that ended in the period.
+pub(super) async fn stats(State(s): State<AppState>, Queried(query): Queried<StatsQuery>) -> Answered {
+    let now = s.app.clock.now();
+    let query = vwf_core::stats::Query::new(
+        query.design.map(|d| d.0),
+        query.from.as_ref().map(|f| f.0.as_str()),
+        query.to.as_ref().map(|t| t.0.as_str()),
+        query.bucket.map(|b| b.0),
+        now,
+    )
+    .map_err(Failure::BadRequest)?;
+    blocking(&s, move |service| Ok(crate::contract::answers::done(service.stats(&query)?))).await
+}
+
 pub(super) async fn list_runs(State(s): State<AppState>, Queried(query): Queried<RunsQuery>) -> Answered {
     let limit = query.limit.map_or(RUNS_DEFAULT, |l| l.0);
     let filter = RunFilter::parse(
@@ -255,6 +269,13 @@ pub(super) async fn list_runs(State(s): State<AppState>, Queried(query): Queried
         query.id.as_ref().map(|i| i.0.as_str()),
         query.parent.as_ref().map(|p| p.0.as_str()),
     )
+    .and_then(|f| {
+        f.with_period(
+            query.from.as_ref().map(|t| t.0.as_str()),
+            query.to.as_ref().map(|t| t.0.as_str()),
+            query.min_duration.as_ref().map(|d| d.0.as_str()),
+        )
+    })
     .map_err(Failure::BadRequest)?;
     let before = query.before.map(|b| b.0);
     let follow = Follow::of(query.since, query.wait);

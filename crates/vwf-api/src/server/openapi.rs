@@ -175,6 +175,7 @@ impl QueryKind {
             QueryKind::Diff => queries::parameters::<queries::DiffQuery>(generator),
             QueryKind::Validate => queries::parameters::<queries::ValidateQuery>(generator),
             QueryKind::Runs => queries::parameters::<queries::RunsQuery>(generator),
+            QueryKind::Stats => queries::parameters::<queries::StatsQuery>(generator),
             QueryKind::Run => queries::parameters::<queries::RunQuery>(generator),
         }
     }
@@ -251,6 +252,7 @@ impl Answer {
                 any_of([g(schema_of::<Done<JobAnswer>>), g(schema_of::<Done<Removed>>), g(schema_of::<RunResult>), g(schema_of::<Refusal>)])
             }
             Answer::Runs => g(schema_of::<Done<Runs>>),
+            Answer::Stats => g(schema_of::<Done<vwf_core::stats::Report>>),
             Answer::Run => g(schema_of::<RunResult>),
             Answer::Emitted => g(schema_of::<Done<Emitted>>),
             Answer::Schema => g(schema_of::<DesignModel>),

@@ -224,6 +224,16 @@ impl Run {
             extra.insert("design".into(), Value::String(child.design().to_string()));
             extra.insert("status".into(), Value::String(child.status().as_str().into()));
             extra.insert("outputs".into(), serde_json::to_value(child.outputs()).unwrap_or_default());
+            // The child's usage and cost (its own children's included) add up in this run's.
+            let totals = child.totals();
+            if totals.usage != crate::usage::Usage::default() {
+                extra.extend(totals.fields().into_iter().map(|(k, v)| (k.to_string(), v)));
+            }
+            if self.charge_cost(&node, &extra, now) {
+                self.touch(now);
+                self.refresh_status();
+                return true;
+            }
             self.finish_step(&node, child.result_text().unwrap_or_default(), extra, now);
         } else {
             let error = format!(
@@ -290,8 +300,6 @@ impl Run {
         })
     }
 
-    /// Adds `tokens` a step used to the run's count; past the budget, the step fails with the
-    /// budget error. Answers whether it did.
     /// Charges the cost an agent step reported (`extra`'s `cost`) against the design's
     /// `budget.cost`: past it, or with a model that has no price (so the cost cannot be kept
     /// under it), the step fails the run. Answers whether it did.
@@ -340,6 +348,8 @@ impl Run {
         totals
     }
 
+    /// Adds `tokens` a step used to the run's count; past the budget, the step fails with the
+    /// budget error. Answers whether it did.
     pub(super) fn charge_tokens(&mut self, node: &str, tokens: u64, now: Ts) -> bool {
         if tokens == 0 {
             return false;

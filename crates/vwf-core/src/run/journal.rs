@@ -95,6 +95,8 @@ pub struct Changes {
     pub whole: bool,
     /// The parts that changed (the head always), in apply order.
     pub parts: Vec<Part>,
+    /// The run ended since its last save (or its load): this save records its end.
+    pub ended: bool,
 }
 
 /// The engine's note of changed parts. Not part of the document: two runs with the same state
@@ -105,6 +107,8 @@ pub(crate) struct Dirty {
     parts: BTreeSet<Part>,
     /// What the saves since the last whole one measured (see [`Run::record_size`]).
     bytes: Saved,
+    /// The status the store holds (as last saved or read back); `None` when unknown.
+    stored: Option<Status>,
 }
 
 /// The sizes the saves of a run measured: the last whole document, and each part saved since at
@@ -128,7 +132,7 @@ pub struct RecordSize {
 impl Default for Dirty {
     /// A run just started or just read back: its first save is a whole one.
     fn default() -> Self {
-        Dirty { whole: true, parts: BTreeSet::new(), bytes: Saved::default() }
+        Dirty { whole: true, parts: BTreeSet::new(), bytes: Saved::default(), stored: None }
     }
 }
 
@@ -181,15 +185,23 @@ impl Run {
     /// for runs in flight.
     pub fn take_changes(&mut self) -> Changes {
         let bytes = std::mem::take(&mut self.dirty.bytes);
-        let dirty = std::mem::replace(&mut self.dirty, Dirty { whole: false, parts: BTreeSet::new(), bytes });
+        let fresh = Dirty { whole: false, parts: BTreeSet::new(), bytes, stored: Some(self.status) };
+        let dirty = std::mem::replace(&mut self.dirty, fresh);
+        let ended = self.status.is_finished() && !dirty.stored.is_some_and(|s| s.is_finished());
         if dirty.whole || self.status != Status::Running {
-            return Changes { whole: true, parts: Vec::new() };
+            return Changes { whole: true, parts: Vec::new(), ended };
         }
         let mut parts: Vec<Part> = dirty.parts.into_iter().collect();
         if parts.first() != Some(&Part::Head) {
             parts.insert(0, Part::Head);
         }
-        Changes { whole: false, parts }
+        Changes { whole: false, parts, ended }
+    }
+
+    /// This run was just read back from the store: it holds the run as it is now (so a save of a
+    /// run that had already ended does not record its end again).
+    pub fn read_back(&mut self) {
+        self.dirty.stored = Some(self.status);
     }
 
     /// Whether anything changed since the changes were last taken (a save is due).
@@ -200,6 +212,7 @@ impl Run {
     /// The changes last taken were not saved: the next save is a whole one.
     pub fn unsaved(&mut self) {
         self.mark_whole();
+        self.dirty.stored = None;
     }
 
     /// A part's current value, or `None` when the run has no such part.
@@ -307,7 +320,7 @@ impl Run {
 
     /// Asks for the next save to be a whole one.
     pub(super) fn mark_whole(&mut self) {
-        self.dirty = Dirty::default();
+        self.dirty = Dirty { stored: self.dirty.stored, ..Dirty::default() };
     }
 
     /// The bytes the stored record holds once `changes` (from [`Run::take_changes`]) are saved.

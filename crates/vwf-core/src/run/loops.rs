@@ -236,3 +236,14 @@ pub(super) enum LoopProgress {
     Changed,
     Same,
 }
+
+impl Run {
+    /// Where loop body instance `instance` (`body#3`) stands: its loop's id, the passes done and
+    /// the items the loop goes over; `None` for a step outside a loop (what a progress bar shows).
+    pub fn loop_progress(&self, instance: &str) -> Option<(&str, usize, usize)> {
+        let (base, Some(_)) = split_instance(instance) else { return None };
+        let lp = self.plan.steps.iter().find(|s| s.id == base)?.in_loop.as_deref()?;
+        let state = self.loops.get(lp)?;
+        Some((lp, state.passes.iter().filter(|p| p.done).count(), state.items.len()))
+    }
+}

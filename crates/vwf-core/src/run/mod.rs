@@ -39,6 +39,7 @@ use crate::view;
 use crate::vocab::Route;
 
 mod children;
+mod ended;
 mod engine;
 mod failure;
 pub mod inputs;

@@ -41,6 +41,9 @@ pub struct Summary {
     pub trigger: TriggerSummary,
     #[serde(with = "time")]
     pub created_at: Ts,
+    /// The run's last change (absent from hand-made documents).
+    #[serde(default, with = "time::opt")]
+    pub updated_at: Option<Ts>,
     #[serde(default)]
     pub parked: Vec<Pending>,
     #[serde(default, with = "time::opt")]

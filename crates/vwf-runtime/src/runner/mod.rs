@@ -57,8 +57,20 @@ const MAX_PARALLEL: usize = 8;
 
 /// What the runner tells an observer (the CLI's live step line).
 pub enum Progress<'r> {
-    Started { node: &'r str },
-    Settled { run: &'r Run, node: &'r str },
+    Started {
+        run: &'r Run,
+        node: &'r str,
+    },
+    Settled {
+        run: &'r Run,
+        node: &'r str,
+    },
+    /// A foreground run sleeps through a `wait` step from `now` until `until` (its clock's).
+    Waiting {
+        run: &'r Run,
+        now: vwf_core::time::Ts,
+        until: vwf_core::time::Ts,
+    },
 }
 
 /// How to answer a parked step.
@@ -532,6 +544,7 @@ impl Runner<'_> {
                         && self.sleep_for_waits
                         && let Some(t) = run.next_wake()
                     {
+                        (self.observer)(Progress::Waiting { run, now: self.clock.now(), until: t });
                         self.clock.sleep_until(t);
                         persisted = (run.status(), run.pending().cloned());
                         continue;
@@ -555,7 +568,7 @@ impl Runner<'_> {
     /// echoes a secret back leaves `***` in the run, not the secret.
     fn perform_all(&self, run: &mut Run, tasks: &[Task], secrets: &Secrets) -> Result<(), RunError> {
         for task in tasks {
-            (self.observer)(Progress::Started { node: &task.node });
+            (self.observer)(Progress::Started { run, node: &task.node });
         }
         let mut unrecorded = tasks.len();
         let mut record = |run: &mut Run, task: &Task, outcome: Outcome| -> Result<(), RunError> {
@@ -728,8 +741,20 @@ impl Runner<'_> {
         if let Some(watch) = watch {
             watch.saved(run, started.elapsed());
         }
+        if changes.ended {
+            self.keep_stats(run);
+        }
         self.release_slot(run);
         Ok(())
+    }
+
+    /// Keeps the stats record of a run that ended (see `vwf_core::stats`). The record is a
+    /// hint the store can rebuild, so failing to keep it fails nothing: it is logged.
+    fn keep_stats(&self, run: &Run) {
+        let Some(stats) = run.stats() else { return };
+        if let Err(e) = self.store.add_run_stats(&stats) {
+            tracing::warn!(run = %run.run_id(), "cannot keep the run's stats record: {e}");
+        }
     }
 }
 
@@ -768,7 +793,10 @@ fn scrubbed(mut outcome: Outcome, secrets: &Secrets) -> Outcome {
 
 /// A stored run document as a run; anything else is as unreadable as a file that is not JSON.
 pub fn parse_run(id: &RunId, value: Value) -> Result<Run, StoreError> {
-    serde_json::from_value(value).map_err(|e| StoreError::Unreadable { what: format!("run {id}"), message: e.to_string() })
+    let mut run: Run =
+        serde_json::from_value(value).map_err(|e| StoreError::Unreadable { what: format!("run {id}"), message: e.to_string() })?;
+    run.read_back();
+    Ok(run)
 }
 
 /// Every run starts with its input kept in the run file, which must read back: entries refuse

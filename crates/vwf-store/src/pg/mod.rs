@@ -46,6 +46,7 @@ use crate::changes::{Change, Changes};
 
 mod jobs;
 mod schema;
+mod stats;
 mod store;
 
 pub use schema::{AppliedMigration, Migrated};

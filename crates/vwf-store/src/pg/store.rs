@@ -333,6 +333,14 @@ impl Store for PgStore {
         self.wait(async move { sqlx::query_scalar("SELECT scope FROM vwf_flow WHERE waiting").fetch_all(&pool).await.map_err(db) })
     }
 
+    fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
+        self.write_stats(std::slice::from_ref(stats), true)
+    }
+
+    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
+        self.select_stats(from, to, design)
+    }
+
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
         Ok(self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1)
     }

@@ -18,14 +18,19 @@ use vwf_core::design::Design;
 use vwf_core::names::RunId;
 use vwf_core::plan::Plan;
 use vwf_core::run::{Advance, Run, Status};
+use vwf_core::stats::{Bucket, Query, report};
 
 use crate::figures::{Stats, die, secs};
-use crate::{CLI_CALLS, LIST_CALLS, STORE_FORMAT, manual};
+use crate::{CLI_CALLS, LIST_CALLS, STATS_CALLS, STORE_FORMAT, manual};
 
 pub(super) struct ListingFigures {
     pub(super) populated: String,
     pub(super) rebuild: Duration,
     pub(super) list: Stats,
+    /// The first stats report (builds the missing `.stats` from the run files).
+    pub(super) stats_rebuild: Duration,
+    /// `GET /stats`'s work over every run: the store's records and the report, by day.
+    pub(super) stats: Stats,
     /// (`vwf runs --limit 20 --json`, `vwf --version`), when the binary exists.
     pub(super) cli: Option<(Stats, Stats)>,
 }
@@ -45,6 +50,7 @@ pub(super) fn listing(home: &Path, runs: usize) -> ListingFigures {
 
     let runs_dir = home.join("workflow-runs");
     let _ = fs::remove_file(runs_dir.join(".index"));
+    let _ = fs::remove_file(runs_dir.join(".stats"));
     let store = FileStore::new(home.to_path_buf());
     let t = Instant::now();
     let first = store.list_runs(20).unwrap_or_else(|e| die(&format!("list_runs: {e}")));
@@ -59,6 +65,8 @@ pub(super) fn listing(home: &Path, runs: usize) -> ListingFigures {
         black_box(&entries);
     }
     check_listing(&store.list_runs(20).unwrap_or_default(), runs);
+
+    let (stats_rebuild, stats) = stats_report(&store, runs);
 
     let binary = vwf_binary();
     let cli = binary.is_file().then(|| {
@@ -79,7 +87,36 @@ pub(super) fn listing(home: &Path, runs: usize) -> ListingFigures {
     if !keep {
         let _ = fs::remove_dir_all(home);
     }
-    ListingFigures { populated, rebuild, list: Stats::of(times), cli }
+    ListingFigures { populated, rebuild, list: Stats::of(times), stats_rebuild, stats, cli }
+}
+
+/// The stats report over every run of the store, by day (what `GET /stats` computes): the first
+/// one, which builds `.stats` from the run files, then [`STATS_CALLS`] more. Each must count every
+/// run once.
+fn stats_report(store: &FileStore, runs: usize) -> (Duration, Stats) {
+    let start = vwf_core::time::parse("2026-01-01T00:00:00Z").unwrap_or_default();
+    let end = start + chrono::Duration::seconds(runs as i64 * 60 + 60);
+    let (from, to) = (vwf_core::time::format(&start), vwf_core::time::format(&end));
+    let query = Query::new(None, Some(&from), Some(&to), Some(Bucket::Day), end).unwrap_or_else(|e| die(&format!("stats query: {e}")));
+    let once = || {
+        let records = store.run_stats(query.from, query.to, None).unwrap_or_else(|e| die(&format!("run_stats: {e}")));
+        let report = report(&query, records, None);
+        if report.totals.runs != runs as u64 {
+            die(&format!("the stats report counted {} runs of {runs}", report.totals.runs));
+        }
+        black_box(report);
+    };
+    let t = Instant::now();
+    once();
+    let rebuild = t.elapsed();
+    let times = (0..STATS_CALLS)
+        .map(|_| {
+            let t = Instant::now();
+            once();
+            t.elapsed()
+        })
+        .collect();
+    (rebuild, Stats::of(times))
 }
 
 /// Writes `runs` realistic run files (a finished 3-step run, each with its own id and

@@ -18,7 +18,9 @@
 //! 5. `list_runs(20)` and `vwf runs --limit 20 --json` with `$VWF_BENCH_RUNS` (100000) runs in
 //!    the store, plus the one-time index rebuild. Populating 100000 runs takes a few seconds
 //!    but ~400 MB, so the store is deleted afterwards unless `VWF_BENCH_KEEP=1`; a kept store
-//!    is reused by the next run, with its `.index` deleted so the rebuild is measured again.
+//!    is reused by the next run, with its `.index` deleted so the rebuild is measured again;
+//!    then the stats report of `GET /stats` over every one of those runs, by day (the first one
+//!    builds the missing `.stats`), against a target of 200 ms, beside `list_runs(20)`.
 //!
 //! Knobs: `VWF_BENCH_RUNS` (store size), `VWF_BENCH_ENGINE_RUNS` (30), `VWF_BENCH_DIR`,
 //! `VWF_BENCH_KEEP`.
@@ -53,6 +55,9 @@ const WARMUP_RUNS: usize = 3;
 const STEP_TARGET_RATIO: f64 = 1.5;
 const LIST_TARGET_MS: f64 = 50.0;
 const LIST_CALLS: usize = 50;
+/// `GET /stats` over the whole large store: its target, and how many reports are timed.
+const STATS_TARGET_MS: f64 = 200.0;
+const STATS_CALLS: usize = 10;
 const CLI_CALLS: usize = 10;
 const VALIDATE_ITERS: usize = 1000;
 /// Bump when the shape of the generated run files changes, so a kept store is rebuilt.
@@ -262,6 +267,23 @@ fn main() {
         "-".into(),
         "-".into(),
         format!("< {LIST_TARGET_MS} ms {}", pass(list_ok)),
+    ));
+    println!("    first stats report (builds the missing .stats from the run files): {}", ms(listing.stats_rebuild));
+    println!("    stats report of every run by day, {STATS_CALLS} calls: {}", listing.stats);
+    rows.push(Row::new(&format!("stats rebuild, {store_runs} runs (once)"), ms(listing.stats_rebuild), "-".into(), "-".into(), "-".into()));
+    let stats_ok = listing.stats.median.as_secs_f64() * 1e3 < STATS_TARGET_MS;
+    summary.push(rows::Row::new(
+        format!("GET /stats report over {store_runs} runs: median"),
+        ms(listing.stats.median),
+        format!("< {STATS_TARGET_MS} ms"),
+        Some(stats_ok),
+    ));
+    rows.push(Row::new(
+        &format!("stats report, {store_runs} runs by day (median/mean)"),
+        format!("{} / {}", ms(listing.stats.median), ms(listing.stats.mean)),
+        format!("list_runs(20) {}", ms(listing.list.median)),
+        format!("{:.1}x", listing.stats.median.as_secs_f64() / listing.list.median.as_secs_f64()),
+        format!("< {STATS_TARGET_MS} ms {}", pass(stats_ok)),
     ));
     match &listing.cli {
         Some((runs, version)) => {

@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 use vwf::store::{FileStore, RunEntry, RunLock, Store, StoreError};
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::time::Ts;
 use vwf_core::versions::DesignVersion;
 
 /// A `FileStore` that counts `write_run` calls, first writes of an id, and time spent writing.
@@ -96,6 +97,12 @@ impl Store for TimedStore {
     }
     fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
         self.inner.waiting_docs()
+    }
+    fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
+        self.inner.add_run_stats(stats)
+    }
+    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
+        self.inner.run_stats(from, to, design)
     }
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
@@ -197,6 +204,12 @@ impl Store for MemoryStore {
         Ok(Value::Null)
     }
     fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+    fn add_run_stats(&self, _: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn run_stats(&self, _: Ts, _: Ts, _: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
         Ok(Vec::new())
     }
     fn write_run_json(&self, _: &RunId, json: &[u8]) -> Result<(), StoreError> {

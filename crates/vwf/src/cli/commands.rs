@@ -280,10 +280,15 @@ pub(super) struct RunsQuery<'q> {
     pub trigger: Option<&'q str>,
     pub id: Option<&'q str>,
     pub parent: Option<&'q str>,
+    pub from: Option<&'q str>,
+    pub to: Option<&'q str>,
+    pub min_duration: Option<&'q str>,
 }
 
 pub(super) fn runs(service: &Service<'_>, json: bool, limit: u16, query: RunsQuery<'_>, before: Option<&str>) -> Result<u8, Failure> {
-    let filter = RunFilter::parse(query.design, query.status, query.trigger, query.id, query.parent).map_err(Failure::BadRequest)?;
+    let filter = RunFilter::parse(query.design, query.status, query.trigger, query.id, query.parent)
+        .and_then(|f| f.with_period(query.from, query.to, query.min_duration))
+        .map_err(Failure::BadRequest)?;
     let before = before.map(run_id).transpose()?;
     let page = service.runs(&filter, before.as_ref(), usize::from(limit))?;
     if json {

@@ -18,11 +18,13 @@ macro_rules! say {
 
 pub mod args;
 mod commands;
+mod progress;
 pub mod schedule;
+mod stats;
 mod store;
 mod versions;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -221,6 +223,31 @@ pub enum Cmd {
         /// Only runs older than this run (the `next` of the previous page).
         #[arg(long, value_name = "RUN_ID")]
         before: Option<String>,
+        /// Only runs started at or after this time (RFC 3339, or YYYY-MM-DD: UTC midnight).
+        #[arg(long, value_name = "WHEN")]
+        from: Option<String>,
+        /// Only runs started before this time.
+        #[arg(long, value_name = "WHEN")]
+        to: Option<String>,
+        /// Only runs that took at least this long (30s, 5m, 1h30m).
+        #[arg(long, value_name = "DURATION")]
+        min_duration: Option<String>,
+    },
+    /// What the runs that ended in a period did, by hour or day: runs by status, failure rate,
+    /// p50 and p95 duration, tokens and cost, and the slowest and costliest steps.
+    Stats {
+        /// Only runs of this design.
+        #[arg(long, value_name = "NAME")]
+        design: Option<String>,
+        /// The period's start: an RFC 3339 time or a YYYY-MM-DD date (default: 7 days before --to, 1 day with --bucket hour).
+        #[arg(long, value_name = "WHEN")]
+        from: Option<String>,
+        /// The period's end, exclusive (default: now).
+        #[arg(long, value_name = "WHEN")]
+        to: Option<String>,
+        /// hour or day (default day).
+        #[arg(long)]
+        bucket: Option<String>,
     },
     /// One run.
     Show {
@@ -318,7 +345,9 @@ pub fn execute(app: &App, cli: &Cli) -> ExitCode {
 fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
     use commands as c;
     let json = cli.json;
-    let observer: &dyn Fn(Progress<'_>) = if json { &no_progress } else { &live };
+    let live = progress::Live::new();
+    let show = |p: Progress<'_>| live.show(p);
+    let observer: &dyn Fn(Progress<'_>) = if json { &no_progress } else { &show };
     let service = Service::foreground(app, observer);
     let s = &service;
     match &cli.cmd {
@@ -356,7 +385,7 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
         Cmd::Respond { run_id, node, answer, output, generate } => {
             c::respond(s, json, run_id, node, answer.as_deref(), output.as_deref(), *generate)
         }
-        Cmd::Runs { limit, design, status, trigger, id, parent, before } => c::runs(
+        Cmd::Runs { limit, design, status, trigger, id, parent, before, from, to, min_duration } => c::runs(
             s,
             json,
             *limit,
@@ -366,8 +395,16 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
                 trigger: trigger.as_deref(),
                 id: id.as_deref(),
                 parent: parent.as_deref(),
+                from: from.as_deref(),
+                to: to.as_deref(),
+                min_duration: min_duration.as_deref(),
             },
             before.as_deref(),
+        ),
+        Cmd::Stats { design, from, to, bucket } => stats::stats(
+            s,
+            json,
+            stats::StatsArgs { design: design.as_deref(), from: from.as_deref(), to: to.as_deref(), bucket: bucket.as_deref() },
         ),
         Cmd::Show { run_id } => c::show(s, json, run_id),
         Cmd::Slash { text } => c::slash(app, json, text),
@@ -481,23 +518,6 @@ fn pretty(v: &Value) -> String {
 }
 
 /// Prints a live line per step on standard error while a run works.
-fn live(progress: Progress<'_>) {
-    let mut err = std::io::stderr();
-    match progress {
-        Progress::Started { node, .. } => {
-            if err.is_terminal() {
-                let _ = write!(err, "  … {node}\r");
-                let _ = err.flush();
-            }
-        }
-        Progress::Settled { run, node } => {
-            if let Some(step) = run.record(node).and_then(|r| serde_json::to_value(r).ok()) {
-                let _ = writeln!(err, "{}", render::step_line(&step));
-            }
-        }
-    }
-}
-
 fn no_progress(_: Progress<'_>) {}
 
 /// Prints a run (summary or JSON) and gives its exit code.

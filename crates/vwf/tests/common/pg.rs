@@ -246,3 +246,13 @@ pub fn stop_cutting(url: &str) {
         }
     })
 }
+
+/// Empties the stats table and marks it unbuilt, as a database upgraded from before stats were
+/// kept is (its runs ended before the table existed).
+pub fn forget_stats(url: &str) {
+    runtime().block_on(async {
+        let mut conn = connect(url).await;
+        sqlx::query("DELETE FROM vwf_run_stats").execute(&mut conn).await.expect("empty the stats");
+        sqlx::query("UPDATE vwf_run_stats_built SET built = false").execute(&mut conn).await.expect("mark the stats unbuilt");
+    })
+}
