@@ -42,9 +42,10 @@ export async function drop(page, type, x, y, id = `${type}1`) {
   await page.getByTestId(`node-${id}`).waitFor();
 }
 
-/** Drags from `from`'s output port onto node `to`. */
-export async function connect(page, from, to) {
-  await page.getByTestId(`port-out-${from}`).dragTo(page.getByTestId(`node-${to}`));
+/** Drags from `from`'s output port (the port of branch `label`, when given: a condition's
+ * `true`, an answer of an approval, a loop's `each`) onto node `to`. */
+export async function connect(page, from, to, label) {
+  await page.getByTestId(label === undefined ? `port-out-${from}` : `port-out-${from}:${label}`).dragTo(page.getByTestId(`node-${to}`));
   await page.getByTestId(`edge-${from}-${to}`).waitFor();
 }
 

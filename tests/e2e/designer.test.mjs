@@ -91,15 +91,17 @@ test('served: a design built by mouse is saved, flagged, fixed, exported, run, a
   assert.equal(await page.getByTestId('port-out-note1').count(), 0);
   assert.equal(await page.getByTestId('port-in-trigger1').count(), 0);
 
-  // Connect by dragging from output ports; branch labels come from a list.
+  // Connect by dragging from output ports; a condition has a port for each branch, and its
+  // edges are labelled by the port they leave (the panel can still change the label).
   await connect(page, 'trigger1', 'command1');
   await connect(page, 'command1', 'condition1');
-  await connect(page, 'condition1', 'approval1');
+  assert.equal(await page.getByTestId('port-out-condition1').count(), 0, 'no unlabelled port on a condition');
+  await connect(page, 'condition1', 'approval1', 'true');
   const conditionLabels = await page.getByTestId('edge-label').locator('option').allTextContents();
   assert.deepEqual(conditionLabels.slice(1), ['true', 'false'], 'a condition edge offers true/false');
-  await page.getByTestId('edge-label').selectOption('true');
-  await connect(page, 'condition1', 'output2');
-  await page.getByTestId('edge-label').selectOption('false');
+  assert.equal(await page.getByTestId('edge-label').inputValue(), 'true');
+  await connect(page, 'condition1', 'output2', 'false');
+  assert.equal(await page.getByTestId('edge-label').inputValue(), 'false');
 
   // Fill fields in the panel by typing.
   await page.getByTestId('node-command1').click();
@@ -117,11 +119,11 @@ test('served: a design built by mouse is saved, flagged, fixed, exported, run, a
   await page.getByTestId('node-note1').click();
   await page.getByTestId('field-text').fill('Built with the mouse by the browser test');
 
-  // The approval's edge offers its own options.
-  await connect(page, 'approval1', 'output1');
+  // The approval has a port for each of its own options.
+  await connect(page, 'approval1', 'output1', 'send');
   const approvalLabels = await page.getByTestId('edge-label').locator('option').allTextContents();
   assert.deepEqual(approvalLabels.slice(1), ['send', 'skip'], 'an approval edge offers its options');
-  await page.getByTestId('edge-label').selectOption('send');
+  assert.equal(await page.getByTestId('edge-label').inputValue(), 'send');
 
   // A note takes no edges: dropping a connection on it adds nothing.
   const before = (await graphOf(page)).edges.length;
@@ -317,10 +319,9 @@ test('served: every node type\'s panel writes the contract\'s JSON; templates op
   assert.deepEqual([byId(g, 'approval1').timeout_minutes, byId(g, 'approval1').on_timeout], [60, 'escalate']);
   assert.equal(byId(g, 'note1').color, 'green');
 
-  // A loop's edges are labelled each / done, from the list.
-  await connect(page, 'loop1', 'wait1');
+  // A loop's edges are labelled each / done by the port they leave.
+  await connect(page, 'loop1', 'wait1', 'done');
   assert.deepEqual((await page.getByTestId('edge-label').locator('option').allTextContents()).slice(1), ['each', 'done']);
-  await page.getByTestId('edge-label').selectOption('done');
   const built = await graphOf(page);
   assert.equal(built.edges.find((e) => e.from === 'loop1').label, 'done');
 

@@ -77,10 +77,13 @@ test('a gate answered on instance A shows on the run page and the runs list open
   assert.match(await runPage.locator('#outputs details[data-node="out"] summary').textContent(), /sent/);
   assert.deepEqual(runPage.problems, []);
   assert.deepEqual(listPage.problems, []);
-  // A settled run is followed no more: the pages leave B holding nothing.
+  // A settled run is followed no more; the runs list goes on following, for new runs (one read
+  // held on B); once it is closed, the pages leave B holding nothing.
+  await untilHeld(b, 1, { atMost: true });
+  await untilHeld(b, 1);
+  await listPage.close();
   await untilHeld(b, 0, { atMost: true });
   await runPage.close();
-  await listPage.close();
 });
 
 test('a hidden tab holds no read, and shows what changed once it is shown again', async () => {

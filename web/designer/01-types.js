@@ -24,6 +24,30 @@ const TYPE_INFO = {
 };
 /** How a type the page has no words for is drawn in the palette. */
 const typeInfo = (type) => TYPE_INFO[type] || { title: type, colour: 'var(--vwf-type-note, #a16207)', about: 'A node type' };
+/** The fields every step's output view has (SPEC §4), and what each node type adds: what the
+ * engine and the drivers write, offered after `out.<id>.` before any run (`error`: what a step
+ * that failed gives the error path it took). A model that states them (a node type's
+ * `output_view` in GET /schema) is used instead. */
+const VIEW_BASE = ['text', 'data', 'words', 'chars', 'lines'];
+const OUTPUT_VIEW = {
+  agent: ['model', 'tokens', 'usage', 'cost', 'error'],
+  condition: ['value'],
+  approval: ['answer'],
+  output: ['collected', 'deliveries', 'error'],
+  command: ['exit_code', 'stderr', 'stdout', 'error'],
+  http: ['status', 'headers', 'body', 'error'],
+  loop: ['items', 'count'],
+  wait: ['resumed_at'],
+  emit: ['event', 'runs', 'resumed', 'error'],
+  wait_event: ['event', 'payload', 'timed_out'],
+  design: ['run_id', 'design', 'status', 'outputs', 'error'],
+};
+/** The fields of a `type` step's output view, the base ones first. */
+function outputViewOf(type) {
+  const model = SCHEMA && Array.isArray(SCHEMA.node_types) ? SCHEMA.node_types.find((t) => t.type === type) : null;
+  const extra = model && Array.isArray(model.output_view) ? model.output_view : OUTPUT_VIEW[type] || [];
+  return [...VIEW_BASE, ...extra.filter((k) => typeof k === 'string' && !VIEW_BASE.includes(k))];
+}
 /** What a freshly added node starts with (beyond id, type, x, y). */
 const NEW_NODE = { trigger: { mode: 'manual' }, note: { text: '', color: 'yellow' } };
 /** The canvas's own note colours (any text is kept; these are the ones it paints). */

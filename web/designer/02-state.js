@@ -42,7 +42,37 @@ function isErrorEdge(e) {
   return Boolean(from) && canFail(from);
 }
 function hasInput(node) { return node.type !== 'note' && node.type !== 'trigger'; }
-function sizeOf(node) { return node.type === 'note' ? { w: NOTE_W, h: noteHeight(node) } : { w: NODE_W, h: NODE_H }; }
+/** The labels of a node's output ports, top to bottom on its right side: one port per branch (a
+ * condition's `true` and `false`, a loop's `each` and `done`, an approval's answers), else one
+ * plain port (null); then `error` on a step that can fail. A note has none. An edge leaves from
+ * the port of its label (see portY). */
+function portLabels(node) {
+  if (!hasPorts(node)) return [];
+  const branches = labelChoices(node);
+  return [...(branches.length ? branches : [null]), ...(canFail(node) ? ['error'] : [])];
+}
+/** The height an output port needs on a node's side: an approval with many answers grows. */
+const PORT_GAP = 16;
+function sizeOf(node) {
+  if (node.type === 'note') return { w: NOTE_W, h: noteHeight(node) };
+  return { w: NODE_W, h: Math.max(NODE_H, PORT_GAP * (portLabels(node).length + 1)) };
+}
+/** Which of `node`'s ports (an index into portLabels) an edge labelled `label` leaves: the port
+ * of that label (a condition's `TRUE` finds `true`), or -1 for a label no port has (or none,
+ * where every port has one). */
+function portIndex(node, label) {
+  const labels = portLabels(node);
+  const given = label === undefined || label === '' ? null : label;
+  const i = labels.indexOf(given);
+  if (i >= 0 || typeof given !== 'string') return i;
+  return labels.findIndex((l) => typeof l === 'string' && l.toLowerCase() === given.toLowerCase());
+}
+/** Where (from the node's top) an edge labelled `label` leaves `node`: at its port, or, without
+ * one, in the middle of the right side. */
+function portY(node, label) {
+  const i = portIndex(node, label), h = sizeOf(node).h;
+  return i < 0 ? h / 2 : (h * (i + 1)) / (portLabels(node).length + 1);
+}
 function pos(node) {
   if (isNum(node.x) && isNum(node.y)) return { x: node.x, y: node.y };
   return autoPos.get(node) || { x: 0, y: 0 };

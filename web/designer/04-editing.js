@@ -20,7 +20,7 @@ function addNode(type, at) {
   return node;
 }
 
-/** Connects two nodes; `label` (`error` from an error port) is set on the new edge. */
+/** Connects two nodes; `label` (the port's: a branch, `error`) is set on the new edge. */
 function connect(fromIndex, toIndex, label) {
   const from = nodes()[fromIndex], to = nodes()[toIndex];
   if (!from || !to) return;
@@ -30,15 +30,28 @@ function connect(fromIndex, toIndex, label) {
     return;
   }
   const existing = edges().findIndex((e) => isObj(e) && e.from === from.id && e.to === to.id);
-  if (existing >= 0) { select({ edge: existing }); say(`${from.id} → ${to.id} is connected already`); return; }
+  if (existing >= 0) {
+    const had = edges()[existing].label;
+    select({ edge: existing });
+    say(`${from.id} → ${to.id} is connected already${had !== undefined && had !== null && had !== '' ? ` (${had}): its label is in the panel` : ''}`);
+    return;
+  }
   change(() => {
     if (!Array.isArray(graph.edges)) graph.edges = [];
     settleAuto();
     graph.edges.push(label ? { from: from.id, to: to.id, label } : { from: from.id, to: to.id });
     sel = { edge: graph.edges.length - 1 };
   }, { panel: true });
-  if (label === 'error') say(`Connected ${from.id} → ${to.id} as its error path: taken when ${from.id} fails for good`);
-  else say(labelChoices(from).length ? `Connected ${from.id} → ${to.id}: choose its label in the panel` : `Connected ${from.id} → ${to.id}`);
+  say(`Connected ${from.id} → ${to.id}${label ? branchWords(from, label) : ''}`);
+}
+
+/** When an edge with `label` out of `from` is taken, in words. */
+function branchWords(from, label) {
+  if (label === 'error' && canFail(from)) return ` as its error path: taken when ${from.id} fails for good`;
+  if (from.type === 'condition') return ` (${label}): taken when the condition is ${label}`;
+  if (from.type === 'loop') return label === 'each' ? ' (each): the loop body, once per item' : ' (done): after the last pass';
+  if (from.type === 'approval') return ` (${label}): taken when the answer is ${label}`;
+  return ` (${label})`;
 }
 
 function deleteSelection() {

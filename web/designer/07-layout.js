@@ -36,13 +36,13 @@ function arrange(list) {
     g.setNode('n' + i, { width: s.w, height: s.h });
     if (!byId.has(n.id)) byId.set(n.id, 'n' + i);
   });
-  edges().forEach((e, i) => {
-    if (!isObj(e)) return;
+  for (const i of edgeOrder()) {
+    const e = edges()[i];
     const a = byId.get(e.from), b = byId.get(e.to);
-    if (!a || !b || a === b) return;
+    if (!a || !b || a === b) continue;
     const text = edgeLabelText(e);
     g.setEdge(a, b, text ? { width: labelWidth(text), height: LABEL_H, labelpos: 'c' } : {}, 'e' + i);
-  });
+  }
   dagre.layout(g);
   const at = new Map();
   for (const n of flow) {
@@ -51,6 +51,7 @@ function arrange(list) {
   }
   const points = new Map();
   for (const ed of g.edges()) points.set(Number(ed.name.slice(1)), g.edge(ed).points.map((p) => ({ x: p.x, y: p.y })));
+  branchOrder(flow, at, points);
   // Notes above the flow, left to right.
   const noteTop = notes.length ? Math.max(...notes.map((n) => sizeOf(n).h)) + 40 : 0;
   let nx = 0;
@@ -66,6 +67,89 @@ function arrange(list) {
   }
   for (const pts of points.values()) for (const p of pts) { p.x += dx; p.y += dy; }
   return { at: list.map((n) => shift.get(n)), points };
+}
+
+/** The port a node's edge leaves, for ordering: its index, the middle for a label no port has. */
+function portRank(node, label) {
+  const i = node ? portIndex(node, label) : -1;
+  return i >= 0 ? i : node ? (portLabels(node).length - 1) / 2 : 0;
+}
+
+/** The indices of the edges in the order dagre is given them: each node's edges together (where
+ * its first one is), from its last port to its first. dagre stacks the successors it was given
+ * later above the earlier ones, so a node's branches tend to lie in the order of its ports. */
+function edgeOrder() {
+  const list = edges(), seen = new Set(), out = [];
+  list.forEach((e) => {
+    if (!isObj(e) || seen.has(e.from)) return;
+    seen.add(e.from);
+    const from = nodeById(e.from);
+    const mine = list.map((x, j) => [x, j]).filter(([x]) => isObj(x) && x.from === e.from);
+    mine.sort((p, q) => portRank(from, q[0].label) - portRank(from, p[0].label) || p[1] - q[1]);
+    out.push(...mine.map(([, j]) => j));
+  });
+  return out;
+}
+
+/** Stacks the branches of each node with several ports top to bottom in the order of its ports,
+ * where the layout stacked them otherwise and they can be moved whole: a branch is a child and
+ * everything below it, reached from nowhere else, and no other node lies where they go.
+ * Moves the positions in `at` and the points of the edges inside a branch (the edges into the
+ * branches lose theirs: they are routed port to node). Left to right, so an inner branching
+ * node's branches are ordered where their outer branch put them. */
+function branchOrder(flow, at, points) {
+  const byId = new Map();
+  for (const n of flow) if (!byId.has(n.id)) byId.set(n.id, n);
+  const links = [], kids = new Map(), parents = new Map();
+  edges().forEach((e, i) => {
+    const a = isObj(e) ? byId.get(e.from) : null, b = isObj(e) ? byId.get(e.to) : null;
+    if (!a || !b || a === b) return;
+    links.push({ a, b, i, label: e.label });
+    if (!kids.has(a)) kids.set(a, []);
+    kids.get(a).push(b);
+    if (!parents.has(b)) parents.set(b, []);
+    parents.get(b).push(a);
+  });
+  const below = (head) => {
+    const seen = new Set([head]), todo = [head];
+    while (todo.length) for (const k of kids.get(todo.pop()) || []) if (!seen.has(k)) { seen.add(k); todo.push(k); }
+    return seen;
+  };
+  const box = (n) => ({ ...at.get(n), ...sizeOf(n) });
+  const branching = flow.filter((n) => portLabels(n).length > 1).sort((p, q) => at.get(p).x - at.get(q).x);
+  for (const B of branching) {
+    const out = links.filter((l) => l.a === B).sort((l, m) => portRank(B, l.label) - portRank(B, m.label));
+    const heads = [...new Set(out.map((l) => l.b))];
+    if (heads.length < 2) continue;
+    const bands = heads.map(below);
+    const all = new Set();
+    let ok = bands.every((band) => [...band].every((n) => n !== B && !all.has(n) && all.add(n)));
+    ok = ok && bands.every((band, k) => [...band].every((n) => (parents.get(n) || []).every((p) => band.has(p) || (p === B && n === heads[k]))));
+    if (!ok) continue;
+    const ext = bands.map((band) => {
+      const bs = [...band].map(box);
+      return { top: Math.min(...bs.map((b) => b.y)), bot: Math.max(...bs.map((b) => b.y + b.h)), x0: Math.min(...bs.map((b) => b.x)), x1: Math.max(...bs.map((b) => b.x + b.w)) };
+    });
+    // Top to bottom as drawn, then in the order of their ports (branches of one port as drawn).
+    const rank = heads.map((n) => Math.min(...out.filter((l) => l.b === n).map((l) => portRank(B, l.label))));
+    const drawn = heads.map((_, k) => k).sort((p, q) => box(heads[p]).y - box(heads[q]).y);
+    const wanted = drawn.slice().sort((p, q) => rank[p] - rank[q]);
+    if (wanted.every((k, j) => k === drawn[j])) continue;
+    // From where the highest branch begins, one under the other, the layout's gap apart; where no
+    // other node lies.
+    let y = Math.min(...ext.map((x) => x.top));
+    const area = { top: y, x0: Math.min(...ext.map((x) => x.x0)), x1: Math.max(...ext.map((x) => x.x1)) };
+    const moves = [];
+    for (const k of wanted) { moves[k] = y - ext[k].top; y += ext[k].bot - ext[k].top + LAYERED.nodesep; }
+    area.bot = y - LAYERED.nodesep;
+    const among = flow.some((n) => { if (all.has(n)) return false; const b = box(n); return b.x < area.x1 && b.x + b.w > area.x0 && b.y < area.bot && b.y + b.h > area.top; });
+    if (among) continue;
+    bands.forEach((band, k) => {
+      for (const n of band) at.get(n).y += moves[k];
+      for (const l of links) if (band.has(l.a) && band.has(l.b) && points.has(l.i)) for (const p of points.get(l.i)) p.y += moves[k];
+    });
+    for (const l of out) points.delete(l.i);
+  }
 }
 
 /** Positions for the nodes without x/y: a layered layout of them, below the placed ones. */
@@ -109,7 +193,7 @@ function tidy() {
 let routeCache = { key: null, routes: [] };
 function routes() {
   const list = nodes();
-  const key = JSON.stringify([list.map((n) => (isObj(n) ? [n.id, boxOf(n)] : null)), edges(), !!dragging]);
+  const key = JSON.stringify([list.map((n) => (isObj(n) ? [n.id, boxOf(n), portLabels(n)] : null)), edges(), !!dragging]);
   if (routeCache.key === key) return routeCache.routes;
   const boxes = list.map((n, i) => (isObj(n) ? { ...boxOf(n), index: i } : null)).filter(Boolean);
   const planned = layoutPlan && layoutPlan.edges === JSON.stringify(edges()) ? layoutPlan : null;
@@ -120,7 +204,7 @@ function routes() {
     if (ia < 0 || ib < 0) return null;
     const same = (j) => planned && planned.at[j] && isObj(list[j]) && planned.at[j].x === pos(list[j]).x && planned.at[j].y === pos(list[j]).y;
     const pts = planned && same(ia) && same(ib) ? planned.points.get(i) : null;
-    const route = routeEdge(list[ia], list[ib], ia, ib, boxes, pts);
+    const route = routeEdge(list[ia], list[ib], ia, ib, boxes, pts, e.label);
     const text = edgeLabelText(e);
     if (text) route.label = labelSpot(route.pts, labelWidth(text), boxes, taken);
     return route;
@@ -129,9 +213,10 @@ function routes() {
   return out;
 }
 
-function routeEdge(a, b, ia, ib, boxes, planned) {
+/** The route of an edge labelled `label` from node `a` (from the port of its label) to `b`. */
+function routeEdge(a, b, ia, ib, boxes, planned, label) {
   const A = boxOf(a), B = boxOf(b);
-  const start = { x: A.x + A.w, y: A.y + A.h / 2 }, end = { x: B.x, y: B.y + B.h / 2 };
+  const start = { x: A.x + A.w, y: A.y + portY(a, label) }, end = { x: B.x, y: B.y + B.h / 2 };
   const tries = [];
   if (planned && planned.length >= 2) tries.push(smoothPath([start, ...planned.slice(1, -1), end]));
   tries.push(smoothPath([start, end]));

@@ -79,7 +79,9 @@ function nodeIssues(id) {
 }
 function drawStripe(g, n, size) {
   const stripe = TYPE_INFO[n.type] ? TYPE_INFO[n.type].colour : 'var(--vwf-error, #c9252d)';
-  g.append(el('rect', { class: 'stripe', width: 6, height: size.h, 'clip-path': 'url(#clip-node)', style: `fill: ${stripe}` }));
+  // The box's left edge, its rounded corners (rx 8) included, whatever the box's height.
+  const d = `M 6 0 V ${size.h} H 8 A 8 8 0 0 1 0 ${size.h - 8} V 8 A 8 8 0 0 1 8 0 Z`;
+  g.append(el('path', { class: 'stripe', d, style: `fill: ${stripe}` }));
 }
 
 /** A node drawn for the overview (zoomed out past readable text): its title only, in letters
@@ -171,16 +173,7 @@ function drawNode(n, index) {
       g.append(el('g', { class: 'port port-in', 'data-testid': 'port-in-' + n.id, transform: `translate(0,${size.h / 2})` },
         el('circle', { class: 'hit', r: 10 }), el('circle', { class: 'dot', r: 5 })));
     }
-    if (hasPorts(n)) {
-      g.append(el('g', { class: 'port port-out', 'data-testid': 'port-out-' + n.id, transform: `translate(${size.w},${size.h / 2})`, 'aria-label': 'drag to connect' },
-        el('circle', { class: 'hit', r: 10 }), el('circle', { class: 'dot', r: 5 })));
-    }
-    if (canFail(n)) {
-      // The error port, under the right corner: its edges are taken when the step fails for good.
-      g.append(el('g', { class: 'port port-out port-error', 'data-testid': 'port-error-' + n.id, transform: `translate(${size.w - 14},${size.h})`, 'aria-label': 'drag to connect the error path' },
-        el('title', {}, document.createTextNode('On error: drag to the step that handles this one failing')),
-        el('circle', { class: 'hit', r: 9 }), el('circle', { class: 'dot', r: 4.5 })));
-    }
+    drawOutPorts(g, n, size);
   }
   if (ni.errors.length || ni.warnings.length) {
     const kind = ni.errors.length ? 'error' : 'warning';
@@ -191,6 +184,35 @@ function drawNode(n, index) {
       el('text', { 'text-anchor': 'middle', y: 4.5 }, document.createTextNode('!'))));
   }
   return g;
+}
+
+/** What dragging from a port makes, in words (its tooltip). */
+function portTitle(n, label) {
+  if (label === null) return 'Drag to the step that comes next';
+  if (label === 'error' && canFail(n)) return 'On error: drag to the step that handles this one failing';
+  if (n.type === 'condition') return `${label}: drag to the step taken when the condition is ${label}`;
+  if (n.type === 'loop') return label === 'each' ? 'each: drag to the first step of the loop body, run once per item' : 'done: drag to the step that runs after the last pass';
+  return `${label}: drag to the step taken when the answer is ${label}`;
+}
+
+/** A node's output ports down its right side (see portLabels): a plain one, one per branch, each
+ * named beside it, and the error port of a step that can fail. Dragging from a port makes an edge
+ * with its label. */
+function drawOutPorts(g, n, size) {
+  const labels = portLabels(n), hit = labels.length > 2 ? 8 : 10;
+  const used = new Set(edges().filter((e) => isObj(e) && e.from === n.id).map((e) => portIndex(n, e.label)));
+  labels.forEach((label, i) => {
+    const y = portY(n, label), error = label === 'error' && canFail(n);
+    const cls = ['port', 'port-out', error ? 'port-error' : label !== null ? 'port-branch' : ''].filter(Boolean).join(' ');
+    const testid = label === null ? 'port-out-' + n.id : error ? 'port-error-' + n.id : `port-out-${n.id}:${label}`;
+    g.append(el('g', { class: cls, 'data-testid': testid, 'data-label': label ?? undefined, transform: `translate(${size.w},${y})`, 'aria-label': label === null ? 'drag to connect' : `drag to connect the ${label} path` },
+      el('title', {}, document.createTextNode(portTitle(n, label))),
+      el('circle', { class: 'hit', r: hit }), el('circle', { class: 'dot', r: error ? 4.5 : 5 })));
+    // A free branch's name beside its port (an edge that leaves it carries the name itself).
+    if (label !== null && !error && !used.has(i) && zoomStep === null) {
+      g.append(el('text', { class: 'port-label', x: size.w + 8, y: y + 3.5, 'data-testid': `port-label-${n.id}:${label}` }, document.createTextNode(clip(label, 14))));
+    }
+  });
 }
 
 function curve(x1, y1, x2, y2) {

@@ -10,6 +10,8 @@ let zoomStep = null;
 
 function applyView() {
   viewportEl.setAttribute('transform', `translate(${view.x},${view.y}) scale(${view.k})`);
+  $('zoom-level').textContent = `${Math.round(view.k * 100)}%`;
+  placeNoteEditor();
   $('grid').setAttribute('patternTransform', `translate(${view.x},${view.y}) scale(${view.k})`);
   const step = view.k >= READABLE_K ? null : Math.floor(Math.log(view.k) / Math.log(ZOOM_STEP) + 1e-9);
   if (step !== zoomStep) { zoomStep = step; render(); return; }
@@ -36,8 +38,11 @@ function fit() {
   applyView();
 }
 
-function zoomAt(factor, cx, cy) {
-  const k = Math.max(MIN_K, Math.min(MAX_K, view.k * factor));
+function zoomAt(factor, cx, cy) { zoomTo(view.k * factor, cx, cy); }
+
+/** Zooms to `k` (within MIN_K..MAX_K), keeping the point (cx, cy) of the canvas where it is. */
+function zoomTo(k0, cx, cy) {
+  const k = Math.max(MIN_K, Math.min(MAX_K, k0));
   view.x = cx - (cx - view.x) * (k / view.k);
   view.y = cy - (cy - view.y) * (k / view.k);
   view.k = k;

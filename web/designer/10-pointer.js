@@ -21,7 +21,7 @@ svg.addEventListener('pointerdown', (e) => {
   const portOut = e.target.closest('.port-out');
   const nodeEl = e.target.closest('.node');
   const edgeEl = e.target.closest('.edge');
-  if (nodeEl && portOut && !READ_ONLY) return startConnect(Number(nodeEl.dataset.nodeIndex), e, portOut.classList.contains('port-error'));
+  if (nodeEl && portOut && !READ_ONLY) return startConnect(Number(nodeEl.dataset.nodeIndex), e, portOut.dataset.label);
   if (nodeEl) {
     const index = Number(nodeEl.dataset.nodeIndex), picked = selectedNodes();
     // Shift-click adds a node to the selection or takes it out; a click on a selected node
@@ -64,11 +64,13 @@ function startNodeDrag(index, e) {
   });
 }
 
-function startConnect(index, e, onError = false) {
+/** Drags a wire from the port of `label` (undefined: the plain port) of node `index`; dropped
+ * on a node, it becomes an edge with that label. */
+function startConnect(index, e, label) {
   const from = nodes()[index];
   const wire = $('wire');
   const s = sizeOf(from), p = pos(from);
-  const x1 = onError ? p.x + s.w - 14 : p.x + s.w, y1 = onError ? p.y + s.h : p.y + s.h / 2;
+  const x1 = p.x + s.w, y1 = p.y + portY(from, label);
   wire.hidden = false;
   wire.setAttribute('d', curve(x1, y1, x1, y1));
   connecting = () => { wire.hidden = true; connecting = null; };
@@ -81,7 +83,7 @@ function startConnect(index, e, onError = false) {
     connecting();
     const hit = document.elementFromPoint(ev.clientX, ev.clientY);
     const target = hit && hit.closest ? hit.closest('.node') : null;
-    if (target) connect(index, Number(target.dataset.nodeIndex), onError ? 'error' : undefined);
+    if (target) connect(index, Number(target.dataset.nodeIndex), label);
   });
 }
 let connecting = null;
@@ -109,6 +111,11 @@ function zoomButton(factor) {
 $('btn-zoom-in').addEventListener('click', () => zoomButton(1.2));
 $('btn-zoom-out').addEventListener('click', () => zoomButton(1 / 1.2));
 $('btn-fit').addEventListener('click', fit);
+/** 100%: full size, keeping what is in the middle of the view there. */
+$('btn-zoom-reset').addEventListener('click', () => {
+  const r = svg.getBoundingClientRect();
+  zoomTo(1, r.width / 2, r.height / 2);
+});
 
 function buildPalette() {
   const box = $('palette');

@@ -13,7 +13,7 @@ document.addEventListener('keydown', (e) => {
   }
   const mod = e.ctrlKey || e.metaKey;
   const key = e.key.toLowerCase();
-  if (mod && key === 's') { e.preventDefault(); if (!READ_ONLY) save(); return; }
+  if (mod && key === 's') { e.preventDefault(); if (!READ_ONLY) { closeNoteEditor(true); save(); } return; }
   if (typing) return;
   if (mod && key === 'z') { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
   if (mod && key === 'y') { e.preventDefault(); redo(); return; }

@@ -2,13 +2,17 @@
 // Expressions: suggestions while typing a template ({{…}}) or a condition (out.…), the value
 // each reference had in the design's last run, and renaming a node with its references.
 // What a node may name is the validator's answer (`scopes` of POST …/validate?scope=1), never
-// worked out here; the last run's outputs and the run input box only supply field names and
-// values to show.
+// worked out here; the last run's outputs, pins and the run input box only supply field names and
+// values to show. Before any run, the fields a step will output come from its type's output view
+// (outputViewOf), a design step's from the saved design it runs, the input's from `inputs`.
 // ---------------------------------------------------------------------------------------------
 /** {nodeId: {nodes: [ids a reference may name], loop: id | null}} from the last validation. */
 let scopes = null;
 /** The newest run of this design (a run result), for field names and values; null if none. */
 let lastRun = null;
+/** Each step's output in the newest of the design's recent runs that has one (a step the newest
+ * run did not reach keeps the one before): {id: output view}. */
+let lastSeen = {};
 const REF_CHARS = /^[A-Za-z0-9_.\-]*$/;
 
 /** The run input box's JSON, or undefined when it is empty or not JSON. */
@@ -60,7 +64,53 @@ function rootValue(kind, id) {
   }
   const trig = nodes().find((n) => isObj(n) && n.type === 'trigger');
   if (trig && trig.id === id) return inputView();
-  return lastRun && isObj(lastRun.outputs) ? addressable(lastRun.outputs[id]) : undefined;
+  if (lastRun && isObj(lastRun.outputs) && lastRun.outputs[id] !== undefined) return addressable(lastRun.outputs[id]);
+  if (lastSeen[id] !== undefined) return addressable(lastSeen[id]);
+  const pin = pinOf(id);
+  return pin === undefined ? undefined : addressable(pinView(pin));
+}
+/** A pin as the output view a test run gives from it: a text, or the view it states. */
+function pinView(pin) {
+  const parse = (t) => { try { return JSON.parse(t); } catch (e) { return null; } };
+  if (typeof pin === 'string') return { text: pin, data: parse(pin) };
+  if (isObj(pin) && pin.data === undefined && typeof pin.text === 'string') return { ...pin, data: parse(pin.text) };
+  return pin;
+}
+
+/** Saved designs that design steps run, read for their steps' names: name → graph, or null
+ * while it is read (or when there is none). Read again when a design is opened. */
+const childDesigns = new Map();
+function childDesign(name) {
+  if (!SERVED || typeof name !== 'string' || !name) return null;
+  if (!childDesigns.has(name)) {
+    childDesigns.set(name, null);
+    api('GET', `/designs/${enc(name)}`).then((r) => {
+      if (!r.body || !r.body.ok || !isObj(r.body.graph) || !Array.isArray(r.body.graph.nodes)) return;
+      childDesigns.set(name, r.body.graph);
+      if (acField) acField();
+    });
+  }
+  return childDesigns.get(name);
+}
+
+/** The fields one level below `path` that a reference's root will have, known before any run:
+ * a step's output view as its type gives it (and its `error`'s), a design step's child steps
+ * under `outputs` (and their views), the fields the design declares for its input (`trigger.`). */
+function expectedFields(parts, path) {
+  const declared = () => (inputRows(graph.inputs) || []).map((r) => r.name.trim()).filter(Boolean);
+  if (parts.kind === 'trigger') return path === '' || path === 'data' ? declared() : [];
+  const node = parts.kind === 'node' ? nodeById(parts.id) : null;
+  if (!node) return [];
+  if (node.type === 'trigger') return path === '' ? [...VIEW_BASE, ...declared()] : path === 'data' ? declared() : [];
+  const child = node.type === 'design' ? childDesign(node.design) : null; // read ahead of `outputs.`
+  if (path === '') return outputViewOf(node.type);
+  // What a failed step gives its error path (its `error`).
+  if (path === 'error' && outputViewOf(node.type).includes('error')) return ['message', 'kind', 'attempts', ...({ http: ['status'], command: ['exit_code'] }[node.type] || [])];
+  if (!child) return [];
+  const steps = child.nodes.filter((n) => isObj(n) && typeof n.id === 'string' && n.type !== 'note' && n.type !== 'trigger');
+  if (path === 'outputs') return steps.map((n) => n.id);
+  const step = path.startsWith('outputs.') ? steps.find((n) => n.id === path.slice('outputs.'.length)) : null;
+  return step ? outputViewOf(step.type) : [];
 }
 function walk(value, path) {
   let cur = value;
@@ -120,7 +170,10 @@ function suggest(node, def, before) {
     // Inside a reference that names its root: the fields one level below what is typed.
     const path = parts.path.includes('.') ? parts.path.slice(0, parts.path.lastIndexOf('.')) : '';
     const value = walk(rootValue(parts.kind, parts.id), path);
-    children(value, path ? `${parts.base}.${path}` : parts.base);
+    const base = path ? `${parts.base}.${path}` : parts.base;
+    children(value, base);
+    // What the step will output, before a run has shown it (after the last run's own fields).
+    for (const k of expectedFields(parts, path)) if (!items.some((it) => it.insert === `${base}.${k}`)) add(`${base}.${k}`);
   } else if (sc) {
     const known = (ref) => { const v = refValue(ref); return v.known ? v.value : undefined; };
     for (const id of sc.nodes) add(`${prefix}.${id}`, known(`nodes.${id}`));
@@ -138,6 +191,8 @@ function suggest(node, def, before) {
 }
 
 let acBox = null, acShow = null;
+/** The suggestions of the field being typed in (shown or not), asked again when more is known. */
+let acField = null;
 function closeSuggestions() { if (acBox) { acBox.remove(); acBox = null; } acShow = null; }
 
 /** Wires a template or condition input: suggestions while typing, reference chips below it. */
@@ -188,8 +243,8 @@ function assistField(input, def) {
     lis[state.active].scrollIntoView({ block: 'nearest' });
   };
   input.addEventListener('input', () => { show(); showRefs(chips, input.value, def); });
-  input.addEventListener('focus', () => { if (def.expr) show(); });
-  input.addEventListener('blur', () => { closeSuggestions(); state = null; });
+  input.addEventListener('focus', () => { acField = show; if (def.expr) show(); });
+  input.addEventListener('blur', () => { closeSuggestions(); state = null; if (acField === show) acField = null; });
   input.addEventListener('keydown', (e) => {
     if (!acBox || !state) return;
     if (e.key === 'ArrowDown' || e.key === 'ArrowUp') { e.preventDefault(); move(e.key === 'ArrowDown' ? 1 : -1); }
@@ -233,9 +288,13 @@ function hideRefTip() { if (refTip) { refTip.remove(); refTip = null; } }
 async function loadLastRun() {
   if (!SERVED || READ_ONLY || !designName) return;
   const name = designName;
+  childDesigns.clear();
   const r = await api('GET', `/runs?design=${enc(name)}&limit=50`);
   if (name !== designName || !r.body || !Array.isArray(r.body.runs)) return;
-  lastRun = r.body.runs.find((run) => isObj(run) && run.design === name && isObj(run.outputs)) || null;
+  const runs = r.body.runs.filter((run) => isObj(run) && run.design === name && isObj(run.outputs));
+  lastRun = runs[0] || null;
+  lastSeen = {};
+  for (const run of runs.slice().reverse()) Object.assign(lastSeen, run.outputs);
 }
 
 /** Every reference to node `old` in `text` (templates, and `out.` when `expr`) renamed to

@@ -148,6 +148,7 @@ async function followRun(id, at) {
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   lastRun = runState;
+  if (isObj(runState.outputs)) Object.assign(lastSeen, runState.outputs);
   // The open node's panel shows the output the run gave it (unless someone is typing in it).
   const typing = document.activeElement && /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName) && document.activeElement.closest('#panel');
   if (!READ_ONLY && sel && sel.node !== undefined && !typing) renderPanel();
@@ -164,6 +165,7 @@ async function loadDesign(name) {
     updateDirty();
     say(`Opened ${name}`);
     lastRun = null;
+    lastSeen = {};
     loadLastRun();
     validate();
     return true;
