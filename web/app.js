@@ -12,6 +12,7 @@ const ROUTES = [
   [/^\/runs$/, 'runs', 'render'],
   [/^\/runs\/([^/]+)$/, 'run', 'render'],
   [/^\/schedules$/, 'schedules', 'render'],
+  [/^\/overview$/, 'overview', 'render'],
 ];
 
 // The page on screen: {cleanups: [fn], alive: bool, guard: fn | null}. A page that could lose

@@ -778,6 +778,7 @@ test('every page loads without a console error: no backend, a parked agent step,
       [`#/runs/${parked.run_id}`, () => document.querySelector('#pending textarea[name="output"]')],
       [`#/runs/${done.run_id}`, () => document.querySelector('iframe.canvas')?.contentDocument?.querySelector('[data-testid="state-start"]')],
       ['#/schedules', () => document.querySelector('tr[data-job="wf-hello"]')],
+      ['#/overview', () => document.querySelector('.stats[aria-busy="false"] svg.chart')],
       ['designer.html', () => !!window.vwfDesigner],
       ['designer.html?design=ask', () => !!window.vwfDesigner && document.querySelector('[data-testid="node-draft"]')],
     ];

@@ -1,11 +1,13 @@
 // Designs: the saved designs and the built-in templates (#/designs), and one design open in the
-// embedded canvas (#/designer/<name>). The canvas is web/designer.html in embed mode (its own
-// toolbar hidden); the buttons here read its graph through `window.vwfDesigner` and call the API,
-// so saving, validating and running always show the server's verdict.
+// embedded canvas (#/designer/<name>), with charts of how its runs went (overview.js). The canvas
+// is web/designer.html in embed mode (its own toolbar hidden); the buttons here read its graph
+// through `window.vwfDesigner` and call the API, so saving, validating and running always show
+// the server's verdict.
 import { api, h, enc, navigate, say, issueList } from '../app.js';
 import { recentRuns } from './runs.js';
 import { versionsSection } from './versions.js';
 import { runDialog } from './run-dialog.js';
+import { statsSection } from './overview.js';
 
 const BLANK = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 120 }], edges: [] };
 
@@ -112,12 +114,12 @@ async function create(name, graph, msg) {
 }
 
 /** Starts a run of a saved design and opens its page at once (the API answers as soon as the run
- * has started; the run page follows it live). */
-async function runDesign(name, input, button, msg) {
+ * has started; the run page follows it live). `scope` adds to the request (`test: true`). */
+async function runDesign(name, input, button, msg, scope = {}) {
   button.disabled = true;
   const label = button.textContent;
   button.textContent = 'Starting…';
-  const r = await api('POST', `/designs/${enc(name)}/run`, input === undefined ? { wait: false } : { input, wait: false });
+  const r = await api('POST', `/designs/${enc(name)}/run`, input === undefined ? { ...scope, wait: false } : { ...scope, input, wait: false });
   button.disabled = false;
   button.textContent = label;
   if (r.body.run_id) return navigate(`#/runs/${r.body.run_id}`);
@@ -148,6 +150,7 @@ export async function renderDesigner(root, page) {
     save: h('button', { disabled: true, onclick: () => save() }, 'Save'),
     validate: h('button', { disabled: true, onclick: () => validate() }, 'Validate'),
     run: h('button', { disabled: true, class: 'primary', onclick: () => run() }, 'Save & run'),
+    test: h('button', { disabled: true, 'data-action': 'test-run', title: 'Save, then run with each pinned step giving its pinned output instead of running', onclick: () => run({ test: true }) }, 'Test run'),
   };
   const setBusy = (busy) => Object.values(buttons).forEach((b) => { b.disabled = busy || !designer(); });
 
@@ -188,12 +191,13 @@ export async function renderDesigner(root, page) {
   }
 
   // The run input is the canvas's own box (its side panel, with nothing selected), which also
-  // feeds its suggestions of `trigger.` fields.
-  async function run() {
+  // feeds its suggestions of `trigger.` fields. `{test: true}`: a test run, pinned steps giving
+  // their pinned output.
+  async function run(scope = {}) {
     const given = designer().getRunInput();
     if (given.error) return say(msg, 'error', given.error);
     if (!(await save())) return;
-    await runDesign(name, given.input, buttons.run, msg);
+    await runDesign(name, given.input, scope.test ? buttons.test : buttons.run, msg, scope);
   }
 
   // The canvas tells its parent what happened in it (its own keyboard shortcuts included).
@@ -249,10 +253,11 @@ export async function renderDesigner(root, page) {
   root.append(
     h('div', { class: 'title' },
       h('h1', {}, h('a', { href: '#/designs', class: 'muted' }, 'Designs'), ' / ', name), state),
-    h('div', { class: 'toolbar' }, buttons.save, buttons.validate, buttons.run,
+    h('div', { class: 'toolbar' }, buttons.save, buttons.validate, buttons.run, buttons.test,
       h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule…'),
+      h('a', { class: 'button', id: 'standalone', href: `designer.html?design=${enc(name)}`, target: '_blank', rel: 'noopener', title: 'The same canvas on a page of its own (save here first: it opens the saved design)' }, 'Open in the standalone designer'),
       h('span', { class: 'muted small' }, 'Run input: in the canvas side panel, with nothing selected.')),
-    msg, frame, versions.section, recentRuns(name, page));
+    msg, frame, statsSection(name, page), versions.section, recentRuns(name, page));
 }
 
 /** Whether two graphs are the same JSON (what the canvas shows against what was last saved). */

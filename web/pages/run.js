@@ -1,10 +1,12 @@
 // One run (#/runs/<id>): the canvas in read-only run mode (web/designer.html colours each node by
-// its step state), the steps, outputs and deliveries as recorded, and what the run waits for with
-// the controls that answer it. Follows the run while it is running or waiting with long-poll
-// reads, so a change shows as soon as it is made, on any instance (a gate answered elsewhere);
-// stops when it settles. Every control calls the API and shows the run the server answers.
+// its step state), the run on a time axis (timeline.js), the steps, outputs and deliveries as
+// recorded, and what the run waits for with the controls that answer it. Follows the run while it
+// is running or waiting with long-poll reads, so a change shows as soon as it is made, on any
+// instance (a gate answered elsewhere); stops when it settles. Every control calls the API and
+// shows the run the server answers.
 import { api, h, enc, badge, ago, when, elapsed, follow, say } from '../app.js';
 import { testMark, keyMark } from './runs.js';
+import { timelineSection } from './timeline.js';
 
 // A run in any other status may still change: it runs, waits, or is parked at a gate or an agent
 // step that someone may answer (here or on another instance).
@@ -21,11 +23,12 @@ export async function render(root, page) {
   const actions = h('div', { class: 'toolbar' });
   const pending = h('section', { id: 'pending', hidden: true });
   const frame = h('iframe', { class: 'canvas run', title: `Run ${id}`, src: `designer.html?run=${enc(id)}&embed=1` });
+  const timeline = timelineSection(page);
   const steps = h('section', { id: 'steps' });
   const outputs = h('section', { id: 'outputs' });
   const deliveries = h('section', { id: 'deliveries' });
   root.classList.add('wide');
-  root.append(head, meta, queue, problem, actions, msg, pending, frame, steps, outputs, deliveries);
+  root.append(head, meta, queue, problem, actions, msg, pending, frame, timeline.section, steps, outputs, deliveries);
 
   const open = new Set(); // output panels the user opened, kept open across refreshes
   let shown = { updated: null, status: null, pendingKey: null };
@@ -33,9 +36,12 @@ export async function render(root, page) {
 
   let last = null; // the run shown
   let newest; // the design's newest version number (null: none recorded), asked once
-  // Elapsed times move on between two changes of the run.
+  // Elapsed times move on between two changes of the run (and the timeline's open bars grow,
+  // its child runs read again).
   const ticker = setInterval(() => {
-    if (last && moving(last)) steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(last));
+    if (!last || !moving(last)) return;
+    steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(last));
+    timeline.show(last);
   }, 1000);
   page.onLeave(() => clearInterval(ticker));
 
@@ -78,6 +84,7 @@ export async function render(root, page) {
       h('button', { onclick: () => refresh() }, 'Refresh'),
     ].filter(Boolean));
     steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(run)); // elapsed times move on
+    timeline.show(run); // not awaited: it reads the run's children and design version
     if (shown.updated !== run.updated_at) {
       // The canvas follows a run it sees moving; once it has shown a settled run it stops, so a
       // new status or a retried run makes it read the run afresh.
