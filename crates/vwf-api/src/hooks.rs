@@ -169,7 +169,9 @@ pub fn deliver(
     let input = json!({"hook": path, "payload": payload, "headers": headers});
     let key = crate::keys::IdempotencyKey::of_delivery(path, &verified.replay_id);
     let plan = service.runner().compile(&name).map_err(Failure::from)?;
-    let trigger = TriggerInfo::new(TriggerMode::Webhook, input.clone());
+    let mut trigger = TriggerInfo::new(TriggerMode::Webhook, input.clone());
+    // A sender that traces its deliveries (a W3C `traceparent`) gets the run in its trace.
+    trigger.trace = header("traceparent").and_then(|h| vwf_core::trace::TraceContext::from_traceparent(&h));
     // Every delivery is an arrival: it starts its run now (under the id the delivery reserved),
     // or the trigger's debounce or throttle holds it; a replay is refused either way.
     let arrival = crate::keys::delivery(app, &key, name.as_str(), &input, |id| {

@@ -60,12 +60,14 @@ pub struct Start {
     pub test: Option<TestScope>,
     /// Makes the start idempotent (see [`crate::keys`]).
     pub key: Option<IdempotencyKey>,
+    /// The caller's trace (a `traceparent` header): the run's spans go in it.
+    pub trace: Option<vwf_core::trace::TraceContext>,
 }
 
 impl Start {
     /// A normal run with `input`.
     pub fn with_input(input: Value) -> Start {
-        Start { input: Some(input), test: None, key: None }
+        Start { input: Some(input), test: None, key: None, trace: None }
     }
 }
 
@@ -560,7 +562,8 @@ impl<'a> Service<'a> {
             Some(scope) => self.runner.compile_test(name, scope)?,
         };
         let input = start.input.unwrap_or(past_input);
-        let trigger = TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, input);
+        let mut trigger = TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, input);
+        trigger.trace = start.trace;
         if let Some(key) = &start.key {
             let input = trigger.input.clone();
             return crate::keys::run(self.app, key, name.as_str(), &input, start.test.is_some(), |id| {

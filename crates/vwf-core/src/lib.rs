@@ -26,6 +26,7 @@ pub mod spec;
 pub mod stats;
 pub mod template;
 pub mod time;
+pub mod trace;
 pub mod transition;
 pub mod trigger;
 pub mod usage;

@@ -140,6 +140,41 @@ pub fn between<'r>(before: Option<&Saved>, run: &'r Run) -> Vec<Transition<'r>> 
     out
 }
 
+/// Drives `run` as the runner does, until it is idle: every change is saved (compared with the
+/// state saved before, `saved`), and `on_save` is told what each save changed. Tasks start at
+/// `now` and end two seconds later, as `outcome` says. For the tests of what saves report.
+#[cfg(test)]
+pub(crate) fn drive_saving(
+    run: &mut Run,
+    saved: &mut Option<Saved>,
+    now: crate::time::Ts,
+    outcome: impl Fn(&str) -> crate::run::Outcome,
+    mut on_save: impl FnMut(&Run, &[Transition<'_>]),
+) {
+    use crate::run::Advance;
+    let end = now + chrono::TimeDelta::seconds(2);
+    let mut save = |run: &Run, saved: &mut Option<Saved>| {
+        on_save(run, &between(saved.as_ref(), run));
+        *saved = Some(Saved::of(run));
+    };
+    loop {
+        match run.advance(now) {
+            Advance::Settled(_) => save(run, saved),
+            Advance::Tasks(tasks) => {
+                save(run, saved);
+                for task in tasks {
+                    run.complete(&task.node, outcome(&task.node), end).expect("a task of the run");
+                    save(run, saved);
+                }
+            }
+            Advance::Idle => {
+                save(run, saved);
+                return;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,28 +201,11 @@ mod tests {
     /// Drives `run` like the runner does, saving (comparing) after every change; returns the
     /// events of each save. Tasks start at `now` and end two seconds later.
     fn drive(run: &mut Run, saved: &mut Option<Saved>, now: &str, outcome: impl Fn(&str) -> Outcome) -> Vec<Vec<String>> {
-        let end = t(now) + chrono::TimeDelta::seconds(2);
         let mut saves = Vec::new();
-        let mut save = |run: &Run, saved: &mut Option<Saved>| {
-            saves.push(between(saved.as_ref(), run).iter().map(|tr| tr.event(run).to_string()).collect::<Vec<_>>());
-            *saved = Some(Saved::of(run));
-        };
-        loop {
-            match run.advance(t(now)) {
-                Advance::Settled(_) => save(run, saved),
-                Advance::Tasks(tasks) => {
-                    save(run, saved);
-                    for task in tasks {
-                        run.complete(&task.node, outcome(&task.node), end).unwrap();
-                        save(run, saved);
-                    }
-                }
-                Advance::Idle => {
-                    save(run, saved);
-                    return saves;
-                }
-            }
-        }
+        drive_saving(run, saved, t(now), outcome, |run, transitions| {
+            saves.push(transitions.iter().map(|tr| tr.event(run).to_string()).collect::<Vec<_>>());
+        });
+        saves
     }
 
     fn flat(saves: Vec<Vec<String>>) -> Vec<String> {

@@ -29,6 +29,18 @@ pub struct Config {
     pub secrets: BTreeMap<String, String>,
     /// `[prices]`: what models cost, for the `cost` of agent steps and runs.
     pub prices: PricesConfig,
+    /// `[telemetry]`: where runs go as OpenTelemetry traces.
+    pub telemetry: TelemetryConfig,
+}
+
+/// `[telemetry]`: `otlp_endpoint`, the base URL of an OTLP/HTTP receiver (a collector's
+/// `http://host:4318`; traces go to its `/v1/traces`). Absent: the standard
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` variables say, and with
+/// neither, no traces are sent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    pub otlp_endpoint: Option<String>,
 }
 
 /// `[prices]`: `currency` (a label, e.g. `"USD"`) and `[prices."<model>"]` with
@@ -340,6 +352,11 @@ impl Config {
                 return Err(format!("{}: [limits.{name:?}]: a limit's name is 1 to 64 letters, digits, '_', '-' or '.'", path.display()));
             }
             rate.rule().map_err(|why| format!("{}: [limits.{name}]: {why}", path.display()))?;
+        }
+        if let Some(endpoint) = &config.telemetry.otlp_endpoint
+            && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        {
+            return Err(format!("{}: [telemetry] otlp_endpoint must be an http or https URL, got {endpoint:?}", path.display()));
         }
         if let Some((name, _)) = config.secrets.iter().find(|(name, var)| !vwf_core::secrets::is_name(name) || var.trim().is_empty()) {
             return Err(format!(

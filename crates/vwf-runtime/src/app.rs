@@ -7,6 +7,7 @@ use crate::clock::{self, Clock};
 use crate::error::RunError;
 use crate::runner::{Progress, Runner};
 use crate::telemetry::Metrics;
+use crate::traces::{self, Traces};
 use vwf_core::names::RunId;
 use vwf_exec::Drivers;
 use vwf_exec::config::{Config, StoreConfig};
@@ -23,6 +24,9 @@ pub struct App {
     pub changes: vwf_store::changes::Changes,
     /// Set by `vwf serve`, which exposes them; every runner of this app updates them.
     pub metrics: Option<Metrics>,
+    /// Where runs go as traces (`[telemetry]`, `OTEL_EXPORTER_OTLP_*`); none when off. Dropped
+    /// with the app, which sends what is still queued.
+    pub traces: Option<Traces>,
     /// The run slots of `vwf serve` (`[server] runs_in_flight`): its requests and its daemon take
     /// one before they start or drive a run. `None` elsewhere: nothing else is bounded.
     pub slots: Option<std::sync::Arc<crate::gate::Gate>>,
@@ -67,7 +71,20 @@ impl App {
                 (Box::new(files.clone()), Box::new(files))
             }
         };
+        let traces = match traces::endpoint(config.telemetry.otlp_endpoint.as_deref(), |name| std::env::var(name).ok()) {
+            Some(url) => match Traces::new(&url) {
+                Ok(t) => Some(t),
+                // Only the standard variables can name an endpoint the exporter refuses (the
+                // config's is checked at load): runs go on without traces, and the log says why.
+                Err(e) => {
+                    tracing::warn!("{e}; runs are not traced");
+                    None
+                }
+            },
+            None => None,
+        };
         Ok(App {
+            traces,
             store,
             jobs,
             home,
@@ -94,6 +111,7 @@ impl App {
             observer,
             sleep_for_waits,
             metrics: self.metrics.as_ref(),
+            traces: self.traces.as_ref(),
             handoff: self.handoff.get().map(|h| &**h as &(dyn Fn(RunId) + Send + Sync)),
         }
     }

@@ -14,6 +14,7 @@ pub mod gate;
 pub mod runner;
 pub mod schedules;
 pub mod telemetry;
+pub mod traces;
 pub mod versions;
 
 pub use error::RunError;

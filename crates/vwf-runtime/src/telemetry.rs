@@ -34,6 +34,7 @@ use vwf_core::names::RunId;
 use vwf_core::run::{Run, Status, StepStatus};
 use vwf_core::transition::{self, Saved, Transition};
 
+use crate::traces::Traces;
 use vwf_store::{Store, StoreError};
 
 /// Step durations, in seconds: from a quick command to a gate answered within a day.
@@ -311,39 +312,44 @@ impl Metrics {
 /// told the outcome with [`Watch::saved`].
 pub struct Watch<'a> {
     metrics: Option<&'a Metrics>,
+    /// Where the save's spans go (see [`crate::traces`]); none when traces are off.
+    traces: Option<&'a Traces>,
     /// The state saved last: `None` for a run never saved.
     before: Option<Saved>,
 }
 
 impl<'a> Watch<'a> {
-    /// The state saved last, when someone listens (metrics, or run logs not filtered out): kept
-    /// by the metrics while this server drives the run, else read back from the store. `None`
-    /// when nobody listens or the saved state cannot be read (then the save reports nothing).
-    pub fn before(metrics: Option<&'a Metrics>, store: &dyn Store, id: &RunId) -> Option<Watch<'a>> {
-        if metrics.is_none() && !tracing::enabled!(tracing::Level::INFO) {
+    /// The state saved last, when someone listens (metrics, traces, or run logs not filtered
+    /// out): kept by the metrics while this server drives the run, else read back from the
+    /// store. `None` when nobody listens or the saved state cannot be read (then the save
+    /// reports nothing).
+    pub fn before(metrics: Option<&'a Metrics>, traces: Option<&'a Traces>, store: &dyn Store, id: &RunId) -> Option<Watch<'a>> {
+        if !Watch::listened(metrics, traces) {
             return None;
         }
         // Taken out: a save that fails leaves no digest behind, so the next save reads back.
         if let Some(kept) = metrics.and_then(|m| m.driving.lock().ok()?.remove(id.as_str())) {
-            return Some(Watch { metrics, before: Some(kept) });
+            return Some(Watch { metrics, traces, before: Some(kept) });
         }
         let before = match store.read_run(id) {
             Ok(value) => Some(Saved::from_value(&value)?),
             Err(StoreError::NotFound(_)) => None,
             Err(_) => return None,
         };
-        Some(Watch { metrics, before })
+        Some(Watch { metrics, traces, before })
     }
 
     /// [`Watch::before`] for the first save of a new run: nothing saved before, nothing to read.
-    pub fn new_run(metrics: Option<&'a Metrics>) -> Option<Watch<'a>> {
-        if metrics.is_none() && !tracing::enabled!(tracing::Level::INFO) {
-            return None;
-        }
-        Some(Watch { metrics, before: None })
+    pub fn new_run(metrics: Option<&'a Metrics>, traces: Option<&'a Traces>) -> Option<Watch<'a>> {
+        Watch::listened(metrics, traces).then_some(Watch { metrics, traces, before: None })
     }
 
-    /// `run` was saved durably in `took`: one log line per transition, and the metrics.
+    fn listened(metrics: Option<&Metrics>, traces: Option<&Traces>) -> bool {
+        metrics.is_some() || traces.is_some() || tracing::enabled!(tracing::Level::INFO)
+    }
+
+    /// `run` was saved durably in `took`: one log line per transition, the metrics, and the
+    /// spans the save completed.
     pub fn saved(self, run: &Run, took: Duration) {
         let transitions = transition::between(self.before.as_ref(), run);
         if let Some(metrics) = self.metrics {
@@ -354,6 +360,12 @@ impl<'a> Watch<'a> {
                 && let Ok(mut driving) = metrics.driving.lock()
             {
                 driving.insert(run.run_id().to_string(), Saved::of(run));
+            }
+        }
+        if let Some(traces) = self.traces {
+            let spans = vwf_core::trace::spans(run, &transitions);
+            if !spans.is_empty() {
+                traces.send(spans);
             }
         }
         for t in &transitions {

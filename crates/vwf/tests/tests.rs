@@ -56,6 +56,7 @@ mod stats;
 mod store;
 mod store_copy;
 mod test_runs;
+mod traces;
 mod versions;
 mod webhooks;
 mod wheel;

@@ -247,7 +247,7 @@ impl StartRequest {
     /// The run's start; `only` and `until` together are refused.
     pub fn start(self) -> Result<Start, Failure> {
         let test = pins::scope_of(self.test.unwrap_or(false), self.only.as_deref(), self.until.as_deref()).map_err(Failure::BadRequest)?;
-        Ok(Start { input: self.input, test, key: self.idempotency_key })
+        Ok(Start { input: self.input, test, key: self.idempotency_key, trace: None })
     }
 }
 

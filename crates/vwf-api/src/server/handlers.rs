@@ -172,6 +172,7 @@ pub(super) async fn run_design(
     let wait = wait.wait.unwrap_or(true);
     let mut start = start.start()?;
     start.key = IdempotencyKey::either(idempotency_header(&headers)?, start.key)?;
+    start.trace = trace_header(&headers);
     if wait {
         return gated(&s, move |service| Ok(service.run(&name, start)?.body())).await;
     }
@@ -355,6 +356,12 @@ pub(super) async fn emit(
     let payload = body.payload.unwrap_or(Value::Null);
     let key = IdempotencyKey::either(idempotency_header(&headers)?, body.idempotency_key)?;
     gated(&s, move |service| service.emit_keyed(&event, payload, key.as_ref())).await
+}
+
+/// The caller's trace, from a W3C `traceparent` header; one that is not valid is ignored (the
+/// run starts a trace of its own), as the W3C recommendation asks.
+pub(crate) fn trace_header(headers: &HeaderMap) -> Option<vwf_core::trace::TraceContext> {
+    vwf_core::trace::TraceContext::from_traceparent(headers.get("traceparent")?.to_str().ok()?)
 }
 
 /// The `Idempotency-Key` header, if the request has one.

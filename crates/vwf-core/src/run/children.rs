@@ -152,6 +152,7 @@ impl Run {
             origin: Some(origin),
             nesting: start.nesting,
             folded: 0,
+            trace: Some(parent.child_trace(&start.node)),
         };
         let mut run = Run::start(plan, start.run_id.clone(), trigger, now);
         run.parent_run = Some(parent.run_id.clone());
@@ -339,7 +340,7 @@ impl Run {
     }
 
     /// What the run's model calls used and cost so far: its steps' views, loop passes included.
-    pub(super) fn totals(&self) -> crate::usage::Totals {
+    pub fn totals(&self) -> crate::usage::Totals {
         let mut totals = crate::usage::Totals { cost: Some(0.0), ..Default::default() };
         let passes = self.loops.values().flat_map(|l| l.passes.iter()).flat_map(|p| p.outputs.values());
         for view in self.outputs.values().chain(passes) {

@@ -238,6 +238,18 @@ pub(super) enum LoopProgress {
 }
 
 impl Run {
+    /// The output view of step instance `instance` (`node`, or `body#3` in a loop's pass); `None`
+    /// before it has one.
+    pub fn view_of(&self, instance: &str) -> Option<&Value> {
+        match split_instance(instance) {
+            (base, None) => self.outputs.get(base),
+            (base, Some(i)) => {
+                let lp = self.plan.steps.iter().find(|s| s.id == base)?.in_loop.as_deref()?;
+                self.loops.get(lp)?.passes.get(i)?.outputs.get(base)
+            }
+        }
+    }
+
     /// Where loop body instance `instance` (`body#3`) stands: its loop's id, the passes done and
     /// the items the loop goes over; `None` for a step outside a loop (what a progress bar shows).
     pub fn loop_progress(&self, instance: &str) -> Option<(&str, usize, usize)> {

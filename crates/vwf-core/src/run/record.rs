@@ -403,6 +403,10 @@ pub struct TriggerInfo {
     /// one's input); absent when none did.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub folded: u64,
+    /// The OpenTelemetry trace the run's spans go in: a caller's `traceparent`, the parent run's
+    /// for a child, or one drawn at the start when traces are on. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::trace::lenient")]
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -419,7 +423,7 @@ pub(super) fn is_false(b: &bool) -> bool {
 
 impl TriggerInfo {
     pub fn new(mode: TriggerMode, input: Value) -> TriggerInfo {
-        TriggerInfo { mode, input, depth: 0, origin: None, nesting: 0, folded: 0 }
+        TriggerInfo { mode, input, depth: 0, origin: None, nesting: 0, folded: 0, trace: None }
     }
 }
 

@@ -160,7 +160,12 @@ impl Run {
     /// input.
     pub fn start_failure_of(failed: &Run, plan: Plan, now: Ts) -> Run {
         // No `origin`: that names where a chain of emits began, and a failure run is none.
-        let trigger = TriggerInfo::new(TriggerMode::OnFailure, failed.failure_input());
+        let mut trigger = TriggerInfo::new(TriggerMode::OnFailure, failed.failure_input());
+        // In the failed run's trace, under its root span.
+        trigger.trace = Some(crate::trace::TraceContext {
+            trace_id: failed.trace_context().trace_id,
+            parent_span_id: Some(crate::trace::run_span_id(&failed.run_id)),
+        });
         let mut run = Run::start(plan, failed.run_id.derived(FAILURE_RUN), trigger, now);
         run.failure_of = Some(failed.run_id.clone());
         run

@@ -141,7 +141,7 @@ impl Runner<'_> {
                 continue;
             }
             let input = serde_json::json!({"event": event, "payload": payload});
-            let trigger = TriggerInfo { mode: TriggerMode::Event, input, depth: depth + 1, origin, nesting: 0, folded: 0 };
+            let trigger = TriggerInfo { mode: TriggerMode::Event, input, depth: depth + 1, origin, nesting: 0, folded: 0, trace: None };
             match self.arrive(&name, trigger) {
                 Ok(super::Arrival::Started(run)) => emission.runs.push(*run),
                 // Held by the trigger's debounce or throttle: said why, like a start not made.

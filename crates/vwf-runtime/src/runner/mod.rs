@@ -9,24 +9,21 @@
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use vwf_core::design::Design;
 use vwf_core::names::{DesignName, RunId};
-use vwf_core::pins::TestScope;
 use vwf_core::plan::Plan;
 
 use serde_json::Map;
 use vwf_core::limits;
-use vwf_core::listing::RunFilter;
 use vwf_core::run::settle::Settle;
 use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
 use vwf_core::secrets::Secrets;
-use vwf_core::validate::Report;
 
 use crate::clock::Clock;
 use crate::error::RunError;
 
 mod arrivals;
 mod children;
+mod compile;
 mod emit;
 mod failure;
 mod listing;
@@ -35,22 +32,13 @@ mod slots;
 mod waits;
 
 use crate::telemetry::{Metrics, Watch};
+use crate::traces::Traces;
 pub use arrivals::{Arrival, rules_of};
 pub use emit::{Emission, EmitSource};
 pub use listing::RunPage;
 use vwf_exec::Drivers;
 use vwf_exec::agent::{self, BackendError};
 use vwf_store::{RunLock, Store, StoreError};
-
-/// How many of a design's recent runs a test run limited to one step takes outputs from.
-const PAST_RUNS: usize = 20;
-
-/// What a test run of one step starts from (see [`Runner::compile_test`]).
-#[derive(Default)]
-struct Past {
-    outputs: std::collections::BTreeMap<String, Value>,
-    input: Value,
-}
 
 /// Tasks of one batch performed at the same time, at most.
 const MAX_PARALLEL: usize = 8;
@@ -89,6 +77,8 @@ pub struct Runner<'a> {
     pub sleep_for_waits: bool,
     /// The server's metrics, which every save of a run updates (none outside `vwf serve`).
     pub metrics: Option<&'a Metrics>,
+    /// Where runs' spans go (`[telemetry]`); none when traces are off.
+    pub traces: Option<&'a Traces>,
     /// Who drives a run a concurrency queue lets go (`vwf serve`: a run slot of its own); none:
     /// the thread that freed its slot, once its own run is done.
     pub handoff: Option<&'a (dyn Fn(RunId) + Send + Sync)>,
@@ -97,60 +87,11 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// A runner of its own (a benchmark, a tool): no metrics, no hand-off, waits left parked.
     pub fn new(store: &'a dyn Store, drivers: &'a Drivers, clock: &'a dyn Clock, observer: &'a dyn Fn(Progress<'_>)) -> Runner<'a> {
-        Runner { store, drivers, clock, observer, sleep_for_waits: false, metrics: None, handoff: None }
+        Runner { store, drivers, clock, observer, sleep_for_waits: false, metrics: None, traces: None, handoff: None }
     }
 }
 
 impl Runner<'_> {
-    /// Compiles a saved design: `RunError::Refused` when the design has errors.
-    pub fn compile(&self, name: &DesignName) -> Result<Plan, RunError> {
-        self.compile_with(name, |design| Plan::compile(name.as_str(), design))
-    }
-
-    /// Compiles a saved design for a test run (see `vwf_core::pins`). Also answers the input of
-    /// the design's newest run, which a test run limited to a step starts from when given none.
-    pub fn compile_test(&self, name: &DesignName, scope: &TestScope) -> Result<(Plan, Value), RunError> {
-        let past = match scope.target() {
-            Some(_) => self.past(name)?,
-            None => Past::default(),
-        };
-        let plan = self.compile_with(name, |design| Plan::compile_test(name.as_str(), design, scope, &past.outputs))?;
-        Ok((plan, past.input))
-    }
-
-    /// The newest output of each step among the design's recent runs, and the newest run's input.
-    fn past(&self, name: &DesignName) -> Result<Past, RunError> {
-        let filter = RunFilter { design: Some(name.clone()), ..RunFilter::default() };
-        let mut past = Past::default();
-        for (i, run) in self.list_page(&filter, None, PAST_RUNS)?.runs.into_iter().enumerate() {
-            if i == 0 {
-                past.input = run.pointer("/trigger/input").cloned().unwrap_or(Value::Null);
-            }
-            if let Some(Value::Object(outputs)) = run.get("outputs") {
-                for (id, view) in outputs {
-                    past.outputs.entry(id.clone()).or_insert_with(|| view.clone());
-                }
-            }
-        }
-        Ok(past)
-    }
-
-    fn compile_with(&self, name: &DesignName, compile: impl FnOnce(&Design) -> Result<Plan, Report>) -> Result<Plan, RunError> {
-        let graph = self.store.load_design(name)?;
-        let report = match Design::from_value(&graph) {
-            Ok(design) => match compile(&design) {
-                Ok(mut plan) => {
-                    plan.version = crate::versions::of_content(self.store, name, &graph, self.clock.now());
-                    self.pin_calls(&mut plan);
-                    return Ok(plan);
-                }
-                Err(report) => report,
-            },
-            Err(errors) => Report { ok: false, errors, warnings: Vec::new() },
-        };
-        Err(RunError::Refused(report))
-    }
-
     /// Starts a run of `plan` and drives it until it is done, failed or parked.
     pub fn start(&self, plan: Plan, trigger: TriggerInfo) -> Result<Run, RunError> {
         self.start_with(plan, trigger, None::<fn(&Run)>)
@@ -226,6 +167,10 @@ impl Runner<'_> {
         // every run the event starts.
         if trigger.depth > 0 && trigger.origin.is_none() {
             trigger.origin = Some(id.to_string());
+        }
+        // With traces on, a run no caller put in a trace starts one of its own, kept in the run.
+        if self.traces.is_some() && trigger.trace.is_none() {
+            trigger.trace = crate::traces::new_trace();
         }
         Ok(Run::start(plan, id, trigger, now))
     }
@@ -730,7 +675,7 @@ impl Runner<'_> {
             run.unsaved();
             return Err(Unsaved::Store(e));
         }
-        let watch = if new { Watch::new_run(self.metrics) } else { Watch::before(self.metrics, self.store, &id) };
+        let watch = if new { Watch::new_run(self.metrics, self.traces) } else { Watch::before(self.metrics, self.traces, self.store, &id) };
         let started = std::time::Instant::now();
         let saved = if new { self.store.save_run_soon(&id, run, &changes) } else { self.store.save_run(&id, run, &changes) };
         if let Err(e) = saved {

@@ -244,7 +244,7 @@ pub(super) fn run(
     let input = input.map(|text| parse_json(&read_arg(text)?, "--input")).transpose()?;
     let start = match test {
         None => Start { key, ..Start::with_input(input.unwrap_or(Value::Null)) },
-        Some(scope) => Start { input, test: Some(scope), key },
+        Some(scope) => Start { input, test: Some(scope), key, trace: None },
     };
     show_started(service.run(&name, start), json, name.as_str())
 }

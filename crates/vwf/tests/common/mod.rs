@@ -177,6 +177,9 @@ impl Home {
         let mut c = Command::cargo_bin("vwf").expect("vwf binary");
         c.arg("--home").arg(self.path());
         c.env_remove("VWF_HOME").env_remove("HERMES_HOME").env_remove("VWF_NOW").env_remove("VWF_DATABASE_URL");
+        for var in server::OTEL_VARS {
+            c.env_remove(var);
+        }
         if let Some(url) = &self.database {
             c.env("VWF_DATABASE_URL", url);
         }

@@ -17,6 +17,8 @@ use super::Home;
 
 pub const PREFIX: &str = "/api/plugins/visual-workflow";
 pub const TOKEN_VAR: &str = "VWF_API_TEST_TOKEN";
+/// Variables a test's vwf must not inherit: they would send its traces somewhere.
+pub const OTEL_VARS: [&str; 3] = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED"];
 
 /// A running `vwf serve`; stopped (killed) when dropped.
 pub struct Server {
@@ -50,7 +52,7 @@ impl Default for Options<'_> {
 pub fn vwf(home: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_vwf"));
     c.arg("--home").arg(home);
-    for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW", "VWF_WEB_DIR", "VWF_DATABASE_URL", TOKEN_VAR] {
+    for var in ["VWF_HOME", "HERMES_HOME", "VWF_NOW", "VWF_WEB_DIR", "VWF_DATABASE_URL", TOKEN_VAR].into_iter().chain(OTEL_VARS) {
         c.env_remove(var);
     }
     c.env("VWF_EXAMPLES_DIR", super::examples_dir());
