@@ -212,7 +212,8 @@ mod tests {
         }
         let path = store.runs_dir().join(STATS_FILE);
         let mut f = OpenOptions::new().append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
-        f.write_all(b"1764547200000 00000000000c d\t{\"run_id\":\"00000000").unwrap_or_else(|e| panic!("{e}"));
+        // A torn append: a prefix of what one append writes (a newline, then the record).
+        f.write_all(b"\n1764547200000 00000000000c d\t{\"run_id\":\"00000000").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(all(&store), vec![again.clone(), other.clone()]);
         let day1 = store
             .read_stats(
