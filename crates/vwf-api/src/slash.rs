@@ -110,7 +110,7 @@ fn dispatch(service: &Service<'_>, text: &str) -> String {
             if answer.trim().is_empty() {
                 return "Usage: /workflow approve <run> <gate> <answer>".into();
             }
-            let answer = Answer::Respond(Response::Answer(answer.trim().to_string()));
+            let answer = Answer::Respond(Response::Answer(answer.trim().into()));
             match run_id(id).and_then(|run| service.respond(&run, gate, answer)) {
                 Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
                 Err(e) => format!("Could not answer {gate} of run {id}: {e}"),

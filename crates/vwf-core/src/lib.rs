@@ -6,6 +6,7 @@ pub mod design;
 pub mod events;
 pub mod expr;
 pub mod flow;
+pub mod form;
 pub mod import;
 pub mod interface;
 pub mod json;

@@ -206,6 +206,8 @@ fn node_type(kind: NodeKind) -> NodeType {
             field("options", Kind::StringList).default(json!(APPROVAL_OPTIONS_DEFAULT)),
             integer("timeout_minutes", limits::APPROVAL_TIMEOUT_MINUTES, "minutes", None),
             field("on_timeout", Kind::Enum).values(OnTimeout::ALL.iter().map(OnTimeout::as_str)).default(OnTimeout::DEFAULT.as_str()),
+            field("fields", Kind::Json).example(json!([{"name": "note", "type": "text", "label": "Anything to add?"}])),
+            field("edit", Kind::StringList).example(json!(["draft"])),
         ],
         NodeKind::Output => vec![
             field("deliver", Kind::Enum).values(Deliver::ALL.iter().map(Deliver::as_str)),

@@ -38,6 +38,10 @@ pub enum Spec {
         options: Vec<String>,
         timeout_minutes: Option<u64>,
         on_timeout: OnTimeout,
+        /// The form the answer fills in (see [`crate::form`]).
+        fields: Vec<crate::form::FormField>,
+        /// Earlier steps whose text the person may change.
+        edit: Vec<String>,
     },
     Output {
         deliver: Option<Deliver>,
@@ -362,7 +366,11 @@ fn parse_approval(f: &mut Fields) -> Spec {
             }
         },
     };
-    Spec::Approval { question, options, timeout_minutes, on_timeout }
+    let (fields, problems) = crate::form::parse_fields(f.get("fields"));
+    problems.into_iter().for_each(|p| f.issue("fields", p));
+    let (edit, problems) = crate::form::parse_edit(f.get("edit"));
+    problems.into_iter().for_each(|p| f.issue("edit", p));
+    Spec::Approval { question, options, timeout_minutes, on_timeout, fields, edit }
 }
 
 /// An output: its template and where it is delivered.
@@ -786,7 +794,9 @@ mod tests {
                 question: "q".into(),
                 options: vec!["approve".into(), "reject".into()],
                 timeout_minutes: None,
-                on_timeout: OnTimeout::Reject
+                on_timeout: OnTimeout::Reject,
+                fields: Vec::new(),
+                edit: Vec::new(),
             }
         );
         let s = Spec::parse(&node(json!({"id": "h", "type": "http", "url": "https://x", "accept": ["2xx", 404]}))).unwrap();

@@ -298,6 +298,7 @@ pub fn validate_design(design: &Design) -> Report {
     }
     found.errors.extend(crate::pins::read(design).1);
     found.errors.extend(crate::interface::issues(design));
+    found.errors.extend(crate::form::edit_issues(design));
     Report::new(found.errors, found.warnings)
 }
 

@@ -1022,7 +1022,7 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                 match pending {
                     Pending::Approval { node, options, .. } => {
                         let answer = options.first().cloned().unwrap_or_default();
-                        run.respond(&node, Response::Answer(answer), now).expect("answer accepted");
+                        run.respond(&node, Response::Answer(answer.into()), now).expect("answer accepted");
                     }
                     Pending::Agent { node, .. } => run.respond(&node, Response::Output("pasted".into()), now).expect("output accepted"),
                     Pending::Wait { resume_at, .. } => now = resume_at,

@@ -25,6 +25,7 @@ mod deliver;
 mod egress;
 mod events;
 mod examples;
+mod forms;
 mod fuzz_tools;
 mod gui_fixtures;
 mod http;

@@ -351,7 +351,10 @@ mod tests {
         let mut generator = crate::contract::generator();
         let runs = parameters::<RunsQuery>(&mut generator);
         let names: Vec<&str> = runs.iter().filter_map(|p| p["name"].as_str()).collect();
-        assert_eq!(names, ["limit", "design", "status", "trigger", "id", "parent", "before", "from", "to", "min_duration", "since", "wait"]);
+        assert_eq!(
+            names,
+            ["limit", "design", "status", "trigger", "id", "parent", "before", "from", "to", "min_duration", "since", "wait"]
+        );
         for p in &runs {
             assert_eq!(p["required"], false);
             assert!(p["description"].is_string(), "{p}");

@@ -11,10 +11,12 @@ use schemars::generate::SchemaGenerator;
 use schemars::{JsonSchema, Schema, json_schema};
 use serde::de::{Error as _, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::pins;
-use vwf_core::run::Response;
+use vwf_core::run::{Reply, Response};
 use vwf_core::schedule::time_zone_names;
 use vwf_runtime::runner::Answer;
 
@@ -273,7 +275,7 @@ pub type RunRequest = Both<StartRequest, WaitRequest>;
 
 /// `POST /runs/{run_id}/respond`: exactly one of `answer`, `output` or `agent_generate: true`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
-#[schemars(transform = one_answer, example = json!({"node": "gate", "answer": "send"}))]
+#[schemars(transform = one_answer, example = json!({"node": "gate", "answer": "send", "fields": {"note": "fine"}, "edits": {"draft": "The edited text"}, "by": "ada"}))]
 pub struct RespondRequest {
     /// The parked node's id (pending.node).
     pub node: String,
@@ -286,14 +288,35 @@ pub struct RespondRequest {
     /// For an agent step: let the configured agent backend perform it.
     #[serde(default)]
     pub agent_generate: Option<bool>,
+    /// With an answer: the values of the gate's form (its `fields`), by field name.
+    #[serde(default)]
+    pub fields: Option<Map<String, Value>>,
+    /// With an answer: the new text of each step the gate lets be edited (its `edit`), by step id.
+    #[serde(default)]
+    pub edits: Option<BTreeMap<String, String>>,
+    /// With an answer: who answers (1 to 200 characters, not blank, no control characters), kept with the answer and any edit.
+    #[serde(default)]
+    #[schemars(
+        length(min = 1, max = 200),
+        regex(pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$")
+    )]
+    pub by: Option<String>,
 }
 
 impl RespondRequest {
     /// The node answered, and the answer.
     pub fn answer(self) -> Result<(String, Answer), Failure> {
         let generate = self.agent_generate == Some(true);
+        if self.answer.is_none() && (self.fields.is_some() || self.edits.is_some() || self.by.is_some()) {
+            return Err(Failure::BadRequest("\"fields\", \"edits\" and \"by\" go with an \"answer\" to a gate".into()));
+        }
         let answer = match (self.answer, self.output, generate) {
-            (Some(answer), None, false) => Answer::Respond(Response::Answer(answer)),
+            (Some(answer), None, false) => Answer::Respond(Response::Answer(Reply {
+                answer,
+                fields: self.fields.unwrap_or_default(),
+                edits: self.edits.unwrap_or_default(),
+                by: self.by,
+            })),
             (None, Some(output), false) => Answer::Respond(Response::Output(output)),
             (None, None, true) => Answer::Generate,
             _ => return Err(Failure::BadRequest("give exactly one of \"answer\", \"output\" or \"agent_generate\": true".into())),
@@ -302,13 +325,18 @@ impl RespondRequest {
     }
 }
 
+/// What only an answer to a gate carries.
+fn with_answer_only() -> Value {
+    json!({"anyOf": [{"required": ["fields"]}, {"required": ["edits"]}, {"required": ["by"]}]})
+}
+
 fn one_answer(schema: &mut Schema) {
     schema.insert(
         "oneOf".into(),
         json!([
             {"required": ["answer"], "properties": {"answer": {"type": "string"}}},
-            {"required": ["output"], "properties": {"output": {"type": "string"}}},
-            {"required": ["agent_generate"], "properties": {"agent_generate": {"const": true}}}
+            {"required": ["output"], "properties": {"output": {"type": "string"}}, "not": with_answer_only()},
+            {"required": ["agent_generate"], "properties": {"agent_generate": {"const": true}}, "not": with_answer_only()}
         ]),
     );
 }

@@ -277,17 +277,9 @@ impl Run {
             )));
         };
         match (&self.parked[pos], response) {
-            (Pending::Approval { options, .. }, Response::Answer(answer)) => {
-                let Some(chosen) = options.iter().find(|o| o.eq_ignore_ascii_case(answer.trim())).cloned() else {
-                    return Err(EngineError::BadRequest(format!(
-                        "answer {answer:?} is not one of the options of {node:?}: {}",
-                        options.join(", ")
-                    )));
-                };
-                self.parked.remove(pos);
-                let mut extra = Map::new();
-                extra.insert("answer".into(), Value::String(chosen.clone()));
-                self.finish_step(node, &chosen, extra, now);
+            (Pending::Approval { options, .. }, Response::Answer(reply)) => {
+                let options = options.clone();
+                self.answer_gate(pos, node, &options, reply, now)?;
             }
             (Pending::Agent { model, .. }, Response::Output(text)) => {
                 let model = model.clone();

@@ -38,6 +38,7 @@ use crate::trigger::TriggerMode;
 use crate::view;
 use crate::vocab::Route;
 
+mod answer;
 mod children;
 mod ended;
 mod engine;
@@ -55,6 +56,7 @@ use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
 use record::is_false;
 use step::Begin;
 
+pub use answer::{EDITED, Reply};
 pub use children::ChildStart;
 pub use failure::{
     APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, COST_BUDGET_EXCEEDED, ESCALATION_REQUESTED, RUN_TIMED_OUT, RunFailure, StepError,
@@ -413,7 +415,7 @@ pub enum Advance {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Response {
     /// A gate's answer.
-    Answer(String),
+    Answer(Reply),
     /// An agent step's text.
     Output(String),
     /// An agent step performed through the backend on request: its text, the view fields the

@@ -244,6 +244,14 @@ pub enum Pending {
         /// question's template names, keyed by id.
         #[serde(default, skip_serializing_if = "Map::is_empty")]
         outputs: Map<String, Value>,
+        /// The form the answer fills in, as the gate declares it (`[{name, type, label, required,
+        /// options, default, max_length}]`); absent when it asks for none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        fields: Vec<Value>,
+        /// The text of each earlier step the person may change (the gate's `edit`), keyed by id;
+        /// absent when it lets none be changed.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        edit: Map<String, Value>,
         /// The run that asks, when it is a run a design step started (see [`Pending::Child`]):
         /// `node` is then `<design step>/<its node>`, and answering it through this run answers
         /// that run. Absent for a run's own gate.

@@ -158,6 +158,8 @@ mod tests {
             deadline: deadline.map(at),
             on_timeout: crate::spec::OnTimeout::Reject,
             outputs: Default::default(),
+            fields: Vec::new(),
+            edit: Default::default(),
             run_id: None,
         }
     }

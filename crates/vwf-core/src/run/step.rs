@@ -325,7 +325,7 @@ impl Run {
                     Err(e) => fail(self, e),
                 }
             }
-            Spec::Approval { question, options, timeout_minutes, on_timeout } => {
+            Spec::Approval { question, options, timeout_minutes, on_timeout, edit, .. } => {
                 self.open_record(id, StepStatus::AwaitingApproval, now);
                 let question_src = question.clone();
                 let deadline = match timeout_minutes.map(|m| time::add_seconds(now, m.saturating_mul(60))) {
@@ -338,7 +338,19 @@ impl Run {
                     Err(e) => return fail(self, e),
                 };
                 let outputs = self.referred(&question_src, scope);
-                self.parked.push(Pending::Approval { node: id.into(), question, options, deadline, on_timeout, outputs, run_id: None });
+                let fields = self.plan_step(id).and_then(|s| s.node.get("fields")).and_then(Value::as_array).cloned().unwrap_or_default();
+                let edit = edit.into_iter().filter_map(|e| Some((e.clone(), self.outputs.get(&e)?.get("text")?.clone()))).collect();
+                self.parked.push(Pending::Approval {
+                    node: id.into(),
+                    question,
+                    options,
+                    deadline,
+                    on_timeout,
+                    outputs,
+                    fields,
+                    edit,
+                    run_id: None,
+                });
                 self.refresh_status();
                 Begin::Settled
             }

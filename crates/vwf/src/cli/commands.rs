@@ -250,21 +250,43 @@ pub(super) fn run(
 }
 
 pub(super) fn approve(service: &Service<'_>, json: bool, id: &str, node: &str, answer: &str) -> Result<u8, Failure> {
-    let run = service.respond(&run_id(id)?, node, Answer::Respond(Response::Answer(answer.to_string())))?;
+    let run = service.respond(&run_id(id)?, node, Answer::Respond(Response::Answer(answer.into())))?;
     Ok(show_run(&run, json, true))
 }
 
-pub(super) fn respond(
-    service: &Service<'_>,
-    json: bool,
-    id: &str,
-    node: &str,
-    answer: Option<&str>,
-    output: Option<&str>,
-    generate: bool,
-) -> Result<u8, Failure> {
-    let how = match (answer, output, generate) {
-        (Some(a), None, false) => Answer::Respond(Response::Answer(a.to_string())),
+/// What `vwf respond` gives: a gate's answer (with the form's values, edits and who answers),
+/// an agent step's output, or `--generate`.
+pub(super) struct Form<'a> {
+    pub answer: Option<&'a str>,
+    pub output: Option<&'a str>,
+    pub generate: bool,
+    pub fields: Option<&'a str>,
+    pub edits: &'a [String],
+    pub by: Option<&'a str>,
+}
+
+impl Form<'_> {
+    /// The reply `answer` makes with these.
+    fn reply(&self, answer: &str) -> Result<vwf_core::run::Reply, Failure> {
+        let fields = match self.fields.map(|f| parse_json(&read_arg(f)?, "--fields")).transpose()? {
+            None => serde_json::Map::new(),
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(Failure::BadRequest("--fields is a JSON object of the form's values by field name".into())),
+        };
+        let mut edits = std::collections::BTreeMap::new();
+        for edit in self.edits {
+            let Some((node, text)) = edit.split_once('=') else {
+                return Err(Failure::BadRequest(format!("--edit {edit:?}: write NODE=TEXT (TEXT may be @file)")));
+            };
+            edits.insert(node.to_string(), read_arg(text)?);
+        }
+        Ok(vwf_core::run::Reply { answer: answer.to_string(), fields, edits, by: self.by.map(String::from) })
+    }
+}
+
+pub(super) fn respond(service: &Service<'_>, json: bool, id: &str, node: &str, form: Form<'_>) -> Result<u8, Failure> {
+    let how = match (form.answer, form.output, form.generate) {
+        (Some(a), None, false) => Answer::Respond(Response::Answer(form.reply(a)?)),
         (None, Some(o), false) => Answer::Respond(Response::Output(read_arg(o)?)),
         (None, None, true) => Answer::Generate,
         _ => return Err(Failure::BadRequest("give exactly one of --answer, --output or --generate".into())),

@@ -199,6 +199,15 @@ pub enum Cmd {
         /// Perform the agent step through the configured backend.
         #[arg(long)]
         generate: bool,
+        /// With --answer: the values of the gate's form, a JSON object by field name (text, @file or -).
+        #[arg(long, requires = "answer", value_name = "JSON")]
+        fields: Option<String>,
+        /// With --answer: a new text for a step the gate lets be edited, as NODE=TEXT (TEXT may be @file); repeatable.
+        #[arg(long = "edit", requires = "answer", value_name = "NODE=TEXT")]
+        edits: Vec<String>,
+        /// With --answer: who answers, kept with the answer and any edit.
+        #[arg(long, requires = "answer", value_name = "NAME")]
+        by: Option<String>,
     },
     /// Runs, newest first, a page at a time (`--before` the last id shown for the next page).
     Runs {
@@ -382,8 +391,16 @@ fn dispatch(app: &App, cli: &Cli) -> Result<u8, Failure> {
             c::run(s, json, name, run_id.as_deref(), input.as_deref(), scope, key)
         }
         Cmd::Approve { run_id, node, answer } => c::approve(s, json, run_id, node, answer),
-        Cmd::Respond { run_id, node, answer, output, generate } => {
-            c::respond(s, json, run_id, node, answer.as_deref(), output.as_deref(), *generate)
+        Cmd::Respond { run_id, node, answer, output, generate, fields, edits, by } => {
+            let form = c::Form {
+                answer: answer.as_deref(),
+                output: output.as_deref(),
+                generate: *generate,
+                fields: fields.as_deref(),
+                edits,
+                by: by.as_deref(),
+            };
+            c::respond(s, json, run_id, node, form)
         }
         Cmd::Runs { limit, design, status, trigger, id, parent, before, from, to, min_duration } => c::runs(
             s,
