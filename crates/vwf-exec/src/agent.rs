@@ -313,6 +313,9 @@ impl<'c> Call<'c> {
                 body["max_tokens"] = json!(max);
             }
             let answer = exchange(config, client(request.timeout)?.post(url.clone()).json(&body), &url, request.timeout)?;
+            if let Some(why) = stopped_short(&answer) {
+                return Err(AgentError::Backend(why));
+            }
             let reported = &answer["usage"];
             tokens += reported["total_tokens"]
                 .as_u64()
@@ -406,6 +409,22 @@ fn unknown_profile(config: &Config, name: &str) -> String {
     let known: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
     let known = if known.is_empty() { "none are configured".to_string() } else { format!("configured: {}", known.join(", ")) };
     format!("unknown profile {name:?} ({known}); add [profiles.{name}] to visual-workflow.toml")
+}
+
+/// Why an answer is not the step's text though it came with 200: Hermes's API server (its
+/// OpenAI-compatible facade) answers so for an agent that failed or stopped short, saying it in
+/// `hermes: {completed, partial, failed, error, error_code}`. `None` for a finished answer, and
+/// for every other server (they send no `hermes`).
+fn stopped_short(answer: &Value) -> Option<String> {
+    let hermes = answer.get("hermes").filter(|h| h.is_object())?;
+    let finished = hermes["completed"].as_bool() != Some(false)
+        && hermes["partial"].as_bool() != Some(true)
+        && hermes["failed"].as_bool() != Some(true);
+    (!finished).then(|| {
+        let code = hermes["error_code"].as_str().unwrap_or("agent_error");
+        let error = hermes["error"].as_str().filter(|e| !e.is_empty()).unwrap_or("no reason given");
+        format!("the agent backend stopped short ({code}): {}", excerpt(error))
+    })
 }
 
 /// The first choice's message text (a string, or the text parts of a content array).

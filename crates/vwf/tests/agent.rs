@@ -153,6 +153,51 @@ fn an_agent_step_is_performed_by_an_openai_compatible_server() {
     });
 }
 
+/// Hermes's API server as the backend: its answers have the OpenAI shape with Hermes's own
+/// additions (the wire format of `gateway/platforms/api_server.py` in hermes-agent 0.19: `usage`
+/// with prompt and completion tokens and no cached count, and `hermes` when the agent stopped
+/// short). Its usage is recorded like any backend's; an answer it marks failed or partial is not
+/// taken as the step's text.
+#[test]
+fn hermes_api_server_answers_give_usage_and_a_stopped_agent_fails_the_step() {
+    runtime().block_on(async {
+        let server = MockServer::start().await;
+        let hermes = |content: &str, stopped: Option<Value>| {
+            let mut body = json!({
+                "id": "chatcmpl-hermes", "object": "chat.completion", "created": 1764547200, "model": "hermes-agent",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 321, "completion_tokens": 45, "total_tokens": 366}
+            });
+            if let Some(h) = stopped {
+                body["hermes"] = h;
+            }
+            ResponseTemplate::new(200).set_body_json(body)
+        };
+        let failed =
+            json!({"completed": false, "partial": true, "failed": false, "error": "max iterations reached", "error_code": "agent_error"});
+        chat().and(body_string_contains("broken")).respond_with(hermes("half an ans", Some(failed))).with_priority(1).mount(&server).await;
+        chat().respond_with(hermes("A brief from Hermes.", None)).mount(&server).await;
+        let home = Arc::new(Home::new());
+        use_server(&home, &server, "");
+        home.save("brief", &chain(vec![draft(json!({}))], json!({})));
+        let (code, run) = vwf(&home, &["run", "brief", "--input", TOPIC]).await;
+        assert_eq!((code, run["status"].as_str()), (0, Some("done")), "{run}");
+        assert_eq!(run["outputs"]["draft"]["text"], "A brief from Hermes.");
+        assert_eq!(
+            run["outputs"]["draft"]["usage"],
+            json!({"input_tokens": 321, "output_tokens": 45, "cached_tokens": 0, "model": "hermes-agent"})
+        );
+        assert_eq!(run["usage"]["input_tokens"], 321);
+
+        home.save("broken", &chain(vec![json!({"id": "draft", "type": "agent", "prompt": "broken {{trigger.topic}}"})], json!({})));
+        let (_, run) = vwf(&home, &["run", "broken", "--input", TOPIC]).await;
+        assert_eq!(run["status"], "failed", "{run}");
+        let error = run["error"].as_str().unwrap_or_default();
+        assert!(error.contains("stopped short (agent_error): max iterations reached"), "{error}");
+        assert!(run["outputs"].get("draft").is_none(), "a partial text is never the step's output: {run}");
+    });
+}
+
 #[test]
 fn the_api_key_is_sent_only_when_its_variable_is_set_and_never_recorded() {
     runtime().block_on(async {
