@@ -74,6 +74,10 @@ pub fn round(amount: f64) -> f64 {
     (amount * 1e10).round() / 1e10
 }
 
+/// The fields of an agent step's view with what the runs its tool calls started used and cost.
+pub const TOOL_USAGE: &str = "tool_usage";
+pub const TOOL_COST: &str = "tool_cost";
+
 /// A run's totals over its steps' output views (loop passes included): the usage they report,
 /// and their cost: `null` when a step that used a model has no price.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,14 +88,26 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// Adds a step's output view: one with `usage` counts, and its `cost` (a number, or `null`
-    /// for a model with no price) adds up.
+    /// Adds a step's output view: its own model calls (`usage`, `cost`), and what the runs its
+    /// tool calls started used (`tool_usage`, `tool_cost`).
     pub fn add_view(&mut self, view: &Value) {
-        let Some(usage) = view.get("usage").filter(|u| u.is_object()) else { return };
+        self.add_own(view);
+        self.add_part(view, TOOL_USAGE, TOOL_COST);
+    }
+
+    /// Adds what a step's own model calls used: one with `usage` counts, and its `cost` (a
+    /// number, or `null` for a model with no price) adds up. The stats of a run count this
+    /// alone: a run its step started keeps its own record.
+    pub fn add_own(&mut self, view: &Value) {
+        self.add_part(view, "usage", "cost");
+    }
+
+    fn add_part(&mut self, view: &Value, usage_key: &str, cost_key: &str) {
+        let Some(usage) = view.get(usage_key).filter(|u| u.is_object()) else { return };
         if let Ok(u) = serde_json::from_value::<Usage>(usage.clone()) {
             self.usage.add(&u);
         }
-        self.cost = match (self.cost, view.get("cost").and_then(Value::as_f64)) {
+        self.cost = match (self.cost, view.get(cost_key).and_then(Value::as_f64)) {
             (Some(sum), Some(c)) => Some(round(sum + c)),
             _ => None,
         };

@@ -666,3 +666,58 @@ fn usage_and_cost_add_up_and_a_money_budget_stops_the_run(backend: common::Backe
 }
 
 crate::on_both_backends!(usage_and_cost_add_up_and_a_money_budget_stops_the_run);
+
+/// The runs an agent step's tool calls start count in the caller's usage, cost and money budget
+/// (`tool_usage`, `tool_cost` on the step), while the stats count each run once.
+#[test]
+fn tool_calls_runs_count_in_the_callers_totals_and_budget_once() {
+    runtime().block_on(async {
+        let server = MockServer::start().await;
+        chat()
+            .and(body_string_contains(r#""role":"tool""#))
+            .respond_with(completion_used("Done.", "writer-model", 200, 20, 0))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        chat().and(body_string_contains("Child brief")).respond_with(completion_used("A child brief.", "writer-model", 1000, 500, 200)).with_priority(2).mount(&server).await;
+        chat()
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "chatcmpl-3", "object": "chat.completion", "model": "writer-model",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "brief", "arguments": "{\"name\":\"ada\"}"}}]}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+            })))
+            .with_priority(3)
+            .mount(&server)
+            .await;
+        let home = Arc::new(Home::new());
+        use_server(&home, &server, PRICES);
+        home.save("brief", &json!({
+            "description": "Writes a brief about a person.",
+            "inputs": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            "nodes": [{"id": "t", "type": "trigger", "mode": "manual"}, {"id": "s", "type": "agent", "prompt": "Child brief for {{trigger.name}}", "profile": "writer"}],
+            "edges": [{"from": "t", "to": "s"}],
+        }));
+        let ask = json!({"id": "ask", "type": "agent", "prompt": "Brief Ada.", "profile": "writer", "tools": ["brief"]});
+        home.save("assistant", &chain(vec![ask.clone()], json!({})));
+
+        let (code, run) = vwf(&home, &["run", "assistant"]).await;
+        assert_eq!(code, 0, "{run}");
+        // Own: 300 in, 30 out = 360 per million; the child: 800 + 200 × 0.5 + 500 × 2 = 1900.
+        assert_eq!(run["outputs"]["ask"]["usage"]["input_tokens"], 300, "{run}");
+        assert_eq!(run["outputs"]["ask"]["tool_usage"], json!({"input_tokens": 1000, "output_tokens": 500, "cached_tokens": 200}));
+        assert_eq!(run["outputs"]["ask"]["tool_cost"].as_f64(), Some(0.0019));
+        assert_eq!(run["usage"], json!({"input_tokens": 1300, "output_tokens": 530, "cached_tokens": 200}), "{run}");
+        assert_eq!(run["cost"].as_f64(), Some(0.00226), "{run}");
+
+        let (_, stats) = vwf(&home, &["stats"]).await;
+        assert_eq!(stats["totals"]["runs"], 2, "the caller and the tool's run: {stats}");
+        assert_eq!(stats["totals"]["usage"]["input_tokens"], 1300, "each run once: {stats}");
+        assert_eq!(stats["totals"]["cost"].as_f64(), Some(0.00226), "{stats}");
+
+        // A money budget counts what the tool's run cost: 0.00226 is over 0.001.
+        home.save("frugal", &chain(vec![ask], json!({"budget": {"cost": 0.001}})));
+        let (_, run) = vwf(&home, &["run", "frugal"]).await;
+        assert_eq!((run["status"].as_str(), run["error"].as_str()), (Some("failed"), Some("cost budget exceeded")), "{run}");
+    });
+}

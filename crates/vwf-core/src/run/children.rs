@@ -301,7 +301,7 @@ impl Run {
         })
     }
 
-    /// Charges the cost an agent step reported (`extra`'s `cost`) against the design's
+    /// Charges the cost an agent step reported (`extra`'s `cost`, and `tool_cost`) against the design's
     /// `budget.cost`: past it, or with a model that has no price (so the cost cannot be kept
     /// under it), the step fails the run. Answers whether it did.
     pub(super) fn charge_cost(&mut self, node: &str, extra: &Map<String, Value>, now: Ts) -> bool {
@@ -310,7 +310,10 @@ impl Run {
             return false;
         }
         let spent = self.cost_so_far();
-        let failure = match extra.get("cost").and_then(Value::as_f64) {
+        // Its own calls, and the runs its tool calls started.
+        let mut step = crate::usage::Totals { cost: Some(0.0), ..Default::default() };
+        step.add_view(&Value::Object(extra.clone()));
+        let failure = match step.cost {
             Some(cost) if crate::usage::round(spent + cost) > budget => {
                 let used = crate::usage::round(spent + cost);
                 self.log(HistoryEvent {

@@ -37,10 +37,10 @@ impl Run {
         let passes = self.loops.values().flat_map(|l| l.passes.iter()).flat_map(|p| p.outputs.iter());
         let mut totals = Totals { cost: Some(0.0), ..Totals::default() };
         for (node, view) in self.outputs.iter().chain(passes).filter(|(_, v)| !is_child_view(v)) {
-            totals.add_view(view);
+            totals.add_own(view);
             if let Some(s) = steps.get_mut(node.as_str()) {
                 let mut own = Totals { usage: s.usage, cost: s.cost, currency: None };
-                own.add_view(view);
+                own.add_own(view);
                 (s.usage, s.cost) = (own.usage, own.cost);
             }
         }

@@ -228,6 +228,7 @@ impl Runner<'_> {
             .collect();
         let specs: Vec<vwf_exec::agent::Tool> = offered.iter().map(|(_, _, t)| t.clone()).collect();
         let (mut made, mut child_tokens) = (0usize, 0u64);
+        let mut child_totals = vwf_core::usage::Totals { cost: Some(0.0), ..Default::default() };
         let mut call = |name: &str, args: serde_json::Value| -> serde_json::Value {
             let Some((design, doc, _)) = offered.iter().find(|(_, _, t)| t.name == name) else {
                 return serde_json::json!({"ok": false, "error": format!("no tool {name:?}")});
@@ -252,6 +253,12 @@ impl Runner<'_> {
             match child {
                 Ok(child) => {
                     child_tokens += child.tokens_used();
+                    let used = child.totals();
+                    child_totals.usage.add(&used.usage);
+                    child_totals.cost = child_totals.cost.zip(used.cost).map(|(a, b)| vwf_core::usage::round(a + b));
+                    if child_totals.currency.is_none() {
+                        child_totals.currency = used.currency;
+                    }
                     tool_result(&child)
                 }
                 Err(e) => serde_json::json!({"ok": false, "run_id": start.run_id, "error": e.to_string()}),
@@ -259,7 +266,20 @@ impl Runner<'_> {
         };
         let outcome = vwf_exec::agent::perform_with_tools(&self.drivers.config, &request, &specs, &mut call);
         match outcome {
-            Outcome::Done { text, extra, tokens } => Outcome::Done { text, extra, tokens: tokens + child_tokens },
+            Outcome::Done { text, mut extra, tokens } => {
+                // What the tool calls' runs used counts in this run's totals and budget; each
+                // of those runs keeps its own record for the stats.
+                if made > 0 {
+                    extra.insert(vwf_core::usage::TOOL_USAGE.into(), serde_json::json!(child_totals.usage));
+                    extra.insert(vwf_core::usage::TOOL_COST.into(), child_totals.cost.map_or(serde_json::Value::Null, Into::into));
+                    if !extra.contains_key("currency")
+                        && let Some(c) = child_totals.currency
+                    {
+                        extra.insert("currency".into(), c.into());
+                    }
+                }
+                Outcome::Done { text, extra, tokens: tokens + child_tokens }
+            }
             other => other,
         }
     }
