@@ -59,6 +59,10 @@ pub struct NodeType {
     /// `seconds` or `duration`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exactly_one_of: Vec<&'static str>,
+    /// The fields its output view has beyond `text`, `data`, `words`, `chars` and `lines` (some
+    /// only in some runs: `error` after a handled failure, `edited` after a gate's edit), so an
+    /// editor can suggest `out.<id>.<field>` before any run.
+    pub output_view: &'static [&'static str],
 }
 
 /// A trigger mode and its fields (a trigger node's `mode` picks them).
@@ -187,6 +191,24 @@ fn integer(name: &'static str, range: (u64, u64), unit: &'static str, default: O
     }
 }
 
+/// The fields of each type's output view beyond the base ones (see [`NodeType::output_view`]).
+fn output_view(kind: NodeKind) -> &'static [&'static str] {
+    match kind {
+        NodeKind::Trigger | NodeKind::Note => &[],
+        NodeKind::Agent => &["model", "tokens", "usage", "cost", "currency", "tool_calls", "tool_usage", "tool_cost", "edited", "error"],
+        NodeKind::Condition => &["value"],
+        NodeKind::Approval => &["answer", "fields", "by"],
+        NodeKind::Output => &["collected", "deliveries", "error"],
+        NodeKind::Command => &["exit_code", "stderr", "stdout", "edited", "error"],
+        NodeKind::Http => &["status", "headers", "body", "error"],
+        NodeKind::Loop => &["items", "count"],
+        NodeKind::Wait => &["resumed_at"],
+        NodeKind::Emit => &["event", "runs", "resumed", "error"],
+        NodeKind::WaitEvent => &["event", "payload", "timed_out"],
+        NodeKind::Design => &["run_id", "design", "status", "outputs", "usage", "cost", "currency", "error"],
+    }
+}
+
 fn node_type(kind: NodeKind) -> NodeType {
     let fields = match kind {
         NodeKind::Trigger => vec![field("mode", Kind::Enum).values(MODES).required()],
@@ -268,7 +290,7 @@ fn node_type(kind: NodeKind) -> NodeType {
         NodeKind::Wait => vec!["seconds", "duration"],
         _ => Vec::new(),
     };
-    NodeType { kind, fields, exactly_one_of }
+    NodeType { kind, fields, exactly_one_of, output_view: output_view(kind) }
 }
 
 /// The fields of a step that acts: its retry policy and what a failure for good does
