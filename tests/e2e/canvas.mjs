@@ -57,11 +57,11 @@ export async function exported(page) {
   return JSON.parse(text);
 }
 
-/** Waits for `fn` (a function or an expression, run in the page) to come true; a timeout says
- * what was awaited. */
-export async function waitFor(page, what, fn, arg) {
+/** Waits for `fn` (a function or an expression, run in the page) to come true, at most `timeout`
+ * ms; a timeout says what was awaited. */
+export async function waitFor(page, what, fn, arg, { timeout = 15000 } = {}) {
   try {
-    await page.waitForFunction(fn, arg, { timeout: 15000, polling: 100 });
+    await page.waitForFunction(fn, arg, { timeout, polling: 100 });
   } catch (e) {
     throw new Error(`waiting for ${what}: ${e.message}`);
   }
@@ -159,5 +159,28 @@ export function layoutProblems(geo, { minTitlePx = 9 } = {}) {
     if (e.tag) for (const n of geo.nodes) if (meet(e.tag, n.box)) problems.push(`the label "${e.label}" of ${e.from} → ${e.to} is covered by ${n.id}`);
   }
   if (geo.titlePx !== null && geo.titlePx < minTitlePx) problems.push(`titles are ${geo.titlePx.toFixed(1)} px on screen`);
+  return problems;
+}
+
+/** Run in the canvas page with `graph`: the titles drawn cut short, smaller than `minPx` on screen,
+ * or out of their node's box: a node's title lines (`.title`), joined, must be its whole title
+ * (its label, else its id; a note's label), each inside its box. An empty list when none is. */
+export function cutTitles({ graph, minPx = 11 }) {
+  const problems = [];
+  for (const n of graph.nodes) {
+    const want = n.type === 'note' ? n.label : n.label || n.id;
+    if (!want) continue;
+    const g = document.querySelector(`g.node[data-node-id="${CSS.escape(n.id)}"]`);
+    if (!g) { problems.push(`${n.id} is not drawn`); continue; }
+    const box = g.querySelector('.box').getBoundingClientRect();
+    const lines = [...g.querySelectorAll('.title')];
+    const text = lines.map((t) => t.textContent).join('');
+    if (text.replace(/\s/g, '') !== String(want).replace(/\s/g, '')) problems.push(`${n.id} shows "${text}" for "${want}"`);
+    for (const t of lines) {
+      const r = t.getBoundingClientRect(), px = parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a;
+      if (r.right > box.right + 0.5 || r.bottom > box.bottom + 0.5) problems.push(`${n.id}: "${t.textContent}" goes past its box`);
+      if (px < minPx - 0.01) problems.push(`${n.id}: "${t.textContent}" is ${px.toFixed(1)} px`);
+    }
+  }
   return problems;
 }

@@ -30,17 +30,17 @@ const typeInfo = (type) => TYPE_INFO[type] || { title: type, colour: 'var(--vwf-
  * `output_view` in GET /schema) is used instead. */
 const VIEW_BASE = ['text', 'data', 'words', 'chars', 'lines'];
 const OUTPUT_VIEW = {
-  agent: ['model', 'tokens', 'usage', 'cost', 'error'],
+  agent: ['model', 'tokens', 'usage', 'cost', 'currency', 'tool_calls', 'tool_usage', 'tool_cost', 'edited', 'error'],
   condition: ['value'],
-  approval: ['answer'],
+  approval: ['answer', 'fields', 'by'],
   output: ['collected', 'deliveries', 'error'],
-  command: ['exit_code', 'stderr', 'stdout', 'error'],
+  command: ['exit_code', 'stderr', 'stdout', 'edited', 'error'],
   http: ['status', 'headers', 'body', 'error'],
   loop: ['items', 'count'],
   wait: ['resumed_at'],
   emit: ['event', 'runs', 'resumed', 'error'],
   wait_event: ['event', 'payload', 'timed_out'],
-  design: ['run_id', 'design', 'status', 'outputs', 'error'],
+  design: ['run_id', 'design', 'status', 'outputs', 'usage', 'cost', 'currency', 'error'],
 };
 /** The fields of a `type` step's output view, the base ones first. */
 function outputViewOf(type) {

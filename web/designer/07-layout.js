@@ -4,14 +4,16 @@
 // for edge labels that no node covers.
 // Invariants: positions of nodes without x/y are kept outside the graph (autoPos), so opening or
 // editing fields does not rewrite the JSON; Tidy (one undoable change) writes them, and so does a
-// change that adds, removes, connects or moves nodes (so no other node moves with it). Layers run left to right, so
-// branches use the vertical dimension. An edge is drawn on the first clear route of: the points
-// of the last layered layout (while both its nodes stay where that layout put them), a curve
-// from port to port, an orthogonal route around every node box (a shortest path with few
-// bends, found with A* on the lines that run along the boxes at ROUTE_GAP).
+// change that adds, removes, connects or moves nodes (so no other node moves with it). Layers
+// run left to right, so branches use the vertical dimension; a long layout is cut into rows of
+// whole layers, one under the other, where that lets Fit show the nodes larger in the canvas
+// (wrapRows). An edge is drawn on the first clear route of: the points of the last layered
+// layout (while both its nodes stay where that layout put them), a curve from port to port, an
+// orthogonal route around every node box (a shortest path with few bends, found with A* on the
+// lines that run along the boxes at ROUTE_GAP).
 // ---------------------------------------------------------------------------------------------
 const LAYERED = { rankdir: 'LR', ranksep: 64, nodesep: 40, edgesep: 20, marginx: 0, marginy: 0 };
-const ROUTE_GAP = 16, ROUTE_BEND = 30, LABEL_H = 18, ORIGIN = 40;
+const ROUTE_GAP = 16, ROUTE_BEND = 30, LABEL_H = 18, ORIGIN = 40, ROW_GAP = 48, MAX_ROWS = 12;
 /** The last layered layout: the positions it gave (by node index) and its edge points (by edge
  * index), valid for the edges it was made for. */
 let layoutPlan = null;
@@ -22,11 +24,40 @@ function edgeLabelText(e) { return e.label !== undefined && e.label !== null && 
 function labelWidth(text) { return text.length * 6.6 + 12; }
 function boxOf(n) { const p = pos(n), s = sizeOf(n); return { x: p.x, y: p.y, w: s.w, h: s.h }; }
 
-/** Lays out `list` (node objects of the graph): the nodes with edges in layers by dagre, the
- * notes in a row above them. Answers top-left positions (in the order of `list`) from (ORIGIN,
- * ORIGIN) and the edge points by edge index, in the same coordinates. */
+/** Lays out `list` (node objects of the graph): the nodes with edges in layers by dagre, wrapped
+ * into rows when that shows them larger in the canvas (see wrapRows), the notes in rows above
+ * them. Answers top-left positions (in the order of `list`) from (ORIGIN, ORIGIN) and the edge
+ * points by edge index, in the same coordinates. */
 function arrange(list) {
   const flow = list.filter((n) => n.type !== 'note'), notes = list.filter((n) => n.type === 'note');
+  const { at, points } = wrapRows(flow, layered(flow));
+  // Notes above the flow, left to right, in rows as wide as the flow.
+  let x1 = 0, y0 = 0;
+  for (const p of at.values()) y0 = Math.min(y0, p.y);
+  for (const [n, p] of at) x1 = Math.max(x1, p.x + sizeOf(n).w);
+  let nx = 0, ny = 0, rowH = 0;
+  const placed = [];
+  for (const n of notes) {
+    const s = sizeOf(n);
+    if (nx > 0 && nx + s.w > Math.max(x1, NOTE_W)) { nx = 0; ny += rowH + 24; rowH = 0; }
+    placed.push([n, { x: nx, y: ny }]);
+    nx += s.w + 24; rowH = Math.max(rowH, s.h);
+  }
+  for (const [n, p] of placed) at.set(n, { x: p.x, y: y0 - (ny + rowH + 40) + p.y });
+  let x0 = Infinity, top = Infinity;
+  for (const p of at.values()) { x0 = Math.min(x0, p.x); top = Math.min(top, p.y); }
+  const dx = ORIGIN - (isFinite(x0) ? x0 : 0), dy = ORIGIN - (isFinite(top) ? top : 0);
+  // Whole numbers for positions; edge points move with their nodes' rounding.
+  const shift = new Map();
+  for (const [n, p] of at) shift.set(n, { x: Math.round(p.x + dx), y: Math.round(p.y + dy) });
+  for (const pts of points.values()) for (const p of pts) { p.x += dx; p.y += dy; }
+  return { at: list.map((n) => shift.get(n)), points };
+}
+
+/** The layered layout of `flow` (nodes without notes) by dagre, left to right, with its branches
+ * ordered (branchOrder): top-left positions by node and the points of the edges among them by
+ * edge index, in dagre's coordinates. */
+function layered(flow) {
   const g = new dagre.graphlib.Graph({ multigraph: true });
   g.setGraph({ ...LAYERED });
   const keyOf = new Map(), byId = new Map();
@@ -52,21 +83,89 @@ function arrange(list) {
   const points = new Map();
   for (const ed of g.edges()) points.set(Number(ed.name.slice(1)), g.edge(ed).points.map((p) => ({ x: p.x, y: p.y })));
   branchOrder(flow, at, points);
-  // Notes above the flow, left to right.
-  const noteTop = notes.length ? Math.max(...notes.map((n) => sizeOf(n).h)) + 40 : 0;
-  let nx = 0;
-  for (const n of notes) { at.set(n, { x: nx, y: -noteTop }); nx += sizeOf(n).w + 24; }
-  let x0 = Infinity, y0 = Infinity;
-  for (const p of at.values()) { x0 = Math.min(x0, p.x); y0 = Math.min(y0, p.y); }
-  const dx = ORIGIN - (isFinite(x0) ? x0 : 0), dy = ORIGIN - (isFinite(y0) ? y0 : 0);
-  // Whole numbers for positions; edge points move with their nodes' rounding.
-  const shift = new Map();
-  for (const [n, p] of at) {
-    const q = { x: Math.round(p.x + dx), y: Math.round(p.y + dy) };
-    shift.set(n, q);
+  return { at, points };
+}
+
+/** The room the canvas gives a layout at Fit, in the design's units at zoom 1 (Fit keeps a
+ * 40-pixel margin); a usual window's canvas when the canvas is not shown. */
+function roomForLayout() {
+  const r = canvasEl.getBoundingClientRect();
+  return r.width > 200 && r.height > 200 ? { w: r.width - 80, h: r.height - 80 } : { w: 1100, h: 760 };
+}
+
+/** A long layered layout cut into rows: the layers (columns of the left-to-right layout) in runs
+ * of consecutive layers, each run laid out again on its own and put under the one before,
+ * ROW_GAP apart (the edges from one row to a later one go round through those gaps). Of one to
+ * MAX_ROWS rows, the cut whose Fit would show the nodes largest (up to full size) wins, the
+ * fewest rows among near-equals; so a long chain wraps into rows that fill the canvas, and a
+ * branch stays together within its rows. `whole` is layered(flow). */
+function wrapRows(flow, whole) {
+  const layer = layersOf(flow), count = Math.max(0, ...layer.values()) + 1;
+  const room = roomForLayout();
+  let best = { ...whole, score: scoreOf(extentOf(whole), room) };
+  // Cut into runs of as many layers each, or of as many nodes each (a layer goes where the nodes
+  // before it put it).
+  const before = [];
+  for (let l = 0, sum = 0; l < count; l++) { before.push(sum); sum += flow.filter((n) => layer.get(n) === l).length; }
+  const ways = [(l, rows) => Math.floor((l * rows) / count), (l, rows) => Math.floor((before[l] * rows) / flow.length)];
+  for (let rows = 2; rows <= Math.min(MAX_ROWS, count); rows++) {
+    for (const rowOf of ways) {
+      const cuts = [];
+      for (let j = 0; j < rows; j++) cuts.push(flow.filter((n) => rowOf(layer.get(n), rows) === j));
+      const made = stackRows(cuts.filter((c) => c.length).map((c) => layered(c)));
+      const score = scoreOf(extentOf(made), room);
+      if (score > best.score * 1.03) best = { ...made, score };
+    }
   }
-  for (const pts of points.values()) for (const p of pts) { p.x += dx; p.y += dy; }
-  return { at: list.map((n) => shift.get(n)), points };
+  return best;
+}
+
+/** Each node's layer: the most edges on a path to it from a node nothing leads to (the edges that
+ * close a cycle left out). */
+function layersOf(flow) {
+  const byId = new Map(), kids = new Map(flow.map((n) => [n, []])), led = new Set();
+  for (const n of flow) if (!byId.has(n.id)) byId.set(n.id, n);
+  for (const e of edges()) {
+    const a = isObj(e) ? byId.get(e.from) : null, b = isObj(e) ? byId.get(e.to) : null;
+    if (a && b && a !== b) { kids.get(a).push(b); led.add(b); }
+  }
+  // Depth first from the nodes nothing leads to: reversed, the order in which nodes were left is
+  // one where every edge but those back to a node still open goes forward.
+  const seen = new Set(), order = [];
+  const visit = (n) => { seen.add(n); for (const k of kids.get(n)) if (!seen.has(k)) visit(k); order.push(n); };
+  for (const n of [...flow.filter((m) => !led.has(m)), ...flow]) if (!seen.has(n)) visit(n);
+  order.reverse();
+  const at = new Map(order.map((n, i) => [n, i])), layer = new Map(flow.map((n) => [n, 0]));
+  for (const n of order) for (const k of kids.get(n)) if (at.get(k) > at.get(n)) layer.set(k, Math.max(layer.get(k), layer.get(n) + 1));
+  return layer;
+}
+
+/** Rows (layered layouts) one under the other, each from the left, ROW_GAP apart. */
+function stackRows(rows) {
+  const at = new Map(), points = new Map();
+  let y = 0;
+  for (const row of rows) {
+    const b = extentOf(row);
+    const dx = -b.x0, dy = y - b.y0;
+    for (const [n, p] of row.at) at.set(n, { x: p.x + dx, y: p.y + dy });
+    for (const [i, pts] of row.points) points.set(i, pts.map((p) => ({ x: p.x + dx, y: p.y + dy })));
+    y += b.y1 - b.y0 + ROW_GAP;
+  }
+  return { at, points };
+}
+
+/** The box around a layout's nodes and edge points. */
+function extentOf({ at, points }) {
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  const add = (x, y) => { x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y); };
+  for (const [n, p] of at) { const s = sizeOf(n); add(p.x, p.y); add(p.x + s.w, p.y + s.h); }
+  for (const pts of points.values()) for (const p of pts) add(p.x, p.y);
+  return isFinite(x0) ? { x0, y0, x1, y1 } : { x0: 0, y0: 0, x1: 0, y1: 0 };
+}
+
+/** How large Fit would show a layout of extent `b` in `room`: its zoom, at most 1. */
+function scoreOf(b, room) {
+  return Math.min(1, room.w / Math.max(1, b.x1 - b.x0 + 2 * ROUTE_GAP), room.h / Math.max(1, b.y1 - b.y0 + 2 * ROUTE_GAP));
 }
 
 /** The port a node's edge leaves, for ordering: its index, the middle for a label no port has. */

@@ -19,20 +19,37 @@ function h(tag, attrs = {}, ...children) {
   for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
   return e;
 }
-function clip(s, n) {
-  s = String(s ?? '').replace(/\s+/g, ' ').trim();
-  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+/** The start of `text` with its white space made single spaces, trimmed: at most `limit`
+ * characters, and whether any of the text was left off (`cut`). It reads `text` only as far as
+ * it answers (a word at a time, each word at most 256 characters at once), so a field of a
+ * million characters costs what its start does. */
+function headOf(text, limit) {
+  const raw = String(text ?? ''), piece = /\S{1,256}/g;
+  let out = '', end = -1, m;
+  while (out.length <= limit && (m = piece.exec(raw))) {
+    out += (out && m.index !== end ? ' ' : '') + m[0];
+    end = piece.lastIndex;
+  }
+  return out.length > limit ? { text: out.slice(0, limit), cut: true } : { text: out, cut: false };
 }
+/** `s` on one line of at most `n` characters, shortened with an ellipsis. */
+function clip(s, n) {
+  const head = headOf(s, n);
+  return head.cut ? head.text.slice(0, n - 1) + '…' : head.text;
+}
+/** `text` in at most `maxLines` lines of at most `width` characters (by words), the last one
+ * ending with an ellipsis when text is left over. Reads the words only as far as they fill. */
 function wrap(text, width, maxLines) {
-  const words = String(text ?? '').split(/\s+/).filter(Boolean);
+  const word = /\S+/g, raw = String(text ?? '');
   const lines = [];
-  let line = '';
-  for (const w of words) {
+  let line = '', more = false, m;
+  while ((m = word.exec(raw))) {
+    const w = m[0];
     if ((line + ' ' + w).trim().length > width && line) { lines.push(line); line = w; } else line = (line + ' ' + w).trim();
-    if (lines.length >= maxLines) break;
+    if (lines.length >= maxLines) { more = true; break; }
   }
   if (line && lines.length < maxLines) lines.push(line);
-  if (lines.length === maxLines && words.join(' ').length > lines.join(' ').length) lines[maxLines - 1] = clip(lines[maxLines - 1] + ' …', width);
+  if (more) lines[maxLines - 1] = clip(lines[maxLines - 1] + ' …', width);
   return lines.map((l) => clip(l, width));
 }
 function noteHeight(node) {
@@ -84,16 +101,121 @@ function drawStripe(g, n, size) {
   g.append(el('path', { class: 'stripe', d, style: `fill: ${stripe}` }));
 }
 
-/** A node drawn for the overview (zoomed out past readable text): its title only, in letters
- * that stay OVERVIEW_PX high on screen, wrapped into the box. */
-function drawOverview(g, n, size) {
-  if (n.type !== 'note') drawStripe(g, n, size);
-  const k = Math.pow(ZOOM_STEP, zoomStep), f = OVERVIEW_PX / k;
-  const perLine = Math.max(3, Math.floor((size.w - 22) / (f * 0.68))), lines = Math.max(1, Math.floor((size.h - 6) / (f * 1.15)));
-  const title = n.type === 'note' ? (n.label || n.text || 'note') : (n.label || n.id);
-  const shown = wrap(title, perLine, lines);
-  const top = (size.h - shown.length * f * 1.15) / 2 + f * 0.9;
-  shown.forEach((line, i) => g.append(el('text', { class: 'title overview', x: n.type === 'note' ? 10 : 14, y: top + i * f * 1.15, style: `font-size: ${f.toFixed(1)}px` }, document.createTextNode(line))));
+/** The width of `text` in `px`-high letters of the canvas's font (bold for a title), measured
+ * once per text and size (the texts measured are short: see fitChars). */
+const measureCtx = document.createElement('canvas').getContext('2d');
+const measured = new Map();
+function textWidth(text, px, bold) {
+  const key = `${bold ? 'b' : ''}${px.toFixed(2)}|${text}`;
+  if (!measured.has(key)) {
+    if (measured.size > 20000) measured.clear();
+    measureCtx.font = `${bold ? 600 : 400} ${px}px ${getComputedStyle(document.body).fontFamily}`;
+    measured.set(key, measureCtx.measureText(text).width);
+  }
+  return measured.get(key);
+}
+
+/** The narrowest letter of the canvas's font, as a share of its height (an `i` is about 0.28). */
+const NARROWEST = 0.2;
+/** The most characters `lines` lines `width` wide can show in `px`-high letters: what of a
+ * field is measured and wrapped at most, however long the field is. */
+function fitChars(width, lines, px) { return Math.ceil((lines * Math.max(0, width)) / (px * NARROWEST)) + lines; }
+
+/** The longest start of `s` (at least one character) for which `ok` holds, by halving: widths
+ * grow with the characters, so this measures a few starts instead of every one. */
+function longestStart(s, ok) {
+  let lo = 1, hi = s.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (ok(s.slice(0, mid))) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** `text` in lines no wider than `width` at `px` (a word wider than that is split), as far as a
+ * box of `most` lines needs: {lines, whole}, whole when they hold all of it and are no more than
+ * `most`. Else the lines go on past the `most`-th for a line's worth of text (what the last line
+ * shown, cut with an ellipsis, needs), or end with a line '…' where the text goes on unmeasured:
+ * only its start that could fit is wrapped (fitChars). */
+function wrapWhole(text, width, px, bold, most) {
+  const head = headOf(text, fitChars(width, most + 1, px)), after = fitChars(width, 1, px);
+  const fits = (s) => textWidth(s, px, bold) <= width;
+  const lines = [];
+  const enough = () => lines.length > most && lines.slice(most - 1).join(' ').length > after;
+  let line = '', stopped = false;
+  for (let word of head.text.split(' ').filter(Boolean)) {
+    if (enough()) { stopped = true; break; }
+    if (line && fits(line + ' ' + word)) { line += ' ' + word; continue; }
+    if (line) lines.push(line);
+    while (word.length > 1 && !enough() && !fits(word)) {
+      const i = longestStart(word.slice(0, -1), fits);
+      lines.push(word.slice(0, i));
+      word = word.slice(i);
+    }
+    line = word;
+  }
+  if (line) lines.push(line);
+  if (head.cut && !stopped) lines.push('…');
+  return { lines, whole: !head.cut && lines.length <= most };
+}
+
+/** `text` on one line no wider than `width` at `px`, shortened with an ellipsis (measuring only
+ * its start that could fit, a few times: see longestStart). */
+function clipTo(text, width, px, bold) {
+  const head = headOf(text, fitChars(width, 1, px)), s = head.text;
+  if (!head.cut && textWidth(s, px, bold) <= width) return s;
+  return s.slice(0, longestStart(s, (t) => textWidth(t + '…', px, bold) <= width)).trimEnd() + '…';
+}
+
+/** The title a node shows: its label, else its id (a note: its label only). */
+function titleOf(n) { return n.type === 'note' ? (n.label ? String(n.label) : '') : String(n.label || n.id); }
+
+/** The lines of text a node shows when drawn for zoom `kd` (see drawZoom): its whole title, in
+ * letters at least TITLE_PX high on screen, then, while the box has room, its type line and what
+ * it does (a note: its text), at least DETAIL_PX high. Each line: {cls, text, x, y, px}. A title
+ * the box cannot hold whole at that size is drawn smaller, and cut only below SMALLEST_PX. */
+function nodeLines(n, size, kd) {
+  const note = n.type === 'note', x = note ? 10 : 16, width = size.w - x - 8;
+  const bottom = size.h - 3, out = [];
+  let y = 0;
+  const title = titleOf(n);
+  if (title) {
+    // How many title lines of `p`-high letters the box holds (at least one, to be cut).
+    const room = (p) => Math.max(1, Math.floor((bottom - 0.95 * p - 8.6 - 0.22 * p) / (1.2 * p)) + 1);
+    const fits = (p, w) => w.whole && 0.95 * p + 8.6 + (w.lines.length - 1) * 1.2 * p + 0.22 * p <= bottom;
+    let px = Math.max(13, TITLE_PX / kd), wrapped = wrapWhole(title, width, px, true, room(px));
+    for (let screen = TITLE_PX - 1; !fits(px, wrapped) && screen >= SMALLEST_PX; screen--) { px = Math.max(9, screen / kd); wrapped = wrapWhole(title, width, px, true, room(px)); }
+    let lines = wrapped.lines;
+    if (!fits(px, wrapped)) {
+      const keep = room(px);
+      lines = [...lines.slice(0, keep - 1), clipTo(lines.slice(keep - 1).join(' '), width, px, true)];
+    }
+    lines.forEach((text, i) => { y = 0.95 * px + 8.6 + i * 1.2 * px; out.push({ cls: 'title' + (kd < FULL_K ? ' overview' : ''), text, x, y, px }); });
+  }
+  const px = Math.max(11, DETAIL_PX / kd);
+  // A note's text: the lines its box can hold, and more when text is left over.
+  const body = note ? wrapWhole(n.text, width, px, false, Math.ceil(size.h / (1.45 * px)) + 1).lines : [];
+  if (note && !body.length && !title) body.push('(empty note)');
+  const more = note ? body.map((t) => ['detail', t]) : [['sub', n.label ? `${n.type} · ${n.id}` : String(n.type)], ['detail', summary(n)]];
+  for (const [cls, text] of more) {
+    const next = y ? y + (note ? 1.45 : 1.5) * px : 0.95 * px + 8.6;
+    if (!text || next + 0.25 * px > bottom) {
+      // A note's text that goes on past its box ends with an ellipsis.
+      const last = out[out.length - 1];
+      if (text && note && last && last.cls === 'detail') last.text = clipTo(last.text + ' …', width, px, false);
+      break;
+    }
+    y = next;
+    out.push({ cls, text: clipTo(text, width, px, false), x, y, px });
+  }
+  return out;
+}
+
+/** The node's text (see nodeLines), for the zoom the canvas is drawn for. */
+function drawText(g, n, size) {
+  const kd = drawZoom();
+  const lines = nodeLines(n, size, kd).map((l) => el('text', { class: l.cls, x: l.x, y: l.y.toFixed(1), style: kd < FULL_K ? `font-size: ${l.px.toFixed(1)}px` : undefined }, document.createTextNode(l.text)));
+  g.append(el('g', { 'clip-path': n.type === 'note' ? undefined : 'url(#clip-text)' }, ...lines));
 }
 
 function edgeIssues(index) {
@@ -135,21 +257,8 @@ function drawNode(n, index) {
   });
   g.append(el('title', {}, document.createTextNode(`${n.label ? n.label + ' — ' : ''}${n.type} ${n.id}${summary(n) ? '\n' + summary(n) : ''}`)));
   g.append(el('rect', { class: 'box', width: size.w, height: size.h, rx: 8 }));
-  if (zoomStep !== null) drawOverview(g, n, size);
-  else if (n.type === 'note') {
-    let y = 20;
-    if (n.label) { g.append(el('text', { class: 'title', x: 10, y }, document.createTextNode(clip(n.label, 24)))); y += 17; }
-    const lines = wrap(n.text, 28, 5);
-    if (!lines.length && !n.label) lines.push('(empty note)');
-    for (const line of lines) { g.append(el('text', { class: 'detail', x: 10, y }, document.createTextNode(line))); y += 16; }
-  } else {
-    drawStripe(g, n, size);
-    // Text is shortened with an ellipsis, and clipped to the box whatever the font's widths.
-    g.append(el('g', { 'clip-path': 'url(#clip-text)' },
-      el('text', { class: 'title', x: 16, y: 21 }, document.createTextNode(clip(n.label || n.id, 21))),
-      el('text', { class: 'sub', x: 16, y: 37 }, document.createTextNode(clip(n.label ? `${n.type} · ${n.id}` : String(n.type), 27))),
-      el('text', { class: 'detail', x: 16, y: 54 }, document.createTextNode(clip(summary(n), 25)))));
-  }
+  if (n.type !== 'note') drawStripe(g, n, size);
+  drawText(g, n, size);
   if (n.type !== 'note') {
     if (state && state.state) {
       // A pill above the box's right corner: the step's state in words, besides its colour.
@@ -166,8 +275,9 @@ function drawNode(n, index) {
     }
     // The step's output in the run shown, right under the node (a step run alone shows here).
     const out = runState && isObj(runState.outputs) ? runState.outputs[n.id] : undefined;
-    if (out !== undefined && zoomStep === null) {
-      g.append(el('text', { class: 'out-preview', x: 4, y: size.h + 13, 'data-testid': 'out-' + n.id }, document.createTextNode('→ ' + clip(outputText(out).replace(/\s+/g, ' '), 30))));
+    if (out !== undefined) {
+      const px = Math.max(10.5, DETAIL_PX / drawZoom());
+      g.append(el('text', { class: 'out-preview', x: 4, y: (size.h + 2.5 + px).toFixed(1), style: `font-size: ${px.toFixed(1)}px`, 'data-testid': 'out-' + n.id }, document.createTextNode('→ ' + clip(outputText(out).replace(/\s+/g, ' '), Math.max(8, Math.floor((30 * 10.5) / px))))));
     }
     if (hasInput(n)) {
       g.append(el('g', { class: 'port port-in', 'data-testid': 'port-in-' + n.id, transform: `translate(0,${size.h / 2})` },

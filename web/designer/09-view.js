@@ -1,21 +1,49 @@
 // ---------------------------------------------------------------------------------------------
-// View: pan and zoom, Fit, the overview drawing when zoomed out, the minimap, full screen.
-// Invariant: Fit shows every node (and every edge's route). Below READABLE_K a node's 13-px
-// title would be under 10 px on screen, so nodes are drawn in the overview form instead: only
-// their title, in letters at least OVERVIEW_PX high on screen (zoomStep names the zoom that form
-// was drawn for, null when nodes are drawn in full).
+// View: pan and zoom, Fit, semantic zoom, the minimap, full screen.
+// Invariants: from Fit's zoom up, titles are whole and never under TITLE_PX on screen (zoomed out
+// further by hand they shrink, and are cut last). At FULL_K and above nodes are drawn at
+// full size; below it (zoomStep names the step of the zoom ladder the canvas was drawn for, null
+// at full size) their text is drawn larger for that step, so a node shows what its box has room
+// for: its whole title first, then its type line and what it does. Fit shows every node at the
+// largest zoom that fits, but never below readableK (the zoom at which every title fits its box
+// whole); a design too large for that is shown from its start, and the minimap moves the view.
 // ---------------------------------------------------------------------------------------------
-const READABLE_K = 0.75, OVERVIEW_PX = 9, ZOOM_STEP = 1.25, MIN_K = 0.05, MAX_K = 2.5;
+/** FULL_K: the zoom at which a full-size title's 13-px letters are TITLE_PX on screen. */
+const TITLE_PX = 11, DETAIL_PX = 10, SMALLEST_PX = 6, FULL_K = TITLE_PX / 13;
+const LADDER = 6, MIN_K = 0.05, MAX_K = 2.5;
 let zoomStep = null;
+
+/** The zoom the canvas's text is drawn for: 1 at full size, else the step of the ladder (six steps
+ * a doubling) at or below the view's zoom. */
+function drawZoom() { return zoomStep === null ? 1 : Math.pow(2, zoomStep / LADDER); }
+/** The step of the ladder at or below zoom `k`; null from FULL_K up. */
+function stepOf(k) { return k >= FULL_K ? null : Math.floor(Math.log2(k) * LADDER + 1e-9); }
 
 function applyView() {
   viewportEl.setAttribute('transform', `translate(${view.x},${view.y}) scale(${view.k})`);
   $('zoom-level').textContent = `${Math.round(view.k * 100)}%`;
   placeNoteEditor();
   $('grid').setAttribute('patternTransform', `translate(${view.x},${view.y}) scale(${view.k})`);
-  const step = view.k >= READABLE_K ? null : Math.floor(Math.log(view.k) / Math.log(ZOOM_STEP) + 1e-9);
+  const step = stepOf(view.k);
   if (step !== zoomStep) { zoomStep = step; render(); return; }
   updateMinimap();
+}
+
+/** The smallest zoom (a step of the ladder, FULL_K at most) at which every node's title fits its
+ * box whole in letters TITLE_PX high: where Fit stops shrinking. */
+function readableK() {
+  const list = nodes().filter((n) => isObj(n) && titleOf(n));
+  const whole = (k) => list.every((n) => {
+    const size = sizeOf(n), lines = nodeLines(n, size, k).filter((l) => l.cls.startsWith('title'));
+    return lines.length && lines.every((l) => l.px * k >= TITLE_PX - 0.01) && lines.map((l) => l.text).join('').replace(/\s/g, '') === titleOf(n).replace(/\s/g, '');
+  });
+  let best = FULL_K;
+  for (let step = stepOf(FULL_K * 0.999); step >= -LADDER * 3; step--) {
+    const k = Math.pow(2, step / LADDER);
+    if (!whole(k)) break;
+    best = k;
+  }
+  return best;
 }
 
 /** The box around every node and edge route, or null for an empty design. */
@@ -28,13 +56,25 @@ function designBounds() {
   return { x0, y0, x1, y1 };
 }
 
+/** Fit: the whole design in view, as large as fits (at most 120 %), never below readableK; a
+ * design larger than that is shown from its top left (what does not fit is centred). */
 function fit() {
   const r = canvasEl.getBoundingClientRect();
   const b = designBounds();
   if (!b || !r.width || !r.height) { view = { x: 0, y: 0, k: 1 }; applyView(); return; }
-  const m = 40;
-  const k = Math.max(MIN_K, Math.min(1.2, (r.width - 2 * m) / (b.x1 - b.x0), (r.height - 2 * m) / (b.y1 - b.y0)));
-  view = { k, x: (r.width - (b.x1 - b.x0) * k) / 2 - b.x0 * k, y: (r.height - (b.y1 - b.y0) * k) / 2 - b.y0 * k };
+  const m = 40, w = b.x1 - b.x0, hgt = b.y1 - b.y0;
+  const k = Math.max(MIN_K, Math.min(1.2, Math.max(readableK(), Math.min((r.width - 2 * m) / w, (r.height - 2 * m) / hgt))));
+  const place = (room, size, start) => (size * k <= room - 2 * m ? (room - size * k) / 2 : m) - start * k;
+  view = { k, x: place(r.width, w, b.x0), y: place(r.height, hgt, b.y0) };
+  applyView();
+}
+
+/** Puts `node` in the middle of the view, at the zoom it has. */
+function centerOn(node) {
+  if (!node) return;
+  const r = canvasEl.getBoundingClientRect(), b = boxOf(node);
+  view.x = r.width / 2 - (b.x + b.w / 2) * view.k;
+  view.y = r.height / 2 - (b.y + b.h / 2) * view.k;
   applyView();
 }
 

@@ -117,7 +117,44 @@ $('btn-zoom-reset').addEventListener('click', () => {
   zoomTo(1, r.width / 2, r.height / 2);
 });
 
+/** The node types whose name or title holds `query` (those beginning with it first), in the
+ * palette's order; every type for no words. */
+function typesMatching(query) {
+  const q = String(query ?? '').trim().toLowerCase();
+  const words = (type) => [type.toLowerCase(), typeInfo(type).title.toLowerCase()];
+  const begins = TYPES.filter((t) => words(t).some((w) => w.startsWith(q)));
+  return [...begins, ...TYPES.filter((t) => !begins.includes(t) && words(t).some((w) => w.includes(q)))];
+}
+
+/** Shows the palette's types that its search box's words match (name, title or what it does);
+ * Enter in the box adds the first one shown, Escape empties it. */
+function filterPalette() {
+  const q = $('palette-search').value.trim().toLowerCase();
+  const shown = new Set(typesMatching(q));
+  for (const b of $('palette').querySelectorAll('.palette-item')) {
+    b.hidden = !!q && !shown.has(b.dataset.type) && !typeInfo(b.dataset.type).about.toLowerCase().includes(q);
+  }
+  $('palette-none').hidden = !q || [...$('palette').querySelectorAll('.palette-item')].some((b) => !b.hidden);
+}
+
+/** The palette's search box (made once, above the types). */
+function paletteSearch() {
+  if ($('palette-search')) return;
+  const box = h('input', { id: 'palette-search', type: 'search', 'data-testid': 'palette-search', placeholder: 'Search types', 'aria-label': 'Search the node types; Enter adds the first one', spellcheck: 'false', autocomplete: 'off' });
+  box.addEventListener('input', filterPalette);
+  box.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && box.value) { e.preventDefault(); e.stopPropagation(); box.value = ''; filterPalette(); }
+    if (e.key !== 'Enter') return;
+    e.preventDefault();
+    const first = [...$('palette').querySelectorAll('.palette-item')].find((b) => !b.hidden);
+    if (first) addNode(first.dataset.type);
+  });
+  $('palette').before(box);
+  $('palette').after(h('p', { id: 'palette-none', class: 'muted', 'data-testid': 'palette-none', text: 'No type matches.', hidden: true }));
+}
+
 function buildPalette() {
+  paletteSearch();
   const box = $('palette');
   box.replaceChildren();
   for (const type of TYPES) {
@@ -155,5 +192,6 @@ function buildPalette() {
     });
     box.append(b);
   }
+  filterPalette();
 }
 

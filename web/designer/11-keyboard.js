@@ -13,6 +13,7 @@ document.addEventListener('keydown', (e) => {
   }
   const mod = e.ctrlKey || e.metaKey;
   const key = e.key.toLowerCase();
+  if (mod && key === 'k') { e.preventDefault(); openFind(); return; }
   if (mod && key === 's') { e.preventDefault(); if (!READ_ONLY) { closeNoteEditor(true); save(); } return; }
   if (typing) return;
   if (mod && key === 'z') { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
@@ -20,6 +21,7 @@ document.addEventListener('keydown', (e) => {
   if (mod && key === 'a') { e.preventDefault(); selectAll(); return; }
   if (mod && key === 'd') { e.preventDefault(); duplicateSelection(); return; }
   if (mod) return; // Ctrl+C / Ctrl+V: the copy and paste events
+  if (e.key === '/') { e.preventDefault(); openFind(); return; }
   if (e.key === '?') { e.preventDefault(); $('dlg-keys').showModal(); return; }
   if (e.key === 'Delete' || e.key === 'Backspace') { if (sel) { e.preventDefault(); deleteSelection(); } return; }
   const onCanvas = t === canvasEl || t === document.body;

@@ -67,6 +67,7 @@ function showRefusal(body) {
 
 async function save() {
   if (!SERVED) { say('Saving needs the server: export the JSON instead', 'bad'); return { ok: false, error: 'offline' }; }
+  if (READ_ONLY) { say('A read-only view is not saved', 'bad'); return { ok: false, error: 'read-only' }; }
   const name = $('design-name').value.trim();
   setName(name);
   if (!name) { say('Give the design a name first', 'bad'); $('design-name').focus(); return { ok: false, error: 'the design has no name' }; }
@@ -101,6 +102,7 @@ function readRunInput() {
  * has started, then colours the canvas as its steps settle. */
 async function run(input, scope = {}) {
   if (!SERVED) { say('Running needs the server (vwf serve)', 'bad'); return { ok: false, error: 'offline' }; }
+  if (READ_ONLY) { say('A read-only view is not run', 'bad'); return { ok: false, error: 'read-only' }; }
   if (input === undefined) {
     const given = readRunInput();
     if (given.error) { say(given.error, 'bad'); return { ok: false, error: 'bad input' }; }
@@ -155,6 +157,7 @@ async function followRun(id, at) {
 }
 
 async function loadDesign(name) {
+  if (READ_ONLY) return false;
   const r = await api('GET', `/designs/${enc(name)}`);
   if (r.body && r.body.ok && isObj(r.body.graph)) {
     if (!runInput.trim() && r.body.graph.example_input !== undefined) runInput = JSON.stringify(r.body.graph.example_input, null, 2);

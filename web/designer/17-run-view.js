@@ -82,6 +82,7 @@ function kv(label, value) {
   return h('div', { class: 'field' }, h('label', { text: label }), typeof value === 'string' ? h('div', { text: value }) : value);
 }
 function renderRunPanel(box) {
+  if (VERSION) { renderVersionPanel(box); return; }
   const r = runState;
   if (!r) { box.append(h('p', { class: 'muted', text: runError ? 'Error: ' + runError : 'Loading the run…' })); return; }
   if (runError) box.append(h('p', { class: 'muted', text: runError }));

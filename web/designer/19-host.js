@@ -17,6 +17,10 @@ window.vwfDesigner = {
     return true;
   },
   getName: () => designName,
+  /** Whether nothing on the canvas can be edited or saved (a run, or a recorded version). */
+  isReadOnly: () => READ_ONLY,
+  /** The recorded version on show (`?version=`), or null. */
+  getVersion: () => VERSION,
   /** The run input box: {input} (undefined when empty), or {error} when it is not JSON. */
   getRunInput: readRunInput,
   setName: (n) => { setName(String(n ?? '')); renderPanel(); },

@@ -15,7 +15,8 @@ renderPanel();
 renderIssues();
 updateDirty();
 if (!SERVED) say('Opened from a file: import and export JSON; serve it with vwf serve to save and run');
-if (READ_ONLY) loadRun(true);
+if (RUN_ID) loadRun(true);
+else if (VERSION) loadVersion();
 else if (SERVED) {
   loadSchema();
   loadLists();

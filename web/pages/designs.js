@@ -2,7 +2,9 @@
 // embedded canvas (#/designer/<name>), with charts of how its runs went (overview.js). The canvas
 // is web/designer.html in embed mode (its own toolbar hidden); the buttons here read its graph
 // through `window.vwfDesigner` and call the API, so saving, validating and running always show
-// the server's verdict.
+// the server's verdict. `#/designer/<name>?version=N` shows recorded version N on the canvas
+// instead, read-only (the canvas in its version view), with a banner to restore it or compare it
+// with the newest.
 import { api, h, enc, navigate, say, issueList } from '../app.js';
 import { recentRuns } from './runs.js';
 import { versionsSection } from './versions.js';
@@ -10,6 +12,10 @@ import { runDialog } from './run-dialog.js';
 import { statsSection } from './overview.js';
 
 const BLANK = { nodes: [{ id: 'start', type: 'trigger', mode: 'manual', x: 40, y: 120 }], edges: [] };
+
+/** What the next design page says first: a restore made from a read-only version opens the
+ * design's newest version, and says there what it did. */
+let flash = null;
 
 export async function renderList(root) {
   const msg = h('div', { class: 'notice', hidden: true });
@@ -128,22 +134,27 @@ async function runDesign(name, input, button, msg, scope = {}) {
 
 export async function renderDesigner(root, page) {
   const [name] = page.params;
+  const shown = Number(page.query.get('version')) || null; // a recorded version, read-only
   const msg = h('div', { class: 'notice', hidden: true });
+  if (flash) say(msg, 'ok', flash);
+  flash = null;
   const state = h('span', { class: 'muted', id: 'design-state' }, 'loading the canvas…');
-  const loaded = await api('GET', `/designs/${enc(name)}`);
+  const loaded = await api('GET', shown ? `/designs/${enc(name)}/versions/${shown}` : `/designs/${enc(name)}`);
   if (!loaded.body.ok) {
-    root.append(h('h1', {}, name), h('p', { class: 'notice error' }, loaded.body.error), h('a', { href: '#/designs' }, '← Designs'));
+    root.append(h('h1', {}, name), h('p', { class: 'notice error' }, loaded.body.error),
+      shown ? h('p', {}, h('a', { href: `#/designer/${enc(name)}` }, `${name}, newest version`)) : null, h('a', { href: '#/designs' }, '← Designs'));
     return;
   }
   // What the server holds, as the canvas gives it once loaded: an edit is a difference from it.
   let lastSaved = loaded.body.graph;
   let dirty = false;
   const refreshState = () => {
-    dirty = !!designer() && !same(designer().getGraph(), lastSaved);
-    state.textContent = dirty ? 'unsaved changes' : 'saved';
+    dirty = !shown && !!designer() && !same(designer().getGraph(), lastSaved);
+    state.textContent = shown ? `version ${shown} (read-only)` : dirty ? 'unsaved changes' : 'saved';
   };
   page.guard = () => (dirty ? `${name} has unsaved changes. Leave without saving them?` : null);
-  const frame = h('iframe', { class: 'canvas', title: `Designer: ${name}`, src: `designer.html?design=${enc(name)}&embed=1` });
+  const at = shown ? `&version=${shown}` : '';
+  const frame = h('iframe', { class: 'canvas', title: shown ? `Designer: ${name}, version ${shown} (read-only)` : `Designer: ${name}`, src: `designer.html?design=${enc(name)}${at}&embed=1` });
   const designer = () => frame.contentWindow && frame.contentWindow.vwfDesigner;
   const pick = (node) => designer() && designer().select(node);
   const buttons = {
@@ -152,7 +163,8 @@ export async function renderDesigner(root, page) {
     run: h('button', { disabled: true, class: 'primary', onclick: () => run() }, 'Save & run'),
     test: h('button', { disabled: true, 'data-action': 'test-run', title: 'Save, then run with each pinned step giving its pinned output instead of running', onclick: () => run({ test: true }) }, 'Test run'),
   };
-  const setBusy = (busy) => Object.values(buttons).forEach((b) => { b.disabled = busy || !designer(); });
+  // A read-only version is neither saved nor run from here: its banner restores it first.
+  const setBusy = (busy) => Object.values(buttons).forEach((b) => { b.disabled = busy || !designer() || !!shown; });
 
   async function save() {
     setBusy(true);
@@ -243,8 +255,15 @@ export async function renderDesigner(root, page) {
     ready();
   });
 
-  // A restore saves on the server: the canvas then shows what it saved.
-  const versions = versionsSection(name, page, (graph) => {
+  // A restore saves on the server: the canvas then shows what it saved. Made from a read-only
+  // version, it opens the design (its newest version, now the restored content) to edit.
+  const versions = versionsSection(name, page, (graph, said) => {
+    if (shown) {
+      flash = said;
+      navigate(`#/designer/${enc(name)}`);
+      return;
+    }
+    if (!graph) return;
     if (designer()) designer().setGraph(graph);
     lastSaved = designer() ? designer().getGraph() : graph;
     refreshState();
@@ -255,9 +274,19 @@ export async function renderDesigner(root, page) {
       h('h1', {}, h('a', { href: '#/designs', class: 'muted' }, 'Designs'), ' / ', name), state),
     h('div', { class: 'toolbar' }, buttons.save, buttons.validate, buttons.run, buttons.test,
       h('a', { class: 'button', href: `#/schedules?design=${enc(name)}` }, 'Schedule…'),
-      h('a', { class: 'button', id: 'standalone', href: `designer.html?design=${enc(name)}`, target: '_blank', rel: 'noopener', title: 'The same canvas on a page of its own (save here first: it opens the saved design)' }, 'Open in the standalone designer'),
-      h('span', { class: 'muted small' }, 'Run input: in the canvas side panel, with nothing selected.')),
-    msg, frame, statsSection(name, page), versions.section, recentRuns(name, page));
+      h('a', { class: 'button', id: 'standalone', href: `designer.html?design=${enc(name)}${at}`, target: '_blank', rel: 'noopener', title: 'The same canvas on a page of its own (save here first: it opens the saved design)' }, 'Open in the standalone designer'),
+      shown ? null : h('span', { class: 'muted small' }, 'Run input: in the canvas side panel, with nothing selected.')),
+    msg, shown ? versionBanner(name, shown, versions) : null, frame, statsSection(name, page), versions.section, recentRuns(name, page));
+}
+
+/** Over a recorded version shown read-only: which it is, and what can be done with it. */
+function versionBanner(name, shown, versions) {
+  return h('div', { id: 'version-banner', class: 'version-banner' },
+    h('b', {}, `Version ${shown} (read-only)`),
+    h('span', { class: 'muted small' }, 'As it was saved: nothing here can be edited or saved.'),
+    h('button', { 'data-action': 'restore-version', title: 'Save this version\'s content as the newest version, then edit it', onclick: (e) => versions.restore(shown, e.currentTarget) }, 'Restore this version'),
+    h('button', { 'data-action': 'compare-version', title: 'The diff of this version against the newest', onclick: () => versions.compare(shown) }, 'Compare with now'),
+    h('a', { class: 'button', href: `#/designer/${enc(name)}` }, 'Edit the newest'));
 }
 
 /** Whether two graphs are the same JSON (what the canvas shows against what was last saved). */

@@ -3,10 +3,13 @@
 // recorded, and what the run waits for with the controls that answer it. Follows the run while it
 // is running or waiting with long-poll reads, so a change shows as soon as it is made, on any
 // instance (a gate answered elsewhere); stops when it settles. Every control calls the API and
-// shows the run the server answers.
+// shows the run the server answers. A gate with a form (`fields`) or steps a person may rewrite
+// (`edit`) shows them above its options; the server checks the answer whole.
 import { api, h, enc, badge, ago, when, elapsed, follow, say } from '../app.js';
 import { testMark, keyMark } from './runs.js';
 import { timelineSection } from './timeline.js';
+import { lineDiff } from './linediff.js';
+import { folded } from './versions.js';
 
 // A run in any other status may still change: it runs, waits, or is parked at a gate or an agent
 // step that someone may answer (here or on another instance).
@@ -31,6 +34,7 @@ export async function render(root, page) {
   root.append(head, meta, queue, problem, actions, msg, pending, frame, timeline.section, steps, outputs, deliveries);
 
   const open = new Set(); // output panels the user opened, kept open across refreshes
+  const openRows = new Set(); // the same for the originals of edited steps in the steps list
   let shown = { updated: null, status: null, pendingKey: null };
   let models = null; // whether an agent backend is configured (GET /profiles says), asked once
 
@@ -40,7 +44,7 @@ export async function render(root, page) {
   // its child runs read again).
   const ticker = setInterval(() => {
     if (!last || !moving(last)) return;
-    steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(last));
+    steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(last, openRows));
     timeline.show(last);
   }, 1000);
   page.onLeave(() => clearInterval(ticker));
@@ -83,7 +87,7 @@ export async function render(root, page) {
       SETTLED.includes(run.status) ? h('button', { id: 'retry-start', title: 'A new run of the design as saved now, with the same input', onclick: (e) => retryFromStart(e.target) }, 'Retry from start') : null,
       h('button', { onclick: () => refresh() }, 'Refresh'),
     ].filter(Boolean));
-    steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(run)); // elapsed times move on
+    steps.replaceChildren(h('h2', {}, 'Steps'), stepTable(run, openRows)); // elapsed times move on
     timeline.show(run); // not awaited: it reads the run's children and design version
     if (shown.updated !== run.updated_at) {
       // The canvas follows a run it sees moving; once it has shown a settled run it stops, so a
@@ -101,7 +105,8 @@ export async function render(root, page) {
       if (run.pending && run.pending.type === 'agent' && models === null) {
         models = Boolean((await api('GET', '/profiles')).body.backend);
       }
-      pending.replaceChildren(...(run.pending ? pendingBlock(run.pending) : []));
+      page.guard = null; // a gate's block sets its own: what typing into it would lose
+      pending.replaceChildren(...(run.pending ? pendingBlock(run.pending).filter(Boolean) : [])); // (replaceChildren writes a null as "null")
       pending.hidden = !run.pending;
     }
     // Said last, once the page shows everything about this status (what it waits for included):
@@ -132,6 +137,25 @@ export async function render(root, page) {
     }
   }
 
+  /** Answers gate `p` with option `o`: the form's values, the changed texts and who answers, as
+   * given. A json field that does not parse is said here and nothing is sent; anything else the
+   * server checks (a 400 is said the same way, and the form keeps what was typed). */
+  function answer(button, p, o, form, edit, by) {
+    const body = { node: p.node, answer: o };
+    if (form.asks) {
+      const values = form.values();
+      if (values.error) {
+        say(msg, 'error', `${JSON.stringify(p.node)}: ${values.error}`);
+        return;
+      }
+      body.fields = values.fields;
+    }
+    const edits = edit.changed();
+    if (Object.keys(edits).length) body.edits = edits;
+    if (by.name()) body.by = by.name();
+    act(button, 'respond', body);
+  }
+
   /** Starts a new run of the design's current version with this run's input and opens it. */
   async function retryFromStart(button) {
     button.disabled = true;
@@ -150,15 +174,21 @@ export async function render(root, page) {
   function pendingBlock(p) {
     const title = h('h2', {}, 'Waiting for ', h('code', {}, p.node));
     if (p.type === 'approval') {
-      // What the question is about: the text of each step (or of the input) it names.
-      const about = Object.entries(p.outputs || {});
+      // What the question is about: the text of each step (or of the input) it names; a step the
+      // person may rewrite shows once, in its editor.
+      const edit = gateEdits(p.edit);
+      const about = Object.entries(p.outputs || {}).filter(([node]) => !edit.nodes.includes(node));
+      const form = gateForm(p.fields);
+      const by = nameInput();
+      page.guard = () => (form.dirty() || edit.dirty() ? `Your answer to ${p.node} is not sent yet. Leave without sending it?` : null);
       return [title, p.run_id ? h('p', { class: 'muted small', id: 'asked-by' }, 'Asked by child run ', h('a', { href: `#/runs/${enc(p.run_id)}` }, p.run_id), '; the answer goes to it.') : null,
         h('p', { class: 'question' }, p.question),
         about.length ? h('div', { class: 'approving', 'data-testid': 'approving' }, h('h3', {}, 'What is being approved'),
           about.map(([node, text]) => h('details', { open: true, 'data-output': node },
             h('summary', {}, h('code', {}, node === 'trigger' ? 'run input' : node)), h('pre', {}, text)))) : null,
+        form.el, edit.el, by.el,
         h('div', { class: 'toolbar options' }, (p.options || []).map((o) =>
-          h('button', { class: declines(o) ? 'decline' : 'primary', 'data-option': o, onclick: (e) => act(e.target, 'respond', { node: p.node, answer: o }) }, o))),
+          h('button', { class: declines(o) ? 'decline' : 'primary', 'data-option': o, onclick: (e) => answer(e.target, p, o, form, edit, by) }, o))),
         h('p', { class: 'muted small' }, p.deadline
           ? `Answer by ${when(p.deadline)} (${ago(p.deadline)}); then the run ${p.on_timeout === 'escalate' ? 'fails and asks for escalation' : 'fails'}.`
           : 'No deadline.')];
@@ -208,7 +238,10 @@ function queueLine(run) {
     q.key ? [' · key ', h('code', { id: 'queue-key' }, q.key)] : ''];
 }
 
-function stepTable(run) {
+/** Each step that started: its state, attempts and time; under it its tries, its child run,
+ * what a person changed of its text at a gate, and a gate's form as answered. `openRows` holds
+ * the originals the person opened, kept open as the table is drawn again. */
+function stepTable(run, openRows) {
   if (!run.steps.length) return h('p', { class: 'muted' }, 'No step has started.');
   return h('table', { class: 'list' },
     h('thead', {}, h('tr', {}, ['Step', 'Status', 'Attempts', 'Elapsed', 'Error'].map((c) => h('th', {}, c)))),
@@ -217,7 +250,7 @@ function stepTable(run) {
       h('td', {}, badge(s.status), s.pinned ? [' ', h('span', { class: 'badge s-pinned', 'data-pinned': '' }, 'pinned')] : null),
       h('td', {}, s.attempts),
       h('td', {}, s.started_at ? elapsed(s.started_at, s.finished_at || new Date().toISOString()) : ''),
-      h('td', { class: 'error' }, s.error || '')), triesRow(s), childRow(run, s)])),
+      h('td', { class: 'error' }, s.error || '')), triesRow(s), childRow(run, s), editedRow(run, s, openRows), answerRow(run, s)])),
     run.skipped.length ? h('caption', { class: 'muted small' }, `Skipped: ${run.skipped.join(', ')}`) : null);
 }
 
@@ -234,6 +267,40 @@ function childRow(run, step) {
   return h('tr', { class: 'child-run', 'data-child-of': step.node },
     h('td', { colspan: 5 }, '↳ child run ', h('a', { href: `#/runs/${enc(child.id)}`, 'data-child-run': child.id }, child.id),
       child.design ? [' of ', h('code', {}, child.design)] : null, ' ', badge(child.status)));
+}
+
+/** Under a step whose text a person changed at a gate: who and when, and the original text. */
+function editedRow(run, step, openRows) {
+  const edited = ((run.outputs || {})[step.node] || {}).edited;
+  if (!edited || typeof edited !== 'object') return null;
+  const key = `edited:${step.node}`;
+  const panel = h('details', { open: openRows.has(key) },
+    h('summary', {}, editedLine(edited)),
+    h('pre', { class: 'original', 'data-original-of': step.node }, edited.original ?? ''));
+  panel.addEventListener('toggle', () => (panel.open ? openRows.add(key) : openRows.delete(key)));
+  return h('tr', { class: 'edited', 'data-edited-of': step.node }, h('td', { colspan: 5 }, panel));
+}
+
+/** "✎ edited by ada at <time> · the original" (no name when none was given). */
+function editedLine(edited) {
+  return [h('span', { class: 'badge s-edited' }, '✎ edited'), edited.by ? [' by ', h('b', {}, edited.by)] : null,
+    edited.at ? ` at ${when(edited.at)}` : null, h('span', { class: 'muted small' }, ' · the original')];
+}
+
+/** Under a gate answered with a form or a name: the option, who chose it, the values it got. */
+function answerRow(run, step) {
+  const view = (run.outputs || {})[step.node] || {};
+  const fields = view.fields && typeof view.fields === 'object' ? Object.entries(view.fields) : [];
+  if (!fields.length && !view.by) return null;
+  return h('tr', { class: 'gate-answer', 'data-answer-of': step.node },
+    h('td', { colspan: 5 }, 'Answered ', h('b', {}, view.answer ?? view.text ?? ''), view.by ? [' by ', h('b', {}, view.by)] : null,
+      fields.length ? h('dl', { class: 'fields' }, fields.map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': k }, fieldText(v))])) : null));
+}
+
+/** A form value as shown: a text as it is, none as "—", anything else as JSON. */
+function fieldText(v) {
+  if (v === null || v === undefined) return '—';
+  return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
 /** Every attempt of a step that took more than one (retries, run retries), or that waits for
@@ -273,10 +340,22 @@ function outputList(run, open) {
         h('div', { class: 'output' }, node in inputs ? h('h3', {}, 'Output') : null, h('pre', {}, view.text ?? ''))),
       view.data !== null && view.data !== undefined
         ? h('details', {}, h('summary', {}, 'data'), h('pre', {}, JSON.stringify(view.data, null, 2))) : null,
-      extra.length ? h('dl', { class: 'fields' }, extra.map(([k, v]) => [h('dt', {}, k), h('dd', {}, short(typeof v === 'string' ? v : JSON.stringify(v), 300))])) : null);
+      extra.length ? h('dl', { class: 'fields' }, extra.map(([k, v]) => [h('dt', {}, k), h('dd', {}, extraValue(k, v))])) : null);
     panel.addEventListener('toggle', () => (panel.open ? open.add(node) : open.delete(node)));
     return panel;
   }));
+}
+
+/** One more field of an output as shown: a gate's form values each on its line, an edited
+ * step's who and when with its original text, anything else short. */
+function extraValue(key, v) {
+  if (key === 'fields' && v && typeof v === 'object' && !Array.isArray(v)) {
+    return h('dl', { class: 'fields' }, Object.entries(v).map(([k, x]) => [h('dt', {}, k), h('dd', {}, short(fieldText(x), 300))]));
+  }
+  if (key === 'edited' && v && typeof v === 'object') {
+    return h('details', {}, h('summary', {}, editedLine(v)), h('pre', {}, v.original ?? ''));
+  }
+  return short(typeof v === 'string' ? v : JSON.stringify(v), 300);
 }
 
 function deliveryList(run) {
@@ -318,4 +397,159 @@ function versionNote(run, newest) {
 /** Whether a gate's option says no (reject, skip, hold…): drawn apart from the ones that go on. */
 function declines(option) {
   return /^(reject|rejected|no|deny|denied|decline|skip|hold|cancel|stop|abort|block|veto|disapprove|refuse)\b/i.test(String(option).trim());
+}
+
+// Gates with forms and edits: the inputs a gate's `fields` declare, the steps its `edit` lets a
+// person rewrite, and who answers. The browser only gathers what was given; the server checks it
+// (README, "Gates with forms and edits").
+
+/** The characters a text field takes when its declaration says none (the server's default). */
+const TEXT_LENGTH = 10000;
+/** Past this many characters a text field is a textarea. */
+const SHORT_TEXT = 200;
+/** Where the dashboard remembers the name a person answers gates with. */
+const NAME_KEY = 'vwf-answer-by';
+/** Lines of unchanged text kept beside a change in an edit's diff; longer stretches fold. */
+const CONTEXT = 2;
+
+/** The form of a gate's `fields`, one input per field, defaults filled in. `values()` is
+ * `{fields}` to send (an empty optional input left out, so the server applies its default; a
+ * checkbox always sent) or `{error}` for a json field that does not parse; `dirty()` whether
+ * anything changed since it was drawn. */
+function gateForm(declared) {
+  const rows = (Array.isArray(declared) ? declared : [])
+    .filter((f) => f && typeof f.name === 'string')
+    .map((f) => ({ f, input: fieldInput(f) }));
+  const state = (input) => (input.type === 'checkbox' ? String(input.checked) : input.value);
+  const initial = rows.map(({ input }) => state(input));
+  return {
+    asks: rows.length > 0,
+    el: rows.length ? h('div', { class: 'gate-form', 'data-testid': 'gate-form' }, h('h3', {}, 'Your answer'), rows.map(fieldRow)) : null,
+    dirty: () => rows.some(({ input }, i) => state(input) !== initial[i]),
+    values() {
+      const fields = {};
+      for (const { f, input } of rows) {
+        input.removeAttribute('aria-invalid');
+        if (f.type === 'boolean') { fields[f.name] = input.checked; continue; }
+        if (input.value.trim() === '') continue;
+        if (f.type === 'number') fields[f.name] = Number(input.value);
+        else if (f.type === 'json') {
+          try {
+            fields[f.name] = JSON.parse(input.value);
+          } catch (e) {
+            input.setAttribute('aria-invalid', 'true');
+            input.focus();
+            return { error: `fields.${f.name}: is not valid JSON (${e.message})` };
+          }
+        } else fields[f.name] = input.value;
+      }
+      return { fields };
+    },
+  };
+}
+
+/** The input of one declared field, by its type, its default filled in. */
+function fieldInput(f) {
+  const attrs = { id: `gate-field-${f.name}`, name: f.name, 'data-field': f.name, required: Boolean(f.required) };
+  const given = f.default;
+  if (f.type === 'number') return h('input', { ...attrs, type: 'number', step: 'any', value: typeof given === 'number' ? String(given) : null });
+  if (f.type === 'boolean') return h('input', { ...attrs, type: 'checkbox', required: false, checked: given === true });
+  if (f.type === 'choice') {
+    return h('select', attrs, f.required ? null : h('option', { value: '' }, '—'),
+      (Array.isArray(f.options) ? f.options : []).map((o) => h('option', { value: o, selected: o === given }, o)));
+  }
+  if (f.type === 'json') {
+    return h('textarea', { ...attrs, rows: 4, spellcheck: 'false', value: given === undefined || given === null ? null : JSON.stringify(given, null, 2) });
+  }
+  const max = Number(f.max_length) || TEXT_LENGTH;
+  const text = { ...attrs, maxlength: max, value: typeof given === 'string' ? given : null };
+  return max > SHORT_TEXT ? h('textarea', { ...text, rows: 3 }) : h('input', { ...text, type: 'text' });
+}
+
+/** A field's label (its name when it has none), a mark when it is required, and its input. */
+function fieldRow({ f, input }) {
+  const label = h('label', { for: input.id }, f.label || f.name,
+    f.required ? h('span', { class: 'required', title: 'required' }, ' *') : null);
+  const hint = f.type === 'json' ? h('span', { class: 'muted small' }, 'A JSON value.') : null;
+  return h('div', { class: `field ${f.type === 'boolean' ? 'check' : ''}`, 'data-field-row': f.name },
+    f.type === 'boolean' ? [input, ' ', label] : [label, input], hint);
+}
+
+/** For each step a gate lets the person rewrite: its text to edit beside the original
+ * (read-only) and a line diff of the change that follows the typing. `changed()` is the steps
+ * whose text changed, with the new text; `dirty()` whether there is one. */
+function gateEdits(edit) {
+  const steps = Object.entries(edit && typeof edit === 'object' ? edit : {}).map(([node, text]) => editor(node, String(text ?? '')));
+  const changed = () => Object.fromEntries(steps.filter((s) => s.changed()).map((s) => [s.node, s.text()]));
+  return {
+    nodes: steps.map((s) => s.node),
+    el: steps.length ? h('div', { class: 'gate-edits', 'data-testid': 'gate-edits' }, h('h3', {}, 'Edit before answering'),
+      h('p', { class: 'muted small' }, 'Later steps read the text as you leave it; the original is kept with the step.'), steps.map((s) => s.el)) : null,
+    changed,
+    dirty: () => Object.keys(changed()).length > 0,
+  };
+}
+
+/** One step's editor: the original read-only, the text to change, the diff between them. */
+function editor(node, text) {
+  const original = text.replace(/\r\n?/g, '\n'); // what a textarea holds of it
+  const rows = Math.min(16, Math.max(4, original.split('\n').length + 1));
+  const area = h('textarea', { rows, name: `edit-${node}`, 'data-edit': node, 'aria-label': `New text of ${node}`, spellcheck: 'false', value: original });
+  const diff = h('div', { class: 'line-diff', 'data-diff-of': node, 'aria-live': 'polite' });
+  let frame = 0;
+  const redraw = () => { frame = 0; diff.replaceChildren(...diffLines(original, area.value)); };
+  area.addEventListener('input', () => { if (!frame) frame = requestAnimationFrame(redraw); });
+  redraw();
+  return {
+    node,
+    text: () => area.value,
+    changed: () => area.value !== original,
+    el: h('div', { class: 'gate-edit', 'data-edit-of': node }, h('h4', {}, h('code', {}, node)),
+      h('div', { class: 'side-by-side' },
+        h('label', {}, h('span', { class: 'muted small' }, 'Original'),
+          h('textarea', { rows, readonly: true, 'data-original': node, 'aria-label': `Original text of ${node}`, value: original })),
+        h('label', {}, h('span', { class: 'muted small' }, 'Your text'), area)),
+      diff),
+  };
+}
+
+/** The change from `before` to `after`, line by line: removed lines marked −, added +, a few
+ * unchanged lines kept beside each change and the rest folded; or that nothing changed. */
+function diffLines(before, after) {
+  if (before === after) return [h('p', { class: 'muted small' }, 'No change.')];
+  const { lines } = lineDiff(before.split('\n'), after.split('\n'));
+  const count = (op) => lines.filter((l) => l.op === op).length;
+  const shown = folded(lines, CONTEXT);
+  return [h('p', { class: 'muted small' }, `${count('added')} line${count('added') === 1 ? '' : 's'} added, ${count('removed')} removed`), h('div', { class: 'lines' }, shown)];
+}
+
+/** "Your name": optional, sent as the answer's `by`, remembered in this browser. `name()` is
+ * what was typed, trimmed. */
+function nameInput() {
+  const input = h('input', { id: 'answer-by', type: 'text', maxlength: 200, autocomplete: 'name', placeholder: 'optional', value: remembered() });
+  input.addEventListener('input', () => remember(input.value.trim()));
+  return {
+    name: () => input.value.trim(),
+    el: h('div', { class: 'field answer-by' }, h('label', { for: 'answer-by' }, 'Your name'), input,
+      h('span', { class: 'muted small' }, ' Recorded with the answer; remembered in this browser.')),
+  };
+}
+
+/** The name this browser answered with last, or ''. */
+function remembered() {
+  try {
+    return localStorage.getItem(NAME_KEY) || '';
+  } catch {
+    return ''; // storage refused (a sandboxed host page): nothing remembered
+  }
+}
+
+/** Remembers `name` for the next gate (none: forgets it). */
+function remember(name) {
+  try {
+    if (name) localStorage.setItem(NAME_KEY, name);
+    else localStorage.removeItem(NAME_KEY);
+  } catch {
+    // storage refused: the name is still sent with this answer
+  }
 }
