@@ -1,7 +1,7 @@
 //! Change notices: which run, design or schedule job changed, for whoever waits on one — a page
 //! following a run, the daemon's timers. The PostgreSQL store feeds it from `LISTEN vwf_changes`
 //! (every instance's writes, its own included); the file store has no notices, and waiters fall
-//! back to reading the store again every second, as they always do in between.
+//! back to reading the store again twice a second.
 //!
 //! A notice is a hint to look again, never the state itself: a waiter that falls behind (the
 //! channel is bounded) or sees `Resync` reads what it follows afresh.

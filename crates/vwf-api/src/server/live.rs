@@ -19,7 +19,8 @@
 //! - At most [`LIVE_WAITERS`] requests wait at once; one more answers at once, as if its wait
 //!   were over (never an error). A stopping server answers every waiting request at once.
 //! - A store without notices (the file store) is read again every [`REREAD_WITHOUT_NOTICES`]:
-//!   still correct, a change shows within a second instead of at once.
+//!   still correct, a change shows within half a second (plus the read) instead of at once; at
+//!   most [`LIVE_WAITERS`] reads twice a second.
 //! - A request reads at most once per [`READ_GAP`], however many notices arrive (a busy store
 //!   sends one per step of every run, and the listing follows them all).
 
@@ -43,8 +44,9 @@ use crate::failure::Failure;
 use vwf_runtime::app::App;
 use vwf_store::changes::Change;
 
-/// How often a waiting request reads again when the store sends no change notices.
-const REREAD_WITHOUT_NOTICES: Duration = Duration::from_secs(1);
+/// How often a waiting request reads again when the store sends no change notices: often
+/// enough that a page shows a run started elsewhere within a second.
+const REREAD_WITHOUT_NOTICES: Duration = Duration::from_millis(500);
 /// The least time between two reads of one waiting request.
 const READ_GAP: Duration = Duration::from_millis(250);
 /// Hex digits of a stamp (128 bits of the digest).
