@@ -90,3 +90,30 @@ test('Run… from the Designs list starts a template with its example input, and
 
   assert.deepEqual(page.problems, []);
 });
+
+test('a run that failed for want of an input value says which, and runs again with the input completed, not a blind retry', async () => {
+  const greet = {
+    nodes: [{ id: 'start', type: 'trigger', mode: 'manual' }, { id: 'say', type: 'output', template: 'hello {{trigger.who}}' }],
+    edges: [{ from: 'start', to: 'say' }],
+  };
+  assert.equal((await api(env.server, 'POST', '/designs/greet', { graph: greet })).body.ok, true);
+  const failed = (await api(env.server, 'POST', '/designs/greet/run', { input: { lang: 'en' } })).body;
+  assert.equal(failed.status, 'failed');
+  const page = await openPage(env.browser, `${env.server.url}/#/runs/${failed.run_id}`, { viewport: { width: 1280, height: 900 } });
+  await page.locator('#missing-input').waitFor();
+  assert.match(await page.locator('#missing-input').innerText(), /has no who/);
+  assert.equal(await page.locator('#run-with-input').getAttribute('class'), 'primary', 'running again with input is what is offered first');
+  await page.locator('#run-with-input').click();
+  const dialog = page.getByTestId('run-dialog');
+  await dialog.waitFor();
+  assert.deepEqual(JSON.parse(await dialog.locator('textarea[name="input"]').inputValue()), { lang: 'en' }, 'the failed run\'s input, to complete');
+  assert.match(await dialog.innerText(), new RegExp(`the input of run ${failed.run_id}`));
+  await dialog.locator('textarea[name="input"]').fill('{"lang": "en", "who": "ada"}');
+  await page.getByTestId('run-dialog-run').click();
+  await page.waitForFunction((old) => /^#\/runs\/[0-9a-f]{12}$/.test(location.hash) && !location.hash.endsWith(old), failed.run_id);
+  await waitForRunStatus(page, 'done');
+  const [again] = await runs('greet');
+  assert.equal(again.status, 'done');
+  assert.equal(again.outputs.say.text, 'hello ada');
+  assert.deepEqual(page.problems, []);
+});

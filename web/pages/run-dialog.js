@@ -61,11 +61,12 @@ function fieldRow(f, value) {
   return { row, read, field: f };
 }
 
-/** Opens the run dialog for design `name`; `start(input)` starts the run (and reports). */
-export async function runDialog(name, start) {
+/** Opens the run dialog for design `name`; `start(input)` starts the run (and reports).
+ * `preset` ({input, from}) is the input to offer instead of the suggested one. */
+export async function runDialog(name, start, preset) {
   const loaded = await api('GET', `/designs/${enc(name)}`);
   const graph = loaded.body.ok ? loaded.body.graph : null;
-  const { input, from } = await suggested(name, graph);
+  const { input, from } = preset || await suggested(name, graph);
   const fields = declared(graph);
   const problem = h('p', { class: 'notice error', hidden: true, 'data-testid': 'run-dialog-problem' });
   let body;

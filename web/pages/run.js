@@ -9,6 +9,7 @@ import { api, h, enc, badge, ago, when, elapsed, follow, say } from '../app.js';
 import { testMark, keyMark } from './runs.js';
 import { timelineSection } from './timeline.js';
 import { lineDiff } from './linediff.js';
+import { runDialog } from './run-dialog.js';
 import { folded } from './versions.js';
 
 // A run in any other status may still change: it runs, waits, or is parked at a gate or an agent
@@ -82,8 +83,12 @@ export async function render(root, page) {
         h('p', {}, `${run.status === 'done' ? 'Done with' : 'So far'} ${handled.length} handled error${handled.length === 1 ? '' : 's'}: the design took its error path${handled.length === 1 ? '' : 's'}.`),
         h('ul', {}, handled.map((e) => h('li', { 'data-handled': e.node }, h('b', {}, e.node), ': ', e.error))))
       : '');
+    const missing = run.status === 'failed' ? missingInput(run.error) : null;
+    if (missing) problem.append(h('p', { class: 'notice warn', id: 'missing-input' }, 'The run\u2019s input has no ', h('code', {}, missing),
+      ': a retry would fail the same way. Run it again with that value in its input.'));
     actions.replaceChildren(...[
-      run.status === 'failed' ? h('button', { id: 'retry', class: 'primary', title: 'Resume at the failed step with the design this run started with', onclick: (e) => act(e.target, 'retry', {}) }, 'Retry') : null,
+      missing ? h('button', { id: 'run-with-input', class: 'primary', onclick: () => runAgainWithInput(run) }, 'Run again with input\u2026') : null,
+      run.status === 'failed' ? h('button', { id: 'retry', class: missing ? '' : 'primary', title: 'Resume at the failed step with the design this run started with', onclick: (e) => act(e.target, 'retry', {}) }, 'Retry') : null,
       SETTLED.includes(run.status) ? h('button', { id: 'retry-start', title: 'A new run of the design as saved now, with the same input', onclick: (e) => retryFromStart(e.target) }, 'Retry from start') : null,
       h('button', { onclick: () => refresh() }, 'Refresh'),
     ].filter(Boolean));
@@ -157,6 +162,16 @@ export async function render(root, page) {
   }
 
   /** Starts a new run of the design's current version with this run's input and opens it. */
+  /** The run dialog, offering this run's input to complete; the new run opens once started. */
+  async function runAgainWithInput(run) {
+    const input = run.trigger ? run.trigger.input : undefined;
+    await runDialog(run.design, async (given) => {
+      const r = await api('POST', `/designs/${enc(run.design)}/run`, given === undefined ? { wait: false } : { input: given, wait: false });
+      if (r.body.run_id) location.hash = `#/runs/${r.body.run_id}`;
+      else problem.append(h('p', { class: 'notice error', id: 'run-again-error' }, `Not started: ${r.body.error}`));
+    }, { input: input === null ? undefined : input, from: `the input of run ${run.run_id}` });
+  }
+
   async function retryFromStart(button) {
     button.disabled = true;
     button.textContent = 'Starting…';
@@ -511,6 +526,13 @@ function editor(node, text) {
         h('label', {}, h('span', { class: 'muted small' }, 'Your text'), area)),
       diff),
   };
+}
+
+/** The part of the run's input a failure says is missing (`trigger.who: no value at "who"` →
+ * `who`); `null` for any other failure. */
+function missingInput(error) {
+  const m = /^trigger(?:\.([^:\s]*))?: no value at "([^"]*)"/.exec(error || '');
+  return m ? (m[1] || m[2]) : null;
 }
 
 /** The change from `before` to `after`, line by line: removed lines marked −, added +, a few
