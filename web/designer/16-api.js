@@ -133,6 +133,11 @@ async function run(input, scope = {}) {
 function showRun(body) {
   runState = body;
   render();
+  showRunStatus(body);
+}
+
+/** Says where a run stands, with a link to its page. */
+function showRunStatus(body) {
   const status = $('status');
   status.replaceChildren(document.createTextNode(`${body.test ? 'Test run' : 'Run'} ${body.run_id}: ${String(body.status).replace(/_/g, ' ')}${body.error ? ' — ' + body.error : ''} · `),
     h('a', { href: 'index.html#/runs/' + body.run_id, 'data-testid': 'run-link', target: EMBED ? '_top' : undefined, text: 'open in the dashboard' }));
@@ -140,15 +145,18 @@ function showRun(body) {
   status.title = status.textContent;
 }
 
-/** Reads a started run until it settles or parks, while the graph is the one it ran. */
+/** Reads a started run until it settles or parks. It is drawn over the canvas while the graph
+ * is the one it ran; once the graph has changed, only the status line follows it. */
 async function followRun(id, at) {
   for (;;) {
     const r = await api('GET', `/runs/${enc(id)}`);
-    if (version !== at || !r.body || r.body.run_id !== id) return;
-    showRun(r.body);
-    if (r.body.status !== 'running') break;
+    if (!r.body || r.body.run_id !== id) return;
+    if (version === at) showRun(r.body);
+    else showRunStatus(r.body);
+    if (r.body.status !== 'running' && r.body.status !== 'queued') break;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
+  if (version !== at) return;
   lastRun = runState;
   if (isObj(runState.outputs)) Object.assign(lastSeen, runState.outputs);
   // The open node's panel shows the output the run gave it (unless someone is typing in it).
