@@ -118,11 +118,13 @@ function renderNodePanel(box, index) {
   const idInput = h('input', { id: 'f-id', 'data-testid': 'field-id', value: node.id ?? '', spellcheck: 'false', autocomplete: 'off' });
   idInput.addEventListener('change', () => renameNode(index, idInput.value.trim()));
   box.append(h('div', { class: 'field', 'data-field': 'id' }, h('label', { for: 'f-id' }, 'Id', h('small', { text: ' — used in {{nodes.<id>}}' })), idInput, h('div', { class: 'msg', 'data-testid': 'field-msg-id' })));
+  const gate = {}; // a gate's approvers editor, told when the gate's options change
   const edit = (value, def) => {
     change(() => set(node, def.key, value), { key: `node:${index}:${def.key}`, panel: !!def.rerender });
     if (def.rerender) focusField(def.key);
+    if (def.key === 'options' && gate.options) gate.options();
   };
-  appendRows(box, [...COMMON_FIELDS, ...fieldsOf(node)], node, edit);
+  appendRows(box, [...COMMON_FIELDS, ...fieldsOf(node)], node, edit, { own: (def) => gateRow(def, node, index, edit, gate) });
   // Where runs start, the design's limit on how many run at once: written to the design.
   if (node.type === 'trigger') {
     const editDesign = (value, def) => change(() => set(graph, def.key, value), { key: 'design:' + def.key });

@@ -4,7 +4,9 @@
 // is running or waiting with long-poll reads, so a change shows as soon as it is made, on any
 // instance (a gate answered elsewhere); stops when it settles. Every control calls the API and
 // shows the run the server answers. A gate with a form (`fields`) or steps a person may rewrite
-// (`edit`) shows them above its options; the server checks the answer whole.
+// (`edit`) shows them above its options; the server checks the answer whole. A gate that counts
+// its answers (`approvers`) shows the answers so far and where it was announced, kept up to date
+// in place (what is typed into the block stays), and asks who answers.
 import { api, h, enc, badge, ago, when, elapsed, follow, say } from '../app.js';
 import { testMark, keyMark } from './runs.js';
 import { timelineSection } from './timeline.js';
@@ -38,6 +40,7 @@ export async function render(root, page) {
   const openRows = new Set(); // the same for the originals of edited steps in the steps list
   let shown = { updated: null, status: null, pendingKey: null };
   let models = null; // whether an agent backend is configured (GET /profiles says), asked once
+  let gateNow = null; // redraws the open gate's answers and notices from a newer read of the run
 
   let last = null; // the run shown
   let newest; // the design's newest version number (null: none recorded), asked once
@@ -111,9 +114,12 @@ export async function render(root, page) {
         models = Boolean((await api('GET', '/profiles')).body.backend);
       }
       page.guard = null; // a gate's block sets its own: what typing into it would lose
+      gateNow = null;
       pending.replaceChildren(...(run.pending ? pendingBlock(run.pending).filter(Boolean) : [])); // (replaceChildren writes a null as "null")
       pending.hidden = !run.pending;
     }
+    // A new answer or notice at the same gate: only its part is drawn again.
+    if (gateNow && run.pending) gateNow(run);
     // Said last, once the page shows everything about this status (what it waits for included):
     // the page's readers (and its tests) take `data-status` as the page being up to date.
     head.dataset.status = run.status;
@@ -158,6 +164,11 @@ export async function render(root, page) {
     const edits = edit.changed();
     if (Object.keys(edits).length) body.edits = edits;
     if (by.name()) body.by = by.name();
+    else if (p.approvers) {
+      by.invalid();
+      say(msg, 'error', `${JSON.stringify(p.node)}: this gate counts who answers; type your name first.`);
+      return;
+    }
     act(button, 'respond', body);
   }
 
@@ -194,16 +205,21 @@ export async function render(root, page) {
       const edit = gateEdits(p.edit);
       const about = Object.entries(p.outputs || {}).filter(([node]) => !edit.nodes.includes(node));
       const form = gateForm(p.fields);
-      const by = nameInput();
+      const by = nameInput(p.approvers);
+      const status = gateStatus(p);
+      gateNow = (run) => status.update(run.pending, run.deliveries);
       page.guard = () => (form.dirty() || edit.dirty() ? `Your answer to ${p.node} is not sent yet. Leave without sending it?` : null);
       return [title, p.run_id ? h('p', { class: 'muted small', id: 'asked-by' }, 'Asked by child run ', h('a', { href: `#/runs/${enc(p.run_id)}` }, p.run_id), '; the answer goes to it.') : null,
         h('p', { class: 'question' }, p.question),
+        p.context ? h('div', { class: 'gate-context', 'data-testid': 'gate-context' }, h('h3', {}, 'Context'), h('pre', {}, p.context)) : null,
+        status.el,
         about.length ? h('div', { class: 'approving', 'data-testid': 'approving' }, h('h3', {}, 'What is being approved'),
           about.map(([node, text]) => h('details', { open: true, 'data-output': node },
             h('summary', {}, h('code', {}, node === 'trigger' ? 'run input' : node)), h('pre', {}, text)))) : null,
         form.el, edit.el, by.el,
         h('div', { class: 'toolbar options' }, (p.options || []).map((o) =>
-          h('button', { class: declines(o) ? 'decline' : 'primary', 'data-option': o, onclick: (e) => answer(e.target, p, o, form, edit, by) }, o))),
+          h('button', { class: declines(o) ? 'decline' : 'primary', 'data-option': o, 'data-veto': vetoes(p, o) ? '' : null,
+            title: vetoes(p, o) ? 'Ends the gate at once' : null, onclick: (e) => answer(e.target, p, o, form, edit, by) }, o))),
         h('p', { class: 'muted small' }, p.deadline
           ? `Answer by ${when(p.deadline)} (${ago(p.deadline)}); then the run ${p.on_timeout === 'escalate' ? 'fails and asks for escalation' : 'fails'}.`
           : 'No deadline.')];
@@ -302,14 +318,24 @@ function editedLine(edited) {
     edited.at ? ` at ${when(edited.at)}` : null, h('span', { class: 'muted small' }, ' · the original')];
 }
 
-/** Under a gate answered with a form or a name: the option, who chose it, the values it got. */
+/** Under a gate answered with a form or a name: the option, who chose it, the values it got,
+ * and each answer a gate that counts them took. */
 function answerRow(run, step) {
   const view = (run.outputs || {})[step.node] || {};
   const fields = view.fields && typeof view.fields === 'object' ? Object.entries(view.fields) : [];
-  if (!fields.length && !view.by) return null;
+  const votes = Array.isArray(view.approvers) ? view.approvers : [];
+  if (!fields.length && !view.by && !votes.length) return null;
   return h('tr', { class: 'gate-answer', 'data-answer-of': step.node },
     h('td', { colspan: 5 }, 'Answered ', h('b', {}, view.answer ?? view.text ?? ''), view.by ? [' by ', h('b', {}, view.by)] : null,
+      votes.length ? [` · ${votes.length} answer${votes.length === 1 ? '' : 's'}:`, votesList(votes)] : null,
       fields.length ? h('dl', { class: 'fields' }, fields.map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': k }, fieldText(v))])) : null));
+}
+
+/** A gate's answers, one a line: "approve by ann (api) at <time>". */
+function votesList(votes) {
+  return h('ol', { class: 'votes' }, votes.map((v) => h('li', { 'data-by': v.by ?? '', 'data-answer': v.answer ?? '' },
+    h('b', {}, v.answer ?? ''), v.by ? [' by ', h('b', {}, v.by)] : null, v.via ? ` (${v.via})` : null,
+    v.at ? h('span', { title: v.at }, ` at ${when(v.at)}`) : null)));
 }
 
 /** A form value as shown: a text as it is, none as "—", anything else as JSON. */
@@ -367,6 +393,7 @@ function extraValue(key, v) {
   if (key === 'fields' && v && typeof v === 'object' && !Array.isArray(v)) {
     return h('dl', { class: 'fields' }, Object.entries(v).map(([k, x]) => [h('dt', {}, k), h('dd', {}, short(fieldText(x), 300))]));
   }
+  if (key === 'approvers' && Array.isArray(v)) return votesList(v.filter((x) => x && typeof x === 'object'));
   if (key === 'edited' && v && typeof v === 'object') {
     return h('details', {}, h('summary', {}, editedLine(v)), h('pre', {}, v.original ?? ''));
   }
@@ -407,6 +434,68 @@ function versionNote(run, newest) {
     ? [' ', h('span', { id: 'design-changed', class: 'badge', title: `The design is at version ${newest} now.` }, 'design changed since this run')]
     : [];
   return [' (', link, ')', ...changed];
+}
+
+/** Whether one answer `option` ends gate `p` at once (its approvers' `veto`). */
+function vetoes(p, option) {
+  return Boolean(p.approvers && Array.isArray(p.approvers.veto) && p.approvers.veto.includes(option));
+}
+
+/** "2 people", "one person". */
+const people = (n) => (n === 1 ? 'one person' : `${n} people`);
+
+/** What an open gate has so far, drawn again from each newer read (`update(pending, deliveries)`):
+ * for a gate that counts its answers (`approvers`), how many of how many, each answer given, who
+ * may answer and which answer ends it at once; for a gate that was announced (`notify`), each
+ * notice sent (the run's deliveries of this gate) and whether it went out. Empty otherwise. */
+function gateStatus(p) {
+  const el = h('div', { class: 'gate-status', 'data-testid': 'gate-status' });
+  const update = (pending, deliveries) => {
+    if (!pending || pending.node !== p.node) return;
+    const a = pending.approvers && typeof pending.approvers === 'object' ? pending.approvers : null;
+    const sent = (Array.isArray(deliveries) ? deliveries : []).filter((d) => d.node === p.node);
+    // Targets not sent to yet: none once the gate says it was announced (a child run's gate
+    // records its notices with that run).
+    const unsent = Array.isArray(pending.notify) && !pending.notified ? pending.notify : [];
+    el.replaceChildren(...[a ? approversPart(a, Array.isArray(pending.votes) ? pending.votes : []) : null,
+      sent.length || unsent.length ? notifiedPart(unsent, sent) : null].filter(Boolean));
+  };
+  return { el, update };
+}
+
+/** "1 of 2 answers:" and the answers, what the gate needs, who may answer, what ends it. */
+function approversPart(a, votes) {
+  const required = Number(a.required) || 1;
+  const veto = Array.isArray(a.veto) ? a.veto : [];
+  const allowed = Array.isArray(a.allowed) ? a.allowed : [];
+  // The gate ends at the required-th same answer: with different answers, each counts apart.
+  const answers = [...new Set(votes.map((v) => v.answer))];
+  const plural = required === 1 ? 'answer' : 'answers';
+  const count = answers.length > 1
+    ? answers.map((o) => `${JSON.stringify(o)}: ${votes.filter((v) => v.answer === o).length} of ${required}`).join(' · ')
+    : `${votes.length} of ${required} ${plural}`;
+  return h('div', { class: 'gate-approvers', 'data-testid': 'gate-approvers' },
+    h('h3', {}, 'Answers'),
+    h('p', { 'data-testid': 'votes-count', 'data-votes': votes.length, 'data-required': required }, count, votes.length ? ':' : ' yet.'),
+    votes.length ? votesList(votes) : null,
+    h('p', { class: 'muted small', 'data-testid': 'approvers-rule' },
+      `Needs ${people(required)} to give the same answer`,
+      a.distinct === false ? '; one person may answer more than once' : required > 1 ? ', each person once' : '',
+      veto.length ? ['; ', veto.map((o, i) => [i ? ' or ' : '', h('b', {}, o)]), ' ends it at once'] : '', '.'),
+    allowed.length ? h('p', { class: 'muted small', 'data-testid': 'approvers-allowed' }, 'Only these may answer: ',
+      allowed.map((who, i) => [i ? ', ' : '', h('code', {}, who)]), '.') : null);
+}
+
+/** Where the gate's question was sent when it opened: each target, whether it went out, why not;
+ * and the targets `notify` names that nothing was recorded for yet. */
+function notifiedPart(notify, sent) {
+  const waiting = notify.filter((t) => !sent.some((d) => d.target === t));
+  return h('div', { class: 'gate-notified', 'data-testid': 'gate-notified' },
+    h('h3', {}, 'Notified'),
+    sent.length ? h('ul', {}, sent.map((d) => h('li', { 'data-target': d.target, 'data-ok': String(Boolean(d.ok)) },
+      h('code', {}, d.target), ' ', badge(d.ok ? 'delivered' : 'failed'), d.detail ? ` ${d.detail}` : '',
+      d.at ? h('span', { class: 'muted small', title: d.at }, ` · ${when(d.at)}`) : null))) : null,
+    waiting.length ? h('p', { class: 'muted small' }, 'Not sent yet: ', waiting.map((t, i) => [i ? ', ' : '', h('code', {}, t)]), '.') : null);
 }
 
 /** Whether a gate's option says no (reject, skip, hold…): drawn apart from the ones that go on. */
@@ -545,15 +634,23 @@ function diffLines(before, after) {
   return [h('p', { class: 'muted small' }, `${count('added')} line${count('added') === 1 ? '' : 's'} added, ${count('removed')} removed`), h('div', { class: 'lines' }, shown)];
 }
 
-/** "Your name": optional, sent as the answer's `by`, remembered in this browser. `name()` is
- * what was typed, trimmed. */
-function nameInput() {
-  const input = h('input', { id: 'answer-by', type: 'text', maxlength: 200, autocomplete: 'name', placeholder: 'optional', value: remembered() });
-  input.addEventListener('input', () => remember(input.value.trim()));
+/** "Your name": sent as the answer's `by`, remembered in this browser; optional, except at a
+ * gate that counts who answers (`approvers`, the gate's declaration). `name()` is what was
+ * typed, trimmed; `invalid()` marks it missing. */
+function nameInput(approvers) {
+  const needed = Boolean(approvers && typeof approvers === 'object');
+  const input = h('input', { id: 'answer-by', type: 'text', maxlength: 200, autocomplete: 'name', placeholder: needed ? 'required' : 'optional',
+    required: needed, 'aria-describedby': 'answer-by-hint', value: remembered() });
+  input.addEventListener('input', () => { input.removeAttribute('aria-invalid'); remember(input.value.trim()); });
+  const n = needed ? Number(approvers.required) || 1 : 0;
+  const hint = !needed ? ' Recorded with the answer; remembered in this browser.'
+    : ` Required: this gate needs ${people(n)} to give the same answer${n > 1 ? ', each under their own name' : ''}`
+      + `${Array.isArray(approvers.allowed) && approvers.allowed.length ? ', and only the names it allows' : ''}. Remembered in this browser.`;
   return {
     name: () => input.value.trim(),
-    el: h('div', { class: 'field answer-by' }, h('label', { for: 'answer-by' }, 'Your name'), input,
-      h('span', { class: 'muted small' }, ' Recorded with the answer; remembered in this browser.')),
+    invalid() { input.setAttribute('aria-invalid', 'true'); input.focus(); },
+    el: h('div', { class: 'field answer-by' }, h('label', { for: 'answer-by' }, 'Your name', needed ? h('span', { class: 'required', title: 'required' }, ' *') : null), input,
+      h('span', { class: 'muted small', id: 'answer-by-hint', 'data-testid': 'answer-by-hint' }, hint)),
   };
 }
 

@@ -106,6 +106,9 @@ export async function render(root, page) {
     pager.replaceChildren(...buttons.flatMap((b, i) => (i ? [' ', b] : [b])));
     const moving = r.body.runs.some((run) => run.status && !SETTLED.includes(run.status));
     note.className = 'muted small';
+    // The filters this list is for, as the page's address gave them: a filter changed twice in a
+    // row (a date box's change, then Search) shows for a moment the list of the first.
+    note.dataset.filters = q.toString();
     note.textContent = moving ? 'Following the runs still in progress or waiting…'
       : `${runs.length} run${runs.length === 1 ? '' : 's'}${filtered ? ' matching' : ''}${q.get('before') ? ', older than ' + q.get('before') : ', newest first'}.`;
     // New runs land on the newest page only: an older one is followed while its runs move.

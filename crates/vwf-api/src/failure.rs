@@ -31,6 +31,9 @@ pub enum Failure {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// The one asking may not do this: someone a gate does not allow.
+    #[error("{0}")]
+    Forbidden(String),
     /// Something vwf needs is not there: no agent backend configured, the database cannot be reached.
     #[error("{0}")]
     Unavailable(String),
@@ -56,6 +59,7 @@ impl Failure {
             Failure::BadRequest(_) => 400,
             Failure::NotFound(_) => 404,
             Failure::Conflict(_) => 409,
+            Failure::Forbidden(_) => 403,
             Failure::Unavailable(_) | Failure::Busy(_) => 503,
             Failure::BadGateway(_) => 502,
             Failure::Storage { status, .. } => *status,
@@ -94,7 +98,11 @@ impl Failure {
 /// An HTTP handler answers `Result<_, Failure>`: a failure is its status with `{ok:false, error}`.
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        if let Failure::Storage { detail, .. } = &self {
+        // A store out of reach is said once by the store itself (see `vwf_store::pg`), not by
+        // every request it refuses meanwhile.
+        if let Failure::Storage { detail, status, .. } = &self
+            && *status != 503
+        {
             tracing::error!(error = %detail, "the store failed");
         }
         let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -140,6 +148,7 @@ impl From<EngineError> for Failure {
             EngineError::BadRequest(m) => Failure::BadRequest(m),
             EngineError::UnknownNode(m) => Failure::NotFound(m),
             EngineError::Conflict(m) => Failure::Conflict(m),
+            EngineError::Forbidden(m) => Failure::Forbidden(m),
         }
     }
 }

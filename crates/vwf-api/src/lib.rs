@@ -6,6 +6,7 @@
 //! the store's and the drivers' errors, and answers with a status.
 
 pub mod assets;
+pub mod buttons;
 pub mod contract;
 pub mod failure;
 pub mod hooks;

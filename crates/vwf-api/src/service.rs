@@ -577,8 +577,21 @@ impl<'a> Service<'a> {
         })
     }
 
-    /// Answers a parked step of run `id` and drives the run on.
+    /// Answers a parked step of run `id` and drives the run on. With `[gates]
+    /// known_names_only`, an answer that names who gives it (not through a chat platform, which
+    /// vouches for its own ids) must name one of `[people]`.
     pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, Failure> {
+        let config = &self.app.drivers.config;
+        if config.gates.known_names_only
+            && let Answer::Respond(vwf_core::run::Response::Answer(reply)) = &answer
+            && let Some(by) = &reply.by
+            && !matches!(reply.via.as_deref(), Some("telegram" | "slack"))
+            && !config.people.contains_key(by)
+        {
+            return Err(Failure::Forbidden(format!(
+                "{node:?}: {by:?} is not one of [people] in visual-workflow.toml ([gates] known_names_only)"
+            )));
+        }
         Ok(self.runner.respond(id, node, answer)?)
     }
 

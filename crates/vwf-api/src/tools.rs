@@ -101,7 +101,7 @@ fn dispatch(app: &App, name: &str, args: &Value) -> Result<Value, Failure> {
         }
         "workflow_design_respond" => {
             let Both(RunIdArg { run_id }, respond) = parse::<RespondTool>(args)?;
-            let (node, answer) = respond.answer()?;
+            let (node, answer) = respond.answer("mcp")?;
             Ok(service.respond(&run_id, &node, answer)?.body())
         }
         other => match design_tool(app, other) {

@@ -1,5 +1,6 @@
 //! Pure core of visual-workflow. No I/O, no clock, no randomness: callers pass `now` and ids.
 
+pub mod approvers;
 pub mod calls;
 pub mod concurrency;
 pub mod design;

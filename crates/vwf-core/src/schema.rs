@@ -197,7 +197,7 @@ fn output_view(kind: NodeKind) -> &'static [&'static str] {
         NodeKind::Trigger | NodeKind::Note => &[],
         NodeKind::Agent => &["model", "tokens", "usage", "cost", "currency", "tool_calls", "tool_usage", "tool_cost", "edited", "error"],
         NodeKind::Condition => &["value"],
-        NodeKind::Approval => &["answer", "fields", "by"],
+        NodeKind::Approval => &["answer", "fields", "by", "approvers"],
         NodeKind::Output => &["collected", "deliveries", "error"],
         NodeKind::Command => &["exit_code", "stderr", "stdout", "edited", "error"],
         NodeKind::Http => &["status", "headers", "body", "error"],
@@ -230,6 +230,10 @@ fn node_type(kind: NodeKind) -> NodeType {
             field("on_timeout", Kind::Enum).values(OnTimeout::ALL.iter().map(OnTimeout::as_str)).default(OnTimeout::DEFAULT.as_str()),
             field("fields", Kind::Json).example(json!([{"name": "note", "type": "text", "label": "Anything to add?"}])),
             field("edit", Kind::StringList).example(json!(["draft"])),
+            field("approvers", Kind::Json)
+                .example(json!({"required": 2, "allowed": ["telegram:123456", "slack:U0123", "ann"], "veto": ["reject"]})),
+            field("notify", Kind::StringList).example(json!(["telegram:123456", "slack:#ops", "webhook:alerts"])),
+            field("context", Kind::String).template().example("{{nodes.draft}}"),
         ],
         NodeKind::Output => vec![
             field("deliver", Kind::Enum).values(Deliver::ALL.iter().map(Deliver::as_str)),

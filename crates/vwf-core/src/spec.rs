@@ -42,6 +42,15 @@ pub enum Spec {
         fields: Vec<crate::form::FormField>,
         /// Earlier steps whose text the person may change.
         edit: Vec<String>,
+        /// How many people answer, who may, which answers end it at once (see
+        /// [`crate::approvers`]); `None`: the first answer decides.
+        approvers: Option<crate::approvers::Approvers>,
+        /// Where the question goes when the gate opens (`telegram:<chat>`, `slack:<channel>`,
+        /// `webhook:<name>`).
+        notify: Vec<String>,
+        /// The template of what the notifications show beside the question; default: the
+        /// texts of the gate's parents.
+        context: Option<String>,
     },
     Output {
         deliver: Option<Deliver>,
@@ -255,7 +264,12 @@ impl Spec {
         let mut out: Vec<(&'static str, &str)> = Vec::new();
         match self {
             Spec::Agent { prompt, .. } => out.push(("prompt", prompt)),
-            Spec::Approval { question, .. } => out.push(("question", question)),
+            Spec::Approval { question, context, .. } => {
+                out.push(("question", question));
+                if let Some(c) = context {
+                    out.push(("context", c));
+                }
+            }
             Spec::Output { template: Some(t), .. } => out.push(("template", t)),
             Spec::Command(CommandStep { program, cwd, env, .. }) => {
                 match program {
@@ -370,7 +384,12 @@ fn parse_approval(f: &mut Fields) -> Spec {
     problems.into_iter().for_each(|p| f.issue("fields", p));
     let (edit, problems) = crate::form::parse_edit(f.get("edit"));
     problems.into_iter().for_each(|p| f.issue("edit", p));
-    Spec::Approval { question, options, timeout_minutes, on_timeout, fields, edit }
+    let (approvers, problems) = crate::approvers::parse_approvers(f.get("approvers"), &options);
+    problems.into_iter().for_each(|p| f.issue("approvers", p));
+    let (notify, problems) = crate::approvers::parse_notify(f.get("notify"));
+    problems.into_iter().for_each(|p| f.issue("notify", p));
+    let context = f.string("context").filter(|c| !c.trim().is_empty());
+    Spec::Approval { question, options, timeout_minutes, on_timeout, fields, edit, approvers, notify, context }
 }
 
 /// An output: its template and where it is delivered.
@@ -797,6 +816,9 @@ mod tests {
                 on_timeout: OnTimeout::Reject,
                 fields: Vec::new(),
                 edit: Vec::new(),
+                approvers: None,
+                notify: Vec::new(),
+                context: None,
             }
         );
         let s = Spec::parse(&node(json!({"id": "h", "type": "http", "url": "https://x", "accept": ["2xx", 404]}))).unwrap();

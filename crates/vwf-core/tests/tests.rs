@@ -5,6 +5,7 @@
 mod common;
 mod compose;
 mod engine;
+mod gates;
 mod import;
 mod loops;
 mod pins;

@@ -31,6 +31,46 @@ pub struct Config {
     pub prices: PricesConfig,
     /// `[telemetry]`: where runs go as OpenTelemetry traces.
     pub telemetry: TelemetryConfig,
+    /// `[people.<name>]`: who answers gates, by name, with their chat identities.
+    pub people: BTreeMap<String, Person>,
+    /// `[gates]`: how gates take answers.
+    pub gates: GatesConfig,
+}
+
+/// `[people.<name>]`: a person's ids on the chat platforms (`telegram = 777`, `slack = "U777"`).
+/// A tap by one of them is recorded as the name (via the platform), so a gate's
+/// `approvers.allowed` can name people rather than ids.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Person {
+    #[serde(deserialize_with = "string_or_number")]
+    pub telegram: Option<String>,
+    #[serde(deserialize_with = "string_or_number")]
+    pub slack: Option<String>,
+}
+
+/// `[gates]`: `known_names_only = true` refuses (403) an answer through the API, the CLI, MCP or
+/// the pages whose `by` is not a name of `[people]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct GatesConfig {
+    pub known_names_only: bool,
+}
+
+impl Config {
+    /// The name `[people]` gives the user `id` of `platform` (`telegram`, `slack`), if any. A
+    /// name with a `:` is never one (it could pass for another platform identity).
+    pub fn person(&self, platform: &str, id: &str) -> Option<&str> {
+        self.people
+            .iter()
+            .filter(|(name, _)| !name.contains(':') && !name.trim().is_empty())
+            .find(|(_, p)| match platform {
+                "telegram" => p.telegram.as_deref() == Some(id),
+                "slack" => p.slack.as_deref() == Some(id),
+                _ => false,
+            })
+            .map(|(name, _)| name.as_str())
+    }
 }
 
 /// `[telemetry]`: `otlp_endpoint`, the base URL of an OTLP/HTTP receiver (a collector's
@@ -254,6 +294,17 @@ pub struct TelegramChannel {
     pub home: Option<String>,
     /// Default `https://api.telegram.org`.
     pub api_base: Option<String>,
+    /// How taps on a gate's buttons reach vwf: `poll` (default: `getUpdates` long polling by the
+    /// server's daemon, no public address needed), `webhook` (Telegram posts them to
+    /// `/channels/telegram/updates`, see `webhook_secret_env`) or `off`.
+    pub answers: Option<String>,
+    /// The environment variable holding the `secret_token` Telegram sends with every webhook
+    /// update (`X-Telegram-Bot-Api-Secret-Token`); required for `answers = "webhook"`.
+    pub webhook_secret_env: Option<String>,
+    /// Telegram user ids who may answer gates by button (with a gate's own `approvers.allowed`,
+    /// both must allow; with neither, nobody may).
+    #[serde(deserialize_with = "strings_or_numbers")]
+    pub allowed_users: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -268,6 +319,14 @@ pub struct SlackChannel {
     pub home: Option<String>,
     /// Default `https://slack.com/api`.
     pub api_base: Option<String>,
+    /// The environment variable holding the app's signing secret: interaction posts to
+    /// `/channels/slack/interactions` are checked against it (`X-Slack-Signature`, v0).
+    pub signing_secret_env: Option<String>,
+    /// Slack user ids who may answer gates by button (as `[channels.telegram] allowed_users`).
+    pub allowed_users: Vec<String>,
+    /// Where the `response_url` of an interaction may point (default `https://hooks.slack.com`):
+    /// vwf posts its message updates nowhere else.
+    pub response_base: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -285,6 +344,23 @@ pub struct WebhookChannel {
     /// The environment variable holding the HMAC-SHA256 key: the signature of `<timestamp>.<body>`
     /// goes in `X-Vwf-Signature-256` (and, deprecated, that of the body alone in `X-Vwf-Signature`).
     pub secret_env: Option<String>,
+}
+
+/// User ids may be written as TOML numbers or strings.
+fn strings_or_numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Number(i64),
+    }
+    Ok(Vec::<Raw>::deserialize(d)?
+        .into_iter()
+        .map(|raw| match raw {
+            Raw::Text(s) => s.trim().to_string(),
+            Raw::Number(n) => n.to_string(),
+        })
+        .collect())
 }
 
 /// A chat id may be written as a TOML number (`home = 123456`) or a string.

@@ -47,8 +47,19 @@ pub fn record(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> R
 /// never recorded (a design saved before versions existed) is recorded now, when the store can
 /// be written; `None` when it cannot.
 pub fn of_content(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> Option<u64> {
+    of_content_with(store, name, graph, store.newest_version(name), now)
+}
+
+/// [`of_content`] with the design's newest version (or the error reading it) already read.
+pub fn of_content_with(
+    store: &dyn Store,
+    name: &DesignName,
+    graph: &Value,
+    newest: Result<Option<DesignVersion>, StoreError>,
+    now: Ts,
+) -> Option<u64> {
     // The newest version has the saved content unless saves race: read the others only then.
-    if let Recording::Same(n) = versions::recording(store.newest_version(name).ok()?.as_ref(), &versions::content_hash(graph)) {
+    if let Recording::Same(n) = versions::recording(newest.ok()?.as_ref(), &versions::content_hash(graph)) {
         return Some(n);
     }
     let recorded = store.list_versions(name).ok()?;

@@ -15,7 +15,10 @@ const CAPACITY: usize = 1024;
 /// What changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
+    /// A run changed and is still in flight.
     Run(RunId),
+    /// A run was saved ended (done or failed): nothing is due on it any more.
+    Ended(RunId),
     Design(String),
     Job(String),
     /// Notices may have been missed (the listening connection was lost): look at everything again.
@@ -23,10 +26,11 @@ pub enum Change {
 }
 
 impl Change {
-    /// Reads a notice's payload (`run:<id>`, `design:<name>`, `job:<design>`).
+    /// Reads a notice's payload (`run:<id>`, `end:<id>`, `design:<name>`, `job:<design>`).
     pub fn parse(payload: &str) -> Option<Change> {
         match payload.split_once(':')? {
             ("run", id) => RunId::parse(id).ok().map(Change::Run),
+            ("end", id) => RunId::parse(id).ok().map(Change::Ended),
             ("design", name) => Some(Change::Design(name.to_string())),
             ("job", design) => Some(Change::Job(design.to_string())),
             _ => None,
@@ -62,6 +66,7 @@ mod tests {
     #[test]
     fn payloads_read_back_and_others_are_ignored() {
         assert_eq!(Change::parse("run:d7b493cae249"), Some(Change::Run(RunId::parse("d7b493cae249").unwrap())));
+        assert_eq!(Change::parse("end:d7b493cae249"), Some(Change::Ended(RunId::parse("d7b493cae249").unwrap())));
         assert_eq!(Change::parse("design:daily-report"), Some(Change::Design("daily-report".into())));
         assert_eq!(Change::parse("job:x"), Some(Change::Job("x".into())));
         assert_eq!(Change::parse("table:x"), None);

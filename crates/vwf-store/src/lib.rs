@@ -96,6 +96,11 @@ pub trait Store: Send + Sync {
     fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
         Ok(self.list_versions(name)?.pop())
     }
+    /// [`Store::load_design`] with [`Store::newest_version`] of it (or the error reading that):
+    /// what a run's start reads. A store that can read both in one request overrides this.
+    fn load_design_with_newest(&self, name: &DesignName) -> Result<(Value, Result<Option<DesignVersion>, StoreError>), StoreError> {
+        Ok((self.load_design(name)?, self.newest_version(name)))
+    }
     /// Records a version; `Exists` when its number is taken (another save got it first), and a
     /// recorded version is never replaced.
     fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError>;
@@ -200,6 +205,13 @@ pub trait Store: Send + Sync {
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
     /// Like [`Store::lock_run`] but returns `None` at once when someone else holds the lock.
     fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError>;
+    /// A fresh run id ([`Store::allocate_run_id`]) with its lock held ([`Store::lock_run`]): what
+    /// a new run needs before its first save. A store that can do both in one request overrides
+    /// this.
+    fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
+        let id = self.allocate_run_id()?;
+        self.lock_run(&id)
+    }
     /// Notes, durably, that run `id` waits for `event` (a `wait_event` step), with `note` (what
     /// it waits for, as the runner words it), so an event finds the runs waiting for it however
     /// many runs came after them, and which of them it matches without reading each. Noting again
@@ -347,6 +359,11 @@ pub struct RunLock {
 impl RunLock {
     pub fn new(id: RunId, guard: impl Send + Sync + 'static) -> Self {
         Self { id, _guard: Box::new(guard) }
+    }
+
+    /// The run this lock holds.
+    pub fn id(&self) -> &RunId {
+        &self.id
     }
 }
 

@@ -2,19 +2,26 @@
 //!
 //! `cargo bench -p vwf --bench scale`. The real `vwf serve` runs the four-node typed design
 //! (manual trigger → condition on the input → two collect-only outputs) for closed-loop clients
-//! sending `POST /designs/{name}/run`, at 16 and at 200 clients, on three setups measured in the
+//! sending `POST /designs/{name}/run`, at 1, 16 and 200 clients, on three setups measured in the
 //! same run: the file store (one instance), PostgreSQL with one instance, and PostgreSQL with
 //! three instances on one database (client `c` talks to instance `c % 3`). Each setup gets fresh
 //! homes (and a fresh database); the ratios compare each PostgreSQL row with the file store's row
 //! at the same number of clients.
 //!
 //! PostgreSQL: `VWF_TEST_DATABASE_URL` (an admin URL) when set, else a throwaway cluster started
-//! with `scripts/postgres` and stopped at the end.
+//! with `scripts/postgres` and stopped at the end, with fsync on (`VWF_BENCH_PG_FSYNC=off` for
+//! none): what it acknowledges is on disk, as with the file store.
 //!
 //! The instances use the default `[store] pool_size` (16): a run holds a pooled connection for
 //! its lock and needs another to write, and the store keeps run locks to fewer than the pool's
 //! connections, so 200 clients on one instance queue for lock slots instead of exhausting the
 //! pool. `VWF_BENCH_POOL_SIZE` sets another size (the throwaway cluster allows 400 connections).
+//!
+//! On PostgreSQL each row also says what the database did, from its own counters: statements per
+//! run (`pg_stat_statements`, loaded by `scripts/postgres`; "n/a" on a server without it), commits
+//! per second (`pg_stat_database`), and what its sessions waited on while busy (`pg_stat_activity`
+//! sampled every 10 ms: the share of samples per wait event, "CPU" for none). The 16-client row of
+//! one instance also lists the statements a run costs, one by one.
 //!
 //! Correctness is checked: an error answer (transport error, status other than 200, a run not
 //! `done`) or a lost run (the runs listed afterwards, paging through every instance, are not
@@ -46,10 +53,13 @@ use common::Home;
 use common::server::{Options, Server, list_all, small};
 use serde_json::{Value, json};
 
+mod dbstats;
 mod rows;
 
+use dbstats::DbFigures;
+
 const DESIGN: &str = "bench-small";
-const CLIENT_COUNTS: [usize; 2] = [16, 200];
+const CLIENT_COUNTS: [usize; 3] = [1, 16, 200];
 const WARMUP: usize = 20;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -93,13 +103,14 @@ struct Row {
     per_second: f64,
     p50: Duration,
     p99: Duration,
+    db: Option<DbFigures>,
 }
 
 fn bench() -> Result<Vec<String>, String> {
     let requests = env_usize("VWF_BENCH_SCALE_REQUESTS", 2000)?;
     // 0: no HTTP rows, only the loops.
     let setups: &[Setup] = if requests == 0 { &[] } else { &[Setup::Files, Setup::Postgres(1), Setup::Postgres(3)] };
-    let requests = requests.max(CLIENT_COUNTS[1]);
+    let requests = requests.max(CLIENT_COUNTS[2]);
     let pool_size = std::env::var_os("VWF_BENCH_POOL_SIZE").map(|_| env_usize("VWF_BENCH_POOL_SIZE", 0)).transpose()?;
     let cluster = Cluster::up()?;
     println!("vwf scale-out benchmark");
@@ -142,8 +153,19 @@ fn bench() -> Result<Vec<String>, String> {
         let urls: Arc<[(String, String)]> =
             servers.iter().map(|s| (s.url(&format!("/designs/{DESIGN}/run")), s.token.clone().unwrap_or_default())).collect();
         let mut answered = runtime.block_on(drive(&urls, WARMUP.min(instances * 8), WARMUP)).ids;
+        let database = match &env[..] {
+            [(_, url)] => Some(url.rsplit('/').next().unwrap_or_default().to_string()),
+            _ => None,
+        };
         for clients in CLIENT_COUNTS {
+            let watch = database.as_deref().map(|db| runtime.block_on(dbstats::Watch::start(db)));
             let phase = runtime.block_on(drive(&urls, clients, requests));
+            let db = match watch {
+                Some(watch) => {
+                    Some(runtime.block_on(watch.stop(phase.ids.len(), phase.elapsed, setup == Setup::Postgres(1) && clients == 16)))
+                }
+                None => None,
+            };
             let mut times = phase.times;
             times.sort();
             let rank = |p: f64| times.get(((p * times.len() as f64).ceil() as usize).max(1) - 1).copied().unwrap_or_default();
@@ -155,6 +177,7 @@ fn bench() -> Result<Vec<String>, String> {
                 p50: rank(0.50),
                 p99: rank(0.99),
                 errors: phase.errors,
+                db,
             };
             println!(
                 "  {:<26} {clients:>3} clients: {:>7.1} runs/s, p50 {}, p99 {}, {} errors",
@@ -164,6 +187,12 @@ fn bench() -> Result<Vec<String>, String> {
                 ms(row.p99),
                 row.errors.len()
             );
+            if let Some(db) = &row.db {
+                println!("      database: {}", db.line());
+                for (calls, query) in &db.statements {
+                    println!("        {calls:>5.2} / run  {query}");
+                }
+            }
             if let Some(e) = row.errors.first() {
                 failures.push(format!("{}, {clients} clients: {} error answers, e.g. {e}", setup.label(), row.errors.len()));
             }
@@ -428,13 +457,21 @@ async fn run(client: &reqwest::Client, (url, token): (&str, &str), body: Value) 
 }
 
 fn print_table(rows: &[Row]) {
-    println!("| store | clients | runs | errors | runs/s | p50 | p99 | runs/s vs file | p50 vs file | p99 vs file |");
-    println!("|-------|--------:|-----:|-------:|-------:|----:|----:|---------------:|------------:|------------:|");
+    println!(
+        "| store | clients | runs | errors | runs/s | p50 | p99 | runs/s vs file | p50 vs file | p99 vs file | statements / run | commits/s | waits |"
+    );
+    println!(
+        "|-------|--------:|-----:|-------:|-------:|----:|----:|---------------:|------------:|------------:|-----------------:|----------:|-------|"
+    );
     for row in rows {
         let file = rows.iter().find(|r| r.setup == Setup::Files && r.clients == row.clients).unwrap_or(row);
         let ratio = |a: f64, b: f64| format!("{:.2}x", a / b.max(1e-9));
+        let (statements, commits, waits) = row.db.as_ref().map_or_else(
+            || ("".to_string(), "".to_string(), "".to_string()),
+            |db| (db.per_run.map_or("n/a".into(), |n| format!("{n:.2}")), format!("{:.0}", db.commits_per_second), db.waits.clone()),
+        );
         println!(
-            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {statements} | {commits} | {waits} |",
             row.setup.label(),
             row.clients,
             row.ok,
@@ -461,14 +498,21 @@ impl Cluster {
             return Ok(Cluster { origin: "VWF_TEST_DATABASE_URL".into(), started: None });
         }
         let dir = tempfile::Builder::new().prefix("vwf-pg-").tempdir().map_err(|e| format!("temp dir: {e}"))?;
-        let out = Command::new(script()).arg("start").arg(dir.path()).output().map_err(|e| format!("cannot run scripts/postgres: {e}"))?;
+        // Durable, as the file store is (it fdatasyncs what it acknowledges).
+        let fsync = std::env::var("VWF_BENCH_PG_FSYNC").unwrap_or_else(|_| "on".into());
+        let out = Command::new(script())
+            .arg("start")
+            .arg(dir.path())
+            .env("VWF_PG_FSYNC", &fsync)
+            .output()
+            .map_err(|e| format!("cannot run scripts/postgres: {e}"))?;
         if !out.status.success() {
             return Err(format!("scripts/postgres start failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
         }
         let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
         // SAFETY: set before any other thread of this program starts.
         unsafe { std::env::set_var("VWF_TEST_DATABASE_URL", &url) };
-        Ok(Cluster { origin: "a throwaway cluster (scripts/postgres)".into(), started: Some(dir) })
+        Ok(Cluster { origin: format!("a throwaway cluster (scripts/postgres, fsync = {fsync})"), started: Some(dir) })
     }
 }
 

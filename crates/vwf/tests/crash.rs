@@ -172,12 +172,17 @@ fn sigkill_at_random_moments_never_loses_a_finished_step(backend: Backend) {
         // The journal a killed writer left (the steps saved since the run file) is part of the
         // run: `vwf doctor --fix` reports it as no problem and leaves the run as it was (it only
         // removes the debris of writes killed before they finished: the temp file of a whole
-        // write killed before its rename).
+        // write killed before its rename, or the journal a whole write superseded and the
+        // writer was killed before removing).
         if backend == Backend::Files {
             let (code, doctor) = home.json(&["doctor", "--fix"]);
             assert_eq!(code, 0, "{id}: doctor after a kill: {doctor}");
             let problems = doctor["problems"].as_array().expect("problems");
-            let debris = |p: &Value| p["path"] == format!("workflow-runs/.{id}.json.tmp") && p["fixed"] == "removed";
+            let debris = |p: &Value| {
+                let superseded = p["path"] == format!("workflow-runs/{id}.journal")
+                    && p["problem"].as_str().is_some_and(|t| t.contains("saved whole since"));
+                (p["path"] == format!("workflow-runs/.{id}.json.tmp") || superseded) && p["fixed"] == "removed"
+            };
             assert!(
                 !problems.iter().any(|p| p["path"].as_str().is_some_and(|path| path.contains(&id)) && !debris(p)),
                 "{id}: doctor after a kill: {doctor}"

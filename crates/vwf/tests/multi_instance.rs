@@ -171,6 +171,103 @@ fn two_answers_on_two_instances_have_exactly_one_winner() {
     });
 }
 
+/// A gate two people must approve, where `skip` ends it at once.
+fn quorum() -> Value {
+    json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "gate", "type": "approval", "question": "Send it?", "options": ["send", "skip"],
+         "approvers": {"required": 2, "veto": ["skip"]}},
+        {"id": "out", "type": "output", "template": "sent"}
+    ], "edges": [{"from": "start", "to": "gate"}, {"from": "gate", "to": "out", "label": "send"}]})
+}
+
+/// 1,000 gates needing two people, each given two answers at once through two different instances
+/// (four pairs in flight): two people approving both count and decide it; one person twice counts
+/// once (one 200, one 409, the gate still waiting with one answer); an approval racing a veto
+/// always ends in the veto, with every 200 counted. The answers kept always match the 200s.
+#[test]
+fn racing_answers_to_a_gate_needing_two_people_count_consistently_across_instances() {
+    const PAIRS: usize = 1000;
+    const LANES: usize = 4;
+    let cluster = Cluster::start();
+    cluster.servers[0].save("quorum", quorum());
+    std::thread::scope(|scope| {
+        for lane in 0..LANES {
+            let servers = &cluster.servers;
+            scope.spawn(move || {
+                for i in (lane..PAIRS).step_by(LANES) {
+                    let (a, b) = (i % INSTANCES, (i + 1 + i / INSTANCES % 2) % INSTANCES);
+                    let id = servers[a].run_id("quorum", Value::Null);
+                    let pair = match i % 3 {
+                        0 => [("ann", "send"), ("bo", "send")],
+                        1 => [("ann", "send"), ("ann", "send")],
+                        _ => [("ann", "send"), ("bo", "skip")],
+                    };
+                    let start = Barrier::new(2);
+                    let answers: Vec<(u16, &str, &str)> = std::thread::scope(|race| {
+                        let racers: Vec<_> = [(a, pair[0]), (b, pair[1])]
+                            .into_iter()
+                            .map(|(at, (by, answer))| {
+                                let (server, id, start) = (&servers[at], &id, &start);
+                                race.spawn(move || {
+                                    start.wait();
+                                    let body = json!({"node": "gate", "answer": answer, "by": by});
+                                    let (status, got) = server.post(&format!("/runs/{id}/respond"), body);
+                                    assert!(status == 200 || status == 409, "{status}: {got}");
+                                    (status, by, answer)
+                                })
+                            })
+                            .collect();
+                        racers.into_iter().map(|r| r.join().expect("racer")).collect()
+                    });
+                    let ok: Vec<(&str, &str)> = answers.iter().filter(|(s, ..)| *s == 200).map(|(_, by, a)| (*by, *a)).collect();
+                    let (_, run) = servers[b].get(&format!("/runs/{id}"));
+                    let kept: Vec<(String, String)> = match run["status"].as_str() {
+                        Some("awaiting_approval") => &run["pending"]["votes"],
+                        _ => &run["outputs"]["gate"]["approvers"],
+                    }
+                    .as_array()
+                    .unwrap_or_else(|| panic!("pair {i}: no answers kept: {run}"))
+                    .iter()
+                    .map(|v| (v["by"].as_str().unwrap_or_default().to_string(), v["answer"].as_str().unwrap_or_default().to_string()))
+                    .collect();
+                    let mut kept_sorted = kept.clone();
+                    kept_sorted.sort();
+                    let mut ok_sorted: Vec<(String, String)> = ok.iter().map(|(b, a)| (b.to_string(), a.to_string())).collect();
+                    ok_sorted.sort();
+                    assert_eq!(
+                        kept_sorted, ok_sorted,
+                        "pair {i} on instances {a} and {b}: the answers kept are the 200s: {answers:?} {run}"
+                    );
+                    match i % 3 {
+                        0 => {
+                            assert_eq!(ok.len(), 2, "pair {i}: {answers:?}");
+                            assert_eq!(
+                                (run["status"].as_str(), run["outputs"]["out"]["text"].as_str()),
+                                (Some("done"), Some("sent")),
+                                "{run}"
+                            );
+                        }
+                        1 => {
+                            assert_eq!(ok.len(), 1, "pair {i}: one person counts once: {answers:?}");
+                            assert_eq!(run["status"], "awaiting_approval", "{run}");
+                        }
+                        _ => {
+                            assert!(!ok.is_empty(), "pair {i}: {answers:?}");
+                            assert_eq!(
+                                (run["status"].as_str(), run["outputs"]["gate"]["answer"].as_str()),
+                                (Some("done"), Some("skip")),
+                                "the veto wins: {run}"
+                            );
+                            assert!(run["outputs"].get("out").is_none(), "{run}");
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
 /// 500 runs waiting for an event that names them (`wait_event` matching their own `k`), started
 /// round-robin; then each one's event posted twice at once to two different instances, from four
 /// lanes in flight: every run is answered exactly once (named by one of the two answers, never

@@ -397,3 +397,57 @@ fn a_save_after_the_runs_lock_was_lost_changes_nothing() {
     // Once nobody holds it, a save without the lock (an import) is not fenced.
     first.write_run(&id, &json!({"after": true})).expect("an unlocked save");
 }
+
+/// What a run costs the database, counted by the database (`pg_stat_statements`): a run of typed
+/// steps three statements (reserve and lock its id; save it ended; keep its stats, unlock and tell
+/// the other instances), a command step one more (the save before it acts, which also carries the
+/// run's first save) and its share of a notifier's statement (which tells of saves in flight,
+/// several at once). Every run reads back whole and done from another connection.
+#[test]
+fn a_run_of_typed_steps_costs_three_statements_and_a_command_step_one_more() {
+    use vwf::store::Store;
+    const RUNS: i64 = 20;
+    let url = common::pg::fresh_database();
+    let store = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
+    let drivers = vwf::exec::Drivers::new(vwf::config::Config::default());
+    let observer = |_: vwf::runner::Progress<'_>| {};
+    let runner = vwf::runner::Runner::new(&store, &drivers, &vwf::clock::SystemClock, &observer);
+    let typed = common::server::small();
+    let command = json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "work", "type": "command", "argv": ["true"]}
+    ], "edges": [{"from": "start", "to": "work"}]});
+    let reader = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
+    let mut costs = Vec::new();
+    for (name, design) in [("typed", typed), ("command", command)] {
+        let design = vwf_core::design::Design::from_value(&design).expect("design");
+        let plan = vwf_core::plan::Plan::compile(name, &design).expect("plan");
+        common::pg::count_statements(&url);
+        let mut ids = Vec::new();
+        for n in 0..RUNS {
+            let trigger = vwf_core::run::TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"n": n}));
+            let run = runner.start(plan.clone(), trigger).expect("run");
+            assert_eq!(run.status(), vwf_core::run::Status::Done, "{:?}", run.error());
+            ids.push(run.run_id().clone());
+        }
+        // The notifier's statements tell other instances of saves in flight, several at once.
+        let (notices, counted): (Vec<_>, Vec<_>) =
+            common::pg::statements(&url).into_iter().partition(|(_, query)| query.contains("unnest($1::text[]) AS notice"));
+        let total: i64 = counted.iter().map(|(calls, _)| calls).sum();
+        assert_eq!(total % RUNS, 0, "{name}: {total} statements for {RUNS} runs: {counted:#?}");
+        costs.push((name, total / RUNS, counted, notices.iter().map(|(calls, _)| calls).sum::<i64>()));
+        for id in &ids {
+            let saved = reader.read_run(id).expect("read back");
+            assert_eq!(saved["status"], "done", "{name} run {id} reads back done");
+        }
+        let listed = reader.list_run_ids(None, 1000).expect("list");
+        assert!(ids.iter().all(|id| listed.contains(id)), "{name}: every run is listed");
+    }
+    let (from, to) =
+        (vwf_core::time::parse("2000-01-01T00:00:00Z").expect("time"), vwf_core::time::parse("2100-01-01T00:00:00Z").expect("time"));
+    assert_eq!(reader.run_stats(from, to, None).expect("stats").len(), 2 * RUNS as usize, "every run left its stats record");
+    assert_eq!(costs[0].1, 3, "a run of typed steps: {:#?}", costs[0].2);
+    assert_eq!(costs[0].3, 0, "a run of typed steps is told of when its lock goes, with no statement of its own");
+    assert_eq!(costs[1].1, 4, "a run with a command step: {:#?}", costs[1].2);
+    assert!((1..=RUNS).contains(&costs[1].3), "the save before each command is told of by the notifier: {} statements", costs[1].3);
+}

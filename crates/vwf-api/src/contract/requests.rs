@@ -304,8 +304,8 @@ pub struct RespondRequest {
 }
 
 impl RespondRequest {
-    /// The node answered, and the answer.
-    pub fn answer(self) -> Result<(String, Answer), Failure> {
+    /// The node answered, and the answer, which came through `via` (`api`, `mcp`, …).
+    pub fn answer(self, via: &str) -> Result<(String, Answer), Failure> {
         let generate = self.agent_generate == Some(true);
         if self.answer.is_none() && (self.fields.is_some() || self.edits.is_some() || self.by.is_some()) {
             return Err(Failure::BadRequest("\"fields\", \"edits\" and \"by\" go with an \"answer\" to a gate".into()));
@@ -316,6 +316,8 @@ impl RespondRequest {
                 fields: self.fields.unwrap_or_default(),
                 edits: self.edits.unwrap_or_default(),
                 by: self.by,
+                via: Some(via.to_string()),
+                tap: None,
             })),
             (None, Some(output), false) => Answer::Respond(Response::Output(output)),
             (None, None, true) => Answer::Generate,

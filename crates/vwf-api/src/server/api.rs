@@ -33,6 +33,10 @@ use vwf_runtime::gate::{Gate, Slot};
 
 /// Where the API is mounted.
 pub const API_PREFIX: &str = "/api/plugins/visual-workflow";
+/// Where Telegram posts taps on gate buttons (`[channels.telegram] answers = "webhook"`).
+pub const TELEGRAM_UPDATES_PATH: &str = "/channels/telegram/updates";
+/// Slack's interactivity request URL for gate buttons.
+pub const SLACK_INTERACTIONS_PATH: &str = "/channels/slack/interactions";
 
 /// `GET /runs` without `limit`, and the most it may ask for.
 pub(crate) use crate::contract::requests::RUNS_DEFAULT;
@@ -527,6 +531,8 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, gate: Arc<Gate>, live: Li
         .route("/", get(|headers| page("index.html", "dashboard", headers)).layer(CompressionLayer::new()))
         .route("/designer.html", get(|headers| page("designer.html", "canvas", headers)).layer(CompressionLayer::new()))
         .route("/hooks/{path}", post(super::handlers::hook))
+        .route(TELEGRAM_UPDATES_PATH, post(super::handlers::telegram_updates))
+        .route(SLACK_INTERACTIONS_PATH, post(super::handlers::slack_interactions))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(any(fallback).layer(CompressionLayer::new()))

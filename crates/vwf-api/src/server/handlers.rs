@@ -332,7 +332,7 @@ where
 }
 
 pub(super) async fn respond(State(s): State<AppState>, Valid(id): Valid<RunId>, Body(body): Body<RespondRequest>) -> Answered {
-    let (node, answer) = body.answer()?;
+    let (node, answer) = body.answer("api")?;
     gated(&s, move |service| Ok(service.respond(&id, &node, answer)?.body())).await
 }
 
@@ -441,4 +441,47 @@ pub(super) async fn hook(State(s): State<AppState>, Path(path): Path<String>, he
         Ok(Err(crate::hooks::Refused::Failed(f))) => f.into_response(),
         Err(_) => Failure::Internal("internal error while taking the webhook".into()).into_response(),
     }
+}
+
+/// `POST /channels/telegram/updates`: Telegram's webhook for gate buttons (`[channels.telegram]
+/// answers = "webhook"`). Only a post carrying the configured `secret_token` is read; the tap is
+/// taken after the answer (Telegram wants one at once), with a run slot.
+pub(super) async fn telegram_updates(State(s): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let given = headers.get("X-Telegram-Bot-Api-Secret-Token").and_then(|v| v.to_str().ok());
+    if !crate::buttons::telegram_webhook_allowed(&s.app, given) {
+        return error(StatusCode::UNAUTHORIZED, "not a Telegram update for this server (X-Telegram-Bot-Api-Secret-Token)".into());
+    }
+    let Ok(update) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "the update is not JSON".into());
+    };
+    let (app, gate) = (s.app.clone(), s.gate.clone());
+    tokio::task::spawn_blocking(move || {
+        let _slot = gate.wait();
+        let _ = guarded("a Telegram tap", || {
+            crate::buttons::telegram_update(&app, &update);
+            Ok(())
+        });
+    });
+    (StatusCode::OK, axum::Json(serde_json::json!({"ok": true}))).into_response()
+}
+
+/// `POST /channels/slack/interactions`: Slack's interactivity URL for gate buttons. The
+/// signature (`X-Slack-Signature`, v0, five minutes) is checked before anything is read; the tap
+/// is taken after the answer (Slack wants one within three seconds) and told through its
+/// `response_url`.
+pub(super) async fn slack_interactions(State(s): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    if let Err(why) = crate::buttons::slack_verify(&s.app, &header, &body) {
+        return error(StatusCode::UNAUTHORIZED, format!("not a Slack interaction for this server: {why}"));
+    }
+    let signature = header("X-Slack-Signature").unwrap_or_default();
+    let (app, gate) = (s.app.clone(), s.gate.clone());
+    tokio::task::spawn_blocking(move || {
+        let _slot = gate.wait();
+        let _ = guarded("a Slack tap", || {
+            crate::buttons::slack_interaction(&app, &body, &signature);
+            Ok(())
+        });
+    });
+    StatusCode::OK.into_response()
 }

@@ -119,8 +119,8 @@ impl Followed<'_> {
     fn woken_by(&self, change: &Change) -> bool {
         match (self, change) {
             (_, Change::Resync) => true,
-            (Followed::Run(id), Change::Run(changed)) => changed == *id,
-            (Followed::Listing, Change::Run(_)) => true,
+            (Followed::Run(id), Change::Run(changed) | Change::Ended(changed)) => changed == *id,
+            (Followed::Listing, Change::Run(_) | Change::Ended(_)) => true,
             _ => false,
         }
     }

@@ -104,6 +104,11 @@ impl Settings {
                 default.wait.as_millis() as u64,
             )?),
         };
+        if let Some(url) = text("public_url")?
+            && vwf_runtime::runner::public_url(table).is_none()
+        {
+            return Err(Failure::BadRequest(format!("[server] public_url must be an http(s) URL, got {url:?}")));
+        }
         Ok(Settings { bind: text("bind")?, token_env: text("token_env")?, allowed_hosts, frame_ancestors, runs })
     }
 }
@@ -277,7 +282,9 @@ impl Server {
         raise_open_file_limit();
         let Server { app, listener, guard, token_file, gate, runtime, stop_signals, notices, .. } = self;
         let stop = Arc::new(AtomicBool::new(false));
-        let daemon = start_daemon(&app, &stop);
+        let keeps_timers = Arc::new(AtomicBool::new(false));
+        let daemon = start_daemon(&app, &stop, &keeps_timers);
+        crate::buttons::start_telegram_poller(&app, keeps_timers, stop.clone());
         let (live, stop_waiting) = live::Live::new(app.clone(), notices);
         let router = api::router(app, Arc::new(guard), gate, live);
         let served = runtime.block_on(async move {
@@ -309,8 +316,8 @@ impl Server {
 /// daemon`, or another instance on the same database), this server stands by for the timers and
 /// claims them as soon as that one stops or dies, so the timers never stop with one instance; its
 /// folder and watch triggers run meanwhile where `[daemon] local_triggers` allows.
-fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>> {
-    let (app, stop) = (app.clone(), stop.clone());
+fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>, keeps_timers: &Arc<AtomicBool>) -> Option<JoinHandle<()>> {
+    let (app, stop, keeps_timers) = (app.clone(), stop.clone(), keeps_timers.clone());
     let spawned = std::thread::Builder::new().name("vwf-daemon".into()).spawn(move || {
         let mut claim = None;
         let mut standing_by = false;
@@ -328,6 +335,8 @@ fn start_daemon(app: &Arc<App>, stop: &Arc<AtomicBool>) -> Option<JoinHandle<()>
                     }
                     claim = Some(held);
                     daemon.set_timers(true);
+                    // The server that keeps the timers also polls Telegram for gate answers.
+                    keeps_timers.store(true, Ordering::SeqCst);
                 }
                 Err(e) => {
                     if !standing_by {
@@ -377,6 +386,12 @@ mod tests {
         for bad in
             ["frame_ancestors = \"http://h\"", "frame_ancestors = [1]", "frame_ancestors = [\"*\"]", "frame_ancestors = [\"http://h/x\"]"]
         {
+            let t: toml::Table = toml::from_str(bad).unwrap();
+            assert!(Settings::from_table(&t).is_err(), "{bad}");
+        }
+        let t: toml::Table = toml::from_str("public_url = \"https://vwf.example.org/\"").unwrap();
+        assert!(Settings::from_table(&t).is_ok());
+        for bad in ["public_url = \"vwf.example.org\"", "public_url = \"ftp://x\"", "public_url = 1"] {
             let t: toml::Table = toml::from_str(bad).unwrap();
             assert!(Settings::from_table(&t).is_err(), "{bad}");
         }

@@ -218,7 +218,7 @@ impl RequestBody {
             RequestBody::Preview => parse::<PreviewRequest>(body).map(drop),
             RequestBody::Restore => parse::<RestoreRequest>(body).map(drop),
             RequestBody::Pin => parse::<PinRequest>(body)?.pin().map(drop),
-            RequestBody::Respond => parse::<RespondRequest>(body)?.answer().map(drop),
+            RequestBody::Respond => parse::<RespondRequest>(body)?.answer("api").map(drop),
             RequestBody::Retry => parse::<RetryRequest>(body).map(drop),
         }
     }
@@ -427,7 +427,7 @@ mod tests {
         }
         parse::<SaveTool>(example::<SaveTool>()).unwrap();
         parse::<RunTool>(example::<RunTool>()).unwrap().1.start().unwrap();
-        parse::<RespondTool>(example::<RespondTool>()).unwrap().1.answer().unwrap();
+        parse::<RespondTool>(example::<RespondTool>()).unwrap().1.answer("mcp").unwrap();
         parse::<ValidateArgs>(example::<ValidateArgs>()).unwrap();
         let Both(NameArg { name }, _) = parse::<LoadTool>(json!({"name": "hello", "version": 3.0})).unwrap();
         assert_eq!(name.0.as_str(), "hello");

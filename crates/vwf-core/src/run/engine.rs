@@ -277,9 +277,8 @@ impl Run {
             )));
         };
         match (&self.parked[pos], response) {
-            (Pending::Approval { options, .. }, Response::Answer(reply)) => {
-                let options = options.clone();
-                self.answer_gate(pos, node, &options, reply, now)?;
+            (Pending::Approval { .. }, Response::Answer(reply)) => {
+                self.answer_gate(pos, node, reply, now)?;
             }
             (Pending::Agent { model, .. }, Response::Output(text)) => {
                 let model = model.clone();

@@ -56,7 +56,7 @@ use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
 use record::is_false;
 use step::Begin;
 
-pub use answer::{EDITED, Reply};
+pub use answer::{EDITED, Notice, Reply, VOTED};
 pub use children::ChildStart;
 pub use failure::{
     APPROVAL_TIMED_OUT, APPROVAL_TIMED_OUT_ESCALATED, COST_BUDGET_EXCEEDED, ESCALATION_REQUESTED, RUN_TIMED_OUT, RunFailure, StepError,
@@ -444,4 +444,7 @@ pub enum EngineError {
     /// The run is not in a state that allows this (HTTP 409).
     #[error("{0}")]
     Conflict(String),
+    /// The one asking may not do this (HTTP 403): someone a gate does not allow.
+    #[error("{0}")]
+    Forbidden(String),
 }

@@ -230,6 +230,9 @@ impl StepRecord {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
+// A run parks on a handful of these at a time; a gate's declaration inline is simpler to read
+// and to serialise than a box, and the bytes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Pending {
     Approval {
         node: String,
@@ -252,6 +255,22 @@ pub enum Pending {
         /// absent when it lets none be changed.
         #[serde(default, skip_serializing_if = "Map::is_empty")]
         edit: Map<String, Value>,
+        /// Who answers, as the gate declares it; absent: the first answer decides.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approvers: Option<crate::approvers::Approvers>,
+        /// The answers counted so far towards `approvers.required`, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        votes: Vec<crate::approvers::Vote>,
+        /// Where the question goes (`telegram:<chat>`, `slack:<channel>`, `webhook:<name>`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notify: Vec<String>,
+        /// The context the notifications show, rendered when the gate opened; absent without
+        /// `notify`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        /// Whether the notifications were sent (each recorded under the run's `deliveries`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        notified: bool,
         /// The run that asks, when it is a run a design step started (see [`Pending::Child`]):
         /// `node` is then `<design step>/<its node>`, and answering it through this run answers
         /// that run. Absent for a run's own gate.

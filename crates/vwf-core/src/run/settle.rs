@@ -30,6 +30,9 @@ pub enum Settle {
     /// It waits on a run a design step starts: the run may be still to make, or may have moved
     /// (parked, ended) since this one last looked.
     Children,
+    /// It waits at a gate whose notifications were never sent (the process that parked it died
+    /// first): driven, it sends them.
+    Unannounced,
 }
 
 /// The fields of a stored run that say whether it needs settling, and what listings filter on.
@@ -120,6 +123,14 @@ pub fn due(status: Status, parked: &[Pending], timeout_at: Option<Ts>, now: Ts, 
             Some(Settle::WaitDue)
         }
         _ if resume_waits && !status.is_finished() && parked.iter().any(|p| matches!(p, Pending::Child { .. })) => Some(Settle::Children),
+        _ if resume_waits
+            && !status.is_finished()
+            && parked
+                .iter()
+                .any(|p| matches!(p, Pending::Approval { notify, notified: false, run_id: None, .. } if !notify.is_empty())) =>
+        {
+            Some(Settle::Unannounced)
+        }
         _ => None,
     }
 }
@@ -160,6 +171,11 @@ mod tests {
             outputs: Default::default(),
             fields: Vec::new(),
             edit: Default::default(),
+            approvers: None,
+            votes: Vec::new(),
+            notify: Vec::new(),
+            context: None,
+            notified: false,
             run_id: None,
         }
     }

@@ -232,6 +232,25 @@ impl Run {
         Ok(template::render_str(src, &self.context(&ids, &trigger, &totals, scope))?)
     }
 
+    /// What a gate's notifications show beside its question: its `context` rendered, else the
+    /// texts of its parents one after another; cut to [`approvers::CONTEXT_CHARS`].
+    fn gate_context(&self, id: &str, context: Option<&str>, scope: &Scope) -> Result<String, StepError> {
+        let text = match context {
+            Some(src) => self.render(src, scope)?,
+            None => {
+                let parents = self.plan_step(id).map(|s| s.parents.iter().map(|p| p.from.clone()).collect::<Vec<_>>()).unwrap_or_default();
+                let texts: Vec<String> = parents
+                    .iter()
+                    .filter_map(|p| self.view_in(p, scope).and_then(|v| v.get("text")).and_then(Value::as_str))
+                    .filter(|t| !t.trim().is_empty())
+                    .map(str::to_string)
+                    .collect();
+                texts.join("\n\n")
+            }
+        };
+        Ok(crate::approvers::cut(text.trim(), crate::approvers::CONTEXT_CHARS))
+    }
+
     /// The texts a template names: each referenced step's `text` keyed by its id (the run's
     /// input under `trigger`), for a person to see what a gate's question is about.
     pub(super) fn referred(&self, src: &str, scope: &Scope) -> Map<String, Value> {
@@ -325,7 +344,7 @@ impl Run {
                     Err(e) => fail(self, e),
                 }
             }
-            Spec::Approval { question, options, timeout_minutes, on_timeout, edit, .. } => {
+            Spec::Approval { question, options, timeout_minutes, on_timeout, edit, approvers, notify, context, .. } => {
                 self.open_record(id, StepStatus::AwaitingApproval, now);
                 let question_src = question.clone();
                 let deadline = match timeout_minutes.map(|m| time::add_seconds(now, m.saturating_mul(60))) {
@@ -340,6 +359,14 @@ impl Run {
                 let outputs = self.referred(&question_src, scope);
                 let fields = self.plan_step(id).and_then(|s| s.node.get("fields")).and_then(Value::as_array).cloned().unwrap_or_default();
                 let edit = edit.into_iter().filter_map(|e| Some((e.clone(), self.outputs.get(&e)?.get("text")?.clone()))).collect();
+                let context = if notify.is_empty() {
+                    None
+                } else {
+                    match self.gate_context(id, context.as_deref(), scope) {
+                        Ok(c) => Some(c),
+                        Err(e) => return fail(self, e),
+                    }
+                };
                 self.parked.push(Pending::Approval {
                     node: id.into(),
                     question,
@@ -349,6 +376,11 @@ impl Run {
                     outputs,
                     fields,
                     edit,
+                    approvers,
+                    votes: Vec::new(),
+                    notify,
+                    context,
+                    notified: false,
                     run_id: None,
                 });
                 self.refresh_status();

@@ -217,7 +217,8 @@ impl<'a> Daemon<'a> {
                     self.touched.insert(id);
                 }
                 Ok(Change::Resync) | Err(TryRecvError::Lagged(_)) => self.next_scan = None,
-                Ok(Change::Design(_) | Change::Job(_)) => {}
+                // An ended run has nothing due.
+                Ok(Change::Ended(_) | Change::Design(_) | Change::Job(_)) => {}
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return any,
             }
             any = true;
@@ -654,7 +655,7 @@ impl<'a> Daemon<'a> {
             // one). Marking a run interrupted or a gate timed out is one write (a dead process's
             // run its steps' policies take up again is driven on without a slot: a slot is not
             // waited for on behalf of a run whose owner may still be alive).
-            let slot = self.app.slots.as_ref().filter(|_| due == Settle::WaitDue).map(|gate| gate.wait());
+            let slot = self.app.slots.as_ref().filter(|_| matches!(due, Settle::WaitDue | Settle::Unannounced)).map(|gate| gate.wait());
             let opened = runner.open_settling(id);
             drop(slot);
             let (run, settled) = match opened {
@@ -678,6 +679,7 @@ impl<'a> Daemon<'a> {
                 Some(Settle::DeadlinePassed) => ("gate deadline passed", &mut report.timed_out),
                 Some(Settle::TimedOut) => ("passed its design's timeout", &mut report.timed_out),
                 Some(Settle::Children) => ("went on with its child run", &mut report.resumed),
+                Some(Settle::Unannounced) => ("announced its gate", &mut report.resumed),
             };
             log(now, &format!("{design}: run {} {line} → {outcome}", run.run_id()));
             list.push(run.run_id().to_string());

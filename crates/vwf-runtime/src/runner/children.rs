@@ -109,6 +109,8 @@ impl Runner<'_> {
         }
         let mut child = Run::start_child(parent, start, plan, self.clock.now());
         self.persist_as(&mut child, true).map_err(|e| format!("cannot save the child run: {e}"))?;
+        // The parent goes on counting on the child: its first save is made durable first.
+        self.store.sync().map_err(|e| format!("cannot save the child run: {e}"))?;
         tracing::info!(run = %parent.run_id(), child = %start.run_id, design = %start.design, "a design step started its child run");
         drop(lock);
         Ok(())

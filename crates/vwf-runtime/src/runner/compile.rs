@@ -57,11 +57,11 @@ impl Runner<'_> {
     }
 
     fn compile_with(&self, name: &DesignName, compile: impl FnOnce(&Design) -> Result<Plan, Report>) -> Result<Plan, RunError> {
-        let graph = self.store.load_design(name)?;
+        let (graph, newest) = self.store.load_design_with_newest(name)?;
         let report = match Design::from_value(&graph) {
             Ok(design) => match compile(&design) {
                 Ok(mut plan) => {
-                    plan.version = crate::versions::of_content(self.store, name, &graph, self.clock.now());
+                    plan.version = crate::versions::of_content_with(self.store, name, &graph, newest, self.clock.now());
                     self.pin_calls(&mut plan);
                     return Ok(plan);
                 }

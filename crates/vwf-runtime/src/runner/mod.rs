@@ -21,6 +21,8 @@ use vwf_core::secrets::Secrets;
 use crate::clock::Clock;
 use crate::error::RunError;
 
+mod announce;
+pub use announce::public_url;
 mod arrivals;
 mod children;
 mod compile;
@@ -148,6 +150,9 @@ impl Runner<'_> {
     fn go_if_admitted(&self, run: &mut Run, admit: slots::Admit, lock: &RunLock) -> Result<(), RunError> {
         if admit == slots::Admit::Queued {
             if self.claim_slot(run)? != slots::Admit::Go {
+                // Answered as queued: its first save, which may not be durable yet, is made so
+                // first (a store may hold it until the run's next save, which may be long).
+                self.store.sync()?;
                 return Ok(());
             }
             run.leave_queue(self.clock.now());
@@ -186,9 +191,8 @@ impl Runner<'_> {
         make: impl FnOnce(RunId, vwf_core::time::Ts) -> Result<Run, RunError>,
         started: Option<impl FnOnce(&Run)>,
     ) -> Result<Run, RunError> {
-        let id = self.store.allocate_run_id()?;
-        let lock = self.store.lock_run(&id)?;
-        let mut run = make(id, self.clock.now())?;
+        let lock = self.store.allocate_locked_run()?;
+        let mut run = make(lock.id().clone(), self.clock.now())?;
         let admit = self.admit(&mut run)?;
         self.persist_as(&mut run, true)?;
         if let Some(started) = started {
@@ -260,7 +264,9 @@ impl Runner<'_> {
         }
         // A wait that came drives its run on; so does a run left by a dead process whose unfinished
         // attempts its steps' retry policies take up again.
-        if due == Some(Settle::WaitDue) || (resume_waits && due == Some(Settle::Orphaned) && run.status() == Status::Running) {
+        if matches!(due, Some(Settle::WaitDue | Settle::Unannounced))
+            || (resume_waits && due == Some(Settle::Orphaned) && run.status() == Status::Running)
+        {
             Runner { sleep_for_waits: false, ..*self }.drive(&mut run, &lock)?;
         }
         // A run waiting on a child: driven, which makes a child still to make and takes the state
@@ -443,6 +449,10 @@ impl Runner<'_> {
                     // Steps over their rate limit wait (taken back before they are saved).
                     let (tasks, grants) = self.within_rates(run, tasks)?;
                     self.persist(run)?;
+                    // A gate parked in one branch is announced now, not once the others end.
+                    if self.announce_gates(run)? {
+                        self.persist(run)?;
+                    }
                     // A run its save failed (its record would pass `[limits] run_bytes`) starts
                     // nothing more.
                     if run.status().is_finished() || tasks.is_empty() {
@@ -483,6 +493,10 @@ impl Runner<'_> {
                     // Parked or ended: saved before a foreground run sleeps through a wait too, so
                     // the last task's outcome and the park are on disk while it sleeps.
                     if run.has_changes() || (run.status(), run.pending()) != (persisted.0, persisted.1.as_ref()) {
+                        self.persist(run)?;
+                    }
+                    // Parked at gates that ask to be announced: told now that the park is saved.
+                    if self.announce_gates(run)? {
                         self.persist(run)?;
                     }
                     if run.status() == Status::Waiting

@@ -10,7 +10,7 @@ use vwf_core::names::DesignName;
 use vwf_core::schedule::job::{Job, design_of, job_id};
 use vwf_core::time::Ts;
 
-use super::{JOBS_LOCK_KEY, PgStore, TRIGGERS_CLAIM_KEY, db};
+use super::{JOBS_LOCK_KEY, Locking, PgStore, TRIGGERS_CLAIM_KEY, db};
 use crate::{JobEntry, JobStore, StoreError, StoreLock};
 
 impl JobStore for PgStore {
@@ -70,7 +70,7 @@ impl JobStore for PgStore {
 
     fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
         let lock = self
-            .advisory(JOBS_LOCK_KEY, true, false)?
+            .advisory(JOBS_LOCK_KEY, Locking::Wait)?
             .ok_or_else(|| StoreError::other("cannot lock the schedule jobs", "the lock was not granted"))?;
         Ok(StoreLock::new(lock))
     }
@@ -143,7 +143,7 @@ impl JobStore for PgStore {
     }
 
     fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
-        match self.advisory(TRIGGERS_CLAIM_KEY, false, false)? {
+        match self.advisory(TRIGGERS_CLAIM_KEY, Locking::Try)? {
             Some(lock) => Ok(StoreLock::new(lock)),
             None => Err(StoreError::Busy(format!("another vwf daemon is already running on {}", self.inner.shown))),
         }

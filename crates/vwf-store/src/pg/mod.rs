@@ -13,19 +13,21 @@
 //! - Documents are stored as the JSON text vwf wrote (see `migrations/0001_store.sql`) and read
 //!   back with the same parser as files: whatever is written reads back.
 //! - A run's lock, the jobs lock and the trigger claim are session advisory locks held on a
-//!   connection taken from the pool for as long as the guard lives. An instance that dies closes
-//!   its connections, and PostgreSQL releases its locks: a run it was driving is found `running`
-//!   with no owner and settles as interrupted, exactly as with the file store.
+//!   connection taken from the pool for as long as the guard lives ([`locks`]). An instance that
+//!   dies closes its connections, and PostgreSQL releases its locks: a run it was driving is found
+//!   `running` with no owner and settles as interrupted, exactly as with the file store. A run's
+//!   saves go through its lock's connection, so they are made only while the lock is held.
 //! - Run locks held at once are fewer than the pool's connections ([`lock_slots`]): a lock
-//!   holder needs another connection to write, so lockers beyond the slots wait for one instead
+//!   holder may need another connection to read, so lockers beyond the slots wait for one instead
 //!   of taking every connection and leaving the holders none (which stalled an instance driving
 //!   more runs at once than its pool size until the acquire timeout failed them all).
 //! - Lock keys: a run id is 48 bits, so its key is the id itself (no two runs share one); the
 //!   store-wide locks use negative keys no run can have.
 //!
-//! This file holds the connection (its pool, runtime and change listener), the advisory locks and
-//! what every statement shares; [`schema`] holds the migrations, [`store`] the [`Store`] impl
-//! (designs, versions, runs) and [`jobs`] the [`JobStore`] impl (schedule jobs, trigger state).
+//! This file holds the connection (its pool, runtime and change listener) and what every
+//! statement shares; [`locks`] holds the advisory locks and the runs' sessions, [`schema`] the
+//! migrations, [`store`] the [`Store`] impl (designs, versions, runs) and [`jobs`] the
+//! [`JobStore`] impl (schedule jobs, trigger state).
 //!
 //! [`Store`]: crate::Store
 //! [`JobStore`]: crate::JobStore
@@ -36,15 +38,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{Connection, PgConnection, PgPool, Postgres};
+use sqlx::{Connection, PgConnection, PgPool};
 use vwf_core::names::RunId;
 
 use super::{Cause, Source, StoreError};
 use crate::changes::{Change, Changes};
+use locks::{AdvisoryLock, Held, Session};
 
 mod jobs;
+mod locks;
+mod notices;
 mod schema;
 mod stats;
 mod store;
@@ -102,50 +106,71 @@ struct Inner {
     /// One permit per run lock that may be held at once ([`lock_slots`]).
     lock_slots: Arc<tokio::sync::Semaphore>,
     acquire_timeout: Duration,
-    /// The run locks this process holds: lock key → the holding session's backend pid and the
-    /// guard's token. A save of a run whose lock is held here is fenced on that session still
-    /// holding it (see [`Fence`]).
+    /// The run locks this process holds, and their sessions (see [`locks`]).
     held: Held,
+    /// Whether the database is known to be out of reach (see [`Health`]).
+    health: Arc<Health>,
+    /// The notifier task (see [`notices`]).
+    notices: Arc<notices::Notifier>,
 }
 
-/// Run locks held by this process: lock key → (backend pid, guard token).
-type Held = Arc<std::sync::Mutex<std::collections::HashMap<i64, (i32, u64)>>>;
-
-/// A save's fence: the write happens only while the session that took the run's lock still holds
-/// it. A lock's connection can be lost while its process lives (a network cut, a backend
-/// terminated): PostgreSQL then releases the lock and another instance may take the run over, so
-/// a write from the old holder would overwrite the new one's. The fence makes that write change
-/// nothing and fail instead. `pid` is NULL for a save made without the run's lock (an import),
-/// which is not fenced.
-struct Fence {
-    pid: Option<i32>,
-    class: i64,
-    object: i64,
+/// The database out of reach: known after a call failed for want of it (or the change listener
+/// lost its connection) and a fresh connection failed too. While it is, each call first tries one
+/// fresh connection (bounded by [`PROBE_TIMEOUT`], at most one try per [`PROBE_EVERY`]) and
+/// fails at once when that fails, instead of waiting out the pool's acquire timeout: a request
+/// answers 503 in milliseconds, not seconds. The change is logged once each way.
+struct Health {
+    options: PgConnectOptions,
+    /// The database, without its password, for the log.
+    shown: String,
+    down: std::sync::atomic::AtomicBool,
+    /// When a probe last failed, and why.
+    last_failed: std::sync::Mutex<Option<(std::time::Instant, String)>>,
 }
 
-/// A fenced statement's first common table expression: the [`Fence`]'s condition, with the pid,
-/// class and object as parameters `$3`, `$4` and `$5`, evaluated once. Each part of the statement
-/// asks [`fenced!`] for its answer. `pg_locks` is a live view, not a snapshot: evaluated in each
-/// part, the lock's session could end between them (its process killed mid-statement) and one
-/// part be written without the other, e.g. a whole save's document replaced while the parts it
-/// supersedes stay, so a reader would apply a stale head over it. `MATERIALIZED` makes every part
-/// read the one answer.
-macro_rules! fence_cte {
-    () => {
-        "fence AS MATERIALIZED (SELECT ($3::int IS NULL OR EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
-         AND granted AND pid = $3 AND classid::bigint = $4 AND objid::bigint = $5 AND objsubid = 1)) AS held)"
-    };
-}
+/// How long a probe connection may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often calls made while the database is down try it again.
+const PROBE_EVERY: Duration = Duration::from_millis(200);
 
-/// The condition of a statement that starts with [`fence_cte!`].
-macro_rules! fenced {
-    () => {
-        "(SELECT held FROM fence)"
-    };
+impl Health {
+    /// Tries one fresh connection (at most one try per [`PROBE_EVERY`] while down): `Ok` and the
+    /// database marked up when it works, else `Unavailable` and the database marked down; each
+    /// change logged once.
+    async fn check(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let unavailable =
+            |why: String| StoreError::Unavailable { action: "cannot reach the database".into(), source: Arc::new(Cause(why)) };
+        let recent = self.last_failed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((_, why)) = recent.filter(|(at, _)| at.elapsed() < PROBE_EVERY && self.down.load(SeqCst)) {
+            return Err(unavailable(why));
+        }
+        let tried = match tokio::time::timeout(PROBE_TIMEOUT, PgConnection::connect_with(&self.options)).await {
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(db(e).to_string()),
+            Err(_) => Err(format!("no connection within {} s", PROBE_TIMEOUT.as_secs())),
+        };
+        match tried {
+            Ok(()) => {
+                *self.last_failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                if self.down.swap(false, SeqCst) {
+                    tracing::info!(database = %self.shown, "the database can be reached again");
+                }
+                Ok(())
+            }
+            Err(why) => {
+                *self.last_failed.lock().unwrap_or_else(|e| e.into_inner()) = Some((std::time::Instant::now(), why.clone()));
+                if !self.down.swap(true, SeqCst) {
+                    tracing::warn!(database = %self.shown, error = %why, "the database cannot be reached; calls answer at once that it is unavailable until it is back");
+                }
+                Err(unavailable(why))
+            }
+        }
+    }
 }
-
-// Named by path in the statements of `store`.
-use {fence_cte, fenced};
 
 /// Connections beside the run locks: the change listener's, the trigger claim's, the jobs lock's
 /// and one for statements.
@@ -160,7 +185,8 @@ fn lock_slots(pool_size: u32) -> (u32, u32) {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Never blocks, so dropping the store is safe on any thread.
+        // Blocks at most for the notifier's flush, so dropping the store is safe on any thread.
+        self.notices.flush();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
@@ -186,6 +212,8 @@ impl PgStore {
             .map_err(|e| StoreError::io("cannot start the database runtime", e))?;
         let (connections, slots) = lock_slots(settings.pool_size);
         let pool_options = PgPoolOptions::new().max_connections(connections).acquire_timeout(settings.acquire_timeout);
+        let health =
+            Arc::new(Health { options: options.clone(), shown: shown.clone(), down: Default::default(), last_failed: Default::default() });
         let connected = runtime.block_on(async move {
             // One connection first, so a server that is down or refuses us is reported with its
             // own error at once, not as a pool that timed out.
@@ -196,6 +224,7 @@ impl PgStore {
         });
         let pool = connected.map_err(|e| connect_error(&shown, e))?;
         let lock_slots = Arc::new(tokio::sync::Semaphore::new(slots as usize));
+        let notices = Arc::new(notices::Notifier::start(&runtime, pool.clone()));
         Ok(PgStore {
             inner: Arc::new(Inner {
                 pool,
@@ -204,6 +233,8 @@ impl PgStore {
                 lock_slots,
                 acquire_timeout: settings.acquire_timeout,
                 held: Arc::default(),
+                health,
+                notices,
             }),
         })
     }
@@ -214,6 +245,7 @@ impl PgStore {
     fn listen(&self, changes: Changes) {
         let Some(runtime) = &self.inner.runtime else { return };
         let pool = self.pool();
+        let health = self.inner.health.clone();
         runtime.spawn(async move {
             loop {
                 if let Ok(mut listener) = PgListener::connect_with(&pool).await
@@ -228,11 +260,17 @@ impl PgStore {
                                 }
                             }
                             // The connection was lost; the next call reconnects and listens again.
-                            Ok(None) => changes.publish(Change::Resync),
+                            // Whether the database went away is known at once, so calls stop
+                            // waiting out the pool's timeout.
+                            Ok(None) => {
+                                let _ = health.check().await;
+                                changes.publish(Change::Resync);
+                            }
                             Err(_) => break,
                         }
                     }
                 }
+                let _ = health.check().await;
                 tokio::time::sleep(LISTEN_RETRY).await;
             }
         });
@@ -247,8 +285,28 @@ impl PgStore {
         self.inner.pool.clone()
     }
 
-    /// Runs `fut` on the store's runtime and waits for its answer.
+    /// Runs `fut` on the store's runtime and waits for its answer. While the database is known to
+    /// be down, fails at once unless a fresh connection now succeeds (see [`Health`]).
     fn wait<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.inner.health.down.load(SeqCst) {
+            self.probe()?;
+        }
+        let answer = self.run_here(fut);
+        if matches!(answer, Err(StoreError::Unavailable { .. })) && !self.inner.health.down.load(SeqCst) {
+            // Out of reach, or only busy (every connection taken)? A fresh connection tells.
+            let _ = self.probe();
+        }
+        answer
+    }
+
+    /// Tries one fresh connection (see [`Health::check`]).
+    fn probe(&self) -> Result<(), StoreError> {
+        let health = self.inner.health.clone();
+        self.run_here(async move { health.check().await })
+    }
+
+    fn run_here<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let Some(runtime) = &self.inner.runtime else {
             return Err(StoreError::other("cannot reach the database", "the database runtime has stopped"));
@@ -259,11 +317,13 @@ impl PgStore {
         rx.recv().unwrap_or_else(|_| Err(StoreError::other("cannot reach the database", "the database call was dropped")))
     }
 
-    /// Takes a connection and, on it, the session advisory lock `key`: waiting for it (`wait`) or
-    /// not (`None` when someone holds it). A run's lock (`run`) first takes a lock slot.
-    fn advisory(&self, key: i64, wait: bool, run: bool) -> Result<Option<AdvisoryLock>, StoreError> {
+    /// Takes a connection and, on it, a session advisory lock with `how` (see [`Locking`]); `None`
+    /// when it was not granted (someone holds it, or the run it names is not there). A run's lock
+    /// first takes a lock slot.
+    fn advisory(&self, key: i64, how: Locking) -> Result<Option<AdvisoryLock>, StoreError> {
         let pool = self.pool();
         let (slots, timeout) = (self.inner.lock_slots.clone(), self.inner.acquire_timeout);
+        let run = !matches!(how, Locking::Wait | Locking::Try);
         let conn = self.wait(async move {
             let slot = match run {
                 false => None,
@@ -278,38 +338,56 @@ impl PgStore {
                 },
             };
             let mut conn = pool.acquire().await.map_err(db)?;
-            let (got, pid) = if wait {
-                let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock($1)) AS locked")
+            let got: Option<bool> = match how {
+                Locking::Wait => sqlx::query_scalar("SELECT pg_advisory_lock($1)::text = ''").bind(key).fetch_optional(&mut *conn).await,
+                Locking::Try => sqlx::query_scalar("SELECT pg_try_advisory_lock($1)").bind(key).fetch_optional(&mut *conn).await,
+                // The lock is taken for the run's row only: a run that is not there is not locked.
+                Locking::Run { wait: true, id } => {
+                    sqlx::query_scalar("SELECT pg_advisory_lock($1)::text = '' FROM vwf_runs WHERE id = $2")
+                        .bind(key)
+                        .bind(id)
+                        .fetch_optional(&mut *conn)
+                        .await
+                }
+                Locking::Run { wait: false, id } => {
+                    sqlx::query_scalar("SELECT pg_try_advisory_lock($1) FROM vwf_runs WHERE id = $2")
+                        .bind(key)
+                        .bind(id)
+                        .fetch_optional(&mut *conn)
+                        .await
+                }
+                // Reserved and locked at once; a taken id gives no row, and the caller draws another.
+                // The commit does not wait for the disk: the run's first save that does wait
+                // carries it, and nobody knows of the id before.
+                Locking::New(id) => {
+                    sqlx::query_scalar(
+                        "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), \
+                         made AS (INSERT INTO vwf_runs (id) VALUES ($2) ON CONFLICT (id) DO NOTHING RETURNING id) \
+                         SELECT pg_try_advisory_lock($1) FROM made, quick",
+                    )
                     .bind(key)
-                    .fetch_one(&mut *conn)
+                    .bind(id)
+                    .fetch_optional(&mut *conn)
                     .await
-                    .map_err(db)?;
-                (true, pid)
-            } else {
-                sqlx::query_as::<_, (bool, i32)>("SELECT pg_try_advisory_lock($1), pg_backend_pid()")
-                    .bind(key)
-                    .fetch_one(&mut *conn)
-                    .await
-                    .map_err(db)?
-            };
-            Ok(got.then_some((conn, slot, pid)))
+                }
+            }
+            .map_err(db)?;
+            Ok(got.unwrap_or(false).then_some((conn, slot)))
         })?;
         let handle = self.inner.runtime.as_ref().map(|r| r.handle().clone());
-        let Some(((conn, slot, pid), handle)) = conn.zip(handle) else { return Ok(None) };
-        let held = run.then(|| {
-            static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.inner.held.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (pid, token));
-            (self.inner.held.clone(), token)
-        });
-        Ok(Some(AdvisoryLock { conn: Some(conn), key, handle, held, _slot: slot }))
+        let Some(((conn, slot), handle)) = conn.zip(handle) else { return Ok(None) };
+        let notices = self.inner.notices.clone();
+        Ok(Some(AdvisoryLock { session: Session::new(conn), key, handle, run: None, notices, _slot: slot }))
     }
 
-    /// The fence of a save of run `id` (see [`Fence`]).
-    fn fence(&self, id: &RunId) -> Fence {
-        let key = run_key(id);
-        let pid = self.inner.held.lock().unwrap_or_else(|e| e.into_inner()).get(&key).map(|(pid, _)| *pid);
-        Fence { pid, class: key >> 32, object: key & 0xffff_ffff }
+    /// Tells every instance, soon, that run `id` was saved (see [`notices`]).
+    fn notice(&self, id: &RunId, ended: bool) {
+        self.inner.notices.send(notices::payload(id, ended));
+    }
+
+    /// The session of run `id`'s lock, when this process holds it.
+    fn session(&self, id: &RunId) -> Option<Arc<Session>> {
+        self.inner.held.lock().unwrap_or_else(|e| e.into_inner()).get(&run_key(id)).cloned()
     }
 
     /// Runs one statement with text parameters; answers how many rows it changed.
@@ -340,39 +418,16 @@ impl PgStore {
     }
 }
 
-/// A session advisory lock and the connection that holds it; unlocked (and the connection given
-/// back) when dropped. If the connection is lost, PostgreSQL has released the lock already.
-struct AdvisoryLock {
-    conn: Option<PoolConnection<Postgres>>,
-    key: i64,
-    handle: tokio::runtime::Handle,
-    /// For a run's lock: where the process notes the locks it holds, and this guard's token.
-    held: Option<(Held, u64)>,
-    /// Given back after the lock and its connection (fields drop after `drop`).
-    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl Drop for AdvisoryLock {
-    fn drop(&mut self) {
-        if let Some((held, token)) = &self.held {
-            let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
-            if held.get(&self.key).is_some_and(|(_, t)| t == token) {
-                held.remove(&self.key);
-            }
-        }
-        let Some(mut conn) = self.conn.take() else { return };
-        let key = self.key;
-        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
-        self.handle.spawn(async move {
-            if sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut *conn).await.is_err() {
-                // A connection in an unknown state must not go back to the pool holding a lock.
-                let _ = conn.close().await;
-            }
-            let _ = tx.send(());
-        });
-        // Released before the guard's owner goes on, as a file lock is.
-        let _ = rx.recv();
-    }
+/// How [`PgStore::advisory`] locks.
+enum Locking {
+    /// A store-wide lock, waiting for it.
+    Wait,
+    /// A store-wide lock, if nobody holds it.
+    Try,
+    /// A run's lock (its id as text), if the run is there: waiting for it or not.
+    Run { wait: bool, id: String },
+    /// A fresh run id (as text): reserved and locked in one statement.
+    New(String),
 }
 
 /// The URL checked and read into connect options (with the statement timeout), and the URL as
@@ -401,8 +456,12 @@ fn db(e: sqlx::Error) -> StoreError {
 /// anything else `Io`.
 fn classified(action: String, e: sqlx::Error) -> StoreError {
     let code = e.as_database_error().and_then(|d| d.code()).map(|c| c.into_owned());
-    let unreachable = matches!(e, sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
-        || code.as_deref().is_some_and(|c| c.starts_with("08") || c.starts_with("57P"));
+    // A protocol error is a connection cut mid-message (a server stopping or starting answers
+    // the TLS request with a byte of its shutdown): out of reach too.
+    let unreachable = matches!(
+        e,
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed
+    ) || code.as_deref().is_some_and(|c| c.starts_with("08") || c.starts_with("57P"));
     let source: Source = Arc::new(e);
     match code.as_deref() {
         Some("53100") => StoreError::Full { action, source },

@@ -14,24 +14,41 @@ use crate::{Store, StoreError};
 /// Run ids read per page while filling the table in.
 const PAGE: usize = 1000;
 
+/// Writes records (`$1`–`$4`: run ids, designs, ends, record texts); an existing row of the same
+/// run is replaced. A macro, so the statement that unlocks a run can carry it (see `locks`).
+macro_rules! upsert_stats {
+    () => {
+        "INSERT INTO vwf_run_stats (run_id, design, ended_at, record) \
+         SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) \
+         ON CONFLICT (run_id) DO UPDATE SET design = EXCLUDED.design, ended_at = EXCLUDED.ended_at, record = EXCLUDED.record"
+    };
+}
+pub(super) use upsert_stats;
+
 /// Writes records; an existing row of the same run is replaced (`replace`) or kept.
 const WRITE: [&str; 2] = [
     "INSERT INTO vwf_run_stats (run_id, design, ended_at, record) \
      SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) ON CONFLICT (run_id) DO NOTHING",
-    "INSERT INTO vwf_run_stats (run_id, design, ended_at, record) \
-     SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) \
-     ON CONFLICT (run_id) DO UPDATE SET design = EXCLUDED.design, ended_at = EXCLUDED.ended_at, record = EXCLUDED.record",
+    upsert_stats!(),
 ];
+
+/// Records as the four arrays [`upsert_stats!`] binds.
+pub(super) type Columns = (Vec<String>, Vec<String>, Vec<Ts>, Vec<String>);
+
+pub(super) fn columns(records: &[RunStats]) -> Result<Columns, StoreError> {
+    let (mut ids, mut designs, mut ends, mut texts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in records {
+        ids.push(r.run_id.to_string());
+        designs.push(r.design.to_string());
+        ends.push(r.ended_at);
+        texts.push(serde_json::to_string(r).map_err(|e| StoreError::encode(format!("the stats of run {}", r.run_id), e))?);
+    }
+    Ok((ids, designs, ends, texts))
+}
 
 impl PgStore {
     pub(super) fn write_stats(&self, records: &[RunStats], replace: bool) -> Result<(), StoreError> {
-        let (mut ids, mut designs, mut ends, mut texts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for r in records {
-            ids.push(r.run_id.to_string());
-            designs.push(r.design.to_string());
-            ends.push(r.ended_at);
-            texts.push(serde_json::to_string(r).map_err(|e| StoreError::encode(format!("the stats of run {}", r.run_id), e))?);
-        }
+        let (ids, designs, ends, texts) = columns(records)?;
         let (pool, sql) = (self.pool(), WRITE[usize::from(replace)]);
         self.wait(async move { sqlx::query(sql).bind(ids).bind(designs).bind(ends).bind(texts).execute(&pool).await.map_err(db).map(drop) })
     }

@@ -1,20 +1,22 @@
 //! [`Store`] on PostgreSQL: designs and their versions, run ids, runs saved whole or in parts and
 //! read back, and run locks.
 //!
-//! A save made while this process holds the run's lock is fenced on it (see
-//! [`Fence`](super::Fence)): once the session holding the lock is gone, the save changes nothing
-//! and fails. A whole save replaces the document and drops the parts saved since the last one; a
-//! save in parts adds them beside it, and a read takes the document and its parts in one
+//! A save made while this process holds the run's lock goes through the lock's own connection
+//! (see [`locks`](super::locks)): once the session holding the lock is gone, the save fails and
+//! changes nothing. A whole save replaces the document and drops the parts saved since the last
+//! one; a save in parts adds them beside it, and a read takes the document and its parts in one
 //! statement, so from one snapshot.
 
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{Executor, PgConnection, Postgres, Row};
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal;
 use vwf_core::versions::DesignVersion;
 
-use super::{PgStore, db, fence_cte, fenced, parse_doc, run_key, to_text};
+use super::locks::{Session, lock_lost, on_session};
+use super::stats::upsert_stats;
+use super::{Locking, PgStore, db, parse_doc, run_key, to_text};
 use crate::changes::Changes;
 use crate::{KeyClaim, RunEntry, RunLock, Store, StoreError};
 use vwf_core::time::Ts;
@@ -22,12 +24,62 @@ use vwf_core::time::Ts;
 /// How many fresh ids `allocate_run_id` tries before giving up.
 const ALLOCATE_ATTEMPTS: usize = 32;
 
-/// A fenced save that changed nothing: the session holding the run's lock is gone.
-fn lock_lost(id: &RunId) -> StoreError {
-    StoreError::other(
-        format!("run {id} was not saved"),
-        "this process lost the run's lock (its database connection ended), so another may have taken the run over",
-    )
+/// A whole save: the document replaces the stored one and the parts saved since the last whole
+/// save go. `$3`: `off` for a save that need not wait for the disk, else NULL (the session's
+/// setting stays); set for the statement's own transaction, read at its commit.
+const SAVE_WHOLE: &str = "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', \
+     COALESCE($3::text, current_setting('synchronous_commit')), true)), \
+     gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1) \
+     INSERT INTO vwf_runs (id, doc, seq) SELECT $1, $2, nextval('vwf_run_seq') FROM quick ON CONFLICT (id) DO UPDATE \
+     SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now()";
+
+/// A save in parts beside the run's document; no row changed when the run has no document.
+const SAVE_PARTS: &str = "WITH saved AS (INSERT INTO vwf_run_parts (run_id, kind, key, doc) \
+     SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[]) \
+     WHERE EXISTS (SELECT 1 FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL) \
+     ON CONFLICT (run_id, kind, key) DO UPDATE SET doc = EXCLUDED.doc) \
+     UPDATE vwf_runs SET parts = true, updated_at = now() WHERE id = $1 AND doc IS NOT NULL";
+
+/// Keeps the stats records bound as `$1`–`$4` (none: empty arrays), lets the run lock `$5` go and
+/// sends the notices `$6` (see [`notices`](super::notices)). The lock goes during the statement,
+/// the records and notices at its commit, which does not wait for the disk: a stats record is a
+/// hint the store can rebuild and a notice a hint, and the saves they follow were durable before.
+const KEEP_STATS_AND_UNLOCK: &str = concat!(
+    "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), kept AS (",
+    upsert_stats!(),
+    ") SELECT pg_advisory_unlock($5), (SELECT count(pg_notify($7, notice)) FROM unnest($6::text[]) AS notice) FROM quick"
+);
+
+/// Writes run `id`'s whole document `doc` on `on` (see [`SAVE_WHOLE`]).
+pub(super) async fn save_whole<'c>(
+    on: impl Executor<'c, Database = Postgres>,
+    id: &str,
+    doc: String,
+    quick: Option<&'static str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(SAVE_WHOLE).bind(id.to_string()).bind(doc).bind(quick).execute(on).await.map(drop)
+}
+
+/// Keeps `stats`, lets the lock `key` go and sends `notice`, in one statement (see
+/// [`KEEP_STATS_AND_UNLOCK`]).
+pub(super) async fn keep_stats_and_unlock(
+    conn: &mut PgConnection,
+    key: i64,
+    stats: Option<vwf_core::stats::RunStats>,
+    notice: Option<String>,
+) -> Result<(), sqlx::Error> {
+    let (ids, designs, ends, texts) = super::stats::columns(stats.as_slice()).unwrap_or_default();
+    sqlx::query(KEEP_STATS_AND_UNLOCK)
+        .bind(ids)
+        .bind(designs)
+        .bind(ends)
+        .bind(texts)
+        .bind(key)
+        .bind(Vec::from_iter(notice))
+        .bind(super::CHANGES_CHANNEL)
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 impl PgStore {
@@ -39,43 +91,58 @@ impl PgStore {
         Ok((version.parse().ok(), serde_json::from_str(doc).unwrap_or(Value::Null)))
     }
 
-    /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk.
-    fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool) -> Result<(), StoreError> {
+    /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk. Made
+    /// through the run's session when this process holds its lock (a first save still waiting
+    /// there is superseded).
+    fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool, ended: bool) -> Result<(), StoreError> {
         let text = std::str::from_utf8(json)
             .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?
             .to_string();
-        // A whole save replaces the document and drops the parts saved since the last one.
-        // `$6`: `off` for a save that need not wait for the disk, else NULL (the session's
-        // setting stays). Set for the statement's own transaction, read at its commit.
-        let sql = concat!(
-            "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', \
-             COALESCE($6::text, current_setting('synchronous_commit')), true)), ",
-            fence_cte!(),
-            ", gone AS (DELETE FROM vwf_run_parts WHERE run_id = $1 AND ",
-            fenced!(),
-            ") INSERT INTO vwf_runs (id, doc, seq) SELECT $1, $2, nextval('vwf_run_seq') FROM quick ON CONFLICT (id) DO UPDATE \
-             SET doc = EXCLUDED.doc, seq = COALESCE(vwf_runs.seq, EXCLUDED.seq), parts = false, updated_at = now() WHERE ",
-            fenced!()
-        );
         let quick = (!synchronous).then_some("off");
-        let (pool, fence, key) = (self.pool(), self.fence(id), id.to_string());
-        let saved = self.wait(async move {
-            let done = sqlx::query(sql)
-                .bind(key)
-                .bind(text)
-                .bind(fence.pid)
-                .bind(fence.class)
-                .bind(fence.object)
-                .bind(quick)
-                .execute(&pool)
-                .await
-                .map_err(db)?;
-            Ok(done.rows_affected())
+        let Some(session) = self.session(id) else {
+            let (pool, key) = (self.pool(), id.to_string());
+            self.wait(async move { save_whole(&pool, &key, text, quick).await.map_err(db) })?;
+            self.notice(id, ended);
+            return Ok(());
+        };
+        let (key, on) = (id.clone(), session.clone());
+        self.wait(async move {
+            let mut conn = on.conn.lock().await;
+            let conn = conn.as_mut().ok_or_else(|| lock_lost(&key))?;
+            on.later().doc = None;
+            save_whole(&mut **conn, key.as_str(), text, quick).await.map_err(|e| on_session(&key, e))
         })?;
-        match saved {
-            0 => Err(lock_lost(id)),
-            _ => Ok(()),
+        self.noticed_in(&session, id, ended);
+        Ok(())
+    }
+
+    /// Tells of a save of run `id` made through its lock's `session` (see
+    /// [`notices`](super::notices)): an end when the lock goes, a run in flight now.
+    fn noticed_in(&self, session: &Session, id: &RunId, ended: bool) {
+        let mut later = session.later();
+        match ended {
+            true => later.notice = Some(super::notices::payload(id, true)),
+            false => {
+                later.notice = None;
+                drop(later);
+                self.notice(id, false);
+            }
         }
+    }
+
+    /// Writes run `id`'s first save if it still waits in the run's session (see
+    /// [`locks`](super::locks)), so a read finds it. A lock being let go writes it itself before
+    /// anyone finds its session gone.
+    fn flush(&self, id: &RunId) -> Result<(), StoreError> {
+        let Some(session) = self.session(id).filter(|s| s.has_doc()) else { return Ok(()) };
+        let key = id.clone();
+        let _wrote = self.wait(async move {
+            let mut conn = session.conn.lock().await;
+            let Some(conn) = conn.as_mut() else { return Ok(false) };
+            session.flush(conn, &key).await.map_err(|e| on_session(&key, e))
+        })?;
+        self.notice(id, false);
+        Ok(())
     }
 }
 
@@ -139,22 +206,31 @@ impl Store for PgStore {
                 .await
                 .map_err(db)
         })?;
-        docs.iter()
-            .map(|doc| {
-                serde_json::from_str(doc)
-                    .map_err(|e| StoreError::Corrupt { path: format!("a version of design {:?}", name.as_str()), message: e.to_string() })
-            })
-            .collect()
+        docs.iter().map(|doc| serde_json::from_str(doc).map_err(|e| version_corrupt(name, e))).collect()
     }
 
     fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
         let doc =
             self.fetch_text("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version DESC LIMIT 1", vec![name.to_string()])?;
-        doc.map(|doc| {
-            serde_json::from_str(&doc)
-                .map_err(|e| StoreError::Corrupt { path: format!("a version of design {:?}", name.as_str()), message: e.to_string() })
-        })
-        .transpose()
+        doc.map(|doc| serde_json::from_str(&doc).map_err(|e| version_corrupt(name, e))).transpose()
+    }
+
+    /// One statement, so the design and its newest version come from one snapshot.
+    fn load_design_with_newest(&self, name: &DesignName) -> Result<(Value, Result<Option<DesignVersion>, StoreError>), StoreError> {
+        let (pool, key) = (self.pool(), name.to_string());
+        let row: Option<(String, Option<String>)> = self.wait(async move {
+            sqlx::query_as(
+                "SELECT graph, (SELECT doc FROM vwf_design_versions v WHERE v.name = d.name ORDER BY version DESC LIMIT 1) \
+                 FROM vwf_designs d WHERE name = $1",
+            )
+            .bind(key)
+            .fetch_optional(&pool)
+            .await
+            .map_err(db)
+        })?;
+        let (graph, newest) = row.ok_or_else(|| StoreError::design_not_found(name))?;
+        let newest = newest.map(|doc| serde_json::from_str(&doc).map_err(|e| version_corrupt(name, e))).transpose();
+        Ok((parse_doc(&graph, format!("design {:?}", name.as_str()))?, newest))
     }
 
     fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
@@ -218,9 +294,7 @@ impl Store for PgStore {
 
     fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         for _ in 0..ALLOCATE_ATTEMPTS {
-            let mut bytes = [0u8; 6];
-            getrandom::fill(&mut bytes).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
-            let id = RunId::from_bytes(bytes);
+            let id = random_run_id()?;
             if self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1 {
                 return Ok(id);
             }
@@ -333,8 +407,16 @@ impl Store for PgStore {
         self.wait(async move { sqlx::query_scalar("SELECT scope FROM vwf_flow WHERE waiting").fetch_all(&pool).await.map_err(db) })
     }
 
+    /// Kept by the statement that lets the run's lock go when this process holds it (see
+    /// [`locks`](super::locks)), else at once.
     fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
-        self.write_stats(std::slice::from_ref(stats), true)
+        match self.session(&stats.run_id) {
+            Some(session) => {
+                session.later().stats = Some(stats.clone());
+                Ok(())
+            }
+            None => self.write_stats(std::slice::from_ref(stats), true),
+        }
     }
 
     fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
@@ -346,30 +428,59 @@ impl Store for PgStore {
     }
 
     fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
-        self.write_run_text(id, json, true)
+        self.write_run_text(id, json, true, false)
     }
 
-    /// A run's first save, the only one a runner makes with `save_run_soon`, is whole: its
+    fn save_whole_run(&self, id: &RunId, run: &Run) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
+        self.write_run_text(id, &json, true, run.status().is_finished())
+    }
+
+    /// A run's first save, the only one a runner makes with `save_run_soon`, is whole. Under the
+    /// run's lock it waits in the run's session and costs no statement of its own: the run's next
+    /// save writes the run whole instead (see [`locks`](super::locks)). Without the lock its
     /// transaction commits without waiting for the WAL to reach the disk (`synchronous_commit`
-    /// off for it alone); the run's next save, or [`Store::sync`], commits synchronously, which
-    /// flushes the WAL past it.
+    /// off for it alone); the next synchronous commit, or [`Store::sync`], flushes the WAL past it.
     fn save_run_soon(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
         if !changes.whole {
             return self.save_run(id, run, changes);
         }
         let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        self.write_run_text(id, &json, false)
+        if let Some(session) = self.session(id) {
+            let text = String::from_utf8(json)
+                .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?;
+            session.later().doc = Some(text);
+            return Ok(());
+        }
+        self.write_run_text(id, &json, false, run.status().is_finished())
     }
 
     fn sync(&self) -> Result<(), StoreError> {
-        // A transaction that takes a transaction id commits synchronously, and its commit waits
-        // for the WAL up to it, which holds every commit made before.
+        let waiting: Vec<i64> = {
+            let held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
+            held.iter().filter(|(_, s)| s.has_doc()).map(|(key, _)| *key).collect()
+        };
+        let flushed = !waiting.is_empty();
+        for key in waiting {
+            if let Ok(id) = RunId::parse(&format!("{key:012x}")) {
+                self.flush(&id)?;
+            }
+        }
+        // A first save just written committed synchronously, and its commit waited for the WAL
+        // up to it, which holds every commit made before.
+        if flushed {
+            return Ok(());
+        }
+        // So does a transaction that takes a transaction id.
         let pool = self.pool();
         self.wait(async move { sqlx::query("SELECT txid_current()").execute(&pool).await.map(|_| ()).map_err(db) })
     }
 
+    /// Under the run's lock, through its session; a first save still waiting there makes this
+    /// save whole (one statement either way).
     fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
-        if changes.whole {
+        let session = self.session(id);
+        if changes.whole || session.as_ref().is_some_and(|s| s.has_doc()) {
             return self.save_whole_run(id, run);
         }
         let (mut kinds, mut keys, mut docs) = (Vec::new(), Vec::new(), Vec::new());
@@ -379,41 +490,31 @@ impl Store for PgStore {
             keys.push(part.key());
             docs.push(to_text(&value)?);
         }
-        // `$2` (the whole save's document) is NULL here, so both statements give the fence the
-        // same parameters.
-        let sql = concat!(
-            "WITH ",
-            fence_cte!(),
-            ", saved AS (INSERT INTO vwf_run_parts (run_id, kind, key, doc) \
-             SELECT $1, * FROM unnest($6::text[], $7::text[], $8::text[]) WHERE ",
-            fenced!(),
-            " ON CONFLICT (run_id, kind, key) DO UPDATE SET doc = EXCLUDED.doc) \
-             UPDATE vwf_runs SET parts = true, updated_at = now() WHERE id = $1 AND doc IS NOT NULL AND $2::text IS NULL AND ",
-            fenced!()
-        );
-        let (pool, fence, key) = (self.pool(), self.fence(id), id.to_string());
+        let query = move |key: String| sqlx::query(SAVE_PARTS).bind(key).bind(kinds).bind(keys).bind(docs);
+        let (pool, key, on) = (self.pool(), id.clone(), session.clone());
         let updated = self.wait(async move {
-            let done = sqlx::query(sql)
-                .bind(key)
-                .bind(None::<String>)
-                .bind(fence.pid)
-                .bind(fence.class)
-                .bind(fence.object)
-                .bind(kinds)
-                .bind(keys)
-                .bind(docs)
-                .execute(&pool)
-                .await
-                .map_err(db)?;
+            let done = match on {
+                None => query(key.to_string()).execute(&pool).await.map_err(db)?,
+                Some(session) => {
+                    let mut conn = session.conn.lock().await;
+                    let conn = conn.as_mut().ok_or_else(|| lock_lost(&key))?;
+                    query(key.to_string()).execute(&mut **conn).await.map_err(|e| on_session(&key, e))?
+                }
+            };
             Ok(done.rows_affected())
         })?;
         if updated == 0 {
-            return Err(if self.run_exists(id)? { lock_lost(id) } else { StoreError::run_not_found(id) });
+            return Err(StoreError::run_not_found(id));
+        }
+        match &session {
+            Some(session) => self.noticed_in(session, id, run.status().is_finished()),
+            None => self.notice(id, run.status().is_finished()),
         }
         Ok(())
     }
 
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        self.flush(id)?;
         let (pool, key) = (self.pool(), id.to_string());
         // One statement, so the document and its parts come from one snapshot.
         let rows = self.wait(async move {
@@ -519,19 +620,40 @@ impl Store for PgStore {
     }
 
     fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
-        if !self.run_exists(id)? {
-            return Err(StoreError::run_not_found(id));
-        }
-        let lock = self
-            .advisory(run_key(id), true, true)?
-            .ok_or_else(|| StoreError::other(format!("cannot lock run {id}"), "the lock was not granted"))?;
-        Ok(RunLock::new(id.clone(), lock))
+        let lock = self.advisory(run_key(id), Locking::Run { wait: true, id: id.to_string() })?;
+        let lock = lock.ok_or_else(|| StoreError::run_not_found(id))?;
+        Ok(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))
     }
 
     fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
-        if !self.run_exists(id)? {
-            return Err(StoreError::run_not_found(id));
+        match self.advisory(run_key(id), Locking::Run { wait: false, id: id.to_string() })? {
+            Some(lock) => Ok(Some(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))),
+            // Held by someone, or not there: which one, the caller is told.
+            None if self.run_exists(id)? => Ok(None),
+            None => Err(StoreError::run_not_found(id)),
         }
-        Ok(self.advisory(run_key(id), false, true)?.map(|lock| RunLock::new(id.clone(), lock)))
     }
+
+    /// One statement: the id is reserved and locked together (see [`Locking::New`]).
+    fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
+        for _ in 0..ALLOCATE_ATTEMPTS {
+            let id = random_run_id()?;
+            if let Some(lock) = self.advisory(run_key(&id), Locking::New(id.to_string()))? {
+                return Ok(RunLock::new(id.clone(), lock.hold(&id, &self.inner.held)));
+            }
+        }
+        Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
+    }
+}
+
+/// A stored version of design `name` that does not read.
+fn version_corrupt(name: &DesignName, e: serde_json::Error) -> StoreError {
+    StoreError::Corrupt { path: format!("a version of design {:?}", name.as_str()), message: e.to_string() }
+}
+
+/// A fresh run id from the operating system's CSPRNG.
+fn random_run_id() -> Result<RunId, StoreError> {
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
+    Ok(RunId::from_bytes(bytes))
 }

@@ -280,7 +280,14 @@ impl Form<'_> {
             };
             edits.insert(node.to_string(), read_arg(text)?);
         }
-        Ok(vwf_core::run::Reply { answer: answer.to_string(), fields, edits, by: self.by.map(String::from) })
+        Ok(vwf_core::run::Reply {
+            answer: answer.to_string(),
+            fields,
+            edits,
+            by: self.by.map(String::from),
+            via: Some("cli".into()),
+            tap: None,
+        })
     }
 }
 
@@ -462,7 +469,14 @@ pub(super) fn daemon(app: &App, json: bool) -> Result<u8, Failure> {
         let rows: Vec<Vec<String>> = watching.iter().map(|w| vec![w.design.clone(), w.mode.clone(), w.detail.clone()]).collect();
         say!("{}", render::table(&["DESIGN", "TRIGGER", "WHAT"], &rows));
     }
-    daemon.run(&stop);
+    // The daemon keeps the timers, so it also takes taps on Telegram gate buttons.
+    let active = std::sync::atomic::AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        if vwf_api::buttons::polls_telegram(app) {
+            scope.spawn(|| vwf_api::buttons::poll_telegram(app, &active, &stop));
+        }
+        daemon.run(&stop);
+    });
     Ok(0)
 }
 

@@ -507,7 +507,7 @@ fn failure_code(f: &Failure) -> u8 {
         Failure::Refused(_) => REFUSED,
         Failure::BadRequest(_) => 2,
         Failure::NotFound(_) => 3,
-        Failure::Conflict(_) => 4,
+        Failure::Conflict(_) | Failure::Forbidden(_) => 4,
         Failure::Unavailable(_) | Failure::Busy(_) | Failure::BadGateway(_) | Failure::Storage { status: 503 | 507, .. } => 7,
         Failure::Storage { .. } | Failure::Internal(_) => 70,
     }

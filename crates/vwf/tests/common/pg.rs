@@ -256,3 +256,39 @@ pub fn forget_stats(url: &str) {
         sqlx::query("UPDATE vwf_run_stats_built SET built = false").execute(&mut conn).await.expect("mark the stats unbuilt");
     })
 }
+
+/// Starts counting the statements run on the database of `url` from zero (`pg_stat_statements`,
+/// which `scripts/postgres` loads).
+pub fn count_statements(url: &str) {
+    let (admin, oid) = (admin_url(), database_oid(url));
+    runtime().block_on(async {
+        let mut conn = connect(&admin).await;
+        sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .execute(&mut conn)
+            .await
+            .expect("pg_stat_statements: the test cluster loads it (scripts/postgres)");
+        sqlx::query("SELECT pg_stat_statements_reset(0, $1, 0)").bind(oid).execute(&mut conn).await.expect("reset the counts");
+    })
+}
+
+/// The statements run on the database of `url` since [`count_statements`]: calls and text, most
+/// called first.
+pub fn statements(url: &str) -> Vec<(i64, String)> {
+    let (admin, oid) = (admin_url(), database_oid(url));
+    runtime().block_on(async {
+        let mut conn = connect(&admin).await;
+        sqlx::query_as("SELECT calls, query FROM pg_stat_statements WHERE dbid = $1 ORDER BY calls DESC")
+            .bind(oid)
+            .fetch_all(&mut conn)
+            .await
+            .expect("read pg_stat_statements")
+    })
+}
+
+fn database_oid(url: &str) -> sqlx::postgres::types::Oid {
+    let name = url.rsplit('/').next().expect("the URL names a database").to_string();
+    runtime().block_on(async {
+        let mut conn = connect(&admin_url()).await;
+        sqlx::query_scalar("SELECT oid FROM pg_database WHERE datname = $1").bind(name).fetch_one(&mut conn).await.expect("the database")
+    })
+}

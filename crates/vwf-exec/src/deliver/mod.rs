@@ -24,13 +24,15 @@ use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use reqwest::Url;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sha2::Sha256;
 use vwf_core::run::Delivery;
 use vwf_core::spec::{Deliver, Platform};
 use vwf_core::time::Ts;
 
 use crate::config::{ChannelsConfig, SlackChannel, TelegramChannel, WebhookChannel};
+
+pub mod gate;
 
 /// Bounds one delivery exchange (connect, request and answer together) in the tests here.
 #[cfg(test)]
@@ -55,12 +57,19 @@ const SLACK_API: &str = "https://slack.com/api";
 /// `notification` (target `telegram`/`slack`: that platform's home) or `channel` (target
 /// `platform:chat`). Never panics; a failure is a `Delivery` with `ok: false`.
 pub fn deliver(config: &ChannelsConfig, deliver: Deliver, target: &str, message: &str, node: &str, now: Ts, timeout: Duration) -> Delivery {
-    let send = Send { deliver, target, message, node, now };
-    let (ok, detail) = match send.perform(config, timeout) {
-        Ok(detail) => (true, detail),
-        Err(e) => (false, e.to_string()),
-    };
-    Delivery { node: node.to_string(), target: target.to_string(), ok, detail, at: now }
+    let send = Send { deliver, target, message, node, now, extra: &Map::new() };
+    send.record(config, timeout)
+}
+
+impl Send<'_> {
+    /// Performs the send and records the platform's answer.
+    fn record(&self, config: &ChannelsConfig, timeout: Duration) -> Delivery {
+        let (ok, detail) = match self.perform(config, timeout) {
+            Ok(detail) => (true, detail),
+            Err(e) => (false, e.to_string()),
+        };
+        Delivery { node: self.node.to_string(), target: self.target.to_string(), ok, detail, at: self.now }
+    }
 }
 
 /// Why a delivery failed, by whether the message may have reached the platform; the text is the
@@ -120,6 +129,8 @@ struct Send<'a> {
     node: &'a str,
     /// When the step runs: the timestamp a signed webhook carries.
     now: Ts,
+    /// Keys added to the platform's JSON body (a gate's buttons, its details for a webhook).
+    extra: &'a Map<String, Value>,
 }
 
 /// Where a target resolved to in the config.
@@ -133,17 +144,10 @@ enum Route<'a> {
 impl Send<'_> {
     fn perform(&self, config: &ChannelsConfig, timeout: Duration) -> Result<String, DeliverError> {
         let route = self.route(config)?;
-        let client = reqwest::blocking::Client::builder()
-            .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(timeout)
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| DeliverError::NotSent(format!("cannot build the HTTP client: {}", super::error_chain(&e))))?;
-        let exchange = Exchange { client, timeout };
+        let exchange = Exchange::new(timeout)?;
         match route {
-            Route::Telegram { channel, chat } => exchange.telegram(channel, chat, self.message),
-            Route::Slack { channel, to } => exchange.slack(channel, to, self.message),
+            Route::Telegram { channel, chat } => exchange.telegram(channel, chat, self.message, self.extra),
+            Route::Slack { channel, to } => exchange.slack(channel, to, self.message, self.extra),
             Route::Discord { name, url_env } => exchange.discord(name, url_env, self.message),
             Route::Webhook { name, hook } => exchange.webhook(name, hook, self),
         }
@@ -240,8 +244,20 @@ impl Answer {
 }
 
 impl Exchange {
+    /// One client for one bounded exchange: no redirects, `timeout` for connect and the whole.
+    fn new(timeout: Duration) -> Result<Exchange, DeliverError> {
+        let client = reqwest::blocking::Client::builder()
+            .user_agent(concat!("visual-workflow/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| DeliverError::NotSent(format!("cannot build the HTTP client: {}", super::error_chain(&e))))?;
+        Ok(Exchange { client, timeout })
+    }
+
     /// Telegram Bot API `sendMessage`; `chat` is `<chat>` or `<chat>:<message_thread_id>`.
-    fn telegram(&self, channel: &TelegramChannel, chat: &str, message: &str) -> Result<String, DeliverError> {
+    fn telegram(&self, channel: &TelegramChannel, chat: &str, message: &str, extra: &Map<String, Value>) -> Result<String, DeliverError> {
         let (chat_id, thread) = telegram_chat(chat)?;
         let token = secret("telegram", "token_env", channel.token_env.as_deref())?;
         let secrets = [token.as_str()];
@@ -253,6 +269,7 @@ impl Exchange {
             if let Some(thread) = thread {
                 body["message_thread_id"] = Value::from(thread);
             }
+            merge(&mut body, extra);
             let answer = self.post("telegram", url, json_bytes(&body), &[])?;
             let Some(reply) = answer.json() else {
                 return Err(DeliverError::Refused(format!("telegram answered {}", answer.describe())));
@@ -272,7 +289,7 @@ impl Exchange {
 
     /// Slack: `chat.postMessage` with the bot token when it is set, else the incoming webhook
     /// (whose channel is fixed by Slack when the webhook was created).
-    fn slack(&self, channel: &SlackChannel, to: &str, message: &str) -> Result<String, DeliverError> {
+    fn slack(&self, channel: &SlackChannel, to: &str, message: &str, extra: &Map<String, Value>) -> Result<String, DeliverError> {
         let token = channel.token_env.as_deref().and_then(env_value);
         let webhook = channel.webhook_url_env.as_deref().and_then(env_value);
         match (token, webhook) {
@@ -282,7 +299,8 @@ impl Exchange {
                     let url = Url::parse(&format!("{base}/chat.postMessage"))
                         .map_err(|e| DeliverError::NotSent(format!("bad slack api_base: {e}")))?;
                     let auth = format!("Bearer {token}");
-                    let body = json!({"channel": to, "text": message});
+                    let mut body = json!({"channel": to, "text": message});
+                    merge(&mut body, extra);
                     let answer = self.post("slack", url, json_bytes(&body), &[("Authorization", auth.as_str())])?;
                     let Some(reply) = answer.json() else {
                         return Err(DeliverError::Refused(format!("slack answered {}", answer.describe())));
@@ -301,7 +319,9 @@ impl Exchange {
             (None, Some(hook)) => {
                 let result = (|| {
                     let url = secret_url(channel.webhook_url_env.as_deref().unwrap_or_default(), &hook)?;
-                    let answer = self.post("slack", url, json_bytes(&json!({"text": message})), &[])?;
+                    let mut body = json!({"text": message});
+                    merge(&mut body, extra);
+                    let answer = self.post("slack", url, json_bytes(&body), &[])?;
                     if answer.status == 200 && answer.body.trim() == "ok" {
                         Ok("webhook ok".to_string())
                     } else {
@@ -361,7 +381,9 @@ impl Exchange {
             Some(env) => Some(secret(&format!("webhook {name:?}"), "secret_env", Some(env))?),
             None => None,
         };
-        let body = json_bytes(&json!({"text": send.message, "node": send.node, "target": send.target}));
+        let mut body = json!({"text": send.message, "node": send.node, "target": send.target});
+        merge(&mut body, send.extra);
+        let body = json_bytes(&body);
         let result = (|| {
             let headers = webhook_headers(key.as_deref().map(str::as_bytes), &body, send.now.timestamp())?;
             let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
@@ -499,6 +521,15 @@ fn webhook_headers(key: Option<&[u8]>, body: &[u8], timestamp: i64) -> Result<Ve
     Ok(headers)
 }
 
+/// Adds `extra`'s keys to the JSON object `body` (a key already there is kept).
+fn merge(body: &mut Value, extra: &Map<String, Value>) {
+    if let Some(body) = body.as_object_mut() {
+        for (k, v) in extra {
+            body.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}
+
 fn json_bytes(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
 }
@@ -548,12 +579,21 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
+    static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+
     fn config(text: &str) -> ChannelsConfig {
         toml::from_str::<Config>(text).expect("config").channels
     }
 
     fn send(deliver: Deliver, target: &str) -> Send<'_> {
-        Send { deliver, target, message: "hi", node: "send", now: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default() }
+        Send {
+            deliver,
+            target,
+            message: "hi",
+            node: "send",
+            now: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default(),
+            extra: &EMPTY,
+        }
     }
 
     #[test]

@@ -1,0 +1,176 @@
+//! Advisory locks on PostgreSQL, and the run locks' sessions.
+//!
+//! A lock is a session advisory lock held on a connection taken from the pool for as long as the
+//! guard lives. A run's lock is more: its connection is the run's **session**, and every save of
+//! the run this process makes while it holds the lock goes through it. A save is so made only
+//! while the session that holds the lock lives: if the connection is lost (a network cut, a
+//! terminated backend, the database restarting), PostgreSQL has released the lock, and the save
+//! fails on the dead connection instead of overwriting whoever took the run over. No save reads
+//! `pg_locks` to check (a view that takes every lock-manager partition, so every instance's
+//! saves queued behind each other), and a run holds one connection, not two.
+//!
+//! A session also carries what need not cost a round trip of its own:
+//! - the run's first save (`save_run_soon`): written by the run's next save, whole (one
+//!   statement either way), or before the lock is let go, or by [`Store::sync`], or before this
+//!   process reads the run;
+//! - the run's stats record (`add_run_stats`): written by the statement that lets the lock go.
+//!
+//! So a run that only takes typed steps costs three statements: one that reserves its id and
+//! locks it, one that saves it ended, one that keeps its stats and unlocks it.
+//!
+//! [`Store::sync`]: crate::Store::sync
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, Postgres};
+use vwf_core::names::RunId;
+use vwf_core::stats::RunStats;
+
+use super::store::{keep_stats_and_unlock, save_whole};
+use crate::StoreError;
+
+/// The connection that holds a lock, and for a run's lock what waits to be written with the run's
+/// next statement on it.
+pub(super) struct Session {
+    /// `None` once the guard let the lock go.
+    pub(super) conn: tokio::sync::Mutex<Option<PoolConnection<Postgres>>>,
+    pub(super) later: std::sync::Mutex<Later>,
+    /// Tells this guard's session from a later one of the same run in the [`Held`] map.
+    token: u64,
+}
+
+/// What a run's lock holder handed over to be written later (see the module doc).
+#[derive(Default)]
+pub(super) struct Later {
+    /// The run's first save, whole, not written yet.
+    pub(super) doc: Option<String>,
+    /// The run's stats record, kept when the lock is let go.
+    pub(super) stats: Option<RunStats>,
+    /// The notice of a save made under the lock, sent when the lock is let go (see
+    /// [`notices`](super::notices)).
+    pub(super) notice: Option<String>,
+}
+
+impl Session {
+    pub(super) fn new(conn: PoolConnection<Postgres>) -> Arc<Session> {
+        static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(Session { conn: tokio::sync::Mutex::new(Some(conn)), later: Default::default(), token })
+    }
+
+    pub(super) fn later(&self) -> std::sync::MutexGuard<'_, Later> {
+        self.later.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a first save waits to be written.
+    pub(super) fn has_doc(&self) -> bool {
+        self.later().doc.is_some()
+    }
+
+    /// Writes the run's first save if it still waits, on `conn` (which the caller took from this
+    /// session); whether it wrote one.
+    pub(super) async fn flush(&self, conn: &mut PgConnection, id: &RunId) -> Result<bool, sqlx::Error> {
+        let Some(doc) = self.later().doc.take() else { return Ok(false) };
+        if let Err(e) = save_whole(conn, id.as_str(), doc.clone(), None).await {
+            // Kept for the next try: nothing was written.
+            self.later().doc.get_or_insert(doc);
+            return Err(e);
+        }
+        Ok(true)
+    }
+}
+
+/// The run locks this process holds: lock key → the run's session.
+pub(super) type Held = Arc<std::sync::Mutex<HashMap<i64, Arc<Session>>>>;
+
+/// A session advisory lock and the connection that holds it; unlocked (and the connection given
+/// back) when dropped, after writing what its run's session still carries. If the connection is
+/// lost, PostgreSQL has released the lock already.
+pub(super) struct AdvisoryLock {
+    pub(super) session: Arc<Session>,
+    pub(super) key: i64,
+    pub(super) handle: tokio::runtime::Handle,
+    /// For a run's lock: the run, and where the process notes the sessions it holds.
+    pub(super) run: Option<(RunId, Held)>,
+    /// Where a notice goes when it cannot ride on the unlock (see [`notices`](super::notices)).
+    pub(super) notices: Arc<super::notices::Notifier>,
+    /// Given back after the lock and its connection (fields drop after `drop`).
+    pub(super) _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl AdvisoryLock {
+    /// Notes a run's lock in `held`, so the run's saves find its session.
+    pub(super) fn hold(mut self, id: &RunId, held: &Held) -> AdvisoryLock {
+        held.lock().unwrap_or_else(|e| e.into_inner()).insert(self.key, self.session.clone());
+        self.run = Some((id.clone(), held.clone()));
+        self
+    }
+}
+
+impl Drop for AdvisoryLock {
+    fn drop(&mut self) {
+        let (session, key, run, notices) = (self.session.clone(), self.key, self.run.take(), self.notices.clone());
+        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        self.handle.spawn(async move {
+            // Held until the lock is let go: a reader of this process that finds the run's first
+            // save still waiting here waits, and then finds it written.
+            let mut slot = session.conn.lock().await;
+            if let Some(mut conn) = slot.take() {
+                let released = async {
+                    if let Some((id, _)) = &run
+                        && session.flush(&mut conn, id).await?
+                    {
+                        session.later().notice.get_or_insert_with(|| super::notices::payload(id, false));
+                    }
+                    let (stats, mut notice) = {
+                        let mut later = session.later();
+                        (later.stats.take(), later.notice.take())
+                    };
+                    if notices.busy()
+                        && let Some(notice) = notice.take()
+                    {
+                        notices.send(notice);
+                    }
+                    keep_stats_and_unlock(&mut conn, key, stats, notice).await
+                }
+                .await;
+                if released.is_err() {
+                    // A connection in an unknown state must not go back to the pool holding a lock.
+                    let _ = conn.close().await;
+                }
+            }
+            drop(slot);
+            if let Some((_, held)) = &run {
+                let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+                if held.get(&key).is_some_and(|s| s.token == session.token) {
+                    held.remove(&key);
+                }
+            }
+            let _ = tx.send(());
+        });
+        // Released before the guard's owner goes on, as a file lock is.
+        let _ = rx.recv();
+    }
+}
+
+/// The error of a statement on a run's session: the connection lost means the lock was lost.
+pub(super) fn on_session(id: &RunId, e: sqlx::Error) -> StoreError {
+    match super::db(e) {
+        StoreError::Unavailable { .. } => lock_lost(id),
+        other => other,
+    }
+}
+
+/// A save that could not be made because the session holding the run's lock is gone (the database
+/// went away or ended the connection). `Unavailable`: nothing was saved, and a caller told to come
+/// back later finds the run as its new owner (or the next reader) leaves it.
+pub(super) fn lock_lost(id: &RunId) -> StoreError {
+    StoreError::Unavailable {
+        action: format!("run {id} was not saved"),
+        source: Arc::new(crate::Cause(
+            "this process lost the run's lock (its database connection ended), so another may have taken the run over".into(),
+        )),
+    }
+}
