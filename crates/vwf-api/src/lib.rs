@@ -18,3 +18,19 @@ pub mod service;
 pub mod signals;
 pub mod slash;
 pub mod tools;
+
+/// The process's async runtime: the server's, MCP's and the PostgreSQL store's, one for the
+/// process and never shut down before it exits (a run a stopping server handed to a blocking
+/// thread still reaches its store). Open the app inside it (`runtime()?.enter()`), so the
+/// PostgreSQL store runs on it too rather than starting one of its own.
+pub fn runtime() -> Result<&'static tokio::runtime::Runtime, failure::Failure> {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    if let Some(runtime) = RUNTIME.get() {
+        return Ok(runtime);
+    }
+    let built = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failure::Failure::Internal(format!("cannot start the async runtime: {e}")))?;
+    Ok(RUNTIME.get_or_init(|| built))
+}

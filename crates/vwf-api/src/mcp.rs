@@ -235,10 +235,7 @@ impl ServerHandler for McpServer {
 
 /// `vwf mcp`: serves the tools on standard input and output until the client closes them.
 pub fn serve_stdio(app: App) -> Result<(), Failure> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Internal(format!("cannot start the async runtime: {e}")))?;
+    let runtime = crate::runtime()?;
     let server = McpServer::new(Arc::new(app));
     runtime.block_on(async move {
         let running = server

@@ -9,7 +9,7 @@ use vwf_core::names::DesignName;
 use vwf_core::schedule::job::{self, Job};
 use vwf_core::time::{self, Ts};
 
-use super::{JobStore, Store, StoreError};
+use super::{Durability, JobStore, Store, StoreError};
 
 fn name(s: &str) -> DesignName {
     DesignName::parse(s).expect("a valid design name")
@@ -168,10 +168,10 @@ pub fn store_round_trip(store: &dyn Store) {
     let ids: Vec<_> = (0..3).map(|_| store.allocate_run_id().expect("allocate")).collect();
     assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2], "ids are unique");
     for (n, i) in [2usize, 0, 1].into_iter().enumerate() {
-        store.write_run(&ids[i], &json!({"run_id": ids[i].as_str(), "n": n, "text": "ünïcode \u{0}"})).expect("write");
+        store.import_run(&ids[i], &json!({"run_id": ids[i].as_str(), "n": n, "text": "ünïcode \u{0}"})).expect("write");
     }
     // A later write of the first run does not move it.
-    store.write_run(&ids[2], &json!({"run_id": ids[2].as_str(), "n": 9})).expect("rewrite");
+    store.import_run(&ids[2], &json!({"run_id": ids[2].as_str(), "n": 9})).expect("rewrite");
     assert_eq!(store.read_run(&ids[2]).expect("read")["n"], 9, "the newest write is what reads back");
     let listed: Vec<String> = store.list_runs(10).expect("list").into_iter().map(|e| e.id.to_string()).collect();
     assert_eq!(listed, vec![ids[1].to_string(), ids[0].to_string(), ids[2].to_string()], "newest first by first write");
@@ -196,11 +196,11 @@ pub fn run_locks(store: Arc<dyn Store>, threads: usize, rounds: usize) {
     assert!(!store.reserve_run_id(&chosen).expect("reserve"), "an id is reserved once");
     assert!(matches!(store.read_run(&chosen), Err(StoreError::NotFound(_))), "a reserved id is no run yet");
     let held = store.lock_run(&chosen).expect("lock a reserved id");
-    store.write_run(&chosen, &json!({"count": 0})).expect("save under a reserved id");
+    store.import_run(&chosen, &json!({"count": 0})).expect("save under a reserved id");
     drop(held);
     assert_eq!(store.read_run(&chosen).expect("read")["count"], 0);
     let id = store.allocate_run_id().expect("allocate");
-    store.write_run(&id, &json!({"count": 0})).expect("write");
+    store.import_run(&id, &json!({"count": 0})).expect("write");
     let held = store.lock_run(&id).expect("lock");
     assert!(store.try_lock_run(&id).expect("try").is_none(), "the lock is exclusive");
     drop(held);
@@ -214,7 +214,7 @@ pub fn run_locks(store: Arc<dyn Store>, threads: usize, rounds: usize) {
                 for _ in 0..rounds {
                     let _lock = store.lock_run(&id).expect("lock");
                     let count = store.read_run(&id).expect("read")["count"].as_u64().expect("count");
-                    store.write_run(&id, &json!({"count": count + 1})).expect("write");
+                    store.import_run(&id, &json!({"count": count + 1})).expect("write");
                 }
             })
         })
@@ -259,17 +259,14 @@ pub fn saved_runs_read_back(store: &dyn Store) {
         Run::start(plan, id.clone(), TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"items": [1, 2, 3, 4, 5]})), now);
     let (mut saves, mut whole) = (0, 0);
     // Saved under the run's lock, as the runner saves; the first save as a runner makes it
-    // (`save_run_soon`): it reads back at once, durable or not yet.
+    // (`Durability::Soon`): it reads back at once, durable or not yet.
     let lock = store.lock_run(&id).expect("lock");
     let mut save = |run: &mut Run| {
         let changes = run.take_changes();
         whole += usize::from(changes.whole);
         saves += 1;
-        if saves == 1 {
-            store.save_run_soon(&id, run, &changes).expect("first save");
-        } else {
-            store.save_run(&id, run, &changes).expect("save");
-        }
+        let durability = if saves == 1 { Durability::Soon } else { Durability::Now };
+        store.save_run(&id, run, &changes, durability).expect("save");
         let doc = serde_json::to_value(&*run).expect("json");
         assert_eq!(store.read_run(&id).expect("read"), doc, "a run reads back as saved (save {saves})");
         let listed = store.list_runs(1).expect("list").remove(0);

@@ -130,7 +130,7 @@ pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
     for id in ids.iter().rev() {
         match from.store.read_run(id) {
             Ok(run) => {
-                to.store.write_run(id, &run).map_err(CopyError::Interrupted)?;
+                to.store.import_run(id, &run).map_err(CopyError::Interrupted)?;
                 // An ended run's stats record goes along (a run the engine cannot read has none).
                 if let Some(stats) = serde_json::from_value::<vwf_core::run::Run>(run).ok().and_then(|r| r.stats()) {
                     to.store.add_run_stats(&stats).map_err(CopyError::Interrupted)?;

@@ -43,7 +43,7 @@ use vwf_core::run::journal::{Changes, Part};
 
 use super::atomic::write_run_file;
 pub use super::atomic::{atomic_create, atomic_write, atomic_write_locked};
-use super::{RunEntry, RunLock, Store, StoreError, index};
+use super::{Durability, RunEntry, RunLock, Store, StoreError, index};
 
 pub(super) const DESIGNS_DIR: &str = "workflow-designs";
 pub(super) const RUNS_DIR: &str = "workflow-runs";
@@ -362,16 +362,13 @@ impl Store for FileStore {
         ))
     }
 
-    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
-        self.write_run_bytes(id, json, true)
+    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError> {
+        self.save(id, run, changes, durability == Durability::Now)
     }
 
-    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
-        self.save(id, run, changes, true)
-    }
-
-    fn save_run_soon(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
-        self.save(id, run, changes, false)
+    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(doc).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
+        self.write_run_bytes(id, &json, true)
     }
 
     fn sync(&self) -> Result<(), StoreError> {
@@ -523,7 +520,7 @@ impl Drop for RunGuard {
         if let Err(e) = self.store.write_unwritten(&self.id) {
             index::warn(&format!("run {}: {e} (its commit log keeps it; the next start writes it)", self.id));
         }
-        // A save made with `save_run_soon` and no save after it is durable by the time the lock
+        // A save made `Durability::Soon` and no save after it is durable by the time the lock
         // is let go.
         if let Err(e) = self.store.sync() {
             index::warn(&format!("run {}: {e}", self.id));
@@ -535,7 +532,7 @@ impl Drop for RunGuard {
 
 impl FileStore {
     /// Saves a whole run document (`json`, without its newline); returns once it is durable
-    /// when `wait`, else see `Store::save_run_soon`.
+    /// when `wait`, else see `Durability::Soon`.
     fn write_run_bytes(&self, id: &RunId, json: &[u8], wait: bool) -> Result<(), StoreError> {
         self.recover_once();
         let dir = self.runs_dir();
@@ -613,7 +610,7 @@ impl FileStore {
         Ok(())
     }
 
-    /// `Store::save_run` (`wait`) or `Store::save_run_soon`.
+    /// `Store::save_run`, durable now (`wait`) or soon.
     fn save(&self, id: &RunId, run: &Run, changes: &Changes, wait: bool) -> Result<(), StoreError> {
         if changes.whole {
             let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
@@ -822,10 +819,10 @@ mod tests {
         let (home, store) = store();
         let ids: Vec<RunId> = (1..=5).map(|i| id(&format!("{i:012x}"))).collect();
         for (i, run_id) in ids.iter().enumerate() {
-            store.write_run(run_id, &json!({"run_id": run_id.as_str(), "n": i})).unwrap();
+            store.import_run(run_id, &json!({"run_id": run_id.as_str(), "n": i})).unwrap();
         }
         // Rewriting an old run does not make it newer.
-        store.write_run(&ids[0], &json!({"run_id": ids[0].as_str(), "n": 0, "status": "done"})).unwrap();
+        store.import_run(&ids[0], &json!({"run_id": ids[0].as_str(), "n": 0, "status": "done"})).unwrap();
         assert_eq!(store.read_run(&ids[0]).unwrap()["status"], "done");
         let text = fs::read_to_string(home.path().join("workflow-runs/000000000001.json")).unwrap();
         assert_eq!(text, "{\"run_id\":\"000000000001\",\"n\":0,\"status\":\"done\"}\n");
@@ -858,7 +855,7 @@ mod tests {
     fn runs_deleted_run_file_is_skipped() {
         let (home, store) = store();
         for i in 1..=4 {
-            store.write_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
+            store.import_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
         }
         fs::remove_file(home.path().join("workflow-runs/000000000003.json")).unwrap();
         assert_eq!(listed_ids(&store, 2), vec!["000000000004", "000000000002"]);
@@ -869,7 +866,7 @@ mod tests {
     fn runs_corrupt_file_is_an_entry_error_and_the_rest_is_listed() {
         let (home, store) = store();
         for i in 1..=3 {
-            store.write_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
+            store.import_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
         }
         let dir = home.path().join("workflow-runs");
         fs::write(dir.join("000000000002.json"), "{\"n\": 2, trunc").unwrap();
@@ -895,7 +892,7 @@ mod tests {
             ("00000000000c", "2020-01-02T00:00:00+01:00"),
         ];
         for (run_id, at) in created {
-            store.write_run(&id(run_id), &json!({"created_at": at})).unwrap();
+            store.import_run(&id(run_id), &json!({"created_at": at})).unwrap();
         }
         fs::write(dir.join("00000000000d.json"), "not json").unwrap(); // no created_at: mtime (now) → newest
         fs::write(dir.join("readme.json"), "{}").unwrap();
@@ -909,7 +906,7 @@ mod tests {
 
         // A first write into a copied-in store without an index keeps the old runs listed.
         fs::remove_file(dir.join(".index")).unwrap();
-        store.write_run(&id("00000000000e"), &json!({})).unwrap();
+        store.import_run(&id("00000000000e"), &json!({})).unwrap();
         assert_eq!(listed_ids(&store, 10)[..2], ["00000000000e", "00000000000d"]);
         assert_eq!(listed_ids(&store, 10).len(), 5);
     }
@@ -946,7 +943,7 @@ mod tests {
 
         // A run written without allocation (copied in) is lockable as well; its lock file is made then.
         let copied = id("abcdefabcdef");
-        store.write_run(&copied, &json!({})).unwrap();
+        store.import_run(&copied, &json!({})).unwrap();
         let _held = store.lock_run(&copied).unwrap();
         assert!(other.try_lock_run(&copied).unwrap().is_none());
         assert!(matches!(store.try_lock_run(&id("000000000000")), Err(StoreError::NotFound(_))));

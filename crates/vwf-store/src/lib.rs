@@ -73,6 +73,18 @@ pub fn assemble(id: &RunId, doc: Value, parts: impl IntoIterator<Item = (String,
     serde_json::to_value(&run).map_err(|e| corrupt(e.to_string()))
 }
 
+/// How soon a [`Store::save_run`] must be durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Durable when the call returns: the save a step's side effect or an answer depends on.
+    Now,
+    /// Durable once a later save through this handle returns, or [`Store::sync`]: for a save
+    /// nothing depends on yet (a run's start, when nobody has been told of the run and no step
+    /// has acted), so a store that makes saves durable in shared flushes lets the run's next
+    /// save carry it.
+    Soon,
+}
+
 /// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.
 pub trait Store: Send + Sync {
     /// Names of the saved designs, sorted. Entries that are not designs are ignored.
@@ -122,40 +134,21 @@ pub trait Store: Send + Sync {
     /// this call reserved it: `false` when it was reserved (or saved) before. Atomic: of callers
     /// racing for one id, one gets `true`.
     fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError>;
-    /// Saves the whole run state (atomically). The first write of an id makes it the newest
-    /// entry of [`Store::list_runs`].
-    fn write_run(&self, id: &RunId, run: &Value) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        self.write_run_json(id, &json)
-    }
-    /// `write_run` for a run already serialised to JSON (the runner's path: one serialisation
-    /// per step instead of building a value tree first).
-    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError>;
-    /// Saves what changed in a run we hold the lock of (see `vwf_core::run::journal`): the whole
-    /// document when `changes.whole`, else only the changed parts, which a store that keeps
-    /// parts writes in a size bounded by those parts. Readers see the same document either way.
-    /// The default writes the whole document every time.
-    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
-        let _ = changes;
-        self.save_whole_run(id, run)
-    }
-    /// [`Store::save_run`] that may return before the save is durable: it is durable once a later
-    /// save through this handle returns, or [`Store::sync`]. For a save nothing depends on yet
-    /// (a run's start, when nobody has been told of the run and no step has acted): a store that
-    /// makes saves durable in shared flushes lets the run's next save carry it. The default is
-    /// `save_run`.
-    fn save_run_soon(&self, id: &RunId, run: &Run, changes: &Changes) -> Result<(), StoreError> {
-        self.save_run(id, run, changes)
-    }
-    /// Returns once every save handed to this handle is durable (see [`Store::save_run_soon`]).
+    /// The one way a run is written: what changed in a run we hold the lock of since its last
+    /// save (see `vwf_core::run::journal`), the whole document when `changes.whole`, else only
+    /// the changed parts, which a store that keeps parts writes in a size bounded by those parts.
+    /// Readers see the same document either way; the first save of an id makes it the newest
+    /// entry of [`Store::list_runs`]. With [`Durability::Soon`] the save may return before it is
+    /// durable (see there).
+    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError>;
+    /// Returns once every save handed to this handle is durable (see [`Durability::Soon`]).
     fn sync(&self) -> Result<(), StoreError> {
         Ok(())
     }
-    /// Writes the whole run document (a checkpoint); what `save_run` does for `changes.whole`.
-    fn save_whole_run(&self, id: &RunId, run: &Run) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        self.write_run_json(id, &json)
-    }
+    /// Puts a run document as it is, whole and durable: what a store copy, a repair and a test's
+    /// fixture write. Not a run being driven (that is [`Store::save_run`]): the document is not
+    /// checked to be one the engine reads.
+    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError>;
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
     /// [`Store::read_run`] of each id, in order: what a listing page reads. A store that can
     /// read many runs in one request overrides this.

@@ -312,7 +312,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let store = FileStore::new(home.path().to_path_buf());
         let id = store.allocate_run_id().unwrap();
-        store.write_run(&id, &serde_json::json!({"status": "running"})).unwrap();
+        store.import_run(&id, &serde_json::json!({"status": "running"})).unwrap();
         let journal = store.journal_path(&id);
         let part = (Part::History(0), serde_json::json!({"at": "2026-03-01T09:00:00Z", "event": "retry"}));
         super::super::journal::append(
@@ -327,7 +327,7 @@ mod tests {
         assert!(journal.exists());
 
         let kept = fs::read(&journal).unwrap();
-        store.write_run(&id, &serde_json::json!({"status": "done"})).unwrap();
+        store.import_run(&id, &serde_json::json!({"status": "done"})).unwrap();
         assert!(!journal.exists(), "a whole save removes the journal");
         fs::write(&journal, &kept).unwrap(); // as a writer killed before removing it leaves it
         assert_eq!(store.read_run(&id).unwrap(), serde_json::json!({"status": "done"}), "a stale journal is not applied");
@@ -345,10 +345,10 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let store = FileStore::new(home.path().to_path_buf());
         let old = store.allocate_run_id().unwrap();
-        store.write_run(&old, &serde_json::json!({"n": 1})).unwrap();
+        store.import_run(&old, &serde_json::json!({"n": 1})).unwrap();
         let files: HashSet<RunId> = store.run_ids().into_iter().collect();
         let new = store.allocate_run_id().unwrap();
-        store.write_run(&new, &serde_json::json!({"n": 2})).unwrap();
+        store.import_run(&new, &serde_json::json!({"n": 2})).unwrap();
         let (mut idle, mut found) = (Vec::new(), Vec::new());
         store.tidy_index(&store.runs_dir(), &files, true, &mut idle, &mut found);
         drop(idle);

@@ -231,7 +231,7 @@ mod tests {
         let home = dir.path();
         let store = FileStore::new(home.to_path_buf());
         let id = store.allocate_run_id().unwrap();
-        store.write_run(&id, &json!({"run_id": id.as_str()})).unwrap();
+        store.import_run(&id, &json!({"run_id": id.as_str()})).unwrap();
         // Whatever the umask of the test process, the store made everything private.
         std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700)).unwrap();
         assert!(exposed(home).is_empty(), "{:?}", exposed(home).iter().map(|w| &w.path).collect::<Vec<_>>());

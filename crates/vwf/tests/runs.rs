@@ -44,7 +44,7 @@ fn populate(home: &Home, count: usize) -> Truth {
         run["status"] = json!(status);
         run["trigger"]["mode"] = json!(mode);
         run["created_at"] = json!(format!("2026-01-01T{:02}:{:02}:{:02}.000Z", i / 3600, (i / 60) % 60, i % 60));
-        store.write_run(&RunId::parse(&id).expect("id"), &run).expect("write run");
+        store.import_run(&RunId::parse(&id).expect("id"), &run).expect("write run");
         truth.push((id, design, status, mode));
     }
     truth.reverse();
@@ -146,7 +146,7 @@ fn a_rare_filter_pages_on_without_reading_every_run_at_once(backend: Backend) {
     let id = RunId::parse(&oldest).expect("id");
     let mut run = store.read_run(&id).expect("oldest");
     run["design"] = json!("rare");
-    store.write_run(&id, &run).expect("rewrite");
+    store.import_run(&id, &run).expect("rewrite");
     let server = Server::start(&home);
     let (s, first) = server.get("/runs?design=rare");
     assert_eq!(s, 200, "{first}");

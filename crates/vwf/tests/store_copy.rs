@@ -271,7 +271,7 @@ fn refused_copies_write_nothing(backend: Backend) {
         ("designs", |h: &Home| h.save("mine", &common::failing())),
         ("runs", |h: &Home| {
             let store = h.store();
-            store.write_run(&store.allocate_run_id().expect("id"), &json!({"a": "run"})).expect("write a run");
+            store.import_run(&store.allocate_run_id().expect("id"), &json!({"a": "run"})).expect("write a run");
         }),
         ("schedule jobs", |h: &Home| {
             h.save("mine", &common::failing());
@@ -355,7 +355,7 @@ fn write_runs(store: &dyn Store, design: &str, count: usize, template: &Value) -
             run["run_id"] = json!(id.as_str());
             run["design"] = json!(design);
             run["trigger"]["input"] = json!({"n": n, "of": design});
-            store.write_run(&id, &run).expect("write a run");
+            store.import_run(&id, &run).expect("write a run");
             id.to_string()
         })
         .collect()
@@ -447,7 +447,7 @@ proptest! {
             store.save_design(&DesignName::parse(name).expect("name"), &json!({"nodes": [], "doc": graph})).expect("save");
             for run in runs {
                 let id = store.allocate_run_id().expect("id");
-                store.write_run(&id, &json!({"run_id": id.as_str(), "design": name, "doc": run})).expect("write");
+                store.import_run(&id, &json!({"run_id": id.as_str(), "design": name, "doc": run})).expect("write");
             }
         }
         let source = home_contents(&home);

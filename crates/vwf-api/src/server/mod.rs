@@ -125,7 +125,7 @@ pub struct Server {
     /// The file holding a token made at start, and that token; removed when the server stops.
     token_file: Option<(std::path::PathBuf, String)>,
     gate: Arc<Gate>,
-    runtime: tokio::runtime::Runtime,
+    runtime: &'static tokio::runtime::Runtime,
     stop_signals: crate::signals::StopSignals,
     /// Whether the store sends change notices (long-poll reads wait for them, else read again on
     /// a timer).
@@ -176,10 +176,7 @@ pub fn prepare(mut app: App, bind_flag: Option<&str>) -> Result<Server, Failure>
         }
     };
     let guard = security::Guard::new(&token, settings.allowed_hosts, addr, security::Framing::new(settings.frame_ancestors));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Internal(format!("cannot start the async runtime: {e}")))?;
+    let runtime = crate::runtime()?;
     // Installed now, so a stop asked for as soon as the server says it is ready is a clean stop.
     let stop_signals = {
         let _entered = runtime.enter();

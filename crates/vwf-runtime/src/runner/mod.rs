@@ -40,7 +40,7 @@ pub use emit::{Emission, EmitSource};
 pub use listing::RunPage;
 use vwf_exec::Drivers;
 use vwf_exec::agent::{self, BackendError};
-use vwf_store::{RunLock, Store, StoreError};
+use vwf_store::{Durability, RunLock, Store, StoreError};
 
 /// Tasks of one batch performed at the same time, at most.
 const MAX_PARALLEL: usize = 8;
@@ -184,7 +184,7 @@ impl Runner<'_> {
     ///
     /// The first save need not be durable before the run goes on when nobody is told of the run
     /// yet: every step that acts on the world, the run parking or ending, and letting its lock go
-    /// come with a save that waits, and that one makes the first durable too (`save_run_soon`). A
+    /// come with a save that waits, and that one makes the first durable too (`Durability::Soon`). A
     /// caller told at once may answer with the run, so then the first save is made durable first.
     fn launch(
         &self,
@@ -691,7 +691,7 @@ impl Runner<'_> {
         }
         let watch = if new { Watch::new_run(self.metrics, self.traces) } else { Watch::before(self.metrics, self.traces, self.store, &id) };
         let started = std::time::Instant::now();
-        let saved = if new { self.store.save_run_soon(&id, run, &changes) } else { self.store.save_run(&id, run, &changes) };
+        let saved = self.store.save_run(&id, run, &changes, if new { Durability::Soon } else { Durability::Now });
         if let Err(e) = saved {
             run.unsaved();
             return Err(Unsaved::Store(e));

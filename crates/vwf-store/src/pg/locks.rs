@@ -10,7 +10,7 @@
 //! saves queued behind each other), and a run holds one connection, not two.
 //!
 //! A session also carries what need not cost a round trip of its own:
-//! - the run's first save (`save_run_soon`): written by the run's next save, whole (one
+//! - the run's first save (`Durability::Soon`): written by the run's next save, whole (one
 //!   statement either way), or before the lock is let go, or by [`Store::sync`], or before this
 //!   process reads the run;
 //! - the run's stats record (`add_run_stats`): written by the statement that lets the lock go.
@@ -112,8 +112,8 @@ impl AdvisoryLock {
 impl Drop for AdvisoryLock {
     fn drop(&mut self) {
         let (session, key, run, notices) = (self.session.clone(), self.key, self.run.take(), self.notices.clone());
-        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
-        self.handle.spawn(async move {
+        // Released before the guard's owner goes on, as a file lock is.
+        let _ = super::block(&self.handle, async move {
             // Held until the lock is let go: a reader of this process that finds the run's first
             // save still waiting here waits, and then finds it written.
             let mut slot = session.conn.lock().await;
@@ -148,10 +148,8 @@ impl Drop for AdvisoryLock {
                     held.remove(&key);
                 }
             }
-            let _ = tx.send(());
+            Ok::<(), StoreError>(())
         });
-        // Released before the guard's owner goes on, as a file lock is.
-        let _ = rx.recv();
     }
 }
 

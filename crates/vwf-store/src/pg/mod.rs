@@ -3,9 +3,11 @@
 //! `VWF_DATABASE_URL`). The file store stays the default.
 //!
 //! Built on sqlx (pool, migrations with their own advisory lock, LISTEN/NOTIFY for the change
-//! notices every instance publishes); the traits
-//! are blocking, so every call runs on the store's own small tokio runtime and the caller waits
-//! for the answer on a channel. That never nests runtimes, whatever thread calls.
+//! notices every instance publishes). The traits are blocking: a call drives its statement's
+//! future on the calling thread ([`block`]), on the runtime the store was opened in (the server's,
+//! for `vwf serve`: one runtime in the process, no hop to another thread per statement). Opened
+//! outside a multi-threaded runtime (the CLI, a test), the store starts a small runtime of its
+//! own for its connections' I/O.
 //!
 //! Invariants:
 //! - The schema is applied at connect under sqlx's migration lock, so instances starting together
@@ -100,7 +102,10 @@ pub struct PgStore {
 
 struct Inner {
     pool: PgPool,
-    runtime: Option<tokio::runtime::Runtime>,
+    /// The runtime the store's I/O and tasks run on.
+    handle: tokio::runtime::Handle,
+    /// That runtime, when the store started it (opened outside a multi-threaded runtime).
+    own: Option<tokio::runtime::Runtime>,
     /// The URL without its password, to name the database in messages.
     shown: String,
     /// One permit per run lock that may be held at once ([`lock_slots`]).
@@ -187,7 +192,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // Blocks at most for the notifier's flush, so dropping the store is safe on any thread.
         self.notices.flush();
-        if let Some(runtime) = self.runtime.take() {
+        if let Some(runtime) = self.own.take() {
             runtime.shutdown_background();
         }
     }
@@ -204,31 +209,44 @@ impl PgStore {
     /// cannot be reached and a schema newer than this binary are errors naming the database.
     pub fn connect(settings: &PgSettings) -> Result<PgStore, StoreError> {
         let (options, shown) = connect_options(settings)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("vwf-pg")
-            .enable_all()
-            .build()
-            .map_err(|e| StoreError::io("cannot start the database runtime", e))?;
+        let own = match tokio::runtime::Handle::try_current() {
+            Ok(current) if current.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => None,
+            _ => Some(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("vwf-pg")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| StoreError::io("cannot start the database runtime", e))?,
+            ),
+        };
+        let handle = match &own {
+            Some(runtime) => runtime.handle().clone(),
+            None => tokio::runtime::Handle::current(),
+        };
         let (connections, slots) = lock_slots(settings.pool_size);
         let pool_options = PgPoolOptions::new().max_connections(connections).acquire_timeout(settings.acquire_timeout);
         let health =
             Arc::new(Health { options: options.clone(), shown: shown.clone(), down: Default::default(), last_failed: Default::default() });
-        let connected = runtime.block_on(async move {
-            // One connection first, so a server that is down or refuses us is reported with its
-            // own error at once, not as a pool that timed out.
-            PgConnection::connect_with(&options).await?.close().await?;
-            let pool = pool_options.connect_with(options).await?;
-            migrator().run(&pool).await.map_err(sqlx::Error::from)?;
-            Ok::<PgPool, sqlx::Error>(pool)
-        });
-        let pool = connected.map_err(|e| connect_error(&shown, e))?;
+        let named = shown.clone();
+        let pool = block(&handle, async move {
+            let connected = async move {
+                // One connection first, so a server that is down or refuses us is reported with
+                // its own error at once, not as a pool that timed out.
+                PgConnection::connect_with(&options).await?.close().await?;
+                let pool = pool_options.connect_with(options).await?;
+                migrator().run(&pool).await.map_err(sqlx::Error::from)?;
+                Ok::<PgPool, sqlx::Error>(pool)
+            };
+            connected.await.map_err(|e| connect_error(&named, e))
+        })?;
         let lock_slots = Arc::new(tokio::sync::Semaphore::new(slots as usize));
-        let notices = Arc::new(notices::Notifier::start(&runtime, pool.clone()));
+        let notices = Arc::new(notices::Notifier::start(&handle, pool.clone()));
         Ok(PgStore {
             inner: Arc::new(Inner {
                 pool,
-                runtime: Some(runtime),
+                handle,
+                own,
                 shown,
                 lock_slots,
                 acquire_timeout: settings.acquire_timeout,
@@ -243,10 +261,9 @@ impl PgStore {
     /// `changes`; after each (re)connection it publishes `Resync`, since notices sent while it was
     /// away are lost.
     fn listen(&self, changes: Changes) {
-        let Some(runtime) = &self.inner.runtime else { return };
         let pool = self.pool();
         let health = self.inner.health.clone();
-        runtime.spawn(async move {
+        self.inner.handle.spawn(async move {
             loop {
                 if let Ok(mut listener) = PgListener::connect_with(&pool).await
                     && listener.listen(CHANGES_CHANNEL).await.is_ok()
@@ -285,14 +302,14 @@ impl PgStore {
         self.inner.pool.clone()
     }
 
-    /// Runs `fut` on the store's runtime and waits for its answer. While the database is known to
-    /// be down, fails at once unless a fresh connection now succeeds (see [`Health`]).
+    /// Runs `fut` and waits for its answer (see [`block`]). While the database is known to be
+    /// down, fails at once unless a fresh connection now succeeds (see [`Health`]).
     fn wait<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
         use std::sync::atomic::Ordering::SeqCst;
         if self.inner.health.down.load(SeqCst) {
             self.probe()?;
         }
-        let answer = self.run_here(fut);
+        let answer = block(&self.inner.handle, fut);
         if matches!(answer, Err(StoreError::Unavailable { .. })) && !self.inner.health.down.load(SeqCst) {
             // Out of reach, or only busy (every connection taken)? A fresh connection tells.
             let _ = self.probe();
@@ -303,18 +320,7 @@ impl PgStore {
     /// Tries one fresh connection (see [`Health::check`]).
     fn probe(&self) -> Result<(), StoreError> {
         let health = self.inner.health.clone();
-        self.run_here(async move { health.check().await })
-    }
-
-    fn run_here<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let Some(runtime) = &self.inner.runtime else {
-            return Err(StoreError::other("cannot reach the database", "the database runtime has stopped"));
-        };
-        runtime.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        rx.recv().unwrap_or_else(|_| Err(StoreError::other("cannot reach the database", "the database call was dropped")))
+        block(&self.inner.handle, async move { health.check().await })
     }
 
     /// Takes a connection and, on it, a session advisory lock with `how` (see [`Locking`]); `None`
@@ -374,9 +380,8 @@ impl PgStore {
             .map_err(db)?;
             Ok(got.unwrap_or(false).then_some((conn, slot)))
         })?;
-        let handle = self.inner.runtime.as_ref().map(|r| r.handle().clone());
-        let Some(((conn, slot), handle)) = conn.zip(handle) else { return Ok(None) };
-        let notices = self.inner.notices.clone();
+        let Some((conn, slot)) = conn else { return Ok(None) };
+        let (handle, notices) = (self.inner.handle.clone(), self.inner.notices.clone());
         Ok(Some(AdvisoryLock { session: Session::new(conn), key, handle, run: None, notices, _slot: slot }))
     }
 
@@ -415,6 +420,32 @@ impl PgStore {
             let found = sqlx::query("SELECT 1 FROM vwf_runs WHERE id = $1").bind(id).fetch_optional(&pool).await.map_err(db)?;
             Ok(found.is_some())
         })
+    }
+}
+
+/// Drives `fut` to its end from blocking code, on the runtime of `handle`, and answers its output.
+/// The calling thread polls it (the runtime's workers drive the sockets and timers), so a
+/// statement costs no hop to another thread and back:
+/// - on a thread of no runtime (the daemon's, a test's) it blocks on the future;
+/// - on a thread of a multi-threaded runtime (a blocking task's, or a worker, whose other tasks
+///   `block_in_place` hands to another worker first) likewise;
+/// - on a single-threaded runtime's thread, which cannot block in place, the future is spawned on
+///   `handle`'s runtime and the thread waits for its answer.
+pub(super) fn block<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    fut: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|current| current.runtime_flavor()) {
+        Err(_) => handle.block_on(fut),
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| handle.block_on(fut)),
+        Ok(_) => {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            handle.spawn(async move {
+                let _ = tx.send(fut.await);
+            });
+            rx.recv().unwrap_or_else(|_| Err(StoreError::other("cannot reach the database", "the database call was dropped")))
+        }
     }
 }
 

@@ -60,7 +60,7 @@ pub(super) struct Notifier {
 
 impl Notifier {
     /// Starts the notifier task on `runtime`: what is sent to it is noticed, in batches.
-    pub(super) fn start(runtime: &tokio::runtime::Runtime, pool: PgPool) -> Notifier {
+    pub(super) fn start(runtime: &tokio::runtime::Handle, pool: PgPool) -> Notifier {
         let (tx, mut rx) = unbounded_channel::<Message>();
         let busy = Arc::new(AtomicBool::new(false));
         let working = busy.clone();

@@ -18,7 +18,7 @@ use super::locks::{Session, lock_lost, on_session};
 use super::stats::upsert_stats;
 use super::{Locking, PgStore, db, parse_doc, run_key, to_text};
 use crate::changes::Changes;
-use crate::{KeyClaim, RunEntry, RunLock, Store, StoreError};
+use crate::{Durability, KeyClaim, RunEntry, RunLock, Store, StoreError};
 use vwf_core::time::Ts;
 
 /// How many fresh ids `allocate_run_id` tries before giving up.
@@ -427,32 +427,9 @@ impl Store for PgStore {
         Ok(self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1)
     }
 
-    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
-        self.write_run_text(id, json, true, false)
-    }
-
-    fn save_whole_run(&self, id: &RunId, run: &Run) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        self.write_run_text(id, &json, true, run.status().is_finished())
-    }
-
-    /// A run's first save, the only one a runner makes with `save_run_soon`, is whole. Under the
-    /// run's lock it waits in the run's session and costs no statement of its own: the run's next
-    /// save writes the run whole instead (see [`locks`](super::locks)). Without the lock its
-    /// transaction commits without waiting for the WAL to reach the disk (`synchronous_commit`
-    /// off for it alone); the next synchronous commit, or [`Store::sync`], flushes the WAL past it.
-    fn save_run_soon(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
-        if !changes.whole {
-            return self.save_run(id, run, changes);
-        }
-        let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        if let Some(session) = self.session(id) {
-            let text = String::from_utf8(json)
-                .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?;
-            session.later().doc = Some(text);
-            return Ok(());
-        }
-        self.write_run_text(id, &json, false, run.status().is_finished())
+    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
+        let json = serde_json::to_vec(doc).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
+        self.write_run_text(id, &json, true, false)
     }
 
     fn sync(&self) -> Result<(), StoreError> {
@@ -477,11 +454,24 @@ impl Store for PgStore {
     }
 
     /// Under the run's lock, through its session; a first save still waiting there makes this
-    /// save whole (one statement either way).
-    fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes) -> Result<(), StoreError> {
+    /// save whole (one statement either way). A run's first save, the only one a runner makes
+    /// [`Durability::Soon`], is whole: under the run's lock it waits in the run's session and
+    /// costs no statement of its own, the run's next save writing the run whole instead (see
+    /// [`locks`](super::locks)). Without the lock its transaction commits without waiting for the
+    /// WAL to reach the disk (`synchronous_commit` off for it alone); the next synchronous commit,
+    /// or [`Store::sync`], flushes the WAL past it.
+    fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes, durability: Durability) -> Result<(), StoreError> {
         let session = self.session(id);
         if changes.whole || session.as_ref().is_some_and(|s| s.has_doc()) {
-            return self.save_whole_run(id, run);
+            let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
+            let first = changes.whole && durability == Durability::Soon;
+            if let Some(session) = session.filter(|_| first) {
+                let text = String::from_utf8(json)
+                    .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?;
+                session.later().doc = Some(text);
+                return Ok(());
+            }
+            return self.write_run_text(id, &json, !first, run.status().is_finished());
         }
         let (mut kinds, mut keys, mut docs) = (Vec::new(), Vec::new(), Vec::new());
         for part in &changes.parts {

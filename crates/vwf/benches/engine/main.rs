@@ -96,12 +96,12 @@ fn main() {
     );
     let engine = engine_runs_durable(&base, &plan, engine_runs, steps);
     let per_step = Stats::of(engine.totals.iter().map(|d| *d / steps as u32).collect());
-    let in_store = Stats::of(engine.in_write_run.iter().map(|d| *d / steps as u32).collect());
+    let in_store = Stats::of(engine.in_save_run.iter().map(|d| *d / steps as u32).collect());
     let writes_per_step = engine.writes_per_run as f64 / steps as f64;
     println!("    per step: {per_step}");
-    println!("    of which inside Store::write_run: {in_store}");
+    println!("    of which inside Store::save_run: {in_store}");
     println!(
-        "    write_run calls per run: {} ({writes_per_step:.2} per step), new run ids per run: {}",
+        "    save_run calls per run: {} ({writes_per_step:.2} per step), new run ids per run: {}",
         engine.writes_per_run, engine.new_ids_per_run
     );
     println!("    run file: {} bytes when finished", engine.final_bytes.len());
@@ -122,7 +122,7 @@ fn main() {
         black_box(serde_json::to_vec(black_box(&finished)).unwrap_or_default());
     });
     println!(
-        "    serialising the finished run: to_value + to_vec (what persist + write_run do) {}, to_vec directly {}",
+        "    serialising the finished run: to_value + to_vec (what persist + a whole save do) {}, to_vec directly {}",
         us(via_value),
         us(direct)
     );
@@ -133,7 +133,7 @@ fn main() {
     println!("[2] floor: atomic_write of the finished run file ({} bytes)", engine.final_bytes.len());
     println!("    per write, batch means (compared with the runs): {floor}");
     println!("    per write, all {} writes: {floor_writes}", floor_writes.n);
-    println!("    FileStore::write_run of the same run (serialise + checks + atomic_write), batch means: {store_floor}");
+    println!("    FileStore::import_run of the same run (serialise + checks + atomic_write), batch means: {store_floor}");
     let ratio = per_step.median.as_secs_f64() / floor.median.as_secs_f64();
     let ratio_mean = per_step.mean.as_secs_f64() / floor.mean.as_secs_f64();
     let mut paired: Vec<f64> = engine
@@ -165,14 +165,14 @@ fn main() {
         format!("<= {STEP_TARGET_RATIO}x {verdict}"),
     ));
     rows.push(Row::new(
-        "  of which in Store::write_run (median)",
+        "  of which in Store::save_run (median)",
         ms(in_store.median),
         format!("floor {}", ms(floor.median)),
         format!("{:.2}x", in_store.median.as_secs_f64() / floor.median.as_secs_f64()),
         "-".into(),
     ));
     rows.push(Row::new(
-        "  write_run calls per step",
+        "  save_run calls per step",
         format!("{writes_per_step:.2} ({}/run)", engine.writes_per_run),
         "1".into(),
         format!("{writes_per_step:.2}x"),
@@ -200,7 +200,7 @@ fn main() {
         "-".into(),
     ));
     rows.push(Row::new(
-        "FileStore::write_run, finished run, batch means (median/mean)",
+        "FileStore::import_run, finished run, batch means (median/mean)",
         format!("{} / {}", ms(store_floor.median), ms(store_floor.mean)),
         format!("floor {}", ms(floor.median)),
         format!("{:.2}x", store_floor.median.as_secs_f64() / floor.median.as_secs_f64()),

@@ -27,13 +27,13 @@ use crate::{WARMUP_RUNS, manual};
 
 pub(super) struct EngineFigures {
     pub(super) totals: Vec<Duration>,
-    pub(super) in_write_run: Vec<Duration>,
+    pub(super) in_save_run: Vec<Duration>,
     pub(super) writes_per_run: u64,
     pub(super) new_ids_per_run: u64,
     pub(super) final_bytes: Vec<u8>,
     /// One batch per timed run, taken right after it: `atomic_write` of `final_bytes`.
     pub(super) floor: Vec<Vec<Duration>>,
-    /// Likewise: `FileStore::write_run` of the finished run.
+    /// Likewise: `FileStore::import_run` of the finished run.
     pub(super) store_floor: Vec<Vec<Duration>>,
 }
 
@@ -56,7 +56,7 @@ pub(super) fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: 
 
     let mut figures = EngineFigures {
         totals: Vec::new(),
-        in_write_run: Vec::new(),
+        in_save_run: Vec::new(),
         writes_per_run: 0,
         new_ids_per_run: 0,
         final_bytes: Vec::new(),
@@ -74,7 +74,7 @@ pub(super) fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: 
         check_finished(&run, plan);
         if timed {
             figures.totals.push(total);
-            figures.in_write_run.push(Duration::from_nanos(nanos1 - nanos0));
+            figures.in_save_run.push(Duration::from_nanos(nanos1 - nanos0));
             figures.writes_per_run = writes1 - writes0;
             figures.new_ids_per_run = new1 - new0;
         }
@@ -90,7 +90,7 @@ pub(super) fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: 
             atomic_write(&floor_path, &figures.final_bytes).unwrap_or_else(|e| die(&format!("atomic_write {}: {e}", floor_path.display())));
             floor.push(t.elapsed());
             let t = Instant::now();
-            floor_store.write_run(&floor_id, &final_value).unwrap_or_else(|e| die(&format!("write_run: {e}")));
+            floor_store.import_run(&floor_id, &final_value).unwrap_or_else(|e| die(&format!("import_run: {e}")));
             store_floor.push(t.elapsed());
         }
         if timed {

@@ -11,12 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
-use vwf::store::{FileStore, RunEntry, RunLock, Store, StoreError};
+use vwf::store::{Durability, FileStore, RunEntry, RunLock, Store, StoreError};
 use vwf_core::names::{DesignName, RunId};
+use vwf_core::run::Run;
+use vwf_core::run::journal::Changes;
 use vwf_core::time::Ts;
 use vwf_core::versions::DesignVersion;
 
-/// A `FileStore` that counts `write_run` calls, first writes of an id, and time spent writing.
+/// A `FileStore` that counts `save_run` calls, first writes of an id, and time spent writing.
 pub(super) struct TimedStore {
     inner: FileStore,
     writes: AtomicU64,
@@ -104,15 +106,18 @@ impl Store for TimedStore {
     fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
         self.inner.run_stats(from, to, design)
     }
-    fn write_run_json(&self, id: &RunId, json: &[u8]) -> Result<(), StoreError> {
+    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError> {
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
             self.new_ids.fetch_add(1, Ordering::Relaxed);
         }
         let t = Instant::now();
-        let result = self.inner.write_run_json(id, json);
+        let result = self.inner.save_run(id, run, changes, durability);
         self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         self.writes.fetch_add(1, Ordering::Relaxed);
         result
+    }
+    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
+        self.inner.import_run(id, doc)
     }
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
         self.inner.read_run(id)
@@ -212,10 +217,14 @@ impl Store for MemoryStore {
     fn run_stats(&self, _: Ts, _: Ts, _: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
         Ok(Vec::new())
     }
-    fn write_run_json(&self, _: &RunId, json: &[u8]) -> Result<(), StoreError> {
-        let mut bytes = json.to_vec();
+    fn save_run(&self, id: &RunId, run: &Run, _: &Changes, _: Durability) -> Result<(), StoreError> {
+        let mut bytes = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
         bytes.push(b'\n');
         black_box(bytes);
+        Ok(())
+    }
+    fn import_run(&self, _: &RunId, doc: &Value) -> Result<(), StoreError> {
+        black_box(doc);
         Ok(())
     }
     fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {

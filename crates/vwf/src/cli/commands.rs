@@ -497,7 +497,7 @@ pub(super) fn schedule(app: &App, json: bool, cmd: &ScheduleCmd) -> Result<u8, F
 pub(super) fn serve(app: &App, json: bool, bind: Option<&str>) -> Result<u8, Failure> {
     // The server writes its token file into the home before anything else would create it.
     vwf_store::fs::create_home(&app.home).map_err(|e| Failure::Internal(format!("cannot create {}: {e}", app.home.display())))?;
-    let server = vwf_api::server::prepare(App::open(app.home.clone())?, bind)?;
+    let server = vwf_api::server::prepare(open_in_runtime(app)?, bind)?;
     // One line first, so whoever started the server learns its address from it.
     if json {
         say!("{}", json!({"ok": true, "url": server.url(), "api": server.api_url()}));
@@ -508,9 +508,16 @@ pub(super) fn serve(app: &App, json: bool, bind: Option<&str>) -> Result<u8, Fai
     Ok(0)
 }
 
+/// `app`'s home opened again inside the process's runtime, so a PostgreSQL store runs on the
+/// server's runtime (see [`vwf_api::runtime`]).
+fn open_in_runtime(app: &App) -> Result<App, Failure> {
+    let _entered = vwf_api::runtime()?.enter();
+    Ok(App::open(app.home.clone())?)
+}
+
 pub(super) fn mcp(app: &App) -> Result<u8, Failure> {
     // Standard output carries the protocol from here on: nothing else is printed there.
-    vwf_api::mcp::serve_stdio(App::open(app.home.clone())?)?;
+    vwf_api::mcp::serve_stdio(open_in_runtime(app)?)?;
     Ok(0)
 }
 
