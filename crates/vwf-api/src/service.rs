@@ -557,6 +557,11 @@ impl<'a> Service<'a> {
     }
 
     fn run_with(&self, name: &DesignName, start: Start, started: Option<impl FnOnce(&Run)>) -> Result<Run, Failure> {
+        if start.test.is_none() && start.key.is_none() {
+            let mut trigger = TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, start.input.unwrap_or(Value::Null));
+            trigger.trace = start.trace;
+            return Ok(self.runner.start_saved(name, trigger, started)?);
+        }
         let (plan, past_input) = match &start.test {
             None => (self.runner.compile(name)?, Value::Null),
             Some(scope) => self.runner.compile_test(name, scope)?,

@@ -33,6 +33,8 @@ pub struct App {
     /// Who drives a run a concurrency queue lets go (see [`Runner::handoff`]): set once by
     /// `vwf serve`; unset, the thread that freed the slot drives it.
     pub handoff: std::sync::OnceLock<Box<dyn Fn(RunId) + Send + Sync>>,
+    /// Plans kept for the next run of a design (see [`crate::runner::Plans`]).
+    pub plans: crate::runner::Plans,
 }
 
 /// The home directory: `--home`, else `$VWF_HOME`, else `$HERMES_HOME`, else `~/.hermes`.
@@ -94,6 +96,7 @@ impl App {
             changes: Default::default(),
             slots: None,
             handoff: Default::default(),
+            plans: Default::default(),
         })
     }
 
@@ -113,6 +116,7 @@ impl App {
             metrics: self.metrics.as_ref(),
             traces: self.traces.as_ref(),
             handoff: self.handoff.get().map(|h| &**h as &(dyn Fn(RunId) + Send + Sync)),
+            plans: Some(&self.plans),
         }
     }
 }

@@ -85,6 +85,18 @@ pub enum Durability {
     Soon,
 }
 
+/// A saved design as a run's start reads it ([`Store::load_design_with_newest`]).
+#[derive(Debug)]
+pub struct SavedDesign {
+    pub graph: Value,
+    /// Its newest recorded version, or the error reading that (a run then records none).
+    pub newest: Result<Option<DesignVersion>, StoreError>,
+    /// Which save of the design this is, where the store numbers them so that every save
+    /// changes the number and no later save repeats one (PostgreSQL: a sequence); `None` where it
+    /// does not (the file store: a modification time can repeat within the clock's tick).
+    pub revision: Option<u64>,
+}
+
 /// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.
 pub trait Store: Send + Sync {
     /// Names of the saved designs, sorted. Entries that are not designs are ignored.
@@ -109,9 +121,10 @@ pub trait Store: Send + Sync {
         Ok(self.list_versions(name)?.pop())
     }
     /// [`Store::load_design`] with [`Store::newest_version`] of it (or the error reading that):
-    /// what a run's start reads. A store that can read both in one request overrides this.
-    fn load_design_with_newest(&self, name: &DesignName) -> Result<(Value, Result<Option<DesignVersion>, StoreError>), StoreError> {
-        Ok((self.load_design(name)?, self.newest_version(name)))
+    /// what a run's start reads. A store that can read both in one request overrides this, and
+    /// one that keeps [`SavedDesign::revision`]s gives it too.
+    fn load_design_with_newest(&self, name: &DesignName) -> Result<SavedDesign, StoreError> {
+        Ok(SavedDesign { graph: self.load_design(name)?, newest: self.newest_version(name), revision: None })
     }
     /// Records a version; `Exists` when its number is taken (another save got it first), and a
     /// recorded version is never replaced.
@@ -204,6 +217,14 @@ pub trait Store: Send + Sync {
     fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
         let id = self.allocate_run_id()?;
         self.lock_run(&id)
+    }
+    /// [`Store::allocate_locked_run`] for a run of saved design `design`, with the design's
+    /// [`SavedDesign::revision`] read in the same request: a caller that compiled the design
+    /// earlier knows whether it is still what is saved without reading it again. `None` when the
+    /// store keeps no revisions, or the design is not saved.
+    fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
+        let _ = design;
+        Ok((self.allocate_locked_run()?, None))
     }
     /// Notes, durably, that run `id` waits for `event` (a `wait_event` step), with `note` (what
     /// it waits for, as the runner words it), so an event finds the runs waiting for it however

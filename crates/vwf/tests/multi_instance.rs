@@ -127,48 +127,69 @@ fn query(url: &str, sql: &'static str) -> Vec<(String, String)> {
     })
 }
 
-/// 1,000 gates, each answered twice at once through two different instances (four pairs in
-/// flight at a time): exactly one 200 and one 409 each time, and the run took the winner's answer.
-#[test]
-fn two_answers_on_two_instances_have_exactly_one_winner() {
+/// Starts 1,000 runs of `design`, each with a gate answered twice at once through two different
+/// instances (four pairs in flight at a time): `bodies(i)` are the two answers of pair `i`, and
+/// `check(i, instances, answers, run)` sees each answer with its status and the run as the second
+/// instance reads it afterwards.
+fn race_pairs(
+    cluster: &Cluster,
+    design: &str,
+    bodies: impl Fn(usize) -> [Value; 2] + Sync,
+    check: impl Fn(usize, (usize, usize), &[(u16, Value)], &Value) + Sync,
+) {
     const PAIRS: usize = 1000;
     const LANES: usize = 4;
-    let cluster = Cluster::start();
-    cluster.servers[0].save("gated", gated());
     std::thread::scope(|scope| {
         for lane in 0..LANES {
-            let servers = &cluster.servers;
+            let (servers, bodies, check) = (&cluster.servers, &bodies, &check);
             scope.spawn(move || {
                 for i in (lane..PAIRS).step_by(LANES) {
                     let (a, b) = (i % INSTANCES, (i + 1 + i / INSTANCES % 2) % INSTANCES);
-                    let id = servers[a].run_id("gated", Value::Null);
+                    let id = servers[a].run_id(design, Value::Null);
                     let start = Barrier::new(2);
-                    let answers: Vec<(u16, &str)> = std::thread::scope(|pair| {
-                        let racers: Vec<_> = [(a, "send"), (b, "skip")]
+                    let answers: Vec<(u16, Value)> = std::thread::scope(|race| {
+                        let racers: Vec<_> = [a, b]
                             .into_iter()
-                            .map(|(at, answer)| {
+                            .zip(bodies(i))
+                            .map(|(at, body)| {
                                 let (server, id, start) = (&servers[at], &id, &start);
-                                pair.spawn(move || {
+                                race.spawn(move || {
                                     start.wait();
-                                    let (status, body) =
-                                        server.post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": answer}));
-                                    assert!(status == 200 || status == 409, "{status}: {body}");
-                                    (status, answer)
+                                    let (status, got) = server.post(&format!("/runs/{id}/respond"), body.clone());
+                                    assert!(status == 200 || status == 409, "{status}: {got}");
+                                    (status, body)
                                 })
                             })
                             .collect();
                         racers.into_iter().map(|r| r.join().expect("racer")).collect()
                     });
-                    let winners: Vec<&str> = answers.iter().filter(|(s, _)| *s == 200).map(|(_, a)| *a).collect();
-                    assert_eq!(winners.len(), 1, "pair {i} on instances {a} and {b}: {answers:?}");
                     let (_, run) = servers[b].get(&format!("/runs/{id}"));
-                    assert_eq!(run["status"], "done", "{run}");
-                    let sent = run["outputs"]["out"]["text"] == "sent";
-                    assert_eq!(sent, winners[0] == "send", "pair {i}: the run took the winner's answer: {run}");
+                    check(i, (a, b), &answers, &run);
                 }
             });
         }
     });
+}
+
+/// 1,000 gates, each answered twice at once through two different instances (four pairs in
+/// flight at a time): exactly one 200 and one 409 each time, and the run took the winner's answer.
+#[test]
+fn two_answers_on_two_instances_have_exactly_one_winner() {
+    let cluster = Cluster::start();
+    cluster.servers[0].save("gated", gated());
+    let answer = |a: &str| json!({"node": "gate", "answer": a});
+    race_pairs(
+        &cluster,
+        "gated",
+        |_| [answer("send"), answer("skip")],
+        |i, (a, b), answers, run| {
+            let winners: Vec<&Value> = answers.iter().filter(|(s, _)| *s == 200).map(|(_, body)| &body["answer"]).collect();
+            assert_eq!(winners.len(), 1, "pair {i} on instances {a} and {b}: {answers:?}");
+            assert_eq!(run["status"], "done", "{run}");
+            let sent = run["outputs"]["out"]["text"] == "sent";
+            assert_eq!(sent, *winners[0] == "send", "pair {i}: the run took the winner's answer: {run}");
+        },
+    );
 }
 
 /// A gate two people must approve, where `skip` ends it at once.
@@ -187,85 +208,53 @@ fn quorum() -> Value {
 /// always ends in the veto, with every 200 counted. The answers kept always match the 200s.
 #[test]
 fn racing_answers_to_a_gate_needing_two_people_count_consistently_across_instances() {
-    const PAIRS: usize = 1000;
-    const LANES: usize = 4;
     let cluster = Cluster::start();
     cluster.servers[0].save("quorum", quorum());
-    std::thread::scope(|scope| {
-        for lane in 0..LANES {
-            let servers = &cluster.servers;
-            scope.spawn(move || {
-                for i in (lane..PAIRS).step_by(LANES) {
-                    let (a, b) = (i % INSTANCES, (i + 1 + i / INSTANCES % 2) % INSTANCES);
-                    let id = servers[a].run_id("quorum", Value::Null);
-                    let pair = match i % 3 {
-                        0 => [("ann", "send"), ("bo", "send")],
-                        1 => [("ann", "send"), ("ann", "send")],
-                        _ => [("ann", "send"), ("bo", "skip")],
-                    };
-                    let start = Barrier::new(2);
-                    let answers: Vec<(u16, &str, &str)> = std::thread::scope(|race| {
-                        let racers: Vec<_> = [(a, pair[0]), (b, pair[1])]
-                            .into_iter()
-                            .map(|(at, (by, answer))| {
-                                let (server, id, start) = (&servers[at], &id, &start);
-                                race.spawn(move || {
-                                    start.wait();
-                                    let body = json!({"node": "gate", "answer": answer, "by": by});
-                                    let (status, got) = server.post(&format!("/runs/{id}/respond"), body);
-                                    assert!(status == 200 || status == 409, "{status}: {got}");
-                                    (status, by, answer)
-                                })
-                            })
-                            .collect();
-                        racers.into_iter().map(|r| r.join().expect("racer")).collect()
-                    });
-                    let ok: Vec<(&str, &str)> = answers.iter().filter(|(s, ..)| *s == 200).map(|(_, by, a)| (*by, *a)).collect();
-                    let (_, run) = servers[b].get(&format!("/runs/{id}"));
-                    let kept: Vec<(String, String)> = match run["status"].as_str() {
-                        Some("awaiting_approval") => &run["pending"]["votes"],
-                        _ => &run["outputs"]["gate"]["approvers"],
-                    }
-                    .as_array()
-                    .unwrap_or_else(|| panic!("pair {i}: no answers kept: {run}"))
-                    .iter()
-                    .map(|v| (v["by"].as_str().unwrap_or_default().to_string(), v["answer"].as_str().unwrap_or_default().to_string()))
-                    .collect();
-                    let mut kept_sorted = kept.clone();
-                    kept_sorted.sort();
-                    let mut ok_sorted: Vec<(String, String)> = ok.iter().map(|(b, a)| (b.to_string(), a.to_string())).collect();
-                    ok_sorted.sort();
-                    assert_eq!(
-                        kept_sorted, ok_sorted,
-                        "pair {i} on instances {a} and {b}: the answers kept are the 200s: {answers:?} {run}"
-                    );
-                    match i % 3 {
-                        0 => {
-                            assert_eq!(ok.len(), 2, "pair {i}: {answers:?}");
-                            assert_eq!(
-                                (run["status"].as_str(), run["outputs"]["out"]["text"].as_str()),
-                                (Some("done"), Some("sent")),
-                                "{run}"
-                            );
-                        }
-                        1 => {
-                            assert_eq!(ok.len(), 1, "pair {i}: one person counts once: {answers:?}");
-                            assert_eq!(run["status"], "awaiting_approval", "{run}");
-                        }
-                        _ => {
-                            assert!(!ok.is_empty(), "pair {i}: {answers:?}");
-                            assert_eq!(
-                                (run["status"].as_str(), run["outputs"]["gate"]["answer"].as_str()),
-                                (Some("done"), Some("skip")),
-                                "the veto wins: {run}"
-                            );
-                            assert!(run["outputs"].get("out").is_none(), "{run}");
-                        }
-                    }
+    let vote = |by: &str, answer: &str| json!({"node": "gate", "answer": answer, "by": by});
+    race_pairs(
+        &cluster,
+        "quorum",
+        |i| match i % 3 {
+            0 => [vote("ann", "send"), vote("bo", "send")],
+            1 => [vote("ann", "send"), vote("ann", "send")],
+            _ => [vote("ann", "send"), vote("bo", "skip")],
+        },
+        |i, (a, b), answers, run| {
+            let pair = |v: &Value| (v["by"].as_str().unwrap_or_default().to_string(), v["answer"].as_str().unwrap_or_default().to_string());
+            let mut ok: Vec<(String, String)> = answers.iter().filter(|(s, _)| *s == 200).map(|(_, body)| pair(body)).collect();
+            let mut kept: Vec<(String, String)> = match run["status"].as_str() {
+                Some("awaiting_approval") => &run["pending"]["votes"],
+                _ => &run["outputs"]["gate"]["approvers"],
+            }
+            .as_array()
+            .unwrap_or_else(|| panic!("pair {i}: no answers kept: {run}"))
+            .iter()
+            .map(pair)
+            .collect();
+            kept.sort();
+            ok.sort();
+            assert_eq!(kept, ok, "pair {i} on instances {a} and {b}: the answers kept are the 200s: {answers:?} {run}");
+            match i % 3 {
+                0 => {
+                    assert_eq!(ok.len(), 2, "pair {i}: {answers:?}");
+                    assert_eq!((run["status"].as_str(), run["outputs"]["out"]["text"].as_str()), (Some("done"), Some("sent")), "{run}");
                 }
-            });
-        }
-    });
+                1 => {
+                    assert_eq!(ok.len(), 1, "pair {i}: one person counts once: {answers:?}");
+                    assert_eq!(run["status"], "awaiting_approval", "{run}");
+                }
+                _ => {
+                    assert!(!ok.is_empty(), "pair {i}: {answers:?}");
+                    assert_eq!(
+                        (run["status"].as_str(), run["outputs"]["gate"]["answer"].as_str()),
+                        (Some("done"), Some("skip")),
+                        "the veto wins: {run}"
+                    );
+                    assert!(run["outputs"].get("out").is_none(), "{run}");
+                }
+            }
+        },
+    );
 }
 
 /// 500 runs waiting for an event that names them (`wait_event` matching their own `k`), started

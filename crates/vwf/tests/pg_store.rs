@@ -463,3 +463,62 @@ fn a_run_of_typed_steps_costs_three_statements_and_a_command_step_one_more() {
         costs[1].3
     );
 }
+
+/// A run of a saved design reads the design only when the plan this process compiled of it is
+/// not the saved one: the statement that reserves the run's id also answers which save of the
+/// design is current, so the runs after the first cost the three statements of a run started
+/// from a compiled plan. A design saved again through another instance is what the next run
+/// runs (never the plan kept of the old one); one saved broken is refused, one deleted is not
+/// found.
+#[test]
+fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
+    use vwf::runner::{Plans, Runner};
+    use vwf::store::Store;
+    use vwf_core::run::{Run, TriggerInfo};
+    const RUNS: i64 = 20;
+    let url = common::pg::fresh_database();
+    let (store, other) = (PgStore::connect(&PgSettings::new(url.clone())).expect("connect"), store_at(&url));
+    let drivers = vwf::exec::Drivers::new(vwf::config::Config::default());
+    let observer = |_: vwf::runner::Progress<'_>| {};
+    let plans = Plans::default();
+    let runner = Runner { plans: Some(&plans), ..Runner::new(&store, &drivers, &vwf::clock::SystemClock, &observer) };
+    let name = vwf_core::names::DesignName::parse("typed").expect("name");
+    let start = |n: i64| {
+        let trigger = TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"n": n}));
+        runner.start_saved(&name, trigger, None::<fn(&Run)>)
+    };
+    let text = |run: &Run| run.outputs()["big"]["text"].clone();
+    other.save_design(&name, &common::server::small()).expect("save");
+    assert_eq!(text(&start(7).expect("the first run")), "big 7");
+
+    common::pg::count_statements(&url);
+    for n in 5..5 + RUNS {
+        let run = start(n).expect("run");
+        assert_eq!(run.status(), vwf_core::run::Status::Done, "{:?}", run.error());
+        assert_eq!(text(&run), format!("big {n}"));
+    }
+    let counted: Vec<(i64, String)> =
+        common::pg::statements(&url).into_iter().filter(|(_, query)| !query.contains("unnest($1::text[]) AS notice")).collect();
+    let total: i64 = counted.iter().map(|(calls, _)| calls).sum();
+    assert_eq!(total, 3 * RUNS, "no design read: {counted:#?}");
+
+    let mut changed = common::server::small();
+    changed["nodes"][2]["template"] = json!("large {{trigger.n}}");
+    other.save_design(&name, &changed).expect("saved anew on the other instance");
+    let run = start(9).expect("a run after the change");
+    assert_eq!(text(&run), "large 9", "the saved design runs, not the plan kept of the old one");
+    assert_eq!(text(&start(10).expect("and the next")), "large 10");
+    assert_eq!(run.version(), Some(2), "the new content is the design's second version");
+
+    other.save_design(&name, &json!({"nodes": [{"id": "start", "type": "nonsense"}], "edges": []})).expect("saved broken");
+    assert!(matches!(start(9), Err(vwf::run_error::RunError::Refused(_))), "a design saved broken is refused");
+    other.save_design(&name, &changed).expect("mended");
+    assert_eq!(text(&start(11).expect("mended")), "large 11");
+    other.delete_design(&name).expect("delete");
+    let gone = start(12).expect_err("a deleted design");
+    assert!(matches!(gone, vwf::run_error::RunError::Store(vwf::store::StoreError::NotFound(_))), "{gone}");
+}
+
+fn store_at(url: &str) -> PgStore {
+    PgStore::connect(&PgSettings::new(url.to_string())).expect("connect")
+}

@@ -26,6 +26,7 @@ pub use announce::public_url;
 mod arrivals;
 mod children;
 mod compile;
+pub use compile::Plans;
 mod emit;
 mod failure;
 mod listing;
@@ -84,12 +85,14 @@ pub struct Runner<'a> {
     /// Who drives a run a concurrency queue lets go (`vwf serve`: a run slot of its own); none:
     /// the thread that freed its slot, once its own run is done.
     pub handoff: Option<&'a (dyn Fn(RunId) + Send + Sync)>,
+    /// Plans kept for the next run of a design (see [`Plans`]); none: every start compiles.
+    pub plans: Option<&'a Plans>,
 }
 
 impl<'a> Runner<'a> {
     /// A runner of its own (a benchmark, a tool): no metrics, no hand-off, waits left parked.
     pub fn new(store: &'a dyn Store, drivers: &'a Drivers, clock: &'a dyn Clock, observer: &'a dyn Fn(Progress<'_>)) -> Runner<'a> {
-        Runner { store, drivers, clock, observer, sleep_for_waits: false, metrics: None, traces: None, handoff: None }
+        Runner { store, drivers, clock, observer, sleep_for_waits: false, metrics: None, traces: None, handoff: None, plans: None }
     }
 }
 
@@ -191,7 +194,16 @@ impl Runner<'_> {
         make: impl FnOnce(RunId, vwf_core::time::Ts) -> Result<Run, RunError>,
         started: Option<impl FnOnce(&Run)>,
     ) -> Result<Run, RunError> {
-        let lock = self.store.allocate_locked_run()?;
+        self.launch_locked(self.store.allocate_locked_run()?, make, started)
+    }
+
+    /// [`Runner::launch`] under `lock`, of a fresh id.
+    fn launch_locked(
+        &self,
+        lock: RunLock,
+        make: impl FnOnce(RunId, vwf_core::time::Ts) -> Result<Run, RunError>,
+        started: Option<impl FnOnce(&Run)>,
+    ) -> Result<Run, RunError> {
         let mut run = make(lock.id().clone(), self.clock.now())?;
         let admit = self.admit(&mut run)?;
         self.persist_as(&mut run, true)?;

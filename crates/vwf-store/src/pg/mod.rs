@@ -327,6 +327,11 @@ impl PgStore {
     /// when it was not granted (someone holds it, or the run it names is not there). A run's lock
     /// first takes a lock slot.
     fn advisory(&self, key: i64, how: Locking) -> Result<Option<AdvisoryLock>, StoreError> {
+        Ok(self.advisory_revision(key, how)?.map(|(lock, _)| lock))
+    }
+
+    /// [`PgStore::advisory`], with the revision of the design a [`Locking::New`] names.
+    fn advisory_revision(&self, key: i64, how: Locking) -> Result<Option<(AdvisoryLock, Option<u64>)>, StoreError> {
         let pool = self.pool();
         let (slots, timeout) = (self.inner.lock_slots.clone(), self.inner.acquire_timeout);
         let run = !matches!(how, Locking::Wait | Locking::Try);
@@ -344,19 +349,21 @@ impl PgStore {
                 },
             };
             let mut conn = pool.acquire().await.map_err(db)?;
-            let got: Option<bool> = match how {
-                Locking::Wait => sqlx::query_scalar("SELECT pg_advisory_lock($1)::text = ''").bind(key).fetch_optional(&mut *conn).await,
-                Locking::Try => sqlx::query_scalar("SELECT pg_try_advisory_lock($1)").bind(key).fetch_optional(&mut *conn).await,
+            let got: Option<(bool, Option<i64>)> = match how {
+                Locking::Wait => {
+                    sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint").bind(key).fetch_optional(&mut *conn).await
+                }
+                Locking::Try => sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint").bind(key).fetch_optional(&mut *conn).await,
                 // The lock is taken for the run's row only: a run that is not there is not locked.
                 Locking::Run { wait: true, id } => {
-                    sqlx::query_scalar("SELECT pg_advisory_lock($1)::text = '' FROM vwf_runs WHERE id = $2")
+                    sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint FROM vwf_runs WHERE id = $2")
                         .bind(key)
                         .bind(id)
                         .fetch_optional(&mut *conn)
                         .await
                 }
                 Locking::Run { wait: false, id } => {
-                    sqlx::query_scalar("SELECT pg_try_advisory_lock($1) FROM vwf_runs WHERE id = $2")
+                    sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint FROM vwf_runs WHERE id = $2")
                         .bind(key)
                         .bind(id)
                         .fetch_optional(&mut *conn)
@@ -365,24 +372,26 @@ impl PgStore {
                 // Reserved and locked at once; a taken id gives no row, and the caller draws another.
                 // The commit does not wait for the disk: the run's first save that does wait
                 // carries it, and nobody knows of the id before.
-                Locking::New(id) => {
-                    sqlx::query_scalar(
+                Locking::New { id, design } => {
+                    sqlx::query_as(
                         "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), \
                          made AS (INSERT INTO vwf_runs (id) VALUES ($2) ON CONFLICT (id) DO NOTHING RETURNING id) \
-                         SELECT pg_try_advisory_lock($1) FROM made, quick",
+                         SELECT pg_try_advisory_lock($1), (SELECT version FROM vwf_designs WHERE name = $3) FROM made, quick",
                     )
                     .bind(key)
                     .bind(id)
+                    .bind(design)
                     .fetch_optional(&mut *conn)
                     .await
                 }
             }
             .map_err(db)?;
-            Ok(got.unwrap_or(false).then_some((conn, slot)))
+            Ok(got.filter(|(locked, _)| *locked).map(|(_, revision)| (conn, slot, revision)))
         })?;
-        let Some((conn, slot)) = conn else { return Ok(None) };
+        let Some((conn, slot, revision)) = conn else { return Ok(None) };
         let (handle, notices) = (self.inner.handle.clone(), self.inner.notices.clone());
-        Ok(Some(AdvisoryLock { session: Session::new(conn), key, handle, run: None, notices, _slot: slot }))
+        let lock = AdvisoryLock { session: Session::new(conn), key, handle, run: None, notices, _slot: slot };
+        Ok(Some((lock, revision.and_then(|r| u64::try_from(r).ok()))))
     }
 
     /// Tells every instance, soon, that run `id` was saved (see [`notices`]).
@@ -457,8 +466,9 @@ enum Locking {
     Try,
     /// A run's lock (its id as text), if the run is there: waiting for it or not.
     Run { wait: bool, id: String },
-    /// A fresh run id (as text): reserved and locked in one statement.
-    New(String),
+    /// A fresh run id (as text): reserved and locked in one statement, which also reads the
+    /// revision of the design the run is of, when it names one.
+    New { id: String, design: Option<String> },
 }
 
 /// The URL checked and read into connect options (with the statement timeout), and the URL as

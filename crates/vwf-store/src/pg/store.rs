@@ -18,7 +18,7 @@ use super::locks::{Session, lock_lost, on_session};
 use super::stats::upsert_stats;
 use super::{Locking, PgStore, db, parse_doc, run_key, to_text};
 use crate::changes::Changes;
-use crate::{Durability, KeyClaim, RunEntry, RunLock, Store, StoreError};
+use crate::{Durability, KeyClaim, RunEntry, RunLock, SavedDesign, Store, StoreError};
 use vwf_core::time::Ts;
 
 /// How many fresh ids `allocate_run_id` tries before giving up.
@@ -215,12 +215,12 @@ impl Store for PgStore {
         doc.map(|doc| serde_json::from_str(&doc).map_err(|e| version_corrupt(name, e))).transpose()
     }
 
-    /// One statement, so the design and its newest version come from one snapshot.
-    fn load_design_with_newest(&self, name: &DesignName) -> Result<(Value, Result<Option<DesignVersion>, StoreError>), StoreError> {
+    /// One statement, so the design, its revision and its newest version come from one snapshot.
+    fn load_design_with_newest(&self, name: &DesignName) -> Result<SavedDesign, StoreError> {
         let (pool, key) = (self.pool(), name.to_string());
-        let row: Option<(String, Option<String>)> = self.wait(async move {
+        let row: Option<(String, i64, Option<String>)> = self.wait(async move {
             sqlx::query_as(
-                "SELECT graph, (SELECT doc FROM vwf_design_versions v WHERE v.name = d.name ORDER BY version DESC LIMIT 1) \
+                "SELECT graph, version, (SELECT doc FROM vwf_design_versions v WHERE v.name = d.name ORDER BY version DESC LIMIT 1) \
                  FROM vwf_designs d WHERE name = $1",
             )
             .bind(key)
@@ -228,9 +228,10 @@ impl Store for PgStore {
             .await
             .map_err(db)
         })?;
-        let (graph, newest) = row.ok_or_else(|| StoreError::design_not_found(name))?;
+        let (graph, revision, newest) = row.ok_or_else(|| StoreError::design_not_found(name))?;
         let newest = newest.map(|doc| serde_json::from_str(&doc).map_err(|e| version_corrupt(name, e))).transpose();
-        Ok((parse_doc(&graph, format!("design {:?}", name.as_str()))?, newest))
+        let graph = parse_doc(&graph, format!("design {:?}", name.as_str()))?;
+        Ok(SavedDesign { graph, newest, revision: u64::try_from(revision).ok() })
     }
 
     fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
@@ -626,10 +627,22 @@ impl Store for PgStore {
 
     /// One statement: the id is reserved and locked together (see [`Locking::New`]).
     fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
+        Ok(self.allocate_locked(None)?.0)
+    }
+
+    /// One statement: the id reserved and locked, and the design's revision read.
+    fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
+        self.allocate_locked(Some(design))
+    }
+}
+
+impl PgStore {
+    fn allocate_locked(&self, design: Option<&DesignName>) -> Result<(RunLock, Option<u64>), StoreError> {
         for _ in 0..ALLOCATE_ATTEMPTS {
             let id = random_run_id()?;
-            if let Some(lock) = self.advisory(run_key(&id), Locking::New(id.to_string()))? {
-                return Ok(RunLock::new(id.clone(), lock.hold(&id, &self.inner.held)));
+            let how = Locking::New { id: id.to_string(), design: design.map(DesignName::to_string) };
+            if let Some((lock, revision)) = self.advisory_revision(run_key(&id), how)? {
+                return Ok((RunLock::new(id.clone(), lock.hold(&id, &self.inner.held)), revision));
             }
         }
         Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
