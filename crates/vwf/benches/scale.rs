@@ -104,6 +104,8 @@ struct Row {
     p50: Duration,
     p99: Duration,
     db: Option<DbFigures>,
+    /// CPU time per run: servers, database, clients.
+    cpu: dbstats::CpuTimes,
 }
 
 fn bench() -> Result<Vec<String>, String> {
@@ -159,7 +161,9 @@ fn bench() -> Result<Vec<String>, String> {
         };
         for clients in CLIENT_COUNTS {
             let watch = database.as_deref().map(|db| runtime.block_on(dbstats::Watch::start(db)));
+            let cpu_before = dbstats::CpuTimes::now();
             let phase = runtime.block_on(drive(&urls, clients, requests));
+            let cpu = dbstats::CpuTimes::now().per_run_since(&cpu_before, phase.ids.len());
             let db = match watch {
                 Some(watch) => {
                     Some(runtime.block_on(watch.stop(phase.ids.len(), phase.elapsed, setup == Setup::Postgres(1) && clients == 16)))
@@ -178,14 +182,16 @@ fn bench() -> Result<Vec<String>, String> {
                 p99: rank(0.99),
                 errors: phase.errors,
                 db,
+                cpu,
             };
             println!(
-                "  {:<26} {clients:>3} clients: {:>7.1} runs/s, p50 {}, p99 {}, {} errors",
+                "  {:<26} {clients:>3} clients: {:>7.1} runs/s, p50 {}, p99 {}, {} errors; CPU per run: {}",
                 setup.label(),
                 row.per_second,
                 ms(row.p50),
                 ms(row.p99),
-                row.errors.len()
+                row.errors.len(),
+                cpu_line(&row)
             );
             if let Some(db) = &row.db {
                 println!("      database: {}", db.line());
@@ -456,12 +462,25 @@ async fn run(client: &reqwest::Client, (url, token): (&str, &str), body: Value) 
     }
 }
 
+/// Where a row's CPU went per run (servers, database, the clients of this process), and how
+/// many of the machine's cores that kept busy at the row's rate.
+fn cpu_line(row: &Row) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    format!(
+        "servers {:.2} ms, database {:.2} ms, clients {:.2} ms = {:.2} cores busy",
+        ms(row.cpu.servers),
+        ms(row.cpu.database),
+        ms(row.cpu.clients),
+        row.cpu.total().as_secs_f64() * row.per_second
+    )
+}
+
 fn print_table(rows: &[Row]) {
     println!(
-        "| store | clients | runs | errors | runs/s | p50 | p99 | runs/s vs file | p50 vs file | p99 vs file | statements / run | commits/s | waits |"
+        "| store | clients | runs | errors | runs/s | p50 | p99 | runs/s vs file | p50 vs file | p99 vs file | statements / run | commits/s | waits | CPU per run |"
     );
     println!(
-        "|-------|--------:|-----:|-------:|-------:|----:|----:|---------------:|------------:|------------:|-----------------:|----------:|-------|"
+        "|-------|--------:|-----:|-------:|-------:|----:|----:|---------------:|------------:|------------:|-----------------:|----------:|-------|-------------|"
     );
     for row in rows {
         let file = rows.iter().find(|r| r.setup == Setup::Files && r.clients == row.clients).unwrap_or(row);
@@ -471,7 +490,7 @@ fn print_table(rows: &[Row]) {
             |db| (db.per_run.map_or("n/a".into(), |n| format!("{n:.2}")), format!("{:.0}", db.commits_per_second), db.waits.clone()),
         );
         println!(
-            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {statements} | {commits} | {waits} |",
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {statements} | {commits} | {waits} | {} |",
             row.setup.label(),
             row.clients,
             row.ok,
@@ -482,6 +501,7 @@ fn print_table(rows: &[Row]) {
             ratio(row.per_second, file.per_second),
             ratio(row.p50.as_secs_f64(), file.p50.as_secs_f64()),
             ratio(row.p99.as_secs_f64(), file.p99.as_secs_f64()),
+            cpu_line(row),
         );
     }
 }

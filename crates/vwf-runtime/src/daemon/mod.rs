@@ -208,7 +208,9 @@ impl<'a> Daemon<'a> {
 
     /// Takes the change notices that arrived (see `vwf_store::changes`): a changed run is looked at
     /// on the next tick without waiting for the periodic scan, and missed notices force that scan.
-    /// Whether any arrived.
+    /// Whether any that calls for a tick now arrived: a run's end does not (it has nothing due,
+    /// and the queue it leaves a slot in is handed on by whoever ended it), so a busy server's
+    /// runs ending do not tick the daemon, and its statements, once per run.
     fn take_changes(&mut self) -> bool {
         let mut any = false;
         loop {
@@ -217,8 +219,8 @@ impl<'a> Daemon<'a> {
                     self.touched.insert(id);
                 }
                 Ok(Change::Resync) | Err(TryRecvError::Lagged(_)) => self.next_scan = None,
-                // An ended run has nothing due.
-                Ok(Change::Ended(_) | Change::Design(_) | Change::Job(_)) => {}
+                Ok(Change::Ended(_)) => continue,
+                Ok(Change::Design(_) | Change::Job(_)) => {}
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return any,
             }
             any = true;
@@ -766,38 +768,4 @@ fn log(now: Ts, message: &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use vwf_core::trigger::FolderEvent;
-
-    use super::*;
-
-    #[test]
-    fn a_daemon_can_be_moved_to_a_thread() {
-        fn send<T: Send>() {}
-        send::<Daemon<'static>>();
-    }
-
-    #[test]
-    fn trigger_nodes_become_specs_with_defaults() {
-        let node = |v: Value| v.as_object().cloned().unwrap();
-        assert_eq!(
-            trigger_from_node(&node(json!({"mode": "folder", "path": "/tmp/in"}))),
-            Trigger::Folder(FolderTrigger {
-                path: "/tmp/in".into(),
-                pattern: "*".into(),
-                events: vec![FolderEvent::Create, FolderEvent::Modify],
-                debounce_ms: 500
-            })
-        );
-        assert_eq!(
-            trigger_from_node(&node(json!({"mode": "watch", "command": "tail -f x"}))),
-            Trigger::Watch(WatchTrigger {
-                argv: vec!["sh".into(), "-c".into(), "tail -f x".into()],
-                restart_delay_seconds: 5,
-                dedupe_minutes: 10
-            })
-        );
-        assert_eq!(trigger_from_node(&node(json!({"mode": "event", "sources": ["a"]}))), Trigger::Other(TriggerMode::Event));
-        assert!(matches!(trigger_from_node(&node(json!({"mode": "heartbeat", "every": "5s"}))), Trigger::Invalid(_)));
-    }
-}
+mod tests;

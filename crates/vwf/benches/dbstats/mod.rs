@@ -115,6 +115,47 @@ impl Watch {
     }
 }
 
+/// The CPU time (user and system) so far of the servers, the database and this process (the
+/// clients), to tell where a phase's CPU went.
+#[derive(Clone, Copy, Default)]
+pub struct CpuTimes {
+    pub servers: Duration,
+    pub database: Duration,
+    pub clients: Duration,
+}
+
+impl CpuTimes {
+    pub fn now() -> CpuTimes {
+        let (servers, database) = cpu_times();
+        CpuTimes { servers, database, clients: own_cpu() }
+    }
+
+    /// What was spent since `before`, per run of `runs`.
+    pub fn per_run_since(&self, before: &CpuTimes, runs: usize) -> CpuTimes {
+        let per = |now: Duration, then: Duration| now.saturating_sub(then).div_f64(runs.max(1) as f64);
+        CpuTimes {
+            servers: per(self.servers, before.servers),
+            database: per(self.database, before.database),
+            clients: per(self.clients, before.clients),
+        }
+    }
+
+    pub fn total(&self) -> Duration {
+        self.servers + self.database + self.clients
+    }
+}
+
+/// This process's CPU time (user and system), from `/proc/self/stat`.
+fn own_cpu() -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let used: u64 = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum());
+    Duration::from_secs_f64(used as f64 / ticks)
+}
+
 /// The CPU time (user and system) so far of the processes named `vwf` and of those named
 /// `postgres`. Both kinds live through a phase (the servers, the database's sessions), so the
 /// difference over a phase is what they spent in it.
