@@ -124,17 +124,22 @@ impl Plans {
 }
 
 impl Runner<'_> {
+    /// [`Runner::compile`], keeping the plan (see [`Plans`]) when the store gives a revision.
+    fn compile_kept(&self, name: &DesignName) -> Result<Plan, RunError> {
+        let (plan, revision) = self.compile_saved(name, |design| Plan::compile(name.as_str(), design))?;
+        if let (Some(plans), Some(revision)) = (self.plans, revision) {
+            plans.keep(name, revision, &plan);
+        }
+        Ok(plan)
+    }
+
     /// Starts a run of saved design `name` with `trigger` (as [`Runner::compile`], then
     /// [`Runner::start_then`] when `started` is given, else [`Runner::start`]), from the plan kept
     /// for it when it is still the saved design's (see [`Plans`]).
     pub fn start_saved(&self, name: &DesignName, trigger: TriggerInfo, started: Option<impl FnOnce(&Run)>) -> Result<Run, RunError> {
         let kept = self.plans.and_then(|plans| Some((plans, plans.get(name)?)));
         let Some((plans, (had, plan))) = kept else {
-            let (plan, revision) = self.compile_saved(name, |design| Plan::compile(name.as_str(), design))?;
-            if let (Some(plans), Some(revision)) = (self.plans, revision) {
-                plans.keep(name, revision, &plan);
-            }
-            return self.start_with(plan, trigger, started);
+            return self.start_with(self.compile_kept(name)?, trigger, started);
         };
         super::check_input(&trigger)?;
         let (lock, revision) = self.store.allocate_locked_run_for(name)?;
@@ -142,11 +147,7 @@ impl Runner<'_> {
             Some(now) if now == had => plan,
             _ => {
                 plans.forget(name);
-                let (plan, revision) = self.compile_saved(name, |design| Plan::compile(name.as_str(), design))?;
-                if let Some(revision) = revision {
-                    plans.keep(name, revision, &plan);
-                }
-                plan
+                self.compile_kept(name)?
             }
         };
         self.refuse_early(&plan, &trigger.input)?;
