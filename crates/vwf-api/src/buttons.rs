@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use vwf_core::approvers::Button;
-use vwf_core::names::RunId;
+use vwf_core::names::{PassId, RunId, StepPath};
 use vwf_core::run::{Pending, Reply, Response, Run, RunFailure};
 use vwf_exec::deliver::gate::{self, TelegramAnswers, TelegramBot};
 use vwf_runtime::app::App;
@@ -100,8 +100,9 @@ fn judge(app: &App, tap: &Tap, key: &[u8; 32], allowed_users: &[String]) -> Verd
     // Every parked gate whose digest the button names, its signature checked for each (two ids
     // may share the 32-bit digest).
     let parked = run.parked().iter().find_map(|p| match p {
-        Pending::Approval { node, options, approvers, run_id: None, .. } if button.names(node) && button.verify(key, node) => {
-            Some((node, options, approvers))
+        Pending::Approval { node, options, approvers, run_id: None, .. } => {
+            let own = node.own()?;
+            (button.names(own.as_str()) && button.verify(key, own.as_str())).then_some((own, options, approvers))
         }
         _ => None,
     });
@@ -139,7 +140,7 @@ fn judge(app: &App, tap: &Tap, key: &[u8; 32], allowed_users: &[String]) -> Verd
         tap: Some(tap.id.clone()),
         ..Reply::default()
     };
-    match service.respond(&run_id, &node, Answer::Respond(Response::Answer(reply))) {
+    match service.respond(&run_id, &StepPath::from(&node), Answer::Respond(Response::Answer(reply))) {
         Ok(after) => {
             let waiting = after.parked().iter().find_map(|p| match p {
                 Pending::Approval { node: n, votes, approvers, .. } if *n == node => {
@@ -148,7 +149,8 @@ fn judge(app: &App, tap: &Tap, key: &[u8; 32], allowed_users: &[String]) -> Verd
                 }
                 _ => None,
             });
-            let decided_by_this = after.outputs().get(&node).and_then(|o| o.get("by")).and_then(Value::as_str) == Some(identity.as_str());
+            let decided_by_this =
+                after.outputs().get(node.as_str()).and_then(|o| o.get("by")).and_then(Value::as_str) == Some(identity.as_str());
             match waiting {
                 Some((given, required)) => Verdict {
                     note: format!("Counted: {option} ({given} of {required})."),
@@ -175,7 +177,7 @@ fn judge(app: &App, tap: &Tap, key: &[u8; 32], allowed_users: &[String]) -> Verd
             Verdict::refused("Sorry, you are not one of the people who may answer this gate; nothing was recorded.")
         }
         Err(Failure::Conflict(m)) => match service.open(&run_id) {
-            Ok(run) if !run.parked().iter().any(|p| p.node() == node) => Verdict::refused(closed(&run, &node)),
+            Ok(run) if !run.parked().iter().any(|p| *p.node() == node) => Verdict::refused(closed(&run, &node)),
             _ => Verdict::refused(m),
         },
         Err(e) => Verdict::refused(format!("The answer was not taken: {}", public(&e))),
@@ -189,13 +191,13 @@ fn public(f: &Failure) -> String {
 
 /// The gate of `run` a button names, found among its steps when it no longer waits (its MAC
 /// checked too).
-fn gate_named(run: &Run, button: &Button, key: &[u8; 32]) -> Option<String> {
-    run.plan().steps.iter().map(|s| s.id.clone()).find(|id| button.names(id) && button.verify(key, id))
+fn gate_named(run: &Run, button: &Button, key: &[u8; 32]) -> Option<PassId> {
+    run.plan().steps.iter().find(|s| button.names(&s.id) && button.verify(key, &s.id)).map(|s| PassId::top(s.id.clone()))
 }
 
 /// What a tap on a gate that no longer waits is told: who answered, or that it timed out.
-fn closed(run: &Run, node: &str) -> String {
-    if let Some(out) = run.outputs().get(node)
+fn closed(run: &Run, node: &PassId) -> String {
+    if let Some(out) = run.outputs().get(node.as_str())
         && let Some(answer) = out.get("answer").and_then(Value::as_str)
     {
         let by = out.get("by").and_then(Value::as_str).map(|b| format!(" by {b}")).unwrap_or_default();

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use vwf_core::design::{Design, ENABLED, is_enabled};
 use vwf_core::json;
 use vwf_core::listing::RunFilter;
-use vwf_core::names::{DesignName, RunId};
+use vwf_core::names::{DesignName, RunId, StepPath};
 use vwf_core::pins::{self, TestScope};
 use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::validate::{self, Issue, Report};
@@ -585,7 +585,7 @@ impl<'a> Service<'a> {
     /// Answers a parked step of run `id` and drives the run on. With `[gates]
     /// known_names_only`, an answer that names who gives it (not through a chat platform, which
     /// vouches for its own ids) must name one of `[people]`.
-    pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, Failure> {
+    pub fn respond(&self, id: &RunId, node: &StepPath, answer: Answer) -> Result<Run, Failure> {
         let config = &self.app.drivers.config;
         if config.gates.known_names_only
             && let Answer::Respond(vwf_core::run::Response::Answer(reply)) = &answer

@@ -3,7 +3,7 @@
 //! tools and runner as every other surface.
 
 use serde_json::Value;
-use vwf_core::names::{DesignName, RunId};
+use vwf_core::names::{DesignName, RunId, StepPath};
 use vwf_core::run::Response;
 
 use crate::failure::{Failure, guarded};
@@ -111,7 +111,8 @@ fn dispatch(service: &Service<'_>, text: &str) -> String {
                 return "Usage: /workflow approve <run> <gate> <answer>".into();
             }
             let answer = Answer::Respond(Response::Answer(answer.trim().into()));
-            match run_id(id).and_then(|run| service.respond(&run, gate, answer)) {
+            let path = StepPath::parse(gate.trim()).map_err(Failure::BadRequest);
+            match run_id(id).and_then(|run| service.respond(&run, &path?, answer)) {
                 Ok(run) => render::run_summary(&run.result(), render::Reader::Chat),
                 Err(e) => format!("Could not answer {gate} of run {id}: {e}"),
             }

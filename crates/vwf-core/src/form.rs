@@ -343,7 +343,7 @@ mod tests {
 
     /// Answers `g` and drives the run to its end; the text `say` rendered.
     fn answer(run: &mut Run, reply: Reply) -> Result<String, EngineError> {
-        run.respond("g", Response::Answer(reply), t("2026-01-01T00:01:00Z"))?;
+        run.respond(&crate::names::pid("g"), Response::Answer(reply), t("2026-01-01T00:01:00Z"))?;
         crate::transition::drive_saving(run, &mut None, t("2026-01-01T00:01:00Z"), |_| Outcome::failed("no task"), |_, _| {});
         assert_eq!(run.status(), Status::Done, "{:?}", run.error());
         Ok(run.outputs()["say"]["text"].as_str().unwrap_or_default().to_string())
@@ -407,7 +407,8 @@ mod tests {
             (BTreeMap::from([("say".to_string(), "x".to_string())]), "edits.say: this gate lets draft be edited"),
             (BTreeMap::from([("draft".to_string(), "x".repeat(limits::STEP_OUTPUT_BYTES + 1))]), "at most"),
         ] {
-            let refused = run.respond("g", Response::Answer(Reply { edits, ..reply(json!({})) }), t("2026-01-01T00:01:00Z"));
+            let refused =
+                run.respond(&crate::names::pid("g"), Response::Answer(Reply { edits, ..reply(json!({})) }), t("2026-01-01T00:01:00Z"));
             assert!(matches!(&refused, Err(EngineError::BadRequest(m)) if m.contains(says)), "{refused:?}");
             assert_eq!(serde_json::to_value(&run).unwrap(), before, "a refused answer changes nothing");
         }

@@ -155,7 +155,7 @@ impl Plan {
             // runs in (a pinned loop opens no pass).
             pins.remove(target);
             if let Some(lp) = &step.in_loop {
-                pins.remove(lp);
+                pins.remove(lp.as_str());
             }
             let only = matches!(scope, TestScope::Only { .. });
             if only && let Some(lp) = &step.in_loop {
@@ -189,12 +189,15 @@ impl Plan {
                 if pins.contains_key(&lp) || step_in_loop(&plan, target) == Some(lp.as_str()) {
                     continue;
                 }
-                keep.extend(plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.clone()));
+                keep.extend(plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.to_string()));
             }
             // A pinned loop's body never runs.
-            let pinned_loops: BTreeSet<&String> = pins.keys().filter(|id| plan.step(id).is_some_and(|s| s.is(NodeKind::Loop))).collect();
-            keep.retain(|id| id == target || !plan.step(id).and_then(|s| s.in_loop.as_ref()).is_some_and(|lp| pinned_loops.contains(lp)));
-            plan.steps.retain(|s| keep.contains(&s.id));
+            let pinned_loops: BTreeSet<&str> =
+                pins.keys().map(String::as_str).filter(|id| plan.step(id).is_some_and(|s| s.is(NodeKind::Loop))).collect();
+            keep.retain(|id| {
+                id == target || !plan.step(id).and_then(|s| s.in_loop.as_ref()).is_some_and(|lp| pinned_loops.contains(lp.as_str()))
+            });
+            plan.steps.retain(|s| keep.contains(s.id.as_str()));
         }
         pins.retain(|id, _| plan.step(id).is_some());
         plan.pins = pins;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::design::{Design, NodeKind};
-use crate::names::DesignName;
+use crate::names::{DesignName, NodeId};
 use crate::run::StepError;
 use crate::spec::Spec;
 use crate::validate::{Graph, Issue, Report, validate_design};
@@ -56,14 +56,14 @@ pub struct Plan {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanStep {
-    pub id: String,
+    pub id: NodeId,
     /// The node as written in the design.
     pub node: Map<String, Value>,
     #[serde(default)]
     pub parents: Vec<Parent>,
     /// The loop whose body this step belongs to; such steps run only inside a pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_loop: Option<String>,
+    pub in_loop: Option<NodeId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +94,7 @@ impl PlanStep {
     pub fn spec(&self) -> Result<Spec, StepError> {
         let node = crate::design::Node::new(self.id.clone(), self.node.clone());
         Spec::parse(&node)
-            .map_err(|issues| StepError::Invalid { id: self.id.clone(), messages: issues.into_iter().map(|i| i.message).collect() })
+            .map_err(|issues| StepError::Invalid { id: self.id.to_string(), messages: issues.into_iter().map(|i| i.message).collect() })
     }
 }
 
@@ -111,6 +111,8 @@ impl Plan {
         let order = graph.topo_order().unwrap_or_default();
         let bodies = graph.loop_bodies(design);
         let mut steps = Vec::new();
+        // A valid design's node ids are node ids: this reads each one once, as such.
+        let id_of = |i: usize| NodeId::parse(&graph.nodes[i].id).map_err(|e| Report::new(vec![Issue::design(e)], Vec::new()));
         for i in order {
             let node = graph.nodes[i];
             if node.is(NodeKind::Trigger) || node.is(NodeKind::Note) {
@@ -129,8 +131,9 @@ impl Plan {
                 .iter()
                 .filter(|(_, body)| body.contains(&i))
                 .min_by_key(|(_, body)| body.len())
-                .map(|(lp, _)| graph.nodes[*lp].id.clone());
-            steps.push(PlanStep { id: node.id.clone(), node: node.raw.clone(), parents, in_loop });
+                .map(|(lp, _)| id_of(*lp))
+                .transpose()?;
+            steps.push(PlanStep { id: id_of(i)?, node: node.raw.clone(), parents, in_loop });
         }
         Ok(Plan {
             design: design_name,
@@ -178,7 +181,7 @@ impl Plan {
 
     /// Every addressable id: the steps and the trigger.
     pub fn ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.steps.iter().map(|s| s.id.clone()).collect();
+        let mut ids: Vec<String> = self.steps.iter().map(|s| s.id.to_string()).collect();
         if let Some(t) = self.trigger_id() {
             ids.push(t.to_string());
         }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::names::RunId;
+use crate::names::{PassId, RunId};
 use crate::run::{Run, Status, StepStatus};
 use crate::time::Ts;
 use crate::transition::Transition;
@@ -213,8 +213,8 @@ pub fn run_span_id(run: &RunId) -> SpanId {
 }
 
 /// The span of attempt `attempt` of step instance `instance` of run `run`.
-pub fn attempt_span_id(run: &RunId, instance: &str, attempt: u32) -> SpanId {
-    SpanId(derive(&["vwf step span", run.as_str(), instance, &attempt.to_string()]))
+pub fn attempt_span_id(run: &RunId, instance: &PassId, attempt: u32) -> SpanId {
+    SpanId(derive(&["vwf step span", run.as_str(), &instance.to_string(), &attempt.to_string()]))
 }
 
 impl Run {
@@ -227,7 +227,7 @@ impl Run {
     }
 
     /// The context a run started by this run's step `instance` (its current attempt) goes in.
-    pub fn child_trace(&self, instance: &str) -> TraceContext {
+    pub fn child_trace(&self, instance: &PassId) -> TraceContext {
         let attempt = self.record(instance).map_or(1, |r| r.attempts.max(1));
         TraceContext { trace_id: self.trace_context().trace_id, parent_span_id: Some(attempt_span_id(self.run_id(), instance, attempt)) }
     }
@@ -247,7 +247,7 @@ pub fn spans(run: &Run, transitions: &[Transition<'_>]) -> Vec<Span> {
                     let Some(end) = attempt.finished_at else { continue };
                     let mut attributes = vec![
                         ("vwf.run_id", Attr::Str(run.run_id().to_string())),
-                        ("vwf.node", Attr::Str(record.node.clone())),
+                        ("vwf.node", Attr::Str(record.node.to_string())),
                         ("vwf.node_type", Attr::Str(kind.unwrap_or("unknown").to_string())),
                         ("vwf.attempt", Attr::Int(i64::from(attempt.attempt))),
                         ("vwf.status", Attr::Str(if attempt.status == StepStatus::Done { "done" } else { "failed" }.into())),
@@ -264,7 +264,7 @@ pub fn spans(run: &Run, transitions: &[Transition<'_>]) -> Vec<Span> {
                         span_id: attempt_span_id(run.run_id(), &record.node, attempt.attempt),
                         parent: Some(root),
                         parent_is_remote: false,
-                        name: record.node.clone(),
+                        name: record.node.to_string(),
                         start: attempt.started_at,
                         end: end.max(attempt.started_at),
                         attributes,
@@ -435,7 +435,7 @@ mod tests {
 
         // Another process reads the saved run back and answers the gate.
         let mut r: Run = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
-        r.respond("gate", Response::Answer("yes".into()), t("2026-01-01T00:01:00Z")).unwrap();
+        r.respond(&crate::names::pid("gate"), Response::Answer("yes".into()), t("2026-01-01T00:01:00Z")).unwrap();
         let mut rest = spans(&r, &between(saved.as_ref(), &r));
         saved = Some(Saved::of(&r));
         rest.extend(drive(&mut r, &mut saved, "2026-01-01T00:01:00Z", done));
@@ -458,9 +458,9 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), all.len(), "every span has an id of its own");
         // A child a step starts hangs under that step's span, in the same trace.
-        let child = r.child_trace("after");
+        let child = r.child_trace(&crate::names::pid("after"));
         assert_eq!(child.trace_id, caller.trace_id);
-        assert_eq!(child.parent_span_id, Some(attempt_span_id(r.run_id(), "after", 1)));
+        assert_eq!(child.parent_span_id, Some(attempt_span_id(r.run_id(), &crate::names::pid("after"), 1)));
     }
 
     #[test]
@@ -490,8 +490,8 @@ mod tests {
     fn derived_ids_are_stable_and_never_zero() {
         let id = RunId::parse("000000000001").unwrap();
         assert_eq!(run_span_id(&id), run_span_id(&id));
-        assert_ne!(attempt_span_id(&id, "a", 1), attempt_span_id(&id, "a", 2));
-        assert_ne!(attempt_span_id(&id, "a#1", 1), attempt_span_id(&id, "a", 1));
+        assert_ne!(attempt_span_id(&id, &crate::names::pid("a"), 1), attempt_span_id(&id, &crate::names::pid("a"), 2));
+        assert_ne!(attempt_span_id(&id, &crate::names::pid("a#1"), 1), attempt_span_id(&id, &crate::names::pid("a"), 1));
         assert_ne!(derive::<8>(&["x"]), [0; 8]);
     }
 }

@@ -15,6 +15,7 @@
 
 use serde_json::Value;
 
+use crate::names::PassId;
 use crate::run::{Run, Status, StepRecord, StepStatus, Try};
 
 /// The part of a saved run that transitions are computed from.
@@ -26,7 +27,7 @@ pub struct Saved {
 
 #[derive(Debug, Clone, PartialEq)]
 struct SavedStep {
-    node: String,
+    node: PassId,
     status: StepStatus,
     attempts: u32,
     /// How many of its attempts had ended.
@@ -50,7 +51,7 @@ impl Saved {
         for step in value.get("steps")?.as_array()? {
             let tries = step.get("tries").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
             steps.push(SavedStep {
-                node: step.get("node")?.as_str()?.to_string(),
+                node: PassId::parse(step.get("node")?.as_str()?).ok()?,
                 status: serde_json::from_value(step.get("status")?.clone()).ok()?,
                 attempts: u32::try_from(step.get("attempts")?.as_u64()?).ok()?,
                 ended: tries.iter().filter(|t| t.get("finished_at").is_some_and(|f| !f.is_null())).count(),
@@ -126,7 +127,7 @@ pub fn between<'r>(before: Option<&Saved>, run: &'r Run) -> Vec<Transition<'r>> 
     let steps = before.map(|s| s.steps.as_slice()).unwrap_or_default();
     for record in run.steps() {
         let was = steps.iter().find(|s| s.node == record.node);
-        let now = SavedStep { node: String::new(), status: record.status, attempts: record.attempts, ended: ended(record) };
+        let now = SavedStep { node: record.node.clone(), status: record.status, attempts: record.attempts, ended: ended(record) };
         let seen = was.map_or(0, |s| s.ended);
         if was.is_some_and(|s| (s.status, s.attempts, s.ended) == (now.status, now.attempts, now.ended)) {
             continue;
@@ -163,7 +164,7 @@ pub(crate) fn drive_saving(
             Advance::Tasks(tasks) => {
                 save(run, saved);
                 for task in tasks {
-                    run.complete(&task.node, outcome(&task.node), end).expect("a task of the run");
+                    run.complete(&task.node, outcome(task.node.as_str()), end).expect("a task of the run");
                     save(run, saved);
                 }
             }
@@ -228,16 +229,16 @@ mod tests {
         let events = flat(drive(&mut r, &mut saved, "2026-01-01T00:00:00Z", done));
         assert_eq!(events, ["started", "step_started", "step_done", "step_parked", "parked"]);
         // The command's attempt took two seconds of the run's clock.
-        let work = r.record("work").unwrap();
+        let work = r.record(&crate::names::pid("work")).unwrap();
         assert_eq!(seconds(&work.tries[0]), 2.0);
 
         // The runner saves the answered run before driving it on.
-        r.respond("gate", Response::Answer("yes".into()), t("2026-01-01T00:01:00Z")).unwrap();
+        r.respond(&crate::names::pid("gate"), Response::Answer("yes".into()), t("2026-01-01T00:01:00Z")).unwrap();
         let mut events: Vec<String> = between(saved.as_ref(), &r).iter().map(|tr| tr.event(&r).to_string()).collect();
         saved = Some(Saved::of(&r));
         events.extend(flat(drive(&mut r, &mut saved, "2026-01-01T00:01:00Z", done)));
         assert_eq!(events, ["step_done", "resumed", "step_started", "step_done", "done"]);
-        assert_eq!(seconds(&r.record("gate").unwrap().tries[0]), 60.0);
+        assert_eq!(seconds(&r.record(&crate::names::pid("gate")).unwrap().tries[0]), 60.0);
         // Saving the same state again reports nothing.
         assert!(between(saved.as_ref(), &r).is_empty());
     }
@@ -263,7 +264,7 @@ mod tests {
         assert!(events.contains(&"retried".to_string()), "{events:?}");
         assert_eq!(events.last().map(String::as_str), Some("done"), "{events:?}");
         // The retried step kept both attempts.
-        assert_eq!(r.record("boom").unwrap().attempts, 2);
+        assert_eq!(r.record(&crate::names::pid("boom")).unwrap().attempts, 2);
     }
 
     proptest::proptest! {
@@ -298,7 +299,7 @@ mod tests {
             let mut save = |r: &Run, saved: &mut Option<Saved>| {
                 for tr in between(saved.as_ref(), r) {
                     if let Transition::Step { record, ended } = &tr {
-                        *reported.entry(record.node.clone()).or_default() += ended.len();
+                        *reported.entry(record.node.to_string()).or_default() += ended.len();
                     }
                     events.push(tr.event(r).to_string());
                 }
@@ -322,7 +323,7 @@ mod tests {
                         Advance::Tasks(tasks) => {
                             save(&r, &mut saved)?;
                             for task in tasks {
-                                r.complete(&task.node, outcome(&task.node), end).unwrap();
+                                r.complete(&task.node, outcome(task.node.as_str()), end).unwrap();
                                 save(&r, &mut saved)?;
                             }
                         }
@@ -333,7 +334,7 @@ mod tests {
                 failures += usize::from(r.status() == Status::Failed);
             }
             for record in r.steps() {
-                proptest::prop_assert_eq!(reported.get(&record.node).copied().unwrap_or(0), ended(record), "{}", record.node);
+                proptest::prop_assert_eq!(reported.get(record.node.as_str()).copied().unwrap_or(0), ended(record), "{}", record.node);
             }
             proptest::prop_assert_eq!(events.iter().filter(|e| *e == "started").count(), 1);
             proptest::prop_assert_eq!(events.first().map(String::as_str), Some("started"));

@@ -11,6 +11,7 @@ use vwf_core::time::Ts;
 use vwf_core::validate::validate;
 
 use crate::common;
+use crate::common::{path, pid};
 
 fn t0() -> Ts {
     Utc.with_ymd_and_hms(2026, 12, 2, 9, 0, 0).unwrap()
@@ -62,7 +63,7 @@ fn a_run_waits_for_the_event_its_match_names_then_goes_on_with_the_payload() {
     assert_eq!(matches.as_deref(), Some("event.payload.pr == 42"), "the template is rendered when the wait begins");
     assert_eq!(deadline, Some(t0() + Duration::days(1)));
     assert_eq!(run.awaited_events(), ["pr.merged"]);
-    assert_eq!(run.record("merged").map(|r| r.status), Some(StepStatus::AwaitingEvent));
+    assert_eq!(run.record(&pid("merged")).map(|r| r.status), Some(StepStatus::AwaitingEvent));
 
     // Another event, another PR, a payload without the path: none of these resumes it.
     let later = t0() + Duration::minutes(5);
@@ -122,7 +123,7 @@ fn the_deadline_fails_the_run_or_goes_on_with_no_payload() {
     common::save_and_read_back(&mut run);
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.to_string()).as_deref(), Some("timed out waiting for event \"pr.merged\""));
-    assert_eq!(run.failed_node(), Some("merged"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("merged"));
     assert!(run.receive_event("pr.merged", &json!({}), deadline).is_empty(), "a late event changes nothing");
 
     let mut run = start_with(&waits_for(json!({"timeout": 600, "on_timeout": "continue"})), Value::Null);
@@ -263,7 +264,7 @@ fn a_parent_waits_for_its_child_and_takes_its_outputs() {
     let mut parent = parent_at_child(json!({}), 0);
     match parent.pending() {
         Some(Pending::Child { node, design, input, wait, started, .. }) => {
-            assert_eq!((node.as_str(), design.as_str(), wait, started), ("sub", "child", &true, &false));
+            assert_eq!((node.to_string().as_str(), design.as_str(), wait, started), ("sub", "child", &true, &false));
             assert_eq!(input, &json!({"name": "ada"}), "the input is rendered when the step begins");
         }
         other => panic!("not waiting for a child: {other:?}"),
@@ -326,7 +327,7 @@ fn a_failed_child_fails_the_step_and_its_retry_policy_starts_a_new_child() {
     assert!(parent.child_moved(&child, t0()));
     common::save_and_read_back(&mut parent);
     assert_eq!(parent.status(), Status::Failed);
-    assert_eq!(parent.failed_node(), Some("sub"));
+    assert_eq!(parent.failed_node().map(|n| n.as_str()), Some("sub"));
     let error = parent.error().map(|e| e.to_string()).unwrap_or_default();
     assert_eq!(error, format!("child run {} of design child failed at greet: still down", child.run_id()));
     assert_eq!(parent.child_runs().len(), 2);
@@ -344,18 +345,18 @@ fn a_childs_gate_shows_in_the_parent_and_is_answered_through_it() {
     assert_eq!(parent.status(), Status::AwaitingChild);
     match parent.pending() {
         Some(Pending::Approval { node, question, run_id, .. }) => {
-            assert_eq!((node.as_str(), question.as_str()), ("sub/gate", "send hello ada?"));
+            assert_eq!((node.to_string().as_str(), question.as_str()), ("sub/gate", "send hello ada?"));
             assert_eq!(run_id.as_ref(), Some(child.run_id()));
         }
         other => panic!("the parent does not show the child's gate: {other:?}"),
     }
-    assert_eq!(parent.child_route("sub/gate"), Some((child.run_id().clone(), "gate".to_string())));
-    assert_eq!(parent.child_route("sub/other"), None);
-    assert_eq!(parent.child_route("gate"), None);
-    assert!(parent.respond("sub/gate", vwf_core::run::Response::Answer("approve".into()), t0()).is_err(), "the parent holds no gate");
+    assert_eq!(parent.child_route(&path("sub/gate")), Some((child.run_id().clone(), path("gate"))));
+    assert_eq!(parent.child_route(&path("sub/other")), None);
+    assert_eq!(parent.child_route(&path("gate")), None);
+    assert!(parent.respond(&pid("sub"), vwf_core::run::Response::Answer("approve".into()), t0()).is_err(), "the parent holds no gate");
 
     // The answer goes to the child, which ends; the parent takes it up.
-    child.respond("gate", vwf_core::run::Response::Answer("approve".into()), t0()).expect("answer");
+    child.respond(&pid("gate"), vwf_core::run::Response::Answer("approve".into()), t0()).expect("answer");
     common::drive_batches(&mut child, t0(), |_| done("unused"));
     assert_eq!(child.status(), Status::Done);
     assert!(parent.child_moved(&child, t0()));
@@ -380,7 +381,7 @@ fn a_childs_tokens_count_against_the_parents_budget() {
     assert_eq!(parent.tokens_used(), 110);
     assert_eq!(parent.status(), Status::Failed);
     assert_eq!(parent.error().map(|e| e.to_string()).as_deref(), Some("token budget exceeded"));
-    assert_eq!(parent.failed_node(), Some("sub"));
+    assert_eq!(parent.failed_node().map(|n| n.as_str()), Some("sub"));
 }
 
 #[test]

@@ -17,6 +17,7 @@ use vwf_core::spec::{CommandStep, Deliver, Program};
 use vwf_core::time::Ts;
 
 use crate::common;
+use crate::common::pid;
 
 const RUN_ID: &str = "d7b493cae249";
 
@@ -61,7 +62,7 @@ fn standard(task: &Task) -> Outcome {
     match &task.work {
         Work::Agent { .. } => done("draft text"),
         Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
-            node: task.node.clone(),
+            node: task.node.to_string(),
             target: target.clone(),
             ok: false,
             detail: "no channel configured".into(),
@@ -170,7 +171,7 @@ fn condition_routes_true_branch_skips_false_branch_and_skips_propagate_but_a_joi
     assert_eq!(run.outputs()["c"]["value"], true);
     assert_eq!(run.outputs()["c"]["text"], "true");
     assert_eq!(run.skipped(), ["f", "g"]);
-    assert!(run.record("f").is_none() && run.record("g").is_none());
+    assert!(run.record(&pid("f")).is_none() && run.record(&pid("g")).is_none());
     assert_eq!(run.outputs()["j"]["text"], "text of t");
     assert_eq!(run.outputs()["j"]["collected"], json!({"t": "text of t"}));
 }
@@ -196,7 +197,7 @@ fn skipped_is_in_plan_order_whatever_the_order_of_nodes_and_of_discovery() {
     drive(&mut run, t0(), standard);
     assert_eq!(run.status(), Status::AwaitingApproval);
     assert_eq!(run.skipped(), ["x"]);
-    run.respond("g", Response::Answer("approve".into()), t0()).unwrap();
+    run.respond(&pid("g"), Response::Answer("approve".into()), t0()).unwrap();
     drive(&mut run, t0(), standard);
     assert_eq!(run.status(), Status::Done);
     let in_plan_order: Vec<&str> = plan_ids(&run).into_iter().filter(|id| run.skipped().iter().any(|s| s == id)).collect();
@@ -281,17 +282,17 @@ fn comparison_failure_fails_the_run_never_false() {
     let run = condition_value("out.x.text > 20", "abc");
     assert_eq!(run.status(), Status::Failed);
     assert!(!run.ok());
-    assert_eq!(run.failed_node(), Some("c"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("c"));
     let error = run.error().cloned().unwrap_or_default();
     assert!(error.contains("cannot compare"), "{error}");
     assert!(!run.outputs().contains_key("c"));
-    assert_eq!(run.record("c").map(|r| r.status), Some(StepStatus::Failed));
-    assert!(run.record("yes").is_none() && run.record("no").is_none());
+    assert_eq!(run.record(&pid("c")).map(|r| r.status), Some(StepStatus::Failed));
+    assert!(run.record(&pid("yes")).is_none() && run.record(&pid("no")).is_none());
     assert!(run.skipped().is_empty(), "nothing after a failed step is settled: {:?}", run.skipped());
     // A missing path is a failure too, not false.
     let run = condition_value("out.x.data.score > 1", "plain");
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("c"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("c"));
 }
 
 // ---- approvals ---------------------------------------------------------------------------
@@ -334,8 +335,8 @@ fn approval_parks_the_run_with_a_pending_gate() {
             "deadline": "2026-11-29T11:00:00.000Z", "on_timeout": "reject"
         })
     );
-    assert_eq!(run.record("gate").map(|r| r.status), Some(StepStatus::AwaitingApproval));
-    assert!(run.record("s").is_none() && run.record("u").is_none());
+    assert_eq!(run.record(&pid("gate")).map(|r| r.status), Some(StepStatus::AwaitingApproval));
+    assert!(run.record(&pid("s")).is_none() && run.record(&pid("u")).is_none());
     // Without a timeout the gate has no deadline.
     let mut run = start(&gate_design(json!({"timeout_minutes": null})));
     drive(&mut run, t0(), standard);
@@ -356,7 +357,7 @@ fn a_gate_question_is_rendered_and_carries_the_outputs_it_names() {
     // A path missing at run time fails the gate's step, as in any template.
     let mut run = start(&gate_design(json!({"question": "Send {{nodes.draft.data.title}}?"})));
     drive(&mut run, t0(), standard);
-    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("gate")), "{:#}", run.result());
+    assert_eq!((run.status(), run.failed_node().map(|n| n.as_str())), (Status::Failed, Some("gate")), "{:#}", run.result());
 }
 
 #[test]
@@ -376,7 +377,7 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
             late,
         );
         drive(&mut run, late, standard);
-        assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some(node)), "{:#}", run.result());
+        assert_eq!((run.status(), run.failed_node().map(|n| n.as_str())), (Status::Failed, Some(node)), "{:#}", run.result());
         let error = run.error().cloned().unwrap_or_default();
         assert!(error.starts_with(what) && error.contains("9999-12-31T23:59:59.999Z"), "{error}");
         let file = serde_json::to_value(&run).expect("serializes");
@@ -397,7 +398,7 @@ fn a_deadline_or_wait_end_past_the_last_recordable_time_fails_the_step() {
 #[test]
 fn answer_takes_the_edge_labelled_with_it_and_every_unlabelled_edge() {
     let mut run = parked_gate(json!({}));
-    run.respond("gate", Response::Answer("send".into()), t0()).unwrap();
+    run.respond(&pid("gate"), Response::Answer("send".into()), t0()).unwrap();
     drive(&mut run, t0(), standard);
     assert_eq!(run.status(), Status::Done, "{:#}", run.result());
     assert_eq!(run.outputs()["gate"]["answer"], "send");
@@ -412,7 +413,7 @@ fn answer_takes_the_edge_labelled_with_it_and_every_unlabelled_edge() {
 fn answer_not_in_options_is_a_bad_request_and_leaves_the_run_unchanged() {
     let mut run = parked_gate(json!({}));
     let before = run.clone();
-    let e = run.respond("gate", Response::Answer("maybe".into()), t0() + Duration::minutes(5)).unwrap_err();
+    let e = run.respond(&pid("gate"), Response::Answer("maybe".into()), t0() + Duration::minutes(5)).unwrap_err();
     assert!(matches!(e, EngineError::BadRequest(_)), "{e:?}");
     assert_eq!(run, before);
 }
@@ -421,21 +422,21 @@ fn answer_not_in_options_is_a_bad_request_and_leaves_the_run_unchanged() {
 fn respond_to_a_node_that_is_not_waiting_is_a_conflict() {
     let mut run = parked_gate(json!({}));
     let before = run.clone();
-    let e = run.respond("draft", Response::Output("x".into()), t0()).unwrap_err();
+    let e = run.respond(&pid("draft"), Response::Output("x".into()), t0()).unwrap_err();
     assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
-    let e = run.respond("s", Response::Answer("send".into()), t0()).unwrap_err();
+    let e = run.respond(&pid("s"), Response::Answer("send".into()), t0()).unwrap_err();
     assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
     assert_eq!(run, before);
     // Answering twice: the second answer finds nothing waiting.
-    run.respond("gate", Response::Answer("skip".into()), t0()).unwrap();
-    let e = run.respond("gate", Response::Answer("send".into()), t0()).unwrap_err();
+    run.respond(&pid("gate"), Response::Answer("skip".into()), t0()).unwrap();
+    let e = run.respond(&pid("gate"), Response::Answer("send".into()), t0()).unwrap_err();
     assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
 }
 
 #[test]
 fn respond_to_an_unknown_node_is_unknown_node() {
     let mut run = parked_gate(json!({}));
-    let e = run.respond("nope", Response::Answer("send".into()), t0()).unwrap_err();
+    let e = run.respond(&pid("nope"), Response::Answer("send".into()), t0()).unwrap_err();
     assert!(matches!(e, EngineError::UnknownNode(_)), "{e:?}");
 }
 
@@ -449,9 +450,9 @@ fn approval_deadline_passing_fails_the_run_with_approval_timed_out() {
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.text()), Some("approval timed out"));
     assert_eq!(APPROVAL_TIMED_OUT, "approval timed out");
-    assert_eq!(run.failed_node(), Some("gate"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("gate"));
     assert_eq!(run.pending(), None);
-    assert_eq!(run.record("gate").map(|r| r.status), Some(StepStatus::Failed));
+    assert_eq!(run.record(&pid("gate")).map(|r| r.status), Some(StepStatus::Failed));
     assert!(!run.history().iter().any(|h| h.event == ESCALATION_REQUESTED));
     assert!(!run.enforce_deadlines(late + Duration::minutes(1)), "a failed run changes no more");
 }
@@ -466,7 +467,7 @@ fn escalate_on_timeout_records_escalation_requested_and_fails_the_same_way() {
     // Where people look (the run's error, the gate's step record), not only in the history.
     assert_eq!(run.error().map(|e| e.text()), Some("approval timed out; escalation requested"));
     assert_eq!(APPROVAL_TIMED_OUT_ESCALATED, format!("{APPROVAL_TIMED_OUT}; {ESCALATION_REQUESTED}"));
-    let gate = run.record("gate").unwrap();
+    let gate = run.record(&pid("gate")).unwrap();
     assert_eq!((gate.status, gate.error.as_deref()), (StepStatus::Failed, Some(APPROVAL_TIMED_OUT_ESCALATED)));
     let result = run.result();
     let gate_json = result["steps"].as_array().unwrap().iter().find(|s| s["node"] == "gate").unwrap();
@@ -476,13 +477,13 @@ fn escalate_on_timeout_records_escalation_requested_and_fails_the_same_way() {
     assert_eq!(esc[0].node.as_deref(), Some("gate"));
     // A late answer receives that verdict, unchanged.
     let frozen = run.clone();
-    assert_eq!(run.respond("gate", Response::Answer("send".into()), t0() + Duration::hours(4)), Ok(()));
+    assert_eq!(run.respond(&pid("gate"), Response::Answer("send".into()), t0() + Duration::hours(4)), Ok(()));
     assert_eq!(run, frozen);
     // A retry reopens the gate; the timed-out attempt stays on its record.
     run.retry(t0() + Duration::hours(5)).unwrap();
     drive(&mut run, t0() + Duration::hours(5), standard);
     assert_eq!(run.status(), Status::AwaitingApproval);
-    let gate = run.record("gate").unwrap();
+    let gate = run.record(&pid("gate")).unwrap();
     assert_eq!(gate.attempts, 2);
     assert_eq!(gate.tries[0].error.as_deref(), Some(APPROVAL_TIMED_OUT_ESCALATED));
     assert_eq!(gate.tries[1].status, StepStatus::AwaitingApproval);
@@ -493,12 +494,12 @@ fn late_answer_after_the_deadline_receives_the_timed_out_verdict() {
     let mut run = parked_gate(json!({}));
     // Nobody enforced the deadline before the answer arrives: respond does.
     let late = t0() + Duration::minutes(121);
-    assert_eq!(run.respond("gate", Response::Answer("send".into()), late), Ok(()));
+    assert_eq!(run.respond(&pid("gate"), Response::Answer("send".into()), late), Ok(()));
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.text()), Some("approval timed out"));
     assert!(!run.outputs().contains_key("gate"));
     let frozen = run.clone();
-    assert_eq!(run.respond("gate", Response::Answer("send".into()), late + Duration::minutes(1)), Ok(()));
+    assert_eq!(run.respond(&pid("gate"), Response::Answer("send".into()), late + Duration::minutes(1)), Ok(()));
     assert_eq!(run, frozen);
 }
 
@@ -520,8 +521,8 @@ fn retry_of_a_timed_out_gate_reopens_it_with_a_fresh_deadline() {
     assert_eq!(run.error(), None);
     assert!(run.history().iter().any(|h| h.event == "retry" && h.node.as_deref() == Some("gate")));
     // The draft step was not re-run.
-    assert_eq!(run.record("draft").map(|r| (r.attempts, r.started_at)), Some((1, t0())));
-    run.respond("gate", Response::Answer("skip".into()), late + Duration::minutes(1)).unwrap();
+    assert_eq!(run.record(&pid("draft")).map(|r| (r.attempts, r.started_at)), Some((1, t0())));
+    run.respond(&pid("gate"), Response::Answer("skip".into()), late + Duration::minutes(1)).unwrap();
     drive(&mut run, late + Duration::minutes(1), standard);
     assert_eq!(run.status(), Status::Done);
     assert_eq!(run.skipped(), ["s"]);
@@ -552,10 +553,10 @@ fn agent_without_backend_parks_awaiting_agent_with_the_rendered_prompt_and_resum
         result["pending"],
         json!({"type": "agent", "node": "draft", "prompt": "Summarise feed items for Ana", "profile": "writer", "model": "llama3.2"})
     );
-    assert_eq!(run.record("draft").map(|r| r.status), Some(StepStatus::AwaitingAgent));
-    let e = run.respond("draft", Response::Answer("approve".into()), t0()).unwrap_err();
+    assert_eq!(run.record(&pid("draft")).map(|r| r.status), Some(StepStatus::AwaitingAgent));
+    let e = run.respond(&pid("draft"), Response::Answer("approve".into()), t0()).unwrap_err();
     assert!(matches!(e, EngineError::BadRequest(_)), "{e:?}");
-    run.respond("draft", Response::Output("the brief".into()), t0()).unwrap();
+    run.respond(&pid("draft"), Response::Output("the brief".into()), t0()).unwrap();
     let tasks = drive(&mut run, t0(), |_| panic!("nothing left for a driver"));
     assert!(tasks.is_empty());
     assert_eq!(run.status(), Status::Done);
@@ -581,7 +582,7 @@ fn agent_retries_until_an_attempt_succeeds_and_records_each_failure() {
     });
     assert_eq!(tasks.iter().map(|t| t.attempt).collect::<Vec<_>>(), [1, 2, 3]);
     assert_eq!(run.status(), Status::Done);
-    let r = run.record("draft").unwrap();
+    let r = run.record(&pid("draft")).unwrap();
     assert_eq!(r.status, StepStatus::Done);
     assert_eq!(r.attempts, 3);
     assert_eq!(r.failures, ["backend down 1", "backend down 2"]);
@@ -605,15 +606,15 @@ fn agent_with_no_retries_left_fails_the_run() {
     assert_eq!(tasks.len(), 1);
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.text()), Some("backend down"));
-    assert_eq!(run.failed_node(), Some("draft"));
-    assert!(run.record("send").is_none());
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("draft"));
+    assert!(run.record(&pid("send")).is_none());
     // Retries exhausted: 1 + 2 attempts, then the run fails with the last error.
     let mut run = start(&agent_chain(2));
     let tasks = drive(&mut run, t0(), |t| failed(&format!("attempt {}", t.attempt)));
     assert_eq!(tasks.len(), 3);
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.text()), Some("attempt 3"));
-    assert_eq!(run.record("draft").map(|r| r.failures.len()), Some(2));
+    assert_eq!(run.record(&pid("draft")).map(|r| r.failures.len()), Some(2));
 }
 
 #[test]
@@ -625,9 +626,9 @@ fn token_budget_exceeded_fails_the_run() {
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.text()), Some("token budget exceeded"));
     assert_eq!(TOKEN_BUDGET_EXCEEDED, "token budget exceeded");
-    assert_eq!(run.failed_node(), Some("draft"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("draft"));
     assert_eq!(run.tokens_used(), 150);
-    assert!(run.record("send").is_none());
+    assert!(run.record(&pid("send")).is_none());
     // Within the budget the run finishes.
     let mut run = start(&design);
     drive(&mut run, t0(), |_| Outcome::Done { text: "short".into(), extra: Map::new(), tokens: 100 });
@@ -646,8 +647,8 @@ fn retry_reruns_from_the_failed_step_and_keeps_the_steps_before_it() {
     let mut run = start(&design);
     drive(&mut run, t0(), |t| if t.node == "b" { failed("flaky") } else { done(&format!("{} out", t.node)) });
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("b"));
-    let a_record = run.record("a").cloned().unwrap();
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("b"));
+    let a_record = run.record(&pid("a")).cloned().unwrap();
     let a_output = run.outputs()["a"].clone();
 
     let t1 = t0() + Duration::minutes(10);
@@ -657,9 +658,9 @@ fn retry_reruns_from_the_failed_step_and_keeps_the_steps_before_it() {
     let tasks = drive(&mut run, t1, |t| done(&format!("{} again", t.node)));
     assert_eq!(node_ids(&tasks), ["b", "c"]);
     assert_eq!(run.status(), Status::Done);
-    assert_eq!(run.record("a"), Some(&a_record));
+    assert_eq!(run.record(&pid("a")), Some(&a_record));
     assert_eq!(run.outputs()["a"], a_output);
-    assert_eq!(run.record("b").map(|r| r.started_at), Some(t1));
+    assert_eq!(run.record(&pid("b")).map(|r| r.started_at), Some(t1));
     assert_eq!(run.outputs()["c"]["text"], "c again");
     assert_eq!(step_nodes(&run), ["a", "b", "c"]);
     assert_eq!(run.created_at(), t0());
@@ -667,7 +668,7 @@ fn retry_reruns_from_the_failed_step_and_keeps_the_steps_before_it() {
     // The earlier attempt stays in history, and on the step's record with the new one.
     let retry = run.history().iter().find(|h| h.event == "retry").expect("retry in history");
     assert_eq!(retry.detail["error"], "flaky");
-    let b = run.record("b").unwrap();
+    let b = run.record(&pid("b")).unwrap();
     assert_eq!((b.attempts, b.status, b.error.as_deref()), (2, StepStatus::Done, None));
     assert_eq!(b.failures, ["flaky"]);
     let tries: Vec<_> =
@@ -711,9 +712,9 @@ fn interrupted_running_step_fails_the_run_and_retry_finishes_it() {
     run.mark_interrupted(later);
     assert_eq!(run.status(), Status::Failed);
     assert_eq!(run.error().map(|e| e.text()), Some("interrupted during step draft"));
-    assert_eq!(run.failed_node(), Some("draft"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("draft"));
     // A late report of the dead attempt is refused.
-    assert!(matches!(run.complete("draft", done("zombie"), later), Err(EngineError::Conflict(_))));
+    assert!(matches!(run.complete(&pid("draft"), done("zombie"), later), Err(EngineError::Conflict(_))));
     run.retry(later).unwrap();
     let tasks = drive(&mut run, later, standard);
     assert_eq!(node_ids(&tasks), ["draft"]);
@@ -738,10 +739,10 @@ fn missing_template_path_at_run_time_is_a_step_error_never_an_empty_string() {
     let tasks = drive(&mut run, t0(), |_| done("plain text, not JSON"));
     assert_eq!(node_ids(&tasks), ["x"], "y must never be handed out with an empty value");
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("y"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("y"));
     let error = run.error().cloned().unwrap_or_default();
     assert!(error.contains("title"), "{error}");
-    assert_eq!(run.record("y").map(|r| r.status), Some(StepStatus::Failed));
+    assert_eq!(run.record(&pid("y")).map(|r| r.status), Some(StepStatus::Failed));
     // With the path present the same design runs.
     let mut run = start(&design);
     let tasks = drive(&mut run, t0(), |t| if t.node == "x" { done(r#"{"title": "Hello"}"#) } else { done("ok") });
@@ -792,7 +793,7 @@ fn failed_delivery_fails_the_run_and_is_recorded() {
     assert!(matches!(&tasks[1].work, Work::Deliver { message, deliver, target, .. }
         if message == "draft text" && *deliver == Deliver::Channel && target == "telegram:123456"));
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("send"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("send"));
     assert_eq!(run.error().map(|e| e.text()), Some("delivery to telegram:123456 failed: no channel configured"));
     let result = run.result();
     assert_eq!(
@@ -803,7 +804,7 @@ fn failed_delivery_fails_the_run_and_is_recorded() {
     let mut run = start(&design);
     drive(&mut run, t0(), |t| match &t.work {
         Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
-            node: t.node.clone(),
+            node: t.node.to_string(),
             target: target.clone(),
             ok: true,
             detail: "message_id 42".into(),
@@ -907,17 +908,17 @@ fn respond_to_a_failed_run_is_a_conflict_even_with_a_gate_still_parked() {
     let mut run = start(&design);
     drive(&mut run, t0(), |_| failed("backend down"));
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("x"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("x"));
     assert_eq!(run.pending(), None);
     let before = run.clone();
-    let e = run.respond("gate", Response::Answer("approve".into()), t0()).unwrap_err();
+    let e = run.respond(&pid("gate"), Response::Answer("approve".into()), t0()).unwrap_err();
     assert!(matches!(e, EngineError::Conflict(_)), "{e:?}");
     assert_eq!(run, before);
     // After a retry the gate is waiting again and can be answered.
     run.retry(t0()).unwrap();
     drive(&mut run, t0(), standard);
     assert_eq!(run.status(), Status::AwaitingApproval, "{:#}", run.result());
-    run.respond("gate", Response::Answer("approve".into()), t0()).unwrap();
+    run.respond(&pid("gate"), Response::Answer("approve".into()), t0()).unwrap();
     drive(&mut run, t0(), standard);
     assert_eq!(run.status(), Status::Done);
 }
@@ -933,10 +934,10 @@ fn a_sibling_failing_while_a_task_is_in_flight_keeps_the_run_failed() {
     let tasks = drive(&mut run, t0(), standard);
     assert_eq!(node_ids(&tasks), ["a"]);
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("c"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("c"));
     assert!(run.error().map(|e| e.text()).unwrap_or_default().contains("cannot compare"));
     assert_eq!(run.outputs()["a"]["text"], "draft text");
-    assert!(run.record("yes").is_none());
+    assert!(run.record(&pid("yes")).is_none());
 }
 
 #[test]
@@ -998,7 +999,7 @@ fn check_tries(run: &Run, given: &std::collections::HashMap<String, Vec<String>>
         // Every error a driver reported for this step is still on its record, in order.
         let kept: Vec<&str> = r.tries.iter().filter_map(|t| t.error.as_deref()).collect();
         let mut rest = kept.iter();
-        for e in given.get(&r.node).into_iter().flatten() {
+        for e in given.get(r.node.as_str()).into_iter().flatten() {
             assert!(rest.any(|k| k == e), "{}: the error {e:?} was lost; kept {kept:?}", r.node);
         }
     }
@@ -1036,7 +1037,7 @@ proptest::proptest! {
                 match answers[k % answers.len()] {
                     6..=8 => {
                         let e = format!("error {k}");
-                        given.entry(t.node.clone()).or_default().push(e.clone());
+                        given.entry(t.node.to_string()).or_default().push(e.clone());
                         failed(&e)
                     }
                     9 if matches!(t.work, Work::Agent { .. }) => Outcome::ParkAgent,
@@ -1046,7 +1047,7 @@ proptest::proptest! {
             check_tries(&run, &given);
             accessors_show_the_file(&run);
             now += Duration::minutes(1);
-            let waits_on = run.pending().map(|p| p.node().to_string());
+            let waits_on = run.pending().and_then(|p| p.step().cloned());
             match (run.status(), waits_on) {
                 (Status::AwaitingAgent, Some(node)) => run.respond(&node, Response::Output("typed".into()), now).unwrap(),
                 (Status::Failed, _) => run.retry(now).unwrap(),
@@ -1075,10 +1076,10 @@ fn stored_failed_runs_load_with_their_typed_reason_and_behave_the_same() {
         let late = t0() + Duration::hours(4);
         if gate {
             let frozen = run.clone();
-            assert_eq!(run.respond("gate", Response::Answer("send".into()), late), Ok(()));
+            assert_eq!(run.respond(&pid("gate"), Response::Answer("send".into()), late), Ok(()));
             assert_eq!(run, frozen);
         } else {
-            assert!(matches!(run.respond("gate", Response::Answer("send".into()), late), Err(EngineError::Conflict(_))));
+            assert!(matches!(run.respond(&pid("gate"), Response::Answer("send".into()), late), Err(EngineError::Conflict(_))));
         }
         run.retry(late).unwrap();
         assert_eq!(run.error(), None);
@@ -1163,8 +1164,8 @@ fn accessors_show_the_file(run: &Run) {
 fn the_accessors_return_what_the_run_file_holds() {
     let mut run = parked_gate(json!({}));
     accessors_show_the_file(&run);
-    assert_eq!(run.pending().map(Pending::node), Some("gate"));
-    run.respond("gate", Response::Answer("send".into()), t0()).unwrap();
+    assert_eq!(run.pending().map(|p| p.node().to_string()).as_deref(), Some("gate"));
+    run.respond(&pid("gate"), Response::Answer("send".into()), t0()).unwrap();
     drive(&mut run, t0(), standard);
     assert_eq!((run.status(), run.skipped()), (Status::Done, &["k".to_string()][..]));
     accessors_show_the_file(&run);
@@ -1190,7 +1191,7 @@ fn the_accessors_return_what_the_run_file_holds() {
         Work::Agent { .. } => Outcome::Done { text: "draft".into(), extra: Map::new(), tokens: 40 },
         _ => standard(t),
     });
-    assert_eq!((run.status(), run.failed_node(), run.tokens_used()), (Status::Failed, Some("send"), 40));
+    assert_eq!((run.status(), run.failed_node().map(|n| n.as_str()), run.tokens_used()), (Status::Failed, Some("send"), 40));
     accessors_show_the_file(&run);
     let later = t0() + Duration::minutes(5);
     run.retry(later).unwrap();
@@ -1234,7 +1235,7 @@ fn token(secret: &str) -> Secrets {
 fn delivered(task: &Task) -> Outcome {
     match &task.work {
         Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
-            node: task.node.clone(),
+            node: task.node.to_string(),
             target: target.clone(),
             ok: true,
             detail: "message_id 1".into(),
@@ -1256,7 +1257,7 @@ fn each_step_keeps_its_rendered_inputs_with_secrets_redacted() {
     let Work::Http(http) = &call.work else { panic!("not http") };
     assert_eq!(http.headers["Authorization"], format!("Bearer {secret}"));
     assert!(http.url.contains(&format!("/v1/{secret}?")), "{}", http.url);
-    let inputs: Map<String, Value> = run.steps().iter().map(|r| (r.node.clone(), r.inputs.clone().unwrap_or(Value::Null))).collect();
+    let inputs: Map<String, Value> = run.steps().iter().map(|r| (r.node.to_string(), r.inputs.clone().unwrap_or(Value::Null))).collect();
     insta::assert_json_snapshot!("inputs_per_step_kind", inputs);
     let result = run.result().to_string();
     assert!(!result.contains(secret), "the run result holds the secret: {result}");

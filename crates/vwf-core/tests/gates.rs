@@ -9,6 +9,7 @@ use vwf_core::run::{Delivery, EngineError, Outcome, Pending, Reply, Response, Ru
 use vwf_core::time::Ts;
 
 use crate::common;
+use crate::common::pid;
 
 fn t0() -> Ts {
     Utc.with_ymd_and_hms(2026, 12, 1, 9, 0, 0).unwrap()
@@ -44,7 +45,7 @@ fn parked(gate: Value) -> Run {
 
 fn answer(run: &mut Run, answer: &str, by: Option<&str>, via: &str) -> Result<(), EngineError> {
     let reply = Reply { answer: answer.into(), by: by.map(String::from), via: Some(via.into()), ..Reply::default() };
-    let r = run.respond("gate", Response::Answer(reply), t0());
+    let r = run.respond(&pid("gate"), Response::Answer(reply), t0());
     common::save_and_read_back(run);
     r
 }
@@ -113,7 +114,7 @@ fn a_gate_with_notify_hands_out_one_notice_with_its_context_until_recorded() {
     assert_eq!(n.targets, ["telegram:123", "slack:#ops"]);
     assert!(n.needs_form, "a required field cannot be answered by a button");
     let sent = |target: &str| Delivery { node: "gate".into(), target: target.into(), ok: true, detail: "message_id 7".into(), at: t0() };
-    run.record_notices("gate", vec![sent("telegram:123"), sent("slack:#ops")], t0());
+    run.record_notices(&pid("gate"), vec![sent("telegram:123"), sent("slack:#ops")], t0());
     common::save_and_read_back(&mut run);
     assert!(run.notices().is_empty(), "sent once");
     assert_eq!(run.result()["pending"]["notified"], true, "the pending gate shows it");
@@ -153,7 +154,7 @@ fn a_tap_counts_once_and_a_counted_answer_keeps_its_values_and_edits() {
             tap: Some(tap.into()),
             ..Reply::default()
         };
-        let r = run.respond("gate", Response::Answer(reply), t0());
+        let r = run.respond(&pid("gate"), Response::Answer(reply), t0());
         common::save_and_read_back(run);
         r
     };
@@ -173,7 +174,7 @@ fn a_tap_counts_once_and_a_counted_answer_keeps_its_values_and_edits() {
         edits: [("draft".to_string(), "the better draft".to_string())].into(),
         tap: None,
     };
-    run.respond("gate", Response::Answer(reply), t0()).unwrap();
+    run.respond(&pid("gate"), Response::Answer(reply), t0()).unwrap();
     common::save_and_read_back(&mut run);
     assert_eq!(run.status(), Status::AwaitingApproval);
     assert_eq!(run.outputs()["draft"]["text"], "the better draft");

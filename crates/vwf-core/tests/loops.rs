@@ -10,6 +10,7 @@ use vwf_core::time::Ts;
 use vwf_core::validate::validate;
 
 use crate::common;
+use crate::common::pid;
 
 fn t0() -> Ts {
     Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
@@ -29,7 +30,7 @@ fn start(design: Value, input: Value) -> Run {
 
 /// Drives the run; `answer` decides each task's outcome. Returns every batch of tasks handed out.
 fn drive(run: &mut Run, answer: impl Fn(&Task) -> Outcome) -> Vec<Vec<String>> {
-    common::drive_batches(run, t0(), answer).iter().map(|batch| batch.iter().map(|t| t.node.clone()).collect()).collect()
+    common::drive_batches(run, t0(), answer).iter().map(|batch| batch.iter().map(|t| t.node.to_string()).collect()).collect()
 }
 
 fn chunk_design(concurrency: u64) -> Value {
@@ -107,10 +108,10 @@ fn a_failed_pass_fails_the_loop_with_the_pass_index() {
     let mut run = start(chunk_design(1), files(4));
     drive(&mut run, |t| if t.node == "read#2" { Outcome::failed("disk on fire") } else { agent_text(t) });
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("each-chunk"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("each-chunk"));
     let error = run.error().cloned().unwrap();
     assert!(error.contains("pass 2") && error.contains("read") && error.contains("disk on fire"), "{error}");
-    assert!(run.record("read#3").is_none(), "nothing after the failure starts");
+    assert!(run.record(&pid("read#3")).is_none(), "nothing after the failure starts");
     assert!(!run.outputs().contains_key("report"));
 }
 
@@ -118,7 +119,7 @@ fn a_failed_pass_fails_the_loop_with_the_pass_index() {
 fn retry_keeps_the_passes_that_finished() {
     let mut run = start(chunk_design(1), files(4));
     drive(&mut run, |t| if t.node == "read#2" { Outcome::failed("flaky") } else { agent_text(t) });
-    let before: Vec<_> = ["read#0", "read#1"].iter().map(|n| run.record(n).cloned().unwrap()).collect();
+    let before: Vec<_> = ["read#0", "read#1"].iter().map(|n| run.record(&pid(n)).cloned().unwrap()).collect();
     run.retry(t0() + Duration::minutes(1)).unwrap();
     let batches = drive(&mut run, agent_text);
     assert_eq!(run.status(), Status::Done, "{:#}", run.result());
@@ -176,14 +177,14 @@ fn a_gate_inside_a_pass_parks_the_run_and_its_answer_resumes_the_pass() {
         "{:?}",
         run.pending()
     );
-    run.respond("ok#0", vwf_core::run::Response::Answer("yes".into()), t0()).unwrap();
+    run.respond(&pid("ok#0"), vwf_core::run::Response::Answer("yes".into()), t0()).unwrap();
     drive(&mut run, agent_text);
     assert_eq!(run.pending().unwrap().node(), "ok#1");
-    run.respond("ok#1", vwf_core::run::Response::Answer("no".into()), t0()).unwrap();
+    run.respond(&pid("ok#1"), vwf_core::run::Response::Answer("no".into()), t0()).unwrap();
     drive(&mut run, agent_text);
     assert_eq!(run.status(), Status::Done);
     assert_eq!(run.outputs()["lp"]["items"], json!(["kept a", null]));
-    assert_eq!(run.record("ok#1").unwrap().status, StepStatus::Done);
+    assert_eq!(run.record(&pid("ok#1")).unwrap().status, StepStatus::Done);
 }
 
 #[test]
@@ -236,7 +237,7 @@ fn the_stored_format_of_a_run_in_flight_is_fixed() {
     });
     let mut run = start(design, json!({"topic": "the release"}));
     drive(&mut run, |_| Outcome::Done { text: "a draft".into(), extra: Map::new(), tokens: 12 });
-    run.respond("ok#0", vwf_core::run::Response::Answer("yes".into()), t0() + Duration::minutes(5)).unwrap();
+    run.respond(&pid("ok#0"), vwf_core::run::Response::Answer("yes".into()), t0() + Duration::minutes(5)).unwrap();
     drive(&mut run, agent_text);
     assert_eq!(run.pending().unwrap().node(), "ok#1");
     insta::assert_json_snapshot!("run_in_flight", serde_json::to_value(&run).unwrap());

@@ -15,6 +15,7 @@ use vwf_core::time::Ts;
 use vwf_core::validate::validate;
 
 use crate::common;
+use crate::common::pid;
 
 fn t0() -> Ts {
     Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap()
@@ -78,7 +79,7 @@ fn drive(run: &mut Run) -> Vec<Task> {
     let answer = |t: &Task| match &t.work {
         Work::Agent { .. } => Outcome::Done { text: "a draft text".into(), extra: Map::new(), tokens: 0 },
         Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
-            node: t.node.clone(),
+            node: t.node.to_string(),
             target: target.clone(),
             ok: false,
             detail: "no channel configured".into(),
@@ -99,7 +100,7 @@ fn start(plan: Plan) -> Run {
 }
 
 fn task_nodes(tasks: &[Task]) -> Vec<String> {
-    tasks.iter().map(|t| t.node.split('#').next().unwrap_or_default().to_string()).collect()
+    tasks.iter().map(|t| t.node.node().to_string()).collect()
 }
 
 #[test]
@@ -121,7 +122,7 @@ fn a_test_run_settles_every_pinned_step_with_its_pin_and_performs_nothing() {
         assert_eq!(r.status, StepStatus::Done);
     }
     // A pinned loop's body never runs.
-    assert!(run.steps().iter().all(|r| !r.node.starts_with("inner")));
+    assert!(run.steps().iter().all(|r| !r.node.as_str().starts_with("inner")));
     assert_eq!(run.result()["test"], true);
 }
 
@@ -264,7 +265,7 @@ fn a_retried_test_run_keeps_its_pins() {
     common::save_and_read_back(&mut run);
     assert_eq!(task_nodes(&drive(&mut run)), ["call"]);
     assert_eq!(run.status(), Status::Done);
-    assert!(run.test() && run.record("fetch").unwrap().pinned);
+    assert!(run.test() && run.record(&pid("fetch")).unwrap().pinned);
 }
 
 #[test]
@@ -346,7 +347,7 @@ proptest! {
                 }
                 prop_assert!(run.deliveries().iter().all(|d| !pinned.contains(&d.node)));
                 for r in run.steps() {
-                    prop_assert_eq!(r.pinned, pinned.contains(r.node.split('#').next().unwrap_or_default()));
+                    prop_assert_eq!(r.pinned, pinned.contains(r.node.node()));
                 }
             }
         }

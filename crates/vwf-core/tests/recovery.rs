@@ -15,6 +15,7 @@ use vwf_core::time::Ts;
 use vwf_core::validate::validate;
 
 use crate::common;
+use crate::common::pid;
 
 fn t0() -> Ts {
     Utc.with_ymd_and_hms(2026, 12, 2, 9, 0, 0).unwrap()
@@ -61,7 +62,7 @@ fn http(retry: Value) -> Value {
 /// The wait the run is parked on: (node, resume_at, next_attempt).
 fn retry_wait(run: &Run) -> (String, Ts, Option<u32>) {
     match run.pending() {
-        Some(Pending::Wait { node, resume_at, next_attempt, .. }) => (node.clone(), *resume_at, *next_attempt),
+        Some(Pending::Wait { node, resume_at, next_attempt, .. }) => (node.to_string(), *resume_at, *next_attempt),
         other => panic!("not parked on a wait: {other:?} ({:?})", run.status()),
     }
 }
@@ -89,7 +90,7 @@ fn through_waits(run: &mut Run, answers: &mut Vec<Outcome>) -> Vec<Ts> {
         let before = resume_at - Duration::milliseconds(1);
         assert!(drive(run, before, |_| panic!("an attempt started before its wait ended")).is_empty());
         assert_eq!(run.status(), Status::Waiting);
-        assert_eq!(next, Some(run.record("fetch").unwrap().attempts + 1));
+        assert_eq!(next, Some(run.record(&pid("fetch")).unwrap().attempts + 1));
         now = resume_at;
     }
 }
@@ -101,7 +102,7 @@ fn a_503_503_200_succeeds_on_the_third_attempt_after_the_policys_waits() {
     let started = through_waits(&mut run, &mut answers);
     assert_eq!(run.status(), Status::Done, "{:?}", run.error());
     assert_eq!(started, [t0(), t0() + Duration::seconds(1), t0() + Duration::seconds(4)]);
-    let r = run.record("fetch").unwrap();
+    let r = run.record(&pid("fetch")).unwrap();
     assert_eq!((r.attempts, r.status), (3, StepStatus::Done));
     let delays: Vec<Option<u64>> = r.tries.iter().map(|t| t.delay_ms).collect();
     assert_eq!(delays, [Some(1000), Some(3000), None], "each failed attempt keeps the wait chosen after it");
@@ -129,8 +130,8 @@ fn on_narrows_the_failures_that_retry() {
     let tasks = drive(&mut run, t0(), |t| if t.node == "fetch" { status(404, None) } else { done("") });
     assert_eq!(tasks.len(), 1, "a 404 is not retried on [\"5xx\"]");
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("fetch"));
-    assert_eq!(run.record("fetch").unwrap().attempts, 1);
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("fetch"));
+    assert_eq!(run.record(&pid("fetch")).unwrap().attempts, 1);
 }
 
 #[test]
@@ -140,8 +141,8 @@ fn attempts_used_up_fail_the_run_as_before() {
     through_waits(&mut run, &mut answers);
     assert_eq!(run.status(), Status::Failed);
     assert!(run.error().unwrap().contains("HTTP 500"));
-    assert_eq!(run.record("fetch").unwrap().attempts, 2);
-    assert!(run.skipped().is_empty() && run.record("after").is_none());
+    assert_eq!(run.record(&pid("fetch")).unwrap().attempts, 2);
+    assert!(run.skipped().is_empty() && run.record(&pid("after")).is_none());
 }
 
 #[test]
@@ -149,7 +150,7 @@ fn jittered_waits_lie_in_the_upper_half_and_are_recorded() {
     let mut run = start(&http(json!({"max_attempts": 4, "delay": "10s", "factor": 2})));
     let mut answers = vec![status(502, None), status(502, None), status(502, None), done("ok")];
     let started = through_waits(&mut run, &mut answers);
-    let r = run.record("fetch").unwrap();
+    let r = run.record(&pid("fetch")).unwrap();
     for (i, full) in [10_000u64, 20_000, 40_000].into_iter().enumerate() {
         let d = r.tries[i].delay_ms.unwrap();
         assert!(d >= full / 2 && d <= full, "attempt {}: {d} ms outside [{}, {full}]", i + 1, full / 2);
@@ -187,7 +188,7 @@ fn the_older_agent_retries_still_retry_at_once() {
     });
     assert_eq!(tasks.len(), 3, "three attempts, no wait between");
     assert_eq!(run.status(), Status::Done);
-    assert!(run.record("draft").unwrap().tries.iter().all(|t| t.delay_ms.is_none()));
+    assert!(run.record(&pid("draft")).unwrap().tries.iter().all(|t| t.delay_ms.is_none()));
 }
 
 fn with_error_path(extra: Value) -> Value {
@@ -225,7 +226,7 @@ fn an_error_edge_runs_the_handler_with_the_error_and_the_run_is_done_with_it_han
     });
     assert_eq!(run.status(), Status::Done, "{:?}", run.error());
     assert!(run.ok() && run.error().is_none());
-    assert_eq!(run.record("build").unwrap().status, StepStatus::Failed, "the failure stays visible on the step");
+    assert_eq!(run.record(&pid("build")).unwrap().status, StepStatus::Failed, "the failure stays visible on the step");
     assert_eq!(
         run.outputs()["build"]["error"],
         json!({"message": "command exited with code 3", "kind": "exit", "attempts": 1, "exit_code": 3})
@@ -247,7 +248,7 @@ fn a_handler_that_fails_fails_the_run() {
     let mut run = start(&with_error_path(json!({})));
     drive(&mut run, t0(), |t| if t.node == "build" { exit3() } else { Outcome::failed("slack is down") });
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("alert"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("alert"));
 }
 
 #[test]
@@ -259,7 +260,7 @@ fn without_an_error_edge_the_run_fails_exactly_as_before() {
     let mut run = start(&d);
     drive(&mut run, t0(), |_| exit3());
     assert_eq!(run.status(), Status::Failed);
-    assert_eq!(run.failed_node(), Some("build"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("build"));
     assert_eq!(run.error().map(|e| e.to_string()), Some("command exited with code 3".into()));
     assert!(run.handled().is_empty() && !run.outputs().contains_key("build"));
     assert_eq!(run.result()["handled"], json!([]));
@@ -298,12 +299,12 @@ fn on_error_continue_takes_the_normal_edges_with_a_null_output_and_the_error() {
 fn a_run_retry_leaves_a_handled_failure_alone() {
     let mut run = start(&with_error_path(json!({})));
     drive(&mut run, t0(), |t| if t.node == "build" { exit3() } else { Outcome::failed("slack is down") });
-    assert_eq!(run.failed_node(), Some("alert"));
+    assert_eq!(run.failed_node().map(|n| n.as_str()), Some("alert"));
     run.retry(t0() + Duration::minutes(1)).unwrap();
     let tasks = drive(&mut run, t0() + Duration::minutes(1), |_| done("sent"));
     assert_eq!(tasks.iter().map(|t| t.node.as_str()).collect::<Vec<_>>(), ["alert"], "build is not run again");
     assert_eq!(run.status(), Status::Done);
-    assert_eq!(run.record("build").unwrap().attempts, 1);
+    assert_eq!(run.record(&pid("build")).unwrap().attempts, 1);
 }
 
 #[test]
@@ -327,8 +328,8 @@ fn an_error_path_inside_a_loop_pass_is_handled_in_that_pass() {
     drive(&mut run, t0(), |t| if t.node == "get#1" { status(500, None) } else { done("ok") });
     assert_eq!(run.status(), Status::Done, "{:?}", run.error());
     assert_eq!(run.handled().iter().map(|h| h.node.as_str()).collect::<Vec<_>>(), ["get#1"]);
-    assert_eq!(run.record("note#1").map(|r| r.status), Some(StepStatus::Done));
-    assert!(run.record("note#0").is_none() && run.record("note#2").is_none());
+    assert_eq!(run.record(&pid("note#1")).map(|r| r.status), Some(StepStatus::Done));
+    assert!(run.record(&pid("note#0")).is_none() && run.record(&pid("note#2")).is_none());
 }
 
 #[test]
@@ -389,7 +390,7 @@ fn an_attempt_a_dead_process_left_unfinished_is_a_failed_attempt_its_policy_retr
     run.mark_interrupted(later);
     common::save_and_read_back(&mut run);
     assert_eq!(run.status(), Status::Waiting, "{:?}", run.error());
-    let r = run.record("fetch").unwrap();
+    let r = run.record(&pid("fetch")).unwrap();
     assert_eq!(
         (r.attempts, r.tries[0].status, r.tries[0].error.as_deref()),
         (1, StepStatus::Failed, Some("interrupted during step fetch"))
@@ -406,15 +407,15 @@ fn a_run_settled_but_not_driven_is_settled_the_same_way_by_the_next_reader() {
     // An immediate retry: the interrupted attempt leaves the step ready for attempt 2.
     let mut run = left_running(json!({"max_attempts": 3, "delay": 0}));
     run.mark_interrupted(t0());
-    assert_eq!((run.status(), run.record("fetch").unwrap().status), (Status::Running, StepStatus::Retrying));
+    assert_eq!((run.status(), run.record(&pid("fetch")).unwrap().status), (Status::Running, StepStatus::Retrying));
     // Nobody drove it (a listing read it); the next reader finds it running, with no owner.
     let mut again: Run = serde_json::from_value(serde_json::to_value(&run).unwrap()).unwrap();
     again.mark_interrupted(t0());
     assert_eq!(again.status(), Status::Running, "{:?}", again.error());
-    assert_eq!(again.record("fetch").unwrap().attempts, 1, "no attempt was lost or made up");
+    assert_eq!(again.record(&pid("fetch")).unwrap().attempts, 1, "no attempt was lost or made up");
     drive(&mut again, t0(), |_| done("ok"));
     assert_eq!(again.status(), Status::Done);
-    assert_eq!(again.record("fetch").unwrap().attempts, 2);
+    assert_eq!(again.record(&pid("fetch")).unwrap().attempts, 2);
 }
 
 #[test]
@@ -494,11 +495,11 @@ fn a_run_killed_before_a_retrying_step_began_goes_on_with_it() {
     run.mark_interrupted(t0());
     assert_eq!(run.status(), Status::Running, "{:?}", run.error());
     drive(&mut run, t0(), |_| done("ok"));
-    assert_eq!((run.status(), run.record("fetch").unwrap().attempts), (Status::Done, 1));
+    assert_eq!((run.status(), run.record(&pid("fetch")).unwrap().attempts), (Status::Done, 1));
     // Without a policy the same run fails as interrupted before that step, as it always did.
     let mut run = start(&http(json!({"max_attempts": 1})));
     run.mark_interrupted(t0());
-    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("fetch")));
+    assert_eq!((run.status(), run.failed_node().map(|n| n.as_str())), (Status::Failed, Some("fetch")));
 }
 
 #[test]
@@ -510,10 +511,10 @@ fn a_persons_retry_killed_before_its_attempt_began_still_reads_as_interrupted() 
     let mut run = start(&d);
     drive(&mut run, t0(), |_| exit3());
     run.retry(t0()).unwrap();
-    assert_eq!(run.record("build").unwrap().status, StepStatus::Retrying);
+    assert_eq!(run.record(&pid("build")).unwrap().status, StepStatus::Retrying);
     // The process that took the retry died before starting the attempt.
     run.mark_interrupted(t0());
-    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("build")));
+    assert_eq!((run.status(), run.failed_node().map(|n| n.as_str())), (Status::Failed, Some("build")));
 }
 
 #[test]
@@ -529,7 +530,7 @@ fn the_runs_timeout_fails_it_during_a_wait_before_its_next_attempt() {
     assert_eq!(run.due(timeout, false), Some(vwf_core::run::settle::Settle::TimedOut), "even a listing sees it");
     assert!(run.enforce_deadlines(timeout));
     common::save_and_read_back(&mut run);
-    assert_eq!((run.status(), run.failed_node()), (Status::Failed, Some("fetch")));
+    assert_eq!((run.status(), run.failed_node().map(|n| n.as_str())), (Status::Failed, Some("fetch")));
     assert_eq!(run.error().map(|e| e.to_string()), Some(vwf_core::run::RUN_TIMED_OUT.into()));
     assert!(run.parked().is_empty());
 }

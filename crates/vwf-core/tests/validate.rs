@@ -1000,7 +1000,7 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                         Work::Agent { .. } if agents == 0 && t.attempt == 1 => Outcome::ParkAgent,
                         Work::Agent { .. } if agents == 1 && t.attempt == 1 => Outcome::failed("flaky"),
                         Work::Deliver { target, .. } => Outcome::Delivered(Delivery {
-                            node: t.node.clone(),
+                            node: t.node.to_string(),
                             target: target.clone(),
                             ok: true,
                             detail: "message_id 1".into(),
@@ -1022,15 +1022,17 @@ fn drive_everything(run: &mut Run, mut now: vwf_core::time::Ts, agents: u8, text
                 match pending {
                     Pending::Approval { node, options, .. } => {
                         let answer = options.first().cloned().unwrap_or_default();
-                        run.respond(&node, Response::Answer(answer.into()), now).expect("answer accepted");
+                        run.respond(node.own().expect("its own gate"), Response::Answer(answer.into()), now).expect("answer accepted");
                     }
-                    Pending::Agent { node, .. } => run.respond(&node, Response::Output("pasted".into()), now).expect("output accepted"),
+                    Pending::Agent { node, .. } => {
+                        run.respond(node.own().expect("its own step"), Response::Output("pasted".into()), now).expect("output accepted")
+                    }
                     Pending::Wait { resume_at, .. } => now = resume_at,
                     Pending::Event { event, .. } => {
                         run.receive_event(&event, &Value::Null, now);
                     }
                     // No runner makes child runs here: a design step's child is refused.
-                    Pending::Child { node, .. } => run.child_refused(&node, "no child runs in this test", now),
+                    Pending::Child { node, .. } => run.child_refused(node.own().expect("its own step"), "no child runs in this test", now),
                 }
                 now = now.checked_add_signed(Duration::seconds(1)).unwrap_or(now).min(vwf_core::time::latest());
             }

@@ -44,7 +44,7 @@ impl Drivers {
             }
             Work::Deliver { message, deliver: kind, target, timeout_seconds, .. } => {
                 let timeout = std::time::Duration::from_secs((*timeout_seconds).max(1));
-                Outcome::Delivered(deliver::deliver(&self.config.channels, *kind, target, message, &task.node, now, timeout))
+                Outcome::Delivered(deliver::deliver(&self.config.channels, *kind, target, message, task.node.as_str(), now, timeout))
             }
             Work::Command(step) => {
                 // The attempt's number, so a command can tell a retry from a first try (and make

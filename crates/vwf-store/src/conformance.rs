@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use vwf_core::names::DesignName;
+use vwf_core::names::{DesignName, PassId};
 use vwf_core::schedule::job::{self, Job};
 use vwf_core::time::{self, Ts};
 
@@ -297,7 +297,7 @@ pub fn saved_runs_read_back(store: &dyn Store) {
                 save(&mut run);
             }
             Advance::Idle if run.status() == vwf_core::run::Status::AwaitingApproval => {
-                run.respond("ok", Response::Answer("yes".into()), now).expect("answer");
+                run.respond(&PassId::parse("ok").expect("a step"), Response::Answer("yes".into()), now).expect("answer");
                 save(&mut run);
             }
             Advance::Idle => break,

@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(read(&path, run_file).expect("read"), None, "no journal");
         let parts = [
             (Part::Head, json!({"status": "running"})),
-            (Part::Step("a b\"#1".into()), json!({"node": "a", "text": "line\nbreak \u{0} é"})),
+            (Part::Output("a b\"#1".into()), json!({"node": "a", "text": "line\nbreak \u{0} é"})),
             (Part::History(0), json!(null)),
         ];
         append(&path, &d, &parts[..1], None, true).expect("create");

@@ -358,8 +358,9 @@ fn long_loop(setup: Setup, passes: usize) -> Result<LoopFigures, String> {
     let plan = vwf_core::plan::Plan::compile(DESIGN, &design).map_err(|e| format!("{e:?}"))?;
     let settled = Mutex::new(Vec::with_capacity(passes));
     let observer = |p: vwf::runner::Progress<'_>| {
-        if let vwf::runner::Progress::Settled { node, .. } = p
-            && node.starts_with("work#")
+        if let vwf::runner::Progress::Settled { node: Some(node), .. } = p
+            && node.node() == "work"
+            && node.pass().is_some()
         {
             settled.lock().expect("settled").push(Instant::now());
         }

@@ -333,7 +333,7 @@ fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
     run.advance(now);
     let changes = run.take_changes();
     store.save_run(&id, &run, &changes, Durability::Now).expect("parts: a running");
-    run.complete("a", done(), now).expect("complete a");
+    run.complete(&vwf_core::names::PassId::parse("a").expect("a step"), done(), now).expect("complete a");
     common::pg::cut_lock_holders_inside_run_saves(&url);
     // A whole save while parts are stored: the document and the parts' removal go together.
     match store.save_run(&id, &run, &whole(), Durability::Now) {
@@ -389,7 +389,12 @@ fn a_save_after_the_runs_lock_was_lost_changes_nothing() {
     let taken = second.try_lock_run(&id).expect("try").expect("the lock is free once its session is gone");
     second.import_run(&id, &json!({"taken": true})).expect("the new holder saves");
 
-    run.complete("a", vwf_core::run::Outcome::Done { text: "ok".into(), extra: Default::default(), tokens: 0 }, now).expect("complete");
+    run.complete(
+        &vwf_core::names::PassId::parse("a").expect("a step"),
+        vwf_core::run::Outcome::Done { text: "ok".into(), extra: Default::default(), tokens: 0 },
+        now,
+    )
+    .expect("complete");
     let changes = run.take_changes();
     assert!(!changes.whole);
     let error = first.save_run(&id, &run, &changes, Durability::Now).expect_err("parts after the lock was lost").to_string();

@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
-use vwf_core::names::{DesignName, RunId};
+use vwf_core::names::{DesignName, RunId, StepPath};
 use vwf_core::pins;
 use vwf_core::run::{Reply, Response};
 use vwf_core::schedule::time_zone_names;
@@ -277,8 +277,8 @@ pub type RunRequest = Both<StartRequest, WaitRequest>;
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[schemars(transform = one_answer, example = json!({"node": "gate", "answer": "send", "fields": {"note": "fine"}, "edits": {"draft": "The edited text"}, "by": "ada"}))]
 pub struct RespondRequest {
-    /// The parked node's id (pending.node).
-    pub node: String,
+    /// What the run waits on, as its pending.node names it (`node#pass` in a loop; `<design step>/<node>` for a child run's question).
+    pub node: StepPath,
     /// For an approval gate: one of its options.
     #[serde(default)]
     pub answer: Option<String>,
@@ -305,7 +305,7 @@ pub struct RespondRequest {
 
 impl RespondRequest {
     /// The node answered, and the answer, which came through `via` (`api`, `mcp`, …).
-    pub fn answer(self, via: &str) -> Result<(String, Answer), Failure> {
+    pub fn answer(self, via: &str) -> Result<(StepPath, Answer), Failure> {
         let generate = self.agent_generate == Some(true);
         if self.answer.is_none() && (self.fields.is_some() || self.edits.is_some() || self.by.is_some()) {
             return Err(Failure::BadRequest("\"fields\", \"edits\" and \"by\" go with an \"answer\" to a gate".into()));

@@ -43,7 +43,7 @@ pub const VOTED: &str = "voted";
 impl Run {
     /// Answers the gate `node` parked at `pos` of `parked`: the whole answer is checked first
     /// (option, form, edits, who), so a refused one changes nothing.
-    pub(super) fn answer_gate(&mut self, pos: usize, node: &str, reply: Reply, now: Ts) -> Result<(), EngineError> {
+    pub(super) fn answer_gate(&mut self, pos: usize, node: &PassId, reply: Reply, now: Ts) -> Result<(), EngineError> {
         let bad = |why: String| EngineError::BadRequest(format!("{node:?}: {why}"));
         let Some(Pending::Approval { options, approvers, votes, .. }) = self.parked.get(pos) else {
             return Err(EngineError::Conflict(format!("run {} is not waiting on gate {node:?}", self.run_id)));
@@ -89,7 +89,8 @@ impl Run {
         // first text.
         let at = time::format(&now);
         for (target, text) in reply.edits {
-            let command = self.plan.step(&target).is_some_and(|s| s.is(NodeKind::Command));
+            let Some(step) = self.plan.step(&target) else { continue };
+            let (command, instance) = (step.is(NodeKind::Command), PassId::top(step.id.clone()));
             let rebuild =
                 |t: &str, extra: Map<String, Value>| if command { view::command_view(t, extra) } else { view::output_view(t, extra) };
             let view = form::edited_view(&self.outputs[&target], &text, reply.by.as_deref(), &at, rebuild);
@@ -98,7 +99,7 @@ impl Run {
             {
                 *shown = view.get("text").cloned().unwrap_or(Value::Null);
             }
-            self.keep_output(&target, view);
+            self.keep_output(&instance, view);
             self.log(HistoryEvent { at: now, event: EDITED.into(), node: Some(target), detail: json!({"gate": node, "by": reply.by}) });
         }
         let counted = approvers.required > 1 || !approvers.veto.is_empty() || !approvers.allowed.is_empty();
@@ -140,8 +141,8 @@ impl Run {
 /// A gate that asks to be announced and was not yet: what every notification of it says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
-    /// The gate's node (`<design step>/<node>` never: a child run announces its own gates).
-    pub node: String,
+    /// The gate's step (`<design step>/<node>` never: a child run announces its own gates).
+    pub node: PassId,
     pub question: String,
     pub options: Vec<String>,
     /// What the notifications show beside the question.
@@ -179,7 +180,7 @@ impl Run {
                             .iter()
                             .any(|f| f.get("required") == Some(&Value::Bool(true)) && f.get("default").is_none_or(Value::is_null));
                     Some(Notice {
-                        node: node.clone(),
+                        node: node.own()?.clone(),
                         question: question.clone(),
                         options: options.clone(),
                         context: context.clone().unwrap_or_default(),
@@ -195,7 +196,7 @@ impl Run {
 
     /// Records the notifications of gate `node` as sent: each under `deliveries` with the
     /// platform's answer. A gate no longer parked (answered meanwhile) keeps them too.
-    pub fn record_notices(&mut self, node: &str, sent: Vec<Delivery>, now: Ts) {
+    pub fn record_notices(&mut self, node: &PassId, sent: Vec<Delivery>, now: Ts) {
         for d in sent {
             self.deliveries.push(d);
             self.mark(journal::Part::Delivery(self.deliveries.len() - 1));

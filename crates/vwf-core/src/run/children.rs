@@ -18,8 +18,8 @@ const CHILD_RUN: &str = "child";
 /// A child run to make: what [`Run::child_to_start`] hands the runner.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChildStart {
-    /// The design step's record name.
-    pub node: String,
+    /// The design step's instance.
+    pub node: PassId,
     pub run_id: RunId,
     pub design: DesignName,
     /// The version to run (the step's own, else the one the parent's plan pinned at its start).
@@ -45,7 +45,7 @@ impl Run {
 
     /// Begins a design step (`spec` is its [`Spec::Design`]): parks the run on the child it is
     /// to start.
-    pub(super) fn begin_child(&mut self, id: &str, spec: Spec, scope: &Scope, now: Ts) -> Begin {
+    pub(super) fn begin_child(&mut self, id: &PassId, spec: Spec, scope: &Scope, now: Ts) -> Begin {
         let Spec::Design { design, input, wait, version } = spec else {
             self.fail_step(id, "only a design step starts a child run", now);
             return Begin::Settled;
@@ -98,7 +98,7 @@ impl Run {
         }
         self.parked.iter().find_map(|p| match p {
             Pending::Child { node, run_id, design, version, input, wait, started: false, .. } => Some(ChildStart {
-                node: node.clone(),
+                node: node.own()?.clone(),
                 run_id: run_id.clone(),
                 design: design.clone(),
                 version: *version,
@@ -115,10 +115,10 @@ impl Run {
     /// attempt `attempt` starts: a run of `design` with `input`. Its id is derived from all of
     /// these, the input included, so a process that performs the attempt again after a crash finds
     /// the child of a call it made before, and a different call makes a different child.
-    pub fn tool_child(&self, node: &str, attempt: u32, call: usize, design: &DesignName, input: &Value) -> ChildStart {
+    pub fn tool_child(&self, node: &PassId, attempt: u32, call: usize, design: &DesignName, input: &Value) -> ChildStart {
         let what = crate::recovery::seed(design.as_str(), &input.to_string(), 0);
         ChildStart {
-            node: node.to_string(),
+            node: node.clone(),
             run_id: self.run_id.derived(&format!("tool:{node}:{attempt}:{call}:{what:x}")),
             design: design.clone(),
             version: self.plan.calls.get(design.as_str()).copied(),
@@ -161,7 +161,7 @@ impl Run {
 
     /// The child of design step `node` has been made: the step records it, and is done when it
     /// does not wait for it.
-    pub fn child_started(&mut self, node: &str, now: Ts) {
+    pub fn child_started(&mut self, node: &PassId, now: Ts) {
         let Some(Pending::Child { run_id, design, wait, started, .. }) = self.parked.iter_mut().find(|p| p.node() == node) else { return };
         *started = true;
         let (run_id, design, wait) = (run_id.clone(), design.clone(), *wait);
@@ -182,7 +182,7 @@ impl Run {
 
     /// The child of design step `node` could not be made (its design is missing or has errors,
     /// or it would nest too deep): the attempt fails.
-    pub fn child_refused(&mut self, node: &str, error: &str, now: Ts) {
+    pub fn child_refused(&mut self, node: &PassId, error: &str, now: Ts) {
         if !self.parked.iter().any(|p| p.node() == node) {
             return;
         }
@@ -201,7 +201,7 @@ impl Run {
         else {
             return false;
         };
-        let node = self.parked[pos].node().to_string();
+        let Some(node) = self.parked[pos].step().cloned() else { return false };
         if !child.status().is_finished() {
             let questions = child.open_questions();
             let Pending::Child { waiting, .. } = &mut self.parked[pos] else { return false };
@@ -279,11 +279,11 @@ impl Run {
 
     /// Where an answer to `node` goes when `node` is a child's question shown by this run
     /// (`<design step>/<its node>`): the child's id and the name the child knows it by.
-    pub fn child_route(&self, node: &str) -> Option<(RunId, String)> {
+    pub fn child_route(&self, node: &StepPath) -> Option<(RunId, StepPath)> {
         self.parked.iter().find_map(|p| match p {
             Pending::Child { node: step, run_id, started: true, waiting, .. } => {
-                let rest = node.strip_prefix(step.as_str())?.strip_prefix('/')?;
-                waiting.iter().any(|q| q.node() == rest).then(|| (run_id.clone(), rest.to_string()))
+                let rest = node.through(step.own()?)?;
+                waiting.iter().any(|q| *q.node() == rest).then(|| (run_id.clone(), rest))
             }
             _ => None,
         })
@@ -293,18 +293,17 @@ impl Run {
     /// that has one.
     pub fn result_text(&self) -> Option<&str> {
         self.steps.iter().rev().find_map(|r| {
-            let (base, pass) = split_instance(&r.node);
-            if pass.is_some() {
+            if r.node.pass().is_some() {
                 return None;
             }
-            self.outputs.get(base)?.get("text")?.as_str()
+            self.outputs.get(r.node.node())?.get("text")?.as_str()
         })
     }
 
     /// Charges the cost an agent step reported (`extra`'s `cost`, and `tool_cost`) against the design's
     /// `budget.cost`: past it, or with a model that has no price (so the cost cannot be kept
     /// under it), the step fails the run. Answers whether it did.
-    pub(super) fn charge_cost(&mut self, node: &str, extra: &Map<String, Value>, now: Ts) -> bool {
+    pub(super) fn charge_cost(&mut self, node: &PassId, extra: &Map<String, Value>, now: Ts) -> bool {
         let Some(budget) = self.plan.budget_cost else { return false };
         if !extra.get("usage").is_some_and(Value::is_object) {
             return false;
@@ -319,7 +318,7 @@ impl Run {
                 self.log(HistoryEvent {
                     at: now,
                     event: COST_BUDGET_EXCEEDED.into(),
-                    node: Some(node.into()),
+                    node: Some(node.to_string()),
                     detail: json!({"used": used, "budget": budget}),
                 });
                 RunFailure::from(COST_BUDGET_EXCEEDED)
@@ -354,7 +353,7 @@ impl Run {
 
     /// Adds `tokens` a step used to the run's count; past the budget, the step fails with the
     /// budget error. Answers whether it did.
-    pub(super) fn charge_tokens(&mut self, node: &str, tokens: u64, now: Ts) -> bool {
+    pub(super) fn charge_tokens(&mut self, node: &PassId, tokens: u64, now: Ts) -> bool {
         if tokens == 0 {
             return false;
         }
@@ -363,7 +362,7 @@ impl Run {
         self.log(HistoryEvent {
             at: now,
             event: TOKEN_BUDGET_EXCEEDED.into(),
-            node: Some(node.into()),
+            node: Some(node.to_string()),
             detail: json!({"used": self.tokens_used, "budget": budget}),
         });
         self.fail_step(node, RunFailure::TokenBudgetExceeded, now);
@@ -381,10 +380,10 @@ fn held_by(mut p: Pending, id: &RunId) -> Pending {
 
 impl Pending {
     /// This question as its parent shows it: named `<step>/<node>`.
-    pub(super) fn lifted(&self, step: &str) -> Pending {
+    pub(super) fn lifted(&self, step: &StepPath) -> Pending {
         let mut p = self.clone();
-        if let Pending::Approval { node, .. } | Pending::Agent { node, .. } = &mut p {
-            *node = format!("{step}/{node}");
+        if let (Pending::Approval { node, .. } | Pending::Agent { node, .. }, Some(step)) = (&mut p, step.own()) {
+            *node = node.lifted(step);
         }
         p
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Run, split_instance};
+use super::Run;
 use crate::stats::{RunStats, StepStats, millis_between};
 use crate::usage::{Totals, Usage};
 
@@ -19,7 +19,7 @@ impl Run {
         }
         let mut steps: BTreeMap<&str, StepStats> = BTreeMap::new();
         for record in &self.steps {
-            let (node, _) = split_instance(&record.node);
+            let node = record.node.node();
             let began = record.tries.first().map_or(record.started_at, |t| t.started_at);
             let ms = millis_between(began, record.finished_at.unwrap_or(self.updated_at));
             let s = steps.entry(node).or_insert_with(|| StepStats {

@@ -74,31 +74,45 @@ impl Run {
     }
 
     /// The plan step behind a record name (`node`, or `node#pass` inside a loop).
-    pub fn plan_step(&self, node: &str) -> Option<&PlanStep> {
-        self.plan.step(split_instance(node).0)
+    pub fn plan_step(&self, node: &PassId) -> Option<&PlanStep> {
+        self.plan.step(node.node())
     }
 
-    pub fn record(&self, node: &str) -> Option<&StepRecord> {
-        self.record_index(node).map(|i| &self.steps[i])
+    pub fn record(&self, node: &PassId) -> Option<&StepRecord> {
+        self.record_at(node.node(), node.pass())
+    }
+
+    /// The record of `node` outside any loop (a loop step, a step of the plan's top).
+    pub(super) fn top_record(&self, node: &str) -> Option<&StepRecord> {
+        self.record_at(node, None)
+    }
+
+    pub(super) fn record_at(&self, node: &str, pass: Option<usize>) -> Option<&StepRecord> {
+        self.record_index_at(node, pass).map(|i| &self.steps[i])
     }
 
     /// Where the record `node` is in `steps`. Records are kept sorted by [`Run::order_key`], so
     /// this is a binary search: a step of a long loop costs the same at pass 10,000 as at pass 1.
     /// A name the plan does not know sorts last with every other such name, so it is looked for
     /// one by one among those.
-    pub(super) fn record_index(&self, node: &str) -> Option<usize> {
-        let key = self.order_key(node);
+    pub(super) fn record_index(&self, node: &PassId) -> Option<usize> {
+        self.record_index_at(node.node(), node.pass())
+    }
+
+    fn record_index_at(&self, node: &str, pass: Option<usize>) -> Option<usize> {
+        let key = self.order_key_at(node, pass);
         let first = self.steps.partition_point(|r| self.order_key(&r.node) < key);
+        let is = |r: &StepRecord| r.node.node() == node && r.node.pass() == pass;
         if key.0 == usize::MAX {
-            return self.steps[first..].iter().position(|r| r.node == node).map(|i| first + i);
+            return self.steps[first..].iter().position(is).map(|i| first + i);
         }
-        self.steps.get(first).filter(|r| r.node == node).map(|_| first)
+        self.steps.get(first).filter(|r| is(r)).map(|_| first)
     }
 
     /// A step record to change; marks it changed.
-    pub(super) fn record_mut(&mut self, node: &str) -> Option<&mut StepRecord> {
+    pub(super) fn record_mut(&mut self, node: &PassId) -> Option<&mut StepRecord> {
         let i = self.record_index(node)?;
-        self.mark(journal::Part::Step(node.to_string()));
+        self.mark(journal::Part::Step(node.clone()));
         self.steps.get_mut(i)
     }
 
@@ -121,7 +135,7 @@ impl Run {
             return Advance::Idle;
         }
         if self.enforce_deadlines(now) {
-            return Advance::Settled(self.failed_node.clone().unwrap_or_default());
+            return Advance::Settled(self.failed_node.clone());
         }
         loop {
             let mut progressed = false;
@@ -130,7 +144,7 @@ impl Run {
                 LoopProgress::Finished(lp) => {
                     self.touch(now);
                     self.refresh_status();
-                    return Advance::Settled(lp);
+                    return Advance::Settled(Some(lp));
                 }
                 LoopProgress::Changed => progressed = true,
                 LoopProgress::Same => {}
@@ -156,7 +170,7 @@ impl Run {
                         if !tasks.is_empty() {
                             return Advance::Tasks(tasks);
                         }
-                        return Advance::Settled(scope.instance(&step.id));
+                        return Advance::Settled(Some(scope.instance(&step.id)));
                     }
                     Begin::Task(t) => {
                         let inputs = t.inputs(secrets);
@@ -177,14 +191,14 @@ impl Run {
         }
         if let Some(node) = self.resume_due_wait(now) {
             self.touch(now);
-            return Advance::Settled(node);
+            return Advance::Settled(Some(node));
         }
         self.refresh_status();
         Advance::Idle
     }
 
     /// A driver's report for a running step.
-    pub fn complete(&mut self, node: &str, outcome: Outcome, now: Ts) -> Result<(), EngineError> {
+    pub fn complete(&mut self, node: &PassId, outcome: Outcome, now: Ts) -> Result<(), EngineError> {
         let (step, scope) =
             self.locate(node).ok_or_else(|| EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)))?;
         match self.record(node).map(|r| r.status) {
@@ -255,13 +269,13 @@ impl Run {
 
     /// Answers a parked step. A late answer to a gate that timed out gets the failed run back
     /// unchanged (`Ok`), so the caller returns that verdict.
-    pub fn respond(&mut self, node: &str, response: Response, now: Ts) -> Result<(), EngineError> {
+    pub fn respond(&mut self, node: &PassId, response: Response, now: Ts) -> Result<(), EngineError> {
         self.enforce_deadlines(now);
         if self.locate(node).is_none() {
             return Err(EngineError::UnknownNode(format!("run {} has no node {node:?}", self.run_id)));
         }
         if self.status == Status::Failed
-            && self.failed_node.as_deref() == Some(node)
+            && self.failed_node.as_ref() == Some(node)
             && self.error.as_ref().is_some_and(RunFailure::is_approval_timeout)
             && matches!(response, Response::Answer(_))
         {
@@ -345,7 +359,7 @@ impl Run {
         self.log(HistoryEvent {
             at: now,
             event: "retry".into(),
-            node: failed.clone(),
+            node: failed.as_ref().map(PassId::to_string),
             detail: json!({"error": self.error, "steps": reopen}),
         });
         for r in self.steps.iter_mut().filter(|r| reopen.iter().any(|o| o.node == r.node)) {
@@ -354,7 +368,7 @@ impl Run {
                 r.await_next_try(&error, now);
             }
         }
-        self.parked.retain(|p| !reopen.iter().any(|o| o.node == p.node()));
+        self.parked.retain(|p| !reopen.iter().any(|o| *p.node() == o.node));
         // A person's retry gets the design's whole timeout again, counted from now.
         if let Some(seconds) = self.plan.timeout_seconds {
             self.timeout_at = time::add_seconds(now, seconds);
@@ -380,17 +394,17 @@ impl Run {
             return true;
         }
         let expired = self.parked.iter().find_map(|p| match p {
-            Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.clone(), *on_timeout)),
+            Pending::Approval { node, deadline: Some(d), on_timeout, .. } if *d <= now => Some((node.own()?.clone(), *on_timeout)),
             _ => None,
         });
         let Some((node, on_timeout)) = expired else { return false };
         let error = if on_timeout == OnTimeout::Escalate {
-            self.log(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.clone()), detail: Value::Null });
+            self.log(HistoryEvent { at: now, event: ESCALATION_REQUESTED.into(), node: Some(node.to_string()), detail: Value::Null });
             RunFailure::ApprovalTimedOutEscalated
         } else {
             RunFailure::ApprovalTimedOut
         };
-        self.parked.retain(|p| p.node() != node);
+        self.parked.retain(|p| *p.node() != node);
         self.fail_step(&node, error, now);
         self.touch(now);
         true
@@ -402,12 +416,12 @@ impl Run {
     fn enforce_event_deadline(&mut self, now: Ts) -> bool {
         let expired = self.parked.iter().find_map(|p| match p {
             Pending::Event { node, event, deadline: Some(d), on_timeout, .. } if *d <= now => {
-                Some((node.clone(), event.clone(), *on_timeout))
+                Some((node.own()?.clone(), event.clone(), *on_timeout))
             }
             _ => None,
         });
         let Some((node, event, on_timeout)) = expired else { return false };
-        self.parked.retain(|p| p.node() != node);
+        self.parked.retain(|p| *p.node() != node);
         match on_timeout {
             EventTimeout::Fail => self.fail_step(&node, format!("timed out waiting for event {event:?}"), now),
             EventTimeout::Continue => {
@@ -427,12 +441,12 @@ impl Run {
     /// whose match the payload satisfies is done, with the payload as its output. Answers the
     /// steps it resumed (none when the run waits for no such event, or is finished), for the
     /// caller to save and drive the run on (see [`Pending::hears`]).
-    pub fn receive_event(&mut self, event: &str, payload: &Value, now: Ts) -> Vec<String> {
+    pub fn receive_event(&mut self, event: &str, payload: &Value, now: Ts) -> Vec<PassId> {
         self.enforce_deadlines(now);
         if self.status.is_finished() {
             return Vec::new();
         }
-        let resumed: Vec<String> = self.parked.iter().filter(|p| p.hears(event, payload)).map(|p| p.node().to_string()).collect();
+        let resumed: Vec<PassId> = self.parked.iter().filter(|p| p.hears(event, payload)).filter_map(|p| p.step().cloned()).collect();
         for node in &resumed {
             self.parked.retain(|p| p.node() != node);
             let mut extra = Map::new();
@@ -500,13 +514,13 @@ impl Run {
             .find(|r| r.status == StepStatus::Running && !is_loop(r))
             .or_else(|| self.steps.iter().find(|r| r.status == StepStatus::Running))
             .map(|r| r.node.clone())
-            .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone()));
+            .or_else(|| (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| PassId::top(self.plan.steps[i].id.clone())));
         let error = match (&node, cause) {
-            (node, None) => RunFailure::interrupted(node.as_deref()),
+            (node, None) => RunFailure::interrupted(node.as_ref().map(PassId::to_string).as_deref()),
             (Some(n), Some(cause)) => RunFailure::from(format!("the run could not be saved during step {n}: {cause}")),
             (None, Some(cause)) => RunFailure::from(format!("the run could not be saved: {cause}")),
         };
-        if let Some(r) = node.as_deref().and_then(|n| self.record_mut(n)) {
+        if let Some(r) = node.as_ref().and_then(|n| self.record_mut(n)) {
             r.end_try(StepStatus::Failed, Some(&error), None, now);
         }
         self.status = Status::Failed;

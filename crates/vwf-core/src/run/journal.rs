@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Handled, LoopState, PassState, Pending, Run, RunFailure, Status, StepRecord};
-use crate::names::RunId;
+use crate::names::{NodeId, PassId, RunId};
 use crate::time::{self, Ts};
 
 /// One part of a run document. The declaration order is the order a reader applies them in.
@@ -34,15 +34,15 @@ use crate::time::{self, Ts};
 pub enum Part {
     Head,
     /// A loop's items and concurrency (its passes are parts of their own).
-    Loop(String),
-    /// A step record, by record name (`node` or `node#pass`).
-    Step(String),
+    Loop(NodeId),
+    /// A step record, by its step instance (`node` or `node#pass`).
+    Step(PassId),
     /// A top-level output view, by node id.
     Output(String),
     History(usize),
     Delivery(usize),
-    /// One pass of a loop.
-    Pass(String, usize),
+    /// One pass of a loop (keyed `loop#index`).
+    Pass(NodeId, usize),
 }
 
 impl Part {
@@ -63,9 +63,11 @@ impl Part {
     pub fn key(&self) -> String {
         match self {
             Part::Head => String::new(),
-            Part::Loop(k) | Part::Step(k) | Part::Output(k) => k.clone(),
+            Part::Loop(k) => k.to_string(),
+            Part::Output(k) => k.clone(),
+            Part::Step(k) => k.to_string(),
             Part::History(i) | Part::Delivery(i) => i.to_string(),
-            Part::Pass(lp, i) => format!("{lp}#{i}"),
+            Part::Pass(lp, i) => PassId::in_pass(lp.clone(), *i).to_string(),
         }
     }
 
@@ -74,14 +76,14 @@ impl Part {
         let index = || key.parse::<usize>().ok();
         Some(match kind {
             "head" if key.is_empty() => Part::Head,
-            "loop" => Part::Loop(key.to_string()),
-            "step" => Part::Step(key.to_string()),
+            "loop" => Part::Loop(NodeId::parse(key).ok()?),
+            "step" => Part::Step(PassId::parse(key).ok()?),
             "output" => Part::Output(key.to_string()),
             "history" => Part::History(index()?),
             "delivery" => Part::Delivery(index()?),
             "pass" => {
-                let (lp, i) = key.rsplit_once('#')?;
-                Part::Pass(lp.to_string(), i.parse().ok()?)
+                let pass = PassId::parse(key).ok()?;
+                Part::Pass(pass.node_id(), pass.pass()?)
             }
             _ => return None,
         })
@@ -159,7 +161,7 @@ struct Head {
     pending: Option<Pending>,
     skipped: Vec<String>,
     error: Option<RunFailure>,
-    failed_node: Option<String>,
+    failed_node: Option<PassId>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     handled: Vec<Handled>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -25,33 +25,22 @@ impl FirstOpen {
 /// Where a step instance runs: at the top of the plan, or in one pass of a loop.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(super) struct Scope {
-    pub(super) pass: Option<(String, usize)>,
+    pub(super) pass: Option<(NodeId, usize)>,
 }
 
 impl Scope {
     pub(super) fn top() -> Scope {
         Scope { pass: None }
     }
-    pub(super) fn pass(lp: &str, index: usize) -> Scope {
-        Scope { pass: Some((lp.to_string(), index)) }
+    pub(super) fn pass(lp: &NodeId, index: usize) -> Scope {
+        Scope { pass: Some((lp.clone(), index)) }
     }
-    /// The record name of `base` in this scope.
-    pub(super) fn instance(&self, base: &str) -> String {
+    /// The step instance of `base` in this scope.
+    pub(super) fn instance(&self, base: &NodeId) -> PassId {
         match &self.pass {
-            None => base.to_string(),
-            Some((_, i)) => format!("{base}#{i}"),
+            None => PassId::top(base.clone()),
+            Some((_, i)) => PassId::in_pass(base.clone(), *i),
         }
-    }
-}
-
-/// `body#3` → (`body`, Some(3)); a plain id → (id, None). Node ids never contain `#`.
-pub(super) fn split_instance(id: &str) -> (&str, Option<usize>) {
-    match id.rsplit_once('#') {
-        Some((base, n)) => match n.parse() {
-            Ok(i) => (base, Some(i)),
-            Err(_) => (id, None),
-        },
-        None => (id, None),
     }
 }
 
@@ -75,11 +64,10 @@ pub(super) fn loop_items(text: &str, max_items: u64) -> Result<Vec<Value>, Strin
 }
 
 impl Run {
-    /// The plan step and scope of a record name (`id` or `id#pass`).
-    pub(super) fn locate(&self, node: &str) -> Option<(PlanStep, Scope)> {
-        let (base, pass) = split_instance(node);
-        let step = self.plan.step(base)?.clone();
-        let scope = match (pass, &step.in_loop) {
+    /// The plan step and scope of a step instance.
+    pub(super) fn locate(&self, node: &PassId) -> Option<(PlanStep, Scope)> {
+        let step = self.plan.step(node.node())?.clone();
+        let scope = match (node.pass(), &step.in_loop) {
             (None, None) => Scope::top(),
             (Some(i), Some(lp)) => Scope::pass(lp, i),
             _ => return None,
@@ -115,13 +103,13 @@ impl Run {
     pub(super) fn is_settled(&self, id: &str) -> bool {
         Some(id) == self.plan.trigger_id()
             || self.skipped.iter().any(|s| s == id)
-            || self.record(id).is_some_and(|r| r.status == StepStatus::Done)
-            || (self.outputs.contains_key(id) && self.record(id).is_some_and(|r| r.status == StepStatus::Failed))
+            || self.top_record(id).is_some_and(|r| r.status == StepStatus::Done)
+            || (self.outputs.contains_key(id) && self.top_record(id).is_some_and(|r| r.status == StepStatus::Failed))
     }
 
     pub(super) fn settled_in(&self, id: &str, scope: &Scope) -> bool {
         match &scope.pass {
-            Some((lp, _)) if id == lp => true,
+            Some((lp, _)) if *lp == id => true,
             _ if self.in_scope_body(id, scope) => {
                 self.pass_state(scope).is_some_and(|p| p.outputs.contains_key(id) || p.skipped.iter().any(|s| s == id))
             }
@@ -131,10 +119,10 @@ impl Run {
 
     pub(super) fn is_ready(&self, i: usize) -> bool {
         let step = &self.plan.steps[i];
-        if step.in_loop.is_some() || self.skipped.contains(&step.id) {
+        if step.in_loop.is_some() || self.skipped.iter().any(|s| s == &*step.id) {
             return false;
         }
-        match self.record(&step.id).map(|r| r.status) {
+        match self.top_record(&step.id).map(|r| r.status) {
             None | Some(StepStatus::Retrying) => step.parents.iter().all(|p| self.is_settled(&p.from)),
             _ => false,
         }
@@ -144,14 +132,14 @@ impl Run {
     pub(super) fn ready_instances(&self) -> Vec<(PlanStep, Scope)> {
         let mut out = Vec::new();
         for (lp, state) in &self.loops {
-            if self.record(lp).map(|r| r.status) != Some(StepStatus::Running) {
+            if self.top_record(lp).map(|r| r.status) != Some(StepStatus::Running) {
                 continue;
             }
             let from = self.first_open.of(lp).min(state.passes.len());
             for (i, pass) in state.passes.iter().enumerate().skip(from).filter(|(_, p)| !p.done) {
                 let scope = Scope::pass(lp, i);
                 for step in self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())) {
-                    if pass.outputs.contains_key(&step.id) || pass.skipped.contains(&step.id) {
+                    if pass.outputs.contains_key(step.id.as_str()) || pass.skipped.iter().any(|s| s == &*step.id) {
                         continue;
                     }
                     let fresh = matches!(self.record(&scope.instance(&step.id)).map(|r| r.status), None | Some(StepStatus::Retrying));
@@ -168,12 +156,12 @@ impl Run {
     /// whose passes are all done.
     pub(super) fn advance_loops(&mut self, now: Ts) -> LoopProgress {
         let mut progress = LoopProgress::Same;
-        let running: Vec<String> =
-            self.loops.keys().filter(|lp| self.record(lp).map(|r| r.status) == Some(StepStatus::Running)).cloned().collect();
+        let running: Vec<NodeId> =
+            self.loops.keys().filter(|lp| self.top_record(lp).map(|r| r.status) == Some(StepStatus::Running)).cloned().collect();
         for lp in running {
             let body: Vec<String> =
-                self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.clone()).collect();
-            let Some(state) = self.loops.get_mut(&lp) else { continue };
+                self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).map(|s| s.id.to_string()).collect();
+            let Some(state) = self.loops.get_mut(lp.as_str()) else { continue };
             let mut from = self.first_open.of(&lp).min(state.passes.len());
             for (i, pass) in state.passes.iter_mut().enumerate().skip(from).filter(|(_, p)| !p.done) {
                 if body.iter().all(|b| pass.outputs.contains_key(b) || pass.skipped.contains(b)) {
@@ -185,7 +173,7 @@ impl Run {
             while state.passes.get(from).is_some_and(|p| p.done) {
                 from += 1;
             }
-            self.first_open.0.insert(lp.clone(), from);
+            self.first_open.0.insert(lp.to_string(), from);
             let n = state.items.len();
             if state.passes.len() == n && from == n {
                 let results: Vec<Value> = (0..n).map(|i| self.pass_result(&lp, i, &body)).collect();
@@ -193,6 +181,7 @@ impl Run {
                 extra.insert("items".into(), Value::Array(results.clone()));
                 extra.insert("count".into(), json!(n));
                 let text = serde_json::to_string(&results).unwrap_or_default();
+                let lp = PassId::top(lp);
                 self.finish_step(&lp, &text, extra, now);
                 return LoopProgress::Finished(lp);
             }
@@ -210,11 +199,11 @@ impl Run {
 
     /// A pass's result: the output of the body's sink (its `data`, else its `text`), or an
     /// object keyed by id when the body has several sinks.
-    pub(super) fn pass_result(&self, lp: &str, i: usize, body: &[String]) -> Value {
+    pub(super) fn pass_result(&self, lp: &NodeId, i: usize, body: &[String]) -> Value {
         let scope = Scope::pass(lp, i);
         let sinks: Vec<&String> = body
             .iter()
-            .filter(|b| !self.plan.steps.iter().any(|s| s.in_loop.as_deref() == Some(lp) && s.parents.iter().any(|p| &p.from == *b)))
+            .filter(|b| !self.plan.steps.iter().any(|s| s.in_loop.as_ref() == Some(lp) && s.parents.iter().any(|p| &p.from == *b)))
             .collect();
         let value_of = |id: &str| match self.view_in(id, &scope) {
             Some(v) => match v.get("data") {
@@ -232,7 +221,7 @@ impl Run {
 
 pub(super) enum LoopProgress {
     /// A loop finished: all its passes are done.
-    Finished(String),
+    Finished(PassId),
     Changed,
     Same,
 }
@@ -240,11 +229,12 @@ pub(super) enum LoopProgress {
 impl Run {
     /// The output view of step instance `instance` (`node`, or `body#3` in a loop's pass); `None`
     /// before it has one.
-    pub fn view_of(&self, instance: &str) -> Option<&Value> {
-        match split_instance(instance) {
-            (base, None) => self.outputs.get(base),
-            (base, Some(i)) => {
-                let lp = self.plan.steps.iter().find(|s| s.id == base)?.in_loop.as_deref()?;
+    pub fn view_of(&self, instance: &PassId) -> Option<&Value> {
+        let base = instance.node();
+        match instance.pass() {
+            None => self.outputs.get(base),
+            Some(i) => {
+                let lp = self.plan.step(base)?.in_loop.as_deref()?;
                 self.loops.get(lp)?.passes.get(i)?.outputs.get(base)
             }
         }
@@ -252,9 +242,9 @@ impl Run {
 
     /// Where loop body instance `instance` (`body#3`) stands: its loop's id, the passes done and
     /// the items the loop goes over; `None` for a step outside a loop (what a progress bar shows).
-    pub fn loop_progress(&self, instance: &str) -> Option<(&str, usize, usize)> {
-        let (base, Some(_)) = split_instance(instance) else { return None };
-        let lp = self.plan.steps.iter().find(|s| s.id == base)?.in_loop.as_deref()?;
+    pub fn loop_progress(&self, instance: &PassId) -> Option<(&str, usize, usize)> {
+        instance.pass()?;
+        let lp = self.plan.step(instance.node())?.in_loop.as_deref()?;
         let state = self.loops.get(lp)?;
         Some((lp, state.passes.iter().filter(|p| p.done).count(), state.items.len()))
     }

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use crate::design::NodeKind;
 use crate::expr;
 use crate::limits;
-use crate::names::{DesignName, RunId};
+use crate::names::{DesignName, NodeId, PassId, RunId, StepPath};
 use crate::plan::{Plan, PlanStep};
 use crate::recovery::Cause;
 use crate::refs;
@@ -52,7 +52,7 @@ pub use recover::FAILURE_RUN_REFUSED;
 pub mod settle;
 mod step;
 
-use loops::{LoopProgress, Scope, beyond_time, loop_items, split_instance};
+use loops::{LoopProgress, Scope, beyond_time, loop_items};
 use record::is_false;
 use step::Begin;
 
@@ -90,7 +90,7 @@ pub struct Run {
     /// Why the run failed, stored as its text.
     #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     error: Option<RunFailure>,
-    failed_node: Option<String>,
+    failed_node: Option<PassId>,
     /// Steps that failed for good and whose failure the design handled (an `error` edge, or
     /// `on_error: "continue"`), in the order they failed. Absent from files of runs that handled
     /// none; the run result always has it.
@@ -152,7 +152,7 @@ pub struct Run {
     /// Loops in progress or finished: their items and the state of each pass.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[cfg_attr(feature = "schema", schemars(skip))]
-    loops: BTreeMap<String, LoopState>,
+    loops: BTreeMap<NodeId, LoopState>,
     #[cfg_attr(feature = "schema", schemars(skip))]
     plan: Plan,
     /// Parts changed since the last save (see [`journal`]); not part of the document.
@@ -203,8 +203,8 @@ impl Run {
     pub fn error(&self) -> Option<&RunFailure> {
         self.error.as_ref()
     }
-    pub fn failed_node(&self) -> Option<&str> {
-        self.failed_node.as_deref()
+    pub fn failed_node(&self) -> Option<&PassId> {
+        self.failed_node.as_ref()
     }
     /// Steps whose failure the design handled, in the order they failed.
     pub fn handled(&self) -> &[Handled] {
@@ -344,7 +344,7 @@ pub struct PassState {
 /// Work for a driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
-    pub node: String,
+    pub node: PassId,
     pub attempt: u32,
     pub work: Work,
 }
@@ -404,7 +404,7 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Advance {
     /// One step was settled (or parked) by the core: persist and call again.
-    Settled(String),
+    Settled(Option<PassId>),
     /// These steps are now running: persist, perform them, `complete` each.
     Tasks(Vec<Task>),
     /// Nothing more to do now: the run is finished or parked (or waits for running tasks).

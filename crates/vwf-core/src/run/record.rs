@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::names::{DesignName, RunId};
+use crate::names::{DesignName, PassId, RunId, StepPath};
 use crate::spec::{EventTimeout, OnTimeout};
 use crate::time::{self, Ts};
 use crate::trigger::TriggerMode;
@@ -76,7 +76,7 @@ pub enum StepStatus {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
-    pub node: String,
+    pub node: PassId,
     pub status: StepStatus,
     pub attempts: u32,
     /// When the latest attempt started.
@@ -129,9 +129,9 @@ pub struct Try {
 }
 
 impl StepRecord {
-    pub(super) fn open(node: &str, status: StepStatus, now: Ts) -> StepRecord {
+    pub(super) fn open(node: &PassId, status: StepStatus, now: Ts) -> StepRecord {
         let mut r = StepRecord {
-            node: node.into(),
+            node: node.clone(),
             status,
             attempts: 0,
             started_at: now,
@@ -235,7 +235,7 @@ impl StepRecord {
 #[allow(clippy::large_enum_variant)]
 pub enum Pending {
     Approval {
-        node: String,
+        node: StepPath,
         question: String,
         options: Vec<String>,
         #[serde(with = "time::opt")]
@@ -279,7 +279,7 @@ pub enum Pending {
         run_id: Option<RunId>,
     },
     Agent {
-        node: String,
+        node: StepPath,
         prompt: String,
         profile: Option<String>,
         model: Option<String>,
@@ -291,7 +291,7 @@ pub enum Pending {
     /// A timed wait: a wait step, or the pause a retry policy makes before a step's next
     /// attempt (`next_attempt` is that attempt's number; absent for a wait step).
     Wait {
-        node: String,
+        node: StepPath,
         #[serde(with = "time")]
         #[cfg_attr(feature = "schema", schemars(schema_with = "time::schema"))]
         resume_at: Ts,
@@ -305,7 +305,7 @@ pub enum Pending {
     /// `match` arrives (any such event when there is no match), or fails (or goes on with no
     /// payload) at `deadline`.
     Event {
-        node: String,
+        node: StepPath,
         event: String,
         /// The match with its templates rendered when the step began
         /// (`event.payload.pr == 42`); absent when any event of the name will do.
@@ -327,7 +327,7 @@ pub enum Pending {
     /// waits waits here until the run ends. `waiting` is what the started run waits for (its
     /// gates and agent steps, with `node` as `<this step>/<its node>`), answerable through this run.
     Child {
-        node: String,
+        node: StepPath,
         #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::run_id_schema"))]
         run_id: RunId,
         #[cfg_attr(feature = "schema", schemars(schema_with = "crate::names::design_name_schema"))]
@@ -344,7 +344,11 @@ pub enum Pending {
 }
 
 impl Pending {
-    pub fn node(&self) -> &str {
+    /// The run's own step this waits in; `None` for a question of a run a design step started.
+    pub fn step(&self) -> Option<&PassId> {
+        self.node().own()
+    }
+    pub fn node(&self) -> &StepPath {
         match self {
             Pending::Approval { node, .. }
             | Pending::Agent { node, .. }
@@ -392,7 +396,7 @@ impl Pending {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Handled {
     /// The step's record name (`node`, or `node#pass` inside a loop).
-    pub node: String,
+    pub node: PassId,
     pub error: String,
 }
 

@@ -13,12 +13,12 @@ use crate::trigger::TriggerMode;
 
 impl Run {
     /// The attempt of step instance `id` (a record name) failed with `error`, for `cause`.
-    pub(super) fn attempt_failed(&mut self, id: &str, error: &str, cause: Cause, now: Ts) {
+    pub(super) fn attempt_failed(&mut self, id: &PassId, error: &str, cause: Cause, now: Ts) {
         self.attempt_failed_as(id, error, cause, false, now);
     }
 
     /// [`Run::attempt_failed`]; `interrupted` for an attempt a dead process left unfinished.
-    fn attempt_failed_as(&mut self, id: &str, error: &str, cause: Cause, interrupted: bool, now: Ts) {
+    fn attempt_failed_as(&mut self, id: &PassId, error: &str, cause: Cause, interrupted: bool, now: Ts) {
         // An outcome that comes after the run ended (a parallel task finishing after a sibling
         // failed it, or after its timeout) is recorded on its step and changes nothing else.
         if self.status.is_finished() {
@@ -35,7 +35,7 @@ impl Run {
         let attempt = self.record(id).map_or(1, |r| r.attempts);
         let again = if interrupted { recovery.retry.retries_interrupted(attempt) } else { recovery.retry.retries(attempt, &cause) };
         if again {
-            let delay = recovery.retry.delay_ms(attempt, &cause, recovery::seed(self.run_id.as_str(), id, attempt));
+            let delay = recovery.retry.delay_ms(attempt, &cause, recovery::seed(self.run_id.as_str(), &id.to_string(), attempt));
             if let Some(r) = self.record_mut(id) {
                 r.await_next_try(error, now);
             }
@@ -49,7 +49,7 @@ impl Run {
             if let Some(r) = self.record_mut(id) {
                 r.wait_before_next_try(delay);
             }
-            self.parked.push(Pending::Wait { node: id.into(), resume_at, next_attempt: Some(attempt + 1), rate_limit: None });
+            self.parked.push(Pending::Wait { node: id.clone().into(), resume_at, next_attempt: Some(attempt + 1), rate_limit: None });
             return;
         }
         if !self.plan.has_error_edges(&step.id) && recovery.on_error != OnError::Continue {
@@ -63,13 +63,13 @@ impl Run {
         view.insert("text".into(), Value::Null);
         view.insert("error".into(), recovery::error_view(error, &cause, attempt));
         self.keep_output(id, Value::Object(view));
-        self.handled.push(Handled { node: id.into(), error: error.into() });
+        self.handled.push(Handled { node: id.clone(), error: error.into() });
     }
 
     /// Whether step `id`, seen from `scope`, failed for good and the design handled it.
     pub(super) fn failed_handled(&self, id: &str, scope: &Scope) -> bool {
-        let name = if self.in_scope_body(id, scope) { scope.instance(id) } else { id.to_string() };
-        self.record(&name).is_some_and(|r| r.status == StepStatus::Failed) && self.view_in(id, scope).is_some()
+        let pass = if self.in_scope_body(id, scope) { scope.pass.as_ref().map(|(_, i)| *i) } else { None };
+        self.record_at(id, pass).is_some_and(|r| r.status == StepStatus::Failed) && self.view_in(id, scope).is_some()
     }
 
     /// Whether an edge of `route` leaving `from` is taken, given that `from` failed for good
@@ -92,14 +92,14 @@ impl Run {
     /// always did. A reader that settles a run this way and does not drive it (a listing) leaves
     /// it in a state the next reader settles the same way.
     pub(super) fn recover_interrupted(&mut self, now: Ts) -> bool {
-        let open: Vec<(String, StepStatus)> = self
+        let open: Vec<(PassId, StepStatus)> = self
             .steps
             .iter()
             .filter(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying))
             .filter(|r| !self.locate(&r.node).is_some_and(|(s, _)| s.is(NodeKind::Loop)))
             .map(|r| (r.node.clone(), r.status))
             .collect();
-        let recovers = |run: &Run, node: &str| {
+        let recovers = |run: &Run, node: &PassId| {
             let Some((step, _)) = run.locate(node) else { return false };
             let recovery = step.recovery();
             let attempt = run.record(node).map_or(1, |r| r.attempts);
@@ -111,7 +111,7 @@ impl Run {
             // so does a run whose next step would retry a failure; another fails as interrupted
             // before that step, as before.
             let fresh_failure_run = self.steps.is_empty() && TriggerMode::STARTED_BY_RUNS.contains(&self.trigger.mode);
-            let next = (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| self.plan.steps[i].id.clone());
+            let next = (0..self.plan.steps.len()).find(|&i| self.is_ready(i)).map(|i| PassId::top(self.plan.steps[i].id.clone()));
             if !fresh_failure_run && !next.is_some_and(|n| recovers(self, &n)) {
                 return false;
             }
@@ -124,10 +124,10 @@ impl Run {
         if !open.iter().all(|(n, _)| recovers(self, n)) {
             return false;
         }
-        let running: Vec<&String> = open.iter().filter(|(_, s)| *s == StepStatus::Running).map(|(n, _)| n).collect();
+        let running: Vec<&PassId> = open.iter().filter(|(_, s)| *s == StepStatus::Running).map(|(n, _)| n).collect();
         for node in running {
-            let error = RunFailure::interrupted(Some(node));
-            self.attempt_failed_as(node, &error, Cause::Error, true, now);
+            let error = RunFailure::interrupted(Some(&node.to_string()));
+            self.attempt_failed_as(&node.clone(), &error, Cause::Error, true, now);
         }
         self.touch(now);
         self.refresh_status();
@@ -206,12 +206,17 @@ impl Run {
     /// anything of it: the step's rate limit (`name`) has no room. The attempt is taken back (it
     /// never began), and the step waits, the run `waiting` when nothing else moves, until
     /// `until`, when it is handed out again (and its limit asked again).
-    pub fn hold_back(&mut self, id: &str, name: &str, until: Ts, now: Ts) {
+    pub fn hold_back(&mut self, id: &PassId, name: &str, until: Ts, now: Ts) {
         let Some(attempt) = self.record(id).map(|r| r.attempts) else { return };
         if let Some(r) = self.record_mut(id) {
             r.take_back_try();
         }
-        self.parked.push(Pending::Wait { node: id.into(), resume_at: until, next_attempt: Some(attempt), rate_limit: Some(name.into()) });
+        self.parked.push(Pending::Wait {
+            node: id.clone().into(),
+            resume_at: until,
+            next_attempt: Some(attempt),
+            rate_limit: Some(name.into()),
+        });
         self.touch(now);
         self.refresh_status();
     }

@@ -163,7 +163,7 @@ mod tests {
 
     fn gate(deadline: Option<&str>) -> Pending {
         Pending::Approval {
-            node: "gate".into(),
+            node: crate::names::pid("gate").into(),
             question: "ok?".into(),
             options: vec!["approve".into()],
             deadline: deadline.map(at),
@@ -181,7 +181,7 @@ mod tests {
     }
 
     fn wait(resume_at: &str) -> Pending {
-        Pending::Wait { node: "pause".into(), resume_at: at(resume_at), next_attempt: None, rate_limit: None }
+        Pending::Wait { node: crate::names::pid("pause").into(), resume_at: at(resume_at), next_attempt: None, rate_limit: None }
     }
 
     #[test]

@@ -17,7 +17,7 @@ impl Run {
                 if Some(p.from.as_str()) == self.plan.trigger_id() {
                     return true;
                 }
-                if scope.pass.as_ref().is_some_and(|(lp, _)| lp == &p.from) {
+                if scope.pass.as_ref().is_some_and(|(lp, _)| lp.as_str() == p.from) {
                     return Route::of(Some(NodeKind::Loop), p.label.as_deref()) == Route::Each;
                 }
                 let Some(view) = self.view_in(&p.from, scope) else { return false };
@@ -48,30 +48,33 @@ impl Run {
     }
 
     /// Where a record sorts in `steps`: plan position, then pass.
-    pub(super) fn order_key(&self, node: &str) -> (usize, usize) {
-        let (base, pass) = split_instance(node);
-        (self.plan.position(base).unwrap_or(usize::MAX), pass.map_or(0, |p| p + 1))
+    pub(super) fn order_key(&self, node: &PassId) -> (usize, usize) {
+        self.order_key_at(node.node(), node.pass())
+    }
+
+    pub(super) fn order_key_at(&self, node: &str, pass: Option<usize>) -> (usize, usize) {
+        (self.plan.position(node).unwrap_or(usize::MAX), pass.map_or(0, |p| p + 1))
     }
 
     /// Where a new record named `node` goes in `steps`.
-    pub(super) fn record_position(&self, node: &str) -> usize {
+    pub(super) fn record_position(&self, node: &PassId) -> usize {
         let key = self.order_key(node);
         self.steps.partition_point(|r| self.order_key(&r.node) <= key)
     }
 
     /// Opens (or reopens, for a retry) the step's record.
-    pub(super) fn open_record(&mut self, id: &str, status: StepStatus, now: Ts) -> u32 {
+    pub(super) fn open_record(&mut self, id: &PassId, status: StepStatus, now: Ts) -> u32 {
         if let Some(r) = self.record_mut(id) {
             return r.begin_try(status, now);
         }
         let at = self.record_position(id);
         self.steps.insert(at, StepRecord::open(id, status, now));
-        self.mark(journal::Part::Step(id.to_string()));
+        self.mark(journal::Part::Step(id.clone()));
         1
     }
 
     /// Settles a step instance with its pinned output (a test run): nothing is performed.
-    fn settle_pinned(&mut self, id: &str, view: Value, now: Ts) {
+    fn settle_pinned(&mut self, id: &PassId, view: Value, now: Ts) {
         self.open_record(id, StepStatus::Running, now);
         let bytes = view.get("text").and_then(Value::as_str).map_or(0, str::len) as u64;
         self.keep_output(id, view);
@@ -82,8 +85,8 @@ impl Run {
     }
 
     /// Puts a step instance's output view where its scope keeps outputs.
-    pub(super) fn keep_output(&mut self, id: &str, view: Value) {
-        let base = split_instance(id).0.to_string();
+    pub(super) fn keep_output(&mut self, id: &PassId, view: Value) {
+        let base = id.node().to_string();
         match self.locate(id) {
             Some((_, scope)) if scope.pass.is_some() => {
                 if let Some(pass) = self.pass_state_mut(&scope) {
@@ -98,7 +101,7 @@ impl Run {
     }
 
     /// Records a step instance's output (`id` is a record name: `node` or `node#pass`).
-    pub(super) fn finish_step(&mut self, id: &str, text: &str, extra: Map<String, Value>, now: Ts) {
+    pub(super) fn finish_step(&mut self, id: &PassId, text: &str, extra: Map<String, Value>, now: Ts) {
         if text.len() > limits::STEP_OUTPUT_BYTES {
             let msg = format!(
                 "output of step {id} is {} bytes, over the {} byte limit for output kept inline",
@@ -108,8 +111,7 @@ impl Run {
             self.fail_step(id, &msg, now);
             return;
         }
-        let (base, _) = split_instance(id);
-        let view = if self.plan.step(base).is_some_and(|s| s.is(NodeKind::Command)) {
+        let view = if self.plan.step(id.node()).is_some_and(|s| s.is(NodeKind::Command)) {
             view::command_view(text, extra)
         } else {
             view::output_view(text, extra)
@@ -121,7 +123,7 @@ impl Run {
     }
 
     /// Fails a step instance and the run; a failure inside a pass fails its loop step too.
-    pub(super) fn fail_step(&mut self, id: &str, error: impl Into<RunFailure>, now: Ts) {
+    pub(super) fn fail_step(&mut self, id: &PassId, error: impl Into<RunFailure>, now: Ts) {
         let error: RunFailure = error.into();
         if self.record(id).is_none() {
             self.open_record(id, StepStatus::Failed, now);
@@ -131,15 +133,16 @@ impl Run {
         }
         let (failed, error) = match self.locate(id).and_then(|(_, scope)| scope.pass) {
             Some((lp, i)) => {
-                let msg = format!("loop {lp} failed in pass {i} at step {}: {error}", split_instance(id).0);
+                let msg = format!("loop {lp} failed in pass {i} at step {}: {error}", id.node());
                 // The first failed pass fails the loop; a concurrent pass failing after it
                 // keeps its error on its own record.
+                let lp = PassId::top(lp);
                 if let Some(r) = self.record_mut(&lp).filter(|r| r.status != StepStatus::Failed) {
                     r.end_try(StepStatus::Failed, Some(&msg), None, now);
                 }
                 (lp, RunFailure::from(msg))
             }
-            None => (id.to_string(), error),
+            None => (id.clone(), error),
         };
         if !self.status.is_finished() {
             self.status = Status::Failed;
@@ -156,17 +159,18 @@ impl Run {
             return;
         }
         let mut parked = std::mem::take(&mut self.parked);
-        parked.sort_by_key(|p| self.order_key(p.node()));
+        parked.sort_by_key(|p| p.step().map_or((usize::MAX, 0), |s| self.order_key(s)));
         self.parked = parked;
         let is_loop = |r: &StepRecord| self.locate(&r.node).is_some_and(|(s, _)| s.is(NodeKind::Loop));
         let running = self.steps.iter().any(|r| matches!(r.status, StepStatus::Running | StepStatus::Retrying) && !is_loop(r));
         let loop_can_move = self.loops.iter().any(|(lp, state)| {
-            self.record(lp).map(|r| r.status) == Some(StepStatus::Running) && {
+            self.top_record(lp).map(|r| r.status) == Some(StepStatus::Running) && {
                 let body: Vec<&PlanStep> = self.plan.steps.iter().filter(|s| s.in_loop.as_deref() == Some(lp.as_str())).collect();
                 let still = &state.passes[self.first_open.of(lp).min(state.passes.len())..];
                 let open = still.iter().filter(|p| !p.done).count() as u64;
-                let closable =
-                    still.iter().any(|p| !p.done && body.iter().all(|b| p.outputs.contains_key(&b.id) || p.skipped.contains(&b.id)));
+                let closable = still.iter().any(|p| {
+                    !p.done && body.iter().all(|b| p.outputs.contains_key(b.id.as_str()) || p.skipped.iter().any(|s| s == &*b.id))
+                });
                 let openable = open < state.concurrency.max(1) && state.passes.len() < state.items.len();
                 closable || openable || still.iter().all(|p| p.done)
             }
@@ -234,7 +238,7 @@ impl Run {
 
     /// What a gate's notifications show beside its question: its `context` rendered, else the
     /// texts of its parents one after another; cut to [`approvers::CONTEXT_CHARS`].
-    fn gate_context(&self, id: &str, context: Option<&str>, scope: &Scope) -> Result<String, StepError> {
+    fn gate_context(&self, id: &PassId, context: Option<&str>, scope: &Scope) -> Result<String, StepError> {
         let text = match context {
             Some(src) => self.render(src, scope)?,
             None => {
@@ -311,9 +315,9 @@ impl Run {
     /// Starts one ready, active step instance.
     pub(super) fn begin(&mut self, step: &PlanStep, scope: &Scope, now: Ts, secrets: &Secrets) -> Begin {
         let inst = scope.instance(&step.id);
-        let id = inst.as_str();
+        let id = &inst;
         if self.test
-            && let Some(view) = self.plan.pins.get(&step.id)
+            && let Some(view) = self.plan.pins.get(step.id.as_str())
         {
             self.settle_pinned(id, view.clone(), now);
             return Begin::Settled;
@@ -427,7 +431,7 @@ impl Run {
                 match (deliver, target) {
                     (Some(d), Some(t)) => {
                         let work = Work::Deliver { message, deliver: d, target: t, collected, timeout_seconds };
-                        Begin::Task(Task { node: id.into(), attempt, work })
+                        Begin::Task(Task { node: id.clone(), attempt, work })
                     }
                     _ => {
                         let mut extra = Map::new();
@@ -442,7 +446,7 @@ impl Run {
                 let attempt = self.open_record(id, StepStatus::Running, now);
                 match self.render(&prompt, scope) {
                     Ok(prompt) => Begin::Task(Task {
-                        node: id.into(),
+                        node: id.clone(),
                         attempt,
                         work: Work::Agent { prompt, profile, model, max_tokens, timeout_seconds, tools },
                     }),
@@ -472,7 +476,7 @@ impl Run {
                     Ok(Work::Command(CommandStep { program, cwd, env, timeout_seconds }))
                 })();
                 match rendered {
-                    Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),
+                    Ok(work) => Begin::Task(Task { node: id.clone(), attempt, work }),
                     Err(e) => fail(self, e),
                 }
             }
@@ -489,7 +493,7 @@ impl Run {
                     Ok(Work::Http(HttpStep { url, method, headers, body, timeout_seconds, accept }))
                 })();
                 match rendered {
-                    Ok(work) => Begin::Task(Task { node: id.into(), attempt, work }),
+                    Ok(work) => Begin::Task(Task { node: id.clone(), attempt, work }),
                     Err(e) => fail(self, e),
                 }
             }
@@ -500,7 +504,7 @@ impl Run {
                     Some(p) => template::render_json(&p, &self.context(&ids, &trigger, &totals, scope)).map_err(StepError::from),
                 };
                 match payload {
-                    Ok(payload) => Begin::Task(Task { node: id.into(), attempt, work: Work::Emit { event, payload, timeout_seconds } }),
+                    Ok(payload) => Begin::Task(Task { node: id.clone(), attempt, work: Work::Emit { event, payload, timeout_seconds } }),
                     Err(e) => fail(self, e),
                 }
             }
@@ -509,7 +513,7 @@ impl Run {
                 if scope.pass.is_some() {
                     return fail(self, StepError::Rule("a loop inside a loop body is not supported".into()));
                 }
-                if self.loops.contains_key(id) {
+                if self.loops.contains_key(id.node()) {
                     // A retried loop keeps the passes it finished.
                     return Begin::Settled;
                 }
@@ -524,8 +528,8 @@ impl Run {
                     self.finish_step(id, "[]", extra, now);
                     return Begin::Settled;
                 }
-                self.loops.insert(id.to_string(), LoopState { items, concurrency, passes: Vec::new() });
-                self.mark(journal::Part::Loop(id.to_string()));
+                self.loops.insert(id.node_id(), LoopState { items, concurrency, passes: Vec::new() });
+                self.mark(journal::Part::Loop(id.node_id()));
                 Begin::Settled
             }
             Spec::Trigger(_) | Spec::Note => {
@@ -555,12 +559,12 @@ impl Run {
 
     /// Ends the first timed wait that has come: a wait step is done; a step that waited before
     /// its next attempt is ready to start it.
-    pub(super) fn resume_due_wait(&mut self, now: Ts) -> Option<String> {
+    pub(super) fn resume_due_wait(&mut self, now: Ts) -> Option<PassId> {
         let (node, retry) = self.parked.iter().find_map(|p| match p {
-            Pending::Wait { node, resume_at, next_attempt, .. } if *resume_at <= now => Some((node.clone(), next_attempt.is_some())),
+            Pending::Wait { node, resume_at, next_attempt, .. } if *resume_at <= now => Some((node.own()?.clone(), next_attempt.is_some())),
             _ => None,
         })?;
-        self.parked.retain(|p| p.node() != node);
+        self.parked.retain(|p| *p.node() != node);
         if retry {
             if let Some(r) = self.record_mut(&node) {
                 r.next_try_due();

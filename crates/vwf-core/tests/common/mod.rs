@@ -82,3 +82,13 @@ pub fn drive_batches_with(run: &mut Run, now: Ts, secrets: &Secrets, mut answer:
     }
     panic!("the run never reached Idle")
 }
+
+/// The step instance a test names (`node` or `node#pass`).
+pub fn pid(text: &str) -> vwf_core::names::PassId {
+    vwf_core::names::PassId::parse(text).expect("a step instance")
+}
+
+/// The question path a test names (`step/node`).
+pub fn path(text: &str) -> vwf_core::names::StepPath {
+    vwf_core::names::StepPath::parse(text).expect("a step path")
+}

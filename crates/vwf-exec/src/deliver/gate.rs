@@ -105,7 +105,12 @@ impl Announcement<'_> {
             return Vec::new();
         }
         let label = |o: &str| vwf_core::approvers::cut(o, BUTTON_CHARS);
-        self.notice.options.iter().enumerate().map(|(i, o)| (label(o), Button::sign(key, self.run_id, &self.notice.node, i))).collect()
+        self.notice
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (label(o), Button::sign(key, self.run_id, self.notice.node.as_str(), i)))
+            .collect()
     }
 
     /// The keys a platform's body gains for `target`: Telegram's inline keyboard, Slack's blocks,
@@ -178,7 +183,7 @@ pub fn announce(config: &ChannelsConfig, a: &Announcement<'_>, now: Ts, timeout:
                 Ok(t) => t,
                 Err(e) => {
                     return Delivery {
-                        node: a.notice.node.clone(),
+                        node: a.notice.node.to_string(),
                         target: written.clone(),
                         ok: false,
                         detail: format!("{e}; nothing was sent"),
@@ -189,7 +194,8 @@ pub fn announce(config: &ChannelsConfig, a: &Announcement<'_>, now: Ts, timeout:
             let extra = a.extra(config, &target);
             // Slack reads the fallback text as mrkdwn too: a run's text must not ping or link.
             let text = if matches!(target, NotifyTarget::Slack(_)) { slack_escape(&text) } else { text.clone() };
-            let send = Send { deliver: Deliver::Channel, target: written, message: &text, node: &a.notice.node, now, extra: &extra };
+            let send =
+                Send { deliver: Deliver::Channel, target: written, message: &text, node: a.notice.node.as_str(), now, extra: &extra };
             let sent = send.record(config, timeout);
             if sent.ok && extra.contains_key("reply_markup") {
                 TELEGRAM_KEYBOARDS.fetch_add(1, Ordering::SeqCst);
@@ -289,7 +295,7 @@ mod tests {
 
     fn notice(needs_form: bool) -> Notice {
         Notice {
-            node: "gate".into(),
+            node: vwf_core::names::PassId::parse("gate").expect("a step"),
             question: "Ship it?".into(),
             options: vec!["approve".into(), "reject".into()],
             context: "the <draft> & more".into(),

@@ -9,13 +9,13 @@
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use vwf_core::names::{DesignName, RunId};
+use vwf_core::names::{DesignName, PassId, RunId, StepPath};
 use vwf_core::plan::Plan;
 
 use serde_json::Map;
 use vwf_core::limits;
 use vwf_core::run::settle::Settle;
-use vwf_core::run::{Advance, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
+use vwf_core::run::{Advance, EngineError, Outcome, Pending, Response, Run, Status, Task, TriggerInfo, Work};
 use vwf_core::secrets::Secrets;
 
 use crate::clock::Clock;
@@ -50,11 +50,12 @@ const MAX_PARALLEL: usize = 8;
 pub enum Progress<'r> {
     Started {
         run: &'r Run,
-        node: &'r str,
+        node: &'r PassId,
     },
+    /// A step was settled; `None` when the run ended without one (its timeout).
     Settled {
         run: &'r Run,
-        node: &'r str,
+        node: Option<&'r PassId>,
     },
     /// A foreground run sleeps through a `wait` step from `now` until `until` (its clock's).
     Waiting {
@@ -302,17 +303,20 @@ impl Runner<'_> {
 
     /// Answers a parked step and drives the run on. A question a child run shows through this
     /// one (`<design step>/<its node>`) is answered in the child, which tells this run.
-    pub fn respond(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, RunError> {
-        if let Some((child, rest)) = self.read(id)?.child_route(node) {
+    pub fn respond(&self, id: &RunId, node: &StepPath, answer: Answer) -> Result<Run, RunError> {
+        let Some(own) = node.own() else {
+            let Some((child, rest)) = self.read(id)?.child_route(node) else {
+                return Err(EngineError::UnknownNode(format!("run {id} has no node {node:?}")).into());
+            };
             self.respond(&child, &rest, answer)?;
             return self.open(id);
-        }
-        let run = self.respond_here(id, node, answer)?;
+        };
+        let run = self.respond_here(id, own, answer)?;
         self.tell_parent(&run);
         Ok(run)
     }
 
-    fn respond_here(&self, id: &RunId, node: &str, answer: Answer) -> Result<Run, RunError> {
+    fn respond_here(&self, id: &RunId, node: &PassId, answer: Answer) -> Result<Run, RunError> {
         let lock = self.store.lock_run(id)?;
         self.forget_saved(id);
         let mut run = self.read(id)?;
@@ -448,7 +452,7 @@ impl Runner<'_> {
                         self.persist(run)?;
                         persisted = (run.status(), run.pending().cloned());
                     }
-                    (self.observer)(Progress::Settled { run, node: &node });
+                    (self.observer)(Progress::Settled { run, node: node.as_ref() });
                     continue;
                 }
                 Advance::Tasks(tasks) => {
@@ -548,7 +552,7 @@ impl Runner<'_> {
             if unrecorded > 0 {
                 self.persist(run)?;
             }
-            (self.observer)(Progress::Settled { run, node: &task.node });
+            (self.observer)(Progress::Settled { run, node: Some(&task.node) });
             Ok(())
         };
         // Agent steps that offer designs as tools start child runs of this run: performed here,

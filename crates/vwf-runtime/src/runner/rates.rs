@@ -4,6 +4,7 @@
 //! counts in one window. A task over the limit is held back before anything of it is saved, and
 //! its step waits (`waiting`, durably) until the window has room; it is asked again then.
 
+use vwf_core::names::PassId;
 use vwf_core::rate::{Rule, Window};
 use vwf_core::run::{Outcome, Run, Task};
 use vwf_core::time::Ts;
@@ -26,7 +27,7 @@ impl FlowDoc for Window {
 /// ([`Runner::refresh_grants`]).
 pub(super) struct Grant {
     /// The task's step instance.
-    pub(super) node: String,
+    pub(super) node: PassId,
     name: String,
     rule: Rule,
     at: Ts,

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 use vwf_core::listing::RunFilter;
-use vwf_core::names::{DesignName, RunId};
+use vwf_core::names::{DesignName, RunId, StepPath};
 use vwf_core::pins::TestScope;
 use vwf_core::run::{Response, Run, Status};
 
@@ -29,6 +29,10 @@ pub(super) fn design_name(name: &str) -> Result<DesignName, Failure> {
 
 fn run_id(id: &str) -> Result<RunId, Failure> {
     RunId::parse(id).map_err(Failure::BadRequest)
+}
+
+fn step_path(node: &str) -> Result<StepPath, Failure> {
+    StepPath::parse(node).map_err(Failure::BadRequest)
 }
 
 /// Prints a design's refusal: its body with `--json`, else the summary and each error on
@@ -250,7 +254,7 @@ pub(super) fn run(
 }
 
 pub(super) fn approve(service: &Service<'_>, json: bool, id: &str, node: &str, answer: &str) -> Result<u8, Failure> {
-    let run = service.respond(&run_id(id)?, node, Answer::Respond(Response::Answer(answer.into())))?;
+    let run = service.respond(&run_id(id)?, &step_path(node)?, Answer::Respond(Response::Answer(answer.into())))?;
     Ok(show_run(&run, json, true))
 }
 
@@ -298,7 +302,7 @@ pub(super) fn respond(service: &Service<'_>, json: bool, id: &str, node: &str, f
         (None, None, true) => Answer::Generate,
         _ => return Err(Failure::BadRequest("give exactly one of --answer, --output or --generate".into())),
     };
-    let run = service.respond(&run_id(id)?, node, how)?;
+    let run = service.respond(&run_id(id)?, &step_path(node)?, how)?;
     Ok(show_run(&run, json, true))
 }
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vwf_api::render;
+use vwf_core::names::PassId;
 use vwf_runtime::runner::Progress;
 
 /// How often the spinners and the countdown are redrawn.
@@ -65,12 +66,12 @@ impl Live {
 }
 
 /// A settled step's line, the same text in a terminal and elsewhere.
-fn step_line(run: &vwf_core::run::Run, node: &str) -> Option<String> {
+fn step_line(run: &vwf_core::run::Run, node: &PassId) -> Option<String> {
     run.record(node).and_then(|r| serde_json::to_value(r).ok()).map(|step| render::step_line(&step))
 }
 
 fn plain(progress: Progress<'_>) {
-    if let Progress::Settled { run, node } = progress
+    if let Progress::Settled { run, node: Some(node) } = progress
         && let Some(line) = step_line(run, node)
     {
         let _ = writeln!(std::io::stderr(), "{line}");
@@ -106,8 +107,10 @@ impl Bars {
                     self.steps.borrow_mut().insert(node.to_string(), bar);
                 }
             },
-            Progress::Settled { run, node } => {
-                if let Some(bar) = self.steps.borrow_mut().remove(node) {
+            // The run ended with no step settled (its timeout): the run's line says it.
+            Progress::Settled { node: None, .. } => {}
+            Progress::Settled { run, node: Some(node) } => {
+                if let Some(bar) = self.steps.borrow_mut().remove(node.as_str()) {
                     bar.finish_and_clear();
                 }
                 match run.loop_progress(node) {
