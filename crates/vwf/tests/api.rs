@@ -475,6 +475,14 @@ fn run_respond_retry_and_read_runs() {
     assert_eq!(s, 404, "{b}");
     let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"answer": "send"}));
     assert_eq!(s, 400, "missing node: {b}");
+    // A node that can name no step instance is refused as it is read, whatever it is; one that
+    // could (a child's question) but does not is not found. Neither answers the gate.
+    for bad in ["a b", "gate#01", "gate#", "#1", "/gate", "gate//x", "gate#1234567890", "gate#-1"] {
+        let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": bad, "answer": "send"}));
+        assert_eq!(s, 400, "{bad:?}: {b}");
+    }
+    let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "ghost/gate", "answer": "send"}));
+    assert_eq!(s, 404, "{b}");
     let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "send", "run_id": "ffffffffffff"}));
     snap("respond_answer_ok", &home, &server, s, &b);
     let (s, b) = server.post(&format!("/runs/{id}/respond"), json!({"node": "gate", "answer": "send"}));
