@@ -18,6 +18,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use vwf_store::Wait;
 
 use serde_json::{Value, json};
 use vwf_core::approvers::Button;
@@ -327,9 +328,9 @@ const DESIGNS_RECHECK: Duration = Duration::from_secs(60);
 
 /// Whether a saved design has an approval gate whose `notify` names a Telegram chat.
 fn designs_notify_telegram(app: &App) -> bool {
-    let Ok(names) = app.store.list_designs() else { return true };
+    let Ok(names) = app.store.list_designs().wait() else { return true };
     names.iter().filter_map(|n| vwf_core::names::DesignName::parse(n).ok()).any(|name| {
-        app.store.load_design(&name).is_ok_and(|design| {
+        app.store.load_design(&name).wait().is_ok_and(|design| {
             design["nodes"].as_array().is_some_and(|nodes| {
                 nodes.iter().any(|n| {
                     n["type"] == "approval"

@@ -18,6 +18,7 @@ use vwf_core::trigger::{Trigger, TriggerMode};
 use vwf_core::webhook::{self, WebhookTrigger};
 use vwf_runtime::app::App;
 use vwf_runtime::runner::Arrival;
+use vwf_store::Wait;
 
 use crate::failure::Failure;
 use crate::service::Service;
@@ -88,9 +89,9 @@ fn hook_of(design: &Design) -> Option<WebhookTrigger> {
 
 /// The design whose webhook trigger has `path`, that trigger, and whether the design is enabled.
 fn find(app: &App, path: &str) -> Result<(DesignName, WebhookTrigger, bool), Failure> {
-    for name in app.store.list_designs()? {
+    for name in app.store.list_designs().wait()? {
         let Ok(name) = DesignName::parse(&name) else { continue };
-        let Ok(graph) = app.store.load_design(&name) else { continue };
+        let Ok(graph) = app.store.load_design(&name).wait() else { continue };
         let Some(hook) = Design::from_value(&graph).ok().as_ref().and_then(hook_of) else { continue };
         if hook.path == path {
             return Ok((name, hook, vwf_core::design::is_enabled(&graph)));

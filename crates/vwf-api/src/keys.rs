@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::time::Duration;
+use vwf_store::Wait;
 
 use schemars::generate::SchemaGenerator;
 use schemars::{JsonSchema, Schema, json_schema};
@@ -99,7 +100,7 @@ fn claim(app: &App, key: &IdempotencyKey, what: &Value, answer: Value) -> Result
     let window = app.drivers.config.runs.idempotency_hours.saturating_mul(3600);
     let fresh_since = vwf_core::time::sub_seconds_saturating(now, window);
     let mine = KeyClaim::new(key.as_str(), fingerprint(what), now, answer);
-    let kept = app.store.claim_key(&mine, fresh_since)?;
+    let kept = app.store.claim_key(&mine, fresh_since).wait()?;
     if kept.fingerprint != mine.fingerprint {
         return Err(Failure::Conflict(format!(
             "idempotency key {:?} was used at {} for another request; use a new key for this one",
@@ -143,7 +144,7 @@ pub fn delivery<T>(
     let kept = claim(app, key, &what, Value::String(fresh.to_string()))?;
     if kept.answer.as_str() != Some(fresh.as_str()) {
         let first = kept.answer.as_str().and_then(|id| RunId::parse(id).ok());
-        let took = match first.filter(|id| app.store.read_run_summary(id).is_ok()) {
+        let took = match first.filter(|id| app.store.read_run_summary(id).wait().is_ok()) {
             Some(id) => format!("started run {id}"),
             None => "was held by the trigger's debounce or throttle".to_string(),
         };
@@ -165,7 +166,7 @@ fn fresh_id(app: &App, key: &IdempotencyKey) -> RunId {
 /// Drops the claim `kept` of `key` after its request was refused (a store that cannot is
 /// logged: the key then answers 409 until its window ends, never a wrong run).
 fn release(app: &App, key: &IdempotencyKey, kept: &KeyClaim) {
-    if let Err(e) = app.store.settle_key(key.as_str(), kept.at, None) {
+    if let Err(e) = app.store.settle_key(key.as_str(), kept.at, None).wait() {
         tracing::warn!(error = %e, "cannot free the idempotency key of a refused request");
     }
 }
@@ -191,7 +192,7 @@ pub fn emit(
         // This request is the key's first (or the first's claim went stale while it waited).
         if kept.answer == in_flight {
             let answer = emit().inspect_err(|_| release(app, key, &kept))?;
-            app.store.settle_key(key.as_str(), kept.at, Some(&answer))?;
+            app.store.settle_key(key.as_str(), kept.at, Some(&answer)).wait()?;
             return Ok(answer);
         }
         if kept.answer.get(IN_FLIGHT).is_none() {

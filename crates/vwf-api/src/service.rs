@@ -24,6 +24,7 @@ use vwf_core::pins::{self, TestScope};
 use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::validate::{self, Issue, Report};
 use vwf_core::versions::{self, DesignDiff, DesignVersion};
+use vwf_store::Wait;
 
 use crate::contract::answers::{self, Fate, Imported, JobEntry, Jobs, No, RunResult, Skipped, VersionGraph, Versions, Yes, done, to_body};
 use crate::contract::requests::Name;
@@ -304,6 +305,81 @@ pub fn check_argument(key: &str, value: &Value) -> Result<(), Failure> {
     json::check(value).map_err(|e| Failure::BadRequest(e.about(&format!("\"{key}\" is"))))
 }
 
+/// The reads that touch only the store, async: the server's read routes await them on its
+/// runtime, with no blocking thread around the request; [`Service`]'s methods of the same names
+/// wait for them from blocking code (the tools, the chat command, the CLI).
+#[derive(Clone, Copy)]
+pub struct Reads<'a>(pub &'a App);
+
+impl Reads<'_> {
+    /// The saved designs' names, sorted.
+    pub async fn designs(&self) -> Result<Vec<String>, Failure> {
+        Ok(self.0.store.list_designs().await?)
+    }
+
+    /// Of `names`, the designs saved with `"enabled": false` (their automatic trigger is off).
+    pub async fn disabled(&self, names: &[String]) -> Vec<String> {
+        let mut disabled = Vec::new();
+        for name in names {
+            let Ok(design) = DesignName::parse(name) else { continue };
+            if self.0.store.load_design(&design).await.is_ok_and(|g| !is_enabled(&g)) {
+                disabled.push(name.clone());
+            }
+        }
+        disabled
+    }
+
+    /// A saved design's graph.
+    pub async fn load(&self, name: &DesignName) -> Result<Value, Failure> {
+        Ok(self.0.store.load_design(name).await?)
+    }
+
+    /// Every recorded version of a design, oldest first. `NotFound` when the name has neither a
+    /// design nor versions.
+    pub async fn versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, Failure> {
+        // A deleted design's versions stay stored (a design saved again under the name goes on
+        // numbering from them, and its runs keep their numbers) but are not shown: what was
+        // deleted answers "not found" on every surface until the name is saved again.
+        if !self.0.store.design_exists(name).await {
+            return Err(StoreError::design_not_found(name).into());
+        }
+        Ok(self.0.store.list_versions(name).await?)
+    }
+
+    /// One recorded version of a design (not found once the design is deleted, as [`Self::versions`]).
+    pub async fn version(&self, name: &DesignName, version: u64) -> Result<DesignVersion, Failure> {
+        if !self.0.store.design_exists(name).await {
+            return Err(StoreError::design_not_found(name).into());
+        }
+        Ok(vwf_runtime::versions::find(self.0.store.as_ref(), name, version).await?)
+    }
+
+    /// How version `b` of a design differs from version `a`, node by node and edge by edge; `b`
+    /// defaults to the newest version, `a` to the one recorded before `b`.
+    pub async fn diff(&self, name: &DesignName, a: Option<u64>, b: Option<u64>) -> Result<VersionDiff, Failure> {
+        let recorded = self.versions(name).await?;
+        let pick = |n: u64| recorded.iter().find(|v| v.version == n).ok_or_else(|| vwf_store::version_not_found(name, n));
+        let new = match b {
+            Some(n) => pick(n)?,
+            None => recorded.last().ok_or_else(|| Failure::NotFound(format!("design {:?} has no recorded versions", name.as_str())))?,
+        };
+        let old = match a {
+            Some(n) => pick(n)?,
+            None => recorded
+                .iter()
+                .rfind(|v| v.version < new.version)
+                .ok_or_else(|| Failure::NotFound(format!("no version of design {:?} before version {}", name.as_str(), new.version)))?,
+        };
+        Ok(VersionDiff { name: name.clone(), a: old.version, b: new.version, diff: versions::diff(&old.graph, &new.graph) })
+    }
+
+    /// What the runs that ended in `query`'s period did (see [`vwf_core::stats`]).
+    pub async fn stats(&self, query: &vwf_core::stats::Query) -> Result<vwf_core::stats::Report, Failure> {
+        let records = self.0.store.run_stats(query.from, query.to, query.design.as_ref()).await?;
+        Ok(vwf_core::stats::report(query, records, self.0.drivers.config.prices.currency.clone()))
+    }
+}
+
 /// The operations over one app, with the runner they drive runs with.
 pub struct Service<'a> {
     pub app: &'a App,
@@ -326,18 +402,19 @@ impl<'a> Service<'a> {
         &self.runner
     }
 
+    /// The reads that touch only the store (see [`Reads`]).
+    pub fn reads(&self) -> Reads<'a> {
+        Reads(self.app)
+    }
+
     /// The saved designs' names, sorted.
     pub fn designs(&self) -> Result<Vec<String>, Failure> {
-        Ok(self.app.store.list_designs()?)
+        self.reads().designs().wait()
     }
 
     /// Of `names`, the designs saved with `"enabled": false` (their automatic trigger is off).
     pub fn disabled(&self, names: &[String]) -> Vec<String> {
-        names
-            .iter()
-            .filter(|name| DesignName::parse(name).ok().and_then(|n| self.app.store.load_design(&n).ok()).is_some_and(|g| !is_enabled(&g)))
-            .cloned()
-            .collect()
+        self.reads().disabled(names).wait()
     }
 
     /// Turns a design's automatic trigger on or off (`vwf enable`, `vwf disable`, `POST
@@ -366,7 +443,7 @@ impl<'a> Service<'a> {
             Some(template) => crate::assets::template(template)
                 .map_err(|names| Failure::NotFound(format!("no template named {template:?}; the templates are: {}", names.join(", "))))?,
         };
-        let path = self.app.store.create_design(&name, &graph).map_err(|e| match e {
+        let path = self.app.store.create_design(&name, &graph).wait().map_err(|e| match e {
             StoreError::Exists(_) => {
                 Failure::Conflict(format!("design {:?} already exists; open it with `vwf open {name}`", name.as_str()))
             }
@@ -401,12 +478,12 @@ impl<'a> Service<'a> {
         let path = match mode {
             SaveMode::Replace => {
                 // Content saved before versions existed is recorded before it is replaced.
-                if let Ok(previous) = self.app.store.load_design(name) {
+                if let Ok(previous) = self.app.store.load_design(name).wait() {
                     vwf_runtime::versions::record(self.app.store.as_ref(), name, &previous, self.app.clock.now())?;
                 }
-                self.app.store.save_design(name, &normalized)?
+                self.app.store.save_design(name, &normalized).wait()?
             }
-            SaveMode::Create => self.app.store.create_design(name, &normalized)?,
+            SaveMode::Create => self.app.store.create_design(name, &normalized).wait()?,
         };
         self.record_version(name, &normalized)?;
         let nodes = normalized["nodes"].as_array().map_or(0, Vec::len);
@@ -415,7 +492,7 @@ impl<'a> Service<'a> {
 
     /// A saved design's graph.
     pub fn load(&self, name: &DesignName) -> Result<Value, Failure> {
-        Ok(self.app.store.load_design(name)?)
+        self.reads().load(name).wait()
     }
 
     /// Records `graph` as the newest version of `name`, then prunes as `[designs] keep_versions`
@@ -427,43 +504,19 @@ impl<'a> Service<'a> {
         Ok(version)
     }
 
-    /// Every recorded version of a design, oldest first. `NotFound` when the name has neither a
-    /// design nor versions.
+    /// Every recorded version of a design, oldest first (see [`Reads::versions`]).
     pub fn versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, Failure> {
-        // A deleted design's versions stay stored (a design saved again under the name goes on
-        // numbering from them, and its runs keep their numbers) but are not shown: what was
-        // deleted answers "not found" on every surface until the name is saved again.
-        if !self.app.store.design_exists(name) {
-            return Err(StoreError::design_not_found(name).into());
-        }
-        Ok(self.app.store.list_versions(name)?)
+        self.reads().versions(name).wait()
     }
 
-    /// One recorded version of a design (not found once the design is deleted, as [`Self::versions`]).
+    /// One recorded version of a design (see [`Reads::version`]).
     pub fn version(&self, name: &DesignName, version: u64) -> Result<DesignVersion, Failure> {
-        if !self.app.store.design_exists(name) {
-            return Err(StoreError::design_not_found(name).into());
-        }
-        Ok(vwf_runtime::versions::find(self.app.store.as_ref(), name, version)?)
+        self.reads().version(name, version).wait()
     }
 
-    /// How version `b` of a design differs from version `a`, node by node and edge by edge; `b`
-    /// defaults to the newest version, `a` to the one recorded before `b`.
+    /// How two versions of a design differ (see [`Reads::diff`]).
     pub fn diff(&self, name: &DesignName, a: Option<u64>, b: Option<u64>) -> Result<VersionDiff, Failure> {
-        let recorded = self.versions(name)?;
-        let pick = |n: u64| recorded.iter().find(|v| v.version == n).ok_or_else(|| vwf_store::version_not_found(name, n));
-        let new = match b {
-            Some(n) => pick(n)?,
-            None => recorded.last().ok_or_else(|| Failure::NotFound(format!("design {:?} has no recorded versions", name.as_str())))?,
-        };
-        let old = match a {
-            Some(n) => pick(n)?,
-            None => recorded
-                .iter()
-                .rfind(|v| v.version < new.version)
-                .ok_or_else(|| Failure::NotFound(format!("no version of design {:?} before version {}", name.as_str(), new.version)))?,
-        };
-        Ok(VersionDiff { name: name.clone(), a: old.version, b: new.version, diff: versions::diff(&old.graph, &new.graph) })
+        self.reads().diff(name, a, b).wait()
     }
 
     /// Pins step `node` of design `name` (a given output, or what the step gave in a run), or
@@ -515,7 +568,7 @@ impl<'a> Service<'a> {
         // The design is the resource a restore acts on: a version it does not have is a conflict
         // with its state (409), and only a design that is not there is not found (404).
         let old = match self.version(name, version) {
-            Err(Failure::NotFound(e)) if self.app.store.load_design(name).is_ok() => {
+            Err(Failure::NotFound(e)) if self.app.store.load_design(name).wait().is_ok() => {
                 return Err(Failure::Conflict(format!("{e}: restore one of the versions `vwf versions {name}` lists")));
             }
             other => other?,
@@ -529,7 +582,7 @@ impl<'a> Service<'a> {
     /// schedule job, if any, is paused and says why. `NotFound` when no design has the name
     /// (nothing is written then).
     pub fn delete(&self, name: &DesignName) -> Result<Deleted, Failure> {
-        let schedule = vwf_runtime::schedules::delete_design(self.app, name, || Ok(self.app.store.delete_design(name)?))?;
+        let schedule = vwf_runtime::schedules::delete_design(self.app, name, || Ok(self.app.store.delete_design(name).wait()?))?;
         Ok(Deleted { name: name.clone(), deleted: Yes, schedule })
     }
 
@@ -623,8 +676,7 @@ impl<'a> Service<'a> {
 
     /// What the runs that ended in `query`'s period did (see [`vwf_core::stats`]).
     pub fn stats(&self, query: &vwf_core::stats::Query) -> Result<vwf_core::stats::Report, Failure> {
-        let records = self.app.store.run_stats(query.from, query.to, query.design.as_ref())?;
-        Ok(vwf_core::stats::report(query, records, self.app.drivers.config.prices.currency.clone()))
+        self.reads().stats(query).wait()
     }
 
     /// Emits `event`: every design whose event trigger takes it starts a run.
@@ -653,7 +705,7 @@ impl<'a> Service<'a> {
             .map(|(name, graph)| {
                 let parsed = DesignName::parse(name).map_err(Failure::BadRequest);
                 let status = match parsed {
-                    Ok(n) if self.app.store.design_exists(&n) && !overwrite => ImportStatus::Skipped,
+                    Ok(n) if self.app.store.design_exists(&n).wait() && !overwrite => ImportStatus::Skipped,
                     parsed => match parsed.and_then(|n| {
                         let graph = arrives_disabled(graph);
                         Ok((self.save(&n, &graph, SaveMode::Replace)?, is_enabled(&graph)))

@@ -12,6 +12,7 @@ use vwf_core::interface;
 use vwf_core::json;
 use vwf_core::limits::REQUEST_BODY_BYTES;
 use vwf_core::names::DesignName;
+use vwf_store::Wait;
 
 use crate::contract::requests::{
     GraphArg, LoadTool, Name, NameArg, RespondTool, RunIdArg, RunTool, SaveTool, ValidateArgs, VersionArg, VersionNumber,
@@ -133,9 +134,9 @@ impl DesignTool {
 /// has, or an earlier design's tool took, is left out (and logged).
 pub fn design_tools(app: &App) -> Vec<DesignTool> {
     let mut out: Vec<DesignTool> = Vec::new();
-    for name in app.store.list_designs().unwrap_or_default() {
+    for name in app.store.list_designs().wait().unwrap_or_default() {
         let Ok(name) = DesignName::parse(&name) else { continue };
-        let Some(design) = app.store.load_design(&name).ok().and_then(|g| Design::from_value(&g).ok()) else { continue };
+        let Some(design) = app.store.load_design(&name).wait().ok().and_then(|g| Design::from_value(&g).ok()) else { continue };
         if !interface::is_tool(&design) {
             continue;
         }

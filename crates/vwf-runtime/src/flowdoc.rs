@@ -7,11 +7,12 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use vwf_store::Wait;
 
 use vwf_store::{Store, StoreError};
 
 /// A kind of flow-control document.
-pub trait FlowDoc: Serialize + DeserializeOwned + Default {
+pub trait FlowDoc: Serialize + DeserializeOwned + Default + Send {
     /// The prefix of its scopes.
     const KIND: &'static str;
     /// Nothing to keep: the document is deleted.
@@ -30,30 +31,32 @@ fn typed<T: FlowDoc>(doc: &Value) -> T {
 
 /// The document of `scope` as stored (empty when there is none).
 pub fn read<T: FlowDoc>(store: &dyn Store, scope: &str) -> Result<T, StoreError> {
-    Ok(typed(&store.read_doc(&scope_of::<T>(scope))?))
+    Ok(typed(&store.read_doc(&scope_of::<T>(scope)).wait()?))
 }
 
 /// Edits the document of `scope` atomically (see [`Store::edit_doc`]; `edit` may be called more
 /// than once); answers it as kept.
-pub fn edit<T: FlowDoc>(store: &dyn Store, scope: &str, mut edit: impl FnMut(&mut T)) -> Result<T, StoreError> {
+pub fn edit<T: FlowDoc>(store: &dyn Store, scope: &str, mut edit: impl FnMut(&mut T) + Send) -> Result<T, StoreError> {
     let mut kept = T::default();
-    store.edit_doc(&scope_of::<T>(scope), &mut |doc| {
-        let mut now: T = typed(doc);
-        edit(&mut now);
-        *doc = match serde_json::to_value(&now) {
-            Ok(Value::Object(mut map)) if !now.is_empty() => {
-                map.insert("waiting".into(), Value::Bool(now.is_waiting()));
-                Value::Object(map)
-            }
-            _ => Value::Null,
-        };
-        kept = now;
-    })?;
+    store
+        .edit_doc(&scope_of::<T>(scope), &mut |doc| {
+            let mut now: T = typed(doc);
+            edit(&mut now);
+            *doc = match serde_json::to_value(&now) {
+                Ok(Value::Object(mut map)) if !now.is_empty() => {
+                    map.insert("waiting".into(), Value::Bool(now.is_waiting()));
+                    Value::Object(map)
+                }
+                _ => Value::Null,
+            };
+            kept = now;
+        })
+        .wait()?;
     Ok(kept)
 }
 
 /// The scopes of kind `T` whose document waits for something.
 pub fn waiting<T: FlowDoc>(store: &dyn Store) -> Result<Vec<String>, StoreError> {
     let prefix = scope_of::<T>("");
-    Ok(store.waiting_docs()?.into_iter().filter_map(|s| s.strip_prefix(&prefix).map(String::from)).collect())
+    Ok(store.waiting_docs().wait()?.into_iter().filter_map(|s| s.strip_prefix(&prefix).map(String::from)).collect())
 }

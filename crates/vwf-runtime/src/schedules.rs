@@ -25,6 +25,7 @@ pub use vwf_core::schedule::job::{GRACE_SECONDS, JOB_PREFIX, Job, MISSED_KEPT, M
 use vwf_core::schedule::{self, Schedule, ScheduleError};
 use vwf_core::spec;
 use vwf_core::time::{self, Ts};
+use vwf_store::Wait;
 
 use crate::app::{self, App};
 use crate::clock::Shifted;
@@ -103,20 +104,21 @@ pub struct Fired {
 pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<Job, RunError> {
     let (mut spec, paused, input) = parse_body(body)?;
     let Resolved { cron, human, tz, next_run_at } = resolve(&spec, now).map_err(bad_schedule)?;
-    if !app.store.design_exists(design) {
+    if !app.store.design_exists(design).wait() {
         return Err(RunError::NotFound(format!("design {:?} not found", design.as_str())));
     }
     // A design that cannot be read or parsed now still gets its schedule (its runs report the
     // problem); it just names no delivery target.
-    let deliver = app.store.load_design(design).ok().and_then(|v| Design::from_value(&v).ok()).and_then(|d| spec::hermes_deliver(&d));
+    let deliver =
+        app.store.load_design(design).wait().ok().and_then(|v| Design::from_value(&v).ok()).and_then(|d| spec::hermes_deliver(&d));
     spec.tz = spec.tz.map(|tz| tz.trim().to_string());
-    let _lock = app.jobs.lock_jobs()?;
+    let _lock = app.jobs.lock_jobs().wait()?;
     // Again under the lock: a design deleted meanwhile gets no job (see `delete_design`).
-    if !app.store.design_exists(design) {
+    if !app.store.design_exists(design).wait() {
         return Err(RunError::NotFound(format!("design {:?} not found", design.as_str())));
     }
     // A damaged job is replaced: saving the schedule again is how it gets repaired.
-    let old = app.jobs.read_job(design).ok().flatten();
+    let old = app.jobs.read_job(design).wait().ok().flatten();
     let paused = paused.or(old.as_ref().map(|j| j.paused)).unwrap_or(false);
     let input = input.or_else(|| old.as_ref().map(|j| j.input.clone())).unwrap_or(Value::Null);
     let job = Job {
@@ -136,7 +138,7 @@ pub fn upsert(app: &App, design: &DesignName, body: &Value, now: Ts) -> Result<J
         tz,
         paused,
     };
-    app.jobs.write_job(&job)?;
+    app.jobs.write_job(&job).wait()?;
     Ok(job)
 }
 
@@ -157,13 +159,13 @@ pub fn resolve(spec: &Schedule, now: Ts) -> Result<Resolved, ScheduleError> {
 
 /// Every job, sorted by id; an unreadable job is listed with its error.
 pub fn list(app: &App) -> Result<Vec<Entry>, RunError> {
-    Ok(app.jobs.list_jobs()?)
+    Ok(app.jobs.list_jobs().wait()?)
 }
 
 /// One job: bad request for an id that is not `wf-<design name>`, not found for no such job.
 pub fn get(app: &App, job_id: &str) -> Result<Job, RunError> {
     let design = design_of(job_id)?;
-    app.jobs.read_job(&design)?.ok_or_else(|| not_found(job_id))
+    app.jobs.read_job(&design).wait()?.ok_or_else(|| not_found(job_id))
 }
 
 /// Pauses, resumes, runs or removes a job (run: the design starts now; a design with errors is
@@ -171,24 +173,24 @@ pub fn get(app: &App, job_id: &str) -> Result<Job, RunError> {
 pub fn action(app: &App, job_id: &str, action: JobAction, now: Ts) -> Result<Acted, RunError> {
     let design = design_of(job_id)?;
     get(app, job_id)?; // 404 before anything is created or changed
-    let lock = app.jobs.lock_jobs()?;
-    let mut job = app.jobs.read_job(&design)?.ok_or_else(|| not_found(job_id))?;
+    let lock = app.jobs.lock_jobs().wait()?;
+    let mut job = app.jobs.read_job(&design).wait()?.ok_or_else(|| not_found(job_id))?;
     match action {
         JobAction::Remove => {
-            app.jobs.remove_job(&design)?;
+            app.jobs.remove_job(&design).wait()?;
             Ok(Acted::Removed { job_id: job_id.to_string() })
         }
         JobAction::Pause | JobAction::Resume => {
             job.set_paused(action == JobAction::Pause, now);
-            app.jobs.write_job(&job)?;
+            app.jobs.write_job(&job).wait()?;
             Ok(Acted::Job(Box::new(job)))
         }
         JobAction::Run => {
-            if !app.store.design_exists(&design) {
+            if !app.store.design_exists(&design).wait() {
                 return Err(RunError::NotFound(format!("design {:?} not found", design.as_str())));
             }
             job.last_run_at = Some(now);
-            app.jobs.write_job(&job)?;
+            app.jobs.write_job(&job).wait()?;
             drop(lock);
             let input = fire_input(&job.input, json!({"job_id": job_id, "fired_at": time::format(&now)}));
             let clock = Shifted::to(app.clock.as_ref(), now);
@@ -205,11 +207,11 @@ pub fn action(app: &App, job_id: &str, action: JobAction, now: Ts) -> Result<Act
 /// active job outlives its design. A lock that cannot be taken fails before anything is deleted. A
 /// job file that cannot be read is left as it is (ticks skip it).
 pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Result<(), RunError>) -> Result<Option<Job>, RunError> {
-    let _lock = if app.jobs.has_jobs() { Some(app.jobs.lock_jobs()?) } else { None };
+    let _lock = if app.jobs.has_jobs().wait() { Some(app.jobs.lock_jobs().wait()?) } else { None };
     delete()?;
-    let Ok(Some(mut job)) = app.jobs.read_job(design) else { return Ok(None) };
+    let Ok(Some(mut job)) = app.jobs.read_job(design).wait() else { return Ok(None) };
     job.pause_because(format!("its design {:?} was deleted", design.as_str()));
-    app.jobs.write_job(&job)?;
+    app.jobs.write_job(&job).wait()?;
     Ok(Some(job))
 }
 
@@ -218,16 +220,16 @@ pub fn delete_design(app: &App, design: &DesignName, delete: impl FnOnce() -> Re
 /// starts if the fire is at most [`GRACE_SECONDS`] old. Several due fires within the grace
 /// window start one run. Jobs that were not due are not in the answer.
 pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, RunError> {
-    if !app.jobs.has_jobs() {
+    if !app.jobs.has_jobs().wait() {
         return Ok(Vec::new());
     }
     let mut fired = Vec::new();
     {
-        let _lock = app.jobs.lock_jobs()?;
+        let _lock = app.jobs.lock_jobs().wait()?;
         for entry in list(app)? {
             let Ok(mut job) = entry else { continue };
             let Some(Due { run_at, missed }) = job.tick(now) else { continue };
-            let error = app.jobs.write_job(&job).err().map(|e| format!("not started: cannot record the fire: {e}"));
+            let error = app.jobs.write_job(&job).wait().err().map(|e| format!("not started: cannot record the fire: {e}"));
             fired.push(Fired {
                 job_id: job.job_id,
                 design: job.design,
@@ -247,7 +249,7 @@ pub fn tick(app: &App, now: Ts) -> Result<Vec<Fired>, RunError> {
         let input = fire_input(&f.input, json!({"job_id": f.job_id, "fired_at": time::format(&now), "scheduled_for": time::format(&at)}));
         // A disabled design's fire is recorded (not kept for later) and starts nothing.
         if let Ok(name) = DesignName::parse(&f.design)
-            && app.store.load_design(&name).is_ok_and(|g| !vwf_core::design::is_enabled(&g))
+            && app.store.load_design(&name).wait().is_ok_and(|g| !vwf_core::design::is_enabled(&g))
         {
             f.error = Some(format!("not started: design {name} is disabled (vwf enable {name})"));
             continue;

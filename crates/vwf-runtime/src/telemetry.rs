@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
+use vwf_store::Wait;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -285,7 +286,7 @@ pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CON
 /// runs the daemon watches.
 fn parked_runs(store: &dyn Store) -> Result<([i64; PARKED.len()], i64), StoreError> {
     let (mut counts, mut queued) = ([0; PARKED.len()], 0);
-    for entry in store.list_summaries(crate::daemon::RUN_SCAN)? {
+    for entry in store.list_summaries(crate::daemon::RUN_SCAN).wait()? {
         let Ok(summary) = entry.summary else { continue };
         if let Some(i) = PARKED.iter().position(|p| *p == summary.status) {
             counts[i] += 1;
@@ -331,7 +332,7 @@ impl<'a> Watch<'a> {
         if let Some(kept) = metrics.and_then(|m| m.driving.lock().ok()?.remove(id.as_str())) {
             return Some(Watch { metrics, traces, before: Some(kept) });
         }
-        let before = match store.read_run(id) {
+        let before = match store.read_run(id).wait() {
             Ok(value) => Some(Saved::from_value(&value)?),
             Err(StoreError::NotFound(_)) => None,
             Err(_) => return None,

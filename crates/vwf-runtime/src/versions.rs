@@ -12,6 +12,7 @@
 //! - pruning never removes the newest version nor one that a stored run refers to.
 
 use std::collections::BTreeSet;
+use vwf_store::Wait;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -29,12 +30,12 @@ const RECORD_ATTEMPTS: usize = 16;
 pub fn record(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> Result<u64, StoreError> {
     let hash = versions::content_hash(graph);
     for _ in 0..RECORD_ATTEMPTS {
-        let number = match versions::recording(store.newest_version(name)?.as_ref(), &hash) {
+        let number = match versions::recording(store.newest_version(name).wait()?.as_ref(), &hash) {
             Recording::Same(n) => return Ok(n),
             Recording::New(n) => n,
         };
         let version = DesignVersion { version: number, hash: hash.clone(), saved_at: now, graph: graph.clone() };
-        match store.add_version(name, &version) {
+        match store.add_version(name, &version).wait() {
             Ok(()) => return Ok(version.version),
             Err(StoreError::Exists(_)) => continue,
             Err(e) => return Err(e),
@@ -47,7 +48,7 @@ pub fn record(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> R
 /// never recorded (a design saved before versions existed) is recorded now, when the store can
 /// be written; `None` when it cannot.
 pub fn of_content(store: &dyn Store, name: &DesignName, graph: &Value, now: Ts) -> Option<u64> {
-    of_content_with(store, name, graph, store.newest_version(name), now)
+    of_content_with(store, name, graph, store.newest_version(name).wait(), now)
 }
 
 /// [`of_content`] with the design's newest version (or the error reading it) already read.
@@ -62,7 +63,7 @@ pub fn of_content_with(
     if let Recording::Same(n) = versions::recording(newest.ok()?.as_ref(), &versions::content_hash(graph)) {
         return Some(n);
     }
-    let recorded = store.list_versions(name).ok()?;
+    let recorded = store.list_versions(name).wait().ok()?;
     match versions::version_of(&recorded, graph) {
         Some(v) => Some(v.version),
         None => record(store, name, graph, now).ok(),
@@ -70,22 +71,22 @@ pub fn of_content_with(
 }
 
 /// One recorded version; `NotFound` when it is not (or no longer) recorded.
-pub fn find(store: &dyn Store, name: &DesignName, version: u64) -> Result<DesignVersion, StoreError> {
-    store.list_versions(name)?.into_iter().find(|v| v.version == version).ok_or_else(|| vwf_store::version_not_found(name, version))
+pub async fn find(store: &dyn Store, name: &DesignName, version: u64) -> Result<DesignVersion, StoreError> {
+    store.list_versions(name).await?.into_iter().find(|v| v.version == version).ok_or_else(|| vwf_store::version_not_found(name, version))
 }
 
 /// Removes the versions of `name` beyond the newest `keep` that no stored run refers to; the
 /// numbers removed.
 pub fn prune(store: &dyn Store, name: &DesignName, keep: Option<u64>) -> Result<Vec<u64>, StoreError> {
     let Some(keep) = keep else { return Ok(Vec::new()) };
-    let numbers: Vec<u64> = store.list_versions(name)?.iter().map(|v| v.version).collect();
+    let numbers: Vec<u64> = store.list_versions(name).wait()?.iter().map(|v| v.version).collect();
     if numbers.len() as u64 <= keep {
         return Ok(Vec::new());
     }
     let referenced = referenced(store, name)?;
     let removed = versions::prune(&numbers, Some(keep), &referenced);
     for n in &removed {
-        match store.remove_version(name, *n) {
+        match store.remove_version(name, *n).wait() {
             Ok(()) | Err(StoreError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
@@ -103,7 +104,8 @@ fn referenced(store: &dyn Store, name: &DesignName) -> Result<BTreeSet<u64>, Sto
         version: Option<u64>,
     }
     Ok(store
-        .list_runs(usize::MAX)?
+        .list_runs(usize::MAX)
+        .wait()?
         .into_iter()
         .filter_map(|e| e.run.ok())
         .filter_map(|run| serde_json::from_value::<Ran>(run).ok())

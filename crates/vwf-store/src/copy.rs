@@ -12,6 +12,7 @@
 //! - Documents are copied as JSON values: each reads back equal to its source.
 //! - A record the source cannot read is reported by name and not copied; the copy goes on.
 
+use crate::Wait;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -82,11 +83,11 @@ pub enum CopyError {
 /// Copies everything `from` holds into `to`, which must be empty.
 pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
     let held = [
-        (!to.store.list_designs()?.is_empty()).then_some("designs"),
-        (!to.store.versioned_designs()?.is_empty()).then_some("design versions"),
-        (!to.store.list_run_ids(None, 1)?.is_empty()).then_some("runs"),
-        (!to.jobs.list_jobs()?.is_empty()).then_some("schedule jobs"),
-        (!to.jobs.list_fires()?.is_empty()).then_some("heartbeat state"),
+        (!to.store.list_designs().wait()?.is_empty()).then_some("designs"),
+        (!to.store.versioned_designs().wait()?.is_empty()).then_some("design versions"),
+        (!to.store.list_run_ids(None, 1).wait()?.is_empty()).then_some("runs"),
+        (!to.jobs.list_jobs().wait()?.is_empty()).then_some("schedule jobs"),
+        (!to.jobs.list_fires().wait()?.is_empty()).then_some("heartbeat state"),
     ];
     let held: Vec<&str> = held.into_iter().flatten().collect();
     if !held.is_empty() {
@@ -97,22 +98,22 @@ pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
     }
     let mut copied = Copied::default();
     let mut skipped = Vec::new();
-    for name in from.store.list_designs()? {
+    for name in from.store.list_designs().wait()? {
         let Ok(name) = DesignName::parse(&name) else { continue };
-        match from.store.load_design(&name) {
+        match from.store.load_design(&name).wait() {
             Ok(graph) => {
-                to.store.save_design(&name, &graph).map_err(CopyError::Interrupted)?;
+                to.store.save_design(&name, &graph).wait().map_err(CopyError::Interrupted)?;
                 copied.designs += 1;
             }
             Err(e) => skipped.push(Unreadable { kind: "design", name: name.to_string(), error: e.to_string() }),
         }
     }
-    for name in from.store.versioned_designs()? {
+    for name in from.store.versioned_designs().wait()? {
         let Ok(name) = DesignName::parse(&name) else { continue };
-        match from.store.list_versions(&name) {
+        match from.store.list_versions(&name).wait() {
             Ok(versions) => {
                 for version in &versions {
-                    to.store.add_version(&name, version).map_err(CopyError::Interrupted)?;
+                    to.store.add_version(&name, version).wait().map_err(CopyError::Interrupted)?;
                     copied.versions += 1;
                 }
             }
@@ -122,18 +123,18 @@ pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
     let mut ids = Vec::new();
     let mut cursor = None;
     loop {
-        let page = from.store.list_run_ids(cursor.as_ref(), PAGE)?;
+        let page = from.store.list_run_ids(cursor.as_ref(), PAGE).wait()?;
         let Some(last) = page.last().cloned() else { break };
         ids.extend(page);
         cursor = Some(last);
     }
     for id in ids.iter().rev() {
-        match from.store.read_run(id) {
+        match from.store.read_run(id).wait() {
             Ok(run) => {
-                to.store.import_run(id, &run).map_err(CopyError::Interrupted)?;
+                to.store.import_run(id, &run).wait().map_err(CopyError::Interrupted)?;
                 // An ended run's stats record goes along (a run the engine cannot read has none).
                 if let Some(stats) = serde_json::from_value::<vwf_core::run::Run>(run).ok().and_then(|r| r.stats()) {
-                    to.store.add_run_stats(&stats).map_err(CopyError::Interrupted)?;
+                    to.store.add_run_stats(&stats).wait().map_err(CopyError::Interrupted)?;
                 }
                 copied.runs += 1;
             }
@@ -141,17 +142,17 @@ pub fn copy(from: &Side<'_>, to: &Side<'_>) -> Result<Copied, CopyError> {
             Err(e) => skipped.push(Unreadable { kind: "run", name: id.to_string(), error: e.to_string() }),
         }
     }
-    for entry in from.jobs.list_jobs()? {
+    for entry in from.jobs.list_jobs().wait()? {
         match entry {
             Ok(job) => {
-                to.jobs.write_job(&job).map_err(CopyError::Interrupted)?;
+                to.jobs.write_job(&job).wait().map_err(CopyError::Interrupted)?;
                 copied.schedules += 1;
             }
             Err((id, why)) => skipped.push(Unreadable { kind: "schedule job", name: id, error: why }),
         }
     }
-    for (design, at) in from.jobs.list_fires()? {
-        to.jobs.record_fire(&design, at).map_err(CopyError::Interrupted)?;
+    for (design, at) in from.jobs.list_fires().wait()? {
+        to.jobs.record_fire(&design, at).wait().map_err(CopyError::Interrupted)?;
         copied.trigger_states += 1;
     }
     copied.unreadable = skipped;

@@ -44,7 +44,7 @@ pub(super) fn read(dir: &Path, scope: &str) -> Result<Value, StoreError> {
     stored(&path(dir, scope), scope)
 }
 
-pub(super) fn edit(dir: &Path, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
+pub(super) fn edit(dir: &Path, scope: &str, edit: &mut (dyn for<'v> FnMut(&'v mut Value) + Send)) -> Result<Value, StoreError> {
     let path = path(dir, scope);
     locked(dir, || {
         let mut doc = stored(&path, scope)?;

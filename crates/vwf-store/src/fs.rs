@@ -25,6 +25,7 @@
 //!   older than any id reservation in progress (deleting a lock file someone uses would let a
 //!   second locker in on a new file).
 
+use crate::Wait;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
@@ -237,148 +238,251 @@ impl FileStore {
     }
 }
 
+#[async_trait::async_trait]
 impl Store for FileStore {
-    fn list_designs(&self) -> Result<Vec<String>, StoreError> {
-        let dir = self.designs_dir();
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("read", &dir, e)),
-        };
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error("read", &dir, e))?;
-            let file_name = entry.file_name();
-            let Some(stem) = file_name.to_str().and_then(|n| n.strip_suffix(".json")) else {
-                continue;
-            };
-            if DesignName::parse(stem).is_ok() && entry.path().is_file() {
-                names.push(stem.to_string());
-            }
-        }
-        names.sort();
-        Ok(names)
-    }
-
-    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
-        let path = self.design_path(name);
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(StoreError::design_not_found(name));
-            }
-            Err(e) => return Err(io_error("read", &path, e)),
-        };
-        parse_json(&bytes, &format!("{DESIGNS_DIR}/{name}.json"))
-    }
-
-    fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
-        self.write_design(name, graph, atomic_write)
-    }
-
-    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
-        self.write_design(name, graph, atomic_create)
-    }
-
-    fn design_exists(&self, name: &DesignName) -> bool {
-        self.design_path(name).is_file()
-    }
-
-    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
-        let path = self.design_path(name);
-        match fs::remove_file(&path) {
-            Ok(()) => sync_dir(&self.designs_dir()).map_err(|e| io_error("sync", &self.designs_dir(), e)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::design_not_found(name)),
-            Err(e) => Err(io_error("remove", &path, e)),
-        }
-    }
-
-    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
-        self.fs_list_versions(name)
-    }
-
-    fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
-        self.fs_newest_version(name)
-    }
-
-    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
-        self.fs_add_version(name, version)
-    }
-
-    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
-        self.fs_remove_version(name, version)
-    }
-
-    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
-        self.fs_versioned_designs()
-    }
-
-    fn design_stamp(&self, name: &DesignName) -> Option<String> {
-        let meta = fs::metadata(self.design_path(name)).ok()?;
-        let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-        Some(format!("{}.{:09}:{}", modified.as_secs(), modified.subsec_nanos(), meta.len()))
-    }
-
-    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
-        self.start_runs_dir()?;
-        let locks = self.locks_dir();
-        create_dir(&locks)?;
-        let path = self.lock_path(id);
-        match private_file().write(true).create_new(true).open(&path) {
-            Ok(_) => Ok(!self.run_path(id).exists()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(io_error("create", &path, e)),
-        }
-    }
-
-    fn allocate_run_id(&self) -> Result<RunId, StoreError> {
-        self.start_runs_dir()?;
-        let locks = self.locks_dir();
-        create_dir(&locks)?;
-        for _ in 0..ALLOCATE_ATTEMPTS {
-            let mut bytes = [0u8; 6];
-            getrandom::fill(&mut bytes).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
-            let id = RunId::from_bytes(bytes);
-            let path = self.lock_path(&id);
-            // `create_new` is the atomic reservation: exactly one caller creates a given file.
-            match private_file().write(true).create_new(true).open(&path) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io_error("create", &path, e)),
-            }
-            // A run copied in without its lock file is taken too.
-            if !self.run_path(&id).exists() {
-                let mut fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner());
-                if fresh.len() >= CHECKPOINTS_KEPT {
-                    fresh.clear();
+    async fn list_designs(&self) -> Result<Vec<String>, StoreError> {
+        crate::wait::blocking(|| {
+            let dir = self.designs_dir();
+            let Some(entries) = dir_entries(&dir)? else { return Ok(Vec::new()) };
+            let mut names = Vec::new();
+            for entry in entries {
+                let entry = entry.map_err(|e| io_error("read", &dir, e))?;
+                let file_name = entry.file_name();
+                let Some(stem) = file_name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                    continue;
+                };
+                if DesignName::parse(stem).is_ok() && entry.path().is_file() {
+                    names.push(stem.to_string());
                 }
-                fresh.insert(id.clone());
-                return Ok(id);
             }
-        }
-        Err(StoreError::other(
-            format!("cannot allocate a run id in {}", locks.display()),
-            format!("{ALLOCATE_ATTEMPTS} random ids were all taken"),
-        ))
+            names.sort();
+            Ok(names)
+        })
     }
 
-    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError> {
-        self.save(id, run, changes, durability == Durability::Now)
+    async fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
+        crate::wait::blocking(|| {
+            let path = self.design_path(name);
+            let bytes = match fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(StoreError::design_not_found(name));
+                }
+                Err(e) => return Err(io_error("read", &path, e)),
+            };
+            parse_json(&bytes, &format!("{DESIGNS_DIR}/{name}.json"))
+        })
     }
 
-    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
-        let json = serde_json::to_vec(doc).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        self.write_run_bytes(id, &json, true)
+    async fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        crate::wait::blocking(|| self.write_design(name, graph, atomic_write))
     }
 
-    fn sync(&self) -> Result<(), StoreError> {
-        match self.log.opened() {
+    async fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        crate::wait::blocking(|| self.write_design(name, graph, atomic_create))
+    }
+
+    async fn design_exists(&self, name: &DesignName) -> bool {
+        crate::wait::blocking(|| self.design_path(name).is_file())
+    }
+
+    async fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        crate::wait::blocking(|| {
+            let path = self.design_path(name);
+            match fs::remove_file(&path) {
+                Ok(()) => sync_dir(&self.designs_dir()).map_err(|e| io_error("sync", &self.designs_dir(), e)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::design_not_found(name)),
+                Err(e) => Err(io_error("remove", &path, e)),
+            }
+        })
+    }
+
+    async fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        crate::wait::blocking(|| self.fs_list_versions(name))
+    }
+
+    async fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        crate::wait::blocking(|| self.fs_newest_version(name))
+    }
+
+    async fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
+        crate::wait::blocking(|| self.fs_add_version(name, version))
+    }
+
+    async fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        crate::wait::blocking(|| self.fs_remove_version(name, version))
+    }
+
+    async fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        crate::wait::blocking(|| self.fs_versioned_designs())
+    }
+
+    async fn design_stamp(&self, name: &DesignName) -> Option<String> {
+        crate::wait::blocking(|| {
+            let meta = fs::metadata(self.design_path(name)).ok()?;
+            let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+            Some(format!("{}.{:09}:{}", modified.as_secs(), modified.subsec_nanos(), meta.len()))
+        })
+    }
+
+    async fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
+        crate::wait::blocking(|| {
+            self.start_runs_dir()?;
+            let locks = self.locks_dir();
+            create_dir(&locks)?;
+            let path = self.lock_path(id);
+            match private_file().write(true).create_new(true).open(&path) {
+                Ok(_) => Ok(!self.run_path(id).exists()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(io_error("create", &path, e)),
+            }
+        })
+    }
+
+    async fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+        crate::wait::blocking(|| {
+            self.start_runs_dir()?;
+            let locks = self.locks_dir();
+            create_dir(&locks)?;
+            for _ in 0..ALLOCATE_ATTEMPTS {
+                let mut bytes = [0u8; 6];
+                getrandom::fill(&mut bytes).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
+                let id = RunId::from_bytes(bytes);
+                let path = self.lock_path(&id);
+                // `create_new` is the atomic reservation: exactly one caller creates a given file.
+                match private_file().write(true).create_new(true).open(&path) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(io_error("create", &path, e)),
+                }
+                // A run copied in without its lock file is taken too.
+                if !self.run_path(&id).exists() {
+                    let mut fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner());
+                    if fresh.len() >= CHECKPOINTS_KEPT {
+                        fresh.clear();
+                    }
+                    fresh.insert(id.clone());
+                    return Ok(id);
+                }
+            }
+            Err(StoreError::other(
+                format!("cannot allocate a run id in {}", locks.display()),
+                format!("{ALLOCATE_ATTEMPTS} random ids were all taken"),
+            ))
+        })
+    }
+
+    async fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError> {
+        crate::wait::blocking(|| self.save(id, run, changes, durability == Durability::Now))
+    }
+
+    async fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
+        crate::wait::blocking(|| {
+            let json = serde_json::to_vec(doc).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
+            self.write_run_bytes(id, &json, true)
+        })
+    }
+
+    async fn sync(&self) -> Result<(), StoreError> {
+        crate::wait::blocking(|| match self.log.opened() {
             Some(log) => log.sync().map_err(|e| StoreError::io(format!("cannot write the commit log in {}", self.runs_dir().display()), e)),
             None => Ok(()),
-        }
+        })
     }
 
-    fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+    async fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        crate::wait::blocking(|| self.read_run_file(id))
+    }
+
+    async fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
+        crate::wait::blocking(|| {
+            let mut entries = Vec::new();
+            for id in self.run_ids_page(None, limit)? {
+                let run = match self.read_run_file(&id) {
+                    Ok(run) => Ok(run),
+                    // Deleted since the listing saw it: deleting a run file forgets the run.
+                    Err(StoreError::NotFound(_)) => continue,
+                    Err(e) => Err(e.to_string()),
+                };
+                entries.push(RunEntry { id, run });
+            }
+            Ok(entries)
+        })
+    }
+
+    async fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        crate::wait::blocking(|| self.run_ids_page(before, limit))
+    }
+
+    async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+        crate::wait::blocking(|| {
+            self.recover_once();
+            let file = self.open_lock_file(id)?;
+            file.lock().map_err(|e| io_error("lock", &self.lock_path(id), e))?;
+            self.recover_before_taking_over(id);
+            Ok(self.guard(id, file))
+        })
+    }
+
+    async fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+        crate::wait::blocking(|| {
+            self.recover_once();
+            let file = self.open_lock_file(id)?;
+            match file.try_lock() {
+                Ok(()) => {
+                    self.recover_before_taking_over(id);
+                    Ok(Some(self.guard(id, file)))
+                }
+                Err(TryLockError::WouldBlock) => Ok(None),
+                Err(TryLockError::Error(e)) => Err(io_error("lock", &self.lock_path(id), e)),
+            }
+        })
+    }
+
+    async fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
+        crate::wait::blocking(|| super::waiting::add(&self.waiting_dir(event), id, note))
+    }
+
+    async fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+        crate::wait::blocking(|| super::waiting::list(&self.waiting_dir(event)))
+    }
+
+    async fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
+        crate::wait::blocking(|| super::waiting::remove(&self.waiting_dir(event), id))
+    }
+
+    async fn claim_key(&self, claim: &super::KeyClaim, fresh_since: vwf_core::time::Ts) -> Result<super::KeyClaim, StoreError> {
+        crate::wait::blocking(|| super::keys::claim(&self.runs_dir().join(KEYS_DIR), claim, fresh_since))
+    }
+
+    async fn settle_key(&self, key: &str, at: vwf_core::time::Ts, answer: Option<&Value>) -> Result<(), StoreError> {
+        crate::wait::blocking(|| super::keys::settle(&self.runs_dir().join(KEYS_DIR), key, at, answer))
+    }
+
+    async fn edit_doc(&self, scope: &str, edit: &mut (dyn for<'v> FnMut(&'v mut Value) + Send)) -> Result<Value, StoreError> {
+        crate::wait::blocking(|| super::flow::edit(&self.runs_dir().join(FLOW_DIR), scope, edit))
+    }
+
+    async fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
+        crate::wait::blocking(|| super::flow::read(&self.runs_dir().join(FLOW_DIR), scope))
+    }
+
+    async fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
+        crate::wait::blocking(|| super::flow::waiting(&self.runs_dir().join(FLOW_DIR)))
+    }
+
+    async fn add_run_stats(&self, stats: &RunStats) -> Result<(), StoreError> {
+        crate::wait::blocking(|| self.append_stats(stats))
+    }
+
+    async fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError> {
+        crate::wait::blocking(|| self.read_stats(from, to, design))
+    }
+}
+
+impl FileStore {
+    /// [`Store::read_run`], here.
+    fn read_run_file(&self, id: &RunId) -> Result<Value, StoreError> {
         self.recover_once();
         let path = self.run_path(id);
         let bytes = match fs::read(&path) {
@@ -403,21 +507,8 @@ impl Store for FileStore {
         }
     }
 
-    fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
-        let mut entries = Vec::new();
-        for id in self.list_run_ids(None, limit)? {
-            let run = match self.read_run(&id) {
-                Ok(run) => Ok(run),
-                // Deleted since the listing saw it: deleting a run file forgets the run.
-                Err(StoreError::NotFound(_)) => continue,
-                Err(e) => Err(e.to_string()),
-            };
-            entries.push(RunEntry { id, run });
-        }
-        Ok(entries)
-    }
-
-    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+    /// [`Store::list_run_ids`], here.
+    fn run_ids_page(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.recover_once();
         if limit == 0 {
             return Ok(Vec::new());
@@ -433,69 +524,6 @@ impl Store for FileStore {
         Ok(page.ids)
     }
 
-    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
-        self.recover_once();
-        let file = self.open_lock_file(id)?;
-        file.lock().map_err(|e| io_error("lock", &self.lock_path(id), e))?;
-        self.recover_before_taking_over(id);
-        Ok(self.guard(id, file))
-    }
-
-    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
-        self.recover_once();
-        let file = self.open_lock_file(id)?;
-        match file.try_lock() {
-            Ok(()) => {
-                self.recover_before_taking_over(id);
-                Ok(Some(self.guard(id, file)))
-            }
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(io_error("lock", &self.lock_path(id), e)),
-        }
-    }
-
-    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
-        super::waiting::add(&self.waiting_dir(event), id, note)
-    }
-
-    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
-        super::waiting::list(&self.waiting_dir(event))
-    }
-
-    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
-        super::waiting::remove(&self.waiting_dir(event), id)
-    }
-
-    fn claim_key(&self, claim: &super::KeyClaim, fresh_since: vwf_core::time::Ts) -> Result<super::KeyClaim, StoreError> {
-        super::keys::claim(&self.runs_dir().join(KEYS_DIR), claim, fresh_since)
-    }
-
-    fn settle_key(&self, key: &str, at: vwf_core::time::Ts, answer: Option<&Value>) -> Result<(), StoreError> {
-        super::keys::settle(&self.runs_dir().join(KEYS_DIR), key, at, answer)
-    }
-
-    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
-        super::flow::edit(&self.runs_dir().join(FLOW_DIR), scope, edit)
-    }
-
-    fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
-        super::flow::read(&self.runs_dir().join(FLOW_DIR), scope)
-    }
-
-    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
-        super::flow::waiting(&self.runs_dir().join(FLOW_DIR))
-    }
-
-    fn add_run_stats(&self, stats: &RunStats) -> Result<(), StoreError> {
-        self.append_stats(stats)
-    }
-
-    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError> {
-        self.read_stats(from, to, design)
-    }
-}
-
-impl FileStore {
     /// Just after taking the lock of a run that has a file this handle did not write: a process
     /// that held it may have ended since this handle recovered the logs, so its log is recovered
     /// now, before the run is read (and maybe found interrupted and taken over).
@@ -522,7 +550,7 @@ impl Drop for RunGuard {
         }
         // A save made `Durability::Soon` and no save after it is durable by the time the lock
         // is let go.
-        if let Err(e) = self.store.sync() {
+        if let Err(e) = self.store.sync().wait() {
             index::warn(&format!("run {}: {e}", self.id));
         }
         self.store.held.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
@@ -707,6 +735,15 @@ pub(super) fn create_dir(dir: &Path) -> Result<(), StoreError> {
 
 fn parse_json(bytes: &[u8], shown_path: &str) -> Result<Value, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt { path: shown_path.to_string(), message: e.to_string() })
+}
+
+/// The entries of `dir`, or `None` when there is no such directory (nothing was stored there yet).
+pub(super) fn dir_entries(dir: &Path) -> Result<Option<fs::ReadDir>, StoreError> {
+    match fs::read_dir(dir) {
+        Ok(entries) => Ok(Some(entries)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error("read", dir, e)),
+    }
 }
 
 pub(super) fn io_error(action: &str, path: &Path, e: io::Error) -> StoreError {

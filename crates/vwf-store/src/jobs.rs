@@ -6,6 +6,7 @@
 //! read-modify-write of jobs, across processes) and `.daemon.lock` (held by the one daemon of the
 //! home). Nothing else belongs here; `vwf doctor` reports anything else it finds.
 
+use crate::Wait;
 use std::fs::{self, File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use vwf_core::names::DesignName;
 use vwf_core::schedule::job::{JOB_PREFIX, Job, job_id};
 use vwf_core::time::{self, Ts};
 
-use super::fs::{atomic_write, create_private_dir_all, lock_file, sync_dir};
+use super::fs::{atomic_write, create_private_dir_all, dir_entries, io_error, lock_file, sync_dir};
 use super::{FileStore, Finding, JobEntry, JobStore, StoreError, StoreLock};
 
 pub(super) const SCHEDULES_DIR: &str = "workflow-schedules";
@@ -68,130 +69,139 @@ impl FileStore {
     }
 }
 
+#[async_trait::async_trait]
 impl JobStore for FileStore {
-    fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError> {
-        let dir = self.schedules_dir();
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("read", &dir, e)),
-        };
-        let mut ids = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error("read", &dir, e))?;
-            let file_name = entry.file_name();
-            let Some(id) = file_name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
-            if id.starts_with(JOB_PREFIX) && entry.path().is_file() {
-                ids.push(id.to_string());
+    async fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError> {
+        crate::wait::blocking(|| {
+            let dir = self.schedules_dir();
+            let Some(entries) = dir_entries(&dir)? else { return Ok(Vec::new()) };
+            let mut ids = Vec::new();
+            for entry in entries {
+                let entry = entry.map_err(|e| io_error("read", &dir, e))?;
+                let file_name = entry.file_name();
+                let Some(id) = file_name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
+                if id.starts_with(JOB_PREFIX) && entry.path().is_file() {
+                    ids.push(id.to_string());
+                }
             }
-        }
-        ids.sort();
-        Ok(ids
-            .into_iter()
-            .filter_map(|id| match Self::read_job_file(&dir.join(format!("{id}.json"))) {
-                Ok(Some(job)) if job.job_id == id => Some(Ok(job)),
-                Ok(Some(job)) => Some(Err((id, format!("the file says job_id {:?}, not its file name", job.job_id)))),
-                Ok(None) => None, // removed meanwhile
-                Err(why) => Some(Err((id, why))),
-            })
-            .collect())
+            ids.sort();
+            Ok(ids
+                .into_iter()
+                .filter_map(|id| match Self::read_job_file(&dir.join(format!("{id}.json"))) {
+                    Ok(Some(job)) if job.job_id == id => Some(Ok(job)),
+                    Ok(Some(job)) => Some(Err((id, format!("the file says job_id {:?}, not its file name", job.job_id)))),
+                    Ok(None) => None, // removed meanwhile
+                    Err(why) => Some(Err((id, why))),
+                })
+                .collect())
+        })
     }
 
-    fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError> {
-        Self::read_job_file(&self.job_path(design)).map_err(|why| StoreError::other("cannot read a schedule job", why))
+    async fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError> {
+        crate::wait::blocking(|| {
+            Self::read_job_file(&self.job_path(design)).map_err(|why| StoreError::other("cannot read a schedule job", why))
+        })
     }
 
-    fn write_job(&self, job: &Job) -> Result<(), StoreError> {
-        let design = vwf_core::schedule::job::design_of(&job.job_id)
-            .ok_or_else(|| StoreError::other(format!("cannot save a job with the id {:?}", job.job_id), "the id names no design"))?;
-        let path = self.job_path(&design);
-        let mut bytes = serde_json::to_vec_pretty(job).map_err(|e| StoreError::encode("a schedule job", e))?;
-        bytes.push(b'\n');
-        let dir = self.schedules_dir();
-        create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
-        atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
+    async fn write_job(&self, job: &Job) -> Result<(), StoreError> {
+        crate::wait::blocking(|| {
+            let design = vwf_core::schedule::job::design_of(&job.job_id)
+                .ok_or_else(|| StoreError::other(format!("cannot save a job with the id {:?}", job.job_id), "the id names no design"))?;
+            let path = self.job_path(&design);
+            let mut bytes = serde_json::to_vec_pretty(job).map_err(|e| StoreError::encode("a schedule job", e))?;
+            bytes.push(b'\n');
+            let dir = self.schedules_dir();
+            create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+            atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
+        })
     }
 
-    fn remove_job(&self, design: &DesignName) -> Result<(), StoreError> {
-        let path = self.job_path(design);
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(StoreError::NotFound(format!("schedule job {:?}", job_id(design))));
+    async fn remove_job(&self, design: &DesignName) -> Result<(), StoreError> {
+        crate::wait::blocking(|| {
+            let path = self.job_path(design);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(StoreError::NotFound(format!("schedule job {:?}", job_id(design))));
+                }
+                Err(e) => return Err(io_error("remove", &path, e)),
             }
-            Err(e) => return Err(io_error("remove", &path, e)),
-        }
-        let dir = self.schedules_dir();
-        sync_dir(&dir).map_err(|e| io_error("sync", &dir, e))
+            let dir = self.schedules_dir();
+            sync_dir(&dir).map_err(|e| io_error("sync", &dir, e))
+        })
     }
 
-    fn has_jobs(&self) -> bool {
-        self.schedules_dir().is_dir()
+    async fn has_jobs(&self) -> bool {
+        crate::wait::blocking(|| self.schedules_dir().is_dir())
     }
 
-    fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
-        let (file, path) = self.schedules_lock_file(LOCK_FILE)?;
-        file.lock().map_err(|e| io_error("lock", &path, e))?;
-        Ok(StoreLock::new(super::fs::LockedFile(file)))
+    async fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
+        crate::wait::blocking(|| {
+            let (file, path) = self.schedules_lock_file(LOCK_FILE)?;
+            file.lock().map_err(|e| io_error("lock", &path, e))?;
+            Ok(StoreLock::new(super::fs::LockedFile(file)))
+        })
     }
 
-    fn last_fire(&self, design: &DesignName) -> Option<Ts> {
-        let bytes = fs::read(self.trigger_state_path(design)).ok()?;
-        let value: Value = serde_json::from_slice(&bytes).ok()?;
-        value.get("last_fired_at").and_then(Value::as_str).and_then(time::parse)
+    async fn last_fire(&self, design: &DesignName) -> Option<Ts> {
+        crate::wait::blocking(|| {
+            let bytes = fs::read(self.trigger_state_path(design)).ok()?;
+            let value: Value = serde_json::from_slice(&bytes).ok()?;
+            value.get("last_fired_at").and_then(Value::as_str).and_then(time::parse)
+        })
     }
 
-    fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
-        let dir = self.schedules_dir();
-        create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
-        let state = json!({"design": design.as_str(), "mode": "heartbeat", "last_fired_at": time::format(&at)});
-        let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| StoreError::encode("the trigger state", e))?;
-        bytes.push(b'\n');
-        let path = self.trigger_state_path(design);
-        atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
+    async fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
+        crate::wait::blocking(|| {
+            let dir = self.schedules_dir();
+            create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+            let state = json!({"design": design.as_str(), "mode": "heartbeat", "last_fired_at": time::format(&at)});
+            let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| StoreError::encode("the trigger state", e))?;
+            bytes.push(b'\n');
+            let path = self.trigger_state_path(design);
+            atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
+        })
     }
 
-    fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError> {
-        let _lock = self.lock_jobs()?;
-        if self.last_fire(design) != last {
-            return Ok(false);
-        }
-        self.record_fire(design, at).map(|()| true)
-    }
-
-    fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
-        let dir = self.schedules_dir();
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("read", &dir, e)),
-        };
-        let mut fires: Vec<(DesignName, Ts)> = entries
-            .flatten()
-            .filter_map(|entry| {
-                let name = entry.file_name().to_str()?.strip_prefix(TRIGGER_PREFIX)?.strip_suffix(".json")?.to_string();
-                let design = DesignName::parse(&name).ok()?;
-                Some((design.clone(), self.last_fire(&design)?))
-            })
-            .collect();
-        fires.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-        Ok(fires)
-    }
-
-    fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
-        let (file, path) = self.schedules_lock_file(DAEMON_LOCK_FILE)?;
-        match file.try_lock() {
-            Ok(()) => Ok(StoreLock::new(super::fs::LockedFile(file))),
-            Err(TryLockError::WouldBlock) => {
-                Err(StoreError::Busy(format!("another vwf daemon is already running on {}", self.home.display())))
+    async fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError> {
+        crate::wait::blocking(|| {
+            let _lock = self.lock_jobs().wait()?;
+            if self.last_fire(design).wait() != last {
+                return Ok(false);
             }
-            Err(TryLockError::Error(e)) => Err(io_error("lock", &path, e)),
-        }
+            self.record_fire(design, at).wait().map(|()| true)
+        })
     }
-}
 
-fn io_error(action: &str, path: &Path, e: io::Error) -> StoreError {
-    StoreError::io(format!("cannot {action} {}", path.display()), e)
+    async fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
+        crate::wait::blocking(|| {
+            let dir = self.schedules_dir();
+            let Some(entries) = dir_entries(&dir)? else { return Ok(Vec::new()) };
+            let mut fires: Vec<(DesignName, Ts)> = entries
+                .flatten()
+                .filter_map(|entry| {
+                    let name = entry.file_name().to_str()?.strip_prefix(TRIGGER_PREFIX)?.strip_suffix(".json")?.to_string();
+                    let design = DesignName::parse(&name).ok()?;
+                    Some((design.clone(), self.last_fire(&design).wait()?))
+                })
+                .collect();
+            fires.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+            Ok(fires)
+        })
+    }
+
+    async fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
+        crate::wait::blocking(|| {
+            let (file, path) = self.schedules_lock_file(DAEMON_LOCK_FILE)?;
+            match file.try_lock() {
+                Ok(()) => Ok(StoreLock::new(super::fs::LockedFile(file))),
+                Err(TryLockError::WouldBlock) => {
+                    Err(StoreError::Busy(format!("another vwf daemon is already running on {}", self.home.display())))
+                }
+                Err(TryLockError::Error(e)) => Err(io_error("lock", &path, e)),
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -224,11 +234,11 @@ mod tests {
     fn a_damaged_job_file_is_listed_with_why_and_breaks_nothing_else() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = FileStore::new(dir.path().to_path_buf());
-        store.write_job(&conformance::sample_job("good")).expect("write");
+        store.write_job(&conformance::sample_job("good")).wait().expect("write");
         fs::write(store.schedules_dir().join("wf-bad.json"), b"{not json").expect("damage");
         fs::write(store.schedules_dir().join("wf-lies.json"), serde_json::to_vec(&conformance::sample_job("other")).expect("json"))
             .expect("write");
-        let listed = store.list_jobs().expect("list");
+        let listed = store.list_jobs().wait().expect("list");
         assert_eq!(listed.len(), 3);
         let bad = listed[0].as_ref().expect_err("damaged");
         assert_eq!(bad.0, "wf-bad");

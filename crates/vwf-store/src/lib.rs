@@ -14,6 +14,9 @@
 //! - reading a store that was never written gives empty lists and `NotFound`, not errors.
 //!
 //! [`fs::FileStore`] is the store of SPEC §1 (plain JSON files under the home directory).
+//!
+//! The traits are async: the server awaits its reads on its runtime, and blocking code (the
+//! runner, the daemon, the CLI) waits for a call with [`Wait::wait`] (see `wait.rs`).
 
 mod atomic;
 pub mod changes;
@@ -31,6 +34,7 @@ pub mod pg;
 mod stats;
 mod tidy;
 mod versions;
+mod wait;
 mod waiting;
 
 use serde::Deserialize;
@@ -48,6 +52,7 @@ pub use fs::FileStore;
 pub use pg::{PgSettings, PgStore};
 pub use tidy::{Finding, STALE_AFTER};
 pub use versions::version_not_found;
+pub use wait::{Wait, may_block};
 
 /// A run document read back from its last whole save and the parts saved since (as a store
 /// keeps them: kind, key, JSON text), applied in part order. A part that cannot be read or
@@ -97,86 +102,93 @@ pub struct SavedDesign {
     pub revision: Option<u64>,
 }
 
-/// Persistence of designs and runs. Blocking: async callers wrap calls in `spawn_blocking`.
+/// Persistence of designs and runs. Async: blocking code waits for a call with
+/// [`Wait::wait`](wait::Wait::wait).
+#[async_trait::async_trait]
 pub trait Store: Send + Sync {
     /// Names of the saved designs, sorted. Entries that are not designs are ignored.
-    fn list_designs(&self) -> Result<Vec<String>, StoreError>;
+    async fn list_designs(&self) -> Result<Vec<String>, StoreError>;
     /// The saved graph of a design: `NotFound` or `Corrupt` when it cannot be had.
-    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError>;
+    async fn load_design(&self, name: &DesignName) -> Result<Value, StoreError>;
     /// Saves (creates or replaces) a design; returns where it was saved, to show to the user.
-    fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
+    async fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
     /// Saves a design only if none has this name, else `Exists`; the check and the write are one
     /// step, so of two callers creating the same name exactly one succeeds.
-    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
-    fn design_exists(&self, name: &DesignName) -> bool;
+    async fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError>;
+    async fn design_exists(&self, name: &DesignName) -> bool;
     /// Removes a saved design (`NotFound` when there is none). Runs keep the plan they started
     /// with, so they stay readable.
-    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError>;
+    async fn delete_design(&self, name: &DesignName) -> Result<(), StoreError>;
     /// Every recorded version of a design, oldest first (`vwf_core::versions`). Versions outlive
     /// their design: a deleted design's runs still show the version they ran.
-    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError>;
+    async fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError>;
     /// The newest recorded version of a design (what a save compares with and a run start looks
     /// up), without reading the others; `None` when there is none.
-    fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
-        Ok(self.list_versions(name)?.pop())
+    async fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        Ok(self.list_versions(name).await?.pop())
     }
     /// [`Store::load_design`] with [`Store::newest_version`] of it (or the error reading that):
     /// what a run's start reads. A store that can read both in one request overrides this, and
     /// one that keeps [`SavedDesign::revision`]s gives it too.
-    fn load_design_with_newest(&self, name: &DesignName) -> Result<SavedDesign, StoreError> {
-        Ok(SavedDesign { graph: self.load_design(name)?, newest: self.newest_version(name), revision: None })
+    async fn load_design_with_newest(&self, name: &DesignName) -> Result<SavedDesign, StoreError> {
+        Ok(SavedDesign { graph: self.load_design(name).await?, newest: self.newest_version(name).await, revision: None })
     }
     /// Records a version; `Exists` when its number is taken (another save got it first), and a
     /// recorded version is never replaced.
-    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError>;
+    async fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError>;
     /// Removes a version (pruning); `NotFound` when there is none.
-    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError>;
+    async fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError>;
     /// The names of the designs that have recorded versions, sorted (to copy a store).
-    fn versioned_designs(&self) -> Result<Vec<String>, StoreError>;
+    async fn versioned_designs(&self) -> Result<Vec<String>, StoreError>;
     /// A token that changes whenever the design is saved or deleted (the file store: its file's
     /// modification time and length), so a caller that keeps a design's trigger can tell cheaply
     /// whether to read it again; `None` when the store cannot tell, and the caller re-reads on a
     /// timer instead.
-    fn design_stamp(&self, name: &DesignName) -> Option<String>;
+    async fn design_stamp(&self, name: &DesignName) -> Option<String>;
 
     /// A fresh run id from a CSPRNG, reserved in the store so no other caller
     /// (in this process or another) gets the same one.
-    fn allocate_run_id(&self) -> Result<RunId, StoreError>;
+    async fn allocate_run_id(&self) -> Result<RunId, StoreError>;
     /// Reserves `id`, chosen by the caller (a run id derived from another, see
     /// `RunId::derived`), so it can be locked and saved like an allocated one. Answers whether
     /// this call reserved it: `false` when it was reserved (or saved) before. Atomic: of callers
     /// racing for one id, one gets `true`.
-    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError>;
+    async fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError>;
     /// The one way a run is written: what changed in a run we hold the lock of since its last
     /// save (see `vwf_core::run::journal`), the whole document when `changes.whole`, else only
     /// the changed parts, which a store that keeps parts writes in a size bounded by those parts.
     /// Readers see the same document either way; the first save of an id makes it the newest
     /// entry of [`Store::list_runs`]. With [`Durability::Soon`] the save may return before it is
     /// durable (see there).
-    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError>;
+    async fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError>;
     /// Returns once every save handed to this handle is durable (see [`Durability::Soon`]).
-    fn sync(&self) -> Result<(), StoreError> {
+    async fn sync(&self) -> Result<(), StoreError> {
         Ok(())
     }
     /// Puts a run document as it is, whole and durable: what a store copy, a repair and a test's
     /// fixture write. Not a run being driven (that is [`Store::save_run`]): the document is not
     /// checked to be one the engine reads.
-    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError>;
-    fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
+    async fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError>;
+    async fn read_run(&self, id: &RunId) -> Result<Value, StoreError>;
     /// [`Store::read_run`] of each id, in order: what a listing page reads. A store that can
     /// read many runs in one request overrides this.
-    fn read_runs(&self, ids: &[RunId]) -> Vec<Result<Value, StoreError>> {
-        ids.iter().map(|id| self.read_run(id)).collect()
+    async fn read_runs(&self, ids: &[RunId]) -> Vec<Result<Value, StoreError>> {
+        let mut runs = Vec::with_capacity(ids.len());
+        for id in ids {
+            runs.push(self.read_run(id).await);
+        }
+        runs
     }
     /// At most `limit` runs, newest first (by first write). A run that cannot be read is
     /// listed with its error instead of its value.
-    fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError>;
+    async fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError>;
     /// [`Store::list_runs`] as typed summaries: what callers that decide about many runs (which
     /// are due, which fired lately) read, so none of them looks into a run's stored JSON. A store
     /// that keeps these fields apart overrides this to skip reading whole runs.
-    fn list_summaries(&self, limit: usize) -> Result<Vec<SummaryEntry>, StoreError> {
+    async fn list_summaries(&self, limit: usize) -> Result<Vec<SummaryEntry>, StoreError> {
         Ok(self
-            .list_runs(limit)?
+            .list_runs(limit)
+            .await?
             .into_iter()
             .map(|e| {
                 let summary = e.run.and_then(|v| serde_json::from_value(v).map_err(|err| format!("run {} cannot be read: {err}", e.id)));
@@ -188,18 +200,18 @@ pub trait Store: Send + Sync {
     /// (from the newest when `None`): one page of the listing, for callers that read and filter
     /// the runs themselves. `NotFound` when `before` is not in the listing. The cost does not
     /// grow with the number of runs read before the cursor.
-    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError>;
+    async fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError>;
     /// The summary of one run (see [`Store::list_summaries`]).
-    fn read_run_summary(&self, id: &RunId) -> Result<Summary, StoreError> {
-        let run = self.read_run(id)?;
+    async fn read_run_summary(&self, id: &RunId) -> Result<Summary, StoreError> {
+        let run = self.read_run(id).await?;
         Summary::deserialize(&run).map_err(|e| StoreError::Corrupt { path: format!("run {id}"), message: e.to_string() })
     }
     /// Keeps the stats record of a run that ended (see [`vwf_core::stats`]); a later record of
     /// the same run replaces it.
-    fn add_run_stats(&self, stats: &RunStats) -> Result<(), StoreError>;
+    async fn add_run_stats(&self, stats: &RunStats) -> Result<(), StoreError>;
     /// The stats records of the runs whose latest end lies in `[from, to)`, of `design` when
     /// given, each run once, in no particular order.
-    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError>;
+    async fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError>;
     /// Publishes on `to` a notice for every change any process makes to this store's runs, designs
     /// and jobs, from now on; `false` for a store that cannot (its waiters read again on a timer).
     fn notify_changes(&self, to: &crate::changes::Changes) -> bool {
@@ -208,52 +220,52 @@ pub trait Store: Send + Sync {
     }
     /// Waits for the run's exclusive lock (held across processes) and holds it until the
     /// guard drops. `NotFound` if the id was neither allocated nor written.
-    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
+    async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
     /// Like [`Store::lock_run`] but returns `None` at once when someone else holds the lock.
-    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError>;
+    async fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError>;
     /// A fresh run id ([`Store::allocate_run_id`]) with its lock held ([`Store::lock_run`]): what
     /// a new run needs before its first save. A store that can do both in one request overrides
     /// this.
-    fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
-        let id = self.allocate_run_id()?;
-        self.lock_run(&id)
+    async fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
+        let id = self.allocate_run_id().await?;
+        self.lock_run(&id).await
     }
     /// [`Store::allocate_locked_run`] for a run of saved design `design`, with the design's
     /// [`SavedDesign::revision`] read in the same request: a caller that compiled the design
     /// earlier knows whether it is still what is saved without reading it again. `None` when the
     /// store keeps no revisions, or the design is not saved.
-    fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
+    async fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
         let _ = design;
-        Ok((self.allocate_locked_run()?, None))
+        Ok((self.allocate_locked_run().await?, None))
     }
     /// Notes, durably, that run `id` waits for `event` (a `wait_event` step), with `note` (what
     /// it waits for, as the runner words it), so an event finds the runs waiting for it however
     /// many runs came after them, and which of them it matches without reading each. Noting again
     /// replaces the note. A note is a hint: the run's record says whether it still waits.
-    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError>;
+    async fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError>;
     /// The runs noted waiting for `event`, with their notes, in no particular order.
-    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError>;
+    async fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError>;
     /// Drops the note that run `id` waits for `event` (none there is fine).
-    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError>;
+    async fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError>;
     /// Records `claim` for its key unless a claim of the key made at or after `fresh_since` is
     /// kept, durably, and answers the claim kept: `claim` itself when this call recorded it.
     /// Atomic across processes and instances: of callers racing for one key, exactly one
     /// records its claim and every one is answered that claim.
-    fn claim_key(&self, claim: &KeyClaim, fresh_since: Ts) -> Result<KeyClaim, StoreError>;
+    async fn claim_key(&self, claim: &KeyClaim, fresh_since: Ts) -> Result<KeyClaim, StoreError>;
     /// Sets the answer of the claim of `key` made at `at`, durably, or with `None` drops the
     /// claim (its request was refused: the key is free again); a newer claim of the key is left
     /// alone.
-    fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError>;
+    async fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError>;
     /// Edits the flow-control document of `scope` (the runtime's own JSON: a design's concurrency
     /// slots, a trigger's burst or window, a rate limit's bucket) atomically across processes
     /// and instances, durably: `edit` is given the document as stored (`null` when there is none)
     /// and may be called again when another writer came in between; leaving `null` deletes it.
     /// Answers the document as kept.
-    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError>;
+    async fn edit_doc(&self, scope: &str, edit: &mut (dyn for<'v> FnMut(&'v mut Value) + Send)) -> Result<Value, StoreError>;
     /// The flow-control document of `scope` as stored (`null` when there is none).
-    fn read_doc(&self, scope: &str) -> Result<Value, StoreError>;
+    async fn read_doc(&self, scope: &str) -> Result<Value, StoreError>;
     /// The scopes whose document waits for something to happen ([`is_waiting`]), in no set order.
-    fn waiting_docs(&self) -> Result<Vec<String>, StoreError>;
+    async fn waiting_docs(&self) -> Result<Vec<String>, StoreError>;
 }
 
 /// Whether a flow-control document waits for something (its `"waiting"` is `true`): the daemon
@@ -295,33 +307,34 @@ impl KeyClaim {
 ///   processes, so two processes ticking one home never lose an update or fire a fire twice;
 /// - a job that cannot be read is listed with why, and never breaks the listing;
 /// - `has_jobs` is false for a home that never stored a job, so ticking it creates nothing.
+#[async_trait::async_trait]
 pub trait JobStore: Send + Sync {
     /// Every job, sorted by id; an entry that cannot be read is listed as `(job_id, why)`.
-    fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError>;
+    async fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError>;
     /// The job of `design`: `None` when it has none.
-    fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError>;
+    async fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError>;
     /// Saves (creates or replaces) a job, atomically; its `job_id` names its design.
-    fn write_job(&self, job: &Job) -> Result<(), StoreError>;
+    async fn write_job(&self, job: &Job) -> Result<(), StoreError>;
     /// Removes the job of `design` (`NotFound` when there is none).
-    fn remove_job(&self, design: &DesignName) -> Result<(), StoreError>;
+    async fn remove_job(&self, design: &DesignName) -> Result<(), StoreError>;
     /// Whether a job may exist (a job was stored once); when not, a tick has nothing to do.
-    fn has_jobs(&self) -> bool;
+    async fn has_jobs(&self) -> bool;
     /// Waits for the jobs' exclusive lock, held across processes until the guard drops. Never
     /// held while a run works.
-    fn lock_jobs(&self) -> Result<StoreLock, StoreError>;
+    async fn lock_jobs(&self) -> Result<StoreLock, StoreError>;
     /// The recorded last fire of a heartbeat design (`None` when never fired or unreadable).
-    fn last_fire(&self, design: &DesignName) -> Option<Ts>;
+    async fn last_fire(&self, design: &DesignName) -> Option<Ts>;
     /// Records a heartbeat fire, whatever was recorded before (copying a store).
-    fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError>;
+    async fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError>;
     /// Claims the heartbeat fire `at` of `design`, durably, before its run starts: recorded (and
     /// `true`) only if the last fire recorded is still `last`, so of several daemons that saw the
     /// same fire due exactly one claims it.
-    fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError>;
+    async fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError>;
     /// Every recorded heartbeat fire, by design name (to copy a store).
-    fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError>;
+    async fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError>;
     /// Claims the home's triggers for one daemon for as long as the guard lives; `Busy` while
     /// another daemon (in any process) holds the claim.
-    fn claim_triggers(&self) -> Result<StoreLock, StoreError>;
+    async fn claim_triggers(&self) -> Result<StoreLock, StoreError>;
 }
 
 /// A line of a job listing: the job, or `(job_id, why)` for one that cannot be read.

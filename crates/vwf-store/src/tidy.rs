@@ -301,7 +301,7 @@ fn sample<'a>(ids: impl Iterator<Item = &'a RunId>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::{Store, Wait};
 
     /// The journal of a run in flight is part of the run and stays; one left behind by a writer
     /// killed between writing the run whole and removing it (its header names the old file) is
@@ -311,8 +311,8 @@ mod tests {
         use vwf_core::run::journal::Part;
         let home = tempfile::tempdir().unwrap();
         let store = FileStore::new(home.path().to_path_buf());
-        let id = store.allocate_run_id().unwrap();
-        store.import_run(&id, &serde_json::json!({"status": "running"})).unwrap();
+        let id = store.allocate_run_id().wait().unwrap();
+        store.import_run(&id, &serde_json::json!({"status": "running"})).wait().unwrap();
         let journal = store.journal_path(&id);
         let part = (Part::History(0), serde_json::json!({"at": "2026-03-01T09:00:00Z", "event": "retry"}));
         super::super::journal::append(
@@ -327,15 +327,15 @@ mod tests {
         assert!(journal.exists());
 
         let kept = fs::read(&journal).unwrap();
-        store.import_run(&id, &serde_json::json!({"status": "done"})).unwrap();
+        store.import_run(&id, &serde_json::json!({"status": "done"})).wait().unwrap();
         assert!(!journal.exists(), "a whole save removes the journal");
         fs::write(&journal, &kept).unwrap(); // as a writer killed before removing it leaves it
-        assert_eq!(store.read_run(&id).unwrap(), serde_json::json!({"status": "done"}), "a stale journal is not applied");
+        assert_eq!(store.read_run(&id).wait().unwrap(), serde_json::json!({"status": "done"}), "a stale journal is not applied");
         let found = store.tidy(true);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].path.ends_with(".journal") && found[0].fixed.is_some(), "{found:?}");
         assert!(!journal.exists());
-        assert_eq!(store.read_run(&id).unwrap(), serde_json::json!({"status": "done"}));
+        assert_eq!(store.read_run(&id).wait().unwrap(), serde_json::json!({"status": "done"}));
     }
 
     /// A run created and written between the snapshot of the run files and the index check
@@ -344,16 +344,16 @@ mod tests {
     fn tidy_keeps_the_line_of_a_run_written_after_the_snapshot() {
         let home = tempfile::tempdir().unwrap();
         let store = FileStore::new(home.path().to_path_buf());
-        let old = store.allocate_run_id().unwrap();
-        store.import_run(&old, &serde_json::json!({"n": 1})).unwrap();
+        let old = store.allocate_run_id().wait().unwrap();
+        store.import_run(&old, &serde_json::json!({"n": 1})).wait().unwrap();
         let files: HashSet<RunId> = store.run_ids().into_iter().collect();
-        let new = store.allocate_run_id().unwrap();
-        store.import_run(&new, &serde_json::json!({"n": 2})).unwrap();
+        let new = store.allocate_run_id().wait().unwrap();
+        store.import_run(&new, &serde_json::json!({"n": 2})).wait().unwrap();
         let (mut idle, mut found) = (Vec::new(), Vec::new());
         store.tidy_index(&store.runs_dir(), &files, true, &mut idle, &mut found);
         drop(idle);
         assert_eq!(found, Vec::new());
-        let listed: Vec<String> = store.list_runs(10).unwrap().into_iter().map(|e| e.id.to_string()).collect();
+        let listed: Vec<String> = store.list_runs(10).wait().unwrap().into_iter().map(|e| e.id.to_string()).collect();
         assert_eq!(listed, vec![new.to_string(), old.to_string()]);
     }
 }

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use vwf_core::names::DesignName;
 use vwf_core::versions::DesignVersion;
 
-use super::fs::{atomic_create, create_private_dir_all, sync_dir};
+use super::fs::{atomic_create, create_private_dir_all, dir_entries, io_error, sync_dir};
 use super::{FileStore, StoreError};
 
 pub(super) const VERSIONS_DIR: &str = "workflow-versions";
@@ -29,11 +29,7 @@ impl FileStore {
     /// The numbers of the recorded versions of a design, sorted (from the file names only).
     fn version_numbers(&self, name: &DesignName) -> Result<Vec<u64>, StoreError> {
         let dir = self.versions_dir(name);
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("read", &dir, e)),
-        };
+        let Some(entries) = dir_entries(&dir)? else { return Ok(Vec::new()) };
         let mut numbers = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error("read", &dir, e))?;
@@ -86,11 +82,7 @@ impl FileStore {
 
     pub(super) fn fs_versioned_designs(&self) -> Result<Vec<String>, StoreError> {
         let dir = self.home.join(VERSIONS_DIR);
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("read", &dir, e)),
-        };
+        let Some(entries) = dir_entries(&dir)? else { return Ok(Vec::new()) };
         let mut names: Vec<String> = entries
             .filter_map(Result::ok)
             .filter(|e| e.path().is_dir())
@@ -108,8 +100,4 @@ pub(super) fn version_exists(name: &DesignName, version: u64) -> StoreError {
 
 pub fn version_not_found(name: &DesignName, version: u64) -> StoreError {
     StoreError::NotFound(format!("version {version} of design {:?}", name.as_str()))
-}
-
-fn io_error(action: &str, path: &std::path::Path, e: io::Error) -> StoreError {
-    StoreError::io(format!("cannot {action} {}", path.display()), e)
 }

@@ -16,6 +16,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use vwf_store::Wait;
 
 use serde_json::{Value, json};
 use vwf_core::design::Design;
@@ -87,11 +88,11 @@ pub fn examine(app: &App, fix: bool) -> Report {
     let mut problems = store.tidy(fix);
     problems.extend(store.strays());
     store.schedule_strays(&mut problems);
-    let designs = app.store.list_designs().unwrap_or_default();
+    let designs = app.store.list_designs().wait().unwrap_or_default();
     for name in &designs {
         let Ok(name) = DesignName::parse(name) else { continue };
         let path = FileStore::shown_design_path(&name);
-        let problem = match app.store.load_design(&name) {
+        let problem = match app.store.load_design(&name).wait() {
             Ok(graph) => Design::from_value(&graph).err().map(|issues| {
                 let first = issues.first().map_or("", |i| i.message.as_str());
                 format!("is not a design: {first}")
@@ -102,7 +103,7 @@ pub fn examine(app: &App, fix: bool) -> Report {
     }
     let runs = store.run_ids();
     for id in &runs {
-        let problem = match store.read_run(id) {
+        let problem = match store.read_run(id).wait() {
             Ok(value) => vwf_runtime::runner::parse_run(id, value).err().map(|e| e.to_string()),
             Err(StoreError::NotFound(_)) => None, // deleted meanwhile
             Err(e) => Some(unreadable(e)),
@@ -230,8 +231,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path();
         let store = FileStore::new(home.to_path_buf());
-        let id = store.allocate_run_id().unwrap();
-        store.import_run(&id, &json!({"run_id": id.as_str()})).unwrap();
+        let id = store.allocate_run_id().wait().unwrap();
+        store.import_run(&id, &json!({"run_id": id.as_str()})).wait().unwrap();
         // Whatever the umask of the test process, the store made everything private.
         std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700)).unwrap();
         assert!(exposed(home).is_empty(), "{:?}", exposed(home).iter().map(|w| &w.path).collect::<Vec<_>>());

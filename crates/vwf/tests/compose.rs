@@ -3,6 +3,7 @@
 //! an emit step of another run, or the daemon's timer when its deadline passes.
 
 use crate::common;
+use vwf_store::Wait;
 
 use chrono::{DateTime, Duration as Span, Utc};
 use common::Home;
@@ -48,7 +49,7 @@ fn run_of(home: &Home, id: &str) -> Value {
 
 /// The runs the store notes waiting for `pr.merged`.
 fn noted(home: &Home) -> Vec<String> {
-    let mut ids: Vec<String> = home.store().waiters("pr.merged").expect("waiters").iter().map(|(id, _)| id.to_string()).collect();
+    let mut ids: Vec<String> = home.store().waiters("pr.merged").wait().expect("waiters").iter().map(|(id, _)| id.to_string()).collect();
     ids.sort();
     ids
 }

@@ -8,6 +8,7 @@
 
 use crate::common;
 use crate::on_both_backends;
+use vwf_store::Wait;
 
 on_both_backends!(
     validate_ok_with_warnings,
@@ -136,7 +137,7 @@ impl Env {
     /// older version, or edited by hand).
     fn save_unchecked(&self, name: &str, graph: Value) {
         let name = DesignName::parse(name).expect("design name");
-        self.app.store.save_design(&name, &graph).expect("store write");
+        self.app.store.save_design(&name, &graph).wait().expect("store write");
     }
 
     fn run(&self, name: &str, input: Value) -> Reply {

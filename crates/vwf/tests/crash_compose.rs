@@ -18,6 +18,7 @@
 use crate::common;
 use crate::crash_server::wait_for_orphans;
 use crate::on_both_backends;
+use vwf_store::Wait;
 
 on_both_backends!(kills_while_parents_start_and_wait_for_children_make_one_child_per_step_and_resume_once);
 
@@ -74,7 +75,7 @@ fn ran(log: &Path) -> BTreeMap<(String, String, u64), usize> {
 /// Every run the store holds, read through the store (a run saved once by a killed process may be
 /// only in its commit log, which the store applies).
 fn stored_ids(store: &dyn vwf::store::Store) -> Vec<String> {
-    store.list_run_ids(None, 1_000_000).expect("list runs").iter().map(ToString::to_string).collect()
+    store.list_run_ids(None, 1_000_000).wait().expect("list runs").iter().map(ToString::to_string).collect()
 }
 
 /// Reads every stored run and checks parents, children and the log; answers the runs not
@@ -85,6 +86,7 @@ fn check(home: &Home, log: &Path) -> BTreeMap<String, (String, String)> {
     for id in stored_ids(&*store) {
         let run = store
             .read_run(&vwf_core::names::RunId::parse(&id).expect("id"))
+            .wait()
             .unwrap_or_else(|e| panic!("run {id} does not read whole: {e}"));
         runs.insert(id, run);
     }
@@ -99,7 +101,7 @@ fn check(home: &Home, log: &Path) -> BTreeMap<String, (String, String)> {
         }
         let parent = run["parent_run"].as_str().unwrap_or_else(|| panic!("child {id} names no parent: {run}"));
         // A run saved once and not yet again may be only in the store's commit log: read through it.
-        let read = || store.read_run(&vwf_core::names::RunId::parse(parent).expect("id")).ok();
+        let read = || store.read_run(&vwf_core::names::RunId::parse(parent).expect("id")).wait().ok();
         let of = runs.get(parent).cloned().or_else(read).unwrap_or_else(|| panic!("child {id} names parent {parent}, which is not stored"));
         let named = of["child_runs"].as_array().is_some_and(|c| c.iter().any(|c| c == id.as_str()))
             || of["parked"].as_array().is_some_and(|p| p.iter().any(|p| p["type"] == "child" && p["run_id"] == id.as_str()));
@@ -169,8 +171,10 @@ fn kills_while_parents_start_and_wait_for_children_make_one_child_per_step_and_r
     }
     assert!(open.is_empty(), "runs left unfinished: {open:?}");
     let store = home.store();
-    let runs: Vec<Value> =
-        stored_ids(&*store).iter().map(|id| store.read_run(&vwf_core::names::RunId::parse(id).expect("id")).expect("read")).collect();
+    let runs: Vec<Value> = stored_ids(&*store)
+        .iter()
+        .map(|id| store.read_run(&vwf_core::names::RunId::parse(id).expect("id")).wait().expect("read"))
+        .collect();
     let mut children = BTreeMap::<String, Vec<&Value>>::new();
     for run in runs.iter().filter(|r| r["design"] == "child") {
         children.entry(run["parent_run"].as_str().expect("parent").to_string()).or_default().push(run);

@@ -19,6 +19,7 @@
 use crate::common;
 use crate::crash_server::wait_for_orphans;
 use crate::on_both_backends;
+use vwf_store::Wait;
 
 on_both_backends!(kills_during_retry_waits_and_retried_attempts_lose_no_attempt_and_run_none_twice);
 
@@ -94,7 +95,7 @@ fn check(home: &Home, log: &Path, tally: &mut Tally) -> BTreeSet<String> {
     let mut recorded: BTreeMap<String, usize> = BTreeMap::new();
     for id in home.stored_run_ids() {
         let run_id = vwf_core::names::RunId::parse(&id).expect("a run id");
-        let run = store.read_run(&run_id).unwrap_or_else(|e| panic!("run {id} does not read whole: {e}"));
+        let run = store.read_run(&run_id).wait().unwrap_or_else(|e| panic!("run {id} does not read whole: {e}"));
         let tries = tries(&id, &run);
         recorded.insert(id.clone(), tries.len());
         match (run["status"].as_str(), tries.last().and_then(|t| t["status"].as_str())) {
@@ -182,7 +183,7 @@ fn kills_during_retry_waits_and_retried_attempts_lose_no_attempt_and_run_none_tw
     let store = home.store();
     let (mut done, mut used_up) = (0, 0);
     for id in home.stored_run_ids() {
-        let run = store.read_run(&vwf_core::names::RunId::parse(&id).expect("id")).expect("read");
+        let run = store.read_run(&vwf_core::names::RunId::parse(&id).expect("id")).wait().expect("read");
         let tries = tries(&id, &run);
         tally.interrupted_attempts += tries.iter().filter(|t| t["error"] == "interrupted during step flaky").count();
         match run["status"].as_str() {

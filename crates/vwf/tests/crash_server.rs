@@ -20,6 +20,7 @@
 
 use crate::common;
 use crate::on_both_backends;
+use vwf_store::Wait;
 
 on_both_backends!(a_server_killed_under_load_keeps_answered_runs_and_never_reruns_a_finished_step);
 
@@ -258,7 +259,7 @@ struct Ledger {
 impl Ledger {
     fn read(&self, id: &str) -> Value {
         let run_id = RunId::parse(id).expect("a stored run id");
-        self.store.read_run(&run_id).unwrap_or_else(|e| panic!("run {id} does not read whole: {e}"))
+        self.store.read_run(&run_id).wait().unwrap_or_else(|e| panic!("run {id} does not read whole: {e}"))
     }
 
     /// After a kill (or a clean stop): checks what the log and the store hold now.
@@ -266,7 +267,7 @@ impl Ledger {
         // What a process opening the home now finds: a fresh handle first applies what the
         // killed server's commit log holds (a run started there may be in no run file yet).
         self.store = home.store();
-        self.store.list_run_ids(None, 1).expect("open the store");
+        self.store.list_run_ids(None, 1).wait().expect("open the store");
         // No step recorded done before has run again.
         for ((run, step), times) in self.log.read_new() {
             let key = (run.clone(), step.clone());

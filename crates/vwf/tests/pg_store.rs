@@ -3,6 +3,7 @@
 //! user gets at start for a wrong URL, a server that is down and a schema newer than the binary.
 
 use crate::common;
+use vwf_store::Wait;
 
 use std::sync::Arc;
 
@@ -203,15 +204,15 @@ fn writes_on_one_instance_are_noticed_on_another() {
     };
     // The listener publishes Resync once it listens; wait for it before writing.
     eventually("the listener to start", 30, || matches!(heard.try_recv(), Ok(Change::Resync)).then_some(()));
-    let id = there.allocate_run_id().expect("allocate");
-    there.import_run(&id, &json!({"run_id": id.as_str()})).expect("write");
+    let id = there.allocate_run_id().wait().expect("allocate");
+    there.import_run(&id, &json!({"run_id": id.as_str()})).wait().expect("write");
     assert_eq!(next(&mut heard), Change::Run(id.clone()), "a reserved id is no change; its first write is");
     let design = vwf_core::names::DesignName::parse("noticed").expect("name");
-    there.save_design(&design, &json!({"nodes": [], "edges": []})).expect("save");
+    there.save_design(&design, &json!({"nodes": [], "edges": []})).wait().expect("save");
     assert_eq!(next(&mut heard), Change::Design("noticed".into()));
-    there.write_job(&conformance::sample_job("noticed")).expect("job");
+    there.write_job(&conformance::sample_job("noticed")).wait().expect("job");
     assert_eq!(next(&mut heard), Change::Job("noticed".into()));
-    there.delete_design(&design).expect("delete");
+    there.delete_design(&design).wait().expect("delete");
     assert_eq!(next(&mut heard), Change::Design("noticed".into()));
 }
 
@@ -266,11 +267,11 @@ fn more_runs_at_once_than_connections_all_get_written() {
             let store = store.clone();
             std::thread::spawn(move || {
                 for n in 0..20 {
-                    let id = store.allocate_run_id().expect("allocate");
-                    let _lock = store.lock_run(&id).unwrap_or_else(|e| panic!("thread {t}, run {n}: lock: {e}"));
+                    let id = store.allocate_run_id().wait().expect("allocate");
+                    let _lock = store.lock_run(&id).wait().unwrap_or_else(|e| panic!("thread {t}, run {n}: lock: {e}"));
                     for step in 0..3 {
                         let doc = json!({"run_id": id.as_str(), "step": step});
-                        store.import_run(&id, &doc).unwrap_or_else(|e| panic!("thread {t}, run {n}: write: {e}"));
+                        store.import_run(&id, &doc).wait().unwrap_or_else(|e| panic!("thread {t}, run {n}: write: {e}"));
                     }
                 }
             })
@@ -279,7 +280,7 @@ fn more_runs_at_once_than_connections_all_get_written() {
     for w in workers {
         w.join().expect("every run locked and written");
     }
-    assert_eq!(store.list_runs(1000).expect("list").len(), 16 * 20);
+    assert_eq!(store.list_runs(1000).wait().expect("list").len(), 16 * 20);
 }
 
 /// A run of `start → a → b` (two `true` commands) just started on `store`, with its id and time.
@@ -300,7 +301,7 @@ fn two_commands_run(store: &PgStore) -> (vwf_core::names::RunId, vwf_core::run::
     }))
     .expect("design");
     let plan = vwf_core::plan::Plan::compile("two", &design).expect("valid");
-    let id = store.allocate_run_id().expect("allocate");
+    let id = store.allocate_run_id().wait().expect("allocate");
     let now = vwf_core::time::parse("2026-03-01T09:00:00Z").expect("time");
     let run = vwf_core::run::Run::start(
         plan,
@@ -325,18 +326,18 @@ fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
     let store = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
     let (id, mut run, now) = two_commands_run(&store);
     let done = || Outcome::Done { text: "ok".into(), extra: Default::default(), tokens: 0 };
-    let read = |store: &PgStore| store.read_run(&id).expect("read");
+    let read = |store: &PgStore| store.read_run(&id).wait().expect("read");
 
-    let lock = store.lock_run(&id).expect("lock");
+    let lock = store.lock_run(&id).wait().expect("lock");
     let changes = run.take_changes();
-    store.save_run(&id, &run, &changes, Durability::Now).expect("whole");
+    store.save_run(&id, &run, &changes, Durability::Now).wait().expect("whole");
     run.advance(now);
     let changes = run.take_changes();
-    store.save_run(&id, &run, &changes, Durability::Now).expect("parts: a running");
+    store.save_run(&id, &run, &changes, Durability::Now).wait().expect("parts: a running");
     run.complete(&vwf_core::names::PassId::parse("a").expect("a step"), done(), now).expect("complete a");
     common::pg::cut_lock_holders_inside_run_saves(&url);
     // A whole save while parts are stored: the document and the parts' removal go together.
-    match store.save_run(&id, &run, &whole(), Durability::Now) {
+    match store.save_run(&id, &run, &whole(), Durability::Now).wait() {
         Ok(()) => assert_eq!(read(&store), serde_json::to_value(&run).expect("json"), "a whole save is whole"),
         Err(e) => assert!(e.to_string().contains("lost the run's lock"), "{e}"),
     }
@@ -344,15 +345,15 @@ fn a_lock_lost_in_the_middle_of_a_save_leaves_all_of_it_or_none() {
     drop(lock);
 
     let before = read(&store);
-    let lock = store.lock_run(&id).expect("lock again");
+    let lock = store.lock_run(&id).wait().expect("lock again");
     let mut run: Run = serde_json::from_value(before.clone()).expect("run");
     let changes = run.take_changes();
-    store.save_run(&id, &run, &changes, Durability::Now).expect("whole");
+    store.save_run(&id, &run, &changes, Durability::Now).wait().expect("whole");
     run.advance(now);
     let changes = run.take_changes();
     assert!(!changes.whole);
     common::pg::cut_lock_holders_inside_run_saves(&url);
-    match store.save_run(&id, &run, &changes, Durability::Now) {
+    match store.save_run(&id, &run, &changes, Durability::Now).wait() {
         Ok(()) => assert_eq!(read(&store), serde_json::to_value(&run).expect("json"), "a save in parts is whole"),
         Err(e) => {
             assert!(e.to_string().contains("lost the run's lock"), "{e}");
@@ -373,21 +374,21 @@ fn a_save_after_the_runs_lock_was_lost_changes_nothing() {
     let first = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
     let (id, mut run, now) = two_commands_run(&first);
 
-    let lock = first.lock_run(&id).expect("lock");
+    let lock = first.lock_run(&id).wait().expect("lock");
     let changes = run.take_changes();
     assert!(changes.whole);
-    first.save_run(&id, &run, &changes, Durability::Now).expect("a save under the lock");
+    first.save_run(&id, &run, &changes, Durability::Now).wait().expect("a save under the lock");
     run.advance(now);
     let changes = run.take_changes();
     assert!(!changes.whole, "a step in flight is saved in parts");
-    first.save_run(&id, &run, &changes, Durability::Now).expect("parts under the lock");
-    let saved = first.read_run(&id).expect("read");
+    first.save_run(&id, &run, &changes, Durability::Now).wait().expect("parts under the lock");
+    let saved = first.read_run(&id).wait().expect("read");
     assert_eq!(saved, serde_json::to_value(&run).expect("json"));
 
     assert_eq!(common::pg::cut_the_holder_of(&url, common::pg::run_lock_key(id.as_str())), 1, "the lock's session ended");
     let second = PgStore::connect(&PgSettings::new(url.clone())).expect("connect");
-    let taken = second.try_lock_run(&id).expect("try").expect("the lock is free once its session is gone");
-    second.import_run(&id, &json!({"taken": true})).expect("the new holder saves");
+    let taken = second.try_lock_run(&id).wait().expect("try").expect("the lock is free once its session is gone");
+    second.import_run(&id, &json!({"taken": true})).wait().expect("the new holder saves");
 
     run.complete(
         &vwf_core::names::PassId::parse("a").expect("a step"),
@@ -397,15 +398,15 @@ fn a_save_after_the_runs_lock_was_lost_changes_nothing() {
     .expect("complete");
     let changes = run.take_changes();
     assert!(!changes.whole);
-    let error = first.save_run(&id, &run, &changes, Durability::Now).expect_err("parts after the lock was lost").to_string();
+    let error = first.save_run(&id, &run, &changes, Durability::Now).wait().expect_err("parts after the lock was lost").to_string();
     assert!(error.contains("lost the run's lock"), "{error}");
-    let error = first.save_run(&id, &run, &whole(), Durability::Now).expect_err("a whole save too").to_string();
+    let error = first.save_run(&id, &run, &whole(), Durability::Now).wait().expect_err("a whole save too").to_string();
     assert!(error.contains("lost the run's lock"), "{error}");
-    assert_eq!(second.read_run(&id).expect("read"), json!({"taken": true}), "the new holder's save stands");
+    assert_eq!(second.read_run(&id).wait().expect("read"), json!({"taken": true}), "the new holder's save stands");
     drop(lock);
     drop(taken);
     // Once nobody holds it, a save without the lock (an import) is not fenced.
-    first.import_run(&id, &json!({"after": true})).expect("an unlocked save");
+    first.import_run(&id, &json!({"after": true})).wait().expect("an unlocked save");
 }
 
 /// What a run costs the database, counted by the database (`pg_stat_statements`): a run of typed
@@ -447,15 +448,15 @@ fn a_run_of_typed_steps_costs_three_statements_and_a_command_step_one_more() {
         assert_eq!(total % RUNS, 0, "{name}: {total} statements for {RUNS} runs: {counted:#?}");
         costs.push((name, total / RUNS, counted, notices.iter().map(|(calls, _)| calls).sum::<i64>()));
         for id in &ids {
-            let saved = reader.read_run(id).expect("read back");
+            let saved = reader.read_run(id).wait().expect("read back");
             assert_eq!(saved["status"], "done", "{name} run {id} reads back done");
         }
-        let listed = reader.list_run_ids(None, 1000).expect("list");
+        let listed = reader.list_run_ids(None, 1000).wait().expect("list");
         assert!(ids.iter().all(|id| listed.contains(id)), "{name}: every run is listed");
     }
     let (from, to) =
         (vwf_core::time::parse("2000-01-01T00:00:00Z").expect("time"), vwf_core::time::parse("2100-01-01T00:00:00Z").expect("time"));
-    assert_eq!(reader.run_stats(from, to, None).expect("stats").len(), 2 * RUNS as usize, "every run left its stats record");
+    assert_eq!(reader.run_stats(from, to, None).wait().expect("stats").len(), 2 * RUNS as usize, "every run left its stats record");
     assert_eq!(costs[0].1, 3, "a run of typed steps: {:#?}", costs[0].2);
     assert_eq!(costs[0].3, 0, "a run of typed steps is told of when its lock goes, with no statement of its own");
     assert_eq!(costs[1].1, 4, "a run with a command step: {:#?}", costs[1].2);
@@ -493,7 +494,7 @@ fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
         runner.start_saved(&name, trigger, None::<fn(&Run)>)
     };
     let text = |run: &Run| run.outputs()["big"]["text"].clone();
-    other.save_design(&name, &common::server::small()).expect("save");
+    other.save_design(&name, &common::server::small()).wait().expect("save");
     assert_eq!(text(&start(7).expect("the first run")), "big 7");
 
     common::pg::count_statements(&url);
@@ -509,17 +510,17 @@ fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
 
     let mut changed = common::server::small();
     changed["nodes"][2]["template"] = json!("large {{trigger.n}}");
-    other.save_design(&name, &changed).expect("saved anew on the other instance");
+    other.save_design(&name, &changed).wait().expect("saved anew on the other instance");
     let run = start(9).expect("a run after the change");
     assert_eq!(text(&run), "large 9", "the saved design runs, not the plan kept of the old one");
     assert_eq!(text(&start(10).expect("and the next")), "large 10");
     assert_eq!(run.version(), Some(2), "the new content is the design's second version");
 
-    other.save_design(&name, &json!({"nodes": [{"id": "start", "type": "nonsense"}], "edges": []})).expect("saved broken");
+    other.save_design(&name, &json!({"nodes": [{"id": "start", "type": "nonsense"}], "edges": []})).wait().expect("saved broken");
     assert!(matches!(start(9), Err(vwf::run_error::RunError::Refused(_))), "a design saved broken is refused");
-    other.save_design(&name, &changed).expect("mended");
+    other.save_design(&name, &changed).wait().expect("mended");
     assert_eq!(text(&start(11).expect("mended")), "large 11");
-    other.delete_design(&name).expect("delete");
+    other.delete_design(&name).wait().expect("delete");
     let gone = start(12).expect_err("a deleted design");
     assert!(matches!(gone, vwf::run_error::RunError::Store(vwf::store::StoreError::NotFound(_))), "{gone}");
 }

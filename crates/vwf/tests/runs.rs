@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::on_both_backends;
+use vwf_store::Wait;
 
 on_both_backends!(
     runs_page_past_a_thousand_and_every_filter_combination_finds_exactly_its_runs,
@@ -32,7 +33,7 @@ fn populate(home: &Home, count: usize) -> Truth {
     let (_, real) = home.json(&["run", "alpha"]);
     let real_id = real["run_id"].as_str().expect("run id").to_string();
     let store = home.store();
-    let template = store.read_run(&RunId::parse(&real_id).expect("id")).expect("real run");
+    let template = store.read_run(&RunId::parse(&real_id).expect("id")).wait().expect("real run");
     home.forget_run(&real_id);
     let mut truth = Vec::new();
     for i in 0..count {
@@ -44,7 +45,7 @@ fn populate(home: &Home, count: usize) -> Truth {
         run["status"] = json!(status);
         run["trigger"]["mode"] = json!(mode);
         run["created_at"] = json!(format!("2026-01-01T{:02}:{:02}:{:02}.000Z", i / 3600, (i / 60) % 60, i % 60));
-        store.import_run(&RunId::parse(&id).expect("id"), &run).expect("write run");
+        store.import_run(&RunId::parse(&id).expect("id"), &run).wait().expect("write run");
         truth.push((id, design, status, mode));
     }
     truth.reverse();
@@ -144,9 +145,9 @@ fn a_rare_filter_pages_on_without_reading_every_run_at_once(backend: Backend) {
     let oldest = truth.last().expect("runs").0.clone();
     let store = home.store();
     let id = RunId::parse(&oldest).expect("id");
-    let mut run = store.read_run(&id).expect("oldest");
+    let mut run = store.read_run(&id).wait().expect("oldest");
     run["design"] = json!("rare");
-    store.import_run(&id, &run).expect("rewrite");
+    store.import_run(&id, &run).wait().expect("rewrite");
     let server = Server::start(&home);
     let (s, first) = server.get("/runs?design=rare");
     assert_eq!(s, 200, "{first}");

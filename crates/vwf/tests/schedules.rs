@@ -6,6 +6,7 @@
 //! with `VWF_NOW`.
 
 use crate::common;
+use vwf_store::Wait;
 
 use std::path::Path;
 
@@ -68,7 +69,7 @@ fn failed<T: std::fmt::Debug>(result: Result<T, vwf::run_error::RunError>) -> Fa
 }
 
 fn runs(app: &App) -> Vec<Value> {
-    app.store.list_runs(100).expect("list runs").into_iter().map(|e| e.run.expect("readable run")).collect()
+    app.store.list_runs(100).wait().expect("list runs").into_iter().map(|e| e.run.expect("readable run")).collect()
 }
 
 fn schedules_dir(home: &Path) -> std::path::PathBuf {
@@ -331,7 +332,7 @@ fn running_a_job_whose_design_is_gone_or_broken() {
     upsert(&app, "brief", json!({"preset": "daily", "time": "09:00"})).unwrap();
     // A design edited into an invalid one: the run is refused with the design's errors.
     let broken = json!({"nodes": [{"id": "a", "type": "agent"}], "edges": []});
-    app.store.save_design(&name("brief"), &broken).unwrap();
+    app.store.save_design(&name("brief"), &broken).wait().unwrap();
     let refused = failed(act(&app, "wf-brief", "run", at("2026-06-01T08:30:00Z")));
     assert_eq!(refused.status(), 200, "a design problem is answered 200 (SPEC §13): {refused}");
     let result = refused.body();

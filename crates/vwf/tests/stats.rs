@@ -5,6 +5,7 @@
 //! its table in).
 
 use crate::common;
+use vwf_store::Wait;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -190,7 +191,7 @@ fn a_report_equals_a_recount_of_its_records(backend: Backend) {
     let store = home.store();
     // A store with no runs: the first query makes its (empty) stats, which appends then add to.
     std::fs::create_dir_all(home.runs_dir()).expect("runs directory");
-    assert_eq!(store.run_stats(base(), base(), None).map(|r| r.len()).ok(), Some(0));
+    assert_eq!(store.run_stats(base(), base(), None).wait().map(|r| r.len()).ok(), Some(0));
     let cases = std::sync::atomic::AtomicU32::new(0);
     let mut runner = TestRunner::new(Config { cases: 48, failure_persistence: None, ..Config::default() });
     let strategy = (prop::collection::vec(generated(), 0..40), prop::option::of(0usize..3), 0i64..(4 * 24), 1i64..(3 * 24), any::<bool>());
@@ -201,14 +202,14 @@ fn a_report_equals_a_recount_of_its_records(backend: Backend) {
             let window = base() + TimeDelta::days(30 * i64::from(case));
             let written: Vec<RunStats> = gens.iter().map(|g| record(g, window, case)).collect();
             for r in &written {
-                store.add_run_stats(r).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                store.add_run_stats(r).wait().map_err(|e| TestCaseError::fail(e.to_string()))?;
             }
             let from = time::format(&(window + TimeDelta::hours(from_h)));
             let to = time::format(&(window + TimeDelta::hours(from_h + span_h)));
             let design = design.map(|d| DesignName::parse(DESIGNS[d]).unwrap_or_else(|e| panic!("{e}")));
             let bucket = if hours { Bucket::Hour } else { Bucket::Day };
             let q = Query::new(design, Some(&from), Some(&to), Some(bucket), window).map_err(TestCaseError::fail)?;
-            let records = store.run_stats(q.from, q.to, q.design.as_ref()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let records = store.run_stats(q.from, q.to, q.design.as_ref()).wait().map_err(|e| TestCaseError::fail(e.to_string()))?;
             let got = report(&q, records, None);
             prop_assert_eq!(shape(&got), recount(&q, &written));
             prop_assert!(got.slowest_steps.len() <= 10 && got.costliest_steps.iter().all(|s| s.cost > 0.0));

@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::on_both_backends;
+use vwf_store::Wait;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -21,25 +22,28 @@ use vwf_core::names::{DesignName, RunId};
 fn contents(store: &dyn Store, jobs: &dyn JobStore) -> Value {
     let designs: Vec<Value> = store
         .list_designs()
+        .wait()
         .expect("designs")
         .into_iter()
-        .map(|n| json!([n.clone(), store.load_design(&DesignName::parse(&n).expect("name")).expect("design")]))
+        .map(|n| json!([n.clone(), store.load_design(&DesignName::parse(&n).expect("name")).wait().expect("design")]))
         .collect();
     let (mut runs, mut cursor) = (Vec::new(), None::<RunId>);
     loop {
-        let page = store.list_run_ids(cursor.as_ref(), 400).expect("run ids");
+        let page = store.list_run_ids(cursor.as_ref(), 400).wait().expect("run ids");
         let Some(last) = page.last().cloned() else { break };
-        runs.extend(page.iter().map(|id| json!([id.as_str(), store.read_run(id).expect("readable run")])));
+        runs.extend(page.iter().map(|id| json!([id.as_str(), store.read_run(id).wait().expect("readable run")])));
         cursor = Some(last);
     }
     let schedules: Vec<Value> =
-        jobs.list_jobs().expect("jobs").into_iter().map(|j| serde_json::to_value(j.expect("job")).expect("json")).collect();
-    let fires: Vec<Value> = jobs.list_fires().expect("fires").into_iter().map(|(d, at)| json!([d.as_str(), at.to_rfc3339()])).collect();
+        jobs.list_jobs().wait().expect("jobs").into_iter().map(|j| serde_json::to_value(j.expect("job")).expect("json")).collect();
+    let fires: Vec<Value> =
+        jobs.list_fires().wait().expect("fires").into_iter().map(|(d, at)| json!([d.as_str(), at.to_rfc3339()])).collect();
     let versions: Vec<Value> = store
         .versioned_designs()
+        .wait()
         .expect("versioned designs")
         .into_iter()
-        .map(|n| json!([n.clone(), store.list_versions(&DesignName::parse(&n).expect("name")).expect("versions")]))
+        .map(|n| json!([n.clone(), store.list_versions(&DesignName::parse(&n).expect("name")).wait().expect("versions")]))
         .collect();
     json!({"designs": designs, "versions": versions, "runs": runs, "schedules": schedules, "fires": fires})
 }
@@ -160,7 +164,7 @@ fn every_kind_of_record(home: &Home, work: &Path) -> String {
     let store = home.store();
     common::server::eventually("the slow step to start and be recorded", 30, || {
         let started = std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'));
-        let recorded = store.list_runs(1).ok()?.into_iter().next()?.run.ok()?;
+        let recorded = store.list_runs(1).wait().ok()?.into_iter().next()?.run.ok()?;
         let in_flight = recorded["design"] == "slow" && recorded["steps"].as_array()?.iter().any(|s| s["node"] == "slow");
         (started && in_flight).then_some(())
     });
@@ -271,7 +275,7 @@ fn refused_copies_write_nothing(backend: Backend) {
         ("designs", |h: &Home| h.save("mine", &common::failing())),
         ("runs", |h: &Home| {
             let store = h.store();
-            store.import_run(&store.allocate_run_id().expect("id"), &json!({"a": "run"})).expect("write a run");
+            store.import_run(&store.allocate_run_id().wait().expect("id"), &json!({"a": "run"})).wait().expect("write a run");
         }),
         ("schedule jobs", |h: &Home| {
             h.save("mine", &common::failing());
@@ -320,8 +324,8 @@ fn record_fire(home: &Home, design: &str) {
     let design = DesignName::parse(design).expect("name");
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-30T08:00:00Z").expect("time").to_utc();
     match &home.database {
-        Some(url) => PgStore::connect(&PgSettings::new(url.as_str())).expect("database").record_fire(&design, at),
-        None => FileStore::new(home.path().to_path_buf()).record_fire(&design, at),
+        Some(url) => PgStore::connect(&PgSettings::new(url.as_str())).expect("database").record_fire(&design, at).wait(),
+        None => FileStore::new(home.path().to_path_buf()).record_fire(&design, at).wait(),
     }
     .expect("record a fire");
 }
@@ -350,12 +354,12 @@ fn an_empty_store_exports_and_imports_again(backend: Backend) {
 fn write_runs(store: &dyn Store, design: &str, count: usize, template: &Value) -> Vec<String> {
     (0..count)
         .map(|n| {
-            let id = store.allocate_run_id().expect("run id");
+            let id = store.allocate_run_id().wait().expect("run id");
             let mut run = template.clone();
             run["run_id"] = json!(id.as_str());
             run["design"] = json!(design);
             run["trigger"]["input"] = json!({"n": n, "of": design});
-            store.import_run(&id, &run).expect("write a run");
+            store.import_run(&id, &run).wait().expect("write a run");
             id.to_string()
         })
         .collect()
@@ -444,10 +448,10 @@ proptest! {
         let (home, work) = (Home::new(), tempfile::tempdir().expect("work dir"));
         let store = home.store();
         for (name, (graph, runs)) in &designs {
-            store.save_design(&DesignName::parse(name).expect("name"), &json!({"nodes": [], "doc": graph})).expect("save");
+            store.save_design(&DesignName::parse(name).expect("name"), &json!({"nodes": [], "doc": graph})).wait().expect("save");
             for run in runs {
-                let id = store.allocate_run_id().expect("id");
-                store.import_run(&id, &json!({"run_id": id.as_str(), "design": name, "doc": run})).expect("write");
+                let id = store.allocate_run_id().wait().expect("id");
+                store.import_run(&id, &json!({"run_id": id.as_str(), "design": name, "doc": run})).wait().expect("write");
             }
         }
         let source = home_contents(&home);

@@ -600,13 +600,14 @@ async fn healthz() -> Response {
 
 /// Ready: the store can be read (designs and runs listed); else 503 with the reason.
 async fn readyz(State(state): State<AppState>) -> Response {
-    let app = state.app.clone();
-    let probe = tokio::task::spawn_blocking(move || {
-        app.store.list_designs().and_then(|_| app.store.list_runs(1)).map_err(|e| format!("the store is not reachable: {e}"))
-    });
-    match probe.await.unwrap_or_else(|e| Err(format!("the readiness probe failed: {e}"))) {
-        Ok(_) => axum::Json(json!({"ok": true})).into_response(),
-        Err(why) => error(StatusCode::SERVICE_UNAVAILABLE, why),
+    let store = &state.app.store;
+    let probe = match store.list_designs().await {
+        Ok(_) => store.list_run_ids(None, 1).await.map(drop),
+        Err(e) => Err(e),
+    };
+    match probe {
+        Ok(()) => axum::Json(json!({"ok": true})).into_response(),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, format!("the store is not reachable: {e}")),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::contract::queries::{DiffQuery, ModelsQuery, RunQuery, RunsQuery, Stat
 use crate::contract::requests::*;
 use crate::failure::{Failure, guarded};
 use crate::keys::IdempotencyKey;
-use crate::service::{ContractBody, Draft, SaveMode, Service};
+use crate::service::{ContractBody, Draft, Reads, SaveMode, Service};
 use vwf_runtime::schedules::JobAction;
 
 use super::live::{self, Follow, Followed};
@@ -47,11 +47,9 @@ pub(super) async fn channels(State(s): State<AppState>) -> axum::Json<Value> {
 }
 
 pub(super) async fn list_designs(State(s): State<AppState>) -> Answered {
-    blocking(&s, |service| {
-        let designs = service.designs()?;
-        Ok(done(Designs { disabled: service.disabled(&designs), designs }))
-    })
-    .await
+    let reads = Reads(&s.app);
+    let designs = reads.designs().await?;
+    Ok(axum::Json(done(Designs { disabled: reads.disabled(&designs).await, designs })))
 }
 
 pub(super) async fn enable_design(State(s): State<AppState>, Valid(name): Valid<DesignName>, JsonArgs(_): JsonArgs) -> Answered {
@@ -73,11 +71,10 @@ const OLD_TEMPLATES_NAME: &str = "templates";
 /// of that path still get the list, until a design takes the name (then the design wins, so a
 /// design called `templates` is as reachable as any other).
 pub(super) async fn load_design(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
-    blocking(&s, move |service| match service.load(&name) {
-        Err(Failure::NotFound(_)) if name.as_str() == OLD_TEMPLATES_NAME => Ok(assets::templates()),
-        loaded => Ok(done(Loaded { graph: loaded? })),
-    })
-    .await
+    match Reads(&s.app).load(&name).await {
+        Err(Failure::NotFound(_)) if name.as_str() == OLD_TEMPLATES_NAME => Ok(axum::Json(assets::templates())),
+        loaded => Ok(axum::Json(done(Loaded { graph: loaded? }))),
+    }
 }
 
 /// `{graph}` saves; `{graph, create: true}` saves only under a name no design has (the
@@ -94,13 +91,13 @@ fn version_number(text: &str) -> Result<u64, Failure> {
 }
 
 pub(super) async fn list_versions(State(s): State<AppState>, Valid(name): Valid<DesignName>) -> Answered {
-    blocking(&s, move |service| Ok(crate::service::versions_body(&name, &service.versions(&name)?))).await
+    Ok(axum::Json(crate::service::versions_body(&name, &Reads(&s.app).versions(&name).await?)))
 }
 
 pub(super) async fn load_version(State(s): State<AppState>, Path((name, version)): Path<(String, String)>) -> Answered {
     let name = DesignName::parse(&name).map_err(Failure::BadRequest)?;
     let version = version_number(&version)?;
-    blocking(&s, move |service| Ok(crate::service::version_body(&name, service.version(&name, version)?))).await
+    Ok(axum::Json(crate::service::version_body(&name, Reads(&s.app).version(&name, version).await?)))
 }
 
 pub(super) async fn diff_versions(
@@ -109,7 +106,7 @@ pub(super) async fn diff_versions(
     Queried(query): Queried<DiffQuery>,
 ) -> Answered {
     let (a, b) = (query.a.map(|v| v.0), query.b.map(|v| v.0));
-    blocking(&s, move |service| Ok(service.diff(&name, a, b)?.body())).await
+    Ok(axum::Json(Reads(&s.app).diff(&name, a, b).await?.body()))
 }
 
 pub(super) async fn restore_version(
@@ -258,7 +255,7 @@ pub(super) async fn stats(State(s): State<AppState>, Queried(query): Queried<Sta
         now,
     )
     .map_err(Failure::BadRequest)?;
-    blocking(&s, move |service| Ok(crate::contract::answers::done(service.stats(&query)?))).await
+    Ok(axum::Json(crate::contract::answers::done(Reads(&s.app).stats(&query).await?)))
 }
 
 pub(super) async fn list_runs(State(s): State<AppState>, Queried(query): Queried<RunsQuery>) -> Answered {

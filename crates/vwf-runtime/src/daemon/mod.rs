@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
+use vwf_store::Wait;
 
 use chrono::{SecondsFormat, TimeDelta};
 use serde_json::{Map, Value, json};
@@ -338,7 +339,7 @@ impl<'a> Daemon<'a> {
     // -----------------------------------------------------------------------------------------
 
     fn refresh(&mut self, runner: &Runner<'_>, now: Ts) {
-        let names = match self.app.store.list_designs() {
+        let names = match self.app.store.list_designs().wait() {
             Ok(names) => names,
             Err(e) => {
                 log(now, &format!("cannot list designs: {e}"));
@@ -354,7 +355,7 @@ impl<'a> Daemon<'a> {
         }
         for name in names {
             let Ok(design) = DesignName::parse(&name) else { continue };
-            let stamp = self.app.store.design_stamp(&design);
+            let stamp = self.app.store.design_stamp(&design).wait();
             let fresh = match self.designs.get(&name) {
                 None => true,
                 Some(t) => match &stamp {
@@ -473,17 +474,17 @@ impl<'a> Daemon<'a> {
         for (name, beat) in beats {
             let Ok(design) = DesignName::parse(&name) else { continue };
             let jobs = &self.app.jobs;
-            let last = *self.heartbeats.entry(name.clone()).or_insert_with(|| jobs.last_fire(&design));
+            let last = *self.heartbeats.entry(name.clone()).or_insert_with(|| jobs.last_fire(&design).wait());
             let Some(next) = beat.next_heartbeat(now, last) else { continue };
             if next > now {
                 continue;
             }
-            match self.app.jobs.claim_fire(&design, last, now) {
+            match self.app.jobs.claim_fire(&design, last, now).wait() {
                 // Kept as the store has it, to claim the next fire against.
-                Ok(true) => self.heartbeats.insert(name.clone(), self.app.jobs.last_fire(&design).or(Some(now))),
+                Ok(true) => self.heartbeats.insert(name.clone(), self.app.jobs.last_fire(&design).wait().or(Some(now))),
                 // Another daemon fired it (or the state changed under us): read it again.
                 Ok(false) => {
-                    self.heartbeats.insert(name.clone(), self.app.jobs.last_fire(&design));
+                    self.heartbeats.insert(name.clone(), self.app.jobs.last_fire(&design).wait());
                     continue;
                 }
                 Err(e) => {
@@ -577,7 +578,7 @@ impl<'a> Daemon<'a> {
         if !scan {
             // Runs another process changed since: each looked at alone.
             for id in std::mem::take(&mut self.touched) {
-                let Ok(run) = self.app.store.read_run_summary(&id) else { continue };
+                let Ok(run) = self.app.store.read_run_summary(&id).wait() else { continue };
                 self.settle_one(runner, now, &id, &run, report);
             }
             return;
@@ -586,7 +587,7 @@ impl<'a> Daemon<'a> {
         self.last_scan = Some(now);
         self.next_scan = Some(now + TimeDelta::seconds(RESCAN_SECONDS));
         self.next_due = None;
-        let entries = match self.app.store.list_summaries(RUN_SCAN) {
+        let entries = match self.app.store.list_summaries(RUN_SCAN).wait() {
             Ok(entries) => entries,
             Err(e) => {
                 log(now, &format!("cannot list runs: {e}"));
@@ -708,7 +709,7 @@ impl Drop for Daemon<'_> {
 // ---------------------------------------------------------------------------------------------
 
 fn read_trigger(runner: &Runner<'_>, name: &DesignName) -> Trigger {
-    let graph = match runner.store.load_design(name) {
+    let graph = match runner.store.load_design(name).wait() {
         Ok(g) => g,
         Err(e) => return Trigger::Invalid(e.to_string()),
     };
@@ -739,7 +740,7 @@ fn trigger_from_node(node: &Map<String, Value>) -> Trigger {
 /// Claims the home's triggers for this process for as long as the returned guard lives, so two
 /// daemons (or a daemon and a server hosting one) never fire the same home's triggers twice.
 pub fn claim_home(app: &App) -> Result<StoreLock, RunError> {
-    Ok(app.jobs.claim_triggers()?)
+    Ok(app.jobs.claim_triggers().wait()?)
 }
 
 // ---------------------------------------------------------------------------------------------

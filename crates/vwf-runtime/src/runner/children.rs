@@ -17,6 +17,7 @@ use vwf_core::design::Design;
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::plan::Plan;
 use vwf_core::run::{ChildStart, Run, Status};
+use vwf_store::Wait;
 use vwf_store::{RunLock, StoreError};
 
 use super::Runner;
@@ -52,7 +53,7 @@ impl Runner<'_> {
             let called = if of == name {
                 vwf_core::calls::called(design)
             } else {
-                match self.store.load_design(of).ok().and_then(|g| Design::from_value(&g).ok()) {
+                match self.store.load_design(of).wait().ok().and_then(|g| Design::from_value(&g).ok()) {
                     Some(d) => vwf_core::calls::called(&d),
                     None => Vec::new(),
                 }
@@ -100,7 +101,7 @@ impl Runner<'_> {
     /// be made, in words for the step's error.
     fn make_child(&self, parent: &Run, start: &ChildStart) -> Result<(), String> {
         let plan = self.child_plan(&start.design, start.version).map_err(|e| e.to_string())?;
-        let made = self.store.reserve_run_id(&start.run_id).and_then(|_| self.store.lock_run(&start.run_id));
+        let made = self.store.reserve_run_id(&start.run_id).wait().and_then(|_| self.store.lock_run(&start.run_id).wait());
         let lock = made.map_err(|e| format!("cannot make the child run: {e}"))?;
         match self.read(&start.run_id) {
             Ok(_) => return Ok(()),
@@ -110,7 +111,7 @@ impl Runner<'_> {
         let mut child = Run::start_child(parent, start, plan, self.clock.now());
         self.persist_as(&mut child, true).map_err(|e| format!("cannot save the child run: {e}"))?;
         // The parent goes on counting on the child: its first save is made durable first.
-        self.store.sync().map_err(|e| format!("cannot save the child run: {e}"))?;
+        self.store.sync().wait().map_err(|e| format!("cannot save the child run: {e}"))?;
         tracing::info!(run = %parent.run_id(), child = %start.run_id, design = %start.design, "a design step started its child run");
         drop(lock);
         Ok(())
@@ -124,7 +125,7 @@ impl Runner<'_> {
                 e => e,
             });
         };
-        let recorded = self.store.list_versions(design)?;
+        let recorded = self.store.list_versions(design).wait()?;
         let graph = recorded
             .into_iter()
             .find(|v| v.version == version)
@@ -141,7 +142,7 @@ impl Runner<'_> {
     /// Records in `plan` the version of each design its design steps call, as saved now.
     pub(super) fn pin_calls(&self, plan: &mut Plan) {
         for called in plan.called_designs() {
-            if let Ok(graph) = self.store.load_design(&called)
+            if let Ok(graph) = self.store.load_design(&called).wait()
                 && let Some(version) = crate::versions::of_content(self.store, &called, &graph, self.clock.now())
             {
                 plan.calls.insert(called.to_string(), version);
@@ -152,7 +153,7 @@ impl Runner<'_> {
     /// Drives the child `id` of `parent` (whose lock the caller holds) as far as it goes now, and
     /// gives `parent` its state.
     fn drive_child(&self, parent: &mut Run, id: &RunId) -> Result<(), RunError> {
-        let lock = self.store.lock_run(id)?;
+        let lock = self.store.lock_run(id).wait()?;
         let child = self.take_up(id, &lock)?;
         drop(lock);
         if parent.child_moved(&child, self.clock.now()) {
@@ -183,7 +184,7 @@ impl Runner<'_> {
         let mut changed = false;
         for id in parent.waited_children().into_iter().cloned().collect::<Vec<_>>() {
             let child = match self.read(&id) {
-                Ok(child) if child.status() == Status::Running => match self.store.try_lock_run(&id)? {
+                Ok(child) if child.status() == Status::Running => match self.store.try_lock_run(&id).wait()? {
                     Some(lock) => self.take_up(&id, &lock)?,
                     None => continue, // its owner is alive and working on it
                 },
@@ -200,7 +201,7 @@ impl Runner<'_> {
     /// ended.
     pub(super) fn drive_detached(&self, detached: Vec<RunId>) {
         for id in detached {
-            let driven = self.store.lock_run(&id).map_err(RunError::from).and_then(|lock| self.take_up(&id, &lock));
+            let driven = self.store.lock_run(&id).wait().map_err(RunError::from).and_then(|lock| self.take_up(&id, &lock));
             if let Err(e) = driven {
                 tracing::warn!(run = %id, "the child run stopped: {e}");
             }
@@ -251,7 +252,8 @@ impl Runner<'_> {
             if let Err(e) = self.persist(run) {
                 return serde_json::json!({"ok": false, "error": e.to_string()});
             }
-            let child = self.store.lock_run(&start.run_id).map_err(RunError::from).and_then(|lock| self.take_up(&start.run_id, &lock));
+            let child =
+                self.store.lock_run(&start.run_id).wait().map_err(RunError::from).and_then(|lock| self.take_up(&start.run_id, &lock));
             match child {
                 Ok(child) => {
                     child_tokens += child.tokens_used();
@@ -289,7 +291,7 @@ impl Runner<'_> {
     /// A saved design as a tool an agent step's model may call, with the design as read;
     /// `None` for a design that is not saved or does not read.
     fn agent_tool(&self, design: &DesignName) -> Option<(Design, vwf_exec::agent::Tool)> {
-        let doc = Design::from_value(&self.store.load_design(design).ok()?).ok()?;
+        let doc = Design::from_value(&self.store.load_design(design).wait().ok()?).ok()?;
         let offer = vwf_core::interface::offer(design, &doc);
         Some((doc, vwf_exec::agent::Tool { name: offer.name, description: offer.description, parameters: offer.schema }))
     }

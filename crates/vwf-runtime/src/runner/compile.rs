@@ -9,6 +9,7 @@ use vwf_core::pins::TestScope;
 use vwf_core::plan::Plan;
 use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::validate::Report;
+use vwf_store::Wait;
 
 use super::Runner;
 use crate::error::RunError;
@@ -68,7 +69,7 @@ impl Runner<'_> {
         name: &DesignName,
         compile: impl FnOnce(&Design) -> Result<Plan, Report>,
     ) -> Result<(Plan, Option<u64>), RunError> {
-        let SavedDesign { graph, newest, revision } = self.store.load_design_with_newest(name)?;
+        let SavedDesign { graph, newest, revision } = self.store.load_design_with_newest(name).wait()?;
         let report = match Design::from_value(&graph) {
             Ok(design) => match compile(&design) {
                 Ok(mut plan) => {
@@ -142,7 +143,7 @@ impl Runner<'_> {
             return self.start_with(self.compile_kept(name)?, trigger, started);
         };
         super::check_input(&trigger)?;
-        let (lock, revision) = self.store.allocate_locked_run_for(name)?;
+        let (lock, revision) = self.store.allocate_locked_run_for(name).wait()?;
         let plan = match revision {
             Some(now) if now == had => plan,
             _ => {

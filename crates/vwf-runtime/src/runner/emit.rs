@@ -11,6 +11,7 @@ use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::settle::Summary;
 use vwf_core::run::{Run, TriggerInfo};
 use vwf_core::trigger::{self, Trigger, TriggerMode};
+use vwf_store::Wait;
 
 use super::Runner;
 use crate::error::RunError;
@@ -97,9 +98,9 @@ impl Runner<'_> {
         }
         let mut emission = Emission { resumed: self.answer_waiters(event, &payload, from.run.as_ref())?, ..Emission::default() };
         let now = self.clock.now();
-        for name in self.store.list_designs()? {
+        for name in self.store.list_designs().wait()? {
             let Ok(name) = DesignName::parse(&name) else { continue };
-            let Ok(graph) = self.store.load_design(&name) else { continue };
+            let Ok(graph) = self.store.load_design(&name).wait() else { continue };
             let Some(cooldown) = Design::from_value(&graph).ok().and_then(|d| {
                 let node = &d.trigger()?.raw;
                 match Trigger::parse(node) {
@@ -161,10 +162,10 @@ impl Runner<'_> {
     fn origin_runs(&self, origin: &str) -> Result<u64, RunError> {
         let (mut count, mut scanned, mut before) = (0, 0, None::<RunId>);
         while scanned < limits::ORIGIN_SCAN {
-            let ids = self.store.list_run_ids(before.as_ref(), ORIGIN_CHUNK.min(limits::ORIGIN_SCAN - scanned))?;
+            let ids = self.store.list_run_ids(before.as_ref(), ORIGIN_CHUNK.min(limits::ORIGIN_SCAN - scanned)).wait()?;
             let Some(last) = ids.last().cloned() else { break };
             scanned += ids.len();
-            for (id, read) in ids.iter().zip(self.store.read_runs(&ids)) {
+            for (id, read) in ids.iter().zip(self.store.read_runs(&ids).wait()) {
                 let summary = read.ok().and_then(|run| Summary::deserialize(&run).ok());
                 if summary.is_some_and(|s| s.trigger.origin.as_deref() == Some(origin)) {
                     count += 1;
@@ -182,7 +183,8 @@ impl Runner<'_> {
     fn fired_within(&self, design: &DesignName, since: vwf_core::time::Ts) -> Result<bool, RunError> {
         Ok(self
             .store
-            .list_summaries(COOLDOWN_SCAN)?
+            .list_summaries(COOLDOWN_SCAN)
+            .wait()?
             .into_iter()
             .filter_map(|e| e.summary.ok())
             .any(|s| s.design == *design && s.trigger.mode == TriggerMode::Event && s.created_at > since))

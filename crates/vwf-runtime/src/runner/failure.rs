@@ -11,6 +11,7 @@
 //! run started by a failure never starts one itself, so failure designs cannot loop.
 
 use vwf_core::run::{FAILURE_RUN_REFUSED, Run, Status};
+use vwf_store::Wait;
 use vwf_store::{RunLock, StoreError};
 
 use super::Runner;
@@ -51,7 +52,7 @@ impl Runner<'_> {
             }
         };
         let id = run.failure_run_id();
-        let lock = match self.store.reserve_run_id(&id).and_then(|_| self.store.lock_run(&id)) {
+        let lock = match self.store.reserve_run_id(&id).wait().and_then(|_| self.store.lock_run(&id).wait()) {
             Ok(lock) => lock,
             Err(e) => {
                 tracing::warn!(run = %run.run_id(), "cannot start the failure run: {e}");

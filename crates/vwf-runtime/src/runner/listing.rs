@@ -7,6 +7,7 @@ use vwf_core::limits;
 use vwf_core::listing::RunFilter;
 use vwf_core::names::RunId;
 use vwf_core::run::settle::Summary;
+use vwf_store::Wait;
 use vwf_store::{RunEntry, StoreError};
 
 use super::{Runner, parse_run};
@@ -36,7 +37,7 @@ impl Runner<'_> {
     /// The newest runs, each settled like `open` would (but no wait is resumed by a listing).
     /// An unreadable entry is listed with its error.
     pub fn list(&self, limit: usize) -> Result<Vec<RunEntry>, RunError> {
-        let mut entries = self.store.list_runs(limit)?;
+        let mut entries = self.store.list_runs(limit).wait()?;
         for entry in &mut entries {
             self.settle_entry(entry);
         }
@@ -98,13 +99,13 @@ impl Runner<'_> {
         while page.runs.len() < limit {
             // Without a filter every id is a run of the page; with one, read ahead in chunks.
             let want = if filter.reads_runs() || filter.id.is_some() { LIST_CHUNK } else { limit - page.runs.len() };
-            let ids = self.store.list_run_ids(cursor.as_ref(), want)?;
+            let ids = self.store.list_run_ids(cursor.as_ref(), want).wait()?;
             if ids.is_empty() {
                 return Ok(page);
             }
             // The runs the id filter keeps, read in one request.
             let wanted: Vec<RunId> = ids.iter().filter(|id| filter.matches_id(id.as_str())).cloned().collect();
-            let mut reads = wanted.iter().cloned().zip(self.store.read_runs(&wanted)).peekable();
+            let mut reads = wanted.iter().cloned().zip(self.store.read_runs(&wanted).wait()).peekable();
             for id in ids {
                 cursor = Some(id.clone());
                 scanned += 1;

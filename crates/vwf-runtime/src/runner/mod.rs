@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use vwf_core::names::{DesignName, PassId, RunId, StepPath};
 use vwf_core::plan::Plan;
+use vwf_store::Wait;
 
 use serde_json::Map;
 use vwf_core::limits;
@@ -115,8 +116,8 @@ impl Runner<'_> {
     pub fn start_as(&self, id: &RunId, plan: Plan, trigger: TriggerInfo, started: impl FnOnce(&Run)) -> Result<Run, RunError> {
         check_input(&trigger)?;
         self.refuse_early(&plan, &trigger.input)?;
-        self.store.reserve_run_id(id)?;
-        let lock = self.store.lock_run(id)?;
+        self.store.reserve_run_id(id).wait()?;
+        let lock = self.store.lock_run(id).wait()?;
         match self.read(id) {
             Ok(run) => {
                 drop(lock);
@@ -129,7 +130,7 @@ impl Runner<'_> {
         let mut run = self.make_start(plan, trigger, id.clone(), self.clock.now())?;
         let admit = self.admit(&mut run)?;
         self.persist_as(&mut run, true)?;
-        self.store.sync()?;
+        self.store.sync().wait()?;
         started(&run);
         self.go_if_admitted(&mut run, admit, &lock)?;
         Ok(run)
@@ -156,7 +157,7 @@ impl Runner<'_> {
             if self.claim_slot(run)? != slots::Admit::Go {
                 // Answered as queued: its first save, which may not be durable yet, is made so
                 // first (a store may hold it until the run's next save, which may be long).
-                self.store.sync()?;
+                self.store.sync().wait()?;
                 return Ok(());
             }
             run.leave_queue(self.clock.now());
@@ -195,7 +196,7 @@ impl Runner<'_> {
         make: impl FnOnce(RunId, vwf_core::time::Ts) -> Result<Run, RunError>,
         started: Option<impl FnOnce(&Run)>,
     ) -> Result<Run, RunError> {
-        self.launch_locked(self.store.allocate_locked_run()?, make, started)
+        self.launch_locked(self.store.allocate_locked_run().wait()?, make, started)
     }
 
     /// [`Runner::launch`] under `lock`, of a fresh id.
@@ -209,7 +210,7 @@ impl Runner<'_> {
         let admit = self.admit(&mut run)?;
         self.persist_as(&mut run, true)?;
         if let Some(started) = started {
-            self.store.sync()?;
+            self.store.sync().wait()?;
             started(&run);
         }
         self.go_if_admitted(&mut run, admit, &lock)?;
@@ -241,7 +242,7 @@ impl Runner<'_> {
         let now = self.clock.now();
         let background = Runner { sleep_for_waits: false, ..*self };
         let mut resumed = Vec::new();
-        for entry in self.store.list_summaries(limit)? {
+        for entry in self.store.list_summaries(limit).wait()? {
             let Ok(summary) = entry.summary else { continue };
             if summary.due(now, true) == Some(Settle::WaitDue)
                 && let Ok(run) = background.open(&entry.id)
@@ -264,7 +265,7 @@ impl Runner<'_> {
         if !self.is_stale(&run, resume_waits) {
             return Ok((run, None));
         }
-        let Some(lock) = self.store.try_lock_run(id)? else {
+        let Some(lock) = self.store.try_lock_run(id).wait()? else {
             return Ok((run, None)); // its owner is alive and working on it
         };
         self.forget_saved(id);
@@ -317,7 +318,7 @@ impl Runner<'_> {
     }
 
     fn respond_here(&self, id: &RunId, node: &PassId, answer: Answer) -> Result<Run, RunError> {
-        let lock = self.store.lock_run(id)?;
+        let lock = self.store.lock_run(id).wait()?;
         self.forget_saved(id);
         let mut run = self.read(id)?;
         let mut changed = self.settle_orphan(&mut run);
@@ -382,7 +383,7 @@ impl Runner<'_> {
     }
 
     fn retry_here(&self, id: &RunId) -> Result<Run, RunError> {
-        let lock = self.store.lock_run(id)?;
+        let lock = self.store.lock_run(id).wait()?;
         self.forget_saved(id);
         let mut run = self.read(id)?;
         if self.settle_orphan(&mut run) {
@@ -634,7 +635,7 @@ impl Runner<'_> {
     }
 
     fn read(&self, id: &RunId) -> Result<Run, RunError> {
-        Ok(parse_run(id, self.store.read_run(id)?)?)
+        Ok(parse_run(id, self.store.read_run(id).wait()?)?)
     }
 
     /// Saves a run we hold the lock of. When the store refuses the write (a full disk, a
@@ -708,7 +709,7 @@ impl Runner<'_> {
         let watch = if new { Watch::new_run(self.metrics, self.traces) } else { Watch::before(self.metrics, self.traces, self.store, &id) };
         let started = std::time::Instant::now();
         let saved = self.store.save_run(&id, run, &changes, if new { Durability::Soon } else { Durability::Now });
-        if let Err(e) = saved {
+        if let Err(e) = saved.wait() {
             run.unsaved();
             return Err(Unsaved::Store(e));
         }
@@ -727,7 +728,7 @@ impl Runner<'_> {
     /// hint the store can rebuild, so failing to keep it fails nothing: it is logged.
     fn keep_stats(&self, run: &Run) {
         let Some(stats) = run.stats() else { return };
-        if let Err(e) = self.store.add_run_stats(&stats) {
+        if let Err(e) = self.store.add_run_stats(&stats).wait() {
             tracing::warn!(run = %run.run_id(), "cannot keep the run's stats record: {e}");
         }
     }

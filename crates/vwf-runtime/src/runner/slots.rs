@@ -11,6 +11,7 @@
 //! round (an edit is one short section of the store; it takes no run's lock).
 
 use std::cell::{Cell, RefCell};
+use vwf_store::Wait;
 
 use vwf_core::concurrency::{Claim, OnLimit, Slots};
 use vwf_core::names::RunId;
@@ -127,11 +128,11 @@ impl Runner<'_> {
             .filter(|h| *h != me)
             .filter(|h| {
                 let Ok(id) = RunId::parse(h) else { return true };
-                match self.store.read_run_summary(&id) {
+                match self.store.read_run_summary(&id).wait() {
                     Ok(summary) => summary.status.is_finished() || (slots.release_while_waiting && summary.status.is_parked()),
                     // Claimed before its first save: stale only when no live process holds its
                     // lock (the one making it took the lock before the claim).
-                    Err(StoreError::NotFound(_)) => matches!(self.store.try_lock_run(&id), Ok(Some(_))),
+                    Err(StoreError::NotFound(_)) => matches!(self.store.try_lock_run(&id).wait(), Ok(Some(_))),
                     Err(_) => false,
                 }
             })
@@ -207,7 +208,7 @@ impl Runner<'_> {
     /// Drives a queued run on if its slot is free now (a run let go, or one the daemon looks at):
     /// nothing when another process holds it, or it is not queued.
     pub fn start_queued(&self, id: &RunId) -> Result<(), RunError> {
-        let Some(lock) = self.store.try_lock_run(id)? else { return Ok(()) };
+        let Some(lock) = self.store.try_lock_run(id).wait()? else { return Ok(()) };
         self.forget_saved(id);
         let mut run = self.read(id)?;
         if run.status() != Status::Queued {
@@ -233,7 +234,7 @@ impl Runner<'_> {
         let Ok(slots) = flowdoc::read::<Slots>(self.store, scope) else { return };
         for asked in &slots.cancel {
             let Ok(id) = RunId::parse(asked) else { continue };
-            let Ok(Some(lock)) = self.store.try_lock_run(&id) else { continue };
+            let Ok(Some(lock)) = self.store.try_lock_run(&id).wait() else { continue };
             self.forget_saved(&id);
             let Ok(mut run) = self.read(&id) else { continue };
             let why = match by {
@@ -301,6 +302,6 @@ impl Runner<'_> {
     }
 
     fn is_queued(&self, id: &str) -> bool {
-        RunId::parse(id).ok().and_then(|id| self.store.read_run_summary(&id).ok()).is_some_and(|s| s.status == Status::Queued)
+        RunId::parse(id).ok().and_then(|id| self.store.read_run_summary(&id).wait().ok()).is_some_and(|s| s.status == Status::Queued)
     }
 }

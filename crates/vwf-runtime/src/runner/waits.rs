@@ -11,6 +11,7 @@
 //! later.
 
 use std::time::Duration;
+use vwf_store::Wait;
 
 use serde_json::Value;
 use vwf_core::names::RunId;
@@ -33,7 +34,7 @@ impl Runner<'_> {
     /// (it heard its own event already, and holds its own lock), `None` for an event from outside.
     pub(super) fn answer_waiters(&self, event: &str, payload: &Value, from: Option<&RunId>) -> Result<Vec<RunId>, RunError> {
         let mut waiting: Vec<(Ts, RunId)> = Vec::new();
-        for (id, note) in self.store.waiters(event)? {
+        for (id, note) in self.store.waiters(event).wait()? {
             if Some(&id) == from {
                 continue;
             }
@@ -44,7 +45,7 @@ impl Runner<'_> {
                 }
                 continue;
             }
-            match self.store.read_run_summary(&id) {
+            match self.store.read_run_summary(&id).wait() {
                 Ok(summary) => {
                     let since = summary.parked.iter().filter(|p| p.hears(event, payload)).filter_map(Pending::since).min();
                     match since {
@@ -108,14 +109,14 @@ impl Runner<'_> {
     pub(super) fn note_waits(&self, run: &Run) -> Result<(), StoreError> {
         for event in run.awaited_events() {
             if let Some(note) = run.waits_note(event) {
-                self.store.add_waiter(event, run.run_id(), &note)?;
+                self.store.add_waiter(event, run.run_id(), &note).wait()?;
             }
         }
         Ok(())
     }
 
     fn forget_waiter(&self, event: &str, id: &RunId) {
-        if let Err(e) = self.store.remove_waiter(event, id) {
+        if let Err(e) = self.store.remove_waiter(event, id).wait() {
             tracing::warn!(run = %id, event, "cannot drop the note of a run waiting: {e}");
         }
     }
@@ -124,10 +125,10 @@ impl Runner<'_> {
     /// emit step's run), which tries for a while (see [`EMIT_LOCK_TRIES`]).
     pub(super) fn lock_patiently(&self, id: &RunId, from_a_run: bool) -> Result<Option<RunLock>, StoreError> {
         if !from_a_run {
-            return self.store.lock_run(id).map(Some);
+            return self.store.lock_run(id).wait().map(Some);
         }
         for _ in 0..EMIT_LOCK_TRIES {
-            if let Some(lock) = self.store.try_lock_run(id)? {
+            if let Some(lock) = self.store.try_lock_run(id).wait()? {
                 return Ok(Some(lock));
             }
             std::thread::sleep(EMIT_LOCK_PAUSE);

@@ -1,3 +1,4 @@
+use crate::Wait;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +22,7 @@ fn id(s: &str) -> RunId {
 }
 
 fn listed_ids(store: &FileStore, limit: usize) -> Vec<String> {
-    store.list_runs(limit).unwrap().into_iter().map(|e| e.id.to_string()).collect()
+    store.list_runs(limit).wait().unwrap().into_iter().map(|e| e.id.to_string()).collect()
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -34,39 +35,39 @@ fn files_in(dir: &Path) -> Vec<String> {
 fn design_save_load_round_trip() {
     let (home, store) = store();
     let graph = json!({"nodes": [{"id": "a", "type": "command"}], "edges": []});
-    let shown = store.save_design(&name("morning-brief"), &graph).unwrap();
+    let shown = store.save_design(&name("morning-brief"), &graph).wait().unwrap();
     let path = home.path().join("workflow-designs/morning-brief.json");
     assert_eq!(shown, path.display().to_string());
-    assert_eq!(store.load_design(&name("morning-brief")).unwrap(), graph);
-    assert!(store.design_exists(&name("morning-brief")));
-    assert!(!store.design_exists(&name("other")));
+    assert_eq!(store.load_design(&name("morning-brief")).wait().unwrap(), graph);
+    assert!(store.design_exists(&name("morning-brief")).wait());
+    assert!(!store.design_exists(&name("other")).wait());
     let text = fs::read_to_string(&path).unwrap();
     assert!(text.starts_with("{\n  \"nodes\": ["), "{text}");
     assert!(text.ends_with("}\n"));
     // Saving again replaces it and leaves no temp file behind.
-    store.save_design(&name("morning-brief"), &json!({"nodes": []})).unwrap();
-    assert_eq!(store.load_design(&name("morning-brief")).unwrap(), json!({"nodes": []}));
+    store.save_design(&name("morning-brief"), &json!({"nodes": []})).wait().unwrap();
+    assert_eq!(store.load_design(&name("morning-brief")).wait().unwrap(), json!({"nodes": []}));
     assert_eq!(files_in(&home.path().join("workflow-designs")), vec!["morning-brief.json"]);
 }
 
 #[test]
 fn design_listing_ignores_temp_dot_and_bad_name_files() {
     let (home, store) = store();
-    assert_eq!(store.list_designs().unwrap(), Vec::<String>::new());
-    store.save_design(&name("b"), &json!({})).unwrap();
-    store.save_design(&name("a.v2"), &json!({})).unwrap();
+    assert_eq!(store.list_designs().wait().unwrap(), Vec::<String>::new());
+    store.save_design(&name("b"), &json!({})).wait().unwrap();
+    store.save_design(&name("a.v2"), &json!({})).wait().unwrap();
     let dir = home.path().join("workflow-designs");
     for stray in [".b.json.0123456789abcdef.tmp", ".hidden.json", "notes.txt", "-bad.json", "a b.json", "c.json.tmp"] {
         fs::write(dir.join(stray), "{}").unwrap();
     }
     fs::create_dir(dir.join("sub.json")).unwrap();
-    assert_eq!(store.list_designs().unwrap(), vec!["a.v2", "b"]);
+    assert_eq!(store.list_designs().wait().unwrap(), vec!["a.v2", "b"]);
 }
 
 #[test]
 fn design_load_missing_is_not_found() {
     let (_home, store) = store();
-    let err = store.load_design(&name("x")).unwrap_err();
+    let err = store.load_design(&name("x")).wait().unwrap_err();
     assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
     assert_eq!(err.to_string(), r#"design "x" not found"#);
 }
@@ -77,7 +78,7 @@ fn design_with_bad_json_is_corrupt() {
     let dir = home.path().join("workflow-designs");
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("x.json"), "{\"nodes\": [").unwrap();
-    let err = store.load_design(&name("x")).unwrap_err();
+    let err = store.load_design(&name("x")).wait().unwrap_err();
     let StoreError::Corrupt { path, .. } = &err else { panic!("{err:?}") };
     assert_eq!(path, "workflow-designs/x.json");
     assert!(err.to_string().starts_with("workflow-designs/x.json is not valid JSON: "), "{err}");
@@ -88,12 +89,12 @@ fn store_reads_from_a_home_that_does_not_exist() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("missing");
     let store = FileStore::new(home.clone());
-    assert!(store.list_designs().unwrap().is_empty());
-    assert!(store.list_runs(20).unwrap().is_empty());
-    assert!(matches!(store.read_run(&id("d7b493cae249")), Err(StoreError::NotFound(_))));
-    assert!(matches!(store.load_design(&name("x")), Err(StoreError::NotFound(_))));
-    assert!(matches!(store.lock_run(&id("d7b493cae249")), Err(StoreError::NotFound(_))));
-    assert!(!store.design_exists(&name("x")));
+    assert!(store.list_designs().wait().unwrap().is_empty());
+    assert!(store.list_runs(20).wait().unwrap().is_empty());
+    assert!(matches!(store.read_run(&id("d7b493cae249")).wait(), Err(StoreError::NotFound(_))));
+    assert!(matches!(store.load_design(&name("x")).wait(), Err(StoreError::NotFound(_))));
+    assert!(matches!(store.lock_run(&id("d7b493cae249")).wait(), Err(StoreError::NotFound(_))));
+    assert!(!store.design_exists(&name("x")).wait());
     assert!(!home.exists(), "reads created the home");
 }
 
@@ -102,21 +103,21 @@ fn runs_write_read_and_list_newest_first_with_limit() {
     let (home, store) = store();
     let ids: Vec<RunId> = (1..=5).map(|i| id(&format!("{i:012x}"))).collect();
     for (i, run_id) in ids.iter().enumerate() {
-        store.import_run(run_id, &json!({"run_id": run_id.as_str(), "n": i})).unwrap();
+        store.import_run(run_id, &json!({"run_id": run_id.as_str(), "n": i})).wait().unwrap();
     }
     // Rewriting an old run does not make it newer.
-    store.import_run(&ids[0], &json!({"run_id": ids[0].as_str(), "n": 0, "status": "done"})).unwrap();
-    assert_eq!(store.read_run(&ids[0]).unwrap()["status"], "done");
+    store.import_run(&ids[0], &json!({"run_id": ids[0].as_str(), "n": 0, "status": "done"})).wait().unwrap();
+    assert_eq!(store.read_run(&ids[0]).wait().unwrap()["status"], "done");
     let text = fs::read_to_string(home.path().join("workflow-runs/000000000001.json")).unwrap();
     assert_eq!(text, "{\"run_id\":\"000000000001\",\"n\":0,\"status\":\"done\"}\n");
 
     assert_eq!(listed_ids(&store, 3), vec!["000000000005", "000000000004", "000000000003"]);
-    let all = store.list_runs(100).unwrap();
+    let all = store.list_runs(100).wait().unwrap();
     assert_eq!(all.len(), 5);
     assert_eq!(all[4].run.as_ref().unwrap()["status"], "done");
-    assert!(store.list_runs(0).unwrap().is_empty());
-    assert!(matches!(store.read_run(&id("ffffffffffff")), Err(StoreError::NotFound(_))));
-    assert_eq!(store.read_run(&id("ffffffffffff")).unwrap_err().to_string(), "run ffffffffffff not found");
+    assert!(store.list_runs(0).wait().unwrap().is_empty());
+    assert!(matches!(store.read_run(&id("ffffffffffff")).wait(), Err(StoreError::NotFound(_))));
+    assert_eq!(store.read_run(&id("ffffffffffff")).wait().unwrap_err().to_string(), "run ffffffffffff not found");
     // Only the run files and dot entries live in workflow-runs.
     assert_eq!(
         files_in(&home.path().join("workflow-runs")),
@@ -138,30 +139,30 @@ fn runs_write_read_and_list_newest_first_with_limit() {
 fn runs_deleted_run_file_is_skipped() {
     let (home, store) = store();
     for i in 1..=4 {
-        store.import_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
+        store.import_run(&id(&format!("{i:012x}")), &json!({"n": i})).wait().unwrap();
     }
     fs::remove_file(home.path().join("workflow-runs/000000000003.json")).unwrap();
     assert_eq!(listed_ids(&store, 2), vec!["000000000004", "000000000002"]);
-    assert!(matches!(store.read_run(&id("000000000003")), Err(StoreError::NotFound(_))));
+    assert!(matches!(store.read_run(&id("000000000003")).wait(), Err(StoreError::NotFound(_))));
 }
 
 #[test]
 fn runs_corrupt_file_is_an_entry_error_and_the_rest_is_listed() {
     let (home, store) = store();
     for i in 1..=3 {
-        store.import_run(&id(&format!("{i:012x}")), &json!({"n": i})).unwrap();
+        store.import_run(&id(&format!("{i:012x}")), &json!({"n": i})).wait().unwrap();
     }
     let dir = home.path().join("workflow-runs");
     fs::write(dir.join("000000000002.json"), "{\"n\": 2, trunc").unwrap();
     fs::write(dir.join("notes.json"), "{}").unwrap();
     fs::write(dir.join(".000000000001.json.aaaa.tmp"), "{").unwrap();
-    let entries = store.list_runs(10).unwrap();
+    let entries = store.list_runs(10).wait().unwrap();
     let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, vec!["000000000003", "000000000002", "000000000001"]);
     assert_eq!(entries[0].run.as_ref().unwrap(), &json!({"n": 3}));
     let err = entries[1].run.as_ref().unwrap_err();
     assert!(err.starts_with("workflow-runs/000000000002.json is not valid JSON: "), "{err}");
-    assert!(matches!(store.read_run(&id("000000000002")), Err(StoreError::Corrupt { .. })));
+    assert!(matches!(store.read_run(&id("000000000002")).wait(), Err(StoreError::Corrupt { .. })));
 }
 
 #[test]
@@ -172,7 +173,7 @@ fn runs_index_is_rebuilt_when_deleted() {
     let created =
         [("00000000000a", "2020-01-03T00:00:00Z"), ("00000000000b", "2020-01-01T00:00:00Z"), ("00000000000c", "2020-01-02T00:00:00+01:00")];
     for (run_id, at) in created {
-        store.import_run(&id(run_id), &json!({"created_at": at})).unwrap();
+        store.import_run(&id(run_id), &json!({"created_at": at})).wait().unwrap();
     }
     fs::write(dir.join("00000000000d.json"), "not json").unwrap(); // no created_at: mtime (now) → newest
     fs::write(dir.join("readme.json"), "{}").unwrap();
@@ -186,7 +187,7 @@ fn runs_index_is_rebuilt_when_deleted() {
 
     // A first write into a copied-in store without an index keeps the old runs listed.
     fs::remove_file(dir.join(".index")).unwrap();
-    store.import_run(&id("00000000000e"), &json!({})).unwrap();
+    store.import_run(&id("00000000000e"), &json!({})).wait().unwrap();
     assert_eq!(listed_ids(&store, 10)[..2], ["00000000000e", "00000000000d"]);
     assert_eq!(listed_ids(&store, 10).len(), 5);
 }
@@ -196,7 +197,7 @@ fn runs_allocate_gives_distinct_12_hex_ids() {
     let (home, store) = store();
     let mut seen = HashSet::new();
     for _ in 0..200 {
-        let run_id = store.allocate_run_id().unwrap();
+        let run_id = store.allocate_run_id().wait().unwrap();
         assert!(RunId::parse(run_id.as_str()).is_ok());
         assert_eq!(run_id.as_str().len(), 12);
         assert!(seen.insert(run_id), "duplicate id");
@@ -204,43 +205,43 @@ fn runs_allocate_gives_distinct_12_hex_ids() {
     assert_eq!(fs::read_dir(home.path().join("workflow-runs/.locks")).unwrap().count(), 200);
     // Allocated but not yet written: not listed, but lockable.
     let run_id = seen.iter().next().unwrap();
-    assert!(store.list_runs(10).unwrap().is_empty());
-    assert!(store.try_lock_run(run_id).unwrap().is_some());
+    assert!(store.list_runs(10).wait().unwrap().is_empty());
+    assert!(store.try_lock_run(run_id).wait().unwrap().is_some());
 }
 
 #[test]
 fn runs_lock_excludes_a_second_store_until_dropped() {
     let (home, store) = store();
     let other = FileStore::new(home.path().to_path_buf());
-    let run_id = store.allocate_run_id().unwrap();
-    let guard = store.lock_run(&run_id).unwrap();
-    assert!(other.try_lock_run(&run_id).unwrap().is_none());
-    assert!(store.try_lock_run(&run_id).unwrap().is_none(), "a second handle in this store too");
+    let run_id = store.allocate_run_id().wait().unwrap();
+    let guard = store.lock_run(&run_id).wait().unwrap();
+    assert!(other.try_lock_run(&run_id).wait().unwrap().is_none());
+    assert!(store.try_lock_run(&run_id).wait().unwrap().is_none(), "a second handle in this store too");
     drop(guard);
-    let again = other.try_lock_run(&run_id).unwrap().expect("free after drop");
-    assert!(store.try_lock_run(&run_id).unwrap().is_none());
+    let again = other.try_lock_run(&run_id).wait().unwrap().expect("free after drop");
+    assert!(store.try_lock_run(&run_id).wait().unwrap().is_none());
     drop(again);
 
     // A run written without allocation (copied in) is lockable as well; its lock file is made then.
     let copied = id("abcdefabcdef");
-    store.import_run(&copied, &json!({})).unwrap();
-    let _held = store.lock_run(&copied).unwrap();
-    assert!(other.try_lock_run(&copied).unwrap().is_none());
-    assert!(matches!(store.try_lock_run(&id("000000000000")), Err(StoreError::NotFound(_))));
+    store.import_run(&copied, &json!({})).wait().unwrap();
+    let _held = store.lock_run(&copied).wait().unwrap();
+    assert!(other.try_lock_run(&copied).wait().unwrap().is_none());
+    assert!(matches!(store.try_lock_run(&id("000000000000")).wait(), Err(StoreError::NotFound(_))));
 }
 
 #[test]
 fn runs_lock_blocks_until_released() {
     let (home, store) = store();
-    let run_id = store.allocate_run_id().unwrap();
-    let guard = store.lock_run(&run_id).unwrap();
+    let run_id = store.allocate_run_id().wait().unwrap();
+    let guard = store.lock_run(&run_id).wait().unwrap();
     let released = Arc::new(AtomicBool::new(false));
     let waiter = {
         let other = FileStore::new(home.path().to_path_buf());
         let run_id = run_id.clone();
         let released = released.clone();
         std::thread::spawn(move || {
-            let _lock = other.lock_run(&run_id).unwrap();
+            let _lock = other.lock_run(&run_id).wait().unwrap();
             released.load(Ordering::SeqCst)
         })
     };
@@ -254,15 +255,15 @@ fn runs_lock_blocks_until_released() {
 fn create_design_never_replaces_and_leaves_no_temp_file() {
     let (dir, store) = store();
     let first = json!({"nodes": [], "description": "first"});
-    store.create_design(&name("x"), &first).unwrap();
-    let e = store.create_design(&name("x"), &json!({"nodes": [], "description": "second"})).unwrap_err();
+    store.create_design(&name("x"), &first).wait().unwrap();
+    let e = store.create_design(&name("x"), &json!({"nodes": [], "description": "second"})).wait().unwrap_err();
     assert!(matches!(e, StoreError::Exists(_)), "{e:?}");
     assert_eq!(e.to_string(), r#"design "x" already exists"#);
-    assert_eq!(store.load_design(&name("x")).unwrap(), first);
+    assert_eq!(store.load_design(&name("x")).wait().unwrap(), first);
     assert_eq!(files_in(&dir.path().join(DESIGNS_DIR)), vec!["x.json"]);
     // A plain save still replaces.
-    store.save_design(&name("x"), &json!({"nodes": []})).unwrap();
-    assert_eq!(store.load_design(&name("x")).unwrap(), json!({"nodes": []}));
+    store.save_design(&name("x"), &json!({"nodes": []})).wait().unwrap();
+    assert_eq!(store.load_design(&name("x")).wait().unwrap(), json!({"nodes": []}));
 }
 
 #[test]

@@ -13,11 +13,13 @@ use vwf_core::time::Ts;
 use super::{JOBS_LOCK_KEY, Locking, PgStore, TRIGGERS_CLAIM_KEY, db};
 use crate::{JobEntry, JobStore, StoreError, StoreLock};
 
+#[async_trait::async_trait]
 impl JobStore for PgStore {
-    fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError> {
+    async fn list_jobs(&self) -> Result<Vec<JobEntry>, StoreError> {
         let pool = self.pool();
-        let rows =
-            self.wait(async move { sqlx::query("SELECT design, job FROM vwf_jobs ORDER BY design").fetch_all(&pool).await.map_err(db) })?;
+        let rows = self
+            .call(async move { sqlx::query("SELECT design, job FROM vwf_jobs ORDER BY design").fetch_all(&pool).await.map_err(db) })
+            .await?;
         let mut entries: Vec<JobEntry> = rows
             .into_iter()
             .filter_map(|row| {
@@ -35,8 +37,8 @@ impl JobStore for PgStore {
         Ok(entries)
     }
 
-    fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError> {
-        let text = self.fetch_text("SELECT job FROM vwf_jobs WHERE design = $1", vec![design.to_string()])?;
+    async fn read_job(&self, design: &DesignName) -> Result<Option<Job>, StoreError> {
+        let text = self.fetch_text("SELECT job FROM vwf_jobs WHERE design = $1", vec![design.to_string()]).await?;
         text.map(|t| {
             serde_json::from_str(&t)
                 .map_err(|e| StoreError::Corrupt { path: format!("schedule job of {:?}", design.as_str()), message: e.to_string() })
@@ -44,7 +46,7 @@ impl JobStore for PgStore {
         .transpose()
     }
 
-    fn write_job(&self, job: &Job) -> Result<(), StoreError> {
+    async fn write_job(&self, job: &Job) -> Result<(), StoreError> {
         let design = design_of(&job.job_id)
             .ok_or_else(|| StoreError::other(format!("cannot save a job with the id {:?}", job.job_id), "the id names no design"))?;
         let text = serde_json::to_string(job).map_err(|e| StoreError::encode("a schedule job", e))?;
@@ -52,45 +54,49 @@ impl JobStore for PgStore {
             "INSERT INTO vwf_jobs (design, job) VALUES ($1, $2) ON CONFLICT (design) DO UPDATE SET job = EXCLUDED.job",
             vec![design.to_string(), text],
         )
+        .await
         .map(drop)
     }
 
-    fn remove_job(&self, design: &DesignName) -> Result<(), StoreError> {
-        match self.execute("DELETE FROM vwf_jobs WHERE design = $1", vec![design.to_string()])? {
+    async fn remove_job(&self, design: &DesignName) -> Result<(), StoreError> {
+        match self.execute("DELETE FROM vwf_jobs WHERE design = $1", vec![design.to_string()]).await? {
             0 => Err(StoreError::NotFound(format!("schedule job {:?}", job_id(design)))),
             _ => Ok(()),
         }
     }
 
-    fn has_jobs(&self) -> bool {
+    async fn has_jobs(&self) -> bool {
         let pool = self.pool();
-        self.wait(async move { sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM vwf_jobs)").fetch_one(&pool).await.map_err(db) })
+        self.call(async move { sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM vwf_jobs)").fetch_one(&pool).await.map_err(db) })
+            .await
             .unwrap_or(true)
     }
 
-    fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
+    async fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
         let lock = self
-            .advisory(JOBS_LOCK_KEY, Locking::Wait)?
+            .advisory(JOBS_LOCK_KEY, Locking::Wait)
+            .await?
             .ok_or_else(|| StoreError::other("cannot lock the schedule jobs", "the lock was not granted"))?;
         Ok(StoreLock::new(lock))
     }
 
-    fn last_fire(&self, design: &DesignName) -> Option<Ts> {
+    async fn last_fire(&self, design: &DesignName) -> Option<Ts> {
         let (pool, key) = (self.pool(), design.to_string());
-        self.wait(async move {
+        self.call(async move {
             sqlx::query_scalar("SELECT last_fired_at FROM vwf_trigger_state WHERE design = $1")
                 .bind(key)
                 .fetch_optional(&pool)
                 .await
                 .map_err(db)
         })
+        .await
         .ok()
         .flatten()
     }
 
-    fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
+    async fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
         let (pool, key) = (self.pool(), design.to_string());
-        self.wait(async move {
+        self.call(async move {
             sqlx::query(
                 "INSERT INTO vwf_trigger_state (design, last_fired_at) VALUES ($1, $2) \
                  ON CONFLICT (design) DO UPDATE SET last_fired_at = EXCLUDED.last_fired_at",
@@ -102,11 +108,12 @@ impl JobStore for PgStore {
             .map_err(db)?;
             Ok(())
         })
+        .await
     }
 
-    fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError> {
+    async fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError> {
         let (pool, key) = (self.pool(), design.to_string());
-        self.wait(async move {
+        self.call(async move {
             let done = match last {
                 None => {
                     sqlx::query("INSERT INTO vwf_trigger_state (design, last_fired_at) VALUES ($1, $2) ON CONFLICT (design) DO NOTHING")
@@ -126,13 +133,16 @@ impl JobStore for PgStore {
             };
             Ok(done.map_err(db)?.rows_affected() == 1)
         })
+        .await
     }
 
-    fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
+    async fn list_fires(&self) -> Result<Vec<(DesignName, Ts)>, StoreError> {
         let pool = self.pool();
-        let rows = self.wait(async move {
-            sqlx::query("SELECT design, last_fired_at FROM vwf_trigger_state ORDER BY design").fetch_all(&pool).await.map_err(db)
-        })?;
+        let rows = self
+            .call(async move {
+                sqlx::query("SELECT design, last_fired_at FROM vwf_trigger_state ORDER BY design").fetch_all(&pool).await.map_err(db)
+            })
+            .await?;
         Ok(rows
             .into_iter()
             .filter_map(|row| {
@@ -142,8 +152,8 @@ impl JobStore for PgStore {
             .collect())
     }
 
-    fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
-        match self.advisory(TRIGGERS_CLAIM_KEY, Locking::Try)? {
+    async fn claim_triggers(&self) -> Result<StoreLock, StoreError> {
+        match self.advisory(TRIGGERS_CLAIM_KEY, Locking::Try).await? {
             Some(lock) => Ok(StoreLock::new(lock)),
             None => Err(StoreError::Busy(format!("another vwf daemon is already running on {}", self.inner.shown))),
         }

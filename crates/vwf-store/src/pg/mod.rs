@@ -3,11 +3,11 @@
 //! `VWF_DATABASE_URL`). The file store stays the default.
 //!
 //! Built on sqlx (pool, migrations with their own advisory lock, LISTEN/NOTIFY for the change
-//! notices every instance publishes). The traits are blocking: a call drives its statement's
-//! future on the calling thread ([`block`]), on the runtime the store was opened in (the server's,
-//! for `vwf serve`: one runtime in the process, no hop to another thread per statement). Opened
-//! outside a multi-threaded runtime (the CLI, a test), the store starts a small runtime of its
-//! own for its connections' I/O.
+//! notices every instance publishes). A statement runs on the runtime the store was opened in (the
+//! server's, for `vwf serve`: one runtime in the process; see `PgStore::call`). Opened outside a
+//! multi-threaded runtime (the CLI, a test), the store starts a small runtime of its own for its
+//! connections' I/O. What is not a trait call (connecting, migrating, a lock's release when its
+//! guard drops) is driven from blocking code by [`block`].
 //!
 //! Invariants:
 //! - The schema is applied at connect under sqlx's migration lock, so instances starting together
@@ -302,92 +302,106 @@ impl PgStore {
         self.inner.pool.clone()
     }
 
-    /// Runs `fut` and waits for its answer (see [`block`]). While the database is known to be
+    /// Runs `fut` on this store's runtime and answers its output. Polled by a caller on another
+    /// runtime (a thread waiting with `Wait::wait` outside the server's), it is spawned on this
+    /// store's: the pool's connections and the tasks the driver spawns belong to that runtime,
+    /// which keeps running them when the caller's does not. While the database is known to be
     /// down, fails at once unless a fresh connection now succeeds (see [`Health`]).
-    fn wait<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        if self.inner.health.down.load(SeqCst) {
-            self.probe()?;
-        }
-        let answer = block(&self.inner.handle, fut);
-        if matches!(answer, Err(StoreError::Unavailable { .. })) && !self.inner.health.down.load(SeqCst) {
-            // Out of reach, or only busy (every connection taken)? A fresh connection tells.
-            let _ = self.probe();
-        }
-        answer
-    }
-
-    /// Tries one fresh connection (see [`Health::check`]).
-    fn probe(&self) -> Result<(), StoreError> {
+    async fn call<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
         let health = self.inner.health.clone();
-        block(&self.inner.handle, async move { health.check().await })
+        let checked = async move {
+            use std::sync::atomic::Ordering::SeqCst;
+            if health.down.load(SeqCst) {
+                health.check().await?;
+            }
+            let answer = fut.await;
+            if matches!(answer, Err(StoreError::Unavailable { .. })) && !health.down.load(SeqCst) {
+                // Out of reach, or only busy (every connection taken)? A fresh connection tells.
+                let _ = health.check().await;
+            }
+            answer
+        };
+        let ours = tokio::runtime::Handle::try_current().is_ok_and(|current| current.id() == self.inner.handle.id());
+        match ours {
+            true => checked.await,
+            false => self
+                .inner
+                .handle
+                .spawn(checked)
+                .await
+                .unwrap_or_else(|e| Err(StoreError::other("cannot reach the database", format!("the database call was dropped: {e}")))),
+        }
     }
 
     /// Takes a connection and, on it, a session advisory lock with `how` (see [`Locking`]); `None`
     /// when it was not granted (someone holds it, or the run it names is not there). A run's lock
     /// first takes a lock slot.
-    fn advisory(&self, key: i64, how: Locking) -> Result<Option<AdvisoryLock>, StoreError> {
-        Ok(self.advisory_revision(key, how)?.map(|(lock, _)| lock))
+    async fn advisory(&self, key: i64, how: Locking) -> Result<Option<AdvisoryLock>, StoreError> {
+        Ok(self.advisory_revision(key, how).await?.map(|(lock, _)| lock))
     }
 
     /// [`PgStore::advisory`], with the revision of the design a [`Locking::New`] names.
-    fn advisory_revision(&self, key: i64, how: Locking) -> Result<Option<(AdvisoryLock, Option<u64>)>, StoreError> {
+    async fn advisory_revision(&self, key: i64, how: Locking) -> Result<Option<(AdvisoryLock, Option<u64>)>, StoreError> {
         let pool = self.pool();
         let (slots, timeout) = (self.inner.lock_slots.clone(), self.inner.acquire_timeout);
         let run = !matches!(how, Locking::Wait | Locking::Try);
-        let conn = self.wait(async move {
-            let slot = match run {
-                false => None,
-                true => match tokio::time::timeout(timeout, slots.acquire_owned()).await.ok().and_then(Result::ok) {
-                    Some(slot) => Some(slot),
-                    None => {
-                        return Err(StoreError::Unavailable {
-                            action: "cannot lock a run".into(),
-                            source: Arc::new(Cause("timed out waiting for a free run lock slot ([store] pool_size)".into())),
-                        });
+        let conn = self
+            .call(async move {
+                let slot = match run {
+                    false => None,
+                    true => match tokio::time::timeout(timeout, slots.acquire_owned()).await.ok().and_then(Result::ok) {
+                        Some(slot) => Some(slot),
+                        None => {
+                            return Err(StoreError::Unavailable {
+                                action: "cannot lock a run".into(),
+                                source: Arc::new(Cause("timed out waiting for a free run lock slot ([store] pool_size)".into())),
+                            });
+                        }
+                    },
+                };
+                let mut conn = pool.acquire().await.map_err(db)?;
+                let got: Option<(bool, Option<i64>)> = match how {
+                    Locking::Wait => {
+                        sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint").bind(key).fetch_optional(&mut *conn).await
                     }
-                },
-            };
-            let mut conn = pool.acquire().await.map_err(db)?;
-            let got: Option<(bool, Option<i64>)> = match how {
-                Locking::Wait => {
-                    sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint").bind(key).fetch_optional(&mut *conn).await
-                }
-                Locking::Try => sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint").bind(key).fetch_optional(&mut *conn).await,
-                // The lock is taken for the run's row only: a run that is not there is not locked.
-                Locking::Run { wait: true, id } => {
-                    sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint FROM vwf_runs WHERE id = $2")
-                        .bind(key)
-                        .bind(id)
-                        .fetch_optional(&mut *conn)
-                        .await
-                }
-                Locking::Run { wait: false, id } => {
-                    sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint FROM vwf_runs WHERE id = $2")
-                        .bind(key)
-                        .bind(id)
-                        .fetch_optional(&mut *conn)
-                        .await
-                }
-                // Reserved and locked at once; a taken id gives no row, and the caller draws another.
-                // The commit does not wait for the disk: the run's first save that does wait
-                // carries it, and nobody knows of the id before.
-                Locking::New { id, design } => {
-                    sqlx::query_as(
-                        "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), \
+                    Locking::Try => {
+                        sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint").bind(key).fetch_optional(&mut *conn).await
+                    }
+                    // The lock is taken for the run's row only: a run that is not there is not locked.
+                    Locking::Run { wait: true, id } => {
+                        sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint FROM vwf_runs WHERE id = $2")
+                            .bind(key)
+                            .bind(id)
+                            .fetch_optional(&mut *conn)
+                            .await
+                    }
+                    Locking::Run { wait: false, id } => {
+                        sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint FROM vwf_runs WHERE id = $2")
+                            .bind(key)
+                            .bind(id)
+                            .fetch_optional(&mut *conn)
+                            .await
+                    }
+                    // Reserved and locked at once; a taken id gives no row, and the caller draws another.
+                    // The commit does not wait for the disk: the run's first save that does wait
+                    // carries it, and nobody knows of the id before.
+                    Locking::New { id, design } => {
+                        sqlx::query_as(
+                            "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), \
                          made AS (INSERT INTO vwf_runs (id) VALUES ($2) ON CONFLICT (id) DO NOTHING RETURNING id) \
                          SELECT pg_try_advisory_lock($1), (SELECT version FROM vwf_designs WHERE name = $3) FROM made, quick",
-                    )
-                    .bind(key)
-                    .bind(id)
-                    .bind(design)
-                    .fetch_optional(&mut *conn)
-                    .await
+                        )
+                        .bind(key)
+                        .bind(id)
+                        .bind(design)
+                        .fetch_optional(&mut *conn)
+                        .await
+                    }
                 }
-            }
-            .map_err(db)?;
-            Ok(got.filter(|(locked, _)| *locked).map(|(_, revision)| (conn, slot, revision)))
-        })?;
+                .map_err(db)?;
+                Ok(got.filter(|(locked, _)| *locked).map(|(_, revision)| (conn, slot, revision)))
+            })
+            .await?;
         let Some((conn, slot, revision)) = conn else { return Ok(None) };
         let (handle, notices) = (self.inner.handle.clone(), self.inner.notices.clone());
         let lock = AdvisoryLock { session: Session::new(conn), key, handle, run: None, notices, _slot: slot };
@@ -405,30 +419,33 @@ impl PgStore {
     }
 
     /// Runs one statement with text parameters; answers how many rows it changed.
-    fn execute(&self, sql: &'static str, params: Vec<String>) -> Result<u64, StoreError> {
+    async fn execute(&self, sql: &'static str, params: Vec<String>) -> Result<u64, StoreError> {
         let pool = self.pool();
-        self.wait(async move {
+        self.call(async move {
             let query = params.into_iter().fold(sqlx::query(sql), |q, p| q.bind(p));
             Ok(query.execute(&pool).await.map_err(db)?.rows_affected())
         })
+        .await
     }
 
     /// The text of the first column of the one row a query with text parameters finds, if any.
-    fn fetch_text(&self, sql: &'static str, params: Vec<String>) -> Result<Option<String>, StoreError> {
+    async fn fetch_text(&self, sql: &'static str, params: Vec<String>) -> Result<Option<String>, StoreError> {
         let pool = self.pool();
-        self.wait(async move {
+        self.call(async move {
             let query = params.into_iter().fold(sqlx::query_scalar(sql), |q, p| q.bind(p));
             query.fetch_optional(&pool).await.map_err(db)
         })
+        .await
     }
 
-    fn run_exists(&self, id: &RunId) -> Result<bool, StoreError> {
+    async fn run_exists(&self, id: &RunId) -> Result<bool, StoreError> {
         let pool = self.pool();
         let id = id.to_string();
-        self.wait(async move {
+        self.call(async move {
             let found = sqlx::query("SELECT 1 FROM vwf_runs WHERE id = $1").bind(id).fetch_optional(&pool).await.map_err(db)?;
             Ok(found.is_some())
         })
+        .await
     }
 }
 

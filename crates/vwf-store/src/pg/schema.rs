@@ -59,7 +59,7 @@ impl PgStore {
     pub fn migrate(&self) -> Result<(), StoreError> {
         let pool = self.pool();
         let shown = self.inner.shown.clone();
-        self.wait(async move { migrator().run(&pool).await.map_err(|e| connect_error(&shown, e.into())) })
+        super::block(&self.inner.handle, async move { migrator().run(&pool).await.map_err(|e| connect_error(&shown, e.into())) })
     }
 }
 

@@ -47,46 +47,49 @@ pub(super) fn columns(records: &[RunStats]) -> Result<Columns, StoreError> {
 }
 
 impl PgStore {
-    pub(super) fn write_stats(&self, records: &[RunStats], replace: bool) -> Result<(), StoreError> {
+    pub(super) async fn write_stats(&self, records: &[RunStats], replace: bool) -> Result<(), StoreError> {
         let (ids, designs, ends, texts) = columns(records)?;
         let (pool, sql) = (self.pool(), WRITE[usize::from(replace)]);
-        self.wait(async move { sqlx::query(sql).bind(ids).bind(designs).bind(ends).bind(texts).execute(&pool).await.map_err(db).map(drop) })
+        self.call(async move { sqlx::query(sql).bind(ids).bind(designs).bind(ends).bind(texts).execute(&pool).await.map_err(db).map(drop) })
+            .await
     }
 
-    pub(super) fn select_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError> {
-        self.fill_in_stats()?;
+    pub(super) async fn select_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<RunStats>, StoreError> {
+        self.fill_in_stats().await?;
         let (pool, design) = (self.pool(), design.map(ToString::to_string));
-        let texts: Vec<String> = self.wait(async move {
-            sqlx::query_scalar(
-                "SELECT record FROM vwf_run_stats WHERE ended_at >= $1 AND ended_at < $2 AND ($3::text IS NULL OR design = $3)",
-            )
-            .bind(from)
-            .bind(to)
-            .bind(design)
-            .fetch_all(&pool)
-            .await
-            .map_err(db)
-        })?;
+        let texts: Vec<String> = self
+            .call(async move {
+                sqlx::query_scalar(
+                    "SELECT record FROM vwf_run_stats WHERE ended_at >= $1 AND ended_at < $2 AND ($3::text IS NULL OR design = $3)",
+                )
+                .bind(from)
+                .bind(to)
+                .bind(design)
+                .fetch_all(&pool)
+                .await
+                .map_err(db)
+            })
+            .await?;
         Ok(texts.iter().filter_map(|t| serde_json::from_str(t).ok()).collect())
     }
 
     /// Adds the records of runs that ended before the table existed, once.
-    fn fill_in_stats(&self) -> Result<(), StoreError> {
-        if self.fetch_text("SELECT built::text FROM vwf_run_stats_built", vec![])?.as_deref() != Some("false") {
+    async fn fill_in_stats(&self) -> Result<(), StoreError> {
+        if self.fetch_text("SELECT built::text FROM vwf_run_stats_built", vec![]).await?.as_deref() != Some("false") {
             return Ok(());
         }
         let mut before: Option<RunId> = None;
         loop {
-            let ids = self.list_run_ids(before.as_ref(), PAGE)?;
+            let ids = self.list_run_ids(before.as_ref(), PAGE).await?;
             let records: Vec<RunStats> =
-                self.read_runs(&ids).into_iter().filter_map(|r| serde_json::from_value::<Run>(r.ok()?).ok()?.stats()).collect();
+                self.read_runs(&ids).await.into_iter().filter_map(|r| serde_json::from_value::<Run>(r.ok()?).ok()?.stats()).collect();
             // A run that ended again meanwhile keeps its newer row.
-            self.write_stats(&records, false)?;
+            self.write_stats(&records, false).await?;
             match ids.last() {
                 Some(id) if ids.len() == PAGE => before = Some(id.clone()),
                 _ => break,
             }
         }
-        self.execute("UPDATE vwf_run_stats_built SET built = true", vec![]).map(drop)
+        self.execute("UPDATE vwf_run_stats_built SET built = true", vec![]).await.map(drop)
     }
 }

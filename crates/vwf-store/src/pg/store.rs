@@ -85,8 +85,8 @@ pub(super) async fn keep_stats_and_unlock(
 impl PgStore {
     /// A scope's flow-control row: its version (`None` when there is none) and document. A row
     /// that does not read counts as `null`, and the next edit replaces it.
-    fn flow_row(&self, scope: &str) -> Result<(Option<i64>, Value), StoreError> {
-        let row = self.fetch_text("SELECT version::text || ' ' || doc FROM vwf_flow WHERE scope = $1", vec![scope.to_string()])?;
+    async fn flow_row(&self, scope: &str) -> Result<(Option<i64>, Value), StoreError> {
+        let row = self.fetch_text("SELECT version::text || ' ' || doc FROM vwf_flow WHERE scope = $1", vec![scope.to_string()]).await?;
         let Some((version, doc)) = row.as_deref().and_then(|r| r.split_once(' ')) else { return Ok((None, Value::Null)) };
         Ok((version.parse().ok(), serde_json::from_str(doc).unwrap_or(Value::Null)))
     }
@@ -94,24 +94,25 @@ impl PgStore {
     /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk. Made
     /// through the run's session when this process holds its lock (a first save still waiting
     /// there is superseded).
-    fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool, ended: bool) -> Result<(), StoreError> {
+    async fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool, ended: bool) -> Result<(), StoreError> {
         let text = std::str::from_utf8(json)
             .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?
             .to_string();
         let quick = (!synchronous).then_some("off");
         let Some(session) = self.session(id) else {
             let (pool, key) = (self.pool(), id.to_string());
-            self.wait(async move { save_whole(&pool, &key, text, quick).await.map_err(db) })?;
+            self.call(async move { save_whole(&pool, &key, text, quick).await.map_err(db) }).await?;
             self.notice(id, ended);
             return Ok(());
         };
         let (key, on) = (id.clone(), session.clone());
-        self.wait(async move {
+        self.call(async move {
             let mut conn = on.conn.lock().await;
             let conn = conn.as_mut().ok_or_else(|| lock_lost(&key))?;
             on.later().doc = None;
             save_whole(&mut **conn, key.as_str(), text, quick).await.map_err(|e| on_session(&key, e))
-        })?;
+        })
+        .await?;
         self.noticed_in(&session, id, ended);
         Ok(())
     }
@@ -133,188 +134,207 @@ impl PgStore {
     /// Writes run `id`'s first save if it still waits in the run's session (see
     /// [`locks`](super::locks)), so a read finds it. A lock being let go writes it itself before
     /// anyone finds its session gone.
-    fn flush(&self, id: &RunId) -> Result<(), StoreError> {
+    async fn flush(&self, id: &RunId) -> Result<(), StoreError> {
         let Some(session) = self.session(id).filter(|s| s.has_doc()) else { return Ok(()) };
         let key = id.clone();
-        let _wrote = self.wait(async move {
-            let mut conn = session.conn.lock().await;
-            let Some(conn) = conn.as_mut() else { return Ok(false) };
-            session.flush(conn, &key).await.map_err(|e| on_session(&key, e))
-        })?;
+        let _wrote = self
+            .call(async move {
+                let mut conn = session.conn.lock().await;
+                let Some(conn) = conn.as_mut() else { return Ok(false) };
+                session.flush(conn, &key).await.map_err(|e| on_session(&key, e))
+            })
+            .await?;
         self.notice(id, false);
         Ok(())
     }
 }
 
+#[async_trait::async_trait]
 impl Store for PgStore {
     fn notify_changes(&self, to: &Changes) -> bool {
         self.listen(to.clone());
         true
     }
 
-    fn list_designs(&self) -> Result<Vec<String>, StoreError> {
+    async fn list_designs(&self) -> Result<Vec<String>, StoreError> {
         let pool = self.pool();
-        self.wait(async move {
+        self.call(async move {
             let names: Vec<String> = sqlx::query_scalar("SELECT name FROM vwf_designs ORDER BY name").fetch_all(&pool).await.map_err(db)?;
             Ok(names.into_iter().filter(|n| DesignName::parse(n).is_ok()).collect())
         })
+        .await
     }
 
-    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
-        let text = self.fetch_text("SELECT graph FROM vwf_designs WHERE name = $1", vec![name.to_string()])?;
+    async fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
+        let text = self.fetch_text("SELECT graph FROM vwf_designs WHERE name = $1", vec![name.to_string()]).await?;
         let text = text.ok_or_else(|| StoreError::design_not_found(name))?;
         parse_doc(&text, format!("design {:?}", name.as_str()))
     }
 
-    fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+    async fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
         self.execute(
             "INSERT INTO vwf_designs (name, graph) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE \
              SET graph = EXCLUDED.graph, version = nextval('vwf_design_version'), updated_at = now()",
             vec![name.to_string(), to_text(graph)?],
-        )?;
+        )
+        .await?;
         Ok(format!("{} (design {name})", self.inner.shown))
     }
 
-    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
-        let created = self.execute(
-            "INSERT INTO vwf_designs (name, graph) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-            vec![name.to_string(), to_text(graph)?],
-        )?;
+    async fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        let created = self
+            .execute(
+                "INSERT INTO vwf_designs (name, graph) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                vec![name.to_string(), to_text(graph)?],
+            )
+            .await?;
         if created == 0 {
             return Err(StoreError::design_exists(name));
         }
         Ok(format!("{} (design {name})", self.inner.shown))
     }
 
-    fn design_exists(&self, name: &DesignName) -> bool {
-        self.design_stamp(name).is_some()
+    async fn design_exists(&self, name: &DesignName) -> bool {
+        self.design_stamp(name).await.is_some()
     }
 
-    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
-        match self.execute("DELETE FROM vwf_designs WHERE name = $1", vec![name.to_string()])? {
+    async fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        match self.execute("DELETE FROM vwf_designs WHERE name = $1", vec![name.to_string()]).await? {
             0 => Err(StoreError::design_not_found(name)),
             _ => Ok(()),
         }
     }
 
-    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+    async fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
         let (pool, key) = (self.pool(), name.to_string());
-        let docs: Vec<String> = self.wait(async move {
-            sqlx::query_scalar("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version")
-                .bind(key)
-                .fetch_all(&pool)
-                .await
-                .map_err(db)
-        })?;
+        let docs: Vec<String> = self
+            .call(async move {
+                sqlx::query_scalar("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version")
+                    .bind(key)
+                    .fetch_all(&pool)
+                    .await
+                    .map_err(db)
+            })
+            .await?;
         docs.iter().map(|doc| serde_json::from_str(doc).map_err(|e| version_corrupt(name, e))).collect()
     }
 
-    fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
-        let doc =
-            self.fetch_text("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version DESC LIMIT 1", vec![name.to_string()])?;
+    async fn newest_version(&self, name: &DesignName) -> Result<Option<DesignVersion>, StoreError> {
+        let doc = self
+            .fetch_text("SELECT doc FROM vwf_design_versions WHERE name = $1 ORDER BY version DESC LIMIT 1", vec![name.to_string()])
+            .await?;
         doc.map(|doc| serde_json::from_str(&doc).map_err(|e| version_corrupt(name, e))).transpose()
     }
 
     /// One statement, so the design, its revision and its newest version come from one snapshot.
-    fn load_design_with_newest(&self, name: &DesignName) -> Result<SavedDesign, StoreError> {
+    async fn load_design_with_newest(&self, name: &DesignName) -> Result<SavedDesign, StoreError> {
         let (pool, key) = (self.pool(), name.to_string());
-        let row: Option<(String, i64, Option<String>)> = self.wait(async move {
-            sqlx::query_as(
-                "SELECT graph, version, (SELECT doc FROM vwf_design_versions v WHERE v.name = d.name ORDER BY version DESC LIMIT 1) \
+        let row: Option<(String, i64, Option<String>)> = self
+            .call(async move {
+                sqlx::query_as(
+                    "SELECT graph, version, (SELECT doc FROM vwf_design_versions v WHERE v.name = d.name ORDER BY version DESC LIMIT 1) \
                  FROM vwf_designs d WHERE name = $1",
-            )
-            .bind(key)
-            .fetch_optional(&pool)
-            .await
-            .map_err(db)
-        })?;
+                )
+                .bind(key)
+                .fetch_optional(&pool)
+                .await
+                .map_err(db)
+            })
+            .await?;
         let (graph, revision, newest) = row.ok_or_else(|| StoreError::design_not_found(name))?;
         let newest = newest.map(|doc| serde_json::from_str(&doc).map_err(|e| version_corrupt(name, e))).transpose();
         let graph = parse_doc(&graph, format!("design {:?}", name.as_str()))?;
         Ok(SavedDesign { graph, newest, revision: u64::try_from(revision).ok() })
     }
 
-    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
+    async fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
         let number = i64::try_from(version.version)
             .map_err(|_| StoreError::other("cannot record a version", format!("version {} is too large", version.version)))?;
         let (pool, key) = (self.pool(), name.to_string());
         let doc = serde_json::to_string(version).map_err(|e| StoreError::encode("a design version", e))?;
-        let added = self.wait(async move {
-            let done = sqlx::query("INSERT INTO vwf_design_versions (name, version, doc) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-                .bind(key)
-                .bind(number)
-                .bind(doc)
-                .execute(&pool)
-                .await
-                .map_err(db)?;
-            Ok(done.rows_affected())
-        })?;
+        let added = self
+            .call(async move {
+                let done = sqlx::query("INSERT INTO vwf_design_versions (name, version, doc) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                    .bind(key)
+                    .bind(number)
+                    .bind(doc)
+                    .execute(&pool)
+                    .await
+                    .map_err(db)?;
+                Ok(done.rows_affected())
+            })
+            .await?;
         match added {
             0 => Err(crate::versions::version_exists(name, version.version)),
             _ => Ok(()),
         }
     }
 
-    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+    async fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
         let number = i64::try_from(version).map_err(|_| crate::version_not_found(name, version))?;
         let (pool, key) = (self.pool(), name.to_string());
-        let removed = self.wait(async move {
-            let done = sqlx::query("DELETE FROM vwf_design_versions WHERE name = $1 AND version = $2")
-                .bind(key)
-                .bind(number)
-                .execute(&pool)
-                .await
-                .map_err(db)?;
-            Ok(done.rows_affected())
-        })?;
+        let removed = self
+            .call(async move {
+                let done = sqlx::query("DELETE FROM vwf_design_versions WHERE name = $1 AND version = $2")
+                    .bind(key)
+                    .bind(number)
+                    .execute(&pool)
+                    .await
+                    .map_err(db)?;
+                Ok(done.rows_affected())
+            })
+            .await?;
         match removed {
             0 => Err(crate::version_not_found(name, version)),
             _ => Ok(()),
         }
     }
 
-    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+    async fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
         let pool = self.pool();
-        self.wait(async move {
+        self.call(async move {
             let names: Vec<String> =
                 sqlx::query_scalar("SELECT DISTINCT name FROM vwf_design_versions ORDER BY name").fetch_all(&pool).await.map_err(db)?;
             Ok(names.into_iter().filter(|n| DesignName::parse(n).is_ok()).collect())
         })
+        .await
     }
 
-    fn design_stamp(&self, name: &DesignName) -> Option<String> {
+    async fn design_stamp(&self, name: &DesignName) -> Option<String> {
         let (pool, key) = (self.pool(), name.to_string());
         let version: Option<i64> = self
-            .wait(async move {
+            .call(async move {
                 sqlx::query_scalar("SELECT version FROM vwf_designs WHERE name = $1").bind(key).fetch_optional(&pool).await.map_err(db)
             })
+            .await
             .ok()
             .flatten();
         version.map(|v| v.to_string())
     }
 
-    fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+    async fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         for _ in 0..ALLOCATE_ATTEMPTS {
             let id = random_run_id()?;
-            if self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1 {
+            if self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()]).await? == 1 {
                 return Ok(id);
             }
         }
         Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
     }
 
-    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
+    async fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
         self.execute(
             "INSERT INTO vwf_event_waiters (event, run_id, note) VALUES ($1, $2, $3) \
              ON CONFLICT (event, run_id) DO UPDATE SET note = EXCLUDED.note WHERE vwf_event_waiters.note <> EXCLUDED.note",
             vec![event.to_string(), id.to_string(), note.to_string()],
         )
+        .await
         .map(|_| ())
     }
 
-    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+    async fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
         let (pool, event) = (self.pool(), event.to_string());
-        self.wait(async move {
+        self.call(async move {
             let rows: Vec<(String, String)> = sqlx::query_as("SELECT run_id, note FROM vwf_event_waiters WHERE event = $1")
                 .bind(event)
                 .fetch_all(&pool)
@@ -322,36 +342,41 @@ impl Store for PgStore {
                 .map_err(db)?;
             Ok(rows.into_iter().filter_map(|(id, note)| Some((RunId::parse(&id).ok()?, note))).collect())
         })
+        .await
     }
 
-    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
-        self.execute("DELETE FROM vwf_event_waiters WHERE event = $1 AND run_id = $2", vec![event.to_string(), id.to_string()]).map(|_| ())
+    async fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
+        self.execute("DELETE FROM vwf_event_waiters WHERE event = $1 AND run_id = $2", vec![event.to_string(), id.to_string()])
+            .await
+            .map(|_| ())
     }
 
-    fn claim_key(&self, claim: &KeyClaim, fresh_since: Ts) -> Result<KeyClaim, StoreError> {
+    async fn claim_key(&self, claim: &KeyClaim, fresh_since: Ts) -> Result<KeyClaim, StoreError> {
         let text = serde_json::to_string(claim).map_err(|e| StoreError::encode("an idempotency key", e))?;
         let at = claim.at.timestamp_millis().to_string();
-        let recorded = self.fetch_text(
-            "INSERT INTO vwf_idempotency_keys (key, at_ms, claim) VALUES ($1, $2::bigint, $3) \
+        let recorded = self
+            .fetch_text(
+                "INSERT INTO vwf_idempotency_keys (key, at_ms, claim) VALUES ($1, $2::bigint, $3) \
              ON CONFLICT (key) DO UPDATE SET at_ms = EXCLUDED.at_ms, claim = EXCLUDED.claim \
              WHERE vwf_idempotency_keys.at_ms < $4::bigint RETURNING claim",
-            vec![claim.key.clone(), at, text, fresh_since.timestamp_millis().to_string()],
-        )?;
+                vec![claim.key.clone(), at, text, fresh_since.timestamp_millis().to_string()],
+            )
+            .await?;
         if recorded.is_some() {
             return Ok(claim.clone());
         }
-        let kept = self.fetch_text("SELECT claim FROM vwf_idempotency_keys WHERE key = $1", vec![claim.key.clone()])?;
+        let kept = self.fetch_text("SELECT claim FROM vwf_idempotency_keys WHERE key = $1", vec![claim.key.clone()]).await?;
         let kept = kept.ok_or_else(|| StoreError::other("cannot claim an idempotency key", "its claim went while it was read"))?;
         serde_json::from_str(&kept)
             .map_err(|e| StoreError::Corrupt { path: format!("idempotency key {:?}", claim.key), message: e.to_string() })
     }
 
-    fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError> {
+    async fn settle_key(&self, key: &str, at: Ts, answer: Option<&Value>) -> Result<(), StoreError> {
         let Some(answer) = answer else {
             let sql = "DELETE FROM vwf_idempotency_keys WHERE key = $1 AND at_ms = $2::bigint";
-            return self.execute(sql, vec![key.to_string(), at.timestamp_millis().to_string()]).map(|_| ());
+            return self.execute(sql, vec![key.to_string(), at.timestamp_millis().to_string()]).await.map(|_| ());
         };
-        let claim = self.fetch_text("SELECT claim FROM vwf_idempotency_keys WHERE key = $1", vec![key.to_string()])?;
+        let claim = self.fetch_text("SELECT claim FROM vwf_idempotency_keys WHERE key = $1", vec![key.to_string()]).await?;
         let Some(mut claim) = claim.and_then(|c| serde_json::from_str::<KeyClaim>(&c).ok()) else { return Ok(()) };
         if claim.at != at {
             return Ok(());
@@ -362,14 +387,15 @@ impl Store for PgStore {
             "UPDATE vwf_idempotency_keys SET claim = $3 WHERE key = $1 AND at_ms = $2::bigint",
             vec![key.to_string(), at.timestamp_millis().to_string(), text],
         )
+        .await
         .map(|_| ())
     }
 
     /// A compare-and-swap on the row's version: read, edit, write only if nobody wrote between
     /// (else read again). A `null` document deletes the row.
-    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
+    async fn edit_doc(&self, scope: &str, edit: &mut (dyn for<'v> FnMut(&'v mut Value) + Send)) -> Result<Value, StoreError> {
         loop {
-            let (version, mut doc) = self.flow_row(scope)?;
+            let (version, mut doc) = self.flow_row(scope).await?;
             let before = doc.clone();
             edit(&mut doc);
             if doc == before {
@@ -379,19 +405,26 @@ impl Store for PgStore {
             let waiting = crate::is_waiting(&doc).to_string();
             let written = match (version, doc.is_null()) {
                 (None, true) => 1,
-                (None, false) => self.execute(
-                    "INSERT INTO vwf_flow (scope, version, doc, waiting) \
+                (None, false) => {
+                    self.execute(
+                        "INSERT INTO vwf_flow (scope, version, doc, waiting) \
                      VALUES ($1, nextval('vwf_flow_version'), $2, $3::boolean) ON CONFLICT (scope) DO NOTHING",
-                    vec![scope.to_string(), text, waiting],
-                )?,
-                (Some(v), true) => {
-                    self.execute("DELETE FROM vwf_flow WHERE scope = $1 AND version = $2::bigint", vec![scope.to_string(), v.to_string()])?
+                        vec![scope.to_string(), text, waiting],
+                    )
+                    .await?
                 }
-                (Some(v), false) => self.execute(
-                    "UPDATE vwf_flow SET version = nextval('vwf_flow_version'), doc = $2, waiting = $3::boolean \
+                (Some(v), true) => {
+                    self.execute("DELETE FROM vwf_flow WHERE scope = $1 AND version = $2::bigint", vec![scope.to_string(), v.to_string()])
+                        .await?
+                }
+                (Some(v), false) => {
+                    self.execute(
+                        "UPDATE vwf_flow SET version = nextval('vwf_flow_version'), doc = $2, waiting = $3::boolean \
                      WHERE scope = $1 AND version = $4::bigint",
-                    vec![scope.to_string(), text, waiting, v.to_string()],
-                )?,
+                        vec![scope.to_string(), text, waiting, v.to_string()],
+                    )
+                    .await?
+                }
             };
             if written == 1 {
                 return Ok(doc);
@@ -399,41 +432,41 @@ impl Store for PgStore {
         }
     }
 
-    fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
-        Ok(self.flow_row(scope)?.1)
+    async fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
+        Ok(self.flow_row(scope).await?.1)
     }
 
-    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
+    async fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
         let pool = self.pool();
-        self.wait(async move { sqlx::query_scalar("SELECT scope FROM vwf_flow WHERE waiting").fetch_all(&pool).await.map_err(db) })
+        self.call(async move { sqlx::query_scalar("SELECT scope FROM vwf_flow WHERE waiting").fetch_all(&pool).await.map_err(db) }).await
     }
 
     /// Kept by the statement that lets the run's lock go when this process holds it (see
     /// [`locks`](super::locks)), else at once.
-    fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
+    async fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
         match self.session(&stats.run_id) {
             Some(session) => {
                 session.later().stats = Some(stats.clone());
                 Ok(())
             }
-            None => self.write_stats(std::slice::from_ref(stats), true),
+            None => self.write_stats(std::slice::from_ref(stats), true).await,
         }
     }
 
-    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
-        self.select_stats(from, to, design)
+    async fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
+        self.select_stats(from, to, design).await
     }
 
-    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
-        Ok(self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()])? == 1)
+    async fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
+        Ok(self.execute("INSERT INTO vwf_runs (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", vec![id.to_string()]).await? == 1)
     }
 
-    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
+    async fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
         let json = serde_json::to_vec(doc).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        self.write_run_text(id, &json, true, false)
+        self.write_run_text(id, &json, true, false).await
     }
 
-    fn sync(&self) -> Result<(), StoreError> {
+    async fn sync(&self) -> Result<(), StoreError> {
         let waiting: Vec<i64> = {
             let held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
             held.iter().filter(|(_, s)| s.has_doc()).map(|(key, _)| *key).collect()
@@ -441,7 +474,7 @@ impl Store for PgStore {
         let flushed = !waiting.is_empty();
         for key in waiting {
             if let Ok(id) = RunId::parse(&format!("{key:012x}")) {
-                self.flush(&id)?;
+                self.flush(&id).await?;
             }
         }
         // A first save just written committed synchronously, and its commit waited for the WAL
@@ -451,7 +484,7 @@ impl Store for PgStore {
         }
         // So does a transaction that takes a transaction id.
         let pool = self.pool();
-        self.wait(async move { sqlx::query("SELECT txid_current()").execute(&pool).await.map(|_| ()).map_err(db) })
+        self.call(async move { sqlx::query("SELECT txid_current()").execute(&pool).await.map(|_| ()).map_err(db) }).await
     }
 
     /// Under the run's lock, through its session; a first save still waiting there makes this
@@ -461,7 +494,7 @@ impl Store for PgStore {
     /// [`locks`](super::locks)). Without the lock its transaction commits without waiting for the
     /// WAL to reach the disk (`synchronous_commit` off for it alone); the next synchronous commit,
     /// or [`Store::sync`], flushes the WAL past it.
-    fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes, durability: Durability) -> Result<(), StoreError> {
+    async fn save_run(&self, id: &RunId, run: &Run, changes: &journal::Changes, durability: Durability) -> Result<(), StoreError> {
         let session = self.session(id);
         if changes.whole || session.as_ref().is_some_and(|s| s.has_doc()) {
             let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
@@ -472,7 +505,7 @@ impl Store for PgStore {
                 session.later().doc = Some(text);
                 return Ok(());
             }
-            return self.write_run_text(id, &json, !first, run.status().is_finished());
+            return self.write_run_text(id, &json, !first, run.status().is_finished()).await;
         }
         let (mut kinds, mut keys, mut docs) = (Vec::new(), Vec::new(), Vec::new());
         for part in &changes.parts {
@@ -483,17 +516,19 @@ impl Store for PgStore {
         }
         let query = move |key: String| sqlx::query(SAVE_PARTS).bind(key).bind(kinds).bind(keys).bind(docs);
         let (pool, key, on) = (self.pool(), id.clone(), session.clone());
-        let updated = self.wait(async move {
-            let done = match on {
-                None => query(key.to_string()).execute(&pool).await.map_err(db)?,
-                Some(session) => {
-                    let mut conn = session.conn.lock().await;
-                    let conn = conn.as_mut().ok_or_else(|| lock_lost(&key))?;
-                    query(key.to_string()).execute(&mut **conn).await.map_err(|e| on_session(&key, e))?
-                }
-            };
-            Ok(done.rows_affected())
-        })?;
+        let updated = self
+            .call(async move {
+                let done = match on {
+                    None => query(key.to_string()).execute(&pool).await.map_err(db)?,
+                    Some(session) => {
+                        let mut conn = session.conn.lock().await;
+                        let conn = conn.as_mut().ok_or_else(|| lock_lost(&key))?;
+                        query(key.to_string()).execute(&mut **conn).await.map_err(|e| on_session(&key, e))?
+                    }
+                };
+                Ok(done.rows_affected())
+            })
+            .await?;
         if updated == 0 {
             return Err(StoreError::run_not_found(id));
         }
@@ -504,20 +539,22 @@ impl Store for PgStore {
         Ok(())
     }
 
-    fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
-        self.flush(id)?;
+    async fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        self.flush(id).await?;
         let (pool, key) = (self.pool(), id.to_string());
         // One statement, so the document and its parts come from one snapshot.
-        let rows = self.wait(async move {
-            sqlx::query(
-                "SELECT '' AS kind, '' AS key, doc FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL \
+        let rows = self
+            .call(async move {
+                sqlx::query(
+                    "SELECT '' AS kind, '' AS key, doc FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL \
                  UNION ALL SELECT kind, key, doc FROM vwf_run_parts WHERE run_id = $1",
-            )
-            .bind(key)
-            .fetch_all(&pool)
-            .await
-            .map_err(db)
-        })?;
+                )
+                .bind(key)
+                .fetch_all(&pool)
+                .await
+                .map_err(db)
+            })
+            .await?;
         let mut rows = rows.into_iter().map(|row| {
             let text = |c: &str| row.try_get::<String, _>(c).map_err(db);
             Ok::<_, StoreError>((text("kind")?, text("key")?, text("doc")?))
@@ -527,82 +564,89 @@ impl Store for PgStore {
         crate::assemble(id, parse_doc(&doc, format!("run {id}"))?, parts)
     }
 
-    fn read_runs(&self, ids: &[RunId]) -> Vec<Result<Value, StoreError>> {
+    async fn read_runs(&self, ids: &[RunId]) -> Vec<Result<Value, StoreError>> {
         let (pool, keys) = (self.pool(), ids.iter().map(RunId::to_string).collect::<Vec<_>>());
-        let rows = self.wait(async move {
-            sqlx::query_as::<_, (String, String, bool)>("SELECT id, doc, parts FROM vwf_runs WHERE id = ANY($1) AND doc IS NOT NULL")
-                .bind(keys)
-                .fetch_all(&pool)
-                .await
-                .map_err(db)
-        });
+        let rows = self
+            .call(async move {
+                sqlx::query_as::<_, (String, String, bool)>("SELECT id, doc, parts FROM vwf_runs WHERE id = ANY($1) AND doc IS NOT NULL")
+                    .bind(keys)
+                    .fetch_all(&pool)
+                    .await
+                    .map_err(db)
+            })
+            .await;
         let mut found: std::collections::HashMap<String, (String, bool)> = match rows {
             Ok(rows) => rows.into_iter().map(|(id, doc, parts)| (id, (doc, parts))).collect(),
             Err(e) => return ids.iter().map(|_| Err(e.clone())).collect(),
         };
-        ids.iter()
-            .map(|id| match found.remove(id.as_str()) {
+        let mut runs = Vec::with_capacity(ids.len());
+        for id in ids {
+            runs.push(match found.remove(id.as_str()) {
                 None => Err(StoreError::run_not_found(id)),
                 // A run in flight has parts saved since its document: read it whole.
-                Some((_, true)) => self.read_run(id),
+                Some((_, true)) => self.read_run(id).await,
                 Some((doc, false)) => parse_doc(&doc, format!("run {id}")),
-            })
-            .collect()
+            });
+        }
+        runs
     }
 
-    fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
+    async fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
         let pool = self.pool();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.wait(async move {
-            sqlx::query("SELECT id, doc, parts FROM vwf_runs WHERE doc IS NOT NULL ORDER BY seq DESC LIMIT $1")
-                .bind(limit)
-                .fetch_all(&pool)
-                .await
-                .map_err(db)
-        })?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|row| {
-                // Ids are written only as parsed run ids.
-                let id = RunId::parse(row.try_get("id").ok()?).ok()?;
-                let doc: String = row.try_get("doc").ok()?;
-                // A run in flight has parts saved since its document: read it whole.
-                let run = match row.try_get::<bool, _>("parts") {
-                    Ok(true) => self.read_run(&id),
-                    _ => parse_doc(&doc, format!("run {id}")),
-                };
-                Some(RunEntry { id, run: run.map_err(|e| e.to_string()) })
+        let rows = self
+            .call(async move {
+                sqlx::query("SELECT id, doc, parts FROM vwf_runs WHERE doc IS NOT NULL ORDER BY seq DESC LIMIT $1")
+                    .bind(limit)
+                    .fetch_all(&pool)
+                    .await
+                    .map_err(db)
             })
-            .collect())
+            .await?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in rows {
+            // Ids are written only as parsed run ids.
+            let Some(id) = row.try_get("id").ok().and_then(|id| RunId::parse(id).ok()) else { continue };
+            let Ok(doc) = row.try_get::<String, _>("doc") else { continue };
+            // A run in flight has parts saved since its document: read it whole.
+            let run = match row.try_get::<bool, _>("parts") {
+                Ok(true) => self.read_run(&id).await,
+                _ => parse_doc(&doc, format!("run {id}")),
+            };
+            entries.push(RunEntry { id, run: run.map_err(|e| e.to_string()) });
+        }
+        Ok(entries)
     }
 
-    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+    async fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
         let pool = self.pool();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let cursor = before.map(|b| b.to_string());
-        let ids: Option<Vec<String>> = self.wait(async move {
-            let after = match cursor {
-                None => i64::MAX,
-                Some(id) => {
-                    let seq: Option<Option<i64>> = sqlx::query_scalar("SELECT seq FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL")
-                        .bind(id)
-                        .fetch_optional(&pool)
-                        .await
-                        .map_err(db)?;
-                    match seq.flatten() {
-                        Some(seq) => seq,
-                        None => return Ok(None),
+        let ids: Option<Vec<String>> = self
+            .call(async move {
+                let after = match cursor {
+                    None => i64::MAX,
+                    Some(id) => {
+                        let seq: Option<Option<i64>> = sqlx::query_scalar("SELECT seq FROM vwf_runs WHERE id = $1 AND doc IS NOT NULL")
+                            .bind(id)
+                            .fetch_optional(&pool)
+                            .await
+                            .map_err(db)?;
+                        match seq.flatten() {
+                            Some(seq) => seq,
+                            None => return Ok(None),
+                        }
                     }
-                }
-            };
-            let ids = sqlx::query_scalar("SELECT id FROM vwf_runs WHERE doc IS NOT NULL AND seq < $1 ORDER BY seq DESC LIMIT $2")
-                .bind(after)
-                .bind(limit)
-                .fetch_all(&pool)
-                .await
-                .map_err(db)?;
-            Ok(Some(ids))
-        })?;
+                };
+                let ids = sqlx::query_scalar("SELECT id FROM vwf_runs WHERE doc IS NOT NULL AND seq < $1 ORDER BY seq DESC LIMIT $2")
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(&pool)
+                    .await
+                    .map_err(db)?;
+                Ok(Some(ids))
+            })
+            .await?;
         match (ids, before) {
             (Some(ids), _) => Ok(ids.iter().filter_map(|id| RunId::parse(id).ok()).collect()),
             (None, Some(before)) => Err(StoreError::run_not_found(before)),
@@ -610,38 +654,38 @@ impl Store for PgStore {
         }
     }
 
-    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
-        let lock = self.advisory(run_key(id), Locking::Run { wait: true, id: id.to_string() })?;
+    async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+        let lock = self.advisory(run_key(id), Locking::Run { wait: true, id: id.to_string() }).await?;
         let lock = lock.ok_or_else(|| StoreError::run_not_found(id))?;
         Ok(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))
     }
 
-    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
-        match self.advisory(run_key(id), Locking::Run { wait: false, id: id.to_string() })? {
+    async fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+        match self.advisory(run_key(id), Locking::Run { wait: false, id: id.to_string() }).await? {
             Some(lock) => Ok(Some(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))),
             // Held by someone, or not there: which one, the caller is told.
-            None if self.run_exists(id)? => Ok(None),
+            None if self.run_exists(id).await? => Ok(None),
             None => Err(StoreError::run_not_found(id)),
         }
     }
 
     /// One statement: the id is reserved and locked together (see [`Locking::New`]).
-    fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
-        Ok(self.allocate_locked(None)?.0)
+    async fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
+        Ok(self.allocate_locked(None).await?.0)
     }
 
     /// One statement: the id reserved and locked, and the design's revision read.
-    fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
-        self.allocate_locked(Some(design))
+    async fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
+        self.allocate_locked(Some(design)).await
     }
 }
 
 impl PgStore {
-    fn allocate_locked(&self, design: Option<&DesignName>) -> Result<(RunLock, Option<u64>), StoreError> {
+    async fn allocate_locked(&self, design: Option<&DesignName>) -> Result<(RunLock, Option<u64>), StoreError> {
         for _ in 0..ALLOCATE_ATTEMPTS {
             let id = random_run_id()?;
             let how = Locking::New { id: id.to_string(), design: design.map(DesignName::to_string) };
-            if let Some((lock, revision)) = self.advisory_revision(run_key(&id), how)? {
+            if let Some((lock, revision)) = self.advisory_revision(run_key(&id), how).await? {
                 return Ok((RunLock::new(id.clone(), lock.hold(&id, &self.inner.held)), revision));
             }
         }

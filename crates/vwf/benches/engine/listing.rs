@@ -11,6 +11,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use vwf_store::Wait;
 
 use serde_json::{Value, json};
 use vwf::store::{FileStore, RunEntry, Store};
@@ -53,18 +54,18 @@ pub(super) fn listing(home: &Path, runs: usize) -> ListingFigures {
     let _ = fs::remove_file(runs_dir.join(".stats"));
     let store = FileStore::new(home.to_path_buf());
     let t = Instant::now();
-    let first = store.list_runs(20).unwrap_or_else(|e| die(&format!("list_runs: {e}")));
+    let first = store.list_runs(20).wait().unwrap_or_else(|e| die(&format!("list_runs: {e}")));
     let rebuild = t.elapsed();
     check_listing(&first, runs);
 
     let mut times = Vec::with_capacity(LIST_CALLS);
     for _ in 0..LIST_CALLS {
         let t = Instant::now();
-        let entries = store.list_runs(20).unwrap_or_else(|e| die(&format!("list_runs: {e}")));
+        let entries = store.list_runs(20).wait().unwrap_or_else(|e| die(&format!("list_runs: {e}")));
         times.push(t.elapsed());
         black_box(&entries);
     }
-    check_listing(&store.list_runs(20).unwrap_or_default(), runs);
+    check_listing(&store.list_runs(20).wait().unwrap_or_default(), runs);
 
     let (stats_rebuild, stats) = stats_report(&store, runs);
 
@@ -99,7 +100,7 @@ fn stats_report(store: &FileStore, runs: usize) -> (Duration, Stats) {
     let (from, to) = (vwf_core::time::format(&start), vwf_core::time::format(&end));
     let query = Query::new(None, Some(&from), Some(&to), Some(Bucket::Day), end).unwrap_or_else(|e| die(&format!("stats query: {e}")));
     let once = || {
-        let records = store.run_stats(query.from, query.to, None).unwrap_or_else(|e| die(&format!("run_stats: {e}")));
+        let records = store.run_stats(query.from, query.to, None).wait().unwrap_or_else(|e| die(&format!("run_stats: {e}")));
         let report = report(&query, records, None);
         if report.totals.runs != runs as u64 {
             die(&format!("the stats report counted {} runs of {runs}", report.totals.runs));

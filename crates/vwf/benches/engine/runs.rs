@@ -8,6 +8,7 @@ use std::fs;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use vwf_store::Wait;
 
 use serde_json::Value;
 use vwf::clock::{Clock, SystemClock};
@@ -90,7 +91,7 @@ pub(super) fn engine_runs_durable(base: &Path, plan: &Plan, runs: usize, batch: 
             atomic_write(&floor_path, &figures.final_bytes).unwrap_or_else(|e| die(&format!("atomic_write {}: {e}", floor_path.display())));
             floor.push(t.elapsed());
             let t = Instant::now();
-            floor_store.import_run(&floor_id, &final_value).unwrap_or_else(|e| die(&format!("import_run: {e}")));
+            floor_store.import_run(&floor_id, &final_value).wait().unwrap_or_else(|e| die(&format!("import_run: {e}")));
             store_floor.push(t.elapsed());
         }
         if timed {

@@ -36,103 +36,104 @@ impl TimedStore {
     }
 }
 
+#[async_trait::async_trait]
 impl Store for TimedStore {
-    fn list_designs(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.list_designs()
+    async fn list_designs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.list_designs().await
     }
-    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
-        self.inner.load_design(name)
+    async fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
+        self.inner.load_design(name).await
     }
-    fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
-        self.inner.save_design(name, graph)
+    async fn save_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        self.inner.save_design(name, graph).await
     }
-    fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
-        self.inner.create_design(name, graph)
+    async fn create_design(&self, name: &DesignName, graph: &Value) -> Result<String, StoreError> {
+        self.inner.create_design(name, graph).await
     }
-    fn design_exists(&self, name: &DesignName) -> bool {
-        self.inner.design_exists(name)
+    async fn design_exists(&self, name: &DesignName) -> bool {
+        self.inner.design_exists(name).await
     }
-    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
-        self.inner.delete_design(name)
+    async fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+        self.inner.delete_design(name).await
     }
-    fn design_stamp(&self, name: &DesignName) -> Option<String> {
-        self.inner.design_stamp(name)
+    async fn design_stamp(&self, name: &DesignName) -> Option<String> {
+        self.inner.design_stamp(name).await
     }
-    fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
-        self.inner.list_versions(name)
+    async fn list_versions(&self, name: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+        self.inner.list_versions(name).await
     }
-    fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
-        self.inner.add_version(name, version)
+    async fn add_version(&self, name: &DesignName, version: &DesignVersion) -> Result<(), StoreError> {
+        self.inner.add_version(name, version).await
     }
-    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
-        self.inner.remove_version(name, version)
+    async fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+        self.inner.remove_version(name, version).await
     }
-    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.versioned_designs()
+    async fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.versioned_designs().await
     }
-    fn allocate_run_id(&self) -> Result<RunId, StoreError> {
-        self.inner.allocate_run_id()
+    async fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+        self.inner.allocate_run_id().await
     }
-    fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
-        self.inner.reserve_run_id(id)
+    async fn reserve_run_id(&self, id: &RunId) -> Result<bool, StoreError> {
+        self.inner.reserve_run_id(id).await
     }
-    fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
-        self.inner.add_waiter(event, id, note)
+    async fn add_waiter(&self, event: &str, id: &RunId, note: &str) -> Result<(), StoreError> {
+        self.inner.add_waiter(event, id, note).await
     }
-    fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
-        self.inner.waiters(event)
+    async fn waiters(&self, event: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+        self.inner.waiters(event).await
     }
-    fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
-        self.inner.remove_waiter(event, id)
+    async fn remove_waiter(&self, event: &str, id: &RunId) -> Result<(), StoreError> {
+        self.inner.remove_waiter(event, id).await
     }
-    fn claim_key(&self, claim: &vwf_store::KeyClaim, fresh_since: vwf_core::time::Ts) -> Result<vwf_store::KeyClaim, StoreError> {
-        self.inner.claim_key(claim, fresh_since)
+    async fn claim_key(&self, claim: &vwf_store::KeyClaim, fresh_since: vwf_core::time::Ts) -> Result<vwf_store::KeyClaim, StoreError> {
+        self.inner.claim_key(claim, fresh_since).await
     }
-    fn settle_key(&self, key: &str, at: vwf_core::time::Ts, answer: Option<&Value>) -> Result<(), StoreError> {
-        self.inner.settle_key(key, at, answer)
+    async fn settle_key(&self, key: &str, at: vwf_core::time::Ts, answer: Option<&Value>) -> Result<(), StoreError> {
+        self.inner.settle_key(key, at, answer).await
     }
-    fn edit_doc(&self, scope: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
-        self.inner.edit_doc(scope, edit)
+    async fn edit_doc(&self, scope: &str, edit: &mut (dyn for<'v> FnMut(&'v mut Value) + Send)) -> Result<Value, StoreError> {
+        self.inner.edit_doc(scope, edit).await
     }
-    fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
-        self.inner.read_doc(scope)
+    async fn read_doc(&self, scope: &str) -> Result<Value, StoreError> {
+        self.inner.read_doc(scope).await
     }
-    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.waiting_docs()
+    async fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.waiting_docs().await
     }
-    fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
-        self.inner.add_run_stats(stats)
+    async fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
+        self.inner.add_run_stats(stats).await
     }
-    fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
-        self.inner.run_stats(from, to, design)
+    async fn run_stats(&self, from: Ts, to: Ts, design: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
+        self.inner.run_stats(from, to, design).await
     }
-    fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError> {
+    async fn save_run(&self, id: &RunId, run: &Run, changes: &Changes, durability: Durability) -> Result<(), StoreError> {
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string()) {
             self.new_ids.fetch_add(1, Ordering::Relaxed);
         }
         let t = Instant::now();
-        let result = self.inner.save_run(id, run, changes, durability);
+        let result = self.inner.save_run(id, run, changes, durability).await;
         self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         self.writes.fetch_add(1, Ordering::Relaxed);
         result
     }
-    fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
-        self.inner.import_run(id, doc)
+    async fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
+        self.inner.import_run(id, doc).await
     }
-    fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
-        self.inner.read_run(id)
+    async fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+        self.inner.read_run(id).await
     }
-    fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
-        self.inner.list_runs(limit)
+    async fn list_runs(&self, limit: usize) -> Result<Vec<RunEntry>, StoreError> {
+        self.inner.list_runs(limit).await
     }
-    fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        self.inner.list_run_ids(before, limit)
+    async fn list_run_ids(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.inner.list_run_ids(before, limit).await
     }
-    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
-        self.inner.lock_run(id)
+    async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+        self.inner.lock_run(id).await
     }
-    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
-        self.inner.try_lock_run(id)
+    async fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+        self.inner.try_lock_run(id).await
     }
 }
 
@@ -143,103 +144,104 @@ pub(super) struct MemoryStore {
     next_id: AtomicU64,
 }
 
+#[async_trait::async_trait]
 impl Store for MemoryStore {
-    fn list_designs(&self) -> Result<Vec<String>, StoreError> {
+    async fn list_designs(&self) -> Result<Vec<String>, StoreError> {
         Ok(Vec::new())
     }
-    fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
+    async fn load_design(&self, name: &DesignName) -> Result<Value, StoreError> {
         Err(StoreError::design_not_found(name))
     }
-    fn save_design(&self, name: &DesignName, _: &Value) -> Result<String, StoreError> {
+    async fn save_design(&self, name: &DesignName, _: &Value) -> Result<String, StoreError> {
         Ok(name.as_str().to_string())
     }
-    fn create_design(&self, name: &DesignName, _: &Value) -> Result<String, StoreError> {
+    async fn create_design(&self, name: &DesignName, _: &Value) -> Result<String, StoreError> {
         Ok(name.as_str().to_string())
     }
-    fn design_exists(&self, _: &DesignName) -> bool {
+    async fn design_exists(&self, _: &DesignName) -> bool {
         false
     }
-    fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
+    async fn delete_design(&self, name: &DesignName) -> Result<(), StoreError> {
         Err(StoreError::design_not_found(name))
     }
-    fn design_stamp(&self, _: &DesignName) -> Option<String> {
+    async fn design_stamp(&self, _: &DesignName) -> Option<String> {
         None
     }
-    fn list_versions(&self, _: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
+    async fn list_versions(&self, _: &DesignName) -> Result<Vec<DesignVersion>, StoreError> {
         Ok(Vec::new())
     }
-    fn add_version(&self, _: &DesignName, _: &DesignVersion) -> Result<(), StoreError> {
+    async fn add_version(&self, _: &DesignName, _: &DesignVersion) -> Result<(), StoreError> {
         Ok(())
     }
-    fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
+    async fn remove_version(&self, name: &DesignName, version: u64) -> Result<(), StoreError> {
         Err(vwf::store::version_not_found(name, version))
     }
-    fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
+    async fn versioned_designs(&self) -> Result<Vec<String>, StoreError> {
         Ok(Vec::new())
     }
-    fn allocate_run_id(&self) -> Result<RunId, StoreError> {
+    async fn allocate_run_id(&self) -> Result<RunId, StoreError> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         RunId::parse(&format!("{n:012x}")).map_err(|why| StoreError::other("cannot allocate a run id", why))
     }
-    fn reserve_run_id(&self, _: &RunId) -> Result<bool, StoreError> {
+    async fn reserve_run_id(&self, _: &RunId) -> Result<bool, StoreError> {
         Ok(true)
     }
-    fn add_waiter(&self, _: &str, _: &RunId, _: &str) -> Result<(), StoreError> {
+    async fn add_waiter(&self, _: &str, _: &RunId, _: &str) -> Result<(), StoreError> {
         Ok(())
     }
-    fn waiters(&self, _: &str) -> Result<Vec<(RunId, String)>, StoreError> {
+    async fn waiters(&self, _: &str) -> Result<Vec<(RunId, String)>, StoreError> {
         Ok(Vec::new())
     }
-    fn remove_waiter(&self, _: &str, _: &RunId) -> Result<(), StoreError> {
+    async fn remove_waiter(&self, _: &str, _: &RunId) -> Result<(), StoreError> {
         Ok(())
     }
-    fn claim_key(&self, claim: &vwf_store::KeyClaim, _: vwf_core::time::Ts) -> Result<vwf_store::KeyClaim, StoreError> {
+    async fn claim_key(&self, claim: &vwf_store::KeyClaim, _: vwf_core::time::Ts) -> Result<vwf_store::KeyClaim, StoreError> {
         Ok(claim.clone())
     }
-    fn settle_key(&self, _: &str, _: vwf_core::time::Ts, _: Option<&Value>) -> Result<(), StoreError> {
+    async fn settle_key(&self, _: &str, _: vwf_core::time::Ts, _: Option<&Value>) -> Result<(), StoreError> {
         Ok(())
     }
     /// The benchmarks' designs use no flow control: no documents are kept.
-    fn edit_doc(&self, _: &str, edit: &mut dyn FnMut(&mut Value)) -> Result<Value, StoreError> {
+    async fn edit_doc(&self, _: &str, edit: &mut (dyn for<'v> FnMut(&'v mut Value) + Send)) -> Result<Value, StoreError> {
         let mut doc = Value::Null;
         edit(&mut doc);
         Ok(doc)
     }
-    fn read_doc(&self, _: &str) -> Result<Value, StoreError> {
+    async fn read_doc(&self, _: &str) -> Result<Value, StoreError> {
         Ok(Value::Null)
     }
-    fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
+    async fn waiting_docs(&self) -> Result<Vec<String>, StoreError> {
         Ok(Vec::new())
     }
-    fn add_run_stats(&self, _: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
+    async fn add_run_stats(&self, _: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
         Ok(())
     }
-    fn run_stats(&self, _: Ts, _: Ts, _: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
+    async fn run_stats(&self, _: Ts, _: Ts, _: Option<&DesignName>) -> Result<Vec<vwf_core::stats::RunStats>, StoreError> {
         Ok(Vec::new())
     }
-    fn save_run(&self, id: &RunId, run: &Run, _: &Changes, _: Durability) -> Result<(), StoreError> {
+    async fn save_run(&self, id: &RunId, run: &Run, _: &Changes, _: Durability) -> Result<(), StoreError> {
         let mut bytes = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
         bytes.push(b'\n');
         black_box(bytes);
         Ok(())
     }
-    fn import_run(&self, _: &RunId, doc: &Value) -> Result<(), StoreError> {
+    async fn import_run(&self, _: &RunId, doc: &Value) -> Result<(), StoreError> {
         black_box(doc);
         Ok(())
     }
-    fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
+    async fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
         Err(StoreError::run_not_found(id))
     }
-    fn list_runs(&self, _: usize) -> Result<Vec<RunEntry>, StoreError> {
+    async fn list_runs(&self, _: usize) -> Result<Vec<RunEntry>, StoreError> {
         Ok(Vec::new())
     }
-    fn list_run_ids(&self, _: Option<&RunId>, _: usize) -> Result<Vec<RunId>, StoreError> {
+    async fn list_run_ids(&self, _: Option<&RunId>, _: usize) -> Result<Vec<RunId>, StoreError> {
         Ok(Vec::new())
     }
-    fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
+    async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
         Ok(RunLock::new(id.clone(), ()))
     }
-    fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
+    async fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
         Ok(Some(RunLock::new(id.clone(), ())))
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
+use vwf_store::Wait;
 
 use serde_json::{Value, json};
 
@@ -97,7 +98,7 @@ impl Accounting {
             }
         }
         let store = vwf::store::FileStore::new(home.to_path_buf());
-        let entries = vwf::store::Store::list_runs(&store, usize::MAX).map_err(|e| format!("the store's listing: {e}"))?;
+        let entries = vwf::store::Store::list_runs(&store, usize::MAX).wait().map_err(|e| format!("the store's listing: {e}"))?;
         let answered_listed = entries.iter().filter(|e| e.run.is_ok() && self.ids.contains(e.id.as_str())).count();
         Ok(Disk { files, answered_done, listed: entries.into_iter().map(|e| e.id.to_string()).collect(), answered_listed })
     }

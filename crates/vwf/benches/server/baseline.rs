@@ -7,6 +7,7 @@
 
 use std::path::Path;
 use std::time::Instant;
+use vwf_store::Wait;
 
 use serde_json::{Value, json};
 
@@ -50,7 +51,7 @@ pub(super) fn baseline(home: &Path, graph: &Value, runs: usize) -> Result<Baseli
         Ok(entries) => Err(format!("Runner::list({LIST_LIMIT}) gave {} entries", entries.len())),
         Err(e) => Err(format!("Runner::list({LIST_LIMIT}): {e:?}")),
     })?;
-    let store_list = timed(WARMUP, runs, || match app.store.list_runs(LIST_LIMIT) {
+    let store_list = timed(WARMUP, runs, || match app.store.list_runs(LIST_LIMIT).wait() {
         Ok(entries) if entries.len() == LIST_LIMIT => Ok(()),
         Ok(entries) => Err(format!("list_runs({LIST_LIMIT}) gave {} entries", entries.len())),
         Err(e) => Err(format!("list_runs({LIST_LIMIT}): {e}")),

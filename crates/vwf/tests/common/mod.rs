@@ -7,6 +7,7 @@ pub mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use vwf_store::Wait;
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -86,6 +87,7 @@ impl Home {
                 let store = vwf::store::FileStore::new(self.path().to_path_buf());
                 Some(
                     vwf::store::Store::read_run(&store, &id)
+                        .wait()
                         .unwrap_or_else(|e| panic!("run {id} cannot be read: {e}"))
                         .to_string()
                         .into_bytes(),

@@ -2,6 +2,7 @@
 //! (`scripts/postgres`, whose admin URL `scripts/test` exports as `VWF_TEST_DATABASE_URL`).
 
 use sqlx::Connection;
+use vwf_store::Wait;
 
 /// The cluster's admin URL; a clear failure (never a skip) when there is none.
 pub fn admin_url() -> String {
@@ -51,7 +52,7 @@ pub fn stored_run(url: &str, id: &str) -> Option<String> {
     // A run in flight is its last whole document and the parts saved since: the store reads it.
     let store = vwf::store::PgStore::connect(&vwf::store::PgSettings::new(url.to_string())).expect("connect to the test database");
     let id = vwf_core::names::RunId::parse(id).ok()?;
-    let run = vwf::store::Store::read_run(&store, &id).unwrap_or_else(|e| panic!("run {id} cannot be read: {e}"));
+    let run = vwf::store::Store::read_run(&store, &id).wait().unwrap_or_else(|e| panic!("run {id} cannot be read: {e}"));
     Some(run.to_string())
 }
 
