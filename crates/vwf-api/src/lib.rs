@@ -32,5 +32,9 @@ pub fn runtime() -> Result<&'static tokio::runtime::Runtime, failure::Failure> {
         .enable_all()
         .build()
         .map_err(|e| failure::Failure::Internal(format!("cannot start the async runtime: {e}")))?;
-    Ok(RUNTIME.get_or_init(|| built))
+    let runtime = RUNTIME.get_or_init(|| built);
+    // Threads of no runtime (the daemon's) wait for store calls on it: a store opened here runs
+    // its statements here, with no hop to another thread.
+    vwf_store::wait::set_home(runtime.handle().clone());
+    Ok(runtime)
 }

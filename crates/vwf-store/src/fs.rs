@@ -25,7 +25,6 @@
 //!   older than any id reservation in progress (deleting a lock file someone uses would let a
 //!   second locker in on a new file).
 
-use crate::Wait;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
@@ -384,10 +383,7 @@ impl Store for FileStore {
     }
 
     async fn sync(&self) -> Result<(), StoreError> {
-        crate::wait::blocking(|| match self.log.opened() {
-            Some(log) => log.sync().map_err(|e| StoreError::io(format!("cannot write the commit log in {}", self.runs_dir().display()), e)),
-            None => Ok(()),
-        })
+        crate::wait::blocking(|| self.sync_log())
     }
 
     async fn read_run(&self, id: &RunId) -> Result<Value, StoreError> {
@@ -481,8 +477,16 @@ impl Store for FileStore {
 }
 
 impl FileStore {
+    /// [`Store::sync`], here.
+    fn sync_log(&self) -> Result<(), StoreError> {
+        match self.log.opened() {
+            Some(log) => log.sync().map_err(|e| StoreError::io(format!("cannot write the commit log in {}", self.runs_dir().display()), e)),
+            None => Ok(()),
+        }
+    }
+
     /// [`Store::read_run`], here.
-    fn read_run_file(&self, id: &RunId) -> Result<Value, StoreError> {
+    pub(crate) fn read_run_file(&self, id: &RunId) -> Result<Value, StoreError> {
         self.recover_once();
         let path = self.run_path(id);
         let bytes = match fs::read(&path) {
@@ -508,7 +512,7 @@ impl FileStore {
     }
 
     /// [`Store::list_run_ids`], here.
-    fn run_ids_page(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
+    pub(crate) fn run_ids_page(&self, before: Option<&RunId>, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.recover_once();
         if limit == 0 {
             return Ok(Vec::new());
@@ -550,7 +554,7 @@ impl Drop for RunGuard {
         }
         // A save made `Durability::Soon` and no save after it is durable by the time the lock
         // is let go.
-        if let Err(e) = self.store.sync().wait() {
+        if let Err(e) = self.store.sync_log() {
             index::warn(&format!("run {}: {e}", self.id));
         }
         self.store.held.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);

@@ -6,7 +6,6 @@
 //! read-modify-write of jobs, across processes) and `.daemon.lock` (held by the one daemon of the
 //! home). Nothing else belongs here; `vwf doctor` reports anything else it finds.
 
-use crate::Wait;
 use std::fs::{self, File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,6 +24,31 @@ const DAEMON_LOCK_FILE: &str = ".daemon.lock";
 const TRIGGER_PREFIX: &str = "trigger-";
 
 impl FileStore {
+    /// [`JobStore::lock_jobs`], here.
+    fn jobs_lock(&self) -> Result<StoreLock, StoreError> {
+        let (file, path) = self.schedules_lock_file(LOCK_FILE)?;
+        file.lock().map_err(|e| io_error("lock", &path, e))?;
+        Ok(StoreLock::new(super::fs::LockedFile(file)))
+    }
+
+    /// [`JobStore::last_fire`], here.
+    fn fire_recorded(&self, design: &DesignName) -> Option<Ts> {
+        let bytes = fs::read(self.trigger_state_path(design)).ok()?;
+        let value: Value = serde_json::from_slice(&bytes).ok()?;
+        value.get("last_fired_at").and_then(Value::as_str).and_then(time::parse)
+    }
+
+    /// [`JobStore::record_fire`], here.
+    fn write_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
+        let dir = self.schedules_dir();
+        create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
+        let state = json!({"design": design.as_str(), "mode": "heartbeat", "last_fired_at": time::format(&at)});
+        let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| StoreError::encode("the trigger state", e))?;
+        bytes.push(b'\n');
+        let path = self.trigger_state_path(design);
+        atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
+    }
+
     fn schedules_dir(&self) -> PathBuf {
         self.home.join(SCHEDULES_DIR)
     }
@@ -136,40 +160,24 @@ impl JobStore for FileStore {
     }
 
     async fn lock_jobs(&self) -> Result<StoreLock, StoreError> {
-        crate::wait::blocking(|| {
-            let (file, path) = self.schedules_lock_file(LOCK_FILE)?;
-            file.lock().map_err(|e| io_error("lock", &path, e))?;
-            Ok(StoreLock::new(super::fs::LockedFile(file)))
-        })
+        crate::wait::blocking(|| self.jobs_lock())
     }
 
     async fn last_fire(&self, design: &DesignName) -> Option<Ts> {
-        crate::wait::blocking(|| {
-            let bytes = fs::read(self.trigger_state_path(design)).ok()?;
-            let value: Value = serde_json::from_slice(&bytes).ok()?;
-            value.get("last_fired_at").and_then(Value::as_str).and_then(time::parse)
-        })
+        crate::wait::blocking(|| self.fire_recorded(design))
     }
 
     async fn record_fire(&self, design: &DesignName, at: Ts) -> Result<(), StoreError> {
-        crate::wait::blocking(|| {
-            let dir = self.schedules_dir();
-            create_private_dir_all(&dir).map_err(|e| io_error("create", &dir, e))?;
-            let state = json!({"design": design.as_str(), "mode": "heartbeat", "last_fired_at": time::format(&at)});
-            let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| StoreError::encode("the trigger state", e))?;
-            bytes.push(b'\n');
-            let path = self.trigger_state_path(design);
-            atomic_write(&path, &bytes).map_err(|e| io_error("write", &path, e))
-        })
+        crate::wait::blocking(|| self.write_fire(design, at))
     }
 
     async fn claim_fire(&self, design: &DesignName, last: Option<Ts>, at: Ts) -> Result<bool, StoreError> {
         crate::wait::blocking(|| {
-            let _lock = self.lock_jobs().wait()?;
-            if self.last_fire(design).wait() != last {
+            let _lock = self.jobs_lock()?;
+            if self.fire_recorded(design) != last {
                 return Ok(false);
             }
-            self.record_fire(design, at).wait().map(|()| true)
+            self.write_fire(design, at).map(|()| true)
         })
     }
 
@@ -182,7 +190,7 @@ impl JobStore for FileStore {
                 .filter_map(|entry| {
                     let name = entry.file_name().to_str()?.strip_prefix(TRIGGER_PREFIX)?.strip_suffix(".json")?.to_string();
                     let design = DesignName::parse(&name).ok()?;
-                    Some((design.clone(), self.last_fire(&design).wait()?))
+                    Some((design.clone(), self.fire_recorded(&design)?))
                 })
                 .collect();
             fires.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
@@ -207,6 +215,8 @@ impl JobStore for FileStore {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use crate::Wait;
 
     use super::super::conformance;
     use super::*;

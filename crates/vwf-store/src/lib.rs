@@ -34,7 +34,7 @@ pub mod pg;
 mod stats;
 mod tidy;
 mod versions;
-mod wait;
+pub mod wait;
 mod waiting;
 
 use serde::Deserialize;

@@ -17,7 +17,6 @@
 //! index, the file is a hint: a line lost to a crash between a run's last save and its append is
 //! back after the file is deleted (the next query rebuilds it). A torn last line is skipped.
 
-use crate::Wait;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -129,9 +128,9 @@ impl FileStore {
         let mut bytes = Vec::new();
         let mut before: Option<RunId> = None;
         loop {
-            let ids = super::Store::list_run_ids(self, before.as_ref(), PAGE).wait()?;
+            let ids = self.run_ids_page(before.as_ref(), PAGE)?;
             for id in &ids {
-                let Ok(value) = super::Store::read_run(self, id).wait() else { continue };
+                let Ok(value) = self.read_run_file(id) else { continue };
                 let Some(stats) = serde_json::from_value::<Run>(value).ok().and_then(|r| r.stats()) else { continue };
                 bytes.extend(line(&stats)?);
             }

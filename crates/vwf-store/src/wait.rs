@@ -7,7 +7,8 @@
 //! another thread and back:
 //! - on a thread of a multi-threaded runtime (a blocking task's, or a worker, whose other tasks
 //!   `block_in_place` hands to another worker first), on that runtime;
-//! - on a thread of no runtime (the CLI's, a test's), on a runtime kept for the thread;
+//! - on a thread of no runtime, on the process's runtime when one was named ([`set_home`]: the
+//!   server's, for its daemon thread), else on a runtime kept for the thread (the CLI's, a test's);
 //! - on a single-threaded runtime's thread, which cannot block in place, on a scoped thread of
 //!   its own.
 //!
@@ -16,8 +17,19 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::sync::OnceLock;
 
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+
+/// The process's runtime, where a thread of no runtime waits (see [`set_home`]).
+static HOME: OnceLock<Handle> = OnceLock::new();
+
+/// Names the process's runtime (the server's; the first one named stays): a thread of no runtime
+/// waits for a store call on it, so a store opened on that runtime runs its calls there, polled on
+/// the waiting thread, and what they spawn runs on a runtime that keeps running.
+pub fn set_home(handle: Handle) {
+    let _ = HOME.set(handle);
+}
 
 thread_local! {
     static MAY_BLOCK: Cell<bool> = const { Cell::new(false) };
@@ -76,7 +88,13 @@ pub trait Wait: Future + Sized + Send {
                 Ok(answer) => answer,
                 Err(panic) => std::panic::resume_unwind(panic),
             }),
-            Err(_) => on_local(self),
+            Err(_) => match HOME.get() {
+                Some(home) => {
+                    let _mark = Mark::set();
+                    home.block_on(self)
+                }
+                None => on_local(self),
+            },
         }
     }
 }
@@ -115,5 +133,16 @@ mod tests {
         assert!(multi.block_on(async { tokio::task::spawn_blocking(|| marked().wait()).await.unwrap() }), "a blocking thread");
         let single = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         assert!(single.block_on(async { marked().wait() }), "a single-threaded runtime's thread");
+    }
+
+    #[test]
+    fn a_thread_of_no_runtime_waits_on_the_home_runtime_once_it_is_named() {
+        let on_home = || std::thread::spawn(|| async { Handle::current().id() }.wait()).join().unwrap();
+        // Named for the rest of the process, so it lives as long.
+        let home: &'static Runtime =
+            Box::leak(Box::new(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()));
+        set_home(home.handle().clone());
+        assert_eq!(on_home(), home.handle().id(), "polled on the home runtime");
+        assert!(std::thread::spawn(|| marked().wait()).join().unwrap(), "and marked");
     }
 }

@@ -4,7 +4,8 @@
 //! given (names and run ids by the `Valid` extractor before any path is built, query values, the
 //! body's JSON shape), then calls the operation the CLI calls
 //! (the service layer, the schedules module, the agent and delivery drivers) inside
-//! `spawn_blocking`, and answers the contract body of its typed answer. No rule of the contract
+//! `spawn_blocking`, or, for the reads that touch only the store (`service::Reads`), awaits it on
+//! the runtime; and answers the contract body of its typed answer. No rule of the contract
 //! lives here; only the HTTP mapping does: handlers answer `Result<_, Failure>`, a `Failure`
 //! becoming its status with `{ok:false, error}`; a design problem stays a 200 with its body.
 
@@ -537,6 +538,9 @@ pub(crate) fn router(app: Arc<App>, guard: Arc<Guard>, gate: Arc<Gate>, live: Li
         .route("/readyz", get(readyz))
         .fallback(any(fallback).layer(CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES))
+        // A handler that awaits the store on the runtime (the read routes) has no blocking task to
+        // catch its panic: this answers it as `answered` does.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .route_layer(axum::middleware::map_request(keep_route))
         .with_state(AppState { app: app.clone(), secured, live, gate });
     // The outer layers wrap the whole router (not each route), so they see its own answers too
@@ -602,7 +606,7 @@ async fn healthz() -> Response {
 async fn readyz(State(state): State<AppState>) -> Response {
     let store = &state.app.store;
     let probe = match store.list_designs().await {
-        Ok(_) => store.list_run_ids(None, 1).await.map(drop),
+        Ok(_) => store.list_runs(1).await.map(drop),
         Err(e) => Err(e),
     };
     match probe {
@@ -638,6 +642,12 @@ pub(super) async fn gated(state: &AppState, work: impl FnOnce(&Service<'_>) -> R
         work(&Service::new(&app))
     }))
     .await
+}
+
+/// The answer of a handler that panicked on the runtime: an internal failure, as in [`answered`].
+fn panicked(_: Box<dyn std::any::Any + Send>) -> Response {
+    tracing::error!("a request handler panicked");
+    error(StatusCode::INTERNAL_SERVER_ERROR, "internal error while handling the request".into())
 }
 
 /// The answer of a handler's blocking task; a task that panicked is an internal failure.

@@ -2,7 +2,8 @@
 //!
 //! The server is a thin caller like every other surface: each route parses its request, checks
 //! names before any path is built, then calls the same tool functions and runner the CLI uses on
-//! a blocking thread (`spawn_blocking`), and answers the JSON they return with its status.
+//! a blocking thread (`spawn_blocking`; a run's steps block), or awaits the reads that touch only
+//! the store on the runtime, and answers the JSON they return with its status.
 //!
 //! Invariants:
 //! - Nothing is written before the security settings are accepted (§17): a non-loopback bind
