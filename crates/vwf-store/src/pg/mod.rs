@@ -302,11 +302,8 @@ impl PgStore {
         self.inner.pool.clone()
     }
 
-    /// Runs `fut` on this store's runtime and answers its output. Polled by a caller on another
-    /// runtime (a thread waiting with `Wait::wait` outside the server's), it is spawned on this
-    /// store's: the pool's connections and the tasks the driver spawns belong to that runtime,
-    /// which keeps running them when the caller's does not. While the database is known to be
-    /// down, fails at once unless a fresh connection now succeeds (see [`Health`]).
+    /// Runs `fut` on this store's runtime ([`on`]) and answers its output. While the database is
+    /// known to be down, fails at once unless a fresh connection now succeeds (see [`Health`]).
     async fn call<T: Send + 'static>(&self, fut: impl Future<Output = Result<T, StoreError>> + Send + 'static) -> Result<T, StoreError> {
         let health = self.inner.health.clone();
         let checked = async move {
@@ -321,16 +318,7 @@ impl PgStore {
             }
             answer
         };
-        let ours = tokio::runtime::Handle::try_current().is_ok_and(|current| current.id() == self.inner.handle.id());
-        match ours {
-            true => checked.await,
-            false => self
-                .inner
-                .handle
-                .spawn(checked)
-                .await
-                .unwrap_or_else(|e| Err(StoreError::other("cannot reach the database", format!("the database call was dropped: {e}")))),
-        }
+        on(&self.inner.handle, checked).await
     }
 
     /// Takes a connection and, on it, a session advisory lock with `how` (see [`Locking`]); `None`
@@ -449,30 +437,31 @@ impl PgStore {
     }
 }
 
-/// Drives `fut` to its end from blocking code, on the runtime of `handle`, and answers its output.
-/// The calling thread polls it (the runtime's workers drive the sockets and timers), so a
-/// statement costs no hop to another thread and back:
-/// - on a thread of no runtime (the daemon's, a test's) it blocks on the future;
-/// - on a thread of a multi-threaded runtime (a blocking task's, or a worker, whose other tasks
-///   `block_in_place` hands to another worker first) likewise;
-/// - on a single-threaded runtime's thread, which cannot block in place, the future is spawned on
-///   `handle`'s runtime and the thread waits for its answer.
+/// Runs `fut` on the runtime of `handle` and answers its output: polled right here when this is
+/// that runtime, else spawned there, so the pool's connections and what the driver spawns stay on
+/// the runtime that keeps running them.
+async fn on<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    fut: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
+    let ours = tokio::runtime::Handle::try_current().is_ok_and(|current| current.id() == handle.id());
+    match ours {
+        true => fut.await,
+        false => handle
+            .spawn(fut)
+            .await
+            .unwrap_or_else(|e| Err(StoreError::other("cannot reach the database", format!("the database call was dropped: {e}")))),
+    }
+}
+
+/// [`on`] from blocking code (see [`Wait`](crate::Wait)): what is not a trait call (connecting,
+/// migrating, a lock's release when its guard drops).
 pub(super) fn block<T: Send + 'static>(
     handle: &tokio::runtime::Handle,
     fut: impl Future<Output = Result<T, StoreError>> + Send + 'static,
 ) -> Result<T, StoreError> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current().map(|current| current.runtime_flavor()) {
-        Err(_) => handle.block_on(fut),
-        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| handle.block_on(fut)),
-        Ok(_) => {
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            handle.spawn(async move {
-                let _ = tx.send(fut.await);
-            });
-            rx.recv().unwrap_or_else(|_| Err(StoreError::other("cannot reach the database", "the database call was dropped")))
-        }
-    }
+    use crate::Wait;
+    on(handle, fut).wait()
 }
 
 /// How [`PgStore::advisory`] locks.
