@@ -219,9 +219,12 @@ pub trait Store: Send + Sync {
         false
     }
     /// Waits for the run's exclusive lock (held across processes) and holds it until the
-    /// guard drops. `NotFound` if the id was neither allocated nor written.
+    /// guard drops. `NotFound` if the id was neither allocated nor written; a store may hold an
+    /// id from [`Store::allocate_locked_run`] by its lock alone until the run's first save, and
+    /// answer `NotFound` for it until then.
     async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
-    /// Like [`Store::lock_run`] but returns `None` at once when someone else holds the lock.
+    /// Like [`Store::lock_run`] but returns `None` at once when someone else holds the lock
+    /// (also the lock of an id allocated and not saved yet).
     async fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError>;
     /// A fresh run id ([`Store::allocate_run_id`]) with its lock held ([`Store::lock_run`]): what
     /// a new run needs before its first save. A store that can do both in one request overrides

@@ -410,12 +410,13 @@ fn a_save_after_the_runs_lock_was_lost_changes_nothing() {
 }
 
 /// What a run costs the database, counted by the database (`pg_stat_statements`): a run of typed
-/// steps three statements (reserve and lock its id; save it ended; keep its stats, unlock and tell
-/// the other instances), a command step one more (the save before it acts, which also carries the
-/// run's first save) and its share of a notifier's statement (which tells of saves in flight,
-/// several at once). Every run reads back whole and done from another connection.
+/// steps two statements (lock its id, writing nothing; insert it ended with its stats and let the
+/// lock go) and its share of a notifier's statement (which tells the other instances of saves,
+/// several at once); a run with a command step four (the save before the command acts, which is
+/// the run's first; the save of its end; keeping its stats and unlocking it). Every run reads back
+/// whole and done from another connection, and left its stats record.
 #[test]
-fn a_run_of_typed_steps_costs_three_statements_and_a_command_step_one_more() {
+fn a_run_of_typed_steps_costs_two_statements_and_a_command_step_two_more() {
     use vwf::store::Store;
     const RUNS: i64 = 20;
     let url = common::pg::fresh_database();
@@ -457,8 +458,10 @@ fn a_run_of_typed_steps_costs_three_statements_and_a_command_step_one_more() {
     let (from, to) =
         (vwf_core::time::parse("2000-01-01T00:00:00Z").expect("time"), vwf_core::time::parse("2100-01-01T00:00:00Z").expect("time"));
     assert_eq!(reader.run_stats(from, to, None).wait().expect("stats").len(), 2 * RUNS as usize, "every run left its stats record");
-    assert_eq!(costs[0].1, 3, "a run of typed steps: {:#?}", costs[0].2);
-    assert_eq!(costs[0].3, 0, "a run of typed steps is told of when its lock goes, with no statement of its own");
+    assert_eq!(costs[0].1, 2, "a run of typed steps: {:#?}", costs[0].2);
+    // A typed run's end is told by the notifier, several at once when they come together: at
+    // most one batch a run.
+    assert!((1..=RUNS).contains(&costs[0].3), "a typed run's end is told by the notifier: {} statements for {RUNS} runs", costs[0].3);
     assert_eq!(costs[1].1, 4, "a run with a command step: {:#?}", costs[1].2);
     // The save before each command is told of by the notifier; a run's end rides on its unlock
     // unless the notifier is still sending (then the notifier tells of it too): at most two
@@ -471,9 +474,9 @@ fn a_run_of_typed_steps_costs_three_statements_and_a_command_step_one_more() {
 }
 
 /// A run of a saved design reads the design only when the plan this process compiled of it is
-/// not the saved one: the statement that reserves the run's id also answers which save of the
-/// design is current, so the runs after the first cost the three statements of a run started
-/// from a compiled plan. A design saved again through another instance is what the next run
+/// not the saved one: the statement that locks the run's id also answers which save of the
+/// design is current, so the runs after the first cost the two statements of a run started from
+/// a compiled plan. A design saved again through another instance is what the next run
 /// runs (never the plan kept of the old one); one saved broken is refused, one deleted is not
 /// found.
 #[test]
@@ -506,7 +509,7 @@ fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
     let counted: Vec<(i64, String)> =
         common::pg::statements(&url).into_iter().filter(|(_, query)| !query.contains("unnest($1::text[]) AS notice")).collect();
     let total: i64 = counted.iter().map(|(calls, _)| calls).sum();
-    assert_eq!(total, 3 * RUNS, "no design read: {counted:#?}");
+    assert_eq!(total, 2 * RUNS, "no design read: {counted:#?}");
 
     let mut changed = common::server::small();
     changed["nodes"][2]["template"] = json!("large {{trigger.n}}");

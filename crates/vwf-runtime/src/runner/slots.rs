@@ -131,8 +131,11 @@ impl Runner<'_> {
                 match self.store.read_run_summary(&id).wait() {
                     Ok(summary) => summary.status.is_finished() || (slots.release_while_waiting && summary.status.is_parked()),
                     // Claimed before its first save: stale only when no live process holds its
-                    // lock (the one making it took the lock before the claim).
-                    Err(StoreError::NotFound(_)) => matches!(self.store.try_lock_run(&id).wait(), Ok(Some(_))),
+                    // lock (the one making it took the lock before the claim). A store that
+                    // holds a fresh id by its lock alone finds it not there once nobody does.
+                    Err(StoreError::NotFound(_)) => {
+                        matches!(self.store.try_lock_run(&id).wait(), Ok(Some(_)) | Err(StoreError::NotFound(_)))
+                    }
                     Err(_) => false,
                 }
             })

@@ -15,8 +15,16 @@
 //!   process reads the run;
 //! - the run's stats record (`add_run_stats`): written by the statement that lets the lock go.
 //!
-//! So a run that only takes typed steps costs three statements: one that reserves its id and
-//! locks it, one that saves it ended, one that keeps its stats and unlocks it.
+//! A fresh run's id is held by its lock alone: the statement that locks it writes nothing, and
+//! the run's first save inserts its row, only if no row has that id (so a run never overwrites
+//! another, even if two draws of 48 random bits met). While the run is not saved nobody else can
+//! find it: every other lock of a run is taken for its row only. So when the first save is also
+//! the run's end (a run of typed steps), that one statement inserts the ended run, keeps its stats
+//! and lets the lock go: the lock goes before the statement commits, but the run becomes visible
+//! only at the commit, after its WAL is on disk, so nobody can take it over before its end is
+//! durable. A run of typed steps so costs two statements: one that locks its id, one that saves it
+//! ended and unlocks it; its end is told by the notifier (see [`notices`](super::notices)), since
+//! NOTIFY in a commit that waits for the disk would serialize every instance's commits.
 //!
 //! [`Store::sync`]: crate::Store::sync
 
@@ -28,7 +36,7 @@ use sqlx::{PgConnection, Postgres};
 use vwf_core::names::RunId;
 use vwf_core::stats::RunStats;
 
-use super::store::{keep_stats_and_unlock, save_whole};
+use super::store::{insert_first, keep_stats_and_unlock, save_whole};
 use crate::StoreError;
 
 /// The connection that holds a lock, and for a run's lock what waits to be written with the run's
@@ -51,13 +59,20 @@ pub(super) struct Later {
     /// The notice of a save made under the lock, sent when the lock is let go (see
     /// [`notices`](super::notices)).
     pub(super) notice: Option<String>,
+    /// The run's row is not written yet: its first save inserts it (see the module doc).
+    pub(super) fresh: bool,
+    /// The statement that saved the run ended let the lock go, and kept its stats: the guard
+    /// has nothing left to write, and a save after it takes the lock again first.
+    pub(super) released: bool,
 }
 
 impl Session {
-    pub(super) fn new(conn: PoolConnection<Postgres>) -> Arc<Session> {
+    /// The session of a lock taken on `conn`; `fresh`: of a run id not saved before.
+    pub(super) fn new(conn: PoolConnection<Postgres>, fresh: bool) -> Arc<Session> {
         static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Arc::new(Session { conn: tokio::sync::Mutex::new(Some(conn)), later: Default::default(), token })
+        let later = Later { fresh, ..Later::default() };
+        Arc::new(Session { conn: tokio::sync::Mutex::new(Some(conn)), later: std::sync::Mutex::new(later), token })
     }
 
     pub(super) fn later(&self) -> std::sync::MutexGuard<'_, Later> {
@@ -71,14 +86,48 @@ impl Session {
 
     /// Writes the run's first save if it still waits, on `conn` (which the caller took from this
     /// session); whether it wrote one.
-    pub(super) async fn flush(&self, conn: &mut PgConnection, id: &RunId) -> Result<bool, sqlx::Error> {
+    pub(super) async fn flush(&self, conn: &mut PgConnection, id: &RunId) -> Result<bool, StoreError> {
         let Some(doc) = self.later().doc.take() else { return Ok(false) };
-        if let Err(e) = save_whole(conn, id.as_str(), doc.clone(), None).await {
+        if let Err(e) = self.write_whole(conn, id, doc.clone(), None).await {
             // Kept for the next try: nothing was written.
             self.later().doc.get_or_insert(doc);
             return Err(e);
         }
         Ok(true)
+    }
+
+    /// A whole save of run `id` on `conn` (this session's): the insert of its row while it is
+    /// fresh (an id some other run has is an error, and nothing is written), else
+    /// [`save_whole`]. A lock let go at the run's end is taken again first.
+    pub(super) async fn write_whole(
+        &self,
+        conn: &mut PgConnection,
+        id: &RunId,
+        doc: String,
+        quick: Option<&'static str>,
+    ) -> Result<(), StoreError> {
+        self.relock(conn, id).await?;
+        if !self.later().fresh {
+            return save_whole(conn, id.as_str(), doc, quick).await.map_err(|e| on_session(id, e));
+        }
+        match insert_first(conn, id, doc).await.map_err(|e| on_session(id, e))? {
+            true => {
+                self.later().fresh = false;
+                Ok(())
+            }
+            false => Err(id_taken(id)),
+        }
+    }
+
+    /// Takes the run's lock again on `conn` when the run's end let it go (a save after the end:
+    /// the lock is waited for, so it is never made while another holds the run).
+    pub(super) async fn relock(&self, conn: &mut PgConnection, id: &RunId) -> Result<(), StoreError> {
+        if !self.later().released {
+            return Ok(());
+        }
+        sqlx::query("SELECT pg_advisory_lock($1)").bind(super::run_key(id)).execute(conn).await.map_err(|e| on_session(id, e))?;
+        self.later().released = false;
+        Ok(())
     }
 }
 
@@ -117,10 +166,14 @@ impl Drop for AdvisoryLock {
             // Held until the lock is let go: a reader of this process that finds the run's first
             // save still waiting here waits, and then finds it written.
             let mut slot = session.conn.lock().await;
-            if let Some(mut conn) = slot.take() {
+            let released = std::mem::take(&mut session.later().released);
+            if released && let Some(conn) = slot.take() {
+                // The run's end let the lock go and kept its stats: nothing is left to write.
+                drop(conn);
+            } else if let Some(mut conn) = slot.take() {
                 let released = async {
                     if let Some((id, _)) = &run
-                        && session.flush(&mut conn, id).await?
+                        && session.flush(&mut conn, id).await.map_err(|e| e.to_string())?
                     {
                         session.later().notice.get_or_insert_with(|| super::notices::payload(id, false));
                     }
@@ -133,7 +186,7 @@ impl Drop for AdvisoryLock {
                     {
                         notices.send(notice);
                     }
-                    keep_stats_and_unlock(&mut conn, key, stats, notice).await
+                    keep_stats_and_unlock(&mut conn, key, stats, notice).await.map_err(|e| e.to_string())
                 }
                 .await;
                 if released.is_err() {
@@ -151,6 +204,14 @@ impl Drop for AdvisoryLock {
             Ok::<(), StoreError>(())
         });
     }
+}
+
+/// A run's first save that found its id saved by another run: nothing was written.
+pub(super) fn id_taken(id: &RunId) -> StoreError {
+    StoreError::other(
+        format!("run {id} was not saved"),
+        "another run was saved with the same id (drawn at random twice); nothing was overwritten",
+    )
 }
 
 /// The error of a statement on a run's session: the connection lost means the lock was lost.

@@ -225,7 +225,8 @@ impl PgStore {
             None => tokio::runtime::Handle::current(),
         };
         let (connections, slots) = lock_slots(settings.pool_size);
-        let pool_options = PgPoolOptions::new().max_connections(connections).acquire_timeout(settings.acquire_timeout);
+        let pool_options =
+            PgPoolOptions::new().test_before_acquire(false).max_connections(connections).acquire_timeout(settings.acquire_timeout);
         let health =
             Arc::new(Health { options: options.clone(), shown: shown.clone(), down: Default::default(), last_failed: Default::default() });
         let named = shown.clone();
@@ -333,6 +334,7 @@ impl PgStore {
         let pool = self.pool();
         let (slots, timeout) = (self.inner.lock_slots.clone(), self.inner.acquire_timeout);
         let run = !matches!(how, Locking::Wait | Locking::Try);
+        let fresh = matches!(how, Locking::New { .. });
         let conn = self
             .call(async move {
                 let slot = match run {
@@ -348,36 +350,39 @@ impl PgStore {
                     },
                 };
                 let mut conn = pool.acquire().await.map_err(db)?;
-                let got: Option<(bool, Option<i64>)> = match how {
+                let got: Option<(bool, Option<i64>, bool)> = match how {
                     Locking::Wait => {
-                        sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint").bind(key).fetch_optional(&mut *conn).await
+                        sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint, false")
+                            .bind(key)
+                            .fetch_optional(&mut *conn)
+                            .await
                     }
                     Locking::Try => {
-                        sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint").bind(key).fetch_optional(&mut *conn).await
+                        sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint, false").bind(key).fetch_optional(&mut *conn).await
                     }
                     // The lock is taken for the run's row only: a run that is not there is not locked.
                     Locking::Run { wait: true, id } => {
-                        sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint FROM vwf_runs WHERE id = $2")
+                        sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint, false FROM vwf_runs WHERE id = $2")
                             .bind(key)
                             .bind(id)
                             .fetch_optional(&mut *conn)
                             .await
                     }
                     Locking::Run { wait: false, id } => {
-                        sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint FROM vwf_runs WHERE id = $2")
+                        sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint, false FROM vwf_runs WHERE id = $2")
                             .bind(key)
                             .bind(id)
                             .fetch_optional(&mut *conn)
                             .await
                     }
-                    // Reserved and locked at once; a taken id gives no row, and the caller draws another.
-                    // The commit does not wait for the disk: the run's first save that does wait
-                    // carries it, and nobody knows of the id before.
+                    // A fresh id is held by its lock alone until the run's first save inserts its
+                    // row (see `locks`): a read that writes nothing, so it commits nothing. An id
+                    // that is locked but already saved (taken before) is let go, and the caller
+                    // draws another.
                     Locking::New { id, design } => {
                         sqlx::query_as(
-                            "WITH quick AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), \
-                         made AS (INSERT INTO vwf_runs (id) VALUES ($2) ON CONFLICT (id) DO NOTHING RETURNING id) \
-                         SELECT pg_try_advisory_lock($1), (SELECT version FROM vwf_designs WHERE name = $3) FROM made, quick",
+                            "SELECT pg_try_advisory_lock($1), (SELECT version FROM vwf_designs WHERE name = $3), \
+                             EXISTS (SELECT 1 FROM vwf_runs WHERE id = $2)",
                         )
                         .bind(key)
                         .bind(id)
@@ -387,12 +392,17 @@ impl PgStore {
                     }
                 }
                 .map_err(db)?;
-                Ok(got.filter(|(locked, _)| *locked).map(|(_, revision)| (conn, slot, revision)))
+                let Some((true, revision, taken)) = got else { return Ok(None) };
+                if taken {
+                    sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut *conn).await.map_err(db)?;
+                    return Ok(None);
+                }
+                Ok(Some((conn, slot, revision)))
             })
             .await?;
         let Some((conn, slot, revision)) = conn else { return Ok(None) };
         let (handle, notices) = (self.inner.handle.clone(), self.inner.notices.clone());
-        let lock = AdvisoryLock { session: Session::new(conn), key, handle, run: None, notices, _slot: slot };
+        let lock = AdvisoryLock { session: Session::new(conn, fresh), key, handle, run: None, notices, _slot: slot };
         Ok(Some((lock, revision.and_then(|r| u64::try_from(r).ok()))))
     }
 
@@ -472,8 +482,9 @@ enum Locking {
     Try,
     /// A run's lock (its id as text), if the run is there: waiting for it or not.
     Run { wait: bool, id: String },
-    /// A fresh run id (as text): reserved and locked in one statement, which also reads the
-    /// revision of the design the run is of, when it names one.
+    /// A fresh run id (as text), not saved before: locked in one statement, which also reads the
+    /// revision of the design the run is of, when it names one. No row is written: the lock
+    /// holds the id until the run's first save inserts it (see [`locks`]).
     New { id: String, design: Option<String> },
 }
 

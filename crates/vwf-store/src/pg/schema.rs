@@ -14,7 +14,7 @@ use super::{PgSettings, PgStore, classified, connect_options};
 use crate::StoreError;
 
 /// The schema, oldest first; embedded so the binary needs no files beside it.
-const MIGRATIONS: [(i64, &str, &str); 9] = [
+const MIGRATIONS: [(i64, &str, &str); 10] = [
     (1, "store", include_str!("../../migrations/0001_store.sql")),
     (2, "notify", include_str!("../../migrations/0002_notify.sql")),
     (3, "run_parts", include_str!("../../migrations/0003_run_parts.sql")),
@@ -24,6 +24,7 @@ const MIGRATIONS: [(i64, &str, &str); 9] = [
     (7, "flow_docs", include_str!("../../migrations/0007_flow_docs.sql")),
     (8, "run_stats", include_str!("../../migrations/0008_run_stats.sql")),
     (9, "run_notices", include_str!("../../migrations/0009_run_notices.sql")),
+    (10, "run_seq_index", include_str!("../../migrations/0010_run_seq_index.sql")),
 ];
 /// Where sqlx records which migrations ran.
 const MIGRATIONS_TABLE: &str = "vwf_schema_migrations";

@@ -15,12 +15,20 @@ use crate::{Store, StoreError};
 const PAGE: usize = 1000;
 
 /// Writes records (`$1`–`$4`: run ids, designs, ends, record texts); an existing row of the same
-/// run is replaced. A macro, so the statement that unlocks a run can carry it (see `locks`).
+/// run is replaced. A macro, so the statements that save a run ended or unlock it can carry it
+/// (see `locks`); given a literal, it is joined to the records (`", saved"`: only if `saved`
+/// has a row).
 macro_rules! upsert_stats {
     () => {
-        "INSERT INTO vwf_run_stats (run_id, design, ended_at, record) \
-         SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) \
-         ON CONFLICT (run_id) DO UPDATE SET design = EXCLUDED.design, ended_at = EXCLUDED.ended_at, record = EXCLUDED.record"
+        upsert_stats!("")
+    };
+    ($join:literal) => {
+        concat!(
+            "INSERT INTO vwf_run_stats (run_id, design, ended_at, record) \
+             SELECT r.* FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS r",
+            $join,
+            " ON CONFLICT (run_id) DO UPDATE SET design = EXCLUDED.design, ended_at = EXCLUDED.ended_at, record = EXCLUDED.record"
+        )
     };
 }
 pub(super) use upsert_stats;

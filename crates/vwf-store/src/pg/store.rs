@@ -12,9 +12,10 @@ use sqlx::{Executor, PgConnection, Postgres, Row};
 use vwf_core::names::{DesignName, RunId};
 use vwf_core::run::Run;
 use vwf_core::run::journal;
+use vwf_core::stats::RunStats;
 use vwf_core::versions::DesignVersion;
 
-use super::locks::{Session, lock_lost, on_session};
+use super::locks::{Session, id_taken, lock_lost, on_session};
 use super::stats::upsert_stats;
 use super::{Locking, PgStore, db, parse_doc, run_key, to_text};
 use crate::changes::Changes;
@@ -49,6 +50,47 @@ const KEEP_STATS_AND_UNLOCK: &str = concat!(
     upsert_stats!(),
     ") SELECT pg_advisory_unlock($5), (SELECT count(pg_notify($7, notice)) FROM unnest($6::text[]) AS notice) FROM quick"
 );
+
+/// A run's first save: its row inserted only if no row has its id (see
+/// [`locks`](super::locks)); it commits waiting for the disk.
+const INSERT_FIRST: &str = "INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, nextval('vwf_run_seq')) ON CONFLICT (id) DO NOTHING";
+
+/// A run's first save that is also its end: [`INSERT_FIRST`] (`$5`, `$6`) with the run's stats
+/// record (`$1`–`$4`, kept only if the row was inserted), and the run's lock `$7` let go once
+/// both are written (the subquery that counts them is scanned first). The lock goes before the
+/// commit, which waits for the disk; nobody sees the run before it (see [`locks`](super::locks)).
+const END_FIRST: &str = concat!(
+    "WITH saved AS (INSERT INTO vwf_runs (id, doc, seq) VALUES ($5, $6, nextval('vwf_run_seq')) ON CONFLICT (id) DO NOTHING RETURNING id), \
+     kept AS (",
+    upsert_stats!(", saved"),
+    " RETURNING 1) SELECT written, pg_advisory_unlock($7) \
+     FROM (SELECT (SELECT count(*) FROM saved) + 0 * (SELECT count(*) FROM kept) AS written OFFSET 0) AS done"
+);
+
+/// Inserts run `id`'s first save `doc` on `conn` (see [`INSERT_FIRST`]): whether it was
+/// inserted (`false`: another run has the id, and nothing was written).
+pub(super) async fn insert_first(conn: &mut PgConnection, id: &RunId, doc: String) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(INSERT_FIRST).bind(id.to_string()).bind(doc).execute(conn).await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Inserts run `id`'s first save `doc`, which is its end, with its `stats`, and lets its lock go
+/// (see [`END_FIRST`]): whether it was inserted. The lock is let go either way.
+async fn end_first(conn: &mut PgConnection, id: &RunId, doc: String, stats: Option<&RunStats>) -> Result<bool, StoreError> {
+    let (ids, designs, ends, texts) = super::stats::columns(stats.map(std::slice::from_ref).unwrap_or_default())?;
+    let (written, _): (i64, Option<bool>) = sqlx::query_as(END_FIRST)
+        .bind(ids)
+        .bind(designs)
+        .bind(ends)
+        .bind(texts)
+        .bind(id.to_string())
+        .bind(doc)
+        .bind(super::run_key(id))
+        .fetch_one(conn)
+        .await
+        .map_err(|e| on_session(id, e))?;
+    Ok(written == 1)
+}
 
 /// Writes run `id`'s whole document `doc` on `on` (see [`SAVE_WHOLE`]).
 pub(super) async fn save_whole<'c>(
@@ -93,8 +135,10 @@ impl PgStore {
 
     /// A whole save of run `id`; `synchronous`: its commit waits for the WAL to be on disk. Made
     /// through the run's session when this process holds its lock (a first save still waiting
-    /// there is superseded).
-    async fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool, ended: bool) -> Result<(), StoreError> {
+    /// there is superseded). `ended`: the run's end, with its stats record; when it is also the
+    /// run's first save, the same statement keeps the record and lets the lock go (see
+    /// [`locks`](super::locks)).
+    async fn write_run_text(&self, id: &RunId, json: &[u8], synchronous: bool, ended: Option<Option<RunStats>>) -> Result<(), StoreError> {
         let text = std::str::from_utf8(json)
             .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?
             .to_string();
@@ -102,18 +146,48 @@ impl PgStore {
         let Some(session) = self.session(id) else {
             let (pool, key) = (self.pool(), id.to_string());
             self.call(async move { save_whole(&pool, &key, text, quick).await.map_err(db) }).await?;
-            self.notice(id, ended);
+            self.notice(id, ended.is_some());
             return Ok(());
         };
         let (key, on) = (id.clone(), session.clone());
+        let last = {
+            let later = session.later();
+            synchronous && later.fresh && !later.released
+        };
+        let finished = ended.is_some();
+        let (last, stats) = match ended {
+            Some(stats) if last => (true, stats),
+            _ => (false, None),
+        };
         self.call(async move {
-            let mut conn = on.conn.lock().await;
-            let conn = conn.as_mut().ok_or_else(|| lock_lost(&key))?;
+            let mut slot = on.conn.lock().await;
+            let conn = slot.as_mut().ok_or_else(|| lock_lost(&key))?;
             on.later().doc = None;
-            save_whole(&mut **conn, key.as_str(), text, quick).await.map_err(|e| on_session(&key, e))
+            if !last {
+                return on.write_whole(conn, &key, text, quick).await;
+            }
+            match end_first(conn, &key, text, stats.as_ref()).await {
+                Ok(written) => {
+                    let mut later = on.later();
+                    (later.fresh, later.released, later.stats) = (!written, true, None);
+                    drop(later);
+                    if written { Ok(()) } else { Err(id_taken(&key)) }
+                }
+                Err(e) => {
+                    // Whether the lock went with a statement that failed is unknown: the
+                    // connection is closed, which lets it go for sure, and later saves fail.
+                    if let Some(conn) = slot.take() {
+                        let _ = conn.close().await;
+                    }
+                    Err(e)
+                }
+            }
         })
         .await?;
-        self.noticed_in(&session, id, ended);
+        match last {
+            true => self.notice(id, true),
+            false => self.noticed_in(&session, id, finished),
+        }
         Ok(())
     }
 
@@ -141,7 +215,7 @@ impl PgStore {
             .call(async move {
                 let mut conn = session.conn.lock().await;
                 let Some(conn) = conn.as_mut() else { return Ok(false) };
-                session.flush(conn, &key).await.map_err(|e| on_session(&key, e))
+                session.flush(conn, &key).await
             })
             .await?;
         self.notice(id, false);
@@ -445,6 +519,8 @@ impl Store for PgStore {
     /// [`locks`](super::locks)), else at once.
     async fn add_run_stats(&self, stats: &vwf_core::stats::RunStats) -> Result<(), StoreError> {
         match self.session(&stats.run_id) {
+            // Kept by the statement that saved the run ended.
+            Some(session) if session.later().released => Ok(()),
             Some(session) => {
                 session.later().stats = Some(stats.clone());
                 Ok(())
@@ -463,7 +539,7 @@ impl Store for PgStore {
 
     async fn import_run(&self, id: &RunId, doc: &Value) -> Result<(), StoreError> {
         let json = serde_json::to_vec(doc).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
-        self.write_run_text(id, &json, true, false).await
+        self.write_run_text(id, &json, true, None).await
     }
 
     async fn sync(&self) -> Result<(), StoreError> {
@@ -505,7 +581,8 @@ impl Store for PgStore {
                 session.later().doc = Some(text);
                 return Ok(());
             }
-            return self.write_run_text(id, &json, !first, run.status().is_finished()).await;
+            let ended = run.status().is_finished().then(|| run.stats());
+            return self.write_run_text(id, &json, !first, ended).await;
         }
         let (mut kinds, mut keys, mut docs) = (Vec::new(), Vec::new(), Vec::new());
         for part in &changes.parts {
@@ -523,6 +600,7 @@ impl Store for PgStore {
                     Some(session) => {
                         let mut conn = session.conn.lock().await;
                         let conn = conn.as_mut().ok_or_else(|| lock_lost(&key))?;
+                        session.relock(conn, &key).await?;
                         query(key.to_string()).execute(&mut **conn).await.map_err(|e| on_session(&key, e))?
                     }
                 };
@@ -665,16 +743,22 @@ impl Store for PgStore {
             Some(lock) => Ok(Some(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))),
             // Held by someone, or not there: which one, the caller is told.
             None if self.run_exists(id).await? => Ok(None),
-            None => Err(StoreError::run_not_found(id)),
+            // Not saved: held by the process making it (a fresh id is held by its lock alone),
+            // or by nobody, and then it is not there.
+            None => match self.advisory(run_key(id), Locking::Try).await? {
+                Some(_free) => Err(StoreError::run_not_found(id)),
+                None => Ok(None),
+            },
         }
     }
 
-    /// One statement: the id is reserved and locked together (see [`Locking::New`]).
+    /// One statement: the id is locked, and held by its lock until the run's first save (see
+    /// [`Locking::New`]).
     async fn allocate_locked_run(&self) -> Result<RunLock, StoreError> {
         Ok(self.allocate_locked(None).await?.0)
     }
 
-    /// One statement: the id reserved and locked, and the design's revision read.
+    /// One statement: the id locked, and the design's revision read.
     async fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
         self.allocate_locked(Some(design)).await
     }
