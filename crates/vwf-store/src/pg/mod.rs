@@ -225,8 +225,7 @@ impl PgStore {
             None => tokio::runtime::Handle::current(),
         };
         let (connections, slots) = lock_slots(settings.pool_size);
-        let pool_options =
-            PgPoolOptions::new().test_before_acquire(false).max_connections(connections).acquire_timeout(settings.acquire_timeout);
+        let pool_options = PgPoolOptions::new().max_connections(connections).acquire_timeout(settings.acquire_timeout);
         let health =
             Arc::new(Health { options: options.clone(), shown: shown.clone(), down: Default::default(), last_failed: Default::default() });
         let named = shown.clone();
