@@ -18,7 +18,9 @@
 //! pool. `VWF_BENCH_POOL_SIZE` sets another size (the throwaway cluster allows 400 connections).
 //!
 //! On PostgreSQL each row also says what the database did, from its own counters: statements per
-//! run (`pg_stat_statements`, loaded by `scripts/postgres`; "n/a" on a server without it), commits
+//! run (`pg_stat_statements`, loaded by `scripts/postgres`; "n/a" on a server without it), round
+//! trips per run from the instances to the database (the kernel's TCP counters, read with `ss`:
+//! statements and the pool's connection checks alike), commits
 //! per second (`pg_stat_database`), and what its sessions waited on while busy (`pg_stat_activity`
 //! sampled every 10 ms: the share of samples per wait event, "CPU" for none). The 16-client row of
 //! one instance also lists the statements a run costs, one by one.
@@ -478,20 +480,21 @@ fn cpu_line(row: &Row) -> String {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "| store | clients | runs | errors | runs/s | p50 | p99 | runs/s vs file | p50 vs file | p99 vs file | statements / run | commits/s | waits | CPU per run |"
+        "| store | clients | runs | errors | runs/s | p50 | p99 | runs/s vs file | p50 vs file | p99 vs file | statements / run | round trips / run | commits/s | waits | CPU per run |"
     );
     println!(
-        "|-------|--------:|-----:|-------:|-------:|----:|----:|---------------:|------------:|------------:|-----------------:|----------:|-------|-------------|"
+        "|-------|--------:|-----:|-------:|-------:|----:|----:|---------------:|------------:|------------:|-----------------:|------------------:|----------:|-------|-------------|"
     );
     for row in rows {
         let file = rows.iter().find(|r| r.setup == Setup::Files && r.clients == row.clients).unwrap_or(row);
         let ratio = |a: f64, b: f64| format!("{:.2}x", a / b.max(1e-9));
-        let (statements, commits, waits) = row.db.as_ref().map_or_else(
-            || ("".to_string(), "".to_string(), "".to_string()),
-            |db| (db.per_run.map_or("n/a".into(), |n| format!("{n:.2}")), format!("{:.0}", db.commits_per_second), db.waits.clone()),
+        let figure = |n: Option<f64>| n.map_or("n/a".into(), |n| format!("{n:.2}"));
+        let (statements, trips, commits, waits) = row.db.as_ref().map_or_else(
+            || ("".to_string(), "".to_string(), "".to_string(), "".to_string()),
+            |db| (figure(db.per_run), figure(db.round_trips), format!("{:.0}", db.commits_per_second), db.waits.clone()),
         );
         println!(
-            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {statements} | {commits} | {waits} | {} |",
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {statements} | {trips} | {commits} | {waits} | {} |",
             row.setup.label(),
             row.clients,
             row.ok,

@@ -1,7 +1,10 @@
 //! What the database did during one measured phase, from its own counters: statements (from
 //! `pg_stat_statements`, when the server loads it), commits (`pg_stat_database`) and what its busy
-//! sessions waited on (`pg_stat_activity`, sampled); and where the machine's CPU went, from
-//! `/proc`: the CPU time of every `vwf` process and of every PostgreSQL process, per run.
+//! sessions waited on (`pg_stat_activity`, sampled); the round trips the `vwf` processes made to
+//! it, from the kernel's TCP counters (`ss`: the data segments each `vwf` socket connected to the
+//! database's port sent, one per request, so statements and the pool's connection checks alike);
+//! and where the machine's CPU went, from `/proc`: the CPU time of every `vwf` process and of
+//! every PostgreSQL process, per run.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +24,8 @@ const OWN: &str = "%pg_stat%";
 pub struct DbFigures {
     /// Statements per answered run; `None` when the server has no `pg_stat_statements`.
     pub per_run: Option<f64>,
+    /// Round trips from `vwf` to the database per answered run; `None` without `ss`.
+    pub round_trips: Option<f64>,
     pub commits_per_second: f64,
     /// The busiest wait events, as "event share%" separated by commas.
     pub waits: String,
@@ -33,8 +38,9 @@ pub struct DbFigures {
 impl DbFigures {
     pub fn line(&self) -> String {
         let per_run = self.per_run.map_or("n/a (no pg_stat_statements)".into(), |n| format!("{n:.2}"));
+        let trips = self.round_trips.map_or("n/a (no ss)".into(), |n| format!("{n:.2}"));
         format!(
-            "{per_run} statements / run, {:.0} commits/s, CPU per run: vwf {:.2} ms, PostgreSQL {:.2} ms, busy sessions: {}",
+            "{per_run} statements / run, {trips} round trips / run, {:.0} commits/s, CPU per run: vwf {:.2} ms, PostgreSQL {:.2} ms, busy sessions: {}",
             self.commits_per_second,
             self.cpu.0.as_secs_f64() * 1e3,
             self.cpu.1.as_secs_f64() * 1e3,
@@ -50,6 +56,7 @@ pub struct Watch {
     statements: bool,
     commits: i64,
     cpu: (Duration, Duration),
+    sent: Option<u64>,
     running: Arc<AtomicBool>,
     sampler: tokio::task::JoinHandle<HashMap<String, usize>>,
 }
@@ -69,13 +76,14 @@ impl Watch {
         let commits = commits(&mut conn, database).await;
         let running = Arc::new(AtomicBool::new(true));
         let sampler = tokio::spawn(sample(database.to_string(), running.clone()));
-        Watch { conn, database: database.to_string(), statements, commits, cpu: cpu_times(), running, sampler }
+        Watch { conn, database: database.to_string(), statements, commits, cpu: cpu_times(), sent: vwf_requests(), running, sampler }
     }
 
     /// Stops the watch after a phase that answered `runs` runs in `elapsed`; `list`: also the
     /// statements one by one.
     pub async fn stop(mut self, runs: usize, elapsed: Duration, list: bool) -> DbFigures {
         let cpu = cpu_times();
+        let sent = vwf_requests();
         self.running.store(false, Ordering::SeqCst);
         let waits = self.sampler.await.unwrap_or_default();
         tokio::time::sleep(SETTLE).await;
@@ -107,6 +115,7 @@ impl Watch {
         };
         DbFigures {
             per_run: self.statements.then(|| total as f64 / runs),
+            round_trips: sent.zip(self.sent).map(|(after, before)| after.saturating_sub(before) as f64 / runs),
             commits_per_second: committed as f64 / elapsed.as_secs_f64().max(1e-9),
             waits: shares(&waits),
             statements,
@@ -177,6 +186,30 @@ fn cpu_times() -> (Duration, Duration) {
         }
     }
     (Duration::from_secs_f64(vwf as f64 / ticks), Duration::from_secs_f64(postgres as f64 / ticks))
+}
+
+/// The data segments sent so far by the `vwf` processes' open connections to the database's port
+/// (the kernel's count, `ss -tinp`): a request to the database is one segment (sqlx writes a
+/// statement's messages, or a connection check, at once), so the difference over a phase is the
+/// round trips made in it. `None` when `ss` cannot be run or the port is not known.
+fn vwf_requests() -> Option<u64> {
+    let url = std::env::var("VWF_TEST_DATABASE_URL").ok()?;
+    let port: u16 = url.rsplit_once(':')?.1.split('/').next()?.parse().ok()?;
+    let out = std::process::Command::new("ss").args(["-tinpH", "state", "established", &format!("( dport = :{port} )")]).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    // A socket is a line naming its process, then a line of its counters.
+    let (mut sent, mut ours) = (0u64, false);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if line.contains("users:(") {
+            ours = line.contains("((\"vwf\"");
+        } else if ours {
+            let segments = line.split_whitespace().find_map(|f| f.strip_prefix("data_segs_out:")).and_then(|n| n.parse::<u64>().ok());
+            sent += segments.unwrap_or_default();
+        }
+    }
+    Some(sent)
 }
 
 async fn commits(conn: &mut PgConnection, database: &str) -> i64 {
