@@ -531,3 +531,40 @@ fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
 fn store_at(url: &str) -> PgStore {
     PgStore::connect(&PgSettings::new(url.to_string())).expect("connect")
 }
+
+/// A fresh run's id is held by its lock alone until the run's first save (nothing is written
+/// before): another instance trying its lock is told someone holds it, and one waiting for it (an
+/// event for the run, say) gets it once the maker saved the run and let it go, and finds the run.
+/// An id nobody holds or saved is not found, and no row is left for it.
+#[test]
+fn a_fresh_runs_lock_is_waited_for_until_its_maker_saved_it() {
+    use vwf::store::{Durability, Store};
+    let url = common::pg::fresh_database();
+    let (maker, other) = (store_at(&url), store_at(&url));
+    let lock = maker.allocate_locked_run().wait().expect("allocate");
+    let id = lock.id().clone();
+    assert_eq!(common::pg::run_rows(&url), 0, "a fresh id writes no row");
+    assert!(matches!(other.try_lock_run(&id).wait(), Ok(None)), "held by its maker");
+    let waiter = std::thread::spawn({
+        let (other, id) = (other.clone(), id.clone());
+        move || {
+            let lock = other.lock_run(&id).wait()?;
+            let found = other.read_run(&id).wait();
+            drop(lock);
+            found
+        }
+    });
+    eventually("the other instance waits for the run's lock", 10, || common::pg::someone_waits_for_a_lock(&url).then_some(()));
+    let (_, template, now) = two_commands_run(&maker);
+    let mut run = vwf_core::run::Run::start(template.plan().clone(), id.clone(), template.trigger().clone(), now);
+    let changes = run.take_changes();
+    maker.save_run(&id, &run, &changes, Durability::Now).wait().expect("the first save inserts the run");
+    drop(lock);
+    let found = waiter.join().expect("thread").expect("the lock and the run, once its maker let it go");
+    assert_eq!(found, serde_json::to_value(&run).expect("json"));
+
+    let unknown = vwf_core::names::RunId::parse("0123456789ab").expect("id");
+    assert!(matches!(other.lock_run(&unknown).wait(), Err(vwf::store::StoreError::NotFound(_))));
+    assert!(matches!(other.try_lock_run(&unknown).wait(), Err(vwf::store::StoreError::NotFound(_))));
+    assert!(!common::pg::stored_run_ids(&url).contains(unknown.as_str()), "no row for an id nobody saved");
+}

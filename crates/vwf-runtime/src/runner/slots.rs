@@ -128,14 +128,23 @@ impl Runner<'_> {
             .filter(|h| *h != me)
             .filter(|h| {
                 let Ok(id) = RunId::parse(h) else { return true };
+                let done_with = |summary: vwf_core::run::settle::Summary| {
+                    summary.status.is_finished() || (slots.release_while_waiting && summary.status.is_parked())
+                };
                 match self.store.read_run_summary(&id).wait() {
-                    Ok(summary) => summary.status.is_finished() || (slots.release_while_waiting && summary.status.is_parked()),
+                    Ok(summary) => done_with(summary),
                     // Claimed before its first save: stale only when no live process holds its
                     // lock (the one making it took the lock before the claim). A store that
                     // holds a fresh id by its lock alone finds it not there once nobody does.
-                    Err(StoreError::NotFound(_)) => {
-                        matches!(self.store.try_lock_run(&id).wait(), Ok(Some(_)) | Err(StoreError::NotFound(_)))
-                    }
+                    Err(StoreError::NotFound(_)) => match self.store.try_lock_run(&id).wait() {
+                        // Its maker may have saved it and let it go meanwhile: looked at again.
+                        Ok(Some(_lock)) => match self.store.read_run_summary(&id).wait() {
+                            Ok(summary) => done_with(summary),
+                            Err(e) => matches!(e, StoreError::NotFound(_)),
+                        },
+                        Err(StoreError::NotFound(_)) => true,
+                        _ => false,
+                    },
                     Err(_) => false,
                 }
             })

@@ -349,14 +349,14 @@ impl PgStore {
                     },
                 };
                 let mut conn = pool.acquire().await.map_err(db)?;
-                let got: Option<(bool, Option<i64>, bool)> = match how {
-                    Locking::Wait => {
+                let got: Result<Option<(bool, Option<i64>, bool)>, sqlx::Error> = match how {
+                    Locking::Wait | Locking::Key { wait: true } => {
                         sqlx::query_as("SELECT pg_advisory_lock($1)::text = '', NULL::bigint, false")
                             .bind(key)
                             .fetch_optional(&mut *conn)
                             .await
                     }
-                    Locking::Try => {
+                    Locking::Try | Locking::Key { wait: false } => {
                         sqlx::query_as("SELECT pg_try_advisory_lock($1), NULL::bigint, false").bind(key).fetch_optional(&mut *conn).await
                     }
                     // The lock is taken for the run's row only: a run that is not there is not locked.
@@ -389,11 +389,22 @@ impl PgStore {
                         .fetch_optional(&mut *conn)
                         .await
                     }
-                }
-                .map_err(db)?;
+                };
+                // A session lock outlives a statement that failed after taking it: the connection
+                // goes, not back to the pool.
+                let got = match got {
+                    Ok(got) => got,
+                    Err(e) => {
+                        let _ = conn.close().await;
+                        return Err(db(e));
+                    }
+                };
                 let Some((true, revision, taken)) = got else { return Ok(None) };
                 if taken {
-                    sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut *conn).await.map_err(db)?;
+                    if let Err(e) = sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut *conn).await {
+                        let _ = conn.close().await;
+                        return Err(db(e));
+                    }
                     return Ok(None);
                 }
                 Ok(Some((conn, slot, revision)))
@@ -481,6 +492,9 @@ enum Locking {
     Try,
     /// A run's lock (its id as text), if the run is there: waiting for it or not.
     Run { wait: bool, id: String },
+    /// A run's lock whether its row is there or not (a fresh id is held by its lock alone until
+    /// the run's first save): waiting for it or not. The caller looks for the row once it holds it.
+    Key { wait: bool },
     /// A fresh run id (as text), not saved before: locked in one statement, which also reads the
     /// revision of the design the run is of, when it names one. No row is written: the lock
     /// holds the id until the run's first save inserts it (see [`locks`]).

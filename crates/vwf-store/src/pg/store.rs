@@ -59,6 +59,8 @@ const INSERT_FIRST: &str = "INSERT INTO vwf_runs (id, doc, seq) VALUES ($1, $2, 
 /// record (`$1`–`$4`, kept only if the row was inserted), and the run's lock `$7` let go once
 /// both are written (the subquery that counts them is scanned first). The lock goes before the
 /// commit, which waits for the disk; nobody sees the run before it (see [`locks`](super::locks)).
+/// That needs the session's `synchronous_commit` on (PostgreSQL's default), as every durable
+/// save does.
 const END_FIRST: &str = concat!(
     "WITH saved AS (INSERT INTO vwf_runs (id, doc, seq) VALUES ($5, $6, nextval('vwf_run_seq')) ON CONFLICT (id) DO NOTHING RETURNING id), \
      kept AS (",
@@ -77,7 +79,8 @@ pub(super) async fn insert_first(conn: &mut PgConnection, id: &RunId, doc: Strin
 /// Inserts run `id`'s first save `doc`, which is its end, with its `stats`, and lets its lock go
 /// (see [`END_FIRST`]): whether it was inserted. The lock is let go either way.
 async fn end_first(conn: &mut PgConnection, id: &RunId, doc: String, stats: Option<&RunStats>) -> Result<bool, StoreError> {
-    let (ids, designs, ends, texts) = super::stats::columns(stats.map(std::slice::from_ref).unwrap_or_default())?;
+    // A record that cannot be encoded is not kept (a hint the store can rebuild); the end is saved.
+    let (ids, designs, ends, texts) = super::stats::columns(stats.map(std::slice::from_ref).unwrap_or_default()).unwrap_or_default();
     let (written, _): (i64, Option<bool>) = sqlx::query_as(END_FIRST)
         .bind(ids)
         .bind(designs)
@@ -150,40 +153,40 @@ impl PgStore {
             return Ok(());
         };
         let (key, on) = (id.clone(), session.clone());
-        let last = {
-            let later = session.later();
-            synchronous && later.fresh && !later.released
-        };
         let finished = ended.is_some();
-        let (last, stats) = match ended {
-            Some(stats) if last => (true, stats),
-            _ => (false, None),
-        };
-        self.call(async move {
-            let mut slot = on.conn.lock().await;
-            let conn = slot.as_mut().ok_or_else(|| lock_lost(&key))?;
-            on.later().doc = None;
-            if !last {
-                return on.write_whole(conn, &key, text, quick).await;
-            }
-            match end_first(conn, &key, text, stats.as_ref()).await {
-                Ok(written) => {
+        let last = self
+            .call(async move {
+                let mut slot = on.conn.lock().await;
+                let conn = slot.as_mut().ok_or_else(|| lock_lost(&key))?;
+                // Decided under the session's connection, which a flush of the first save (a
+                // read, `sync`) takes too.
+                let last = {
                     let mut later = on.later();
-                    (later.fresh, later.released, later.stats) = (!written, true, None);
-                    drop(later);
-                    if written { Ok(()) } else { Err(id_taken(&key)) }
-                }
-                Err(e) => {
-                    // Whether the lock went with a statement that failed is unknown: the
-                    // connection is closed, which lets it go for sure, and later saves fail.
-                    if let Some(conn) = slot.take() {
-                        let _ = conn.close().await;
+                    later.doc = None;
+                    synchronous && later.fresh && !later.released
+                };
+                let stats = match ended {
+                    Some(stats) if last => stats,
+                    _ => return on.write_whole(conn, &key, text, quick).await.map(|()| false),
+                };
+                match end_first(conn, &key, text, stats.as_ref()).await {
+                    Ok(written) => {
+                        let mut later = on.later();
+                        (later.fresh, later.released, later.stats) = (!written, true, None);
+                        drop(later);
+                        if written { Ok(true) } else { Err(id_taken(&key)) }
                     }
-                    Err(e)
+                    Err(e) => {
+                        // Whether the lock went with a statement that failed is unknown: the
+                        // connection is closed, which lets it go for sure, and later saves fail.
+                        if let Some(conn) = slot.take() {
+                            let _ = conn.close().await;
+                        }
+                        Err(e)
+                    }
                 }
-            }
-        })
-        .await?;
+            })
+            .await?;
         match last {
             true => self.notice(id, true),
             false => self.noticed_in(&session, id, finished),
@@ -575,7 +578,7 @@ impl Store for PgStore {
         if changes.whole || session.as_ref().is_some_and(|s| s.has_doc()) {
             let json = serde_json::to_vec(run).map_err(|e| StoreError::encode(format!("run {id}"), e))?;
             let first = changes.whole && durability == Durability::Soon;
-            if let Some(session) = session.filter(|_| first) {
+            if let Some(session) = session.filter(|s| first && !s.later().released) {
                 let text = String::from_utf8(json)
                     .map_err(|e| StoreError::other(format!("cannot save run {id}"), format!("it is not UTF-8 JSON: {e}")))?;
                 session.later().doc = Some(text);
@@ -732,10 +735,13 @@ impl Store for PgStore {
         }
     }
 
+    /// A run that is not saved may be one whose maker holds its fresh id (see
+    /// [`locks`](super::locks)): its lock is waited for, and the run looked for again under it.
     async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError> {
-        let lock = self.advisory(run_key(id), Locking::Run { wait: true, id: id.to_string() }).await?;
-        let lock = lock.ok_or_else(|| StoreError::run_not_found(id))?;
-        Ok(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))
+        if let Some(lock) = self.advisory(run_key(id), Locking::Run { wait: true, id: id.to_string() }).await? {
+            return Ok(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)));
+        }
+        self.lock_unsaved(id, true).await?.ok_or_else(|| StoreError::run_not_found(id))
     }
 
     async fn try_lock_run(&self, id: &RunId) -> Result<Option<RunLock>, StoreError> {
@@ -745,9 +751,9 @@ impl Store for PgStore {
             None if self.run_exists(id).await? => Ok(None),
             // Not saved: held by the process making it (a fresh id is held by its lock alone),
             // or by nobody, and then it is not there.
-            None => match self.advisory(run_key(id), Locking::Try).await? {
-                Some(_free) => Err(StoreError::run_not_found(id)),
-                None => Ok(None),
+            None => match self.lock_unsaved(id, false).await {
+                Err(StoreError::NotFound(_)) => Err(StoreError::run_not_found(id)),
+                other => other,
             },
         }
     }
@@ -765,6 +771,17 @@ impl Store for PgStore {
 }
 
 impl PgStore {
+    /// The lock of run `id`, found with no row: taken (`wait`: waited for) whatever the row, then
+    /// the run looked for under it, so a run its maker saved meanwhile is locked and one that is
+    /// still not there is `NotFound` (and let go). `None`: someone holds it.
+    async fn lock_unsaved(&self, id: &RunId, wait: bool) -> Result<Option<RunLock>, StoreError> {
+        let Some(lock) = self.advisory(run_key(id), Locking::Key { wait }).await? else { return Ok(None) };
+        match self.run_exists(id).await? {
+            true => Ok(Some(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))),
+            false => Err(StoreError::run_not_found(id)),
+        }
+    }
+
     async fn allocate_locked(&self, design: Option<&DesignName>) -> Result<(RunLock, Option<u64>), StoreError> {
         for _ in 0..ALLOCATE_ATTEMPTS {
             let id = random_run_id()?;
