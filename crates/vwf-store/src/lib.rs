@@ -219,9 +219,9 @@ pub trait Store: Send + Sync {
         false
     }
     /// Waits for the run's exclusive lock (held across processes) and holds it until the
-    /// guard drops. `NotFound` if the id was neither allocated nor written; a store may hold an
-    /// id from [`Store::allocate_locked_run`] by its lock alone until the run's first save, and
-    /// answer `NotFound` for it until then.
+    /// guard drops. `NotFound` if the id was neither allocated nor written. A store may hold an
+    /// id from [`Store::allocate_locked_run`] by its lock alone until the run's first save: its
+    /// lock is waited for, and the run is `NotFound` if its maker let it go unsaved.
     async fn lock_run(&self, id: &RunId) -> Result<RunLock, StoreError>;
     /// Like [`Store::lock_run`] but returns `None` at once when someone else holds the lock
     /// (also the lock of an id allocated and not saved yet).

@@ -36,8 +36,11 @@ use sqlx::{PgConnection, Postgres};
 use vwf_core::names::RunId;
 use vwf_core::stats::RunStats;
 
-use super::store::{insert_first, keep_stats_and_unlock, save_whole};
+use super::store::{ALLOCATE_ATTEMPTS, insert_first, keep_stats_and_unlock, random_run_id, save_whole};
+use super::{Locking, PgStore, run_key};
+use crate::RunLock;
 use crate::StoreError;
+use vwf_core::names::DesignName;
 
 /// The connection that holds a lock, and for a run's lock what waits to be written with the run's
 /// next statement on it.
@@ -203,6 +206,31 @@ impl Drop for AdvisoryLock {
             }
             Ok::<(), StoreError>(())
         });
+    }
+}
+
+/// Run locks taken for a run that is not saved yet, and fresh ids.
+impl PgStore {
+    /// The lock of run `id`, found with no row: taken (`wait`: waited for) whatever the row, then
+    /// the run looked for under it, so a run its maker saved meanwhile is locked and one that is
+    /// still not there is `NotFound` (and let go). `None`: someone holds it.
+    pub(super) async fn lock_unsaved(&self, id: &RunId, wait: bool) -> Result<Option<RunLock>, StoreError> {
+        let Some(lock) = self.advisory(run_key(id), Locking::Key { wait }).await? else { return Ok(None) };
+        match self.run_exists(id).await? {
+            true => Ok(Some(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))),
+            false => Err(StoreError::run_not_found(id)),
+        }
+    }
+
+    pub(super) async fn allocate_locked(&self, design: Option<&DesignName>) -> Result<(RunLock, Option<u64>), StoreError> {
+        for _ in 0..ALLOCATE_ATTEMPTS {
+            let id = random_run_id()?;
+            let how = Locking::New { id: id.to_string(), design: design.map(DesignName::to_string) };
+            if let Some((lock, revision)) = self.advisory_revision(run_key(&id), how).await? {
+                return Ok((RunLock::new(id.clone(), lock.hold(&id, &self.inner.held)), revision));
+            }
+        }
+        Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
     }
 }
 

@@ -23,7 +23,7 @@ use crate::{Durability, KeyClaim, RunEntry, RunLock, SavedDesign, Store, StoreEr
 use vwf_core::time::Ts;
 
 /// How many fresh ids `allocate_run_id` tries before giving up.
-const ALLOCATE_ATTEMPTS: usize = 32;
+pub(super) const ALLOCATE_ATTEMPTS: usize = 32;
 
 /// A whole save: the document replaces the stored one and the parts saved since the last whole
 /// save go. `$3`: `off` for a save that need not wait for the disk, else NULL (the session's
@@ -770,37 +770,13 @@ impl Store for PgStore {
     }
 }
 
-impl PgStore {
-    /// The lock of run `id`, found with no row: taken (`wait`: waited for) whatever the row, then
-    /// the run looked for under it, so a run its maker saved meanwhile is locked and one that is
-    /// still not there is `NotFound` (and let go). `None`: someone holds it.
-    async fn lock_unsaved(&self, id: &RunId, wait: bool) -> Result<Option<RunLock>, StoreError> {
-        let Some(lock) = self.advisory(run_key(id), Locking::Key { wait }).await? else { return Ok(None) };
-        match self.run_exists(id).await? {
-            true => Ok(Some(RunLock::new(id.clone(), lock.hold(id, &self.inner.held)))),
-            false => Err(StoreError::run_not_found(id)),
-        }
-    }
-
-    async fn allocate_locked(&self, design: Option<&DesignName>) -> Result<(RunLock, Option<u64>), StoreError> {
-        for _ in 0..ALLOCATE_ATTEMPTS {
-            let id = random_run_id()?;
-            let how = Locking::New { id: id.to_string(), design: design.map(DesignName::to_string) };
-            if let Some((lock, revision)) = self.advisory_revision(run_key(&id), how).await? {
-                return Ok((RunLock::new(id.clone(), lock.hold(&id, &self.inner.held)), revision));
-            }
-        }
-        Err(StoreError::other("cannot allocate a run id", format!("no free run id after {ALLOCATE_ATTEMPTS} tries")))
-    }
-}
-
 /// A stored version of design `name` that does not read.
 fn version_corrupt(name: &DesignName, e: serde_json::Error) -> StoreError {
     StoreError::Corrupt { path: format!("a version of design {:?}", name.as_str()), message: e.to_string() }
 }
 
 /// A fresh run id from the operating system's CSPRNG.
-fn random_run_id() -> Result<RunId, StoreError> {
+pub(super) fn random_run_id() -> Result<RunId, StoreError> {
     let mut bytes = [0u8; 6];
     getrandom::fill(&mut bytes).map_err(|e| StoreError::other("cannot get random bytes", e.to_string()))?;
     Ok(RunId::from_bytes(bytes))
