@@ -390,6 +390,13 @@ impl PgStore {
                         .await
                     }
                 };
+                // An id locked but saved before is let go.
+                let got = match got {
+                    Ok(Some((true, _, true))) => {
+                        sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut *conn).await.map(|_| None)
+                    }
+                    other => other,
+                };
                 // A session lock outlives a statement that failed after taking it: the connection
                 // goes, not back to the pool.
                 let got = match got {
@@ -399,14 +406,7 @@ impl PgStore {
                         return Err(db(e));
                     }
                 };
-                let Some((true, revision, taken)) = got else { return Ok(None) };
-                if taken {
-                    if let Err(e) = sqlx::query("SELECT pg_advisory_unlock($1)").bind(key).execute(&mut *conn).await {
-                        let _ = conn.close().await;
-                        return Err(db(e));
-                    }
-                    return Ok(None);
-                }
+                let Some((true, revision, _)) = got else { return Ok(None) };
                 Ok(Some((conn, slot, revision)))
             })
             .await?;

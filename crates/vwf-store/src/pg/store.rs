@@ -751,10 +751,7 @@ impl Store for PgStore {
             None if self.run_exists(id).await? => Ok(None),
             // Not saved: held by the process making it (a fresh id is held by its lock alone),
             // or by nobody, and then it is not there.
-            None => match self.lock_unsaved(id, false).await {
-                Err(StoreError::NotFound(_)) => Err(StoreError::run_not_found(id)),
-                other => other,
-            },
+            None => self.lock_unsaved(id, false).await,
         }
     }
 
