@@ -23,7 +23,9 @@
 //! statements and the pool's connection checks alike), commits
 //! per second (`pg_stat_database`), and what its sessions waited on while busy (`pg_stat_activity`
 //! sampled every 10 ms: the share of samples per wait event, "CPU" for none). The 16-client row of
-//! one instance also lists the statements a run costs, one by one.
+//! one instance also lists the statements a run costs, one by one. Every row says where the CPU
+//! went per run (the servers, the database, the clients) and how often the servers' and the
+//! database's threads were switched off a core per run (`/proc/PID/task/TID/status`).
 //!
 //! Correctness is checked: an error answer (transport error, status other than 200, a run not
 //! `done`) or a lost run (the runs listed afterwards, paging through every instance, are not
@@ -470,11 +472,13 @@ async fn run(client: &reqwest::Client, (url, token): (&str, &str), body: Value) 
 fn cpu_line(row: &Row) -> String {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     format!(
-        "servers {:.2} ms, database {:.2} ms, clients {:.2} ms = {:.2} cores busy",
+        "servers {:.2} ms, database {:.2} ms, clients {:.2} ms = {:.2} cores busy; context switches per run: servers {:.1}, database {:.1}",
         ms(row.cpu.servers),
         ms(row.cpu.database),
         ms(row.cpu.clients),
-        row.cpu.total().as_secs_f64() * row.per_second
+        row.cpu.total().as_secs_f64() * row.per_second,
+        row.cpu.switches.0,
+        row.cpu.switches.1
     )
 }
 

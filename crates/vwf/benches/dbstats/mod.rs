@@ -126,26 +126,33 @@ impl Watch {
 
 /// The CPU time (user and system) so far of the servers, the database and this process (the
 /// clients), to tell where a phase's CPU went.
+/// Also how often their threads were switched off a core (the kernel's count per thread, summed):
+/// a thread that waits for a socket or another thread is switched off and on again, so switches
+/// per run tell the handoffs a run costs.
 #[derive(Clone, Copy, Default)]
 pub struct CpuTimes {
     pub servers: Duration,
     pub database: Duration,
     pub clients: Duration,
+    /// Context switches of the servers' and the database's threads (per run, after `per_run_since`).
+    pub switches: (f64, f64),
 }
 
 impl CpuTimes {
     pub fn now() -> CpuTimes {
         let (servers, database) = cpu_times();
-        CpuTimes { servers, database, clients: own_cpu() }
+        CpuTimes { servers, database, clients: own_cpu(), switches: switches() }
     }
 
     /// What was spent since `before`, per run of `runs`.
     pub fn per_run_since(&self, before: &CpuTimes, runs: usize) -> CpuTimes {
         let per = |now: Duration, then: Duration| now.saturating_sub(then).div_f64(runs.max(1) as f64);
+        let each = |now: f64, then: f64| (now - then).max(0.0) / runs.max(1) as f64;
         CpuTimes {
             servers: per(self.servers, before.servers),
             database: per(self.database, before.database),
             clients: per(self.clients, before.clients),
+            switches: (each(self.switches.0, before.switches.0), each(self.switches.1, before.switches.1)),
         }
     }
 
@@ -186,6 +193,30 @@ fn cpu_times() -> (Duration, Duration) {
         }
     }
     (Duration::from_secs_f64(vwf as f64 / ticks), Duration::from_secs_f64(postgres as f64 / ticks))
+}
+
+/// The context switches so far (voluntary and not) of the threads of the processes named `vwf` and
+/// of those named `postgres`, from `/proc/PID/task/TID/status`. A thread that ended during a phase
+/// takes its count with it, so the figure is a floor.
+fn switches() -> (f64, f64) {
+    let (mut vwf, mut postgres) = (0u64, 0u64);
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) else { continue };
+        let total = match comm.trim_end() {
+            "vwf" => &mut vwf,
+            "postgres" => &mut postgres,
+            _ => continue,
+        };
+        for task in std::fs::read_dir(entry.path().join("task")).into_iter().flatten().flatten() {
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            *total += status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+    }
+    (vwf as f64, postgres as f64)
 }
 
 /// The data segments sent so far by the `vwf` processes' open connections to the database's port
