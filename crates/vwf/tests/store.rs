@@ -342,16 +342,24 @@ fn vwf_read_only(home: &Home, args: &[&str]) -> std::process::Command {
 }
 
 /// A copy of the `vwf` binary in a directory every user may enter, made once per test process
-/// (it lives as long as the process).
+/// and removed when the process exits (a static is never dropped, and each copy is some 100 MB).
 fn binary_for_everyone() -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    static COPY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> = std::sync::OnceLock::new();
-    let (_, path) = COPY.get_or_init(|| {
+    static COPY: std::sync::Mutex<Option<(tempfile::TempDir, std::path::PathBuf)>> = std::sync::Mutex::new(None);
+    extern "C" fn remove_copy() {
+        if let Ok(mut copy) = COPY.lock() {
+            drop(copy.take());
+        }
+    }
+    let mut copy = COPY.lock().unwrap_or_else(|e| e.into_inner());
+    let (_, path) = copy.get_or_insert_with(|| {
         let dir = tempfile::Builder::new().prefix("vwf-bin-").tempdir().expect("a directory for the binary");
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod the directory");
         let path = dir.path().join("vwf");
         std::fs::copy(assert_cmd::cargo::cargo_bin("vwf"), &path).expect("copy the binary");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod the binary");
+        // SAFETY: atexit takes a plain function; it runs once, when the process exits normally.
+        unsafe { libc::atexit(remove_copy) };
         (dir, path)
     });
     path.clone()
