@@ -55,8 +55,9 @@ pub fn edit<T: FlowDoc>(store: &dyn Store, scope: &str, mut edit: impl FnMut(&mu
     Ok(kept)
 }
 
-/// The scopes of kind `T` whose document waits for something.
-pub fn waiting<T: FlowDoc>(store: &dyn Store) -> Result<Vec<String>, StoreError> {
+/// The scopes of kind `T` whose document waits for something, among `waiting` (what
+/// [`Store::waiting_docs`] listed): one listing serves every kind.
+pub fn of_kind<T: FlowDoc>(waiting: &[String]) -> Vec<String> {
     let prefix = scope_of::<T>("");
-    Ok(store.waiting_docs().wait()?.into_iter().filter_map(|s| s.strip_prefix(&prefix).map(String::from)).collect())
+    waiting.iter().filter_map(|s| s.strip_prefix(&prefix).map(String::from)).collect()
 }

@@ -568,3 +568,41 @@ fn a_fresh_runs_lock_is_waited_for_until_its_maker_saved_it() {
     assert!(matches!(other.try_lock_run(&unknown).wait(), Err(vwf::store::StoreError::NotFound(_))));
     assert!(!common::pg::stored_run_ids(&url).contains(unknown.as_str()), "no row for an id nobody saved");
 }
+
+/// A tick of the daemon lists the flow documents that wait for something once, for the
+/// concurrency queues and the held arrivals alike (it listed them up to five times), whether an
+/// arrival is held or not; a held burst still starts when it comes due, and only then.
+#[test]
+fn a_daemon_tick_lists_the_waiting_flow_documents_once() {
+    use chrono::{DateTime, TimeDelta};
+    use vwf::app::App;
+    use vwf::clock::FixedClock;
+    let url = common::pg::fresh_database();
+    let home = Home::new();
+    common::server::write_config(&home, &format!("[store]\nurl = \"{url}\"\n"));
+    let t0 = DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
+    let app = App { clock: Box::new(FixedClock::new(t0)), ..App::open(home.path().to_path_buf()).expect("open the app") };
+    let graph = json!({"nodes": [
+        {"id": "on", "type": "trigger", "mode": "event", "sources": ["tick"], "debounce": {"period": "1m"}},
+        {"id": "out", "type": "output", "template": "{{trigger.payload.n}}"}
+    ], "edges": [{"from": "on", "to": "out"}]});
+    let saved = vwf::tools::call(&app, "workflow_design_save", &json!({"name": "listen", "graph": graph}));
+    assert_eq!(saved.body["ok"], true, "{}", saved.body);
+    let held = app.runner(&vwf::app::quiet, false).emit("tick", json!({"n": 1}), &vwf::runner::EmitSource::default()).expect("emit");
+    assert!(held.runs.is_empty(), "the burst is held for its quiet period");
+    let listings = || -> i64 {
+        common::pg::statements(&url).iter().filter(|(_, query)| query.contains("FROM vwf_flow WHERE waiting")).map(|(calls, _)| calls).sum()
+    };
+    let mut daemon = vwf::daemon::Daemon::new(&app);
+    common::pg::count_statements(&url);
+    let early = daemon.tick(t0 + TimeDelta::seconds(30));
+    assert!(early.fired.is_empty(), "the burst is not quiet yet: {early:?}");
+    assert_eq!(listings(), 1, "a tick with an arrival held");
+    daemon.tick(t0 + TimeDelta::seconds(90));
+    let runs = app.runner(&vwf::app::quiet, false).list(10).expect("list");
+    assert_eq!(runs.len(), 1, "the burst started once it was quiet");
+    assert_eq!(listings(), 2, "a tick that starts the held burst");
+    daemon.tick(t0 + TimeDelta::seconds(150));
+    assert_eq!(listings(), 3, "a tick with nothing held");
+    assert_eq!(app.runner(&vwf::app::quiet, false).list(10).expect("list").len(), 1, "nothing started twice");
+}

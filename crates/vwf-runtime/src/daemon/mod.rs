@@ -241,8 +241,15 @@ impl<'a> Daemon<'a> {
             self.fire_heartbeats(&runner, now, &mut report);
             self.fire_schedules(now, &mut report);
             self.settle_runs(&runner, now, &mut report);
-            self.nudge_queues(&runner, now);
-            self.start_due_arrivals(&runner, now, &mut report);
+            // The flow documents that wait for something, listed once for the concurrency queues
+            // and the held arrivals (neither changes which of the other's documents wait).
+            match self.app.store.waiting_docs().wait() {
+                Ok(waiting) => {
+                    self.nudge_queues(&runner, now, &waiting);
+                    self.start_due_arrivals(&runner, now, &waiting, &mut report);
+                }
+                Err(e) => log(now, &format!("cannot list the concurrency queues and held arrivals: {e}")),
+            }
         }
         report
     }
@@ -603,13 +610,13 @@ impl<'a> Daemon<'a> {
 
     /// Starts the runs the triggers' debounce and throttle held that are due now (inside `vwf
     /// serve` on a run slot, waited for).
-    fn start_due_arrivals(&mut self, runner: &Runner<'_>, now: Ts, report: &mut TickReport) {
+    fn start_due_arrivals(&mut self, runner: &Runner<'_>, now: Ts, waiting: &[String], report: &mut TickReport) {
         // A slot is waited for only when something is held: a busy server's ticks go on.
-        if !runner.holds_arrivals() {
+        if !Runner::holds_arrivals(waiting) {
             return;
         }
         let _slot = self.app.slots.as_ref().map(|gate| gate.wait());
-        for run in runner.start_due_arrivals() {
+        for run in runner.start_due_arrivals_among(waiting) {
             log(now, &format!("{}: held arrival started → run {} {}", run.design(), run.run_id(), run.status().as_str()));
             self.note_due(run.next_due());
             report.fired.push(Fired {
@@ -626,12 +633,8 @@ impl<'a> Daemon<'a> {
     /// Looks at each concurrency scope with queued runs or holders asked to stop (see
     /// [`Runner::nudge_scope`]): what a process that died left (a slot of a run that ended, a run
     /// let go and never driven) moves on.
-    fn nudge_queues(&self, runner: &Runner<'_>, now: Ts) {
-        let scopes = match crate::flowdoc::waiting::<vwf_core::concurrency::Slots>(self.app.store.as_ref()) {
-            Ok(scopes) => scopes,
-            Err(e) => return log(now, &format!("cannot list the concurrency queues: {e}")),
-        };
-        for scope in scopes {
+    fn nudge_queues(&self, runner: &Runner<'_>, now: Ts, waiting: &[String]) {
+        for scope in crate::flowdoc::of_kind::<vwf_core::concurrency::Slots>(waiting) {
             if let Err(e) = runner.nudge_scope(&scope) {
                 let (design, key) = vwf_core::concurrency::split_scope(&scope);
                 log(now, &format!("{design}: cannot move the queue of concurrency key {key:?}: {e}"));

@@ -194,19 +194,24 @@ impl Runner<'_> {
         }
     }
 
-    /// Whether any trigger holds arrivals (a burst, a deferred arrival) to start some time.
-    pub fn holds_arrivals(&self) -> bool {
-        !flowdoc::waiting::<DebounceDoc>(self.store).unwrap_or_default().is_empty()
-            || !flowdoc::waiting::<ThrottleDoc>(self.store).unwrap_or_default().is_empty()
+    /// Whether any trigger holds arrivals (a burst, a deferred arrival) to start some time, among
+    /// the flow documents `waiting` ([`Store::waiting_docs`](vwf_store::Store::waiting_docs)).
+    pub fn holds_arrivals(waiting: &[String]) -> bool {
+        !flowdoc::of_kind::<DebounceDoc>(waiting).is_empty() || !flowdoc::of_kind::<ThrottleDoc>(waiting).is_empty()
     }
 
     /// Starts what the flow rules held that is due at now: bursts quiet for their period, and
     /// deferred arrivals whose window has room. Each is taken by exactly one caller (the edit
     /// that takes it is atomic), so several daemons may call this. Answers the runs started.
     pub fn start_due_arrivals(&self) -> Vec<Run> {
+        self.start_due_arrivals_among(&vwf_store::Wait::wait(self.store.waiting_docs()).unwrap_or_default())
+    }
+
+    /// [`Runner::start_due_arrivals`] among the flow documents `waiting`, listed by the caller.
+    pub fn start_due_arrivals_among(&self, waiting: &[String]) -> Vec<Run> {
         let now = self.clock.now();
         let mut started = Vec::new();
-        for scope in flowdoc::waiting::<DebounceDoc>(self.store).unwrap_or_default() {
+        for scope in flowdoc::of_kind::<DebounceDoc>(waiting) {
             let (design, _) = vwf_core::concurrency::split_scope(&scope);
             let Ok(design) = DesignName::parse(design) else { continue };
             let mut due = None;
@@ -219,7 +224,7 @@ impl Runner<'_> {
                 started.extend(self.start_burst(&design, burst));
             }
         }
-        for scope in flowdoc::waiting::<ThrottleDoc>(self.store).unwrap_or_default() {
+        for scope in flowdoc::of_kind::<ThrottleDoc>(waiting) {
             let (design, _) = vwf_core::concurrency::split_scope(&scope);
             let Ok(design) = DesignName::parse(design) else { continue };
             let mut due = Vec::new();
