@@ -76,13 +76,22 @@ impl Watch {
         let commits = commits(&mut conn, database).await;
         let running = Arc::new(AtomicBool::new(true));
         let sampler = tokio::spawn(sample(database.to_string(), running.clone()));
-        Watch { conn, database: database.to_string(), statements, commits, cpu: cpu_times(), sent: vwf_requests(), running, sampler }
+        Watch {
+            conn,
+            database: database.to_string(),
+            statements,
+            commits,
+            cpu: process_figures().0,
+            sent: vwf_requests(),
+            running,
+            sampler,
+        }
     }
 
     /// Stops the watch after a phase that answered `runs` runs in `elapsed`; `list`: also the
     /// statements one by one.
     pub async fn stop(mut self, runs: usize, elapsed: Duration, list: bool) -> DbFigures {
-        let cpu = cpu_times();
+        let cpu = process_figures().0;
         let sent = vwf_requests();
         self.running.store(false, Ordering::SeqCst);
         let waits = self.sampler.await.unwrap_or_default();
@@ -125,10 +134,10 @@ impl Watch {
 }
 
 /// The CPU time (user and system) so far of the servers, the database and this process (the
-/// clients), to tell where a phase's CPU went.
-/// Also how often their threads were switched off a core (the kernel's count per thread, summed):
-/// a thread that waits for a socket or another thread is switched off and on again, so switches
-/// per run tell the handoffs a run costs.
+/// clients), to tell where a phase's CPU went; and how often the servers' and the database's
+/// threads were switched off a core (the kernel's count per thread, summed): a thread that waits
+/// for a socket or another thread is switched off and on again, so switches per run tell the
+/// handoffs a run costs.
 #[derive(Clone, Copy, Default)]
 pub struct CpuTimes {
     pub servers: Duration,
@@ -140,8 +149,8 @@ pub struct CpuTimes {
 
 impl CpuTimes {
     pub fn now() -> CpuTimes {
-        let (servers, database) = cpu_times();
-        CpuTimes { servers, database, clients: own_cpu(), switches: switches() }
+        let ((servers, database), switches) = process_figures();
+        CpuTimes { servers, database, clients: own_cpu(), switches }
     }
 
     /// What was spent since `before`, per run of `runs`.
@@ -173,50 +182,36 @@ fn own_cpu() -> Duration {
 }
 
 /// The CPU time (user and system) so far of the processes named `vwf` and of those named
-/// `postgres`. Both kinds live through a phase (the servers, the database's sessions), so the
-/// difference over a phase is what they spent in it.
-fn cpu_times() -> (Duration, Duration) {
+/// `postgres`, and the context switches (voluntary and not) of their threads, from
+/// `/proc/PID/stat` and `/proc/PID/task/TID/status`. Both kinds live through a phase (the servers,
+/// the database's sessions), so the difference over a phase is what they spent in it; a thread
+/// that ended during a phase takes its switches with it, so that count is a floor.
+fn process_figures() -> ((Duration, Duration), (f64, f64)) {
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let (mut vwf, mut postgres) = (0u64, 0u64);
+    let (mut cpu, mut switches) = ([0u64; 2], [0u64; 2]);
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
         // pid (comm) state ppid …: fields after the name, utime and stime are the 12th and 13th.
         let Some((head, rest)) = stat.rsplit_once(") ") else { continue };
-        let name = head.split_once(" (").map_or("", |(_, n)| n);
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let used = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum());
-        match name {
-            "vwf" => vwf += used,
-            "postgres" => postgres += used,
-            _ => {}
-        }
-    }
-    (Duration::from_secs_f64(vwf as f64 / ticks), Duration::from_secs_f64(postgres as f64 / ticks))
-}
-
-/// The context switches so far (voluntary and not) of the threads of the processes named `vwf` and
-/// of those named `postgres`, from `/proc/PID/task/TID/status`. A thread that ended during a phase
-/// takes its count with it, so the figure is a floor.
-fn switches() -> (f64, f64) {
-    let (mut vwf, mut postgres) = (0u64, 0u64);
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(comm) = std::fs::read_to_string(entry.path().join("comm")) else { continue };
-        let total = match comm.trim_end() {
-            "vwf" => &mut vwf,
-            "postgres" => &mut postgres,
+        let kind = match head.split_once(" (").map_or("", |(_, n)| n) {
+            "vwf" => 0,
+            "postgres" => 1,
             _ => continue,
         };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        cpu[kind] += fields.get(11..13).map_or(0, |f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum());
         for task in std::fs::read_dir(entry.path().join("task")).into_iter().flatten().flatten() {
             let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-            *total += status
+            switches[kind] += status
                 .lines()
                 .filter(|l| l.contains("ctxt_switches:"))
                 .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
                 .sum::<u64>();
         }
     }
-    (vwf as f64, postgres as f64)
+    let seconds = |t: u64| Duration::from_secs_f64(t as f64 / ticks);
+    ((seconds(cpu[0]), seconds(cpu[1])), (switches[0] as f64, switches[1] as f64))
 }
 
 /// The data segments sent so far by the `vwf` processes' open connections to the database's port
