@@ -90,6 +90,18 @@ pub enum Durability {
     Soon,
 }
 
+/// How [`Store::end_fresh_run`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreshEnd {
+    /// The run is saved, ended, with its stats record.
+    Saved,
+    /// Nothing was written: the design is no longer at the revision the run was made from (it
+    /// was saved again, or deleted).
+    DesignChanged,
+    /// Nothing was written: a run has the id, or it is reserved.
+    IdTaken,
+}
+
 /// A saved design as a run's start reads it ([`Store::load_design_with_newest`]).
 #[derive(Debug)]
 pub struct SavedDesign {
@@ -240,6 +252,20 @@ pub trait Store: Send + Sync {
     async fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
         let _ = design;
         Ok((self.allocate_locked_run().await?, None))
+    }
+    /// A fresh run id drawn without a request, for a run that may be saved only once it ended
+    /// ([`Store::end_fresh_run`]); `None` (the default) for a store that does not end runs so.
+    fn fresh_run_id(&self) -> Option<RunId> {
+        None
+    }
+    /// Saves `run`, ended and never saved before, under its id from [`Store::fresh_run_id`],
+    /// whole and durable with its stats record, in one request, if its design is still at
+    /// `revision` ([`SavedDesign::revision`]) and no run has the id; else writes nothing and
+    /// answers why. What a run of steps with no outside effect costs: nobody knew of it before,
+    /// so it needs no lock, and it can be made again from the start when this answers no.
+    async fn end_fresh_run(&self, run: &Run, revision: u64) -> Result<FreshEnd, StoreError> {
+        let _ = revision;
+        Err(StoreError::other(format!("cannot save run {}", run.run_id()), "this store does not end fresh runs in one request"))
     }
     /// Notes, durably, that run `id` waits for `event` (a `wait_event` step), with `note` (what
     /// it waits for, as the runner words it), so an event finds the runs waiting for it however

@@ -474,11 +474,10 @@ fn a_run_of_typed_steps_costs_two_statements_and_a_command_step_two_more() {
 }
 
 /// A run of a saved design reads the design only when the plan this process compiled of it is
-/// not the saved one: the statement that locks the run's id also answers which save of the
-/// design is current, so the runs after the first cost the two statements of a run started from
-/// a compiled plan. A design saved again through another instance is what the next run
-/// runs (never the plan kept of the old one); one saved broken is refused, one deleted is not
-/// found.
+/// not the saved one: the statement that saves a run of typed steps ended also checks which save
+/// of the design is current, so the runs after the first cost one statement each (no lock, no
+/// design read). A design saved again through another instance is what the next run runs (never
+/// the plan kept of the old one); one saved broken is refused, one deleted is not found.
 #[test]
 fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
     use vwf::runner::{Plans, Runner};
@@ -509,7 +508,28 @@ fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
     let counted: Vec<(i64, String)> =
         common::pg::statements(&url).into_iter().filter(|(_, query)| !query.contains("unnest($1::text[]) AS notice")).collect();
     let total: i64 = counted.iter().map(|(calls, _)| calls).sum();
-    assert_eq!(total, 2 * RUNS, "no design read: {counted:#?}");
+    assert_eq!(total, RUNS, "one statement a run, no design read: {counted:#?}");
+
+    // A design with a step that acts goes the usual way, after its steps were tried in memory:
+    // the four statements of a run with a command step, nothing more.
+    let acts = vwf_core::names::DesignName::parse("acts").expect("name");
+    let command = json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "work", "type": "command", "argv": ["true"]}
+    ], "edges": [{"from": "start", "to": "work"}]});
+    other.save_design(&acts, &command).wait().expect("save");
+    let start_acts = || runner.start_saved(&acts, TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({})), None::<fn(&Run)>);
+    assert_eq!(start_acts().expect("the first run").status(), vwf_core::run::Status::Done);
+    common::pg::count_statements(&url);
+    for _ in 0..RUNS {
+        let run = start_acts().expect("run");
+        assert_eq!(run.status(), vwf_core::run::Status::Done, "{:?}", run.error());
+        assert_eq!(run.outputs()["work"]["exit_code"], 0, "the command ran: {:?}", run.outputs());
+    }
+    let counted: Vec<(i64, String)> =
+        common::pg::statements(&url).into_iter().filter(|(_, query)| !query.contains("unnest($1::text[]) AS notice")).collect();
+    let total: i64 = counted.iter().map(|(calls, _)| calls).sum();
+    assert_eq!(total, 4 * RUNS, "a run with a command step: {counted:#?}");
 
     let mut changed = common::server::small();
     changed["nodes"][2]["template"] = json!("large {{trigger.n}}");
@@ -526,6 +546,51 @@ fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
     other.delete_design(&name).wait().expect("delete");
     let gone = start(12).expect_err("a deleted design");
     assert!(matches!(gone, vwf::run_error::RunError::Store(vwf::store::StoreError::NotFound(_))), "{gone}");
+}
+
+/// A run saved once, at its end ([`Store::end_fresh_run`]): written only at its design's current
+/// revision and under an id nobody has; otherwise nothing is written and the answer says why. The
+/// run saved reads back as it was, with its stats record, and is listed.
+#[test]
+fn a_fresh_run_is_saved_ended_only_at_its_designs_revision_and_under_a_free_id() {
+    use vwf::store::{FreshEnd, Store};
+    let url = common::pg::fresh_database();
+    let store = store_at(&url);
+    let name = vwf_core::names::DesignName::parse("typed").expect("name");
+    store.save_design(&name, &common::server::small()).wait().expect("save");
+    let revision = store.load_design_with_newest(&name).wait().expect("load").revision.expect("PostgreSQL numbers saves");
+    let plan = vwf_core::plan::Plan::compile("typed", &vwf_core::design::Design::from_value(&common::server::small()).expect("design"))
+        .expect("plan");
+    let now = vwf_core::time::parse("2026-12-05T00:00:00Z").expect("time");
+    let ended = |n: i64| {
+        let id = store.fresh_run_id().expect("PostgreSQL draws fresh ids");
+        let trigger = vwf_core::run::TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"n": n}));
+        let mut run = vwf_core::run::Run::start(plan.clone(), id, trigger, now);
+        while !matches!(run.advance(now), vwf_core::run::Advance::Idle) {}
+        assert_eq!(run.status(), vwf_core::run::Status::Done, "{:?}", run.error());
+        run
+    };
+
+    let run = ended(7);
+    assert_eq!(store.end_fresh_run(&run, revision + 1).wait().expect("asked"), FreshEnd::DesignChanged);
+    assert_eq!(common::pg::run_rows(&url), 0, "nothing written for another revision");
+    assert!(store.reserve_run_id(run.run_id()).wait().expect("reserve"));
+    assert_eq!(store.end_fresh_run(&run, revision).wait().expect("asked"), FreshEnd::IdTaken);
+    assert!(matches!(store.read_run(run.run_id()).wait(), Err(vwf::store::StoreError::NotFound(_))), "a reserved id is not written over");
+
+    let run = ended(8);
+    assert_eq!(store.end_fresh_run(&run, revision).wait().expect("saved"), FreshEnd::Saved);
+    assert_eq!(store.read_run(run.run_id()).wait().expect("read"), serde_json::to_value(&run).expect("json"));
+    assert_eq!(store.end_fresh_run(&run, revision).wait().expect("asked again"), FreshEnd::IdTaken, "saved once");
+    assert_eq!(store.list_run_ids(None, 10).wait().expect("list"), vec![run.run_id().clone()]);
+    let (from, to) =
+        (vwf_core::time::parse("2000-01-01T00:00:00Z").expect("time"), vwf_core::time::parse("2100-01-01T00:00:00Z").expect("time"));
+    let stats = store.run_stats(from, to, Some(&name)).wait().expect("stats");
+    assert_eq!(stats.iter().map(|s| s.run_id.clone()).collect::<Vec<_>>(), vec![run.run_id().clone()], "its stats record, once");
+
+    store.delete_design(&name).wait().expect("delete");
+    assert_eq!(store.end_fresh_run(&ended(9), revision).wait().expect("asked"), FreshEnd::DesignChanged, "a deleted design");
+    assert_eq!(common::pg::run_rows(&url), 2, "the saved run and the reserved id, nothing more");
 }
 
 fn store_at(url: &str) -> PgStore {

@@ -143,9 +143,17 @@ impl Runner<'_> {
             return self.start_with(self.compile_kept(name)?, trigger, started);
         };
         super::check_input(&trigger)?;
+        // A run nobody is told of before its end may end in one request (see `fresh`).
+        let kept = match self.store.fresh_run_id().filter(|_| started.is_none()) {
+            Some(id) => match self.end_fresh(id, plan, &trigger, had)? {
+                Some(run) => return Ok(run),
+                None => plans.get(name),
+            },
+            None => Some((had, plan)),
+        };
         let (lock, revision) = self.store.allocate_locked_run_for(name).wait()?;
-        let plan = match revision {
-            Some(now) if now == had => plan,
+        let plan = match (revision, kept) {
+            (Some(now), Some((had, plan))) if now == had => plan,
             _ => {
                 plans.forget(name);
                 self.compile_kept(name)?

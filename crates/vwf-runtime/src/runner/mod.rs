@@ -30,6 +30,7 @@ mod compile;
 pub use compile::Plans;
 mod emit;
 mod failure;
+mod fresh;
 mod listing;
 mod rates;
 mod slots;

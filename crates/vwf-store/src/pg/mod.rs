@@ -48,6 +48,7 @@ use super::{Cause, Source, StoreError};
 use crate::changes::{Change, Changes};
 use locks::{AdvisoryLock, Held, Session};
 
+mod fresh;
 mod jobs;
 mod locks;
 mod notices;

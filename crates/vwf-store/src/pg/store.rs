@@ -765,6 +765,14 @@ impl Store for PgStore {
     async fn allocate_locked_run_for(&self, design: &DesignName) -> Result<(RunLock, Option<u64>), StoreError> {
         self.allocate_locked(Some(design)).await
     }
+
+    fn fresh_run_id(&self) -> Option<RunId> {
+        random_run_id().ok()
+    }
+
+    async fn end_fresh_run(&self, run: &Run, revision: u64) -> Result<crate::FreshEnd, StoreError> {
+        self.end_fresh(run, revision).await
+    }
 }
 
 /// A stored version of design `name` that does not read.
