@@ -500,18 +500,30 @@ fn runs_of_a_saved_design_read_it_only_when_another_instance_saved_it_anew() {
     assert_eq!(text(&start(7).expect("the first run")), "big 7");
 
     common::pg::count_statements(&url);
+    let mut runs = Vec::new();
     for n in 5..5 + RUNS {
         let run = start(n).expect("run");
         assert_eq!(run.status(), vwf_core::run::Status::Done, "{:?}", run.error());
         assert_eq!(text(&run), format!("big {n}"));
+        runs.push(run);
     }
     let counted: Vec<(i64, String)> =
         common::pg::statements(&url).into_iter().filter(|(_, query)| !query.contains("unnest($1::text[]) AS notice")).collect();
     let total: i64 = counted.iter().map(|(calls, _)| calls).sum();
     assert_eq!(total, RUNS, "one statement a run, no design read: {counted:#?}");
+    // Each reads back from another instance as it was answered, listed, with its stats record.
+    let listed = other.list_run_ids(None, 1000).wait().expect("list");
+    let (from, to) =
+        (vwf_core::time::parse("2000-01-01T00:00:00Z").expect("time"), vwf_core::time::parse("2100-01-01T00:00:00Z").expect("time"));
+    let stats = other.run_stats(from, to, Some(&name)).wait().expect("stats");
+    for run in &runs {
+        assert_eq!(other.read_run(run.run_id()).wait().expect("read back"), serde_json::to_value(run).expect("json"));
+        assert!(listed.contains(run.run_id()), "run {} is listed", run.run_id());
+        assert_eq!(stats.iter().filter(|s| &s.run_id == run.run_id()).count(), 1, "run {} has its stats record", run.run_id());
+    }
 
     // A design with a step that acts goes the usual way, after its steps were tried in memory:
-    // the four statements of a run with a command step, nothing more.
+    // the four statements of a run with a command step, nothing more (the attempt wrote nothing).
     let acts = vwf_core::names::DesignName::parse("acts").expect("name");
     let command = json!({"nodes": [
         {"id": "start", "type": "trigger", "mode": "manual"},
@@ -562,14 +574,14 @@ fn a_fresh_run_is_saved_ended_only_at_its_designs_revision_and_under_a_free_id()
     let plan = vwf_core::plan::Plan::compile("typed", &vwf_core::design::Design::from_value(&common::server::small()).expect("design"))
         .expect("plan");
     let now = vwf_core::time::parse("2026-12-05T00:00:00Z").expect("time");
-    let ended = |n: i64| {
-        let id = store.fresh_run_id().expect("PostgreSQL draws fresh ids");
+    let ended_as = |id: vwf_core::names::RunId, n: i64| {
         let trigger = vwf_core::run::TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, json!({"n": n}));
         let mut run = vwf_core::run::Run::start(plan.clone(), id, trigger, now);
         while !matches!(run.advance(now), vwf_core::run::Advance::Idle) {}
         assert_eq!(run.status(), vwf_core::run::Status::Done, "{:?}", run.error());
         run
     };
+    let ended = |n: i64| ended_as(store.fresh_run_id().expect("PostgreSQL draws fresh ids"), n);
 
     let run = ended(7);
     assert_eq!(store.end_fresh_run(&run, revision + 1).wait().expect("asked"), FreshEnd::DesignChanged);
@@ -577,6 +589,14 @@ fn a_fresh_run_is_saved_ended_only_at_its_designs_revision_and_under_a_free_id()
     assert!(store.reserve_run_id(run.run_id()).wait().expect("reserve"));
     assert_eq!(store.end_fresh_run(&run, revision).wait().expect("asked"), FreshEnd::IdTaken);
     assert!(matches!(store.read_run(run.run_id()).wait(), Err(vwf::store::StoreError::NotFound(_))), "a reserved id is not written over");
+
+    // An id another process drew and holds by its lock alone (before its run's first save).
+    let holder = store_at(&url);
+    let held = holder.allocate_locked_run().wait().expect("allocate");
+    let run = ended_as(held.id().clone(), 8);
+    assert_eq!(store.end_fresh_run(&run, revision).wait().expect("asked"), FreshEnd::IdTaken, "an id held by its lock");
+    assert_eq!(common::pg::run_rows(&url), 1, "only the reserved id's row");
+    drop(held);
 
     let run = ended(8);
     assert_eq!(store.end_fresh_run(&run, revision).wait().expect("saved"), FreshEnd::Saved);
@@ -591,6 +611,68 @@ fn a_fresh_run_is_saved_ended_only_at_its_designs_revision_and_under_a_free_id()
     store.delete_design(&name).wait().expect("delete");
     assert_eq!(store.end_fresh_run(&ended(9), revision).wait().expect("asked"), FreshEnd::DesignChanged, "a deleted design");
     assert_eq!(common::pg::run_rows(&url), 2, "the saved run and the reserved id, nothing more");
+    assert_eq!(store.run_stats(from, to, None).wait().expect("stats").len(), 1, "one stats record: the saved run's");
+}
+
+/// From a kept plan, a run that ends failed, parks at a gate or would pass `[limits] run_bytes`
+/// goes the usual way after its steps were tried in memory, as a run compiled afresh does: the
+/// failed run starts its failure run, the gated one is saved parked, and the one too large is
+/// failed with why.
+#[test]
+fn from_a_kept_plan_a_run_that_fails_parks_or_is_too_large_goes_the_usual_way() {
+    use vwf::runner::{Plans, Runner};
+    use vwf::store::Store;
+    use vwf_core::run::{Run, Status, TriggerInfo};
+    let url = common::pg::fresh_database();
+    let (store, other) = (store_at(&url), store_at(&url));
+    let mut config = vwf::config::Config::default();
+    config.limits.run_bytes = 8 * 1024;
+    let drivers = vwf::exec::Drivers::new(config);
+    let observer = |_: vwf::runner::Progress<'_>| {};
+    let plans = Plans::default();
+    let runner = Runner { plans: Some(&plans), ..Runner::new(&store, &drivers, &vwf::clock::SystemClock, &observer) };
+    let name = |name: &str| vwf_core::names::DesignName::parse(name).expect("name");
+    let start = |design: &str, input: serde_json::Value| {
+        let trigger = TriggerInfo::new(vwf_core::trigger::TriggerMode::Manual, input);
+        runner.start_saved(&name(design), trigger, None::<fn(&Run)>).expect("run")
+    };
+    let mut typed = common::server::small();
+    typed["on_failure"] = json!("ticket");
+    let echo = json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "out", "type": "output", "template": "{{trigger.text}} {{trigger.text}}"}
+    ], "edges": [{"from": "start", "to": "out"}]});
+    let ticket = json!({"nodes": [
+        {"id": "start", "type": "trigger", "mode": "manual"},
+        {"id": "open", "type": "output", "template": "{{trigger.failed_node}}: {{trigger.error}}"}
+    ], "edges": [{"from": "start", "to": "open"}]});
+    for (design, graph) in [("typed", typed), ("echo", echo), ("ticket", ticket), ("gated", common::server::gated())] {
+        other.save_design(&name(design), &graph).wait().expect("save");
+    }
+    // The first run of each compiles its design and keeps the plan.
+    assert_eq!(start("typed", json!({"n": 7})).status(), Status::Done);
+    assert_eq!(start("echo", json!({"text": "hi"})).status(), Status::Done);
+    assert_eq!(start("gated", json!({})).status(), Status::AwaitingApproval);
+
+    let failed = start("typed", json!({"n": "five"}));
+    assert_eq!(failed.status(), Status::Failed, "a condition that cannot compare fails the run");
+    let failure = failed.failure_run().expect("the failed run started its failure run");
+    let failure = other.read_run(failure).wait().expect("the failure run is saved");
+    assert_eq!(failure["status"], "done", "{failure}");
+    assert!(
+        failure["outputs"]["open"]["text"].as_str().is_some_and(|t| t.starts_with("check: condition") && t.contains("cannot compare")),
+        "{failure}"
+    );
+    assert_eq!(other.read_run(failed.run_id()).wait().expect("read back")["failure_run"], json!(failed.failure_run()));
+
+    let parked = start("gated", json!({}));
+    assert_eq!(parked.status(), Status::AwaitingApproval);
+    assert_eq!(other.read_run(parked.run_id()).wait().expect("read back")["status"], "awaiting_approval", "saved parked");
+
+    let large = start("echo", json!({"text": "x".repeat(3000)}));
+    assert_eq!(large.status(), Status::Failed, "a record over run_bytes");
+    assert!(large.error().is_some_and(|e| e.text().contains("run_bytes")), "{:?}", large.error());
+    assert_eq!(other.read_run(large.run_id()).wait().expect("read back")["status"], "failed", "saved failed with why");
 }
 
 fn store_at(url: &str) -> PgStore {
