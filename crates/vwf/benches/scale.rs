@@ -467,16 +467,19 @@ async fn run(client: &reqwest::Client, (url, token): (&str, &str), body: Value) 
     }
 }
 
-/// Where a row's CPU went per run (servers, database, the clients of this process), and how
-/// many of the machine's cores that kept busy at the row's rate.
+/// Where a row's CPU went per run (servers, database, the clients of this process), how many of
+/// the machine's cores that kept busy at the row's rate, and the most runs a second those cores
+/// allow at that CPU per run (what a setup sharing them cannot pass).
 fn cpu_line(row: &Row) -> String {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     format!(
-        "servers {:.2} ms, database {:.2} ms, clients {:.2} ms = {:.2} cores busy; context switches per run: servers {:.1}, database {:.1}",
+        "servers {:.2} ms, database {:.2} ms, clients {:.2} ms = {:.2} cores busy, at most {:.0} runs/s on {cores} cores; context switches per run: servers {:.1}, database {:.1}",
         ms(row.cpu.servers),
         ms(row.cpu.database),
         ms(row.cpu.clients),
         row.cpu.total().as_secs_f64() * row.per_second,
+        cores as f64 / row.cpu.total().as_secs_f64().max(1e-9),
         row.cpu.switches.0,
         row.cpu.switches.1
     )
