@@ -820,6 +820,8 @@ test('steps that fail well: an error path drawn from the error port in red, and 
   });
   // The canvas: acting steps have an error port; a drag from it draws an `error` edge, in red.
   const canvas = await openDesigner(browser, `${server.url}/designer.html?design=fails-well`, { width: 1440, height: 900 });
+  // The design arrives after the canvas is up: its nodes are drawn with their ports.
+  await canvas.getByTestId('node-alert').waitFor();
   assert.equal(await canvas.getByTestId('port-error-build').count(), 1, 'a command can fail');
   assert.equal(await canvas.getByTestId('port-error-alert').count(), 0, 'an output that delivers nothing cannot');
   await canvas.getByTestId('port-error-build').dragTo(canvas.getByTestId('node-alert'));
