@@ -98,7 +98,7 @@ pub enum FreshEnd {
     /// Nothing was written: the design is no longer at the revision the run was made from (it
     /// was saved again, or deleted).
     DesignChanged,
-    /// Nothing was written: a run has the id, or it is reserved.
+    /// Nothing was written: a run has the id, it is reserved, or another process holds its lock.
     IdTaken,
 }
 
@@ -260,9 +260,10 @@ pub trait Store: Send + Sync {
     }
     /// Saves `run`, ended and never saved before, under its id from [`Store::fresh_run_id`],
     /// whole and durable with its stats record, in one request, if its design is still at
-    /// `revision` ([`SavedDesign::revision`]) and no run has the id; else writes nothing and
-    /// answers why. What a run of steps with no outside effect costs: nobody knew of it before,
-    /// so it needs no lock, and it can be made again from the start when this answers no.
+    /// `revision` ([`SavedDesign::revision`]) and no run (nor any lock) has the id; else writes
+    /// nothing and answers why. What a run of steps with no outside effect costs: nobody knew of
+    /// it before, so it needs no lock, and it can be made again from the start when this answers
+    /// no.
     async fn end_fresh_run(&self, run: &Run, revision: u64) -> Result<FreshEnd, StoreError> {
         let _ = revision;
         Err(StoreError::other(format!("cannot save run {}", run.run_id()), "this store does not end fresh runs in one request"))

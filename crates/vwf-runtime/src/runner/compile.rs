@@ -144,7 +144,7 @@ impl Runner<'_> {
         };
         super::check_input(&trigger)?;
         // A run nobody is told of before its end may end in one request (see `fresh`).
-        let kept = match self.store.fresh_run_id().filter(|_| started.is_none()) {
+        let kept = match started.is_none().then(|| self.store.fresh_run_id()).flatten() {
             Some(id) => match self.end_fresh(id, plan, &trigger, had)? {
                 Some(run) => return Ok(run),
                 None => plans.get(name),

@@ -11,7 +11,8 @@
 //! step that would act on the world (a task), a run that parks (a gate, a wait, a child run),
 //! one that ends failed (its failure run, where one is named, starts on that way), a concurrency
 //! limit (its slot is claimed before the first save), a record over `[limits] run_bytes`, and a
-//! store that answers no (the design changed, or the id is taken). Nothing of the run in memory was seen by anyone but the store's refusal.
+//! store that answers no (the design changed, or the id is taken). Nothing of the attempt in
+//! memory was written or shown to anyone.
 
 use vwf_core::names::{PassId, RunId};
 use vwf_core::plan::Plan;
